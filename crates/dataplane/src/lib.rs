@@ -1,0 +1,12 @@
+//! The data plane: ports -> worker -> pipeline stages -> ports.
+//!
+//! * [`worker`]: the one run-to-completion loop a worker thread runs.
+//! * [`stage`]: one file per pipeline stage, each with the same anatomy (counters, dispositions,
+//!   one batch function).
+//! * [`table`]: the lookup structures stages consult (FIB, MAC table, flow cache, classifier).
+//! * [`app`]: configured pipelines (xconnect, and later bridge, router, openflow).
+#![deny(unsafe_code)]
+
+pub mod app;
+pub mod stage;
+pub mod table;

@@ -1,0 +1,1 @@
+//! Pipeline stages, one per file.

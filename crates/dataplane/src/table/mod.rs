@@ -1,0 +1,1 @@
+//! Lookup tables used by the stages.

@@ -1,0 +1,114 @@
+//! The [`Port`] trait every backend implements, and what a port reports about itself.
+//!
+//! The shape follows ixy and the AF_XDP rings it must fit: the caller owns the batch and the pool;
+//! `rx` appends received frames to the batch, `tx` takes frames from its front. Frames a port
+//! holds (in a fill ring, in flight on a TX ring, queued in a memory link) are the port's until it
+//! hands them back, and [`Port::frames_held`] says how many, so the worker can prove pool
+//! conservation: free + held by ports + in batches = total.
+
+use wirespeed_packet::{Batch, FramePool};
+
+/// Index of an RX/TX queue pair of a port.
+pub type QueueId = u16;
+
+/// How a port moves frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// In-process rings; deterministic tests and pipeline benchmarks.
+    Memory,
+    /// Frames read from / written to a capture file.
+    Pcap,
+    /// AF_XDP sockets.
+    AfXdp,
+    /// AF_PACKET mmap rings.
+    AfPacket,
+}
+
+impl Backend {
+    /// The name used in configuration and output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Memory => "memory",
+            Backend::Pcap => "pcap",
+            Backend::AfXdp => "afxdp",
+            Backend::AfPacket => "afpacket",
+        }
+    }
+}
+
+/// What a port is, as the worker and the stats output see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortInfo {
+    /// The name the configuration gave the port.
+    pub name: String,
+    pub backend: Backend,
+    /// The interface's MAC address (all zero where there is none, e.g. a capture file).
+    pub mac: [u8; 6],
+    /// Largest L3 packet the port carries; frames up to `mtu + 22` bytes (Ethernet + two VLAN
+    /// tags) are accepted.
+    pub mtu: u16,
+    /// Number of RX/TX queue pairs.
+    pub queues: u16,
+    /// Whether the link is up (always true for memory and pcap ports).
+    pub link_up: bool,
+    /// Backend-specific mode actually in use, e.g. "native, copy" for AF_XDP; shown in stats.
+    pub mode: String,
+}
+
+/// Counters of one port, cumulative since it was opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortStats {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    /// Frames the backend dropped on receive (ring full, kernel drops it reports, no free frame).
+    pub rx_dropped: u64,
+    /// Frames `tx` refused because its ring was full (the worker drops and counts them too).
+    pub tx_refused: u64,
+    /// Frames the backend could not use: too long for a frame, a corrupt record.
+    pub rx_errors: u64,
+}
+
+impl std::ops::AddAssign for PortStats {
+    fn add_assign(&mut self, other: Self) {
+        self.rx_packets += other.rx_packets;
+        self.rx_bytes += other.rx_bytes;
+        self.tx_packets += other.tx_packets;
+        self.tx_bytes += other.tx_bytes;
+        self.rx_dropped += other.rx_dropped;
+        self.tx_refused += other.tx_refused;
+        self.rx_errors += other.rx_errors;
+    }
+}
+
+/// A network port as a worker drives it: batches in, batches out, never blocking.
+///
+/// Every method is called from the one worker thread that owns the port, with that worker's pool.
+pub trait Port: Send {
+    /// Name, backend, MAC, MTU, queues and mode.
+    fn info(&self) -> &PortInfo;
+
+    /// Appends up to `batch.room()` received frames from `queue` to `batch`; returns how many.
+    /// Each descriptor's `port` is left for the caller to set; `queue` is set to `queue`.
+    fn rx(&mut self, queue: QueueId, pool: &mut FramePool, batch: &mut Batch) -> usize;
+
+    /// Takes frames from the front of `batch` for transmission on `queue` and removes them from
+    /// it; what the port cannot take stays in the batch for the caller to drop and count.
+    /// Returns how many it took. Frames taken become the port's until their transmission
+    /// completes, when they go back to `pool`.
+    fn tx(&mut self, queue: QueueId, pool: &mut FramePool, batch: &mut Batch) -> usize;
+
+    /// Does the periodic work that is neither rx nor tx (reclaiming completed TX frames, kicking
+    /// the kernel). The worker calls it once per loop iteration; the default does nothing.
+    fn poll(&mut self, _pool: &mut FramePool) {}
+
+    /// Frames of the pool this port holds right now.
+    fn frames_held(&self) -> usize;
+
+    /// Returns every frame the port holds to `pool` (on shutdown, before the conservation check).
+    fn release_all(&mut self, pool: &mut FramePool);
+
+    /// Cumulative counters.
+    fn stats(&self) -> PortStats;
+}

@@ -1,0 +1,1 @@
+//! Internet checksums (filled in by the wire work).

@@ -1,0 +1,1 @@
+//! Flow keys (filled in by the wire work).

@@ -1,0 +1,20 @@
+//! The packet layer of wirespeed: where frames live and how they are read.
+//!
+//! * [`pool`]: one preallocated, page-aligned region of fixed-size frames and a stack of free
+//!   frame indices. Frames are never freed, only recycled; the region doubles as the AF_XDP UMEM.
+//! * [`batch`]: the caller-owned array of descriptors and per-packet metadata that every port and
+//!   stage works on.
+//! * [`wire`]: zero-copy views of protocol headers (smoltcp style), validated once.
+//! * [`checksum`]: full Internet checksums and the RFC 1624 incremental update.
+//! * [`flow_key`]: the fields a forwarding decision depends on, and their CRC32C hash.
+//!
+//! `unsafe` is confined to the pool (memory shared with the kernel) and the CRC32C instruction.
+
+pub mod batch;
+pub mod checksum;
+pub mod flow_key;
+pub mod pool;
+pub mod wire;
+
+pub use batch::{Batch, Desc, DropReason, MAX_BATCH, Meta};
+pub use pool::{FrameId, FramePool, PoolError};

@@ -1,0 +1,299 @@
+//! The frame pool: one region of fixed-size frames, allocated once, recycled forever.
+//!
+//! The region is an anonymous, page-aligned `mmap` so that the AF_XDP backend can register it as
+//! its UMEM unchanged: a frame's UMEM address is `frame_index * frame_size`. The pool keeps a
+//! stack of free frame indices (ixy's design): allocation and release are a push or a pop, with
+//! no allocation after [`FramePool::new`]. A bitmap of which frames are free catches a frame
+//! released twice (a bug that would otherwise hand one frame to two owners); it is counted and the
+//! second release is ignored, so conservation (`free + in use = total`) always holds.
+
+use std::ptr::NonNull;
+
+/// Index of a frame in its pool.
+pub type FrameId = u32;
+
+/// Smallest frame the pool accepts: a full Ethernet frame without FCS plus headroom.
+pub const MIN_FRAME_SIZE: u32 = 2048;
+/// Largest frame the pool accepts (AF_XDP chunks are at most a page).
+pub const MAX_FRAME_SIZE: u32 = 4096;
+
+/// Why a pool could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    #[error(
+        "frame size {0} is not a power of two between {MIN_FRAME_SIZE} and {MAX_FRAME_SIZE}; \
+         use 2048 or 4096"
+    )]
+    FrameSize(u32),
+    #[error("frame count must be between 1 and {max}, got {0}; lower `frames`", max = u32::MAX / 2)]
+    FrameCount(u32),
+    #[error(
+        "mmap of {bytes} bytes for the frame pool failed: {errno}; lower `frames` or the frame size"
+    )]
+    Mmap { bytes: usize, errno: std::io::Error },
+}
+
+/// A region of `count` frames of `frame_size` bytes and the stack of the free ones.
+pub struct FramePool {
+    region: NonNull<u8>,
+    region_len: usize,
+    frame_size: u32,
+    frame_count: u32,
+    /// Stack of free frame indices; its capacity is `frame_count`, so pushes never allocate.
+    free: Vec<FrameId>,
+    /// One bit per frame, set while the frame is on the free stack.
+    is_free: Vec<u64>,
+    double_releases: u64,
+}
+
+// SAFETY: the pool exclusively owns its mapping; nothing else holds a pointer into it except
+// through borrows of the pool (or a kernel ring registered by the owner of the pool), so moving
+// it to another thread moves the sole owner.
+unsafe impl Send for FramePool {}
+
+impl FramePool {
+    /// Maps `frame_count` frames of `frame_size` bytes, all free.
+    pub fn new(frame_count: u32, frame_size: u32) -> Result<Self, PoolError> {
+        if !frame_size.is_power_of_two() || !(MIN_FRAME_SIZE..=MAX_FRAME_SIZE).contains(&frame_size)
+        {
+            return Err(PoolError::FrameSize(frame_size));
+        }
+        if frame_count == 0 || frame_count > u32::MAX / 2 {
+            return Err(PoolError::FrameCount(frame_count));
+        }
+        let region_len = frame_count as usize * frame_size as usize;
+        // SAFETY: an anonymous private mapping with no address hint has no preconditions; the
+        // result is checked against MAP_FAILED before use.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                region_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(PoolError::Mmap {
+                bytes: region_len,
+                errno: std::io::Error::last_os_error(),
+            });
+        }
+        let region = NonNull::new(ptr.cast::<u8>()).ok_or(PoolError::Mmap {
+            bytes: region_len,
+            errno: std::io::Error::other("mmap returned null"),
+        })?;
+        // Lowest indices on top of the stack: a lightly loaded port touches few frames.
+        let free: Vec<FrameId> = (0..frame_count).rev().collect();
+        let mut is_free = vec![0u64; (frame_count as usize).div_ceil(64)];
+        for id in 0..frame_count {
+            is_free[id as usize / 64] |= 1 << (id % 64);
+        }
+        Ok(Self {
+            region,
+            region_len,
+            frame_size,
+            frame_count,
+            free,
+            is_free,
+            double_releases: 0,
+        })
+    }
+
+    /// Takes one free frame, or `None` when every frame is in use.
+    #[inline]
+    pub fn alloc(&mut self) -> Option<FrameId> {
+        let id = self.free.pop()?;
+        self.is_free[id as usize / 64] &= !(1 << (id % 64));
+        Some(id)
+    }
+
+    /// Fills `out` with free frames from the front; returns how many it filled.
+    #[inline]
+    pub fn alloc_bulk(&mut self, out: &mut [FrameId]) -> usize {
+        let n = out.len().min(self.free.len());
+        for slot in &mut out[..n] {
+            // The length check above guarantees the pop succeeds.
+            let id = self.free.pop().unwrap_or(0);
+            self.is_free[id as usize / 64] &= !(1 << (id % 64));
+            *slot = id;
+        }
+        n
+    }
+
+    /// Returns a frame to the pool. Releasing a frame that is already free, or an index outside
+    /// the pool, is counted in [`FramePool::double_releases`] and otherwise ignored.
+    #[inline]
+    pub fn release(&mut self, id: FrameId) {
+        if id >= self.frame_count {
+            self.double_releases += 1;
+            return;
+        }
+        let (word, bit) = (id as usize / 64, 1u64 << (id % 64));
+        if self.is_free[word] & bit != 0 {
+            self.double_releases += 1;
+            return;
+        }
+        self.is_free[word] |= bit;
+        self.free.push(id);
+    }
+
+    /// The whole frame `id` (all `frame_size` bytes). Out-of-range ids yield an empty slice.
+    #[inline]
+    pub fn frame(&self, id: FrameId) -> &[u8] {
+        if id >= self.frame_count {
+            return &[];
+        }
+        let start = id as usize * self.frame_size as usize;
+        // SAFETY: `start + frame_size <= region_len` because `id < frame_count`, the mapping
+        // lives as long as `self`, and the shared borrow of `self` excludes writers.
+        unsafe {
+            std::slice::from_raw_parts(self.region.as_ptr().add(start), self.frame_size as usize)
+        }
+    }
+
+    /// The whole frame `id`, writable. Out-of-range ids yield an empty slice.
+    #[inline]
+    pub fn frame_mut(&mut self, id: FrameId) -> &mut [u8] {
+        if id >= self.frame_count {
+            return &mut [];
+        }
+        let start = id as usize * self.frame_size as usize;
+        // SAFETY: in bounds as in `frame`; the exclusive borrow of `self` makes this the only
+        // reference into the region.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.region.as_ptr().add(start),
+                self.frame_size as usize,
+            )
+        }
+    }
+
+    /// Bytes per frame.
+    pub fn frame_size(&self) -> u32 {
+        self.frame_size
+    }
+
+    /// Frames in the pool, free or not.
+    pub fn total(&self) -> u32 {
+        self.frame_count
+    }
+
+    /// Frames on the free stack.
+    pub fn free_count(&self) -> u32 {
+        self.free.len() as u32
+    }
+
+    /// Frames handed out and not yet released.
+    pub fn in_use(&self) -> u32 {
+        self.frame_count - self.free_count()
+    }
+
+    /// Releases that were ignored because the frame was already free or out of range.
+    pub fn double_releases(&self) -> u64 {
+        self.double_releases
+    }
+
+    /// Start of the region, for registering it with the kernel (AF_XDP UMEM).
+    pub fn region_ptr(&self) -> *mut u8 {
+        self.region.as_ptr()
+    }
+
+    /// Length of the region in bytes.
+    pub fn region_len(&self) -> usize {
+        self.region_len
+    }
+
+    /// The UMEM address of byte `offset` of frame `id`.
+    #[inline]
+    pub fn addr(&self, id: FrameId, offset: u16) -> u64 {
+        id as u64 * self.frame_size as u64 + offset as u64
+    }
+
+    /// Splits a UMEM address into frame and offset; `None` for an address outside the region.
+    #[inline]
+    pub fn locate(&self, addr: u64) -> Option<(FrameId, u16)> {
+        if addr >= self.region_len as u64 {
+            return None;
+        }
+        let size = self.frame_size as u64;
+        Some(((addr / size) as FrameId, (addr % size) as u16))
+    }
+}
+
+impl Drop for FramePool {
+    fn drop(&mut self) {
+        // SAFETY: `region`/`region_len` are exactly what mmap returned in `new`, and no borrow of
+        // the pool outlives it.
+        unsafe {
+            libc::munmap(self.region.as_ptr().cast(), self.region_len);
+        }
+    }
+}
+
+impl std::fmt::Debug for FramePool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FramePool")
+            .field("frame_size", &self.frame_size)
+            .field("total", &self.frame_count)
+            .field("free", &self.free.len())
+            .field("double_releases", &self.double_releases)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alloc_release_conserves_frames() {
+        let mut pool = FramePool::new(64, 2048).unwrap();
+        let mut ids = [0; 70];
+        assert_eq!(pool.alloc_bulk(&mut ids), 64);
+        assert_eq!(pool.alloc(), None);
+        assert_eq!(pool.in_use(), 64);
+        for &id in &ids[..64] {
+            pool.release(id);
+        }
+        assert_eq!(pool.free_count(), 64);
+        assert_eq!(pool.double_releases(), 0);
+    }
+
+    #[test]
+    fn double_release_is_counted_not_duplicated() {
+        let mut pool = FramePool::new(4, 2048).unwrap();
+        let id = pool.alloc().unwrap();
+        pool.release(id);
+        pool.release(id);
+        pool.release(99);
+        assert_eq!(pool.free_count(), 4);
+        assert_eq!(pool.double_releases(), 2);
+    }
+
+    #[test]
+    fn frames_are_disjoint_and_page_aligned() {
+        let mut pool = FramePool::new(8, 4096).unwrap();
+        assert_eq!(pool.region_ptr() as usize % 4096, 0);
+        pool.frame_mut(1).fill(0xab);
+        assert!(pool.frame(0).iter().all(|&b| b == 0));
+        assert!(pool.frame(2).iter().all(|&b| b == 0));
+        assert_eq!(pool.frame(1).len(), 4096);
+        assert_eq!(pool.locate(pool.addr(3, 256)), Some((3, 256)));
+        assert_eq!(pool.locate(8 * 4096), None);
+        assert!(pool.frame(8).is_empty());
+    }
+
+    #[test]
+    fn bad_geometry_is_refused() {
+        assert!(matches!(
+            FramePool::new(8, 3000),
+            Err(PoolError::FrameSize(3000))
+        ));
+        assert!(matches!(
+            FramePool::new(0, 2048),
+            Err(PoolError::FrameCount(0))
+        ));
+    }
+}

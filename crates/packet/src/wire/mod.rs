@@ -1,0 +1,1 @@
+//! Zero-copy views of protocol headers (filled in by the wire work).

@@ -1,0 +1,2 @@
+//! Helpers for tests and benchmarks: build frames, push them into ports, read them back.
+#![deny(unsafe_code)]
