@@ -11,6 +11,10 @@ use crate::pool::FrameId;
 /// The largest batch any port or stage handles.
 pub const MAX_BATCH: usize = 256;
 
+/// Bytes every port leaves free in front of a received packet, so that stages can push headers
+/// (VLAN tags, encapsulations) in place. 256 is what XDP reserves in front of a packet too.
+pub const HEADROOM: u16 = 256;
+
 /// Where one packet is: a frame of the pool, the packet's first byte in it and its length, and
 /// the port and queue it arrived on (or leaves by).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
