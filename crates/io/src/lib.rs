@@ -9,5 +9,6 @@
 
 pub mod memory;
 pub mod port;
+pub mod wait;
 
 pub use port::{Backend, Port, PortInfo, PortStats, QueueId};

@@ -103,6 +103,13 @@ pub trait Port: Send {
     /// the kernel). The worker calls it once per loop iteration; the default does nothing.
     fn poll(&mut self, _pool: &mut FramePool) {}
 
+    /// A descriptor that polls readable when `queue` has frames to receive, for a worker that
+    /// sleeps in `poll(2)` when idle instead of spinning ([`crate::wait::wait_readable`]).
+    /// `None` (the default) when the backend has none; such a port is simply polled.
+    fn rx_fd(&self, _queue: QueueId) -> Option<std::os::fd::RawFd> {
+        None
+    }
+
     /// Frames of the pool this port holds right now.
     fn frames_held(&self) -> usize;
 

@@ -1,0 +1,55 @@
+//! Sleeping until a port has work, so an idle worker does not burn its core.
+//!
+//! On a 2-core machine the kernel's veth/XDP work for a port runs on the same core as the worker
+//! that drains it: a worker that spins on an empty ring steals the very time the kernel needs to
+//! fill it. Waiting in `poll(2)` on the ports' descriptors yields the core until frames arrive.
+
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+/// Blocks until one of `fds` is readable or `timeout` passes; returns how many are readable
+/// (0 on timeout or when interrupted by a signal). At most 64 descriptors are watched.
+pub fn wait_readable(fds: &[RawFd], timeout: Duration) -> std::io::Result<usize> {
+    const MAX: usize = 64;
+    let mut pollfds = [libc::pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    }; MAX];
+    let count = fds.len().min(MAX);
+    for (slot, &fd) in pollfds.iter_mut().zip(&fds[..count]) {
+        *slot = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+    }
+    let millis = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: `pollfds[..count]` is a valid, initialised array of `count` pollfd structs that
+    // lives across the call; poll only writes their `revents`.
+    let rc = unsafe { libc::poll(pollfds.as_mut_ptr(), count as libc::nfds_t, millis) };
+    if rc < 0 {
+        let error = std::io::Error::last_os_error();
+        if error.kind() == std::io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(error);
+    }
+    Ok(rc as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn wakes_on_data_and_times_out_without() {
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        let fd = reader.as_raw_fd();
+        assert_eq!(wait_readable(&[fd], Duration::from_millis(1)).unwrap(), 0);
+        writer.write_all(b"x").unwrap();
+        assert_eq!(wait_readable(&[fd], Duration::from_secs(5)).unwrap(), 1);
+    }
+}
