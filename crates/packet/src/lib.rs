@@ -12,6 +12,7 @@
 
 pub mod batch;
 pub mod checksum;
+pub mod cpu;
 pub mod flow_key;
 pub mod pool;
 pub mod wire;
