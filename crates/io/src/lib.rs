@@ -9,6 +9,7 @@
 
 pub mod memory;
 pub mod port;
+pub mod thread;
 pub mod wait;
 
 pub use port::{Backend, Port, PortInfo, PortStats, QueueId};

@@ -110,6 +110,12 @@ pub trait Port: Send {
         None
     }
 
+    /// Whether the port's input is exhausted for good (a capture file read to its end). Live
+    /// ports never are; the default says `false`.
+    fn at_end(&self) -> bool {
+        false
+    }
+
     /// Frames of the pool this port holds right now.
     fn frames_held(&self) -> usize;
 
