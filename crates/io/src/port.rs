@@ -116,6 +116,12 @@ pub trait Port: Send {
         false
     }
 
+    /// Why the port stopped working, if it did (a corrupt capture record, a device that went
+    /// away); `None` while it works. The default never fails.
+    fn fault(&self) -> Option<String> {
+        None
+    }
+
     /// Frames of the pool this port holds right now.
     fn frames_held(&self) -> usize;
 

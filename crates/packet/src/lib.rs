@@ -17,5 +17,5 @@ pub mod flow_key;
 pub mod pool;
 pub mod wire;
 
-pub use batch::{Batch, Desc, DropReason, MAX_BATCH, Meta};
+pub use batch::{Batch, Desc, DropReason, HEADROOM, MAX_BATCH, Meta};
 pub use pool::{FrameId, FramePool, PoolError};
