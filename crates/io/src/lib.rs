@@ -8,6 +8,7 @@
 //! [`FramePool`]: wirespeed_packet::FramePool
 
 pub mod memory;
+pub mod pcap;
 pub mod port;
 pub mod thread;
 pub mod wait;
