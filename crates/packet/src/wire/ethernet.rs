@@ -7,8 +7,9 @@ use core::fmt;
 
 use super::{Error, Field, Result, read_u16, write_u16};
 
-/// A 48-bit IEEE MAC address.
+/// A 48-bit IEEE MAC address (transparent over its 6 bytes, so it can sit in `repr(C)` keys).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(transparent)]
 pub struct EthernetAddress(pub [u8; 6]);
 
 impl EthernetAddress {
