@@ -10,3 +10,4 @@
 pub mod app;
 pub mod stage;
 pub mod table;
+pub mod worker;

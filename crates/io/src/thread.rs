@@ -10,7 +10,10 @@ pub fn pin_to_core(core: usize) -> std::io::Result<()> {
     if core >= libc::CPU_SETSIZE as usize {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
-            format!("core {core} is beyond the {} cores a CPU set can name", libc::CPU_SETSIZE),
+            format!(
+                "core {core} is beyond the {} cores a CPU set can name",
+                libc::CPU_SETSIZE
+            ),
         ));
     }
     // SAFETY: cpu_set_t is a plain bit array for which all-zero is the valid empty set.
@@ -27,7 +30,9 @@ pub fn pin_to_core(core: usize) -> std::io::Result<()> {
 
 /// Moves the calling thread to SCHED_FIFO at `priority` (1..=99).
 pub fn set_fifo_priority(priority: i32) -> std::io::Result<()> {
-    let param = libc::sched_param { sched_priority: priority };
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
     // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param that outlives the call.
     let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
     if rc != 0 {

@@ -1,14 +1,35 @@
-//! The `wirespeed` command line.
+//! The `wirespeed` command line: one subcommand per module in `cli/`.
 #![deny(unsafe_code)]
 
-use clap::Parser;
+mod cli;
+
+use clap::{Parser, Subcommand};
 
 /// User-space packet forwarding and the benchmark suite that measures it.
 #[derive(Parser)]
 #[command(version, about)]
-struct Cli {}
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a configured app over the configured ports until Ctrl-C.
+    Switch(cli::switch::SwitchArgs),
+    /// Forward a capture file offline through an app.
+    Pcap(cli::pcap::PcapArgs),
+    /// Build, inspect or remove the network-namespace testbed.
+    Lab(cli::lab::LabArgs),
+    /// Generate traffic into a capture and forward it through wirespeed: the short tour.
+    Demo(cli::demo::DemoArgs),
+}
 
 fn main() -> anyhow::Result<()> {
-    let _cli = Cli::parse();
-    Ok(())
+    match Cli::parse().command {
+        Command::Switch(args) => cli::switch::run(args),
+        Command::Pcap(args) => cli::pcap::run(args),
+        Command::Lab(args) => cli::lab::run(args),
+        Command::Demo(args) => cli::demo::run(args),
+    }
 }

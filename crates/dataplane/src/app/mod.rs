@@ -1,1 +1,36 @@
-//! Configured pipelines.
+//! Apps: configured pipelines. An app decides, for every packet of a batch, where it goes.
+//!
+//! The worker owns the ports, the pool and the batches; an app only reads and rewrites frames in
+//! place and sets each packet's disposition in its [`Meta`](wirespeed_packet::Meta): an output
+//! port in `out_port`, or a reason in `drop`. The worker then hands packets to the TX batches in
+//! bulk and counts the drops per reason, so no app needs to know about ports or TX rings.
+
+pub mod xconnect;
+
+use wirespeed_packet::flow_key::FlowKey;
+use wirespeed_packet::{Batch, FramePool};
+
+pub use xconnect::Xconnect;
+
+/// What an app may use while processing one batch.
+pub struct Context<'a> {
+    /// The worker's frames: packets are read and rewritten in place here.
+    pub pool: &'a mut FramePool,
+    /// One flow key per packet of the batch, filled by the parse stage.
+    pub keys: &'a mut [FlowKey],
+    /// The worker's clock (TSC) at the start of this batch. Stages never read a clock themselves,
+    /// so every decision is reproducible from its inputs.
+    pub now: u64,
+}
+
+/// A configured pipeline.
+pub trait App: Send {
+    /// Short name for stats output.
+    fn name(&self) -> &'static str;
+
+    /// Decides every packet of `batch`: sets `out_port` or `drop` in its metadata.
+    fn process(&mut self, ctx: &mut Context<'_>, batch: &mut Batch);
+
+    /// Appends the app's own counters (name, value) for stats output.
+    fn counters(&self, out: &mut Vec<(&'static str, u64)>);
+}

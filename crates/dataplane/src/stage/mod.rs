@@ -1,1 +1,9 @@
-//! Pipeline stages, one per file.
+//! Pipeline stages, one per file, each with the same anatomy: the counters it keeps, the
+//! dispositions it can choose (an output port in `Meta::out_port` or a reason in `Meta::drop`),
+//! and one function that processes a whole batch.
+
+pub mod parse;
+pub mod task;
+
+pub use parse::Parse;
+pub use task::Task;

@@ -1,0 +1,374 @@
+//! The worker: one thread, one core, one loop, run to completion.
+//!
+//! Each iteration, for every RX queue the worker owns: receive a batch, let the app decide every
+//! packet, hand the packets to per-port TX batches in bulk (drops are counted per reason and the
+//! frames recycled at once), and send a TX batch as soon as it is full. TX batches that are not
+//! full are sent when the drain interval has passed or when an iteration received nothing, so a
+//! packet waits at most `drain_cycles` under load and not at all when the load stops (DPDK
+//! l3fwd's drain timer). What a port's TX ring will not take is dropped and counted ("otherwise
+//! we accumulate latency", ixy).
+//!
+//! Cycle accounting (seed 000 Table II, seed 001's c_IO / c_task / c_busy) costs four TSC reads
+//! per received batch: cycles in `rx`, in the app, in TX, and cycles of polls that found nothing
+//! (`idle`). Counters are published for other threads every [`PUBLISH_EVERY`] iterations through
+//! a `try_lock` that the worker never waits on.
+//!
+//! When its queues are empty the worker either spins (`Idle::Busy`) or, after a few empty polls,
+//! sleeps in `poll(2)` on the ports' descriptors (`Idle::Adaptive`): on a machine where the
+//! kernel's NAPI work for the same queues runs on the worker's core, spinning steals exactly the
+//! time the kernel needs to deliver the next packets.
+
+use std::os::fd::RawFd;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use wirespeed_io::{Port, PortInfo, PortStats, QueueId};
+use wirespeed_packet::cpu::rdtsc;
+use wirespeed_packet::flow_key::FlowKey;
+use wirespeed_packet::{Batch, DropReason, FramePool, MAX_BATCH};
+
+use crate::app::{App, Context};
+
+/// Iterations between two publications of the counters.
+pub const PUBLISH_EVERY: u64 = 4096;
+
+/// What a worker does when its queues are empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Idle {
+    /// Keep polling.
+    Busy,
+    /// After `spins` empty iterations in a row, sleep in poll(2) for at most `timeout`.
+    Adaptive { spins: u32, timeout: Duration },
+}
+
+/// How a worker runs.
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    /// Packets per RX and TX batch (1..=256).
+    pub batch_size: usize,
+    /// Longest a packet may wait in a partly filled TX batch, in TSC cycles.
+    pub drain_cycles: u64,
+    pub idle: Idle,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        Self {
+            batch_size: 32,
+            drain_cycles: 100_000,
+            idle: Idle::Adaptive {
+                spins: 64,
+                timeout: Duration::from_millis(10),
+            },
+        }
+    }
+}
+
+/// TSC cycles spent per part of the loop.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cycles {
+    /// In `Port::rx` calls that returned packets.
+    pub rx: u64,
+    /// In the app (parse + decide + rewrite).
+    pub process: u64,
+    /// Handing packets to TX batches, `Port::tx`, completions.
+    pub tx: u64,
+    /// In polls that returned nothing, and sleeping.
+    pub idle: u64,
+}
+
+/// A worker's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WorkerCounters {
+    pub iterations: u64,
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    pub drops: [u64; DropReason::COUNT],
+    pub cycles: Cycles,
+    /// RX polls that found nothing.
+    pub empty_polls: u64,
+    /// Times the worker slept in poll(2).
+    pub sleeps: u64,
+}
+
+impl WorkerCounters {
+    /// Packets dropped for any reason.
+    pub fn dropped(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+}
+
+/// What other threads see of a worker.
+#[derive(Clone, Debug, Default)]
+pub struct WorkerSnapshot {
+    pub counters: WorkerCounters,
+    pub ports: Vec<(PortInfo, PortStats)>,
+    pub app: Vec<(&'static str, u64)>,
+}
+
+/// Where a worker publishes its snapshot.
+pub type StatsCell = Mutex<WorkerSnapshot>;
+
+/// Frames of the pool accounted for at shutdown: conservation holds when `free == total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conservation {
+    pub total: u32,
+    pub free: u32,
+    /// Frames no one returned (a leak if not zero).
+    pub missing: u32,
+    /// Frames released twice or out of range (a bug if not zero).
+    pub double_releases: u64,
+}
+
+impl Conservation {
+    pub fn holds(&self) -> bool {
+        self.missing == 0 && self.double_releases == 0
+    }
+}
+
+/// One port as the worker holds it.
+pub struct WorkerPort {
+    pub port: Box<dyn Port>,
+    /// The queues of this port the worker receives from.
+    pub rx_queues: Vec<QueueId>,
+    /// The queue the worker transmits on.
+    pub tx_queue: QueueId,
+}
+
+/// A worker and everything it owns.
+pub struct Worker {
+    config: WorkerConfig,
+    pool: FramePool,
+    ports: Vec<Box<dyn Port>>,
+    tx_queue: Vec<QueueId>,
+    /// (port index, queue) pairs to receive from, in polling order.
+    rx_queues: Vec<(u16, QueueId)>,
+    app: Box<dyn App>,
+    rx: Batch,
+    tx: Vec<Batch>,
+    keys: Box<[FlowKey]>,
+    fds: Vec<RawFd>,
+    counters: WorkerCounters,
+    last_drain: u64,
+    empty_streak: u32,
+}
+
+impl Worker {
+    /// A worker over `ports` (indexed as the app expects) with `pool` and `app`.
+    pub fn new(
+        config: WorkerConfig,
+        pool: FramePool,
+        ports: Vec<WorkerPort>,
+        app: Box<dyn App>,
+    ) -> Self {
+        let batch_size = config.batch_size.clamp(1, MAX_BATCH);
+        let mut rx_queues = Vec::new();
+        let mut fds = Vec::new();
+        for (index, port) in ports.iter().enumerate() {
+            for &queue in &port.rx_queues {
+                rx_queues.push((index as u16, queue));
+                fds.extend(port.port.rx_fd(queue));
+            }
+        }
+        let tx_queue = ports.iter().map(|p| p.tx_queue).collect();
+        let tx = ports.iter().map(|_| Batch::new(batch_size)).collect();
+        Self {
+            config,
+            pool,
+            ports: ports.into_iter().map(|p| p.port).collect(),
+            tx_queue,
+            rx_queues,
+            app,
+            rx: Batch::new(batch_size),
+            tx,
+            keys: vec![FlowKey::default(); batch_size].into_boxed_slice(),
+            fds,
+            counters: WorkerCounters::default(),
+            last_drain: rdtsc(),
+            empty_streak: 0,
+        }
+    }
+
+    /// One iteration over every owned RX queue; returns the packets received.
+    pub fn poll_once(&mut self) -> usize {
+        let now = rdtsc();
+        let mut received = 0;
+        for index in 0..self.rx_queues.len() {
+            let (port, queue) = self.rx_queues[index];
+            let t0 = rdtsc();
+            let count = self.ports[port as usize].rx(queue, &mut self.pool, &mut self.rx);
+            let t1 = rdtsc();
+            if count == 0 {
+                self.counters.cycles.idle += t1.wrapping_sub(t0);
+                self.counters.empty_polls += 1;
+                continue;
+            }
+            self.counters.cycles.rx += t1.wrapping_sub(t0);
+            for desc in self.rx.descs_mut() {
+                desc.port = port;
+            }
+            let batch_len = self.rx.len();
+            let mut ctx = Context {
+                pool: &mut self.pool,
+                keys: &mut self.keys[..batch_len],
+                now,
+            };
+            self.app.process(&mut ctx, &mut self.rx);
+            let t2 = rdtsc();
+            self.counters.cycles.process += t2.wrapping_sub(t1);
+            self.distribute();
+            self.counters.cycles.tx += rdtsc().wrapping_sub(t2);
+            received += count;
+        }
+        self.counters.rx_packets += received as u64;
+        self.counters.iterations += 1;
+
+        let t0 = rdtsc();
+        if received == 0 || t0.wrapping_sub(self.last_drain) >= self.config.drain_cycles {
+            self.flush_all();
+            self.last_drain = t0;
+        }
+        for port in &mut self.ports {
+            port.poll(&mut self.pool);
+        }
+        let spent = rdtsc().wrapping_sub(t0);
+        if received == 0 {
+            self.counters.cycles.idle += spent;
+            self.idle();
+        } else {
+            self.counters.cycles.tx += spent;
+            self.empty_streak = 0;
+        }
+        received
+    }
+
+    /// Hands every packet of the RX batch to its TX batch, or drops it; empties the RX batch.
+    fn distribute(&mut self) {
+        for index in 0..self.rx.len() {
+            let desc = self.rx.descs()[index];
+            let meta = self.rx.meta()[index];
+            let out = meta.out_port as usize;
+            let reason = match meta.drop {
+                Some(reason) => Some(reason),
+                None if out >= self.tx.len() => Some(DropReason::NoOutput),
+                None => None,
+            };
+            if let Some(reason) = reason {
+                self.counters.drops[reason as usize] += 1;
+                self.pool.release(desc.frame);
+                continue;
+            }
+            self.tx[out].push_with_meta(desc, meta);
+            if self.tx[out].is_full() {
+                self.flush(out);
+            }
+        }
+        self.rx.clear();
+    }
+
+    fn flush(&mut self, port: usize) {
+        let batch = &mut self.tx[port];
+        let sent = self.ports[port].tx(self.tx_queue[port], &mut self.pool, batch);
+        self.counters.tx_packets += sent as u64;
+        for desc in batch.descs() {
+            self.pool.release(desc.frame);
+        }
+        self.counters.drops[DropReason::TxFull as usize] += batch.len() as u64;
+        batch.clear();
+    }
+
+    fn flush_all(&mut self) {
+        for port in 0..self.tx.len() {
+            if !self.tx[port].is_empty() {
+                self.flush(port);
+            }
+        }
+    }
+
+    fn idle(&mut self) {
+        self.empty_streak = self.empty_streak.saturating_add(1);
+        let Idle::Adaptive { spins, timeout } = self.config.idle else {
+            return;
+        };
+        if self.empty_streak < spins || self.fds.is_empty() {
+            return;
+        }
+        let t0 = rdtsc();
+        // A failed poll(2) only means the worker spins instead of sleeping this time.
+        let _ = wirespeed_io::wait::wait_readable(&self.fds, timeout);
+        self.counters.sleeps += 1;
+        self.counters.cycles.idle += rdtsc().wrapping_sub(t0);
+    }
+
+    /// Runs until `stop` is set, publishing counters to `stats` every [`PUBLISH_EVERY`]
+    /// iterations, then flushes and publishes once more.
+    pub fn run(&mut self, stop: &AtomicBool, stats: &StatsCell) {
+        while !stop.load(Ordering::Relaxed) {
+            self.poll_once();
+            if self.counters.iterations.is_multiple_of(PUBLISH_EVERY) {
+                self.publish(stats, false);
+            }
+        }
+        self.flush_all();
+        self.publish(stats, true);
+    }
+
+    /// Runs until every port says its input is exhausted (capture files read to the end) and
+    /// an iteration moves nothing, or until `stop` is set.
+    pub fn run_to_end(&mut self, stop: &AtomicBool) {
+        while !stop.load(Ordering::Relaxed) {
+            let received = self.poll_once();
+            if received == 0 && self.ports.iter().all(|p| p.at_end()) {
+                break;
+            }
+        }
+        self.flush_all();
+    }
+
+    /// Copies the counters into `stats`; with `wait`, even if a reader holds the lock.
+    pub fn publish(&self, stats: &StatsCell, wait: bool) {
+        let guard = if wait {
+            stats.lock().ok()
+        } else {
+            stats.try_lock().ok()
+        };
+        let Some(mut snapshot) = guard else { return };
+        snapshot.counters.clone_from(&self.counters);
+        snapshot.ports.clear();
+        for port in &self.ports {
+            snapshot.ports.push((port.info().clone(), port.stats()));
+        }
+        snapshot.app.clear();
+        self.app.counters(&mut snapshot.app);
+    }
+
+    pub fn counters(&self) -> &WorkerCounters {
+        &self.counters
+    }
+
+    pub fn ports(&self) -> &[Box<dyn Port>] {
+        &self.ports
+    }
+
+    /// The worker's pool, e.g. for a test harness that injects frames through a memory link.
+    pub fn pool_mut(&mut self) -> &mut FramePool {
+        &mut self.pool
+    }
+
+    /// Stops: sends what is queued, takes back every frame the ports hold, and says whether
+    /// every frame of the pool came back. Frames in flight in memory links that a test harness
+    /// holds are counted as missing unless the harness released them first.
+    pub fn shutdown(&mut self) -> Conservation {
+        self.flush_all();
+        for port in &mut self.ports {
+            port.release_all(&mut self.pool);
+        }
+        Conservation {
+            total: self.pool.total(),
+            free: self.pool.free_count(),
+            missing: self.pool.total() - self.pool.free_count(),
+            double_releases: self.pool.double_releases(),
+        }
+    }
+}

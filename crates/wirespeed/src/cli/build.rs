@@ -1,0 +1,87 @@
+//! Turning a validated configuration into workers with open ports.
+//!
+//! Every port of every worker is opened before any worker runs; the first failure drops what was
+//! already opened (closing sockets, detaching programs) and is returned with the port's name.
+
+use anyhow::{Context, Result};
+use wirespeed_control::config::{AppConfig, BackendConfig, Config, PortConfig};
+use wirespeed_dataplane::app::{App, Xconnect};
+use wirespeed_dataplane::stage::Task;
+use wirespeed_dataplane::worker::{Idle, Worker, WorkerConfig, WorkerPort};
+use wirespeed_io::Port;
+use wirespeed_io::pcap::PcapPort;
+use wirespeed_packet::FramePool;
+use wirespeed_packet::cpu::tsc_hz;
+
+/// Builds the workers the configuration describes.
+pub fn workers(config: &Config) -> Result<Vec<Worker>> {
+    anyhow::ensure!(
+        config.switch.workers == 1
+            || config
+                .ports
+                .iter()
+                .all(|p| !matches!(p.backend, BackendConfig::Pcap { .. })),
+        "pcap ports cannot be shared by several workers; set workers = 1"
+    );
+    let worker_config = WorkerConfig {
+        batch_size: config.switch.batch,
+        drain_cycles: tsc_hz() / 1_000_000 * config.switch.drain_us as u64,
+        idle: match config.switch.idle {
+            wirespeed_control::config::IdleMode::Busy => Idle::Busy,
+            wirespeed_control::config::IdleMode::Adaptive => WorkerConfig::default().idle,
+        },
+    };
+    let mut workers = Vec::new();
+    for index in 0..config.switch.workers {
+        let pool = FramePool::new(config.switch.frames, config.switch.frame_size)
+            .with_context(|| format!("frame pool of worker {index}"))?;
+        let mut ports = Vec::new();
+        for port in &config.ports {
+            ports.push(open(port, index, config.switch.workers)?);
+        }
+        workers.push(Worker::new(
+            worker_config.clone(),
+            pool,
+            ports,
+            app(config, index as u64),
+        ));
+    }
+    Ok(workers)
+}
+
+fn app(config: &Config, seed: u64) -> Box<dyn App> {
+    let task = Task::new(
+        config.task.spin_cycles as u64,
+        config.task.walk_bytes,
+        seed + 1,
+    );
+    match &config.app {
+        AppConfig::Xconnect { pairs } => {
+            let pairs: Vec<(u16, u16)> = pairs.iter().map(|&(a, b)| (a as u16, b as u16)).collect();
+            Box::new(Xconnect::new(&pairs, Some(task)))
+        }
+    }
+}
+
+/// Opens `port` for worker `worker` of `workers`.
+fn open(port: &PortConfig, _worker: usize, _workers: usize) -> Result<WorkerPort> {
+    let opened: Box<dyn Port> = match &port.backend {
+        BackendConfig::Pcap { rx, tx } => Box::new(
+            PcapPort::open(&port.name, rx.as_deref(), tx.as_deref())
+                .with_context(|| format!("port {}", port.name))?,
+        ),
+        BackendConfig::AfXdp { .. } | BackendConfig::AfPacket { .. } => {
+            anyhow::bail!("port {}: this build has no kernel backends yet", port.name)
+        }
+    };
+    let rx_queues = if opened.info().queues == 0 {
+        vec![]
+    } else {
+        vec![0]
+    };
+    Ok(WorkerPort {
+        port: opened,
+        rx_queues,
+        tx_queue: 0,
+    })
+}

@@ -1,0 +1,8 @@
+//! One module per subcommand, plus what several of them share.
+
+pub mod build;
+pub mod demo;
+pub mod lab;
+pub mod pcap;
+pub mod stats;
+pub mod switch;

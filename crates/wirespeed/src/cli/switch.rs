@@ -1,0 +1,154 @@
+//! `wirespeed switch --config FILE`: run the configured app until Ctrl-C.
+//!
+//! Everything is checked and opened before any worker starts: a config error, a missing
+//! interface or a queue the device does not have stops the command with nothing running.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use wirespeed_dataplane::worker::{Conservation, StatsCell, Worker, WorkerSnapshot};
+
+use super::{build, stats};
+
+#[derive(Args)]
+pub struct SwitchArgs {
+    /// The configuration file (TOML; see docs/configuration.md).
+    #[arg(long)]
+    config: PathBuf,
+    /// Print a line of rates every this many seconds.
+    #[arg(long)]
+    stats_interval: Option<f64>,
+}
+
+pub fn run(args: SwitchArgs) -> Result<()> {
+    let config = wirespeed_control::config::load(&args.config).map_err(anyhow::Error::msg)?;
+    let workers = build::workers(&config)?;
+    for worker in &workers {
+        for port in worker.ports() {
+            let info = port.info();
+            println!(
+                "port {} ({}): {}",
+                info.name,
+                info.backend.name(),
+                info.mode
+            );
+        }
+    }
+    let placement = Placement {
+        cores: config.switch.cores.clone(),
+        realtime: config.switch.realtime,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("installing signal handler")?;
+    }
+    println!("forwarding with {} worker(s); Ctrl-C stops", workers.len());
+    let interval = args.stats_interval.map(Duration::from_secs_f64);
+    let (snapshots, conservation) = run_workers(workers, &placement, &stop, interval)?;
+    println!("\n{}", stats::final_tables(&snapshots));
+    print!("{}", conservation_report(&conservation)?);
+    Ok(())
+}
+
+/// Where worker threads run.
+#[derive(Clone, Debug, Default)]
+pub struct Placement {
+    /// Core of worker i, if pinned.
+    pub cores: Vec<usize>,
+    /// SCHED_FIFO priority 1 for every worker.
+    pub realtime: bool,
+}
+
+/// Runs every worker on its own thread until `stop`, printing a rate line every `interval`;
+/// returns each worker's last counters and its pool conservation.
+pub fn run_workers(
+    workers: Vec<Worker>,
+    placement: &Placement,
+    stop: &Arc<AtomicBool>,
+    interval: Option<Duration>,
+) -> Result<(Vec<WorkerSnapshot>, Vec<Conservation>)> {
+    let cells: Vec<Arc<StatsCell>> = workers.iter().map(|_| Arc::default()).collect();
+    let mut handles = Vec::new();
+    for (index, mut worker) in workers.into_iter().enumerate() {
+        let (cell, stop) = (Arc::clone(&cells[index]), Arc::clone(stop));
+        let core = placement.cores.get(index).copied();
+        let realtime = placement.realtime;
+        let handle = std::thread::Builder::new()
+            .name(format!("worker-{index}"))
+            .spawn(move || -> Result<Conservation> {
+                if let Some(core) = core {
+                    wirespeed_io::thread::pin_to_core(core)
+                        .with_context(|| format!("pinning worker {index} to core {core}"))?;
+                }
+                if realtime {
+                    wirespeed_io::thread::set_fifo_priority(1)
+                        .with_context(|| format!("SCHED_FIFO for worker {index} (needs root)"))?;
+                }
+                worker.run(&stop, &cell);
+                let conservation = worker.shutdown();
+                worker.publish(&cell, true);
+                Ok(conservation)
+            })
+            .context("starting a worker thread")?;
+        handles.push(handle);
+    }
+    let snapshot = |cells: &[Arc<StatsCell>]| -> Vec<WorkerSnapshot> {
+        cells
+            .iter()
+            .map(|c| c.lock().map(|s| s.clone()).unwrap_or_default())
+            .collect()
+    };
+    let mut before = stats::Totals::default();
+    let mut last = Instant::now();
+    while !stop.load(Ordering::Relaxed) && !handles.iter().all(|h| h.is_finished()) {
+        std::thread::sleep(Duration::from_millis(50));
+        if let Some(interval) = interval
+            && last.elapsed() >= interval
+        {
+            let now = stats::totals(&snapshot(&cells));
+            println!(
+                "{}",
+                stats::interval_line(&now, &before, last.elapsed().as_secs_f64())
+            );
+            (before, last) = (now, Instant::now());
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut conservation = Vec::new();
+    for handle in handles {
+        let result = handle
+            .join()
+            .map_err(|_| anyhow::anyhow!("a worker thread panicked"))?;
+        conservation.push(result?);
+    }
+    Ok((snapshot(&cells), conservation))
+}
+
+/// The pool check of every worker, one line each; an error if a frame was lost.
+pub fn conservation_report(conservation: &[Conservation]) -> Result<String> {
+    let mut out = String::new();
+    for (index, c) in conservation.iter().enumerate() {
+        out.push_str(&format!(
+            "worker {index} pool: {} of {} frames free, {} missing, {} double releases{}\n",
+            c.free,
+            c.total,
+            c.missing,
+            c.double_releases,
+            if c.holds() {
+                " (conservation holds)"
+            } else {
+                ""
+            }
+        ));
+    }
+    anyhow::ensure!(
+        conservation.iter().all(Conservation::holds),
+        "{out}frames were leaked or double-freed"
+    );
+    Ok(out)
+}
