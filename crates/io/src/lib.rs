@@ -11,5 +11,6 @@ pub mod memory;
 pub mod pcap;
 pub mod port;
 pub mod wait;
+pub mod wrap;
 
 pub use port::{Backend, Port, PortInfo, PortStats, QueueId};
