@@ -13,6 +13,8 @@
 //! * `tx` takes the whole batch, writes each frame, and releases it to the pool at once (the
 //!   write is the completed transmission), so the port never holds frames. A port without a TX
 //!   file, or whose writer failed, refuses everything (`tx_refused`) and leaves it in the batch.
+//!   Records are buffered: `release_all` (or [`PcapPort::flush`]) writes them out and reports a
+//!   failure; dropping the port flushes too, but silently.
 //!
 //! Port info: no MAC (all zero), one queue, link always up, mode "file". A capture has no MTU; the
 //! port reports 9000 (jumbo frames) and the real limit is the pool's frame size minus
