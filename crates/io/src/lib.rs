@@ -10,6 +10,7 @@
 pub mod memory;
 pub mod pcap;
 pub mod port;
+pub mod thread;
 pub mod wait;
 pub mod wrap;
 

@@ -1,17 +1,17 @@
 //! In-memory ports: two ends of a virtual cable inside one process.
 //!
 //! [`link`] returns a pair of [`MemoryPort`]s; what one end transmits on queue *q* the other
-//! receives on queue *q*. Each direction of each queue is a bounded lock-free ring of descriptors
-//! (no frame data is copied), so a full ring refuses frames exactly as a NIC ring would. Both
+//! receives on queue *q*. Each direction of each queue is a bounded single-producer,
+//! single-consumer ring of descriptors (`rtrb`; no frame data is copied) read and written a whole
+//! batch at a time, so a batch costs one atomic update, and a full ring refuses frames exactly as
+//! a NIC ring would. Both
 //! ends must use the same [`FramePool`]; that is the case for a worker and a test harness in one
 //! thread, and for the pipeline benchmarks that measure the data plane without the kernel.
 //!
 //! A frame sitting in a ring belongs to the receiving end: [`Port::frames_held`] counts only a
 //! port's incoming rings, so adding up all ports counts every frame once.
 
-use std::sync::Arc;
-
-use crossbeam_queue::ArrayQueue;
+use rtrb::{Consumer, Producer, RingBuffer};
 use wirespeed_packet::{Batch, Desc, FramePool};
 
 use crate::port::{Backend, Port, PortInfo, PortStats, QueueId};
@@ -19,15 +19,13 @@ use crate::port::{Backend, Port, PortInfo, PortStats, QueueId};
 /// Default number of descriptors per ring: the size of a typical NIC or veth ring.
 pub const DEFAULT_RING_SIZE: usize = 1024;
 
-type Ring = Arc<ArrayQueue<Desc>>;
-
 /// One end of an in-memory link.
 pub struct MemoryPort {
     info: PortInfo,
     /// Rings this end receives from, one per queue.
-    incoming: Vec<Ring>,
+    incoming: Vec<Consumer<Desc>>,
     /// Rings this end transmits into (the peer's incoming), one per queue.
-    outgoing: Vec<Ring>,
+    outgoing: Vec<Producer<Desc>>,
     stats: PortStats,
 }
 
@@ -54,14 +52,16 @@ impl Default for LinkConfig {
 pub fn link(a: &str, b: &str, config: &LinkConfig) -> (MemoryPort, MemoryPort) {
     let queues = config.queues.max(1);
     let ring_size = config.ring_size.max(1);
-    let rings = |_| -> Vec<Ring> {
-        (0..queues)
-            .map(|_| Arc::new(ArrayQueue::new(ring_size)))
-            .collect()
-    };
-    let a_to_b = rings(());
-    let b_to_a = rings(());
-    let port = |name: &str, last: u8, incoming: &[Ring], outgoing: &[Ring]| MemoryPort {
+    let (mut a_out, mut b_in, mut b_out, mut a_in) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..queues {
+        let (producer, consumer) = RingBuffer::new(ring_size);
+        a_out.push(producer);
+        b_in.push(consumer);
+        let (producer, consumer) = RingBuffer::new(ring_size);
+        b_out.push(producer);
+        a_in.push(consumer);
+    }
+    let port = |name: &str, last: u8, incoming, outgoing| MemoryPort {
         info: PortInfo {
             name: name.to_string(),
             backend: Backend::Memory,
@@ -71,11 +71,11 @@ pub fn link(a: &str, b: &str, config: &LinkConfig) -> (MemoryPort, MemoryPort) {
             link_up: true,
             mode: format!("ring {ring_size}"),
         },
-        incoming: incoming.to_vec(),
-        outgoing: outgoing.to_vec(),
+        incoming,
+        outgoing,
         stats: PortStats::default(),
     };
-    (port(a, 1, &b_to_a, &a_to_b), port(b, 2, &a_to_b, &b_to_a))
+    (port(a, 1, a_in, a_out), port(b, 2, b_in, b_out))
 }
 
 impl MemoryPort {
@@ -91,46 +91,52 @@ impl Port for MemoryPort {
     }
 
     fn rx(&mut self, queue: QueueId, _pool: &mut FramePool, batch: &mut Batch) -> usize {
-        let Some(ring) = self.incoming.get(queue as usize) else {
+        let Some(ring) = self.incoming.get_mut(queue as usize) else {
             return 0;
         };
-        let mut received = 0;
-        while !batch.is_full() {
-            let Some(mut desc) = ring.pop() else { break };
-            desc.queue = queue;
+        let count = batch.room().min(ring.slots());
+        let Ok(chunk) = ring.read_chunk(count) else {
+            return 0;
+        };
+        let (first, second) = chunk.as_slices();
+        for desc in first.iter().chain(second) {
             self.stats.rx_bytes += desc.len as u64;
-            batch.push(desc);
-            received += 1;
+            batch.push(Desc { queue, ..*desc });
         }
-        self.stats.rx_packets += received as u64;
-        received
+        chunk.commit_all();
+        self.stats.rx_packets += count as u64;
+        count
     }
 
     fn tx(&mut self, queue: QueueId, _pool: &mut FramePool, batch: &mut Batch) -> usize {
-        let Some(ring) = self.outgoing.get(queue as usize) else {
+        let Some(ring) = self.outgoing.get_mut(queue as usize) else {
             return 0;
         };
-        let mut sent = 0;
-        for desc in batch.descs() {
-            if ring.push(*desc).is_err() {
-                break;
-            }
+        let count = batch.len().min(ring.slots());
+        let Ok(mut chunk) = ring.write_chunk(count) else {
+            return 0;
+        };
+        let (first, second) = chunk.as_mut_slices();
+        let descs = batch.descs();
+        first.copy_from_slice(&descs[..first.len()]);
+        second.copy_from_slice(&descs[first.len()..count]);
+        chunk.commit_all();
+        for desc in &descs[..count] {
             self.stats.tx_bytes += desc.len as u64;
-            sent += 1;
         }
-        self.stats.tx_packets += sent as u64;
-        self.stats.tx_refused += (batch.len() - sent) as u64;
-        batch.consume_front(sent);
-        sent
+        self.stats.tx_packets += count as u64;
+        self.stats.tx_refused += (batch.len() - count) as u64;
+        batch.consume_front(count);
+        count
     }
 
     fn frames_held(&self) -> usize {
-        self.incoming.iter().map(|ring| ring.len()).sum()
+        self.incoming.iter().map(|ring| ring.slots()).sum()
     }
 
     fn release_all(&mut self, pool: &mut FramePool) {
-        for ring in &self.incoming {
-            while let Some(desc) = ring.pop() {
+        for ring in &mut self.incoming {
+            while let Ok(desc) = ring.pop() {
                 pool.release(desc.frame);
             }
         }

@@ -110,6 +110,18 @@ pub trait Port: Send {
         None
     }
 
+    /// Whether the port's input is exhausted for good (a capture file read to its end). Live
+    /// ports never are; the default says `false`.
+    fn at_end(&self) -> bool {
+        false
+    }
+
+    /// Why the port stopped working, if it did (a corrupt capture record, a device that went
+    /// away); `None` while it works. The default never fails.
+    fn fault(&self) -> Option<String> {
+        None
+    }
+
     /// Frames of the pool this port holds right now.
     fn frames_held(&self) -> usize;
 

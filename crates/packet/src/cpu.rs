@@ -58,7 +58,10 @@ pub fn tsc_is_invariant() -> bool {
     let Ok(cpuinfo) = std::fs::read_to_string("/proc/cpuinfo") else {
         return false;
     };
-    let flags = cpuinfo.lines().find(|line| line.starts_with("flags")).unwrap_or("");
+    let flags = cpuinfo
+        .lines()
+        .find(|line| line.starts_with("flags"))
+        .unwrap_or("");
     let has = |flag: &str| flags.split_whitespace().any(|f| f == flag);
     has("constant_tsc") && has("nonstop_tsc")
 }
@@ -74,6 +77,9 @@ mod tests {
         let t0 = rdtsc();
         std::thread::sleep(Duration::from_millis(10));
         let elapsed = rdtsc() - t0;
-        assert!(elapsed >= hz / 200, "10 ms took only {elapsed} ticks at {hz} Hz");
+        assert!(
+            elapsed >= hz / 200,
+            "10 ms took only {elapsed} ticks at {hz} Hz"
+        );
     }
 }

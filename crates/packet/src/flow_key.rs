@@ -1,1 +1,315 @@
-//! Flow keys (filled in by the wire work).
+//! Flow keys and CRC32C, the hash every table of the data plane uses.
+//!
+//! A [`FlowKey`] is the set of parsed fields a forwarding decision may depend on. It has a fixed
+//! `repr(C)` layout of 56 bytes with no padding at all (checked at compile time), so two equal
+//! keys are equal byte for byte and hash alike; the exact-match cache compares and hashes them
+//! as seven 8-byte words.
+//!
+//! [`crc32c`] uses the SSE4.2 `crc32` instruction where the CPU has it (one instruction per
+//! 8 bytes) and a table-driven software CRC32C otherwise; both give identical results (unit and
+//! property tests check both against the standard check value). The choice is made once, on
+//! first use, and kept in a [`OnceLock`]: per packet it costs one load and an indirect call.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::OnceLock;
+
+use crate::wire::EthernetAddress;
+
+/// The fields a forwarding decision depends on.
+///
+/// * IP addresses are 16 bytes for both families: an IPv4 address is stored **IPv4-mapped**
+///   (`::ffff:a.b.c.d`, RFC 4291 §2.5.5.2), so one key type and one hash serve both. For ARP
+///   (Ethernet/IPv4) `ip_src`/`ip_dst` hold the sender and target protocol addresses, mapped
+///   the same way, and `ip_proto` the low byte of the ARP operation (as Open vSwitch does).
+/// * `l4_src`/`l4_dst` are the TCP/UDP ports. For ICMP and ICMPv6, `l4_src` holds
+///   `type << 8 | code` and `l4_dst` is 0. For non-first fragments both are 0 and
+///   [`FlowKey::FLAG_LATER_FRAGMENT`] is set.
+/// * `vlan` is the VLAN id (12 bits) of the outermost tag, valid when [`FlowKey::FLAG_VLAN`] is
+///   set.
+/// * Everything the parse did not reach is zero.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub struct FlowKey {
+    pub ip_src: [u8; 16],
+    pub ip_dst: [u8; 16],
+    pub dst_mac: EthernetAddress,
+    pub src_mac: EthernetAddress,
+    pub in_port: u16,
+    pub vlan: u16,
+    /// EtherType after the VLAN tags.
+    pub ethertype: u16,
+    pub l4_src: u16,
+    pub l4_dst: u16,
+    /// IP protocol / IPv6 upper-layer next header (ARP: operation).
+    pub ip_proto: u8,
+    /// `FLAG_*` bits.
+    pub flags: u8,
+}
+
+/// Size of a [`FlowKey`] in bytes.
+pub const FLOW_KEY_LEN: usize = 56;
+
+// No implicit padding: the fields add up to the size, so the byte image is fully defined.
+const _: () = assert!(std::mem::size_of::<FlowKey>() == FLOW_KEY_LEN);
+const _: () = assert!(16 + 16 + 6 + 6 + 2 * 5 + 2 == FLOW_KEY_LEN);
+
+impl FlowKey {
+    /// The outer frame carried a VLAN tag; `vlan` is its VLAN id.
+    pub const FLAG_VLAN: u8 = 1 << 0;
+    /// The IP packet is a fragment (first or later).
+    pub const FLAG_FRAGMENT: u8 = 1 << 1;
+    /// The IP packet is a fragment other than the first: it has no L4 header, ports are 0.
+    pub const FLAG_LATER_FRAGMENT: u8 = 1 << 2;
+
+    /// The all-zero key.
+    pub const EMPTY: FlowKey = FlowKey {
+        ip_src: [0; 16],
+        ip_dst: [0; 16],
+        dst_mac: EthernetAddress([0; 6]),
+        src_mac: EthernetAddress([0; 6]),
+        in_port: 0,
+        vlan: 0,
+        ethertype: 0,
+        l4_src: 0,
+        l4_dst: 0,
+        ip_proto: 0,
+        flags: 0,
+    };
+
+    /// The 16-byte form of an IPv4 address used in keys (IPv4-mapped IPv6).
+    pub fn map_ipv4(addr: Ipv4Addr) -> [u8; 16] {
+        addr.to_ipv6_mapped().octets()
+    }
+
+    /// `ip_src` as IPv4, when it holds an IPv4-mapped address.
+    pub fn ipv4_src(&self) -> Option<Ipv4Addr> {
+        Ipv6Addr::from(self.ip_src).to_ipv4_mapped()
+    }
+
+    /// `ip_dst` as IPv4, when it holds an IPv4-mapped address.
+    pub fn ipv4_dst(&self) -> Option<Ipv4Addr> {
+        Ipv6Addr::from(self.ip_dst).to_ipv4_mapped()
+    }
+
+    /// The key's byte image in field order, multi-byte numbers big-endian, so that the hash is
+    /// the same on every machine.
+    #[inline]
+    pub fn to_bytes(&self) -> [u8; FLOW_KEY_LEN] {
+        let mut bytes = [0u8; FLOW_KEY_LEN];
+        bytes[0..16].copy_from_slice(&self.ip_src);
+        bytes[16..32].copy_from_slice(&self.ip_dst);
+        bytes[32..38].copy_from_slice(&self.dst_mac.0);
+        bytes[38..44].copy_from_slice(&self.src_mac.0);
+        bytes[44..46].copy_from_slice(&self.in_port.to_be_bytes());
+        bytes[46..48].copy_from_slice(&self.vlan.to_be_bytes());
+        bytes[48..50].copy_from_slice(&self.ethertype.to_be_bytes());
+        bytes[50..52].copy_from_slice(&self.l4_src.to_be_bytes());
+        bytes[52..54].copy_from_slice(&self.l4_dst.to_be_bytes());
+        bytes[54] = self.ip_proto;
+        bytes[55] = self.flags;
+        bytes
+    }
+
+    /// CRC32C of [`FlowKey::to_bytes`] with seed 0.
+    #[inline]
+    pub fn hash(&self) -> u32 {
+        crc32c(0, &self.to_bytes())
+    }
+}
+
+/// The reflected CRC32C (Castagnoli) polynomial.
+const POLY: u32 = 0x82f6_3b78;
+
+/// Slicing-by-8 tables: `TABLES[0]` is the classic byte table, `TABLES[k][b]` the CRC of byte
+/// `b` followed by `k` zero bytes.
+static TABLES: [[u32; 256]; 8] = build_tables();
+
+const fn build_tables() -> [[u32; 256]; 8] {
+    let mut tables = [[0u32; 256]; 8];
+    let mut i = 0;
+    while i < 256 {
+        let mut crc = i as u32;
+        let mut bit = 0;
+        while bit < 8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ POLY
+            } else {
+                crc >> 1
+            };
+            bit += 1;
+        }
+        tables[0][i] = crc;
+        i += 1;
+    }
+    let mut k = 1;
+    while k < 8 {
+        let mut i = 0;
+        while i < 256 {
+            let prev = tables[k - 1][i];
+            tables[k][i] = (prev >> 8) ^ tables[0][(prev & 0xff) as usize];
+            i += 1;
+        }
+        k += 1;
+    }
+    tables
+}
+
+/// CRC32C in software (slicing by 8). `seed` is a previous result (0 to start), so
+/// `crc32c_portable(crc32c_portable(0, a), b) == crc32c_portable(0, a ++ b)`.
+pub fn crc32c_portable(seed: u32, bytes: &[u8]) -> u32 {
+    let mut crc = !seed;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let lo = crc ^ u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+        let t = &TABLES;
+        crc = t[7][(lo & 0xff) as usize]
+            ^ t[6][((lo >> 8) & 0xff) as usize]
+            ^ t[5][((lo >> 16) & 0xff) as usize]
+            ^ t[4][(lo >> 24) as usize]
+            ^ t[3][usize::from(chunk[4])]
+            ^ t[2][usize::from(chunk[5])]
+            ^ t[1][usize::from(chunk[6])]
+            ^ t[0][usize::from(chunk[7])];
+    }
+    for &byte in chunks.remainder() {
+        crc = (crc >> 8) ^ TABLES[0][((crc ^ u32::from(byte)) & 0xff) as usize];
+    }
+    !crc
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+fn crc32c_sse42(seed: u32, bytes: &[u8]) -> u32 {
+    use std::arch::x86_64::{_mm_crc32_u8, _mm_crc32_u64};
+    let mut crc = u64::from(!seed);
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        crc = _mm_crc32_u64(crc, u64::from_le_bytes(word));
+    }
+    // The instruction leaves the upper 32 bits zero.
+    let mut crc = crc as u32;
+    for &byte in chunks.remainder() {
+        crc = _mm_crc32_u8(crc, byte);
+    }
+    !crc
+}
+
+/// Calls the SSE4.2 implementation; installed only after the CPU was seen to have SSE4.2.
+#[cfg(target_arch = "x86_64")]
+fn crc32c_sse42_checked(seed: u32, bytes: &[u8]) -> u32 {
+    // SAFETY: `implementation` installs this function only when
+    // `is_x86_feature_detected!("sse4.2")` returned true, so the instructions exist.
+    unsafe { crc32c_sse42(seed, bytes) }
+}
+
+/// CRC32C with the CPU's instruction; `None` when the CPU (or architecture) lacks it.
+pub fn crc32c_hardware(seed: u32, bytes: &[u8]) -> Option<u32> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("sse4.2") {
+            // SAFETY: SSE4.2 was detected on this CPU just above.
+            return Some(unsafe { crc32c_sse42(seed, bytes) });
+        }
+    }
+    let _ = (seed, bytes);
+    None
+}
+
+type Crc32cFn = fn(u32, &[u8]) -> u32;
+
+static IMPLEMENTATION: OnceLock<Crc32cFn> = OnceLock::new();
+
+fn implementation() -> Crc32cFn {
+    *IMPLEMENTATION.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("sse4.2") {
+                return crc32c_sse42_checked as Crc32cFn;
+            }
+        }
+        crc32c_portable as Crc32cFn
+    })
+}
+
+/// Whether [`crc32c`] runs on the CPU's CRC32C instruction.
+pub fn crc32c_uses_hardware() -> bool {
+    implementation() as usize != crc32c_portable as Crc32cFn as usize
+}
+
+/// CRC32C (Castagnoli, as iSCSI and ext4 use it) of `bytes`, continuing from `seed` (0 to
+/// start): `crc32c(0, b"123456789") == 0xe306_9283`. Hardware where available, same result.
+#[inline]
+pub fn crc32c(seed: u32, bytes: &[u8]) -> u32 {
+    implementation()(seed, bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standard_check_values() {
+        for f in [crc32c, crc32c_portable] {
+            assert_eq!(f(0, b"123456789"), 0xe306_9283);
+            assert_eq!(f(0, b""), 0);
+            // RFC 3720 B.4: 32 bytes of zeros, 32 bytes of 0xff, 0..=31 ascending.
+            assert_eq!(f(0, &[0u8; 32]), 0x8a91_36aa);
+            assert_eq!(f(0, &[0xffu8; 32]), 0x62a8_ab43);
+            let ascending: Vec<u8> = (0..32).collect();
+            assert_eq!(f(0, &ascending), 0x46dd_794e);
+        }
+    }
+
+    #[test]
+    fn seed_continues_a_crc() {
+        let data: Vec<u8> = (0..100u8).collect();
+        for split in 0..data.len() {
+            let (a, b) = data.split_at(split);
+            assert_eq!(crc32c(crc32c(0, a), b), crc32c(0, &data));
+            assert_eq!(
+                crc32c_portable(crc32c_portable(0, a), b),
+                crc32c_portable(0, &data)
+            );
+        }
+    }
+
+    #[test]
+    fn hardware_matches_portable_when_present() {
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 31 + 7) as u8).collect();
+        for len in 0..data.len() {
+            if let Some(hw) = crc32c_hardware(0x1234_5678, &data[..len]) {
+                assert_eq!(hw, crc32c_portable(0x1234_5678, &data[..len]));
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(
+            crc32c_uses_hardware(),
+            std::arch::is_x86_feature_detected!("sse4.2")
+        );
+    }
+
+    #[test]
+    fn key_image_and_mapping() {
+        let key = FlowKey {
+            ip_src: FlowKey::map_ipv4(Ipv4Addr::new(10, 0, 0, 1)),
+            in_port: 0x0102,
+            l4_dst: 53,
+            flags: FlowKey::FLAG_VLAN,
+            ..FlowKey::EMPTY
+        };
+        let bytes = key.to_bytes();
+        assert_eq!(
+            &bytes[..16],
+            &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1]
+        );
+        assert_eq!(&bytes[44..46], &[1, 2]);
+        assert_eq!(&bytes[52..54], &[0, 53]);
+        assert_eq!(bytes[55], FlowKey::FLAG_VLAN);
+        assert_eq!(key.ipv4_src(), Some(Ipv4Addr::new(10, 0, 0, 1)));
+        assert_eq!(key.ipv4_dst(), None);
+        assert_eq!(key.hash(), crc32c_portable(0, &bytes));
+        assert_ne!(key.hash(), FlowKey::EMPTY.hash());
+    }
+}

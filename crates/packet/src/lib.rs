@@ -7,6 +7,7 @@
 //! * [`wire`]: zero-copy views of protocol headers (smoltcp style), validated once.
 //! * [`checksum`]: full Internet checksums and the RFC 1624 incremental update.
 //! * [`flow_key`]: the fields a forwarding decision depends on, and their CRC32C hash.
+//! * [`parse`]: the hot-path parser that fills a packet's [`Meta`] and [`FlowKey`] in one pass.
 //!
 //! `unsafe` is confined to the pool (memory shared with the kernel) and the CRC32C instruction.
 
@@ -14,8 +15,11 @@ pub mod batch;
 pub mod checksum;
 pub mod cpu;
 pub mod flow_key;
+pub mod parse;
 pub mod pool;
 pub mod wire;
 
-pub use batch::{Batch, Desc, DropReason, MAX_BATCH, Meta};
+pub use batch::{Batch, Desc, DropReason, HEADROOM, MAX_BATCH, Meta};
+pub use flow_key::{FlowKey, crc32c};
+pub use parse::parse;
 pub use pool::{FrameId, FramePool, PoolError};

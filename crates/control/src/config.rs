@@ -1,0 +1,772 @@
+//! The `wirespeed switch` configuration file.
+//!
+//! ```toml
+//! [switch]
+//! app = "xconnect"      # the pipeline to run
+//! workers = 1           # worker threads, one per core
+//! cores = [1]           # optional: pin worker i to cores[i]
+//! batch = 32            # packets per batch, 1..=256
+//! frames = 4096         # frames in each worker's pool
+//! frame_size = 2048     # 2048 or 4096
+//! idle = "adaptive"     # "busy": spin; "adaptive": sleep in poll(2) after empty polls
+//! drain_us = 50         # longest a packet waits in a TX batch under load
+//! realtime = false      # SCHED_FIFO for workers (above the kernel's NAPI threads)
+//!
+//! [[port]]
+//! name = "p0"
+//! backend = "afxdp"     # afxdp | afpacket | pcap
+//! interface = "ws-d0"
+//!
+//! [[port]]
+//! name = "p1"
+//! backend = "pcap"
+//! rx = "in.pcap"        # read frames from this capture
+//! tx = "out.pcap"       # write transmitted frames here
+//!
+//! [xconnect]
+//! pairs = [["p0", "p1"]]  # each pair forwards both ways
+//!
+//! [task]                # optional emulated per-packet work (seed 001)
+//! spin_cycles = 0
+//! walk_bytes = 0
+//! ```
+//!
+//! Parsing is two steps: serde reads the text into raw structs whose values carry their byte
+//! spans, then [`validate`] checks meaning (names exist, ranges, backend-specific keys) and builds
+//! [`Config`]. Both steps report a [`ConfigError`] with file, line, column and key.
+
+use std::collections::HashSet;
+use std::ops::Range;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// A configuration error: where it is, what is wrong, how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}:{column}: `{key}`: {message}\n    {excerpt}\n  fix: {fix}")]
+pub struct ConfigError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    /// Dotted path of the key, e.g. `port[1].backend` (empty for syntax errors between keys).
+    pub key: String,
+    pub message: String,
+    pub fix: String,
+    /// The offending line of the file.
+    pub excerpt: String,
+}
+
+/// A validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub switch: SwitchConfig,
+    pub ports: Vec<PortConfig>,
+    pub app: AppConfig,
+    pub task: TaskConfig,
+}
+
+/// Worker settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SwitchConfig {
+    pub workers: usize,
+    /// Core of worker i, if pinned.
+    pub cores: Vec<usize>,
+    pub batch: usize,
+    pub frames: u32,
+    pub frame_size: u32,
+    pub idle: IdleMode,
+    pub drain_us: u32,
+    pub realtime: bool,
+}
+
+/// What a worker does when its queues are empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IdleMode {
+    /// Spin on the rings: lowest latency, burns the core even when idle.
+    Busy,
+    /// Spin briefly, then sleep in poll(2) until a port has frames.
+    Adaptive,
+}
+
+/// One port.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortConfig {
+    pub name: String,
+    pub backend: BackendConfig,
+}
+
+/// Backend-specific port settings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BackendConfig {
+    AfXdp {
+        interface: String,
+        /// Queues to open; all of the device's when `None`.
+        queues: Option<Vec<u16>>,
+        zero_copy: bool,
+        xdp_mode: XdpMode,
+    },
+    AfPacket {
+        interface: String,
+    },
+    Pcap {
+        rx: Option<PathBuf>,
+        tx: Option<PathBuf>,
+    },
+}
+
+/// How the XDP program is attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum XdpMode {
+    /// Native where the driver has it, generic otherwise.
+    Auto,
+    Native,
+    Generic,
+}
+
+/// The configured pipeline; port references are indexes into [`Config::ports`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum AppConfig {
+    /// Static port pairs, each forwarding both ways.
+    Xconnect { pairs: Vec<(usize, usize)> },
+}
+
+/// Emulated per-packet work (seed 001's method to measure c_IO).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TaskConfig {
+    pub spin_cycles: u32,
+    pub walk_bytes: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    switch: Spanned<RawSwitch>,
+    #[serde(default)]
+    port: Vec<Spanned<RawPort>>,
+    xconnect: Option<Spanned<RawXconnect>>,
+    task: Option<Spanned<RawTask>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSwitch {
+    app: Spanned<String>,
+    workers: Option<Spanned<usize>>,
+    cores: Option<Spanned<Vec<usize>>>,
+    batch: Option<Spanned<usize>>,
+    frames: Option<Spanned<u32>>,
+    frame_size: Option<Spanned<u32>>,
+    idle: Option<IdleMode>,
+    drain_us: Option<Spanned<u32>>,
+    realtime: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPort {
+    name: Spanned<String>,
+    backend: Spanned<String>,
+    interface: Option<Spanned<String>>,
+    queues: Option<Spanned<Vec<u16>>>,
+    zero_copy: Option<Spanned<bool>>,
+    xdp_mode: Option<Spanned<XdpMode>>,
+    rx: Option<Spanned<PathBuf>>,
+    tx: Option<Spanned<PathBuf>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawXconnect {
+    pairs: Spanned<Vec<Spanned<Vec<Spanned<String>>>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTask {
+    spin_cycles: Option<Spanned<u32>>,
+    walk_bytes: Option<Spanned<u64>>,
+}
+
+/// Largest configuration file accepted; a config is a few KiB, anything this large is a mistake.
+pub const MAX_CONFIG_BYTES: usize = 1 << 20;
+
+/// Reads and validates the configuration file at `path`.
+pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
+    let file = path.display().to_string();
+    let unreadable = |message: String| ConfigError {
+        file: file.clone(),
+        line: 0,
+        column: 0,
+        key: String::new(),
+        message,
+        fix: "check the path given with --config".into(),
+        excerpt: String::new(),
+    };
+    let metadata = std::fs::metadata(path).map_err(|e| unreadable(format!("cannot read: {e}")))?;
+    if metadata.len() > MAX_CONFIG_BYTES as u64 {
+        return Err(unreadable(format!(
+            "{} bytes is larger than a config can be",
+            metadata.len()
+        )));
+    }
+    let text =
+        std::fs::read_to_string(path).map_err(|e| unreadable(format!("cannot read: {e}")))?;
+    parse(&file, &text)
+}
+
+/// Parses and validates configuration `text`; `file` names it in errors.
+pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
+    let at = Locator { file, text };
+    if text.len() > MAX_CONFIG_BYTES {
+        return Err(at.error(
+            0..0,
+            "",
+            "the file is larger than 1 MiB",
+            "a config is a few KiB",
+        ));
+    }
+    let raw: RawConfig = toml::from_str(text).map_err(|error| {
+        let span = error.span().unwrap_or(0..0);
+        let key = at.key_at(span.start);
+        let fix = if error.message().contains("unknown field") {
+            "remove or rename the key; the accepted keys are listed in the message".to_string()
+        } else if error.message().contains("missing field") {
+            "add the key; see docs/configuration.md".to_string()
+        } else {
+            "correct the value or syntax at this place; see docs/configuration.md".to_string()
+        };
+        at.error(span, &key, error.message(), &fix)
+    })?;
+    validate(&at, raw)
+}
+
+struct Locator<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Locator<'_> {
+    fn error(&self, span: Range<usize>, key: &str, message: &str, fix: &str) -> ConfigError {
+        let start = span.start.min(self.text.len());
+        let before = &self.text[..self.text.floor_char_boundary(start)];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let column = before[line_start..].chars().count() + 1;
+        let excerpt = self.text[line_start..]
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_end()
+            .to_string();
+        ConfigError {
+            file: self.file.to_string(),
+            line,
+            column,
+            key: key.to_string(),
+            message: message.to_string(),
+            fix: fix.to_string(),
+            excerpt,
+        }
+    }
+
+    /// Best-effort dotted key at byte `offset`: the enclosing `[table]` / `[[array]]` header
+    /// (with the array index) and the key of the line.
+    fn key_at(&self, offset: usize) -> String {
+        let offset = self.text.floor_char_boundary(offset.min(self.text.len()));
+        let mut table = String::new();
+        let mut counts: std::collections::HashMap<String, usize> = Default::default();
+        let mut line_start = 0;
+        for line in self.text[..offset].split_inclusive('\n') {
+            let trimmed = line.trim();
+            if let Some(name) = trimmed
+                .strip_prefix("[[")
+                .and_then(|t| t.split("]]").next())
+            {
+                let count = counts.entry(name.trim().to_string()).or_insert(0);
+                table = format!("{}[{}]", name.trim(), *count);
+                *count += 1;
+            } else if let Some(name) = trimmed.strip_prefix('[').and_then(|t| t.split(']').next()) {
+                table = name.trim().to_string();
+            }
+            line_start += line.len();
+        }
+        let current = self.text[self.text.floor_char_boundary(line_start.min(offset))..]
+            .lines()
+            .next()
+            .unwrap_or("");
+        let full_line = self.text[..offset]
+            .rsplit('\n')
+            .next()
+            .unwrap_or("")
+            .to_string()
+            + current;
+        let key = full_line
+            .split('=')
+            .next()
+            .filter(|_| full_line.contains('='))
+            .unwrap_or("");
+        match (table.is_empty(), key.trim().is_empty()) {
+            (_, true) => table,
+            (true, false) => key.trim().to_string(),
+            (false, false) => format!("{table}.{}", key.trim()),
+        }
+    }
+}
+
+fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
+    let switch = raw.switch.into_inner();
+    let workers = switch.workers.as_ref().map_or(1, |w| *w.get_ref());
+    if let Some(w) = &switch.workers
+        && !(1..=64).contains(w.get_ref())
+    {
+        return Err(at.error(
+            w.span(),
+            "switch.workers",
+            "must be 1 to 64",
+            "one worker per core",
+        ));
+    }
+    let cores = match &switch.cores {
+        Some(cores) if cores.get_ref().len() != workers => {
+            return Err(at.error(
+                cores.span(),
+                "switch.cores",
+                &format!(
+                    "lists {} cores for {workers} workers",
+                    cores.get_ref().len()
+                ),
+                "give exactly one core per worker, or leave `cores` out",
+            ));
+        }
+        Some(cores) => cores.get_ref().clone(),
+        None => Vec::new(),
+    };
+    let batch = switch.batch.as_ref().map_or(32, |b| *b.get_ref());
+    if let Some(b) = &switch.batch
+        && !(1..=256).contains(b.get_ref())
+    {
+        return Err(at.error(
+            b.span(),
+            "switch.batch",
+            "must be 1 to 256",
+            "32 is a good start",
+        ));
+    }
+    let frame_size = switch.frame_size.as_ref().map_or(2048, |f| *f.get_ref());
+    if let Some(f) = &switch.frame_size
+        && ![2048, 4096].contains(f.get_ref())
+    {
+        return Err(at.error(
+            f.span(),
+            "switch.frame_size",
+            "must be 2048 or 4096",
+            "use 2048",
+        ));
+    }
+    let frames = switch.frames.as_ref().map_or(4096, |f| *f.get_ref());
+    if let Some(f) = &switch.frames
+        && !(64..=1 << 22).contains(f.get_ref())
+    {
+        return Err(at.error(
+            f.span(),
+            "switch.frames",
+            "must be 64 to 4194304",
+            "4096 frames per worker cover the rings of a few ports",
+        ));
+    }
+    let drain_us = switch.drain_us.as_ref().map_or(50, |d| *d.get_ref());
+    if let Some(d) = &switch.drain_us
+        && *d.get_ref() > 10_000
+    {
+        return Err(at.error(
+            d.span(),
+            "switch.drain_us",
+            "must be at most 10000",
+            "use 50",
+        ));
+    }
+
+    let mut ports = Vec::new();
+    let mut names = HashSet::new();
+    for (index, port) in raw.port.into_iter().enumerate() {
+        let key = |k: &str| format!("port[{index}].{k}");
+        let port = port.into_inner();
+        let name = port.name.get_ref().clone();
+        if name.is_empty()
+            || name.len() > 32
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(at.error(
+                port.name.span(),
+                &key("name"),
+                "port names are 1 to 32 characters of letters, digits, '-' and '_'",
+                "rename the port",
+            ));
+        }
+        if !names.insert(name.clone()) {
+            return Err(at.error(
+                port.name.span(),
+                &key("name"),
+                &format!("a port named {name:?} is already defined"),
+                "give every [[port]] its own name",
+            ));
+        }
+        let only = |present: bool, span: Range<usize>, field: &str, backends: &str| {
+            if present {
+                Err(at.error(
+                    span,
+                    &key(field),
+                    &format!("`{field}` applies only to {backends} ports"),
+                    &format!("remove `{field}` from this port"),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        let span_of = |s: Option<Range<usize>>| s.unwrap_or(0..0);
+        let backend = match port.backend.get_ref().as_str() {
+            "afxdp" | "afpacket" => {
+                let Some(interface) = &port.interface else {
+                    return Err(at.error(
+                        port.backend.span(),
+                        &key("interface"),
+                        "this backend needs `interface`",
+                        "add interface = \"<network interface name>\"",
+                    ));
+                };
+                only(
+                    port.rx.is_some(),
+                    span_of(port.rx.as_ref().map(|r| r.span())),
+                    "rx",
+                    "pcap",
+                )?;
+                only(
+                    port.tx.is_some(),
+                    span_of(port.tx.as_ref().map(|t| t.span())),
+                    "tx",
+                    "pcap",
+                )?;
+                let interface = interface.get_ref().clone();
+                if port.backend.get_ref() == "afxdp" {
+                    BackendConfig::AfXdp {
+                        interface,
+                        queues: port.queues.map(Spanned::into_inner),
+                        zero_copy: port.zero_copy.is_some_and(|z| *z.get_ref()),
+                        xdp_mode: port.xdp_mode.map_or(XdpMode::Auto, Spanned::into_inner),
+                    }
+                } else {
+                    for (present, span, field) in [
+                        (
+                            port.queues.is_some(),
+                            span_of(port.queues.as_ref().map(|q| q.span())),
+                            "queues",
+                        ),
+                        (
+                            port.zero_copy.is_some(),
+                            span_of(port.zero_copy.as_ref().map(|z| z.span())),
+                            "zero_copy",
+                        ),
+                        (
+                            port.xdp_mode.is_some(),
+                            span_of(port.xdp_mode.as_ref().map(|x| x.span())),
+                            "xdp_mode",
+                        ),
+                    ] {
+                        only(present, span, field, "afxdp")?;
+                    }
+                    BackendConfig::AfPacket { interface }
+                }
+            }
+            "pcap" => {
+                for (present, span, field) in [
+                    (
+                        port.interface.is_some(),
+                        span_of(port.interface.as_ref().map(|i| i.span())),
+                        "interface",
+                    ),
+                    (
+                        port.queues.is_some(),
+                        span_of(port.queues.as_ref().map(|q| q.span())),
+                        "queues",
+                    ),
+                    (
+                        port.zero_copy.is_some(),
+                        span_of(port.zero_copy.as_ref().map(|z| z.span())),
+                        "zero_copy",
+                    ),
+                    (
+                        port.xdp_mode.is_some(),
+                        span_of(port.xdp_mode.as_ref().map(|x| x.span())),
+                        "xdp_mode",
+                    ),
+                ] {
+                    only(present, span, field, "afxdp or afpacket")?;
+                }
+                if port.rx.is_none() && port.tx.is_none() {
+                    return Err(at.error(
+                        port.backend.span(),
+                        &key("backend"),
+                        "a pcap port needs `rx` (a capture to read), `tx` (a capture to write) or both",
+                        "add rx = \"in.pcap\" and/or tx = \"out.pcap\"",
+                    ));
+                }
+                BackendConfig::Pcap {
+                    rx: port.rx.map(Spanned::into_inner),
+                    tx: port.tx.map(Spanned::into_inner),
+                }
+            }
+            other => {
+                return Err(at.error(
+                    port.backend.span(),
+                    &key("backend"),
+                    &format!("unknown backend {other:?}"),
+                    "use \"afxdp\", \"afpacket\" or \"pcap\"",
+                ));
+            }
+        };
+        ports.push(PortConfig { name, backend });
+    }
+    let port_index = |name: &Spanned<String>, key: &str| {
+        ports
+            .iter()
+            .position(|p| &p.name == name.get_ref())
+            .ok_or_else(|| {
+                let known: Vec<&str> = ports.iter().map(|p| p.name.as_str()).collect();
+                at.error(
+                    name.span(),
+                    key,
+                    &format!(
+                        "no port is named {:?} (ports: {})",
+                        name.get_ref(),
+                        known.join(", ")
+                    ),
+                    "define a [[port]] with that name or use one of the names listed",
+                )
+            })
+    };
+
+    let app = match switch.app.get_ref().as_str() {
+        "xconnect" => {
+            let Some(xconnect) = raw.xconnect else {
+                return Err(at.error(
+                    switch.app.span(),
+                    "switch.app",
+                    "the xconnect app needs an [xconnect] table",
+                    "add [xconnect] with pairs = [[\"<port>\", \"<port>\"]]",
+                ));
+            };
+            let xconnect = xconnect.into_inner();
+            let mut pairs = Vec::new();
+            let mut used = HashSet::new();
+            for (i, pair) in xconnect.pairs.get_ref().iter().enumerate() {
+                let key = format!("xconnect.pairs[{i}]");
+                let [a, b] = pair.get_ref().as_slice() else {
+                    return Err(at.error(
+                        pair.span(),
+                        &key,
+                        "a pair has exactly two port names",
+                        "write the pair as [\"a\", \"b\"]",
+                    ));
+                };
+                let (ia, ib) = (port_index(a, &key)?, port_index(b, &key)?);
+                if ia == ib {
+                    return Err(at.error(
+                        pair.span(),
+                        &key,
+                        "a port cannot be paired with itself",
+                        "pair two different ports",
+                    ));
+                }
+                for (index, name) in [(ia, a), (ib, b)] {
+                    if !used.insert(index) {
+                        return Err(at.error(
+                            name.span(),
+                            &key,
+                            &format!("port {:?} is already in another pair", name.get_ref()),
+                            "each port belongs to at most one pair",
+                        ));
+                    }
+                }
+                pairs.push((ia, ib));
+            }
+            if pairs.is_empty() {
+                return Err(at.error(
+                    xconnect.pairs.span(),
+                    "xconnect.pairs",
+                    "no pairs: nothing would be forwarded",
+                    "add at least one pair of port names",
+                ));
+            }
+            AppConfig::Xconnect { pairs }
+        }
+        other => {
+            return Err(at.error(
+                switch.app.span(),
+                "switch.app",
+                &format!("unknown app {other:?}"),
+                "use \"xconnect\"",
+            ));
+        }
+    };
+
+    let task = raw
+        .task
+        .map(Spanned::into_inner)
+        .map_or(TaskConfig::default(), |t| TaskConfig {
+            spin_cycles: t.spin_cycles.map_or(0, Spanned::into_inner),
+            walk_bytes: t.walk_bytes.map_or(0, Spanned::into_inner),
+        });
+    Ok(Config {
+        switch: SwitchConfig {
+            workers,
+            cores,
+            batch,
+            frames,
+            frame_size,
+            idle: switch.idle.unwrap_or(IdleMode::Adaptive),
+            drain_us,
+            realtime: switch.realtime.unwrap_or(false),
+        },
+        ports,
+        app,
+        task,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[switch]
+app = "xconnect"
+batch = 64
+
+[[port]]
+name = "in"
+backend = "pcap"
+rx = "in.pcap"
+
+[[port]]
+name = "out"
+backend = "pcap"
+tx = "out.pcap"
+
+[[port]]
+name = "wire"
+backend = "afxdp"
+interface = "ws-d0"
+queues = [0, 1]
+
+[xconnect]
+pairs = [["in", "out"]]
+"#;
+
+    #[test]
+    fn a_good_config_is_read_with_defaults() {
+        let config = parse("good.toml", GOOD).unwrap();
+        assert_eq!(config.switch.batch, 64);
+        assert_eq!(config.switch.workers, 1);
+        assert_eq!(config.switch.idle, IdleMode::Adaptive);
+        assert_eq!(config.ports.len(), 3);
+        assert_eq!(
+            config.app,
+            AppConfig::Xconnect {
+                pairs: vec![(0, 1)]
+            }
+        );
+        assert_eq!(
+            config.ports[2].backend,
+            BackendConfig::AfXdp {
+                interface: "ws-d0".into(),
+                queues: Some(vec![0, 1]),
+                zero_copy: false,
+                xdp_mode: XdpMode::Auto
+            }
+        );
+    }
+
+    fn error_of(text: &str) -> ConfigError {
+        parse("bad.toml", text).unwrap_err()
+    }
+
+    #[test]
+    fn an_unknown_port_in_a_pair_names_line_key_and_fix() {
+        let error = error_of(&GOOD.replace(r#"["in", "out"]"#, r#"["in", "nope"]"#));
+        assert_eq!(error.line, 23);
+        assert_eq!(error.key, "xconnect.pairs[0]");
+        assert!(error.message.contains("\"nope\""), "{error}");
+        assert!(error.message.contains("in, out, wire"), "{error}");
+        assert!(error.to_string().starts_with("bad.toml:23:"));
+    }
+
+    #[test]
+    fn a_misspelt_key_is_refused_with_its_place() {
+        let error = error_of(&GOOD.replace("batch = 64", "bacth = 64"));
+        assert_eq!((error.line, error.column), (4, 1));
+        assert_eq!(error.key, "switch.bacth");
+        assert!(error.message.contains("unknown field"), "{error}");
+    }
+
+    #[test]
+    fn a_wrong_type_and_a_range_are_refused() {
+        let error = error_of(&GOOD.replace("batch = 64", "batch = \"many\""));
+        assert_eq!(error.line, 4);
+        assert_eq!(error.key, "switch.batch");
+        let error = error_of(&GOOD.replace("batch = 64", "batch = 1000"));
+        assert_eq!(error.key, "switch.batch");
+        assert!(error.message.contains("1 to 256"));
+    }
+
+    #[test]
+    fn backend_specific_keys_are_checked() {
+        let error =
+            error_of(&GOOD.replace("rx = \"in.pcap\"", "rx = \"in.pcap\"\ninterface = \"eth0\""));
+        assert_eq!(error.key, "port[0].interface");
+        assert_eq!(error.line, 10);
+        let error = error_of(&GOOD.replace("interface = \"ws-d0\"\n", ""));
+        assert_eq!(error.key, "port[2].interface");
+        let error = error_of(&GOOD.replace("backend = \"afxdp\"", "backend = \"dpdk\""));
+        assert!(error.message.contains("unknown backend \"dpdk\""));
+    }
+
+    #[test]
+    fn duplicates_and_self_pairs_are_refused() {
+        let error = error_of(&GOOD.replace("name = \"out\"", "name = \"in\""));
+        assert!(error.message.contains("already defined"), "{error}");
+        let error = error_of(&GOOD.replace(r#"["in", "out"]"#, r#"["in", "in"]"#));
+        assert!(error.message.contains("itself"), "{error}");
+        let error = error_of(&GOOD.replace(r#"["in", "out"]"#, r#"["in", "out"], ["wire", "in"]"#));
+        assert!(error.message.contains("already in another pair"), "{error}");
+    }
+
+    #[test]
+    fn syntax_errors_have_a_line() {
+        let error = error_of("[switch]\napp = \"xconnect\"\nbatch = [1,\n");
+        assert_eq!(error.line, 3, "{error}");
+        let error = error_of("");
+        assert!(error.message.contains("missing field `switch`"), "{error}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC{0,400}") {
+            let _ = parse("fuzz.toml", &text);
+        }
+
+        #[test]
+        fn mutated_good_config_never_panics(cut in 0usize..400, byte in proptest::prelude::any::<u8>()) {
+            let mut bytes = GOOD.as_bytes().to_vec();
+            let at = cut % bytes.len();
+            bytes[at] = byte;
+            if let Ok(text) = String::from_utf8(bytes) {
+                let _ = parse("fuzz.toml", &text);
+            }
+        }
+    }
+}

@@ -1,0 +1,431 @@
+//! The per-packet parser of the hot path: one pass over a frame fills its [`Meta`] and
+//! [`FlowKey`], or says why the frame must be dropped.
+//!
+//! It reads Ethernet, up to two VLAN tags (802.1Q or 802.1ad, stacked), then IPv4 (options
+//! skipped), IPv6 (extension headers skipped, at most [`ipv6::MAX_EXTENSION_HEADERS`]) or ARP,
+//! and for IP the TCP/UDP ports or the ICMP/ICMPv6 type and code. Other EtherTypes are valid
+//! frames: only the L2 part of the key is filled. Non-first fragments have no L4 header; they
+//! are marked and keep zero ports.
+//!
+//! Why it is written by hand instead of chaining the `wire` views' `new_checked`: the views
+//! report *that* a header is bad, the data plane needs to know *which* counter to bump, and
+//! this function runs for every packet. Every header is taken with `first_chunk`, so each
+//! length is checked exactly once and every later field read is a constant index into an array
+//! that cannot fail. There is no allocation and no panic on any input (property tests and the
+//! `parse` fuzz target check that). IPv4 header checksums are not verified here; the router
+//! does that, a bridge never needs to.
+
+use crate::batch::{DropReason, Meta};
+use crate::flow_key::FlowKey;
+use crate::wire::{IpProtocol, ipv6};
+
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_ARP: u16 = 0x0806;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+const TPID_8021Q: u16 = 0x8100;
+const TPID_8021AD: u16 = 0x88a8;
+
+const PROTO_ICMP: u8 = 1;
+const PROTO_TCP: u8 = 6;
+const PROTO_UDP: u8 = 17;
+const PROTO_ICMPV6: u8 = 58;
+
+/// VLAN tags the parser accepts; one more is [`DropReason::VlanTooDeep`].
+pub const MAX_VLAN_TAGS: usize = 2;
+
+/// Parses `frame` (received on `in_port`) into `meta` and `key`.
+///
+/// On success every field of `meta` the parse owns is set (`ethertype`, `l3_offset`,
+/// `l4_offset`, `payload_offset`, `vlan`, `vlan_depth`, `ip_proto`, `flow_hash`, `flags` with
+/// [`Meta::FLAG_PARSED`]); `rx_time`, `out_port` and `drop` are left alone. `l3_offset` is where
+/// the L2 header ends, for every EtherType. `l4_offset` is 0 for non-IP frames and non-first
+/// fragments; `payload_offset` is 0 when the transport is not TCP/UDP/ICMP (for a non-first
+/// fragment it is where the fragment's data starts). `key` is overwritten entirely.
+///
+/// On error the reason is returned and the fields learned so far stay in `meta` (without
+/// `FLAG_PARSED`); the caller records the drop.
+pub fn parse(
+    frame: &[u8],
+    in_port: u16,
+    meta: &mut Meta,
+    key: &mut FlowKey,
+) -> Result<(), DropReason> {
+    *key = FlowKey {
+        in_port,
+        ..FlowKey::EMPTY
+    };
+    meta.flow_hash = 0;
+    meta.ethertype = 0;
+    meta.l3_offset = 0;
+    meta.l4_offset = 0;
+    meta.payload_offset = 0;
+    meta.vlan = [0; MAX_VLAN_TAGS];
+    meta.vlan_depth = 0;
+    meta.ip_proto = 0;
+    meta.flags = 0;
+
+    // Offsets are stored as u16; a descriptor cannot describe a longer packet anyway.
+    if frame.len() > usize::from(u16::MAX) {
+        return Err(DropReason::Oversize);
+    }
+    let Some(eth) = frame.first_chunk::<14>() else {
+        return Err(DropReason::Truncated);
+    };
+    key.dst_mac.0 = [eth[0], eth[1], eth[2], eth[3], eth[4], eth[5]];
+    key.src_mac.0 = [eth[6], eth[7], eth[8], eth[9], eth[10], eth[11]];
+    if eth[0] & 0x01 != 0 {
+        meta.flags |= Meta::FLAG_GROUP_DST;
+    }
+
+    let mut ethertype = u16::from_be_bytes([eth[12], eth[13]]);
+    let mut offset = 14usize;
+    let mut depth = 0usize;
+    while ethertype == TPID_8021Q || ethertype == TPID_8021AD {
+        let Some(slot) = meta.vlan.get_mut(depth) else {
+            return Err(DropReason::VlanTooDeep);
+        };
+        let Some(tag) = frame.get(offset..).and_then(<[u8]>::first_chunk::<4>) else {
+            return Err(DropReason::Truncated);
+        };
+        *slot = u16::from_be_bytes([tag[0], tag[1]]);
+        ethertype = u16::from_be_bytes([tag[2], tag[3]]);
+        offset += 4;
+        depth += 1;
+    }
+    meta.vlan_depth = depth as u8;
+    if depth > 0 {
+        key.vlan = meta.vlan[0] & 0x0fff;
+        key.flags |= FlowKey::FLAG_VLAN;
+    }
+    meta.ethertype = ethertype;
+    key.ethertype = ethertype;
+    // `offset` <= frame.len() <= u16::MAX here and below: every offset fits.
+    meta.l3_offset = offset as u16;
+
+    let l3 = frame.get(offset..).unwrap_or_default();
+    match ethertype {
+        ETHERTYPE_IPV4 => parse_ipv4(l3, offset, meta, key)?,
+        ETHERTYPE_IPV6 => parse_ipv6(l3, offset, meta, key)?,
+        ETHERTYPE_ARP => parse_arp(l3, key)?,
+        _ => {}
+    }
+
+    meta.flow_hash = key.hash();
+    meta.flags |= Meta::FLAG_PARSED;
+    Ok(())
+}
+
+fn parse_ipv4(
+    ip: &[u8],
+    l3_offset: usize,
+    meta: &mut Meta,
+    key: &mut FlowKey,
+) -> Result<(), DropReason> {
+    let Some(h) = ip.first_chunk::<20>() else {
+        return Err(DropReason::Truncated);
+    };
+    let header_len = usize::from(h[0] & 0x0f) * 4;
+    if h[0] >> 4 != 4 || header_len < 20 {
+        return Err(DropReason::BadIpv4Header);
+    }
+    let total_len = usize::from(u16::from_be_bytes([h[2], h[3]]));
+    // Bytes past the total length are Ethernet padding and ignored.
+    if total_len < header_len || total_len > ip.len() {
+        return Err(DropReason::BadIpv4Length);
+    }
+    meta.flags |= Meta::FLAG_IPV4;
+    key.ip_src = map_ipv4([h[12], h[13], h[14], h[15]]);
+    key.ip_dst = map_ipv4([h[16], h[17], h[18], h[19]]);
+    let protocol = h[9];
+    key.ip_proto = protocol;
+    meta.ip_proto = protocol;
+
+    let l4_offset = l3_offset + header_len;
+    let frag = u16::from_be_bytes([h[6], h[7]]);
+    let frag_offset = frag & 0x1fff;
+    if frag & 0x3fff != 0 {
+        meta.flags |= Meta::FLAG_FRAGMENT;
+        key.flags |= FlowKey::FLAG_FRAGMENT;
+    }
+    if frag_offset != 0 {
+        key.flags |= FlowKey::FLAG_LATER_FRAGMENT;
+        meta.payload_offset = l4_offset as u16;
+        return Ok(());
+    }
+    let segment = ip.get(header_len..total_len).unwrap_or_default();
+    parse_l4(segment, l4_offset, protocol, PROTO_ICMP, meta, key)
+}
+
+fn parse_ipv6(
+    ip: &[u8],
+    l3_offset: usize,
+    meta: &mut Meta,
+    key: &mut FlowKey,
+) -> Result<(), DropReason> {
+    let Some(h) = ip.first_chunk::<40>() else {
+        return Err(DropReason::Truncated);
+    };
+    if h[0] >> 4 != 6 {
+        return Err(DropReason::BadIpv6Header);
+    }
+    let payload_len = usize::from(u16::from_be_bytes([h[4], h[5]]));
+    let Some(payload) = ip.get(40..40 + payload_len) else {
+        return Err(DropReason::BadIpv6Header);
+    };
+    meta.flags |= Meta::FLAG_IPV6;
+    if let (Some(src), Some(dst)) = (h.get(8..24), h.get(24..40)) {
+        key.ip_src.copy_from_slice(src);
+        key.ip_dst.copy_from_slice(dst);
+    }
+
+    let next_header = h[6];
+    let upper = if ipv6::is_extension_header(IpProtocol::from(next_header)) {
+        ipv6::walk_extension_headers(payload, IpProtocol::from(next_header))
+            .map_err(|_| DropReason::BadIpv6Header)?
+    } else {
+        ipv6::UpperLayer {
+            protocol: IpProtocol::from(next_header),
+            offset: 0,
+            extension_headers: 0,
+            fragment: None,
+        }
+    };
+    let protocol = u8::from(upper.protocol);
+    key.ip_proto = protocol;
+    meta.ip_proto = protocol;
+
+    let l4_offset = l3_offset + 40 + upper.offset;
+    if let Some((frag_offset, more)) = upper.fragment {
+        if frag_offset != 0 || more {
+            meta.flags |= Meta::FLAG_FRAGMENT;
+            key.flags |= FlowKey::FLAG_FRAGMENT;
+        }
+        if frag_offset != 0 {
+            key.flags |= FlowKey::FLAG_LATER_FRAGMENT;
+            meta.payload_offset = l4_offset as u16;
+            return Ok(());
+        }
+    }
+    let segment = payload.get(upper.offset..).unwrap_or_default();
+    parse_l4(segment, l4_offset, protocol, PROTO_ICMPV6, meta, key)
+}
+
+/// Reads the transport header at the start of `segment` (the IP payload, padding excluded).
+/// `icmp` is the ICMP protocol number of the IP version at hand.
+fn parse_l4(
+    segment: &[u8],
+    l4_offset: usize,
+    protocol: u8,
+    icmp: u8,
+    meta: &mut Meta,
+    key: &mut FlowKey,
+) -> Result<(), DropReason> {
+    meta.l4_offset = l4_offset as u16;
+    match protocol {
+        PROTO_TCP => {
+            let Some(h) = segment.first_chunk::<20>() else {
+                return Err(DropReason::BadL4Header);
+            };
+            let header_len = usize::from(h[12] >> 4) * 4;
+            if header_len < 20 || header_len > segment.len() {
+                return Err(DropReason::BadL4Header);
+            }
+            key.l4_src = u16::from_be_bytes([h[0], h[1]]);
+            key.l4_dst = u16::from_be_bytes([h[2], h[3]]);
+            meta.payload_offset = (l4_offset + header_len) as u16;
+        }
+        PROTO_UDP => {
+            let Some(h) = segment.first_chunk::<8>() else {
+                return Err(DropReason::BadL4Header);
+            };
+            let length = usize::from(u16::from_be_bytes([h[4], h[5]]));
+            if length < 8 || length > segment.len() {
+                return Err(DropReason::BadL4Header);
+            }
+            key.l4_src = u16::from_be_bytes([h[0], h[1]]);
+            key.l4_dst = u16::from_be_bytes([h[2], h[3]]);
+            meta.payload_offset = (l4_offset + 8) as u16;
+        }
+        p if p == icmp => {
+            let Some(h) = segment.first_chunk::<8>() else {
+                return Err(DropReason::BadL4Header);
+            };
+            key.l4_src = u16::from_be_bytes([h[0], h[1]]);
+            meta.payload_offset = (l4_offset + 8) as u16;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Ethernet/IPv4 ARP fills the protocol addresses and the operation; other hardware/protocol
+/// combinations are valid frames with an L2-only key.
+fn parse_arp(arp: &[u8], key: &mut FlowKey) -> Result<(), DropReason> {
+    let Some(fixed) = arp.first_chunk::<8>() else {
+        return Err(DropReason::Truncated);
+    };
+    if fixed[..6] != [0x00, 0x01, 0x08, 0x00, 6, 4] {
+        return Ok(());
+    }
+    let Some(a) = arp.first_chunk::<28>() else {
+        return Err(DropReason::Truncated);
+    };
+    key.ip_proto = a[7];
+    key.ip_src = map_ipv4([a[14], a[15], a[16], a[17]]);
+    key.ip_dst = map_ipv4([a[24], a[25], a[26], a[27]]);
+    Ok(())
+}
+
+#[inline(always)]
+fn map_ipv4(octets: [u8; 4]) -> [u8; 16] {
+    let [a, b, c, d] = octets;
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 60-byte unicast IPv4/UDP frame written out by hand: 02:..:02 <- 02:..:01,
+    /// 10.0.0.1:1234 -> 10.0.0.2:53, 4 bytes of payload, then 14 bytes of Ethernet padding.
+    fn ipv4_udp() -> Vec<u8> {
+        let mut frame = vec![
+            0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x08, 0x00, // Ethernet
+            0x45, 0x00, 0x00, 0x20, 0x00, 0x01, 0x00, 0x00, 0x40, 0x11, 0x00, 0x00, // IPv4
+            10, 0, 0, 1, 10, 0, 0, 2, //
+            0x04, 0xd2, 0x00, 0x35, 0x00, 0x0c, 0x00, 0x00, // UDP
+            b'p', b'i', b'n', b'g',
+        ];
+        frame.resize(60, 0);
+        frame
+    }
+
+    fn run(frame: &[u8]) -> (Result<(), DropReason>, Meta, FlowKey) {
+        let mut meta = Meta::EMPTY;
+        let mut key = FlowKey::EMPTY;
+        let result = parse(frame, 3, &mut meta, &mut key);
+        (result, meta, key)
+    }
+
+    #[test]
+    fn ipv4_udp_with_padding() {
+        let (result, meta, key) = run(&ipv4_udp());
+        assert_eq!(result, Ok(()));
+        assert_eq!(meta.ethertype, 0x0800);
+        assert_eq!(
+            (meta.l3_offset, meta.l4_offset, meta.payload_offset),
+            (14, 34, 42)
+        );
+        assert_eq!(meta.ip_proto, 17);
+        assert_eq!(meta.flags, Meta::FLAG_IPV4 | Meta::FLAG_PARSED);
+        assert_eq!(meta.flow_hash, key.hash());
+        assert_eq!(key.in_port, 3);
+        assert_eq!((key.l4_src, key.l4_dst), (1234, 53));
+        assert_eq!(key.ipv4_src(), Some(std::net::Ipv4Addr::new(10, 0, 0, 1)));
+        assert_eq!(key.ipv4_dst(), Some(std::net::Ipv4Addr::new(10, 0, 0, 2)));
+        assert_eq!(key.src_mac.0, [2, 0, 0, 0, 0, 1]);
+        assert_eq!(key.flags, 0);
+    }
+
+    #[test]
+    fn two_tags_are_read_and_a_third_is_too_deep() {
+        let plain = ipv4_udp();
+        let mut tagged = plain[..12].to_vec();
+        tagged.extend_from_slice(&[0x88, 0xa8, 0x20, 0x0a, 0x81, 0x00, 0x00, 0x14]);
+        tagged.extend_from_slice(&plain[12..]);
+        let (result, meta, key) = run(&tagged);
+        assert_eq!(result, Ok(()));
+        assert_eq!(meta.vlan_depth, 2);
+        assert_eq!(meta.vlan, [0x200a, 0x0014]);
+        assert_eq!((key.vlan, key.flags), (10, FlowKey::FLAG_VLAN));
+        assert_eq!((meta.l3_offset, meta.l4_offset), (22, 42));
+
+        let mut deep = plain[..12].to_vec();
+        for _ in 0..3 {
+            deep.extend_from_slice(&[0x81, 0x00, 0x00, 0x01]);
+        }
+        deep.extend_from_slice(&plain[12..]);
+        assert_eq!(run(&deep).0, Err(DropReason::VlanTooDeep));
+    }
+
+    #[test]
+    fn ipv4_malformations() {
+        let frame = ipv4_udp();
+        assert_eq!(run(&frame[..13]).0, Err(DropReason::Truncated));
+        assert_eq!(run(&frame[..33]).0, Err(DropReason::Truncated));
+        let mut bad = frame.clone();
+        bad[14] = 0x44; // IHL 4
+        assert_eq!(run(&bad).0, Err(DropReason::BadIpv4Header));
+        let mut bad = frame.clone();
+        bad[14] = 0x55; // version 5
+        assert_eq!(run(&bad).0, Err(DropReason::BadIpv4Header));
+        let mut bad = frame.clone();
+        bad[16] = 0x01; // total length 288, beyond the frame
+        assert_eq!(run(&bad).0, Err(DropReason::BadIpv4Length));
+        let mut bad = frame.clone();
+        bad[17] = 19; // total length below the header
+        assert_eq!(run(&bad).0, Err(DropReason::BadIpv4Length));
+        let mut bad = frame.clone();
+        bad[38] = 0;
+        bad[39] = 7; // UDP length 7
+        assert_eq!(run(&bad).0, Err(DropReason::BadL4Header));
+        // Total length 28 leaves no room for the UDP payload the UDP length claims.
+        let mut bad = frame;
+        bad[17] = 28;
+        assert_eq!(run(&bad).0, Err(DropReason::BadL4Header));
+    }
+
+    #[test]
+    fn non_first_fragment_has_no_ports() {
+        let mut frame = ipv4_udp();
+        frame[20] = 0x00;
+        frame[21] = 0xb9; // offset 185 * 8 = 1480
+        let (result, meta, key) = run(&frame);
+        assert_eq!(result, Ok(()));
+        assert_ne!(meta.flags & Meta::FLAG_FRAGMENT, 0);
+        assert_eq!((meta.l4_offset, meta.payload_offset), (0, 34));
+        assert_eq!((key.l4_src, key.l4_dst), (0, 0));
+        assert_eq!(
+            key.flags,
+            FlowKey::FLAG_FRAGMENT | FlowKey::FLAG_LATER_FRAGMENT
+        );
+        // A first fragment (MF set, offset 0) keeps its ports.
+        let mut frame = ipv4_udp();
+        frame[20] = 0x20;
+        let (_, meta, key) = run(&frame);
+        assert_ne!(meta.flags & Meta::FLAG_FRAGMENT, 0);
+        assert_eq!((key.l4_src, key.l4_dst), (1234, 53));
+        assert_eq!(key.flags, FlowKey::FLAG_FRAGMENT);
+    }
+
+    #[test]
+    fn arp_and_unknown_ethertypes() {
+        let mut frame = vec![0xff; 6];
+        frame.extend_from_slice(&[0x02, 0, 0, 0, 0, 0x01, 0x08, 0x06]);
+        frame.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1, 2, 0, 0, 0, 0, 1, 10, 0, 0, 1]);
+        frame.extend_from_slice(&[0, 0, 0, 0, 0, 0, 10, 0, 0, 2]);
+        let (result, meta, key) = run(&frame);
+        assert_eq!(result, Ok(()));
+        assert_eq!(meta.flags, Meta::FLAG_GROUP_DST | Meta::FLAG_PARSED);
+        assert_eq!(key.ip_proto, 1);
+        assert_eq!(key.ipv4_dst(), Some(std::net::Ipv4Addr::new(10, 0, 0, 2)));
+        assert_eq!(run(&frame[..40]).0, Err(DropReason::Truncated));
+
+        let mut lldp = vec![0x01, 0x80, 0xc2, 0, 0, 0x0e, 2, 0, 0, 0, 0, 1, 0x88, 0xcc];
+        lldp.extend_from_slice(&[0u8; 46]);
+        let (result, meta, key) = run(&lldp);
+        assert_eq!(result, Ok(()));
+        assert_eq!(
+            (meta.ethertype, meta.l3_offset, meta.l4_offset),
+            (0x88cc, 14, 0)
+        );
+        assert_eq!(key.ethertype, 0x88cc);
+        assert_eq!(key.ip_src, [0; 16]);
+    }
+
+    #[test]
+    fn oversize_frame_is_refused() {
+        let frame = vec![0u8; usize::from(u16::MAX) + 1];
+        assert_eq!(run(&frame).0, Err(DropReason::Oversize));
+    }
+}
