@@ -12,8 +12,7 @@ use std::process::Command;
 
 use wirespeed_io::Port;
 use wirespeed_io::pcap::{FileFormat, PcapPort, PcapReader};
-use wirespeed_packet::batch::HEADROOM;
-use wirespeed_packet::{Batch, Desc, FramePool, Meta};
+use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM, Meta};
 
 /// Whether `tool` is on the PATH; under CI its absence fails the test.
 fn have(tool: &str) -> bool {

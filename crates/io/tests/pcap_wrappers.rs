@@ -9,10 +9,9 @@ use std::path::PathBuf;
 use proptest::prelude::*;
 use wirespeed_io::Port;
 use wirespeed_io::memory::{LinkConfig, MemoryPort, link};
-use wirespeed_io::pcap::PcapReader;
+use wirespeed_io::pcap::{PcapPort, PcapReader, PcapWriter};
 use wirespeed_io::wrap::{FaultConfig, FaultStats, Faulty, Traced};
-use wirespeed_packet::batch::HEADROOM;
-use wirespeed_packet::{Batch, Desc, FramePool};
+use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM};
 
 /// Frame `i`: its first byte is `i`, its length varies from 20 to 1500.
 fn frame_bytes(i: usize) -> Vec<u8> {
@@ -445,4 +444,28 @@ proptest! {
         prop_assert_eq!(pool.free_count(), pool.total());
         prop_assert_eq!(pool.double_releases(), 0);
     }
+}
+
+#[test]
+fn faulty_is_at_its_end_only_when_its_waiting_frames_are_delivered() {
+    let path = temp_path("three.pcap");
+    let mut writer = PcapWriter::create(&path).unwrap();
+    for bytes in frames(3) {
+        writer.write_record(1, &bytes, bytes.len() as u32).unwrap();
+    }
+    drop(writer.into_inner().unwrap());
+    let mut pool = FramePool::new(16, 2048).unwrap();
+    let port = PcapPort::open("in", Some(&path), None).unwrap();
+    let mut port = Faulty::new(port, only("duplicate", 1.0));
+    let mut batch = Batch::new(4);
+    // Three records (and the file's end), six frames after duplication: four now, two wait.
+    assert_eq!(port.rx(0, &mut pool, &mut batch), 4);
+    drain_batch(&mut pool, &mut batch);
+    assert!(port.inner().at_end());
+    assert!(!port.at_end(), "two duplicates still wait");
+    assert_eq!(port.frames_held(), 2);
+    assert_eq!(port.rx(0, &mut pool, &mut batch), 2);
+    assert!(port.at_end() && port.fault().is_none());
+    drain_batch(&mut pool, &mut batch);
+    assert_eq!(pool.free_count(), pool.total());
 }

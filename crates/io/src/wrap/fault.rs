@@ -349,6 +349,15 @@ impl<P: Port> Port for Faulty<P> {
         None
     }
 
+    /// At the end only once the frames waiting here are delivered too.
+    fn at_end(&self) -> bool {
+        self.inner.at_end() && self.pending.iter().all(VecDeque::is_empty)
+    }
+
+    fn fault(&self) -> Option<String> {
+        self.inner.fault()
+    }
+
     fn frames_held(&self) -> usize {
         self.inner.frames_held() + self.pending.iter().map(VecDeque::len).sum::<usize>()
     }

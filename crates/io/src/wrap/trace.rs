@@ -152,6 +152,15 @@ impl<P: Port> Port for Traced<P> {
         self.inner.rx_fd(queue)
     }
 
+    fn at_end(&self) -> bool {
+        self.inner.at_end()
+    }
+
+    /// The inner port's fault; a failed trace does not stop the port (see [`Traced::error`]).
+    fn fault(&self) -> Option<String> {
+        self.inner.fault()
+    }
+
     fn frames_held(&self) -> usize {
         self.inner.frames_held()
     }
