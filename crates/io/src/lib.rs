@@ -12,5 +12,6 @@ pub mod pcap;
 pub mod port;
 pub mod thread;
 pub mod wait;
+pub mod wrap;
 
 pub use port::{Backend, Port, PortInfo, PortStats, QueueId};

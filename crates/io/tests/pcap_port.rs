@@ -8,8 +8,7 @@ use std::path::PathBuf;
 
 use wirespeed_io::pcap::{PCAP_PORT_MTU, PcapError, PcapPort, PcapWriter};
 use wirespeed_io::{Backend, Port};
-use wirespeed_packet::batch::HEADROOM;
-use wirespeed_packet::{Batch, Desc, FramePool, Meta};
+use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM, Meta};
 
 /// A fresh path under cargo's per-target temporary directory.
 fn temp_path(name: &str) -> PathBuf {
@@ -198,6 +197,11 @@ fn a_corrupt_record_stops_rx_and_keeps_the_error() {
     assert!(
         message.contains("corrupt.pcap") && message.contains("byte offset 422"),
         "{message}"
+    );
+    assert_eq!(
+        port.fault(),
+        Some(message),
+        "the trait reports the same error"
     );
     assert_eq!(port.stats().rx_errors, 1);
     // Stopped for good, and every frame is back.

@@ -19,6 +19,7 @@ mod reader;
 mod writer;
 
 pub use error::{PcapError, Problem, link_type_name};
+pub(crate) use port::now_ns;
 pub use port::{PCAP_PORT_MTU, PcapPort};
 pub use reader::{FileFormat, PcapReader, Record};
 pub use writer::PcapWriter;

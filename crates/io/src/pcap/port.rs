@@ -6,13 +6,15 @@
 //!
 //! * `rx` reads records straight into frames of the pool at [`HEADROOM`]; a record longer than
 //!   `frame_size - HEADROOM` is skipped and counted in `rx_errors`, never truncated. At the end
-//!   of the file `rx` returns 0 and [`PcapPort::at_end`] is true. A corrupt record stops the RX
-//!   side; the error stays available from [`PcapPort::error`]. Only Ethernet captures (link
+//!   of the file `rx` returns 0 and [`Port::at_end`] is true. A corrupt record stops the RX
+//!   side; the error stays available from [`PcapPort::error`] (and [`Port::fault`]). Only Ethernet captures (link
 //!   type 1) are accepted: other link types fail [`PcapPort::open`], or stop RX when a pcapng
 //!   file declares one later.
 //! * `tx` takes the whole batch, writes each frame, and releases it to the pool at once (the
 //!   write is the completed transmission), so the port never holds frames. A port without a TX
 //!   file, or whose writer failed, refuses everything (`tx_refused`) and leaves it in the batch.
+//!   Records are buffered: `release_all` (or [`PcapPort::flush`]) writes them out and reports a
+//!   failure; dropping the port flushes too, but silently.
 //!
 //! Port info: no MAC (all zero), one queue, link always up, mode "file". A capture has no MTU; the
 //! port reports 9000 (jumbo frames) and the real limit is the pool's frame size minus
@@ -23,8 +25,7 @@ use std::io::{BufReader, BufWriter};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use wirespeed_packet::batch::HEADROOM;
-use wirespeed_packet::{Batch, Desc, FramePool, Meta};
+use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM, Meta};
 
 use super::LINKTYPE_ETHERNET;
 use super::error::PcapError;
@@ -88,12 +89,6 @@ impl PcapPort {
             rx_error: None,
             tx_error: None,
         })
-    }
-
-    /// Whether RX has read the whole file (or there is no RX file). A port stopped by an error
-    /// is not at its end: see [`PcapPort::error`].
-    pub fn at_end(&self) -> bool {
-        self.at_end
     }
 
     /// The error that stopped RX, else the one that stopped TX, if any.
@@ -208,6 +203,17 @@ impl Port for PcapPort {
         self.stats.tx_refused += (batch.len() - sent) as u64;
         batch.consume_front(sent);
         sent
+    }
+
+    /// Whether RX has read the whole file (or there is no RX file). A port stopped by an error
+    /// is not at its end: see [`Port::fault`].
+    fn at_end(&self) -> bool {
+        self.at_end
+    }
+
+    /// The error that stopped RX, else the one that stopped TX ([`PcapPort::error`], as text).
+    fn fault(&self) -> Option<String> {
+        self.error().map(ToString::to_string)
     }
 
     fn frames_held(&self) -> usize {

@@ -10,6 +10,9 @@
 //! the reader counts every byte it consumes, so each error can name the exact byte offset.
 //! Skipping (records too long for the caller's buffer, unknown blocks, options) streams through
 //! `io::copy` into a sink and never buffers.
+//!
+//! A classic record longer than the file's snapshot length but within [`MAX_RECORD`] is read,
+//! as Wireshark does: some writers declare a smaller snapshot length than they use.
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
