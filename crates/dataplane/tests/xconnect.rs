@@ -3,8 +3,9 @@
 
 use wirespeed_dataplane::app::Xconnect;
 use wirespeed_dataplane::stage::Task;
-use wirespeed_dataplane::worker::{Idle, Worker, WorkerConfig, WorkerPort};
+use wirespeed_dataplane::worker::{Idle, StatsCell, Worker, WorkerConfig, WorkerPort};
 use wirespeed_io::memory::{LinkConfig, MemoryPort, link};
+use wirespeed_io::wrap::{FaultConfig, Faulty};
 use wirespeed_io::{Port, PortStats};
 use wirespeed_packet::{DropReason, FramePool};
 use wirespeed_tester::generator::{Template, TemplateConfig};
@@ -165,6 +166,90 @@ fn a_full_output_ring_drops_and_counts_instead_of_blocking() {
 }
 
 #[test]
+fn fault_injection_keeps_the_pool_whole() {
+    for (name, faults) in [
+        (
+            "drop",
+            FaultConfig {
+                drop: 0.3,
+                ..FaultConfig::default()
+            },
+        ),
+        (
+            "truncate",
+            FaultConfig {
+                truncate: 0.3,
+                ..FaultConfig::default()
+            },
+        ),
+        (
+            "corrupt",
+            FaultConfig {
+                corrupt: 0.3,
+                ..FaultConfig::default()
+            },
+        ),
+        (
+            "duplicate",
+            FaultConfig {
+                duplicate: 0.3,
+                ..FaultConfig::default()
+            },
+        ),
+        (
+            "reorder",
+            FaultConfig {
+                reorder: 0.3,
+                ..FaultConfig::default()
+            },
+        ),
+        (
+            "everything",
+            FaultConfig {
+                drop: 0.1,
+                truncate: 0.1,
+                corrupt: 0.1,
+                duplicate: 0.1,
+                reorder: 0.1,
+                ..FaultConfig::default()
+            },
+        ),
+    ] {
+        let (g0, p0) = link("g0", "p0", &LinkConfig::default());
+        let faulty = Faulty::new(p0, FaultConfig { seed: 7, ..faults });
+        let mut rig = rig_with(Box::new(faulty), g0, &LinkConfig::default(), None);
+        let input = frames(600, 128, 5);
+        for chunk in input.chunks(200) {
+            send(&mut rig.g0, rig.worker.pool_mut(), chunk);
+            rig.settle();
+        }
+        let out = receive(&mut rig.g1, rig.worker.pool_mut());
+        let counters = rig.worker.counters().clone();
+        assert_eq!(
+            counters.rx_packets,
+            counters.tx_packets + counters.dropped(),
+            "{name}"
+        );
+        assert_eq!(out.len() as u64, counters.tx_packets, "{name}");
+        match name {
+            "drop" => assert!(out.len() < 600 && out.len() > 300, "{name}: {}", out.len()),
+            "duplicate" => assert!(out.len() > 600, "{name}: {}", out.len()),
+            "reorder" => {
+                assert_eq!(out.len(), 600);
+                assert_ne!(out, input, "reorder changed nothing");
+                let mut sorted_out = out.clone();
+                let mut sorted_in = input.clone();
+                sorted_out.sort();
+                sorted_in.sort();
+                assert_eq!(sorted_out, sorted_in, "reorder must only reorder");
+            }
+            _ => {}
+        }
+        rig.finish();
+    }
+}
+
+#[test]
 fn the_emulated_task_runs_once_per_forwarded_packet() {
     let (g0, p0) = link("g0", "p0", &LinkConfig::default());
     let mut rig = rig_with(
@@ -177,5 +262,9 @@ fn the_emulated_task_runs_once_per_forwarded_packet() {
     send(&mut rig.g0, rig.worker.pool_mut(), &input);
     rig.settle();
     assert_eq!(receive(&mut rig.g1, rig.worker.pool_mut()), input);
+    let cell = StatsCell::default();
+    rig.worker.publish(&cell, true);
+    let app = cell.into_inner().unwrap().app;
+    assert!(app.contains(&("task.packets", 200)), "{app:?}");
     rig.finish();
 }
