@@ -1,5 +1,7 @@
 //! Traffic generation: templates and the loop that sends them.
 
+pub mod blast;
 pub mod template;
 
+pub use blast::{BlastConfig, BlastResult, blast, prefill};
 pub use template::{Template, TemplateConfig, TemplateError};
