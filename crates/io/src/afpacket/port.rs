@@ -316,8 +316,8 @@ fn join_fanout(fd: &OwnedFd, mode: FanoutMode, group: u16) -> std::io::Result<()
         let value = (group as u32 | ((mode.kernel_type() | flags) << 16)) as i32;
         socket::set_option(fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &value)
     };
-    // The fanout group's hook, not the member socket's, decides about outgoing packets; kernels
-    // before 6.9 lack the flag, and the ring's packet type check covers them.
+    // The fanout group's hook, not the member socket's, decides about outgoing packets; older
+    // kernels lack the flag, and the ring's packet type check covers them.
     join(libc::PACKET_FANOUT_FLAG_IGNORE_OUTGOING).or_else(|_| join(0))
 }
 
