@@ -215,7 +215,7 @@ pub enum AfPacketError {
     NoInterface { port: String, interface: String },
     #[error(
         "port {port}: AF_PACKET sockets need CAP_NET_RAW; run as root or grant the capability \
-         (`setcap cap_net_raw,cap_net_admin+ep <program>`)"
+         (`setcap cap_net_raw+ep <program>`)"
     )]
     Permission { port: String },
     #[error(
@@ -245,4 +245,118 @@ pub enum AfPacketError {
         operation: &'static str,
         source: std::io::Error,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_geometry_is_valid_and_carries_a_standard_mtu() {
+        let config = AfPacketConfig::default();
+        assert_eq!(config.check(), Ok(()));
+        assert_eq!(config.max_mtu(), 1770);
+        let jumbo = AfPacketConfig {
+            frame_size: 4096,
+            ..config
+        };
+        assert_eq!(jumbo.max_mtu(), 3818);
+    }
+
+    #[test]
+    fn bad_geometry_is_refused_with_the_fix() {
+        let good = AfPacketConfig::default();
+        let cases = [
+            (
+                AfPacketConfig {
+                    block_size: 3 * 4096,
+                    ..good.clone()
+                },
+                "power of two",
+            ),
+            (
+                AfPacketConfig {
+                    block_size: 1024,
+                    ..good.clone()
+                },
+                "page size",
+            ),
+            (
+                AfPacketConfig {
+                    block_size: 8 << 20,
+                    ..good.clone()
+                },
+                "4 MiB",
+            ),
+            (
+                AfPacketConfig {
+                    block_count: 1,
+                    ..good.clone()
+                },
+                "block_count",
+            ),
+            (
+                AfPacketConfig {
+                    block_count: 65536,
+                    block_size: 1 << 22,
+                    ..good.clone()
+                },
+                "1 GiB",
+            ),
+            (
+                AfPacketConfig {
+                    frame_size: 1024,
+                    ..good.clone()
+                },
+                "2048 or 4096",
+            ),
+            (
+                AfPacketConfig {
+                    block_timeout_ms: 0,
+                    ..good.clone()
+                },
+                "block_timeout_ms",
+            ),
+            (
+                AfPacketConfig {
+                    tx_slots: 7,
+                    ..good.clone()
+                },
+                "tx_slots",
+            ),
+            (
+                AfPacketConfig {
+                    queues: 65,
+                    ..good.clone()
+                },
+                "queues",
+            ),
+        ];
+        for (config, hint) in cases {
+            let problem = config.check().expect_err(hint);
+            assert!(
+                problem.contains(hint),
+                "{problem:?} should mention {hint:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn fanout_modes_parse_by_name() {
+        for mode in [
+            FanoutMode::Hash,
+            FanoutMode::Cpu,
+            FanoutMode::QueueMapping,
+            FanoutMode::RoundRobin,
+        ] {
+            assert_eq!(mode.name().parse::<FanoutMode>(), Ok(mode));
+        }
+        assert_eq!("rr".parse::<FanoutMode>(), Ok(FanoutMode::RoundRobin));
+        assert!(
+            "random"
+                .parse::<FanoutMode>()
+                .unwrap_err()
+                .contains("hash, cpu, qm")
+        );
+    }
 }

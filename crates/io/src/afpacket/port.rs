@@ -17,7 +17,7 @@ use super::socket::{self, Interface, Mapping};
 use super::{AfPacketConfig, AfPacketError, FanoutMode};
 use crate::port::{Backend, Port, PortInfo, PortStats, QueueId};
 
-/// Smallest frame the TX path accepts: an Ethernet header.
+/// Smallest frame either path accepts: an Ethernet header.
 const MIN_TX_FRAME: usize = 14;
 
 /// Counters beyond [`PortStats`] that explain what the port did.
@@ -345,7 +345,11 @@ impl Port for AfPacketPort {
             }
             let tag = if packet.vlan.is_some() { 4 } else { 0 };
             let len = packet.data.len() + tag;
-            if (packet.data.len() as u64) < packet.wire_len as u64 || len > room || len < 14 {
+            // Truncated by the ring, too long for a frame, or without a whole Ethernet header.
+            if (packet.data.len() as u64) < packet.wire_len as u64
+                || len > room
+                || packet.data.len() < MIN_TX_FRAME
+            {
                 ring.rx.advance();
                 self.stats.rx_errors += 1;
                 continue;
