@@ -7,6 +7,7 @@
 //!
 //! [`FramePool`]: wirespeed_packet::FramePool
 
+pub mod afpacket;
 pub mod memory;
 pub mod pcap;
 pub mod port;
