@@ -8,7 +8,7 @@ use wirespeed_control::config::{AppConfig, BackendConfig, Config, PortConfig};
 use wirespeed_dataplane::app::{App, Xconnect};
 use wirespeed_dataplane::stage::Task;
 use wirespeed_dataplane::worker::{Idle, Worker, WorkerConfig, WorkerPort};
-use wirespeed_io::Port;
+use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
 use wirespeed_io::pcap::PcapPort;
 use wirespeed_packet::FramePool;
 use wirespeed_packet::cpu::tsc_hz;
@@ -37,7 +37,7 @@ pub fn workers(config: &Config) -> Result<Vec<Worker>> {
             .with_context(|| format!("frame pool of worker {index}"))?;
         let mut ports = Vec::new();
         for port in &config.ports {
-            ports.push(open(port, index, config.switch.workers)?);
+            ports.push(open(config, port, index)?);
         }
         workers.push(Worker::new(
             worker_config.clone(),
@@ -63,25 +63,42 @@ fn app(config: &Config, seed: u64) -> Box<dyn App> {
     }
 }
 
-/// Opens `port` for worker `worker` of `workers`.
-fn open(port: &PortConfig, _worker: usize, _workers: usize) -> Result<WorkerPort> {
-    let opened: Box<dyn Port> = match &port.backend {
-        BackendConfig::Pcap { rx, tx } => Box::new(
-            PcapPort::open(&port.name, rx.as_deref(), tx.as_deref())
-                .with_context(|| format!("port {}", port.name))?,
-        ),
-        BackendConfig::AfXdp { .. } | BackendConfig::AfPacket { .. } => {
-            anyhow::bail!("port {}: this build has no kernel backends yet", port.name)
+/// Opens `port` for worker `worker`: the worker's share of the port's queues.
+///
+/// AF_PACKET: the port gets one fanout member per worker, and worker *w* owns member *w*.
+fn open(config: &Config, port: &PortConfig, worker: usize) -> Result<WorkerPort> {
+    let workers = config.switch.workers as u16;
+    let worker = worker as u16;
+    let context = || format!("port {}", port.name);
+    match &port.backend {
+        BackendConfig::Pcap { rx, tx } => {
+            let opened =
+                PcapPort::open(&port.name, rx.as_deref(), tx.as_deref()).with_context(context)?;
+            let rx_queues = if rx.is_some() { vec![0] } else { vec![] };
+            Ok(WorkerPort {
+                port: Box::new(opened),
+                rx_queues,
+                tx_queue: 0,
+            })
         }
-    };
-    let rx_queues = if opened.info().queues == 0 {
-        vec![]
-    } else {
-        vec![0]
-    };
-    Ok(WorkerPort {
-        port: opened,
-        rx_queues,
-        tx_queue: 0,
-    })
+        BackendConfig::AfPacket { interface } => {
+            let afpacket = AfPacketConfig {
+                frame_size: config.switch.frame_size,
+                queues: workers,
+                promiscuous: true,
+                ..AfPacketConfig::default()
+            };
+            let opened =
+                AfPacketPort::open_queues(&port.name, interface, &afpacket, worker..worker + 1)
+                    .with_context(context)?;
+            Ok(WorkerPort {
+                port: Box::new(opened),
+                rx_queues: vec![worker],
+                tx_queue: worker,
+            })
+        }
+        BackendConfig::AfXdp { .. } => {
+            anyhow::bail!("port {}: this build has no AF_XDP backend yet", port.name)
+        }
+    }
 }

@@ -1,0 +1,260 @@
+//! `wirespeed switch` end to end: the real binary forwards between the lab's DuT interfaces
+//! while the test sends and receives from the tester namespace; Ctrl-C stops it cleanly.
+
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
+use wirespeed_lab::{Testbed, TestbedConfig};
+use wirespeed_packet::FramePool;
+use wirespeed_tester::generator::{Template, TemplateConfig};
+use wirespeed_testkit::ports::{receive, send};
+
+/// Kills the switch if the test fails before stopping it.
+struct Switch(Option<Child>);
+
+impl Drop for Switch {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Switch {
+    fn start(lab: &Testbed, config: &str, dir: &std::path::Path) -> Switch {
+        let path = dir.join("switch.toml");
+        std::fs::write(&path, config).unwrap();
+        let child = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &lab.dut_ns,
+                env!("CARGO_BIN_EXE_wirespeed"),
+                "switch",
+                "--config",
+            ])
+            .arg(&path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start wirespeed switch");
+        Switch(Some(child))
+    }
+
+    /// Sends SIGINT and returns (exit success, stdout + stderr).
+    fn interrupt(&mut self) -> (bool, String) {
+        let mut child = self.0.take().unwrap();
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "switch did not stop after SIGINT"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        (status.success(), out)
+    }
+}
+
+fn tester_port(lab: &Testbed, pair: usize) -> AfPacketPort {
+    let _inside = wirespeed_lab::enter(&lab.tester_ns).unwrap();
+    AfPacketPort::open(
+        &format!("t{pair}"),
+        &lab.pairs[pair].tester_if,
+        &AfPacketConfig::default(),
+    )
+    .unwrap()
+}
+
+/// UDP destination port of the test frames; probes use another one.
+const TEST_PORT: u16 = 9;
+
+fn frames(count: u32) -> Vec<Vec<u8>> {
+    frames_to(count, TEST_PORT)
+}
+
+fn frames_to(count: u32, dst_port: u16) -> Vec<Vec<u8>> {
+    let config = TemplateConfig {
+        frame_size: 128,
+        flows: 8,
+        dst_port,
+        ..TemplateConfig::default()
+    };
+    let template = Template::new(&config).unwrap();
+    let mut out = vec![0u8; 2048];
+    (0..count)
+        .map(|i| {
+            let len = template.write(&mut out, i);
+            out[..len].to_vec()
+        })
+        .collect()
+}
+
+/// Whether `frame` is an IPv4/UDP frame to `dst_port` (the lab's kernels send their own IPv6
+/// neighbour discovery and MLD frames, which are not the test's).
+fn is_udp_to(frame: &[u8], dst_port: u16) -> bool {
+    frame.len() >= 38
+        && frame[12..14] == [0x08, 0x00]
+        && frame[23] == 17
+        && frame[36..38] == dst_port.to_be_bytes()
+}
+
+/// Receives the frames to `dst_port` on `port` until `want` arrived or 3 s passed.
+fn receive_all(
+    port: &mut AfPacketPort,
+    pool: &mut FramePool,
+    want: usize,
+    dst_port: u16,
+) -> Vec<Vec<u8>> {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut got = Vec::new();
+    while got.len() < want && Instant::now() < deadline {
+        got.extend(
+            receive(port, pool)
+                .into_iter()
+                .filter(|f| is_udp_to(f, dst_port)),
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    got
+}
+
+/// Asserts two frame lists are equal, naming the first difference instead of printing both.
+fn assert_same(got: &[Vec<u8>], want: &[Vec<u8>]) {
+    assert_eq!(got.len(), want.len(), "frame count");
+    if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+        panic!(
+            "frame {i} differs:\n got  {:02x?}\n want {:02x?}",
+            got[i], want[i]
+        );
+    }
+}
+
+fn forwards_both_ways(prefix: &str, backend_lines: &str) {
+    if !wirespeed_lab::available_for_test() {
+        return;
+    }
+    let _ = wirespeed_lab::down(prefix);
+    let lab = Testbed::up(&TestbedConfig {
+        prefix: prefix.into(),
+        pairs: 2,
+        queues: 1,
+    })
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = format!(
+        "[switch]\napp = \"xconnect\"\n\n[[port]]\nname = \"p0\"\ninterface = \"{}\"\n{backend_lines}\n\n\
+         [[port]]\nname = \"p1\"\ninterface = \"{}\"\n{backend_lines}\n\n[xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
+        lab.pairs[0].dut_if, lab.pairs[1].dut_if
+    );
+    let mut switch = Switch::start(&lab, &config, &dir);
+    let mut pool = FramePool::new(4096, 2048).unwrap();
+    let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
+    // Wait until the switch forwards: a probe frame (to another UDP port) crosses.
+    const PROBE_PORT: u16 = 7;
+    let probe = frames_to(1, PROBE_PORT);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while receive_all(&mut t1, &mut pool, 1, PROBE_PORT).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the switch never forwarded a probe"
+        );
+        send(&mut t0, &mut pool, &probe);
+    }
+
+    let forward = frames(200);
+    for chunk in forward.chunks(50) {
+        send(&mut t0, &mut pool, chunk);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_same(
+        &receive_all(&mut t1, &mut pool, forward.len(), TEST_PORT),
+        &forward,
+    );
+    let backward = frames(100);
+    send(&mut t1, &mut pool, &backward);
+    assert_same(
+        &receive_all(&mut t0, &mut pool, backward.len(), TEST_PORT),
+        &backward,
+    );
+
+    let (success, out) = switch.interrupt();
+    assert!(success, "switch failed:\n{out}");
+    assert!(out.contains("conservation holds"), "{out}");
+    assert!(out.contains("drops by reason"), "{out}");
+    drop(lab);
+    assert!(
+        !wirespeed_lab::list()
+            .unwrap()
+            .iter()
+            .any(|ns| ns.starts_with(prefix))
+    );
+}
+
+#[test]
+fn switch_forwards_over_afpacket() {
+    forwards_both_ways("wstsw1", "backend = \"afpacket\"");
+}
+
+#[test]
+fn switch_refuses_a_missing_interface_before_starting() {
+    let dir = std::env::temp_dir().join("wirespeed-wstsw0");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.toml");
+    std::fs::write(
+        &path,
+        "[switch]\napp = \"xconnect\"\n\n[[port]]\nname = \"p0\"\nbackend = \"afpacket\"\ninterface = \"wst-none0\"\n\n\
+         [[port]]\nname = \"p1\"\nbackend = \"afpacket\"\ninterface = \"wst-none1\"\n\n[xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(["switch", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("p0") && text.contains("wst-none0"), "{text}");
+}
+
+#[test]
+fn switch_names_the_line_of_a_config_error() {
+    let dir = std::env::temp_dir().join("wirespeed-wstsw0c");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.toml");
+    std::fs::write(&path, "[switch]\napp = \"xconnect\"\nbatch = 9999\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(["switch", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("bad.toml:3:9") && text.contains("switch.batch"),
+        "{text}"
+    );
+}
