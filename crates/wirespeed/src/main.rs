@@ -19,6 +19,8 @@ enum Command {
     Switch(cli::switch::SwitchArgs),
     /// Forward a capture file offline through an app.
     Pcap(cli::pcap::PcapArgs),
+    /// Send a template out of an interface as fast as possible or at a rate; count arrivals.
+    Gen(cli::generate::GenArgs),
     /// Build, inspect or remove the network-namespace testbed.
     Lab(cli::lab::LabArgs),
     /// Generate traffic into a capture and forward it through wirespeed: the short tour.
@@ -29,6 +31,7 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Switch(args) => cli::switch::run(args),
         Command::Pcap(args) => cli::pcap::run(args),
+        Command::Gen(args) => cli::generate::run(args),
         Command::Lab(args) => cli::lab::run(args),
         Command::Demo(args) => cli::demo::run(args),
     }

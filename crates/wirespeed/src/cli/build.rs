@@ -63,42 +63,64 @@ fn app(config: &Config, seed: u64) -> Box<dyn App> {
     }
 }
 
+/// A backend that drives a kernel network interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum KernelBackend {
+    Afxdp,
+    Afpacket,
+}
+
 /// Opens `port` for worker `worker`: the worker's share of the port's queues.
-///
-/// AF_PACKET: the port gets one fanout member per worker, and worker *w* owns member *w*.
 fn open(config: &Config, port: &PortConfig, worker: usize) -> Result<WorkerPort> {
-    let workers = config.switch.workers as u16;
-    let worker = worker as u16;
-    let context = || format!("port {}", port.name);
     match &port.backend {
         BackendConfig::Pcap { rx, tx } => {
-            let opened =
-                PcapPort::open(&port.name, rx.as_deref(), tx.as_deref()).with_context(context)?;
+            let opened = PcapPort::open(&port.name, rx.as_deref(), tx.as_deref())
+                .with_context(|| format!("port {}", port.name))?;
             let rx_queues = if rx.is_some() { vec![0] } else { vec![] };
-            Ok(WorkerPort {
-                port: Box::new(opened),
-                rx_queues,
-                tx_queue: 0,
-            })
+            Ok(WorkerPort { port: Box::new(opened), rx_queues, tx_queue: 0 })
         }
         BackendConfig::AfPacket { interface } => {
-            let afpacket = AfPacketConfig {
-                frame_size: config.switch.frame_size,
-                queues: workers,
-                promiscuous: true,
-                ..AfPacketConfig::default()
-            };
-            let opened =
-                AfPacketPort::open_queues(&port.name, interface, &afpacket, worker..worker + 1)
-                    .with_context(context)?;
-            Ok(WorkerPort {
-                port: Box::new(opened),
-                rx_queues: vec![worker],
-                tx_queue: worker,
-            })
+            let workers = config.switch.workers;
+            open_afpacket(&port.name, interface, config.switch.frame_size, worker, workers)
         }
         BackendConfig::AfXdp { .. } => {
             anyhow::bail!("port {}: this build has no AF_XDP backend yet", port.name)
         }
     }
+}
+
+/// Opens interface `interface` as port `name` with `backend`, worker `worker` of `workers`
+/// owning its share of the queues; frames live in `pool`.
+pub fn open_interface(
+    backend: KernelBackend,
+    name: &str,
+    interface: &str,
+    pool: &FramePool,
+    worker: usize,
+    workers: usize,
+) -> Result<WorkerPort> {
+    match backend {
+        KernelBackend::Afpacket => open_afpacket(name, interface, pool.frame_size(), worker, workers),
+        KernelBackend::Afxdp => anyhow::bail!("port {name}: this build has no AF_XDP backend yet"),
+    }
+}
+
+/// AF_PACKET: one fanout member per worker; worker *w* owns member *w*.
+fn open_afpacket(
+    name: &str,
+    interface: &str,
+    frame_size: u32,
+    worker: usize,
+    workers: usize,
+) -> Result<WorkerPort> {
+    let (worker, workers) = (worker as u16, workers as u16);
+    let config = AfPacketConfig {
+        frame_size,
+        queues: workers,
+        promiscuous: true,
+        ..AfPacketConfig::default()
+    };
+    let opened = AfPacketPort::open_queues(name, interface, &config, worker..worker + 1)
+        .with_context(|| format!("port {name}"))?;
+    Ok(WorkerPort { port: Box::new(opened), rx_queues: vec![worker], tx_queue: worker })
 }

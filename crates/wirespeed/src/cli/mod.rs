@@ -2,6 +2,7 @@
 
 pub mod build;
 pub mod demo;
+pub mod generate;
 pub mod lab;
 pub mod pcap;
 pub mod stats;
