@@ -7,6 +7,7 @@
 //!
 //! [`FramePool`]: wirespeed_packet::FramePool
 
+pub mod afxdp;
 pub mod memory;
 pub mod port;
 pub mod wait;
