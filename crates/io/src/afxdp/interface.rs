@@ -5,12 +5,20 @@
 //! that enters a lab's namespace with `setns` (as the tests and `wirespeed lab` do) would read
 //! another namespace's interfaces, or none. A socket belongs to the namespace of the thread that
 //! creates it, so its ioctls always describe the interfaces the AF_XDP sockets will bind to.
-//! The queue count comes from ethtool's channel query (`ETHTOOL_GCHANNELS`: RX-only plus
+//! The link state is the driver's carrier (`ETHTOOL_GLINK`). The queue count comes from ethtool's channel query (`ETHTOOL_GCHANNELS`: RX-only plus
 //! combined channels, which is what AF_XDP calls queues); a driver without it has one queue.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+const ETHTOOL_GLINK: u32 = 0x0a;
 const ETHTOOL_GCHANNELS: u32 = 0x3c;
+
+/// `struct ethtool_value` (linux/ethtool.h).
+#[repr(C)]
+struct EthtoolValue {
+    cmd: u32,
+    data: u32,
+}
 
 /// `struct ethtool_channels` (linux/ethtool.h).
 #[repr(C)]
@@ -127,7 +135,20 @@ impl Interface {
             .map_err(|e| InterfaceError::Query("SIOCGIFFLAGS", e))?;
         // SAFETY: SIOCGIFFLAGS succeeded, so the kernel wrote the flags member.
         let flags = unsafe { ifreq.ifr_ifru.ifru_flags } as libc::c_int;
-        let link_up = flags & libc::IFF_UP != 0 && flags & libc::IFF_RUNNING != 0;
+        // The carrier as the driver reports it now; IFF_RUNNING follows it only after the
+        // kernel's link-watch delay (up to a second after a veth comes up).
+        let mut link = EthtoolValue {
+            cmd: ETHTOOL_GLINK,
+            data: 0,
+        };
+        let link_ptr = (&mut link as *mut EthtoolValue).cast::<libc::c_char>();
+        let carrier = match request.ioctl(libc::SIOCETHTOOL, |ifreq| {
+            ifreq.ifr_ifru.ifru_data = link_ptr;
+        }) {
+            Ok(_) => link.data != 0,
+            Err(_) => flags & libc::IFF_RUNNING != 0,
+        };
+        let link_up = flags & libc::IFF_UP != 0 && carrier;
 
         let mut channels = EthtoolChannels {
             cmd: ETHTOOL_GCHANNELS,
