@@ -104,6 +104,19 @@ impl RawSocket {
             )
         };
         assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+        // Room for every frame a test sends before it reads (the default holds ~90 large ones).
+        let size: libc::c_int = 16 << 20;
+        // SAFETY: `size` is a live c_int and its size is passed.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUFFORCE,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
         RawSocket { fd }
     }
 
@@ -195,6 +208,20 @@ fn open_in(
 fn xdp_attached(netns: &str, ifname: &str) -> bool {
     let out = run("ip", &["-n", netns, "-d", "link", "show", "dev", ifname]).expect("ip link");
     out.contains("prog/xdp") || out.contains(" xdp")
+}
+
+/// Whether the XDP program is gone from the interface within `TIMEOUT`. Closing the link's
+/// descriptor detaches it at once, unless another thread of this test process forked (to run `ip`)
+/// at that moment: the child holds a copy of the descriptor until it execs.
+fn xdp_detached(netns: &str, ifname: &str) -> bool {
+    let deadline = Instant::now() + TIMEOUT;
+    while xdp_attached(netns, ifname) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
 }
 
 /// Receives test frames on the given queues of `port` until `count` arrived or `TIMEOUT`
@@ -345,5 +372,314 @@ fn receives_and_transmits_byte_for_byte() {
     close(port, &mut pool);
     assert_eq!(pool.free_count(), pool.total());
     assert_eq!(pool.double_releases(), 0);
-    assert!(!xdp_attached(&lab.dut_ns, &pair.dut_if));
+    assert!(xdp_detached(&lab.dut_ns, &pair.dut_if));
+}
+
+#[test]
+fn forwards_between_two_ports_sharing_the_umem() {
+    if !available_for_test() {
+        return;
+    }
+    let lab = lab("wstxdp2", 2, 1);
+    let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
+    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
+    let umem = Umem::new(&pool);
+    let config = AfXdpConfig {
+        zero_copy: false,
+        ..AfXdpConfig::default()
+    };
+    let fill = config.fill_size as usize;
+    let mut d0 = open_in(&lab.dut_ns, &p0.dut_if, &config, &umem, &mut pool).expect("open d0");
+    let mut d1 = open_in(&lab.dut_ns, &p1.dut_if, &config, &umem, &mut pool).expect("open d1");
+    // The second port joined the first one's UMEM registration; no fallback was needed.
+    assert_eq!(
+        d1.info().mode,
+        "xdp=native bind=copy need_wakeup umem=shared"
+    );
+
+    let t0 = RawSocket::open(&lab.tester_ns, &p0.tester_if);
+    let t1 = RawSocket::open(&lab.tester_ns, &p1.tester_if);
+    let count = 200u32;
+    let sent: Vec<Vec<u8>> = (0..count)
+        .map(|seq| test_frame(p1.tester_mac, p0.tester_mac, seq, frame_len(seq)))
+        .collect();
+    let mut forwarded = 0;
+    let mut batch = Batch::new(64);
+    for chunk in sent.chunks(50) {
+        for frame in chunk {
+            t0.send(frame);
+        }
+        // d0 -> d1: the very frame received is transmitted, not a copy.
+        for desc in receive(&mut d0, &[0], &mut pool, chunk.len()) {
+            let before = bytes_of(&pool, &desc);
+            assert!(batch.push(desc));
+            let frame = desc.frame;
+            while !batch.is_empty() {
+                d1.tx(0, &mut pool, &mut batch);
+                d1.poll(&mut pool);
+            }
+            assert_eq!(
+                pool.frame(frame)[HEADROOM as usize..][..before.len()],
+                before[..]
+            );
+            forwarded += 1;
+        }
+    }
+    assert_eq!(forwarded, count);
+    drain_completions(&mut d1, &mut pool, fill);
+    let arrived = t1.collect(sent.len());
+    assert_eq!(arrived.len(), sent.len(), "frames lost in forwarding");
+    assert_eq!(arrived, sent);
+    assert_eq!(d0.stats().tx_packets, 0);
+    assert_eq!(d1.stats().tx_packets, count as u64);
+
+    // Frames received on d0 went out on d1: each port's ledger is exact after the move.
+    assert_eq!(d0.frames_held() + d1.frames_held(), 2 * fill);
+    close(d0, &mut pool);
+    close(d1, &mut pool);
+    assert_eq!(pool.free_count(), pool.total());
+    assert_eq!(pool.double_releases(), 0);
+    assert!(xdp_detached(&lab.dut_ns, &p0.dut_if));
+    assert!(xdp_detached(&lab.dut_ns, &p1.dut_if));
+}
+
+#[test]
+fn opens_one_socket_per_queue() {
+    if !available_for_test() {
+        return;
+    }
+    let lab = lab("wstxdp3", 1, 2);
+    let pair = &lab.pairs[0];
+    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
+    let umem = Umem::new(&pool);
+    let config = AfXdpConfig {
+        queues: QueueSelection::All,
+        fill_size: 1024,
+        ..AfXdpConfig::default()
+    };
+    let mut port = open_in(&lab.dut_ns, &pair.dut_if, &config, &umem, &mut pool).expect("open");
+    assert_eq!(port.info().queues, 2);
+    assert_eq!(port.open_queues().collect::<Vec<_>>(), [0, 1]);
+    let (fd0, fd1) = (port.rx_fd(0).unwrap(), port.rx_fd(1).unwrap());
+    assert_ne!(fd0, fd1);
+    assert_eq!(port.rx_fd(2), None);
+    assert_eq!(port.frames_held(), 2 * 1024);
+    // The sockets of one port share its UMEM registration too.
+    assert!(
+        port.info().mode.contains("umem=shared"),
+        "{}",
+        port.info().mode
+    );
+
+    // Frames arrive on whichever queue the veth picks; together, all of them.
+    let tester = RawSocket::open(&lab.tester_ns, &pair.tester_if);
+    let count = 64u32;
+    for seq in 0..count {
+        tester.send(&test_frame(
+            pair.dut_mac,
+            pair.tester_mac,
+            seq,
+            frame_len(seq),
+        ));
+    }
+    let received = receive(&mut port, &[0, 1], &mut pool, count as usize);
+    assert_eq!(received.len(), count as usize);
+    let mut seqs: Vec<u32> = received
+        .iter()
+        .map(|desc| seq_of(&bytes_of(&pool, desc)).unwrap())
+        .collect();
+    seqs.sort();
+    assert_eq!(seqs, (0..count).collect::<Vec<_>>());
+    for desc in &received {
+        assert!(desc.queue < 2);
+        pool.release(desc.frame);
+    }
+    close(port, &mut pool);
+    assert_eq!(pool.free_count(), pool.total());
+    assert!(xdp_detached(&lab.dut_ns, &pair.dut_if));
+}
+
+#[test]
+fn refuses_bad_input_with_errors_naming_the_port_and_the_fix() {
+    if !available_for_test() {
+        return;
+    }
+    let lab = lab("wstxdp4", 1, 1);
+    let ifname = lab.pairs[0].dut_if.clone();
+    let ns = lab.dut_ns.clone();
+    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
+    let umem = Umem::new(&pool);
+    let config = AfXdpConfig::default();
+
+    let error = open_in(&ns, "wstxdp4-nope", &config, &umem, &mut pool).unwrap_err();
+    assert!(
+        matches!(error, AfXdpError::NoSuchInterface { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("wstxdp4-nope"));
+
+    let queue_1 = AfXdpConfig {
+        queues: QueueSelection::List(vec![1]),
+        ..AfXdpConfig::default()
+    };
+    let error = open_in(&ns, &ifname, &queue_1, &umem, &mut pool).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            AfXdpError::QueueOutOfRange {
+                queue: 1,
+                queues: 1,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(error.to_string().contains(&ifname));
+
+    let bad_ring = AfXdpConfig {
+        rx_size: 1000,
+        ..AfXdpConfig::default()
+    };
+    let error = open_in(&ns, &ifname, &bad_ring, &umem, &mut pool).unwrap_err();
+    assert!(
+        matches!(error, AfXdpError::RingSize { ring: "RX", .. }),
+        "{error}"
+    );
+
+    let other_pool = FramePool::new(64, 2048).unwrap();
+    let error = open_in(&ns, &ifname, &config, &Umem::new(&other_pool), &mut pool).unwrap_err();
+    assert!(matches!(error, AfXdpError::WrongPool { .. }), "{error}");
+
+    let mut small_pool = FramePool::new(1024, 2048).unwrap();
+    let small_umem = Umem::new(&small_pool);
+    let error = open_in(&ns, &ifname, &config, &small_umem, &mut small_pool).unwrap_err();
+    assert!(matches!(error, AfXdpError::PoolTooSmall { .. }), "{error}");
+
+    // Someone else's program (here: another port's) is never replaced.
+    let port = open_in(&ns, &ifname, &config, &umem, &mut pool).expect("open");
+    let error = open_in(&ns, &ifname, &config, &umem, &mut pool).unwrap_err();
+    assert!(
+        matches!(error, AfXdpError::XdpAlreadyAttached { .. }),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("ip link set dev {ifname} xdp off")),
+        "{error}"
+    );
+    assert!(port.is_open());
+    close(port, &mut pool);
+
+    // Frames of a 9000-byte MTU do not fit 2048-byte frames.
+    run("ip", &["-n", &ns, "link", "set", &ifname, "mtu", "9000"]).expect("set mtu");
+    let error = open_in(&ns, &ifname, &config, &umem, &mut pool).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            AfXdpError::MtuTooLarge {
+                mtu: 9000,
+                max_mtu: 1770,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("ip link set dev {ifname} mtu 1770"))
+    );
+
+    // Loopback has no native XDP.
+    run("ip", &["-n", &ns, "link", "set", "lo", "mtu", "1500"]).expect("set lo mtu");
+    let native = AfXdpConfig {
+        xdp_mode: XdpMode::Native,
+        ..AfXdpConfig::default()
+    };
+    let error = open_in(&ns, "lo", &native, &umem, &mut pool).unwrap_err();
+    assert!(
+        matches!(error, AfXdpError::XdpAttach { mode: "native", .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("port lo"));
+    // ... and `auto` falls back to generic mode, saying so.
+    let auto = AfXdpConfig {
+        fill_size: 256,
+        ..AfXdpConfig::default()
+    };
+    let port = open_in(&ns, "lo", &auto, &umem, &mut pool).expect("generic on lo");
+    assert!(
+        port.info().mode.starts_with("xdp=generic bind=copy")
+            && port.info().mode.contains("native XDP refused"),
+        "{}",
+        port.info().mode
+    );
+    close(port, &mut pool);
+
+    assert_eq!(pool.free_count(), pool.total());
+    assert!(xdp_detached(&ns, &ifname));
+    assert!(xdp_detached(&ns, "lo"));
+}
+
+/// Set in the child process of `killed_process_leaves_nothing_attached`: "namespace interface".
+const CHILD_ENV: &str = "WIRESPEED_AFXDP_TEST_CHILD";
+const CHILD_READY: &str = "wirespeed-afxdp-child-ready";
+
+#[test]
+fn killed_process_leaves_nothing_attached() {
+    if let Ok(target) = std::env::var(CHILD_ENV) {
+        // The child: open the port, say so, and wait to be killed.
+        let (ns, ifname) = target.split_once(' ').expect("namespace and interface");
+        let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
+        let umem = Umem::new(&pool);
+        let _port = open_in(ns, ifname, &AfXdpConfig::default(), &umem, &mut pool).expect("open");
+        println!("{CHILD_READY}");
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+    if !available_for_test() {
+        return;
+    }
+    let lab = lab("wstxdp5", 1, 1);
+    let (ns, ifname) = (lab.dut_ns.clone(), lab.pairs[0].dut_if.clone());
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "killed_process_leaves_nothing_attached",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, format!("{ns} {ifname}"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn child");
+    let stdout = child.stdout.take().unwrap();
+    let ready = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .any(|line| line.contains(CHILD_READY));
+    if !ready {
+        let _ = child.kill();
+        panic!("child exited before opening the port: {:?}", child.wait());
+    }
+    assert!(
+        xdp_attached(&ns, &ifname),
+        "the child's program is attached"
+    );
+
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    assert!(
+        xdp_detached(&ns, &ifname),
+        "SIGKILL left a program attached"
+    );
+
+    // The interface is free for a new open.
+    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
+    let umem = Umem::new(&pool);
+    let port = open_in(&ns, &ifname, &AfXdpConfig::default(), &umem, &mut pool).expect("reopen");
+    close(port, &mut pool);
+    assert_eq!(pool.free_count(), pool.total());
 }

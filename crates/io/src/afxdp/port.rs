@@ -158,7 +158,7 @@ impl AfXdpPort {
 
         let first = sockets.iter().flatten().next();
         let zero_copy = first.is_some_and(XskSocket::zero_copy);
-        let shared = first.is_some() && sockets.iter().flatten().all(XskSocket::shared);
+        let shared = sockets.iter().flatten().all(XskSocket::on_worker_umem);
         let mut mode = format!(
             "xdp={} bind={} need_wakeup umem={}",
             program.mode(),
@@ -207,6 +207,16 @@ impl AfXdpPort {
     /// Whether the port still has its sockets (false after [`Port::release_all`]).
     pub fn is_open(&self) -> bool {
         self.program.is_some()
+    }
+}
+
+impl std::fmt::Debug for AfXdpPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AfXdpPort")
+            .field("info", &self.info)
+            .field("queues", &self.open_queues().collect::<Vec<_>>())
+            .field("frames_held", &self.ledger.held())
+            .finish()
     }
 }
 

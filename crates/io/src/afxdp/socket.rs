@@ -65,8 +65,6 @@ pub(crate) struct XskSocket {
     pub(crate) tx: ProducerRing<libc::xdp_desc>,
     /// Whether the kernel runs this socket in zero-copy mode (read back after bind).
     zero_copy: bool,
-    /// Whether this socket shares the worker's UMEM registration with another socket.
-    shared: bool,
 }
 
 /// A socket and what happened while opening it.
@@ -217,7 +215,6 @@ impl XskSocket {
             rx,
             tx,
             zero_copy: options.flags & libc::XDP_OPTIONS_ZEROCOPY != 0,
-            shared: matches!(bind, Bind::Shared(_)),
         })
     }
 
@@ -231,9 +228,10 @@ impl XskSocket {
         self.zero_copy
     }
 
-    /// Whether the socket shares the UMEM registration of another socket of the worker.
-    pub(crate) fn shared(&self) -> bool {
-        self.shared
+    /// Whether the socket is on the worker's one UMEM registration (it made it or joined it),
+    /// rather than on a registration of its own after joining was refused.
+    pub(crate) fn on_worker_umem(&self) -> bool {
+        self.listed
     }
 
     /// Asks the kernel to process the TX ring (copy mode transmits only on this call).
