@@ -683,3 +683,124 @@ fn killed_process_leaves_nothing_attached() {
     close(port, &mut pool);
     assert_eq!(pool.free_count(), pool.total());
 }
+
+/// Transmits `frame` on `ifname` of namespace `netns` through its own AF_XDP port and pool, as
+/// fast as the port takes it, until `stop`; returns how many frames were sent.
+fn blast(
+    netns: &str,
+    ifname: &str,
+    config: &AfXdpConfig,
+    frame: &[u8],
+    stop: &std::sync::atomic::AtomicBool,
+) -> u64 {
+    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
+    let umem = Umem::new(&pool);
+    let mut port = open_in(netns, ifname, config, &umem, &mut pool).expect("open sender");
+    let mut batch = Batch::new(64);
+    let mut sent = 0u64;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        while !batch.is_full() {
+            let Some(id) = pool.alloc() else { break };
+            let start = HEADROOM as usize;
+            pool.frame_mut(id)[start..start + frame.len()].copy_from_slice(frame);
+            batch.push(Desc {
+                frame: id,
+                offset: HEADROOM,
+                len: frame.len() as u16,
+                port: 0,
+                queue: 0,
+            });
+        }
+        sent += port.tx(0, &mut pool, &mut batch) as u64;
+        port.poll(&mut pool);
+    }
+    for desc in batch.descs() {
+        pool.release(desc.frame);
+    }
+    port.release_all(&mut pool);
+    sent
+}
+
+/// A measurement, not a test (run explicitly): forwards t0 -> d0 -> d1 -> t1 through two
+/// AF_XDP ports sharing one UMEM while a thread in the tester namespace blasts 64-byte frames
+/// into t0 through a third AF_XDP port (a raw socket sends too slowly to load the forwarder), once with a busy-polling loop and once sleeping in poll(2) when d0 is empty,
+/// and prints the offered and forwarded rates. It informs the worker loop's design (DESIGN §8);
+/// figures belong in docs/benchmarks.md with the command:
+/// `cargo test --release -p wirespeed-io --test afxdp -- --ignored --nocapture measure_`
+#[test]
+#[ignore]
+fn measure_forwarding_busy_poll_vs_wakeup() {
+    if !available_for_test() {
+        return;
+    }
+    let seconds: u64 = std::env::var("WIRESPEED_MEASURE_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let lab = lab("wstxdpm", 2, 1);
+    let (p0, p1) = (lab.pairs[0].clone(), lab.pairs[1].clone());
+    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
+    let umem = Umem::new(&pool);
+    let config = AfXdpConfig {
+        zero_copy: false,
+        ..AfXdpConfig::default()
+    };
+    let mut d0 = open_in(&lab.dut_ns, &p0.dut_if, &config, &umem, &mut pool).expect("open d0");
+    let mut d1 = open_in(&lab.dut_ns, &p1.dut_if, &config, &umem, &mut pool).expect("open d1");
+    let fd0 = d0.rx_fd(0).unwrap();
+    println!("ports: {}", d0.info().mode);
+
+    for busy in [true, false] {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sender = {
+            let stop = stop.clone();
+            let (ns, ifname) = (lab.tester_ns.clone(), p0.tester_if.clone());
+            let frame = test_frame(p1.tester_mac, p0.tester_mac, 0, 60);
+            let config = config.clone();
+            std::thread::spawn(move || blast(&ns, &ifname, &config, &frame, &stop))
+        };
+        let (rx_before, tx_before) = (d0.stats(), d1.stats());
+        let mut batch = Batch::new(64);
+        let start = Instant::now();
+        let mut sleeps = 0u64;
+        while start.elapsed() < Duration::from_secs(seconds) {
+            let got = d0.rx(0, &mut pool, &mut batch);
+            if got > 0 {
+                d1.tx(0, &mut pool, &mut batch);
+                // What TX would not take is dropped, not kept (it would only add latency).
+                for desc in batch.descs() {
+                    pool.release(desc.frame);
+                }
+                batch.clear();
+            }
+            d1.poll(&mut pool);
+            if got == 0 && !busy {
+                sleeps += 1;
+                wait_readable(&[fd0], Duration::from_millis(10)).expect("poll");
+            }
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let sent = sender.join().unwrap();
+        let (rx, tx) = (d0.stats(), d1.stats());
+        let mpps = |n: u64| n as f64 / elapsed / 1e6;
+        println!(
+            "{:<22} offered {:.3} Mpps, received {:.3} Mpps, forwarded {:.3} Mpps, \
+             d0 kernel drops {:.3} Mpps, tx refused {}, idle sleeps {}",
+            if busy {
+                "busy polling:"
+            } else {
+                "need_wakeup + poll(2):"
+            },
+            mpps(sent),
+            mpps(rx.rx_packets - rx_before.rx_packets),
+            mpps(tx.tx_packets - tx_before.tx_packets),
+            mpps(rx.rx_dropped - rx_before.rx_dropped),
+            tx.tx_refused - tx_before.tx_refused,
+            sleeps,
+        );
+    }
+    close(d0, &mut pool);
+    close(d1, &mut pool);
+    assert_eq!(pool.free_count(), pool.total());
+}
