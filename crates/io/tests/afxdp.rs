@@ -804,3 +804,53 @@ fn measure_forwarding_busy_poll_vs_wakeup() {
     close(d1, &mut pool);
     assert_eq!(pool.free_count(), pool.total());
 }
+
+/// Set in the child process of `unprivileged_open_says_which_capabilities`: "namespace interface".
+const UNPRIVILEGED_ENV: &str = "WIRESPEED_AFXDP_TEST_UNPRIVILEGED";
+const UNPRIVILEGED_MARK: &str = "wirespeed-afxdp-child-error:";
+
+#[test]
+fn unprivileged_open_says_which_capabilities() {
+    if let Ok(target) = std::env::var(UNPRIVILEGED_ENV) {
+        // The child: enter the namespace as root, become nobody, try to open.
+        let (ns, ifname) = target.split_once(' ').expect("namespace and interface");
+        let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
+        let umem = Umem::new(&pool);
+        let guard = enter(ns).expect("enter namespace");
+        // SAFETY: setgid/setuid have no memory preconditions; nobody's ids exist everywhere.
+        let (gid, uid) = unsafe { (libc::setgid(65534), libc::setuid(65534)) };
+        assert_eq!((gid, uid), (0, 0), "{}", std::io::Error::last_os_error());
+        let result = AfXdpPort::open(ifname, &AfXdpConfig::default(), &umem, &mut pool);
+        // Without privileges the thread cannot go back to its namespace; it ends here anyway.
+        std::mem::forget(guard);
+        match result {
+            Err(error) => println!("{UNPRIVILEGED_MARK} {error:?} | {error}"),
+            Ok(port) => println!("{UNPRIVILEGED_MARK} opened {port:?}"),
+        }
+        return;
+    }
+    if !available_for_test() {
+        return;
+    }
+    let lab = lab("wstxdp6", 1, 1);
+    let ifname = lab.pairs[0].dut_if.clone();
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "unprivileged_open_says_which_capabilities",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(UNPRIVILEGED_ENV, format!("{} {ifname}", lab.dut_ns))
+        .output()
+        .expect("run child");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|line| line.split_once(UNPRIVILEGED_MARK).map(|(_, said)| said))
+        .unwrap_or_else(|| panic!("child said nothing: {stdout} {output:?}"));
+    assert!(line.contains("PermissionDenied"), "{line}");
+    assert!(line.contains(&format!("port {ifname}")), "{line}");
+    assert!(line.contains("CAP_NET_ADMIN"), "{line}");
+    assert!(xdp_detached(&lab.dut_ns, &ifname));
+}
