@@ -89,10 +89,12 @@ impl AfXdpPort {
                 source,
             },
         })?;
-        let queues: Vec<QueueId> = match &config.queues {
+        let mut queues: Vec<QueueId> = match &config.queues {
             QueueSelection::All => (0..interface.queues).collect(),
             QueueSelection::List(list) => list.clone(),
         };
+        queues.sort_unstable();
+        queues.dedup();
         if queues.is_empty() {
             return Err(AfXdpError::NoQueues { port: port() });
         }
@@ -145,15 +147,27 @@ impl AfXdpPort {
                 config.zero_copy,
             )
             .map_err(|error| socket_error(name, queue, error))?;
-            program
-                .insert(queue as u32, opened.socket.raw_fd())
-                .map_err(|error| program_error(name, error))?;
             for note in opened.notes {
                 if !notes.contains(&note) {
                     notes.push(note);
                 }
             }
             sockets[queue as usize] = Some(opened.socket);
+        }
+        // Fill the rings before the program redirects anything to the sockets, so the first
+        // frames do not meet an empty fill ring.
+        let mut ledger = Ledger::new(pool.total());
+        for socket in sockets.iter_mut().flatten() {
+            refill(socket, &mut ledger, pool, config.fill_size);
+        }
+        for (queue, socket) in sockets.iter().enumerate() {
+            let Some(socket) = socket else { continue };
+            if let Err(error) = program.insert(queue as u32, socket.raw_fd()) {
+                // Close the sockets first: then the kernel references none of the frames.
+                drop(sockets);
+                ledger.drain(|frame| pool.release(frame));
+                return Err(insert_error(name, queue as QueueId, error));
+            }
         }
 
         let first = sockets.iter().flatten().next();
@@ -169,7 +183,7 @@ impl AfXdpPort {
             mode.push_str("; ");
             mode.push_str(note);
         }
-        let mut port = AfXdpPort {
+        Ok(AfXdpPort {
             info: PortInfo {
                 name: name.to_string(),
                 backend: Backend::AfXdp,
@@ -181,18 +195,14 @@ impl AfXdpPort {
             },
             program: Some(program),
             sockets,
-            ledger: Ledger::new(pool.total()),
+            ledger,
             umem: umem.clone(),
             frame_size,
             fill_size: config.fill_size,
             completion_size: config.completion_size,
             stats: PortStats::default(),
             tx_invalid: 0,
-        };
-        for socket in port.sockets.iter_mut().flatten() {
-            refill(socket, &mut port.ledger, pool, port.fill_size);
-        }
-        Ok(port)
+        })
     }
 
     /// The queues this port opened, in order.
@@ -248,6 +258,18 @@ fn program_error(port: &str, error: ProgramError) -> AfXdpError {
             step: "insert the socket into the XSKMAP",
             source,
         },
+    }
+}
+
+fn insert_error(port: &str, queue: QueueId, error: ProgramError) -> AfXdpError {
+    match error {
+        ProgramError::Insert(source) => AfXdpError::Socket {
+            port: port.to_string(),
+            queue,
+            step: "insert the socket into the XSKMAP",
+            source,
+        },
+        other => program_error(port, other),
     }
 }
 

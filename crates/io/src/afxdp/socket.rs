@@ -234,13 +234,14 @@ impl XskSocket {
         self.listed
     }
 
-    /// Asks the kernel to process the TX ring (copy mode transmits only on this call).
-    /// EAGAIN (more work than one call does, or the completion ring is full), EBUSY and ENOBUFS
-    /// are transient and reported as `Ok(false)`; `Ok(true)` means the call went through.
+    /// Asks the kernel to process the TX ring (copy mode transmits only inside this call, at
+    /// most 32 frames per call). Errors are not reported: EAGAIN (more work than one call does,
+    /// or a full completion ring), EBUSY and ENOBUFS are transient, and frames a down interface
+    /// does not take stay in the ring, counted as held, until the next kick.
     #[inline]
-    pub(crate) fn kick_tx(&self) -> bool {
+    pub(crate) fn kick_tx(&self) {
         // SAFETY: a zero-length send with no buffer and no address touches no user memory.
-        let rc = unsafe {
+        unsafe {
             libc::sendto(
                 self.raw_fd,
                 std::ptr::null(),
@@ -248,9 +249,8 @@ impl XskSocket {
                 libc::MSG_DONTWAIT,
                 std::ptr::null(),
                 0,
-            )
-        };
-        rc >= 0
+            );
+        }
     }
 
     /// Wakes the driver to refill from the fill ring (zero-copy drivers that asked for it).
