@@ -8,6 +8,7 @@
 //! [`FramePool`]: wirespeed_packet::FramePool
 
 pub mod afpacket;
+pub mod afxdp;
 pub mod memory;
 pub mod pcap;
 pub mod port;

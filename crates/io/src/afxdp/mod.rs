@@ -1,0 +1,49 @@
+//! The AF_XDP backend: the kernel hands received frames to user space, and takes frames to
+//! transmit, through rings of descriptors into the worker's own frame region. No frame is copied
+//! in user space, and with a zero-copy driver none is copied at all.
+//!
+//! The pieces, each written against the kernel's UAPI (linux/if_xdp.h, linux/bpf.h) with nothing
+//! but `libc`:
+//! * [`umem`]: the worker's [`FramePool`] registered as the UMEM, shared by all its sockets;
+//! * `ring`: the fill, completion, RX and TX rings with cached indices;
+//! * `socket`: one socket per (port, queue), its bind modes and wakeups;
+//! * `program`: the six-instruction XDP program, its XSKMAP and the link that attaches it;
+//! * `interface`: MTU, MAC and queue count of an interface;
+//! * `ledger`: which frames the kernel holds, so that every one comes back;
+//! * [`AfXdpPort`]: all of it behind the [`Port`] trait.
+//!
+//! A worker makes one [`Umem`] from its pool, opens its ports with it, and on shutdown calls
+//! [`Port::release_all`] on every port before dropping the pool:
+//!
+//! ```no_run
+//! use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, Umem};
+//! use wirespeed_io::Port;
+//! use wirespeed_packet::FramePool;
+//!
+//! let mut pool = FramePool::new(16384, 2048)?;
+//! let umem = Umem::new(&pool);
+//! let mut a = AfXdpPort::open("eth1", &AfXdpConfig::default(), &umem, &mut pool)?;
+//! let mut b = AfXdpPort::open("eth2", &AfXdpConfig::default(), &umem, &mut pool)?;
+//! // ... forward ...
+//! a.release_all(&mut pool);
+//! b.release_all(&mut pool);
+//! assert_eq!(pool.free_count(), pool.total());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! [`FramePool`]: wirespeed_packet::FramePool
+//! [`Port`]: crate::Port
+//! [`Port::release_all`]: crate::Port::release_all
+
+mod config;
+mod interface;
+mod ledger;
+mod port;
+mod program;
+mod ring;
+mod socket;
+pub mod umem;
+
+pub use config::{AfXdpConfig, AfXdpError, DEFAULT_RING_SIZE, QueueSelection, XdpMode};
+pub use port::AfXdpPort;
+pub use umem::Umem;

@@ -1,0 +1,480 @@
+//! [`AfXdpPort`]: one interface driven through AF_XDP sockets, one per opened queue.
+//!
+//! Opening checks everything that can be checked before the kernel is touched (interface, queues,
+//! MTU against the frame size, ring sizes, the pool), then attaches the XDP program, then opens,
+//! binds and registers a socket per queue and gives each fill ring a ring's worth of frames.
+//!
+//! The data path per call, without allocation or locks, with at most one system call per call
+//! and only when the kernel asked for it (`need_wakeup`):
+//! * `rx`: read up to `batch.room()` RX descriptors into the batch (frame and offset from the
+//!   UMEM address), hand the slots back, top the fill ring up from the pool in bulk.
+//! * `tx`: return completed frames to the pool, write as many TX descriptors as the ring has room
+//!   for, leave the rest in the batch, kick the kernel if the TX ring's flag says so (copy mode
+//!   always does: it transmits only inside `sendto`).
+//! * `poll`: return completed frames, and kick again where the TX ring still holds frames (copy
+//!   mode transmits at most 32 frames per kick).
+//!
+//! Frames the port handed to the kernel are tracked in a [`Ledger`], so that [`Port::frames_held`]
+//! is exact and [`Port::release_all`] can return them after the sockets are closed.
+
+use std::os::fd::RawFd;
+
+use wirespeed_packet::batch::HEADROOM;
+use wirespeed_packet::{Batch, Desc, FrameId, FramePool};
+
+use super::config::{AfXdpConfig, AfXdpError, QueueSelection};
+use super::interface::{Interface, InterfaceError};
+use super::ledger::Ledger;
+use super::program::{ProgramError, XdpProgram, is_busy};
+use super::socket::{RingSizes, SocketError, XskSocket};
+use super::umem::Umem;
+use crate::port::{Backend, Port, PortInfo, PortStats, QueueId};
+
+/// Bytes of Ethernet header and two VLAN tags a frame carries beyond the MTU (see
+/// [`PortInfo::mtu`]).
+const L2_OVERHEAD: u32 = 22;
+/// Frames moved between the pool and the fill ring per `alloc_bulk` call.
+const REFILL_CHUNK: usize = 64;
+
+/// A network interface driven through AF_XDP.
+pub struct AfXdpPort {
+    info: PortInfo,
+    // Fields drop in order: the program first (the kernel stops redirecting), then the sockets.
+    program: Option<XdpProgram>,
+    /// Index = queue id; `None` for queues not opened.
+    sockets: Vec<Option<XskSocket>>,
+    ledger: Ledger,
+    umem: Umem,
+    frame_size: u32,
+    fill_size: u32,
+    completion_size: u32,
+    stats: PortStats,
+    /// Descriptors the kernel never saw because they were invalid (outside the frame or pool,
+    /// or a frame the port already held); counted in `tx_refused`.
+    tx_invalid: u64,
+}
+
+impl AfXdpPort {
+    /// Opens interface `name` of the calling thread's network namespace on the worker's `umem`,
+    /// filling the fill rings from `pool` (which must be the pool `umem` was made from).
+    pub fn open(
+        name: &str,
+        config: &AfXdpConfig,
+        umem: &Umem,
+        pool: &mut FramePool,
+    ) -> Result<Self, AfXdpError> {
+        let port = || name.to_string();
+        if !umem.is_of(pool) {
+            return Err(AfXdpError::WrongPool { port: port() });
+        }
+        for (ring, size) in [
+            ("fill", config.fill_size),
+            ("completion", config.completion_size),
+            ("RX", config.rx_size),
+            ("TX", config.tx_size),
+        ] {
+            if !size.is_power_of_two() || !(64..=65536).contains(&size) {
+                return Err(AfXdpError::RingSize {
+                    port: port(),
+                    ring,
+                    size,
+                });
+            }
+        }
+        let interface = Interface::query(name).map_err(|error| match error {
+            InterfaceError::Missing => AfXdpError::NoSuchInterface { port: port() },
+            InterfaceError::Query(what, source) => AfXdpError::Sysfs {
+                port: port(),
+                path: format!("{what} ioctl"),
+                source,
+            },
+        })?;
+        let mut queues: Vec<QueueId> = match &config.queues {
+            QueueSelection::All => (0..interface.queues).collect(),
+            QueueSelection::List(list) => list.clone(),
+        };
+        queues.sort_unstable();
+        queues.dedup();
+        if queues.is_empty() {
+            return Err(AfXdpError::NoQueues { port: port() });
+        }
+        if let Some(&queue) = queues.iter().find(|&&q| q >= interface.queues) {
+            return Err(AfXdpError::QueueOutOfRange {
+                port: port(),
+                queue,
+                queues: interface.queues,
+            });
+        }
+        let frame_size = umem.frame_size();
+        let room = frame_size - HEADROOM as u32;
+        if interface.mtu + L2_OVERHEAD > room {
+            return Err(AfXdpError::MtuTooLarge {
+                port: port(),
+                mtu: interface.mtu,
+                frame_size,
+                headroom: HEADROOM,
+                room,
+                max_mtu: room - L2_OVERHEAD,
+            });
+        }
+        let needed = config.fill_size * queues.len() as u32;
+        if pool.free_count() < needed {
+            return Err(AfXdpError::PoolTooSmall {
+                port: port(),
+                free: pool.free_count(),
+                needed,
+            });
+        }
+
+        let program =
+            XdpProgram::attach(interface.ifindex, interface.queues as u32, config.xdp_mode)
+                .map_err(|error| program_error(name, error))?;
+
+        let sizes = RingSizes {
+            fill: config.fill_size,
+            completion: config.completion_size,
+            rx: config.rx_size,
+            tx: config.tx_size,
+        };
+        let mut notes: Vec<String> = program.fallback().map(str::to_string).into_iter().collect();
+        let mut sockets: Vec<Option<XskSocket>> = (0..interface.queues).map(|_| None).collect();
+        for &queue in &queues {
+            let opened = XskSocket::open(
+                umem,
+                interface.ifindex,
+                queue as u32,
+                sizes,
+                config.zero_copy,
+            )
+            .map_err(|error| socket_error(name, queue, error))?;
+            for note in opened.notes {
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+            }
+            sockets[queue as usize] = Some(opened.socket);
+        }
+        // Fill the rings before the program redirects anything to the sockets, so the first
+        // frames do not meet an empty fill ring.
+        let mut ledger = Ledger::new(pool.total());
+        for socket in sockets.iter_mut().flatten() {
+            refill(socket, &mut ledger, pool, config.fill_size);
+        }
+        for (queue, socket) in sockets.iter().enumerate() {
+            let Some(socket) = socket else { continue };
+            if let Err(error) = program.insert(queue as u32, socket.raw_fd()) {
+                // Close the sockets first: then the kernel references none of the frames.
+                drop(sockets);
+                ledger.drain(|frame| pool.release(frame));
+                return Err(insert_error(name, queue as QueueId, error));
+            }
+        }
+
+        let first = sockets.iter().flatten().next();
+        let zero_copy = first.is_some_and(XskSocket::zero_copy);
+        let shared = sockets.iter().flatten().all(XskSocket::on_worker_umem);
+        let mut mode = format!(
+            "xdp={} bind={} need_wakeup umem={}",
+            program.mode(),
+            if zero_copy { "zerocopy" } else { "copy" },
+            if shared { "shared" } else { "own" },
+        );
+        for note in &notes {
+            mode.push_str("; ");
+            mode.push_str(note);
+        }
+        Ok(AfXdpPort {
+            info: PortInfo {
+                name: name.to_string(),
+                backend: Backend::AfXdp,
+                mac: interface.mac,
+                mtu: interface.mtu.min(u16::MAX as u32) as u16,
+                queues: interface.queues,
+                link_up: interface.link_up,
+                mode,
+            },
+            program: Some(program),
+            sockets,
+            ledger,
+            umem: umem.clone(),
+            frame_size,
+            fill_size: config.fill_size,
+            completion_size: config.completion_size,
+            stats: PortStats::default(),
+            tx_invalid: 0,
+        })
+    }
+
+    /// The queues this port opened, in order.
+    pub fn open_queues(&self) -> impl Iterator<Item = QueueId> + '_ {
+        self.sockets
+            .iter()
+            .enumerate()
+            .filter(|(_, socket)| socket.is_some())
+            .map(|(queue, _)| queue as QueueId)
+    }
+
+    /// Whether the port still has its sockets (false after [`Port::release_all`]).
+    pub fn is_open(&self) -> bool {
+        self.program.is_some()
+    }
+}
+
+impl std::fmt::Debug for AfXdpPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AfXdpPort")
+            .field("info", &self.info)
+            .field("queues", &self.open_queues().collect::<Vec<_>>())
+            .field("frames_held", &self.ledger.held())
+            .finish()
+    }
+}
+
+fn program_error(port: &str, error: ProgramError) -> AfXdpError {
+    let port = port.to_string();
+    let denied = |error: &std::io::Error| error.raw_os_error() == Some(libc::EPERM);
+    match error {
+        ProgramError::Map(source) if denied(&source) => AfXdpError::PermissionDenied {
+            port,
+            what: format!("bpf(BPF_MAP_CREATE): {source}"),
+        },
+        ProgramError::Map(source) => AfXdpError::XskMap { port, source },
+        ProgramError::Load(source, _) if denied(&source) => AfXdpError::PermissionDenied {
+            port,
+            what: format!("bpf(BPF_PROG_LOAD): {source}"),
+        },
+        ProgramError::Load(source, log) => AfXdpError::XdpLoad { port, source, log },
+        ProgramError::Attach(source, _) if is_busy(&source) => {
+            AfXdpError::XdpAlreadyAttached { port }
+        }
+        ProgramError::Attach(source, _) if denied(&source) => AfXdpError::PermissionDenied {
+            port,
+            what: format!("bpf(BPF_LINK_CREATE): {source}"),
+        },
+        ProgramError::Attach(source, mode) => AfXdpError::XdpAttach { port, mode, source },
+        ProgramError::Insert(source) => AfXdpError::Socket {
+            port,
+            queue: 0,
+            step: "insert the socket into the XSKMAP",
+            source,
+        },
+    }
+}
+
+fn insert_error(port: &str, queue: QueueId, error: ProgramError) -> AfXdpError {
+    match error {
+        ProgramError::Insert(source) => AfXdpError::Socket {
+            port: port.to_string(),
+            queue,
+            step: "insert the socket into the XSKMAP",
+            source,
+        },
+        other => program_error(port, other),
+    }
+}
+
+fn socket_error(port: &str, queue: QueueId, error: SocketError) -> AfXdpError {
+    if error.source.raw_os_error() == Some(libc::EPERM) {
+        return AfXdpError::PermissionDenied {
+            port: port.to_string(),
+            what: format!("{}: {}", error.step, error.source),
+        };
+    }
+    AfXdpError::Socket {
+        port: port.to_string(),
+        queue,
+        step: error.step,
+        source: error.source,
+    }
+}
+
+/// Tops the fill ring up to `fill_size` frames from the pool, in chunks, and wakes the kernel if
+/// it asked for it.
+#[inline]
+fn refill(socket: &mut XskSocket, ledger: &mut Ledger, pool: &mut FramePool, fill_size: u32) {
+    let mut free = socket.fill.free(fill_size);
+    let mut ids = [0 as FrameId; REFILL_CHUNK];
+    while free > 0 {
+        let chunk = (free as usize).min(REFILL_CHUNK);
+        let got = pool.alloc_bulk(&mut ids[..chunk]);
+        if got == 0 {
+            break;
+        }
+        let mut written = 0;
+        for &id in &ids[..got] {
+            // A frame the ledger already holds would be given to the kernel twice; the pool
+            // handed it out by mistake (a release of a frame the kernel held), so keep it out.
+            if ledger.give(id) {
+                socket.fill.write(written, pool.addr(id, 0));
+                written += 1;
+            }
+        }
+        socket.fill.submit(written);
+        free -= got as u32;
+        if got < chunk {
+            break;
+        }
+    }
+    if socket.fill.needs_wakeup() {
+        socket.kick_rx();
+    }
+}
+
+/// Returns every completed transmission's frame to the pool.
+#[inline]
+fn reap(
+    socket: &mut XskSocket,
+    ledger: &mut Ledger,
+    pool: &mut FramePool,
+    completion_size: u32,
+) -> u64 {
+    let n = socket.completion.available(completion_size);
+    let mut strays = 0;
+    for i in 0..n {
+        let addr = socket.completion.read(i);
+        match pool.locate(addr) {
+            Some((frame, _)) if ledger.take_back(frame) => pool.release(frame),
+            _ => strays += 1,
+        }
+    }
+    socket.completion.release(n);
+    strays
+}
+
+impl Port for AfXdpPort {
+    fn info(&self) -> &PortInfo {
+        &self.info
+    }
+
+    fn rx(&mut self, queue: QueueId, pool: &mut FramePool, batch: &mut Batch) -> usize {
+        let Some(Some(socket)) = self.sockets.get_mut(queue as usize) else {
+            return 0;
+        };
+        let n = socket.rx.available(batch.room() as u32);
+        let mut received = 0;
+        for i in 0..n {
+            let desc = socket.rx.read(i);
+            let Some((frame, offset)) = pool.locate(desc.addr) else {
+                self.stats.rx_errors += 1;
+                continue;
+            };
+            if !self.ledger.take_back(frame) {
+                // Not a frame this port gave the kernel: never hand it out twice.
+                self.stats.rx_errors += 1;
+                continue;
+            }
+            if offset as u64 + desc.len as u64 > self.frame_size as u64 {
+                self.stats.rx_errors += 1;
+                pool.release(frame);
+                continue;
+            }
+            batch.push(Desc {
+                frame,
+                offset,
+                len: desc.len as u16,
+                port: 0,
+                queue,
+            });
+            self.stats.rx_bytes += desc.len as u64;
+            received += 1;
+        }
+        socket.rx.release(n);
+        self.stats.rx_packets += received as u64;
+        refill(socket, &mut self.ledger, pool, self.fill_size);
+        received
+    }
+
+    fn tx(&mut self, queue: QueueId, pool: &mut FramePool, batch: &mut Batch) -> usize {
+        let Some(Some(socket)) = self.sockets.get_mut(queue as usize) else {
+            return 0;
+        };
+        self.stats.rx_errors += reap(socket, &mut self.ledger, pool, self.completion_size);
+        let free = socket.tx.free(batch.len() as u32);
+        let mut taken = 0;
+        let mut written = 0;
+        for desc in batch.descs() {
+            if written == free {
+                break;
+            }
+            taken += 1;
+            let fits = desc.len > 0 && desc.offset as u32 + desc.len as u32 <= self.frame_size;
+            if !fits {
+                // The kernel would skip it without completing it; the frame goes back now.
+                self.tx_invalid += 1;
+                pool.release(desc.frame);
+                continue;
+            }
+            if !self.ledger.give(desc.frame) {
+                // Outside the pool, or a frame this port already holds: not ours to send.
+                self.tx_invalid += 1;
+                continue;
+            }
+            socket.tx.write(
+                written,
+                libc::xdp_desc {
+                    addr: pool.addr(desc.frame, desc.offset),
+                    len: desc.len as u32,
+                    options: 0,
+                },
+            );
+            written += 1;
+            self.stats.tx_bytes += desc.len as u64;
+        }
+        if written > 0 {
+            socket.tx.submit(written);
+            if socket.tx.needs_wakeup() {
+                socket.kick_tx();
+            }
+        }
+        self.stats.tx_packets += written as u64;
+        batch.consume_front(taken);
+        self.stats.tx_refused += batch.len() as u64;
+        taken
+    }
+
+    fn poll(&mut self, pool: &mut FramePool) {
+        for socket in self.sockets.iter_mut().flatten() {
+            self.stats.rx_errors += reap(socket, &mut self.ledger, pool, self.completion_size);
+            if socket.tx.needs_wakeup() && socket.tx.pending() > 0 {
+                socket.kick_tx();
+            }
+        }
+    }
+
+    fn rx_fd(&self, queue: QueueId) -> Option<RawFd> {
+        self.sockets
+            .get(queue as usize)?
+            .as_ref()
+            .map(XskSocket::raw_fd)
+    }
+
+    fn frames_held(&self) -> usize {
+        self.ledger.held()
+    }
+
+    /// Detaches the XDP program, closes the sockets (after which the kernel references none of
+    /// the frames) and returns every frame the port gave the kernel to `pool`. The port is closed
+    /// afterwards: `rx` and `tx` do nothing.
+    fn release_all(&mut self, pool: &mut FramePool) {
+        self.program = None;
+        for socket in &mut self.sockets {
+            *socket = None;
+        }
+        if self.umem.is_of(pool) {
+            self.ledger.drain(|frame| pool.release(frame));
+        }
+    }
+
+    fn stats(&self) -> PortStats {
+        let mut stats = self.stats;
+        stats.tx_refused += self.tx_invalid;
+        for socket in self.sockets.iter().flatten() {
+            let kernel = socket.statistics();
+            stats.rx_dropped +=
+                kernel.rx_dropped + kernel.rx_ring_full + kernel.rx_fill_ring_empty_descs;
+            stats.rx_errors += kernel.rx_invalid_descs;
+            stats.tx_refused += kernel.tx_invalid_descs;
+        }
+        stats
+    }
+}

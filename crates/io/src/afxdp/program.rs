@@ -1,0 +1,357 @@
+//! The XDP program that steers a queue's frames into its AF_XDP socket, made with `bpf(2)` alone.
+//!
+//! No compiler, object file or BPF library is involved: the program is six instructions written
+//! here (`r2 = ctx->rx_queue_index; r1 = xskmap; r3 = XDP_PASS; call bpf_redirect_map; exit`),
+//! loaded with `BPF_PROG_LOAD` against an XSKMAP made with `BPF_MAP_CREATE`, and attached with
+//! `BPF_LINK_CREATE`. A link (rather than the netlink attach `ip link set xdp` uses) is owned by
+//! its file descriptor: when the process exits, even by SIGKILL, the kernel closes the descriptor
+//! and detaches the program, so a crashed forwarder never leaves an interface redirecting into a
+//! socket nobody reads. A link also refuses to attach where any program is already attached,
+//! which is how we avoid replacing someone else's program.
+//!
+//! A queue without a socket in the map makes `bpf_redirect_map` return its fallback action
+//! (the low bits of the flags argument, here `XDP_PASS`): such frames go to the kernel stack.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// Which XDP attach mode to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum XdpMode {
+    /// Native (driver) mode, falling back to generic where the driver has no XDP support; the
+    /// fallback is reported in the port's mode.
+    #[default]
+    Auto,
+    /// Native (driver) mode only (veth and most NIC drivers have it).
+    Native,
+    /// Generic (skb) mode: works on every interface, slower.
+    Generic,
+}
+
+// bpf(2) commands, map and program types, attach type and helper numbers (linux/bpf.h).
+const BPF_MAP_CREATE: libc::c_long = 0;
+const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+const BPF_PROG_LOAD: libc::c_long = 5;
+const BPF_LINK_CREATE: libc::c_long = 28;
+const BPF_MAP_TYPE_XSKMAP: u32 = 17;
+const BPF_PROG_TYPE_XDP: u32 = 6;
+const BPF_XDP: u32 = 37;
+const BPF_FUNC_REDIRECT_MAP: i32 = 51;
+const BPF_PSEUDO_MAP_FD: u8 = 1;
+const BPF_ANY: u64 = 0;
+// XDP attach flags (linux/if_link.h) and actions.
+const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
+const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
+const XDP_PASS: i32 = 2;
+/// Offset of `rx_queue_index` in `struct xdp_md` (data, data_end, data_meta, ingress_ifindex
+/// come first, four u32s).
+const XDP_MD_RX_QUEUE_INDEX: i16 = 16;
+
+/// One BPF instruction (`struct bpf_insn`): opcode, destination and source registers (4 bits
+/// each, destination in the low nibble on little-endian), offset, immediate.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Insn {
+    code: u8,
+    regs: u8,
+    off: i16,
+    imm: i32,
+}
+
+const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+    Insn {
+        code,
+        regs: (src << 4) | (dst & 0x0f),
+        off,
+        imm,
+    }
+}
+
+// Opcode parts (linux/bpf_common.h, linux/bpf.h): instruction class, operand size, addressing
+// mode, ALU/jump operation, source. BPF_W (32-bit) and BPF_K (immediate) are 0 and left out.
+const BPF_LD: u8 = 0x00;
+const BPF_LDX: u8 = 0x01;
+const BPF_JMP: u8 = 0x05;
+const BPF_ALU64: u8 = 0x07;
+const BPF_DW: u8 = 0x18;
+const BPF_MEM: u8 = 0x60;
+const BPF_MOV: u8 = 0xb0;
+const BPF_CALL: u8 = 0x80;
+const BPF_EXIT: u8 = 0x90;
+const LDX_MEM_W: u8 = BPF_LDX | BPF_MEM;
+const LD_IMM_DW: u8 = BPF_LD | BPF_DW;
+const ALU64_MOV_K: u8 = BPF_ALU64 | BPF_MOV;
+const JMP_CALL: u8 = BPF_JMP | BPF_CALL;
+const JMP_EXIT: u8 = BPF_JMP | BPF_EXIT;
+
+/// The program, with the XSKMAP's descriptor in the 64-bit load of the map.
+fn redirect_program(map_fd: RawFd) -> [Insn; 6] {
+    [
+        // r2 = ((struct xdp_md *)r1)->rx_queue_index
+        insn(LDX_MEM_W, 2, 1, XDP_MD_RX_QUEUE_INDEX, 0),
+        // r1 = the XSKMAP (two slots: low and high 32 bits of the map reference)
+        insn(LD_IMM_DW, 1, BPF_PSEUDO_MAP_FD, 0, map_fd),
+        insn(0, 0, 0, 0, 0),
+        // r3 = XDP_PASS: the action when the queue has no socket
+        insn(ALU64_MOV_K, 3, 0, 0, XDP_PASS),
+        // r0 = bpf_redirect_map(r1, r2, r3)
+        insn(JMP_CALL, 0, 0, 0, BPF_FUNC_REDIRECT_MAP),
+        insn(JMP_EXIT, 0, 0, 0, 0),
+    ]
+}
+
+/// `union bpf_attr` for BPF_MAP_CREATE (the fields we set; the kernel zero-fills the rest).
+#[repr(C)]
+#[derive(Default)]
+struct MapCreateAttr {
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    map_flags: u32,
+    inner_map_fd: u32,
+    numa_node: u32,
+    map_name: [u8; 16],
+}
+
+/// `union bpf_attr` for BPF_MAP_UPDATE_ELEM.
+#[repr(C)]
+struct MapUpdateAttr {
+    map_fd: u32,
+    _pad: u32,
+    key: u64,
+    value: u64,
+    flags: u64,
+}
+
+/// `union bpf_attr` for BPF_PROG_LOAD, up to `prog_name`.
+#[repr(C)]
+#[derive(Default)]
+struct ProgLoadAttr {
+    prog_type: u32,
+    insn_cnt: u32,
+    insns: u64,
+    license: u64,
+    log_level: u32,
+    log_size: u32,
+    log_buf: u64,
+    kern_version: u32,
+    prog_flags: u32,
+    prog_name: [u8; 16],
+    prog_ifindex: u32,
+    expected_attach_type: u32,
+}
+
+/// `union bpf_attr` for BPF_LINK_CREATE, without the per-type tail.
+#[repr(C)]
+#[derive(Default)]
+struct LinkCreateAttr {
+    prog_fd: u32,
+    target_ifindex: u32,
+    attach_type: u32,
+    flags: u32,
+}
+
+/// Calls `bpf(cmd, attr, sizeof attr)`; returns the new descriptor (or 0) or the errno.
+fn bpf<A>(cmd: libc::c_long, attr: &mut A) -> std::io::Result<libc::c_long> {
+    // SAFETY: `attr` is a live, initialised `#[repr(C)]` prefix of `union bpf_attr` matching
+    // `cmd`, and its size is passed so the kernel reads no further (it treats the rest as zero);
+    // every pointer inside it points at memory that outlives the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            cmd,
+            attr as *mut A,
+            std::mem::size_of::<A>() as libc::c_uint,
+        )
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(rc)
+}
+
+/// Loads `program` as an XDP program; on failure loads it again with the verifier's log on, so
+/// the error says why (the log is off the first time: a log that overflows its buffer fails the
+/// load).
+fn load(program: &[Insn]) -> Result<OwnedFd, ProgramError> {
+    let license = c"Dual MIT/GPL";
+    let mut attr = ProgLoadAttr {
+        prog_type: BPF_PROG_TYPE_XDP,
+        insn_cnt: program.len() as u32,
+        insns: program.as_ptr() as u64,
+        license: license.as_ptr() as u64,
+        expected_attach_type: BPF_XDP,
+        ..ProgLoadAttr::default()
+    };
+    attr.prog_name[..9].copy_from_slice(b"wirespeed");
+    let error = match bpf(BPF_PROG_LOAD, &mut attr) {
+        Ok(fd) => return Ok(owned(fd)),
+        Err(error) => error,
+    };
+    let mut log = vec![0u8; 64 * 1024];
+    attr.log_level = 1;
+    attr.log_size = log.len() as u32;
+    attr.log_buf = log.as_mut_ptr() as u64;
+    let _ = bpf(BPF_PROG_LOAD, &mut attr).map(owned);
+    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+    let text = String::from_utf8_lossy(&log[..end]).trim().to_string();
+    Err(ProgramError::Load(error, text))
+}
+
+fn owned(fd: libc::c_long) -> OwnedFd {
+    // SAFETY: `fd` was just returned by a successful bpf() call that creates a descriptor, and
+    // nothing else owns it.
+    unsafe { OwnedFd::from_raw_fd(fd as RawFd) }
+}
+
+/// Why a step of setting up the XDP program failed.
+#[derive(Debug)]
+pub(crate) enum ProgramError {
+    /// BPF_MAP_CREATE failed.
+    Map(std::io::Error),
+    /// BPF_PROG_LOAD failed; the verifier's log.
+    Load(std::io::Error, String),
+    /// BPF_LINK_CREATE failed in `mode` ("native" or "generic").
+    Attach(std::io::Error, &'static str),
+    /// BPF_MAP_UPDATE_ELEM failed.
+    Insert(std::io::Error),
+}
+
+/// An XSKMAP, the redirect program using it, and the link that attaches it to one interface.
+/// Dropping it detaches the program (the link first, then program and map are freed).
+#[derive(Debug)]
+pub(crate) struct XdpProgram {
+    _link: OwnedFd,
+    _program: OwnedFd,
+    map: OwnedFd,
+    /// "native" or "generic".
+    mode: &'static str,
+    /// Why native mode was not used, when `Auto` fell back to generic.
+    fallback: Option<String>,
+}
+
+impl XdpProgram {
+    /// Creates a map of `queues` slots and the program, and attaches it to `ifindex` in `mode`.
+    pub(crate) fn attach(ifindex: u32, queues: u32, mode: XdpMode) -> Result<Self, ProgramError> {
+        let mut map_attr = MapCreateAttr {
+            map_type: BPF_MAP_TYPE_XSKMAP,
+            key_size: 4,
+            value_size: 4,
+            max_entries: queues.max(1),
+            ..MapCreateAttr::default()
+        };
+        map_attr.map_name[..9].copy_from_slice(b"wirespeed");
+        let map = owned(bpf(BPF_MAP_CREATE, &mut map_attr).map_err(ProgramError::Map)?);
+
+        let program = load(&redirect_program(map.as_raw_fd()))?;
+
+        let link = |flags: u32| {
+            let mut attr = LinkCreateAttr {
+                prog_fd: program.as_raw_fd() as u32,
+                target_ifindex: ifindex,
+                attach_type: BPF_XDP,
+                flags,
+            };
+            bpf(BPF_LINK_CREATE, &mut attr).map(owned)
+        };
+        let native = || link(XDP_FLAGS_DRV_MODE).map_err(|e| ProgramError::Attach(e, "native"));
+        let generic = || link(XDP_FLAGS_SKB_MODE).map_err(|e| ProgramError::Attach(e, "generic"));
+        let (link, mode, fallback) = match mode {
+            XdpMode::Native => (native()?, "native", None),
+            XdpMode::Generic => (generic()?, "generic", None),
+            XdpMode::Auto => match native() {
+                Ok(link) => (link, "native", None),
+                // Another program is attached: falling back would not help and must not hide it.
+                Err(ProgramError::Attach(error, _)) if is_busy(&error) => {
+                    return Err(ProgramError::Attach(error, "native"));
+                }
+                Err(ProgramError::Attach(error, _)) => (
+                    generic()?,
+                    "generic",
+                    Some(format!("native XDP refused: {error}")),
+                ),
+                Err(other) => return Err(other),
+            },
+        };
+        Ok(Self {
+            _link: link,
+            _program: program,
+            map,
+            mode,
+            fallback,
+        })
+    }
+
+    /// Points slot `queue` of the map at socket `socket` (which must be bound).
+    pub(crate) fn insert(&self, queue: u32, socket: RawFd) -> Result<(), ProgramError> {
+        let key = queue;
+        let value = socket as u32;
+        let mut attr = MapUpdateAttr {
+            map_fd: self.map.as_raw_fd() as u32,
+            _pad: 0,
+            key: &key as *const u32 as u64,
+            value: &value as *const u32 as u64,
+            flags: BPF_ANY,
+        };
+        bpf(BPF_MAP_UPDATE_ELEM, &mut attr).map_err(ProgramError::Insert)?;
+        Ok(())
+    }
+
+    /// "native" or "generic".
+    pub(crate) fn mode(&self) -> &'static str {
+        self.mode
+    }
+
+    /// Why `Auto` fell back to generic mode, if it did.
+    pub(crate) fn fallback(&self) -> Option<&str> {
+        self.fallback.as_deref()
+    }
+}
+
+/// EBUSY/EEXIST from BPF_LINK_CREATE: a program (ours or someone else's, in this or the other
+/// mode) is already attached to the interface.
+pub(crate) fn is_busy(error: &std::io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::EBUSY) | Some(libc::EEXIST))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn program_encodes_as_the_kernel_expects() {
+        let program = redirect_program(7);
+        // struct bpf_insn is 8 bytes; the loader passes the array as is.
+        assert_eq!(std::mem::size_of::<Insn>(), 8);
+        assert_eq!(program[0].code, 0x61);
+        assert_eq!(program[0].regs, 0x12); // src r1, dst r2
+        assert_eq!(program[1].code, 0x18);
+        assert_eq!(program[1].regs, 0x11); // src BPF_PSEUDO_MAP_FD, dst r1
+        assert_eq!(program[1].imm, 7);
+        assert_eq!(program[3].code, 0xb7);
+        assert_eq!(program[4].code, 0x85);
+        assert_eq!(program[5].code, 0x95);
+    }
+
+    #[test]
+    fn map_and_program_load_when_root() {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: loading BPF needs root");
+            return;
+        }
+        let mut map_attr = MapCreateAttr {
+            map_type: BPF_MAP_TYPE_XSKMAP,
+            key_size: 4,
+            value_size: 4,
+            max_entries: 4,
+            ..MapCreateAttr::default()
+        };
+        let map = owned(bpf(BPF_MAP_CREATE, &mut map_attr).expect("XSKMAP"));
+        match load(&redirect_program(map.as_raw_fd())) {
+            Ok(_program) => {}
+            Err(ProgramError::Load(error, log)) => panic!("load failed: {error}: {log}"),
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+}

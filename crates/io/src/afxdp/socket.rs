@@ -1,0 +1,340 @@
+//! One AF_XDP socket: bound to one queue of one interface, with its four rings mapped.
+//!
+//! Opening follows the kernel's order (Documentation/networking/af_xdp.rst): create the socket;
+//! register the UMEM or prepare to share one; size the fill, completion, RX and TX rings; map them
+//! at the offsets `XDP_MMAP_OFFSETS` reports; bind. Binding is where modes are decided, and where
+//! they can fail, so [`XskSocket::open`] retries there with a fresh socket (a socket whose bind
+//! failed is not reused: the kernel may have consumed its rings):
+//!
+//! * zero-copy refused (EOPNOTSUPP on veth and drivers without AF_XDP zero-copy) -> copy mode,
+//!   reported in [`Opened::notes`];
+//! * sharing the worker's UMEM refused (e.g. the first socket is zero-copy on a NIC and this one
+//!   is on a veth that can only copy: shared sockets inherit the first one's mode) -> the same
+//!   region registered again for this socket alone, also reported. Frames still move between the
+//!   ports without a copy in user space, since both registrations are the same memory.
+//!
+//! Every socket binds with `XDP_USE_NEED_WAKEUP`, so the kernel says in the rings' flags when a
+//! `sendto`/`recvfrom` is needed instead of the application making one per batch.
+
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use super::ring::{ConsumerRing, ProducerRing};
+use super::umem::Umem;
+
+/// Sizes of the four rings (each a power of two).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RingSizes {
+    pub(crate) fill: u32,
+    pub(crate) completion: u32,
+    pub(crate) rx: u32,
+    pub(crate) tx: u32,
+}
+
+/// A system call of opening a socket failed.
+#[derive(Debug)]
+pub(crate) struct SocketError {
+    /// What was being done, e.g. "bind".
+    pub(crate) step: &'static str,
+    pub(crate) source: std::io::Error,
+}
+
+fn step(step: &'static str) -> impl FnOnce(std::io::Error) -> SocketError {
+    move |source| SocketError { step, source }
+}
+
+/// How to bind.
+#[derive(Clone, Copy, Debug)]
+enum Bind {
+    /// Share the UMEM of this bound socket (inheriting its copy/zero-copy mode).
+    Shared(RawFd),
+    /// Register the UMEM on this socket; force zero-copy or copy.
+    Own { zero_copy: bool },
+}
+
+/// A bound AF_XDP socket and its rings.
+pub(crate) struct XskSocket {
+    /// Closed in `Drop`, under the UMEM's lock.
+    fd: Option<OwnedFd>,
+    raw_fd: RawFd,
+    umem: Umem,
+    /// Whether this socket is listed in the UMEM as one others may share.
+    listed: bool,
+    pub(crate) fill: ProducerRing<u64>,
+    pub(crate) completion: ConsumerRing<u64>,
+    pub(crate) rx: ConsumerRing<libc::xdp_desc>,
+    pub(crate) tx: ProducerRing<libc::xdp_desc>,
+    /// Whether the kernel runs this socket in zero-copy mode (read back after bind).
+    zero_copy: bool,
+}
+
+/// A socket and what happened while opening it.
+pub(crate) struct Opened {
+    pub(crate) socket: XskSocket,
+    /// Fallbacks taken, in words (empty when everything went as asked).
+    pub(crate) notes: Vec<String>,
+}
+
+impl XskSocket {
+    /// Opens a socket on queue `queue` of interface `ifindex` using `umem`; zero-copy first when
+    /// `zero_copy` is asked for.
+    pub(crate) fn open(
+        umem: &Umem,
+        ifindex: u32,
+        queue: u32,
+        sizes: RingSizes,
+        zero_copy: bool,
+    ) -> Result<Opened, SocketError> {
+        // Held for the whole open: the socket we share cannot close meanwhile.
+        let mut listed = umem.sockets();
+        let mut notes = Vec::new();
+        if let Some(&anchor) = listed.first() {
+            match Self::try_open(umem, ifindex, queue, sizes, Bind::Shared(anchor)) {
+                Ok(mut socket) => {
+                    socket.listed = true;
+                    listed.push(socket.raw_fd);
+                    return Ok(Opened { socket, notes });
+                }
+                Err(error) => notes.push(format!(
+                    "sharing the worker's UMEM refused ({}: {}), registered it again for this socket",
+                    error.step, error.source
+                )),
+            }
+        }
+        let socket = if zero_copy {
+            match Self::try_open(umem, ifindex, queue, sizes, Bind::Own { zero_copy: true }) {
+                Ok(socket) => socket,
+                Err(error) => {
+                    notes.push(format!("zero-copy refused: {}", error.source));
+                    Self::try_open(umem, ifindex, queue, sizes, Bind::Own { zero_copy: false })?
+                }
+            }
+        } else {
+            Self::try_open(umem, ifindex, queue, sizes, Bind::Own { zero_copy: false })?
+        };
+        let mut socket = socket;
+        if listed.is_empty() {
+            socket.listed = true;
+            listed.push(socket.raw_fd);
+        }
+        Ok(Opened { socket, notes })
+    }
+
+    fn try_open(
+        umem: &Umem,
+        ifindex: u32,
+        queue: u32,
+        sizes: RingSizes,
+        bind: Bind,
+    ) -> Result<Self, SocketError> {
+        // SAFETY: socket(2) has no memory preconditions; the result is checked before use.
+        let raw = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+        if raw < 0 {
+            return Err(step("socket(AF_XDP)")(std::io::Error::last_os_error()));
+        }
+        // SAFETY: `raw` is a fresh descriptor nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        if let Bind::Own { .. } = bind {
+            set_option(&fd, libc::XDP_UMEM_REG, &umem.registration())
+                .map_err(step("register the UMEM (XDP_UMEM_REG)"))?;
+        }
+        set_option(&fd, libc::XDP_UMEM_FILL_RING, &sizes.fill)
+            .map_err(step("size the fill ring"))?;
+        set_option(&fd, libc::XDP_UMEM_COMPLETION_RING, &sizes.completion)
+            .map_err(step("size the completion ring"))?;
+        set_option(&fd, libc::XDP_RX_RING, &sizes.rx).map_err(step("size the RX ring"))?;
+        set_option(&fd, libc::XDP_TX_RING, &sizes.tx).map_err(step("size the TX ring"))?;
+        let offsets: libc::xdp_mmap_offsets =
+            option(&fd, libc::XDP_MMAP_OFFSETS).map_err(step("read the ring offsets"))?;
+        let fill = ProducerRing::map(
+            fd.as_fd(),
+            libc::XDP_UMEM_PGOFF_FILL_RING,
+            sizes.fill,
+            &offsets.fr,
+        )
+        .map_err(step("map the fill ring"))?;
+        let completion = ConsumerRing::map(
+            fd.as_fd(),
+            libc::XDP_UMEM_PGOFF_COMPLETION_RING,
+            sizes.completion,
+            &offsets.cr,
+        )
+        .map_err(step("map the completion ring"))?;
+        let rx = ConsumerRing::map(
+            fd.as_fd(),
+            libc::XDP_PGOFF_RX_RING as u64,
+            sizes.rx,
+            &offsets.rx,
+        )
+        .map_err(step("map the RX ring"))?;
+        let tx = ProducerRing::map(
+            fd.as_fd(),
+            libc::XDP_PGOFF_TX_RING as u64,
+            sizes.tx,
+            &offsets.tx,
+        )
+        .map_err(step("map the TX ring"))?;
+
+        let (flags, shared_fd) = match bind {
+            Bind::Shared(anchor) => (libc::XDP_SHARED_UMEM, anchor as u32),
+            Bind::Own { zero_copy } => {
+                let mode = if zero_copy {
+                    libc::XDP_ZEROCOPY
+                } else {
+                    libc::XDP_COPY
+                };
+                (mode | libc::XDP_USE_NEED_WAKEUP, 0)
+            }
+        };
+        let address = libc::sockaddr_xdp {
+            sxdp_family: libc::AF_XDP as u16,
+            sxdp_flags: flags,
+            sxdp_ifindex: ifindex,
+            sxdp_queue_id: queue,
+            sxdp_shared_umem_fd: shared_fd,
+        };
+        // SAFETY: `address` is a valid sockaddr_xdp and its exact size is passed.
+        let rc = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&address as *const libc::sockaddr_xdp).cast(),
+                std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(step("bind")(std::io::Error::last_os_error()));
+        }
+        let options: libc::xdp_options =
+            option(&fd, libc::XDP_OPTIONS).map_err(step("read the socket options"))?;
+        Ok(Self {
+            raw_fd: fd.as_raw_fd(),
+            fd: Some(fd),
+            umem: umem.clone(),
+            listed: false,
+            fill,
+            completion,
+            rx,
+            tx,
+            zero_copy: options.flags & libc::XDP_OPTIONS_ZEROCOPY != 0,
+        })
+    }
+
+    /// The socket's descriptor (for poll(2) and the XSKMAP).
+    pub(crate) fn raw_fd(&self) -> RawFd {
+        self.raw_fd
+    }
+
+    /// Whether the kernel moves frames of this socket without copying them.
+    pub(crate) fn zero_copy(&self) -> bool {
+        self.zero_copy
+    }
+
+    /// Whether the socket is on the worker's one UMEM registration (it made it or joined it),
+    /// rather than on a registration of its own after joining was refused.
+    pub(crate) fn on_worker_umem(&self) -> bool {
+        self.listed
+    }
+
+    /// Asks the kernel to process the TX ring (copy mode transmits only inside this call, at
+    /// most 32 frames per call). Errors are not reported: EAGAIN (more work than one call does,
+    /// or a full completion ring), EBUSY and ENOBUFS are transient, and frames a down interface
+    /// does not take stay in the ring, counted as held, until the next kick.
+    #[inline]
+    pub(crate) fn kick_tx(&self) {
+        // SAFETY: a zero-length send with no buffer and no address touches no user memory.
+        unsafe {
+            libc::sendto(
+                self.raw_fd,
+                std::ptr::null(),
+                0,
+                libc::MSG_DONTWAIT,
+                std::ptr::null(),
+                0,
+            );
+        }
+    }
+
+    /// Wakes the driver to refill from the fill ring (zero-copy drivers that asked for it).
+    #[inline]
+    pub(crate) fn kick_rx(&self) {
+        // SAFETY: a zero-length receive with no buffer and no address touches no user memory.
+        unsafe {
+            libc::recvfrom(
+                self.raw_fd,
+                std::ptr::null_mut(),
+                0,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            );
+        }
+    }
+
+    /// The kernel's counters for this socket (`XDP_STATISTICS`); zeros if it cannot be read.
+    pub(crate) fn statistics(&self) -> libc::xdp_statistics {
+        let empty = libc::xdp_statistics {
+            rx_dropped: 0,
+            rx_invalid_descs: 0,
+            tx_invalid_descs: 0,
+            rx_ring_full: 0,
+            rx_fill_ring_empty_descs: 0,
+            tx_ring_empty_descs: 0,
+        };
+        match &self.fd {
+            Some(fd) => option(fd, libc::XDP_STATISTICS).unwrap_or(empty),
+            None => empty,
+        }
+    }
+}
+
+impl Drop for XskSocket {
+    fn drop(&mut self) {
+        // Close under the lock, so no socket being opened names this descriptor in
+        // `sxdp_shared_umem_fd` after it was closed (or reused for something else).
+        let mut listed = self.umem.sockets();
+        if self.listed {
+            listed.retain(|&fd| fd != self.raw_fd);
+        }
+        drop(self.fd.take());
+    }
+}
+
+fn set_option<T>(fd: &OwnedFd, name: libc::c_int, value: &T) -> std::io::Result<()> {
+    // SAFETY: `value` points at a live, initialised `T` and its exact size is passed; the
+    // kernel only reads it.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_XDP,
+            name,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Reads socket option `name` of level SOL_XDP as a `T` (a plain C struct of integers).
+fn option<T: Copy>(fd: &OwnedFd, name: libc::c_int) -> std::io::Result<T> {
+    let mut value = std::mem::MaybeUninit::<T>::zeroed();
+    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
+    // SAFETY: the buffer is `len` writable bytes; the kernel writes at most `len` of them and
+    // reports how many in `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_XDP,
+            name,
+            value.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the buffer was zero-initialised and T is a C struct of integers, for which all-zero
+    // (and any bytes the kernel wrote) is a valid value.
+    Ok(unsafe { value.assume_init() })
+}
