@@ -6,7 +6,7 @@
 //! workers = 1           # worker threads, one per core
 //! cores = [1]           # optional: pin worker i to cores[i]
 //! batch = 32            # packets per batch, 1..=256
-//! frames = 4096         # frames in each worker's pool
+//! frames = 16384        # frames in each worker's pool
 //! frame_size = 2048     # 2048 or 4096
 //! idle = "adaptive"     # "busy": spin; "adaptive": sleep in poll(2) after empty polls
 //! drain_us = 50         # longest a packet waits in a TX batch under load
@@ -366,7 +366,7 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
             "use 2048",
         ));
     }
-    let frames = switch.frames.as_ref().map_or(4096, |f| *f.get_ref());
+    let frames = switch.frames.as_ref().map_or(16384, |f| *f.get_ref());
     if let Some(f) = &switch.frames
         && !(64..=1 << 22).contains(f.get_ref())
     {
@@ -374,7 +374,7 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
             f.span(),
             "switch.frames",
             "must be 64 to 4194304",
-            "4096 frames per worker cover the rings of a few ports",
+            "16384 frames per worker cover the AF_XDP rings of a few ports",
         ));
     }
     let drain_us = switch.drain_us.as_ref().map_or(50, |d| *d.get_ref());

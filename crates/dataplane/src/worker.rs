@@ -139,8 +139,10 @@ pub struct WorkerPort {
 /// A worker and everything it owns.
 pub struct Worker {
     config: WorkerConfig,
-    pool: FramePool,
+    /// Declared before `pool` so that ports (AF_XDP sockets registered on the pool's region)
+    /// are dropped before the region is unmapped.
     ports: Vec<Box<dyn Port>>,
+    pool: FramePool,
     tx_queue: Vec<QueueId>,
     /// (port index, queue) pairs to receive from, in polling order.
     rx_queues: Vec<(u16, QueueId)>,
@@ -175,8 +177,8 @@ impl Worker {
         let tx = ports.iter().map(|_| Batch::new(batch_size)).collect();
         Self {
             config,
-            pool,
             ports: ports.into_iter().map(|p| p.port).collect(),
+            pool,
             tx_queue,
             rx_queues,
             app,

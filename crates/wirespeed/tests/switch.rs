@@ -220,6 +220,11 @@ fn switch_forwards_over_afpacket() {
 }
 
 #[test]
+fn switch_forwards_over_afxdp() {
+    forwards_both_ways("wstsw2", "backend = \"afxdp\"");
+}
+
+#[test]
 fn switch_refuses_a_missing_interface_before_starting() {
     let dir = std::env::temp_dir().join("wirespeed-wstsw0");
     std::fs::create_dir_all(&dir).unwrap();

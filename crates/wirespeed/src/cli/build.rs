@@ -4,11 +4,13 @@
 //! already opened (closing sockets, detaching programs) and is returned with the port's name.
 
 use anyhow::{Context, Result};
+use wirespeed_control::config::XdpMode as XdpModeConfig;
 use wirespeed_control::config::{AppConfig, BackendConfig, Config, PortConfig};
 use wirespeed_dataplane::app::{App, Xconnect};
 use wirespeed_dataplane::stage::Task;
 use wirespeed_dataplane::worker::{Idle, Worker, WorkerConfig, WorkerPort};
 use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
+use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, QueueSelection, Umem, XdpMode};
 use wirespeed_io::pcap::PcapPort;
 use wirespeed_packet::FramePool;
 use wirespeed_packet::cpu::tsc_hz;
@@ -31,13 +33,25 @@ pub fn workers(config: &Config) -> Result<Vec<Worker>> {
             wirespeed_control::config::IdleMode::Adaptive => WorkerConfig::default().idle,
         },
     };
+    anyhow::ensure!(
+        config.switch.workers == 1
+            || config
+                .ports
+                .iter()
+                .all(|p| !matches!(p.backend, BackendConfig::AfXdp { .. })),
+        "AF_XDP ports serve one worker in this version (the XDP program of an interface is not \
+         yet shared between workers); set workers = 1 or use afpacket ports"
+    );
     let mut workers = Vec::new();
     for index in 0..config.switch.workers {
-        let pool = FramePool::new(config.switch.frames, config.switch.frame_size)
+        let mut pool = FramePool::new(config.switch.frames, config.switch.frame_size)
             .with_context(|| format!("frame pool of worker {index}"))?;
+        // One UMEM per worker, shared by all its AF_XDP ports: a frame received on one leaves
+        // by another without a copy.
+        let umem = Umem::new(&pool);
         let mut ports = Vec::new();
         for port in &config.ports {
-            ports.push(open(config, port, index)?);
+            ports.push(open(config, port, index, &mut pool, &umem)?);
         }
         workers.push(Worker::new(
             worker_config.clone(),
@@ -71,38 +85,98 @@ pub enum KernelBackend {
 }
 
 /// Opens `port` for worker `worker`: the worker's share of the port's queues.
-fn open(config: &Config, port: &PortConfig, worker: usize) -> Result<WorkerPort> {
+fn open(
+    config: &Config,
+    port: &PortConfig,
+    worker: usize,
+    pool: &mut FramePool,
+    umem: &Umem,
+) -> Result<WorkerPort> {
     match &port.backend {
         BackendConfig::Pcap { rx, tx } => {
             let opened = PcapPort::open(&port.name, rx.as_deref(), tx.as_deref())
                 .with_context(|| format!("port {}", port.name))?;
             let rx_queues = if rx.is_some() { vec![0] } else { vec![] };
-            Ok(WorkerPort { port: Box::new(opened), rx_queues, tx_queue: 0 })
+            Ok(WorkerPort {
+                port: Box::new(opened),
+                rx_queues,
+                tx_queue: 0,
+            })
         }
         BackendConfig::AfPacket { interface } => {
             let workers = config.switch.workers;
-            open_afpacket(&port.name, interface, config.switch.frame_size, worker, workers)
+            open_afpacket(
+                &port.name,
+                interface,
+                config.switch.frame_size,
+                worker,
+                workers,
+            )
         }
-        BackendConfig::AfXdp { .. } => {
-            anyhow::bail!("port {}: this build has no AF_XDP backend yet", port.name)
+        BackendConfig::AfXdp {
+            interface,
+            queues,
+            zero_copy,
+            xdp_mode,
+        } => {
+            let afxdp = AfXdpConfig {
+                queues: queues
+                    .clone()
+                    .map_or(QueueSelection::All, QueueSelection::List),
+                zero_copy: *zero_copy,
+                xdp_mode: match xdp_mode {
+                    XdpModeConfig::Auto => XdpMode::Auto,
+                    XdpModeConfig::Native => XdpMode::Native,
+                    XdpModeConfig::Generic => XdpMode::Generic,
+                },
+                ..AfXdpConfig::default()
+            };
+            open_afxdp(&port.name, interface, &afxdp, pool, umem)
         }
     }
 }
 
-/// Opens interface `interface` as port `name` with `backend`, worker `worker` of `workers`
-/// owning its share of the queues; frames live in `pool`.
+/// Opens interface `interface` as port `name` with `backend` and the default settings, for
+/// one worker whose frames live in `pool` (registered as `umem`).
 pub fn open_interface(
     backend: KernelBackend,
     name: &str,
     interface: &str,
-    pool: &FramePool,
-    worker: usize,
-    workers: usize,
+    pool: &mut FramePool,
+    umem: &Umem,
 ) -> Result<WorkerPort> {
     match backend {
-        KernelBackend::Afpacket => open_afpacket(name, interface, pool.frame_size(), worker, workers),
-        KernelBackend::Afxdp => anyhow::bail!("port {name}: this build has no AF_XDP backend yet"),
+        KernelBackend::Afpacket => open_afpacket(name, interface, pool.frame_size(), 0, 1),
+        KernelBackend::Afxdp => open_afxdp(
+            name,
+            interface,
+            &AfXdpConfig {
+                zero_copy: false,
+                ..AfXdpConfig::default()
+            },
+            pool,
+            umem,
+        ),
     }
+}
+
+/// AF_XDP: every selected queue of the interface, received from and sent on by one worker.
+fn open_afxdp(
+    name: &str,
+    interface: &str,
+    config: &AfXdpConfig,
+    pool: &mut FramePool,
+    umem: &Umem,
+) -> Result<WorkerPort> {
+    let opened =
+        AfXdpPort::open(interface, config, umem, pool).with_context(|| format!("port {name}"))?;
+    let rx_queues: Vec<_> = opened.open_queues().collect();
+    let tx_queue = rx_queues.first().copied().unwrap_or(0);
+    Ok(WorkerPort {
+        port: Box::new(opened),
+        rx_queues,
+        tx_queue,
+    })
 }
 
 /// AF_PACKET: one fanout member per worker; worker *w* owns member *w*.
@@ -122,5 +196,9 @@ fn open_afpacket(
     };
     let opened = AfPacketPort::open_queues(name, interface, &config, worker..worker + 1)
         .with_context(|| format!("port {name}"))?;
-    Ok(WorkerPort { port: Box::new(opened), rx_queues: vec![worker], tx_queue: worker })
+    Ok(WorkerPort {
+        port: Box::new(opened),
+        rx_queues: vec![worker],
+        tx_queue: worker,
+    })
 }

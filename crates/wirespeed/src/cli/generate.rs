@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 use wirespeed_io::Port;
+use wirespeed_io::afxdp::Umem;
 use wirespeed_packet::FramePool;
 use wirespeed_tester::generator::{BlastConfig, Template, TemplateConfig, blast, prefill};
 
@@ -52,7 +53,8 @@ pub struct GenArgs {
 
 pub fn run(args: GenArgs) -> Result<()> {
     if let Some(core) = args.core {
-        wirespeed_io::thread::pin_to_core(core).with_context(|| format!("pinning to core {core}"))?;
+        wirespeed_io::thread::pin_to_core(core)
+            .with_context(|| format!("pinning to core {core}"))?;
     }
     let outcome = generate(&args)?;
     println!("{outcome}");
@@ -66,7 +68,9 @@ pub fn parse_mac(text: &str) -> Result<[u8; 6]> {
         .map(|p| u8::from_str_radix(p, 16))
         .collect::<Result<_, _>>()
         .with_context(|| format!("{text:?} is not a MAC address like 02:57:53:00:00:fe"))?;
-    parts.try_into().map_err(|_| anyhow::anyhow!("{text:?} is not a MAC address of six bytes"))
+    parts
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("{text:?} is not a MAC address of six bytes"))
 }
 
 fn generate(args: &GenArgs) -> Result<String> {
@@ -78,9 +82,10 @@ fn generate(args: &GenArgs) -> Result<String> {
     })?;
     let mut pool = FramePool::new(16384, 2048)?;
     prefill(&mut pool, &template);
-    let mut tx = open_interface(args.backend, "tx", &args.tx, &pool, 0, 1)?;
+    let umem = Umem::new(&pool);
+    let mut tx = open_interface(args.backend, "tx", &args.tx, &mut pool, &umem)?;
     let mut rx = match &args.rx {
-        Some(name) => Some(open_interface(args.backend, "rx", name, &pool, 0, 1)?),
+        Some(name) => Some(open_interface(args.backend, "rx", name, &mut pool, &umem)?),
         None => None,
     };
     let stop = Arc::new(AtomicBool::new(false));
@@ -97,7 +102,14 @@ fn generate(args: &GenArgs) -> Result<String> {
         Some(port) => Some(port.port.as_mut()),
         None => None,
     };
-    let result = blast(tx.port.as_mut(), rx_port, &mut pool, &template, &config, &stop);
+    let result = blast(
+        tx.port.as_mut(),
+        rx_port,
+        &mut pool,
+        &template,
+        &config,
+        &stop,
+    );
     tx.port.release_all(&mut pool);
     if let Some(rx) = &mut rx {
         rx.port.release_all(&mut pool);
