@@ -1,4 +1,5 @@
 //! Helpers for tests and benchmarks: build frames, push them into ports, read them back.
 #![deny(unsafe_code)]
 
+pub mod frames;
 pub mod ports;
