@@ -30,15 +30,20 @@ fn bench_parse(c: &mut Criterion) {
     let cases = [
         (
             "ipv4_udp",
-            batch(|i| FrameBuilder::ipv4_udp().with_l4(udp(i)).len(60)),
+            batch(|i| FrameBuilder::ipv4_udp().with_l4(udp(i)).frame_len(60)),
         ),
         (
             "ipv6_udp",
-            batch(|i| FrameBuilder::ipv6_udp().with_l4(udp(i)).len(62)),
+            batch(|i| FrameBuilder::ipv6_udp().with_l4(udp(i)).frame_len(62)),
         ),
         (
             "vlan_ipv4_udp",
-            batch(|i| FrameBuilder::ipv4_udp().with_l4(udp(i)).vlan(100).len(60)),
+            batch(|i| {
+                FrameBuilder::ipv4_udp()
+                    .with_l4(udp(i))
+                    .vlan(100)
+                    .frame_len(60)
+            }),
         ),
     ];
     let mut group = c.benchmark_group("parse");
@@ -58,7 +63,7 @@ fn bench_parse(c: &mut Criterion) {
 
     let mut meta = Meta::EMPTY;
     let mut key = FlowKey::EMPTY;
-    let frame = FrameBuilder::ipv4_udp().len(60).build();
+    let frame = FrameBuilder::ipv4_udp().frame_len(60).build();
     let _ = parse(&frame, 0, &mut meta, &mut key);
     c.bench_function("flow_key/hash", |b| b.iter(|| black_box(&key).hash()));
 }

@@ -101,7 +101,7 @@ proptest! {
 #[test]
 fn trailing_padding_is_not_payload() {
     // 18 bytes of UDP payload in a 60-byte frame, then 40 bytes of padding appended.
-    let mut frame = FrameBuilder::ipv4_udp().len(60).build();
+    let mut frame = FrameBuilder::ipv4_udp().frame_len(60).build();
     frame.extend_from_slice(&[0xee; 40]);
     let (result, meta, _) = run(&frame);
     assert_eq!(result, Ok(()));
@@ -110,7 +110,7 @@ fn trailing_padding_is_not_payload() {
 
 #[test]
 fn truncation_is_classified_by_layer() {
-    let frame = FrameBuilder::ipv4_udp().len(60).build();
+    let frame = FrameBuilder::ipv4_udp().frame_len(60).build();
     for cut in 0..14 {
         assert_eq!(
             run(&frame[..cut]).0,
@@ -133,11 +133,11 @@ fn truncation_is_classified_by_layer() {
             "cut {cut}"
         );
     }
-    let v6 = FrameBuilder::ipv6_udp().len(70).build();
+    let v6 = FrameBuilder::ipv6_udp().frame_len(70).build();
     assert_eq!(run(&v6[..53]).0, Err(DropReason::Truncated));
     assert_eq!(run(&v6[..69]).0, Err(DropReason::BadIpv6Header));
     // A 5-byte segment announced by a correct IP header cannot hold a UDP header.
-    let mut bad = FrameBuilder::ipv4_udp().len(60).build();
+    let mut bad = FrameBuilder::ipv4_udp().frame_len(60).build();
     bad[17] = 25;
     assert_eq!(run(&bad).0, Err(DropReason::BadL4Header));
 }
@@ -151,11 +151,11 @@ fn bad_ihl_and_version() {
         // IHL 15 (60 bytes) beyond the total length of 46.
         (0x4f, DropReason::BadIpv4Length),
     ] {
-        let mut frame = FrameBuilder::ipv4_udp().len(60).build();
+        let mut frame = FrameBuilder::ipv4_udp().frame_len(60).build();
         frame[14] = byte;
         assert_eq!(run(&frame).0, Err(reason), "first byte {byte:#x}");
     }
-    let mut v6 = FrameBuilder::ipv6_udp().len(70).build();
+    let mut v6 = FrameBuilder::ipv6_udp().frame_len(70).build();
     v6[14] = 0x40;
     assert_eq!(run(&v6).0, Err(DropReason::BadIpv6Header));
 }
@@ -183,29 +183,32 @@ fn ipv6_extension_chain_is_bounded() {
 fn fragments_are_flagged() {
     let later = FrameBuilder::ipv4_udp()
         .fragment(1480, false)
-        .len(60)
+        .frame_len(60)
         .build();
     let (result, meta, key) = run(&later);
     assert_eq!(result, Ok(()));
     assert_ne!(meta.flags & Meta::FLAG_FRAGMENT, 0);
     assert_eq!((key.l4_src, key.l4_dst, meta.l4_offset), (0, 0, 0));
-    let first = FrameBuilder::ipv4_udp().fragment(0, true).len(60).build();
+    let first = FrameBuilder::ipv4_udp()
+        .fragment(0, true)
+        .frame_len(60)
+        .build();
     let (_, meta, key) = run(&first);
     assert_ne!(meta.flags & Meta::FLAG_FRAGMENT, 0);
     assert_eq!((key.l4_src, key.l4_dst), (1024, 1025));
-    let whole = FrameBuilder::ipv4_udp().len(60).build();
+    let whole = FrameBuilder::ipv4_udp().frame_len(60).build();
     assert_eq!(run(&whole).1.flags & Meta::FLAG_FRAGMENT, 0);
 }
 
 #[test]
 fn equal_flows_hash_equal_and_ports_matter() {
-    let a = run(&FrameBuilder::ipv4_udp().len(60).build());
-    let b = run(&FrameBuilder::ipv4_udp().len(200).build());
+    let a = run(&FrameBuilder::ipv4_udp().frame_len(60).build());
+    let b = run(&FrameBuilder::ipv4_udp().frame_len(200).build());
     assert_eq!(a.2, b.2);
     assert_eq!(a.1.flow_hash, b.1.flow_hash);
     let other = FrameBuilder::ipv4_udp().with_l4(L4::Udp {
         src_port: 1024,
         dst_port: 1026,
     });
-    assert_ne!(run(&other.len(60).build()).1.flow_hash, a.1.flow_hash);
+    assert_ne!(run(&other.frame_len(60).build()).1.flow_hash, a.1.flow_hash);
 }

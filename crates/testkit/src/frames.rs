@@ -5,7 +5,7 @@
 //! what a frame holds (addresses, VLAN tags, L3, L4, fragmenting, IPv6 extension headers) and
 //! how long it is; [`FrameBuilder::build`] pads the payload with a counting pattern to reach
 //! the asked length. Lengths are as ports carry frames: without the 4-byte FCS, so a "64-byte
-//! frame" on the wire is `len(60)` here ([`FCS_LEN`]).
+//! frame" on the wire is `frame_len(60)` here ([`FCS_LEN`]).
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -59,8 +59,8 @@ pub struct FrameBuilder {
     /// IPv6 only: 8-byte destination options headers before the transport header.
     pub extension_headers: usize,
     /// Frame length without FCS; `None` for headers plus [`FrameBuilder::payload_len`].
-    pub len: Option<usize>,
-    /// Payload bytes after the transport header when `len` is `None`.
+    pub frame_len: Option<usize>,
+    /// Payload bytes after the transport header when `frame_len` is `None`.
     pub payload_len: usize,
 }
 
@@ -80,7 +80,7 @@ impl FrameBuilder {
             ttl: 64,
             fragment: None,
             extension_headers: 0,
-            len: None,
+            frame_len: None,
             payload_len: 0,
         }
     }
@@ -152,14 +152,14 @@ impl FrameBuilder {
 
     /// Total frame length without FCS (payload padded or cut to fit, never below the
     /// headers).
-    pub fn len(mut self, len: usize) -> FrameBuilder {
-        self.len = Some(len);
+    pub fn frame_len(mut self, len: usize) -> FrameBuilder {
+        self.frame_len = Some(len);
         self
     }
 
     pub fn payload_len(mut self, len: usize) -> FrameBuilder {
         self.payload_len = len;
-        self.len = None;
+        self.frame_len = None;
         self
     }
 
@@ -191,7 +191,7 @@ impl FrameBuilder {
     /// The frame's bytes.
     pub fn build(&self) -> Vec<u8> {
         let headers = self.headers_len();
-        let payload_len = match self.len {
+        let payload_len = match self.frame_len {
             Some(len) => len.saturating_sub(headers),
             None => self.payload_len,
         };
@@ -456,7 +456,7 @@ mod tests {
 
     #[test]
     fn sixty_byte_ipv4_udp_frame() {
-        let frame = FrameBuilder::ipv4_udp().len(60).build();
+        let frame = FrameBuilder::ipv4_udp().frame_len(60).build();
         assert_eq!(frame.len(), 60);
         let ip = ipv4::Packet::new_checked(&frame[14..]).unwrap();
         assert!(ip.verify_checksum());
