@@ -17,6 +17,7 @@
 
 mod ecmp;
 mod ipv4;
+mod ipv6;
 mod prefix;
 mod rib;
 
@@ -25,6 +26,7 @@ use core::num::NonZeroU32;
 
 pub use ecmp::EcmpGroups;
 pub use ipv4::Ipv4Fib;
+pub use ipv6::Ipv6Fib;
 pub use prefix::{Ipv4Prefix, Ipv6Prefix};
 
 /// Number of addresses one `lookup_batch` step handles together (its arrays live on the stack).
