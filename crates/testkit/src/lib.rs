@@ -1,2 +1,4 @@
 //! Helpers for tests and benchmarks: build frames, push them into ports, read them back.
 #![deny(unsafe_code)]
+
+pub mod routes;
