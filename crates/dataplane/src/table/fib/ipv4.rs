@@ -20,7 +20,7 @@
 
 use super::prefix::Ipv4Prefix;
 use super::rib::Rib;
-use super::{FibError, LOOKUP_STEP, NextHop, VALID};
+use super::{FibError, NextHop, VALID};
 
 const TBL24_LEN: usize = 1 << 24;
 const GROUP_LEN: usize = 256;
@@ -325,35 +325,17 @@ impl Ipv4Fib {
         NextHop::from_entry(slot)
     }
 
-    /// Looks up `addrs[i]` into `out[i]` for `i < min(addrs.len(), out.len())`, in steps of
-    /// [`LOOKUP_STEP`]: all tbl24 reads of a step are issued before any is used, then the few
-    /// tbl8 reads, so the cache misses of a step overlap instead of queueing.
+    /// Looks up `addrs[i]` into `out[i]` for `i < min(addrs.len(), out.len())`.
+    ///
+    /// The lookups of a batch are independent, so the CPU keeps many tbl24 misses in flight at
+    /// once when they come back to back in one tight loop. Measured at 1M routes (benches/fib.rs,
+    /// same run): this loop 126 M lookups/s, a DPDK-style split (read every tbl24 entry of a
+    /// 32-address step into an array, then follow the groups) 54 M/s: without a prefetch
+    /// instruction (this crate denies `unsafe`) the split only adds instructions per lookup, and
+    /// the oldest outstanding load holds the reorder buffer either way.
     pub fn lookup_batch(&self, addrs: &[u32], out: &mut [Option<NextHop>]) {
-        for (addrs, out) in addrs.chunks(LOOKUP_STEP).zip(out.chunks_mut(LOOKUP_STEP)) {
-            self.lookup_step(addrs, out);
-        }
-    }
-
-    #[inline(always)]
-    fn lookup_step(&self, addrs: &[u32], out: &mut [Option<NextHop>]) {
-        let tbl24 = &self.tables.tbl24[..];
-        let tbl8 = &self.tables.tbl8[..];
-        let mut slots = [0u32; LOOKUP_STEP];
-        let mut any_group = 0;
-        for (slot, &addr) in slots.iter_mut().zip(addrs) {
-            *slot = tbl24.get((addr >> 8) as usize).copied().unwrap_or(0);
-            any_group |= *slot;
-        }
-        if any_group & GROUP != 0 {
-            for (slot, &addr) in slots.iter_mut().zip(addrs) {
-                if *slot & GROUP != 0 {
-                    let index = ((*slot & GROUP_INDEX) as usize) << 8 | (addr & 0xff) as usize;
-                    *slot = tbl8.get(index).copied().unwrap_or(0);
-                }
-            }
-        }
-        for (result, &slot) in out.iter_mut().zip(&slots) {
-            *result = NextHop::from_entry(slot);
+        for (result, &addr) in out.iter_mut().zip(addrs) {
+            *result = self.lookup(addr);
         }
     }
 

@@ -9,11 +9,12 @@
 //! Both tables keep the route set (the RIB, [`rib`]) beside the lookup structure: removing a route
 //! must restore whatever covering route was shadowed by it, and only the route set knows that.
 //! Allocation happens on the control path (insert, remove, build); lookups never allocate.
-//! Lookups come in two forms: `lookup(addr)` and `lookup_batch(addrs, out)`, which first computes
-//! every index of the batch and issues every first-level read before any result is used, so the
-//! cache misses of a batch overlap (DPDK's l3fwd does its lookups four or eight at a time).
-//! The crate denies `unsafe`, which rules out the prefetch intrinsic (a `#[target_feature]`
-//! function); independent loads issued back to back give the CPU the same memory-level parallelism.
+//! Lookups come in two forms: `lookup(addr)` and `lookup_batch(addrs, out)`, which keeps the cache
+//! misses of many destinations in flight together. How, was measured (benches/fib.rs): the IPv6
+//! trie walks a step of [`LOOKUP_STEP`] destinations level by level in lockstep (2.4x the single
+//! lookups at 200k routes); DIR-24-8 needs at most two reads, and a tight loop of independent
+//! reads overlapped them better than a DPDK-style index-then-read split. The crate denies
+//! `unsafe`, which rules out the prefetch intrinsic (a `#[target_feature]` function).
 
 mod ecmp;
 mod ipv4;
