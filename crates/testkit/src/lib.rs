@@ -1,5 +1,7 @@
-//! Helpers for tests and benchmarks: build frames, push them into ports, read them back.
+//! Helpers for tests and benchmarks: build frames, push them into ports, read them back,
+//! generate routing tables.
 #![deny(unsafe_code)]
 
 pub mod frames;
 pub mod ports;
+pub mod routes;

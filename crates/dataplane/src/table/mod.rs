@@ -1,1 +1,3 @@
 //! Lookup tables used by the stages.
+
+pub mod fib;
