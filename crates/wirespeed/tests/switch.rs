@@ -287,7 +287,7 @@ fn switch_stops_cleanly_mid_traffic_and_leaves_nothing_after_sigkill() {
     }
 
     // 2. SIGKILL: the kernel detaches the XDP programs (they are bpf_links of the process).
-    let mut switch = Switch::start(&lab, &config, &dir);
+    let switch = Switch::start(&lab, &config, &dir);
     wait_until_forwarding(&mut t0, &mut t1, &mut pool);
     assert!(xdp_attached(&lab.dut_ns, &lab.pairs[0].dut_if));
     drop(switch);
