@@ -148,6 +148,8 @@ pub struct Worker {
     rx_queues: Vec<(u16, QueueId)>,
     app: Box<dyn App>,
     rx: Batch,
+    /// Packets the app created during the current batch.
+    extra: Batch,
     tx: Vec<Batch>,
     keys: Box<[FlowKey]>,
     fds: Vec<RawFd>,
@@ -183,6 +185,7 @@ impl Worker {
             rx_queues,
             app,
             rx: Batch::new(batch_size),
+            extra: Batch::new(MAX_BATCH),
             tx,
             keys: vec![FlowKey::default(); batch_size].into_boxed_slice(),
             fds,
@@ -215,11 +218,18 @@ impl Worker {
                 pool: &mut self.pool,
                 keys: &mut self.keys[..batch_len],
                 now,
+                extra: &mut self.extra,
             };
             self.app.process(&mut ctx, &mut self.rx);
             let t2 = rdtsc();
             self.counters.cycles.process += t2.wrapping_sub(t1);
             self.distribute();
+            if !self.extra.is_empty() {
+                // The created packets go out the same way, after the batch that caused them.
+                std::mem::swap(&mut self.rx, &mut self.extra);
+                self.distribute();
+                std::mem::swap(&mut self.rx, &mut self.extra);
+            }
             self.counters.cycles.tx += rdtsc().wrapping_sub(t2);
             received += count;
         }

@@ -8,7 +8,7 @@
 pub mod xconnect;
 
 use wirespeed_packet::flow_key::FlowKey;
-use wirespeed_packet::{Batch, FramePool};
+use wirespeed_packet::{Batch, Desc, FramePool, Meta};
 
 pub use xconnect::Xconnect;
 
@@ -21,6 +21,23 @@ pub struct Context<'a> {
     /// The worker's clock (TSC) at the start of this batch. Stages never read a clock themselves,
     /// so every decision is reproducible from its inputs.
     pub now: u64,
+    /// Packets the app creates while processing the batch (flood copies, ICMP errors, ARP
+    /// replies), each with its `out_port` set; the worker sends them after the batch. Bounded:
+    /// see [`Context::emit`].
+    pub extra: &'a mut Batch,
+}
+
+impl Context<'_> {
+    /// Queues a packet the app created (its frame taken from `pool`) for output. When the
+    /// extra batch is full the frame goes back to the pool and `false` is returned: the app
+    /// counts that as [`DropReason::EmitOverflow`](wirespeed_packet::DropReason::EmitOverflow).
+    pub fn emit(&mut self, desc: Desc, meta: Meta) -> bool {
+        if self.extra.push_with_meta(desc, meta) {
+            return true;
+        }
+        self.pool.release(desc.frame);
+        false
+    }
 }
 
 /// A configured pipeline.
