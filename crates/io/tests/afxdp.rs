@@ -16,10 +16,12 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use wirespeed_io::afxdp::{AfXdpConfig, AfXdpError, AfXdpPort, QueueSelection, Umem, XdpMode};
+use wirespeed_io::afxdp::{
+    AfXdpConfig, AfXdpError, AfXdpPort, QueueSelection, Umem, XdpMode, XdpRedirect,
+};
 use wirespeed_io::wait::wait_readable;
 use wirespeed_io::{Backend, Port, QueueId};
-use wirespeed_lab::{Testbed, TestbedConfig, available_for_test, enter, run};
+use wirespeed_lab::{Testbed, TestbedConfig, available_for_test, enter, run, run_in};
 use wirespeed_packet::batch::HEADROOM;
 use wirespeed_packet::{Batch, Desc, FramePool};
 
@@ -853,4 +855,50 @@ fn unprivileged_open_says_which_capabilities() {
     assert!(line.contains(&format!("port {ifname}")), "{line}");
     assert!(line.contains("CAP_NET_ADMIN"), "{line}");
     assert!(xdp_detached(&lab.dut_ns, &ifname));
+}
+
+/// The benchmark's ceiling reference: t0 -> d0 -(in-kernel XDP redirect)-> d1 -> t1, every frame
+/// byte for byte, and the program gone when the handle is dropped.
+#[test]
+fn redirects_in_the_kernel_from_one_interface_to_another() {
+    if !available_for_test() {
+        return;
+    }
+    let lab = lab("wstxdp7", 2, 1);
+    let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
+    // A veth delivers redirected frames only to a peer running NAPI (see XdpRedirect's docs).
+    run_in(
+        &lab.tester_ns,
+        "ethtool",
+        &["-K", &p1.tester_if, "gro", "on"],
+    )
+    .expect("gro on");
+    let redirect = {
+        let _guard = enter(&lab.dut_ns).expect("enter namespace");
+        XdpRedirect::attach(&p0.dut_if, &p1.dut_if, XdpMode::Auto).expect("attach")
+    };
+    assert_eq!(redirect.mode(), "native");
+    assert_eq!(redirect.fallback(), None);
+    assert_eq!((redirect.from(), redirect.to()), (&*p0.dut_if, &*p1.dut_if));
+    assert!(xdp_attached(&lab.dut_ns, &p0.dut_if));
+    assert!(!xdp_attached(&lab.dut_ns, &p1.dut_if));
+
+    let t0 = RawSocket::open(&lab.tester_ns, &p0.tester_if);
+    let t1 = RawSocket::open(&lab.tester_ns, &p1.tester_if);
+    let count = 200u32;
+    let sent: Vec<Vec<u8>> = (0..count)
+        .map(|seq| test_frame(p1.tester_mac, p0.tester_mac, seq, frame_len(seq)))
+        .collect();
+    for chunk in sent.chunks(50) {
+        for frame in chunk {
+            t0.send(frame);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let arrived = t1.collect(sent.len());
+    assert_eq!(arrived.len(), sent.len(), "frames lost in the redirect");
+    assert_eq!(arrived, sent);
+
+    drop(redirect);
+    assert!(xdp_detached(&lab.dut_ns, &p0.dut_if));
 }

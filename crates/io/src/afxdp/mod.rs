@@ -10,7 +10,9 @@
 //! * `program`: the six-instruction XDP program, its XSKMAP and the link that attaches it;
 //! * `interface`: MTU, MAC and queue count of an interface;
 //! * `ledger`: which frames the kernel holds, so that every one comes back;
-//! * [`AfXdpPort`]: all of it behind the [`Port`] trait.
+//! * [`AfXdpPort`]: all of it behind the [`Port`] trait;
+//! * [`XdpRedirect`]: no socket at all, an in-kernel redirect from one interface to another,
+//!   the reference a user-space forwarder is measured against.
 //!
 //! A worker makes one [`Umem`] from its pool, opens its ports with it, and on shutdown calls
 //! [`Port::release_all`] on every port before dropping the pool:
@@ -40,10 +42,12 @@ mod interface;
 mod ledger;
 mod port;
 mod program;
+mod redirect;
 mod ring;
 mod socket;
 pub mod umem;
 
 pub use config::{AfXdpConfig, AfXdpError, DEFAULT_RING_SIZE, QueueSelection, XdpMode};
 pub use port::AfXdpPort;
+pub use redirect::XdpRedirect;
 pub use umem::Umem;

@@ -81,14 +81,7 @@ impl AfXdpPort {
                 });
             }
         }
-        let interface = Interface::query(name).map_err(|error| match error {
-            InterfaceError::Missing => AfXdpError::NoSuchInterface { port: port() },
-            InterfaceError::Query(what, source) => AfXdpError::Sysfs {
-                port: port(),
-                path: format!("{what} ioctl"),
-                source,
-            },
-        })?;
+        let interface = query_interface(name)?;
         let mut queues: Vec<QueueId> = match &config.queues {
             QueueSelection::All => (0..interface.queues).collect(),
             QueueSelection::List(list) => list.clone(),
@@ -230,7 +223,22 @@ impl std::fmt::Debug for AfXdpPort {
     }
 }
 
-fn program_error(port: &str, error: ProgramError) -> AfXdpError {
+/// Describes interface `name` of the calling thread's namespace, or says why not.
+pub(super) fn query_interface(name: &str) -> Result<Interface, AfXdpError> {
+    Interface::query(name).map_err(|error| match error {
+        InterfaceError::Missing => AfXdpError::NoSuchInterface {
+            port: name.to_string(),
+        },
+        InterfaceError::Query(what, source) => AfXdpError::Sysfs {
+            port: name.to_string(),
+            path: format!("{what} ioctl"),
+            source,
+        },
+    })
+}
+
+/// The error a failed step of attaching a program to interface `port` is reported as.
+pub(super) fn program_error(port: &str, error: ProgramError) -> AfXdpError {
     let port = port.to_string();
     let denied = |error: &std::io::Error| error.raw_os_error() == Some(libc::EPERM);
     match error {
