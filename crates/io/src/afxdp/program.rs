@@ -34,6 +34,7 @@ pub enum XdpMode {
 // bpf(2) commands, map and program types, attach type and helper numbers (linux/bpf.h).
 const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
 const BPF_PROG_LOAD: libc::c_long = 5;
 const BPF_LINK_CREATE: libc::c_long = 28;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
@@ -132,7 +133,7 @@ struct MapCreateAttr {
     map_name: [u8; 16],
 }
 
-/// `union bpf_attr` for BPF_MAP_UPDATE_ELEM.
+/// `union bpf_attr` for BPF_MAP_UPDATE_ELEM and BPF_MAP_DELETE_ELEM (which ignores `value`).
 #[repr(C)]
 struct MapUpdateAttr {
     map_fd: u32,
@@ -341,6 +342,24 @@ impl XdpProgram {
         };
         bpf(BPF_MAP_UPDATE_ELEM, &mut attr).map_err(ProgramError::Insert)?;
         Ok(())
+    }
+
+    /// Empties slot `queue` of the map: the queue's frames go to the kernel stack again. An
+    /// empty slot is not an error.
+    pub(crate) fn remove(&self, queue: u32) -> std::io::Result<()> {
+        let key = queue;
+        let mut attr = MapUpdateAttr {
+            map_fd: self.map.as_raw_fd() as u32,
+            _pad: 0,
+            key: &key as *const u32 as u64,
+            value: 0,
+            flags: 0,
+        };
+        match bpf(BPF_MAP_DELETE_ELEM, &mut attr) {
+            Ok(_) => Ok(()),
+            Err(error) if error.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+            Err(error) => Err(error),
+        }
     }
 
     /// "native" or "generic".
