@@ -444,7 +444,7 @@ fn switch_stops_cleanly_mid_traffic_and_leaves_nothing_after_sigkill() {
     if !wirespeed_lab::available_for_test() {
         return;
     }
-    let prefix = "wstsw3";
+    let prefix = "wstsw5";
     let _ = wirespeed_lab::down(prefix);
     let lab = Testbed::up(&TestbedConfig {
         prefix: prefix.into(),
