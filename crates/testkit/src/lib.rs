@@ -4,4 +4,5 @@
 
 pub mod frames;
 pub mod ports;
+pub mod rig;
 pub mod routes;
