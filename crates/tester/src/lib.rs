@@ -1,7 +1,12 @@
 //! The tester: the second half of wirespeed.
 //!
 //! * [`generator`]: frame templates built once and stamped into pool frames per flow, and the generator
-//!   that sends them out of a port.
+//!   that sends them out of a port; pacing schedules (CBR, Poisson, bursts).
+//! * [`rfc2544`]: the tests (throughput, MLRsearch, frame loss rate, back-to-back, system
+//!   recovery) as pure functions over a `trial` closure.
+//! * [`stats`]: what the sink keeps per trial: latency histograms and sequence tracking.
 #![deny(unsafe_code)]
 
 pub mod generator;
+pub mod rfc2544;
+pub mod stats;
