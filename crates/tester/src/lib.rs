@@ -1,7 +1,8 @@
 //! The tester: the second half of wirespeed.
 //!
 //! * [`generator`]: frame templates built once and stamped into pool frames per flow, and the generator
-//!   that sends them out of a port; pacing schedules (CBR, Poisson, bursts).
+//!   that sends them out of a port; pacing schedules (CBR, Poisson, bursts) and the latency
+//!   probe written into frames.
 //! * [`rfc2544`]: the tests (throughput, MLRsearch, frame loss rate, back-to-back, system
 //!   recovery) as pure functions over a `trial` closure.
 //! * [`stats`]: what the sink keeps per trial: latency histograms and sequence tracking.

@@ -2,6 +2,7 @@
 
 pub mod blast;
 pub mod pacing;
+pub mod probe;
 pub mod template;
 
 pub use blast::{BlastConfig, BlastResult, blast, prefill};
