@@ -6,8 +6,10 @@
 //! * [`rfc2544`]: the tests (throughput, MLRsearch, frame loss rate, back-to-back, system
 //!   recovery) as pure functions over a `trial` closure.
 //! * [`stats`]: what the sink keeps per trial: latency histograms and sequence tracking.
+//! * [`report`]: the result data model and its JSON, CSV and HTML (with SVG plots) renderings.
 #![deny(unsafe_code)]
 
 pub mod generator;
+pub mod report;
 pub mod rfc2544;
 pub mod stats;
