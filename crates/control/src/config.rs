@@ -11,6 +11,8 @@
 //! idle = "adaptive"     # "busy": spin; "adaptive": sleep in poll(2) after empty polls
 //! drain_us = 50         # longest a packet waits in a TX batch under load
 //! realtime = false      # SCHED_FIFO for workers (above the kernel's NAPI threads)
+//! control_socket = "/run/wirespeed/switch.sock"  # default: /run/wirespeed/<config stem>.sock;
+//!                       # "" runs without one
 //!
 //! [[port]]
 //! name = "p0"
@@ -78,6 +80,8 @@ pub struct SwitchConfig {
     pub idle: IdleMode,
     pub drain_us: u32,
     pub realtime: bool,
+    /// Where the control socket listens; `None` when disabled (`control_socket = ""`).
+    pub control_socket: Option<PathBuf>,
 }
 
 /// What a worker does when its queues are empty.
@@ -162,6 +166,7 @@ struct RawSwitch {
     idle: Option<IdleMode>,
     drain_us: Option<Spanned<u32>>,
     realtime: Option<bool>,
+    control_socket: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -192,6 +197,18 @@ struct RawTask {
 
 /// Largest configuration file accepted; a config is a few KiB, anything this large is a mistake.
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;
+
+/// Longest path a Unix socket address holds (`sun_path` is 108 bytes with its NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+
+/// The control socket of a switch started with the configuration file `file` when the file does
+/// not say: `/run/wirespeed/<file stem>.sock`.
+pub fn default_control_socket(file: &str) -> PathBuf {
+    let stem = std::path::Path::new(file)
+        .file_stem()
+        .map_or_else(|| "wirespeed".into(), |s| s.to_string_lossy().into_owned());
+    PathBuf::from(format!("/run/wirespeed/{stem}.sock"))
+}
 
 /// Reads and validates the configuration file at `path`.
 pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
@@ -388,6 +405,23 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
             "use 50",
         ));
     }
+
+    let control_socket = match &switch.control_socket {
+        None => Some(default_control_socket(at.file)),
+        Some(path) if path.get_ref().is_empty() => None,
+        Some(path) if path.get_ref().len() > MAX_SOCKET_PATH => {
+            return Err(at.error(
+                path.span(),
+                "switch.control_socket",
+                &format!(
+                    "a Unix socket path is at most {MAX_SOCKET_PATH} bytes, this one has {}",
+                    path.get_ref().len()
+                ),
+                "use a shorter path, e.g. /run/wirespeed/<name>.sock",
+            ));
+        }
+        Some(path) => Some(PathBuf::from(path.get_ref())),
+    };
 
     let mut ports = Vec::new();
     let mut names = HashSet::new();
@@ -631,6 +665,7 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
             idle: switch.idle.unwrap_or(IdleMode::Adaptive),
             drain_us,
             realtime: switch.realtime.unwrap_or(false),
+            control_socket,
         },
         ports,
         app,
@@ -675,6 +710,10 @@ pairs = [["in", "out"]]
         assert_eq!(config.switch.idle, IdleMode::Adaptive);
         assert_eq!(config.ports.len(), 3);
         assert_eq!(
+            config.switch.control_socket,
+            Some(PathBuf::from("/run/wirespeed/good.sock"))
+        );
+        assert_eq!(
             config.app,
             AppConfig::Xconnect {
                 pairs: vec![(0, 1)]
@@ -689,6 +728,28 @@ pairs = [["in", "out"]]
                 xdp_mode: XdpMode::Auto
             }
         );
+    }
+
+    #[test]
+    fn the_control_socket_can_be_moved_or_disabled() {
+        let moved = GOOD.replace("batch = 64", "control_socket = \"/tmp/s.sock\"");
+        let config = parse("good.toml", &moved).unwrap();
+        assert_eq!(
+            config.switch.control_socket,
+            Some(PathBuf::from("/tmp/s.sock"))
+        );
+        let off = GOOD.replace("batch = 64", "control_socket = \"\"");
+        assert_eq!(
+            parse("good.toml", &off).unwrap().switch.control_socket,
+            None
+        );
+        let long = GOOD.replace(
+            "batch = 64",
+            &format!("control_socket = \"/{}\"", "x".repeat(200)),
+        );
+        let error = error_of(&long);
+        assert_eq!(error.key, "switch.control_socket");
+        assert!(error.message.contains("107"), "{error}");
     }
 
     fn error_of(text: &str) -> ConfigError {

@@ -5,6 +5,7 @@
 //! worker receives on port *i*, and what the worker transmits on port *i* arrives on end *i*.
 
 use wirespeed_dataplane::app::App;
+use wirespeed_dataplane::command::{self, ControlEnd};
 use wirespeed_dataplane::worker::{
     Conservation, Idle, StatsCell, Worker, WorkerConfig, WorkerPort,
 };
@@ -69,6 +70,13 @@ impl Rig {
     /// Everything the worker transmitted on port `port` so far.
     pub fn receive(&mut self, port: usize) -> Vec<Vec<u8>> {
         crate::ports::receive(&mut self.ends[port], self.worker.pool_mut())
+    }
+
+    /// Gives the worker a command channel and returns the control thread's end of it.
+    pub fn commands(&mut self) -> ControlEnd {
+        let (control, worker) = command::channel(command::RING_CAPACITY);
+        self.worker.attach_commands(worker);
+        control
     }
 
     /// Runs the worker until two iterations in a row receive nothing.

@@ -25,6 +25,8 @@ enum Command {
     Lab(cli::lab::LabArgs),
     /// Generate traffic into a capture and forward it through wirespeed: the short tour.
     Demo(cli::demo::DemoArgs),
+    /// Send one request to a running switch's control socket (`wirespeed ctl help`).
+    Ctl(cli::ctl::CtlArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -34,5 +36,6 @@ fn main() -> anyhow::Result<()> {
         Command::Gen(args) => cli::generate::run(args),
         Command::Lab(args) => cli::lab::run(args),
         Command::Demo(args) => cli::demo::run(args),
+        Command::Ctl(args) => cli::ctl::run(args),
     }
 }

@@ -27,7 +27,9 @@ impl Drop for Switch {
 
 impl Switch {
     fn start(lab: &Testbed, config: &str, dir: &std::path::Path) -> Switch {
-        let path = dir.join("switch.toml");
+        // Named after the lab: the default control socket is /run/wirespeed/<stem>.sock, and
+        // tests run in parallel.
+        let path = dir.join(format!("{}.toml", lab.dut_ns));
         std::fs::write(&path, config).unwrap();
         let child = Command::new("ip")
             .args([

@@ -4,13 +4,19 @@
 //! place and sets each packet's disposition in its [`Meta`](wirespeed_packet::Meta): an output
 //! port in `out_port`, or a reason in `drop`. The worker then hands packets to the TX batches in
 //! bulk and counts the drops per reason, so no app needs to know about ports or TX rings.
+//!
+//! Run-time changes reach an app through [`App::command`], called by its worker between batches
+//! (see [`crate::command`]): an app that keeps a table implements the commands for it there.
 
 pub mod xconnect;
 
+use wirespeed_io::Port;
 use wirespeed_packet::flow_key::FlowKey;
 use wirespeed_packet::{Batch, Desc, FramePool, Meta};
 
 pub use xconnect::Xconnect;
+
+use crate::command::{AppCommand, AppReply};
 
 /// What an app may use while processing one batch.
 pub struct Context<'a> {
@@ -50,4 +56,31 @@ pub trait App: Send {
 
     /// Appends the app's own counters (name, value) for stats output.
     fn counters(&self, out: &mut Vec<(&'static str, u64)>);
+
+    /// Applies a run-time change or answers a query, between two batches. A replaced table goes
+    /// back in [`AppReply::Retired`] so that it is freed on the control thread. Apps without
+    /// tables keep the default: every command is unsupported.
+    fn command(&mut self, command: AppCommand, ctx: &CommandContext<'_>) -> AppReply {
+        let _ = (command, ctx);
+        AppReply::Unsupported
+    }
+}
+
+/// What an app may use while it applies a command.
+pub struct CommandContext<'a> {
+    /// The worker's ports, indexed as in `Desc::port` and `Meta::out_port`: resolves the port
+    /// names commands carry.
+    pub ports: &'a [Box<dyn Port>],
+    /// The worker's clock (TSC) when the command is applied.
+    pub now: u64,
+}
+
+impl CommandContext<'_> {
+    /// The index of the port named `name`.
+    pub fn port_index(&self, name: &str) -> Option<u16> {
+        self.ports
+            .iter()
+            .position(|port| port.info().name == name)
+            .and_then(|index| u16::try_from(index).ok())
+    }
 }

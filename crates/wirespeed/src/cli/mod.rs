@@ -1,6 +1,7 @@
 //! One module per subcommand, plus what several of them share.
 
 pub mod build;
+pub mod ctl;
 pub mod demo;
 pub mod generate;
 pub mod lab;
