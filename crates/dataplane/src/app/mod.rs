@@ -5,6 +5,7 @@
 //! port in `out_port`, or a reason in `drop`. The worker then hands packets to the TX batches in
 //! bulk and counts the drops per reason, so no app needs to know about ports or TX rings.
 
+pub mod bridge;
 pub mod xconnect;
 
 use wirespeed_packet::flow_key::FlowKey;
