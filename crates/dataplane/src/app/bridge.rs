@@ -74,6 +74,8 @@ pub struct BridgeCounters {
     pub forward: ForwardCounters,
     /// MAC entries that aged out (cleared by the sweep or reused).
     pub aged: u64,
+    /// MAC entries moved to their other bucket to make room for a new one.
+    pub displaced: u64,
     /// MAC entries in the table now (aged ones not yet swept included).
     pub macs: u64,
 }
@@ -147,6 +149,7 @@ impl Bridge {
             learn: self.learn.counters(),
             forward: self.forward.counters(),
             aged: self.table.aged(),
+            displaced: self.table.displaced(),
             macs: self.table.len() as u64,
         }
     }
@@ -184,6 +187,7 @@ impl App for Bridge {
             ("learn.refused", c.learn.refused),
             ("learn.invalid_source", c.learn.invalid_source),
             ("mac.aged", c.aged),
+            ("mac.displaced", c.displaced),
             ("mac.entries", c.macs),
             ("forward.unicast", c.forward.unicast),
             ("forward.flooded", c.forward.flooded),
