@@ -500,6 +500,60 @@ fn a_flood_with_an_empty_pool_counts_and_keeps_the_pool_whole() {
 }
 
 #[test]
+fn a_trace_keeps_each_stage_decision_for_the_last_packets() {
+    let _serial = serial();
+    let mut bridge = bridge(vec![access(0, 10), access(1, 10)]);
+    bridge.set_trace(3);
+    let mut pool = FramePool::new(64, 2048).unwrap();
+    let mut batch = Batch::new(32);
+    let mut extra = Batch::new(MAX_BATCH);
+    let mut keys = vec![FlowKey::default(); 32];
+    let inputs = [
+        (1, frame(mac(2), BROADCAST)),
+        (0, tagged(&frame(mac(1), BROADCAST), 20)),
+        (
+            0,
+            frame(mac(1), EthernetAddress([0x01, 0x80, 0xc2, 0, 0, 0])),
+        ),
+        (0, frame(mac(1), mac(2))),
+    ];
+    for (port, bytes) in &inputs {
+        let id = pool.alloc().unwrap();
+        let start = usize::from(HEADROOM);
+        pool.frame_mut(id)[start..start + bytes.len()].copy_from_slice(bytes);
+        batch.push(Desc {
+            frame: id,
+            offset: HEADROOM,
+            len: bytes.len() as u16,
+            port: *port,
+            queue: 0,
+        });
+    }
+    let mut ctx = Context {
+        pool: &mut pool,
+        keys: &mut keys[..inputs.len()],
+        now: 77,
+        extra: &mut extra,
+    };
+    bridge.process(&mut ctx, &mut batch);
+    let lines: Vec<String> = bridge.trace().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        lines,
+        [
+            "77 port 0 len 64: vlan filtered; learn: -; forward: -; dropped (vlan_filtered)",
+            "77 port 0 len 60: vlan 10 (untagged); learn: learned; forward: control frame, \
+             not relayed; dropped (consumed)",
+            "77 port 0 len 60: vlan 10 (untagged); learn: refreshed; forward: unicast to port 1; \
+             out port 1",
+        ]
+    );
+    for desc in batch.descs() {
+        pool.release(desc.frame);
+    }
+    assert_eq!(pool.free_count(), pool.total());
+}
+
+#[test]
 fn bad_configurations_are_refused_with_the_fix() {
     let _serial = serial();
     let error = |config| Bridge::new(config).unwrap_err().to_string();

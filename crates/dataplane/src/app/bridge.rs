@@ -11,18 +11,24 @@
 //! The age is given in seconds and turned into TSC cycles once, here, with the measured TSC
 //! rate; the stages only compare cycle counts against the batch's `now`.
 //!
-//! [`Bridge::flush_macs`], [`Bridge::flush_port`] and [`Bridge::macs`] are control-path calls:
-//! the worker that owns the bridge makes them between batches.
+//! [`Bridge::flush_macs`], [`Bridge::flush_port`], [`Bridge::macs`] and [`Bridge::set_trace`]
+//! are control-path calls: the worker that owns the bridge makes them between batches.
+//!
+//! Tracing: with [`Bridge::set_trace`] the stages run their `TRACE` variants and the bridge
+//! keeps the last N packets' decisions (one [`TraceRecord`] per packet, written into a ring
+//! allocated when tracing is switched on); untraced batches never touch it.
+
+use std::fmt;
 
 use wirespeed_packet::cpu::tsc_hz;
-use wirespeed_packet::{Batch, MAX_BATCH};
+use wirespeed_packet::{Batch, DropReason, MAX_BATCH, Meta};
 
 use crate::app::{App, Context};
 use crate::stage::Parse;
-use crate::stage::bridge_forward::{BridgeForward, ForwardCounters};
-use crate::stage::learn::{Learn, LearnCounters};
+use crate::stage::bridge_forward::{BridgeForward, ForwardCounters, Forwarding};
+use crate::stage::learn::{Learn, LearnCounters, Learning};
 use crate::stage::parse::ParseCounters;
-use crate::stage::vlan::{BatchVlans, VlanCounters, VlanError, VlanMode, Vlans};
+use crate::stage::vlan::{BatchVlans, Classified, VlanCounters, VlanError, VlanMode, Vlans};
 use crate::table::mac::{MacEntry, MacTable, MacTableError};
 
 /// One port of the bridge.
@@ -80,6 +86,43 @@ pub struct BridgeCounters {
     pub macs: u64,
 }
 
+/// One packet as the bridge's stages decided it; its `Display` is a trace line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceRecord {
+    /// The batch's TSC.
+    pub now: u64,
+    pub in_port: u16,
+    /// Length as the packet leaves (after any tag push or pop).
+    pub len: u16,
+    pub vlan: Classified,
+    pub learning: Learning,
+    pub forwarding: Forwarding,
+    pub out_port: u16,
+    pub drop: Option<DropReason>,
+}
+
+impl fmt::Display for TraceRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} port {} len {}: {}; learn: {}; forward: {}; ",
+            self.now, self.in_port, self.len, self.vlan, self.learning, self.forwarding
+        )?;
+        match self.drop {
+            Some(reason) => write!(f, "dropped ({})", reason.name()),
+            None => write!(f, "out port {}", self.out_port),
+        }
+    }
+}
+
+/// The last traced packets, oldest overwritten first.
+#[derive(Debug, Default)]
+struct TraceRing {
+    records: Box<[TraceRecord]>,
+    next: usize,
+    len: usize,
+}
+
 /// The learning bridge app.
 #[derive(Debug)]
 pub struct Bridge {
@@ -90,6 +133,7 @@ pub struct Bridge {
     table: MacTable,
     /// Each packet's VLAN for the current batch.
     batch_vlans: Box<BatchVlans>,
+    trace: TraceRing,
 }
 
 impl Bridge {
@@ -117,7 +161,80 @@ impl Bridge {
             forward: BridgeForward::new(),
             table: MacTable::new(config.mac_capacity, age_cycles)?,
             batch_vlans: Box::new([0; MAX_BATCH]),
+            trace: TraceRing::default(),
         })
+    }
+
+    /// Keeps the decisions of the last `records` packets (0: tracing off, the default).
+    pub fn set_trace(&mut self, records: usize) {
+        let blank = TraceRecord {
+            now: 0,
+            in_port: 0,
+            len: 0,
+            vlan: Classified::Skipped,
+            learning: Learning::Skipped,
+            forwarding: Forwarding::Undecided,
+            out_port: Meta::NO_PORT,
+            drop: None,
+        };
+        self.trace = TraceRing {
+            records: vec![blank; records].into_boxed_slice(),
+            next: 0,
+            len: 0,
+        };
+    }
+
+    /// The traced packets, oldest first.
+    pub fn trace(&self) -> Vec<TraceRecord> {
+        let ring = &self.trace;
+        let size = ring.records.len().max(1);
+        let start = (ring.next + size - ring.len) % size;
+        (0..ring.len)
+            .filter_map(|i| ring.records.get((start + i) % size))
+            .copied()
+            .collect()
+    }
+
+    fn run<const TRACE: bool>(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
+        self.parse.process(ctx.pool, batch, ctx.keys);
+        self.vlans
+            .classify::<TRACE>(ctx.pool, batch, &mut self.batch_vlans);
+        self.learn
+            .process::<TRACE>(&mut self.table, batch, ctx.keys, &self.batch_vlans, ctx.now);
+        self.forward
+            .process(&self.table, &mut self.vlans, ctx, batch, &self.batch_vlans);
+    }
+
+    /// Appends the stages' decisions on the batch just processed to the trace ring.
+    fn record(&mut self, now: u64, batch: &Batch) {
+        let len = batch.len();
+        let stages = self
+            .vlans
+            .trace(len)
+            .iter()
+            .zip(self.learn.trace(len))
+            .zip(self.forward.trace(len));
+        let ring = &mut self.trace;
+        let size = ring.records.len();
+        for ((desc, meta), ((&vlan, &learning), &forwarding)) in
+            batch.descs().iter().zip(batch.meta()).zip(stages)
+        {
+            let Some(slot) = ring.records.get_mut(ring.next) else {
+                return;
+            };
+            *slot = TraceRecord {
+                now,
+                in_port: desc.port,
+                len: desc.len,
+                vlan,
+                learning,
+                forwarding,
+                out_port: meta.out_port,
+                drop: meta.drop,
+            };
+            ring.next = (ring.next + 1) % size;
+            ring.len = (ring.len + 1).min(size);
+        }
     }
 
     /// Forgets every learned MAC.
@@ -161,12 +278,12 @@ impl App for Bridge {
     }
 
     fn process(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
-        self.parse.process(ctx.pool, batch, ctx.keys);
-        self.vlans.classify(ctx.pool, batch, &mut self.batch_vlans);
-        self.learn
-            .process(&mut self.table, batch, ctx.keys, &self.batch_vlans, ctx.now);
-        self.forward
-            .process(&self.table, &mut self.vlans, ctx, batch, &self.batch_vlans);
+        if self.trace.records.is_empty() {
+            self.run::<false>(ctx, batch);
+        } else {
+            self.run::<true>(ctx, batch);
+            self.record(ctx.now, batch);
+        }
     }
 
     fn counters(&self, out: &mut Vec<(&'static str, u64)>) {

@@ -55,6 +55,8 @@ pub enum Forwarding {
     Control,
     Lookup,
     Unicast(u16),
+    /// The destination was learned on the ingress port.
+    SameSegment,
     Flood,
 }
 
@@ -65,6 +67,7 @@ impl fmt::Display for Forwarding {
             Forwarding::Control => write!(f, "control frame, not relayed"),
             Forwarding::Lookup => write!(f, "lookup"),
             Forwarding::Unicast(port) => write!(f, "unicast to port {port}"),
+            Forwarding::SameSegment => write!(f, "destination on the ingress port"),
             Forwarding::Flood => write!(f, "flood"),
         }
     }
@@ -110,8 +113,9 @@ impl BridgeForward {
         self.counters
     }
 
-    /// What the last batch's packets were sorted into (the stage's trace).
-    pub fn kinds(&self, len: usize) -> &[Forwarding] {
+    /// What the last batch's packets were sorted into, packet by packet (the stage's trace;
+    /// kept for every batch because the sorting is how the stage works).
+    pub fn trace(&self, len: usize) -> &[Forwarding] {
         self.kinds.get(..len).unwrap_or(&self.kinds)
     }
 
@@ -162,7 +166,7 @@ impl BridgeForward {
                 Some(port) if port == in_port => {
                     metas[i].drop = Some(DropReason::SameSegment);
                     self.counters.same_segment += 1;
-                    Forwarding::Undecided
+                    Forwarding::SameSegment
                 }
                 // An entry for a port that no longer carries the VLAN is not trusted.
                 Some(port) if vlans.carries(port, batch_vlans[i]) => {

@@ -44,6 +44,8 @@ pub struct LearnCounters {
 /// What the stage did with one packet's source; its `Display` is the stage's trace line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Learning {
+    /// Dropped by an earlier stage.
+    Skipped,
     Learned(Learned),
     InvalidSource,
 }
@@ -55,7 +57,8 @@ impl fmt::Display for Learning {
             Learning::Learned(Learned::Refreshed) => write!(f, "refreshed"),
             Learning::Learned(Learned::Moved { from }) => write!(f, "moved from port {from}"),
             Learning::Learned(Learned::Refused) => write!(f, "refused: table full"),
-            Learning::InvalidSource => write!(f, "dropped: group or zero source"),
+            Learning::InvalidSource => write!(f, "group or zero source"),
+            Learning::Skipped => write!(f, "-"),
         }
     }
 }
@@ -65,6 +68,8 @@ impl fmt::Display for Learning {
 pub struct Learn {
     keys: [MacKey; MAX_BATCH],
     hashes: [MacHash; MAX_BATCH],
+    /// What `process::<true>` did with each packet of the last batch.
+    trace: [Learning; MAX_BATCH],
     counters: LearnCounters,
 }
 
@@ -79,6 +84,7 @@ impl Learn {
         Learn {
             keys: [MacKey::new(0, Default::default()); MAX_BATCH],
             hashes: [MacHash::default(); MAX_BATCH],
+            trace: [Learning::Skipped; MAX_BATCH],
             counters: LearnCounters::default(),
         }
     }
@@ -87,9 +93,15 @@ impl Learn {
         self.counters
     }
 
+    /// The outcomes of the last batch processed with tracing on, packet by packet.
+    pub fn trace(&self, len: usize) -> &[Learning] {
+        self.trace.get(..len).unwrap_or(&self.trace)
+    }
+
     /// Learns the source of every packet of `batch` not yet dropped: `keys[i]` is its flow key,
-    /// `vlans[i]` its VLAN (from the VLAN stage); `now` is the batch's TSC.
-    pub fn process(
+    /// `vlans[i]` its VLAN (from the VLAN stage); `now` is the batch's TSC. With `TRACE`, each
+    /// outcome is kept for [`Learn::trace`].
+    pub fn process<const TRACE: bool>(
         &mut self,
         table: &mut MacTable,
         batch: &mut Batch,
@@ -100,6 +112,9 @@ impl Learn {
         let metas = batch.meta_mut();
         // 1. Hash every source and prefetch its buckets.
         for (i, (meta, key)) in metas.iter_mut().zip(keys).enumerate() {
+            if TRACE {
+                self.trace[i] = Learning::Skipped;
+            }
             if meta.drop.is_some() {
                 continue;
             }
@@ -107,6 +122,9 @@ impl Learn {
             if src.is_multicast() || src.0 == [0; 6] {
                 meta.drop = Some(DropReason::MartianSource);
                 self.counters.invalid_source += 1;
+                if TRACE {
+                    self.trace[i] = Learning::InvalidSource;
+                }
                 continue;
             }
             let mac_key = MacKey::new(vlans[i], src);
@@ -121,11 +139,15 @@ impl Learn {
             if meta.drop.is_some() {
                 continue;
             }
-            match table.learn(self.keys[i], self.hashes[i], key.in_port, now) {
+            let learned = table.learn(self.keys[i], self.hashes[i], key.in_port, now);
+            match learned {
                 Learned::New => self.counters.learned += 1,
                 Learned::Refreshed => self.counters.refreshed += 1,
                 Learned::Moved { .. } => self.counters.moved += 1,
                 Learned::Refused => self.counters.refused += 1,
+            }
+            if TRACE {
+                self.trace[i] = Learning::Learned(learned);
             }
         }
     }

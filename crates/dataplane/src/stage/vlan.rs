@@ -114,13 +114,20 @@ pub struct Vlans {
     /// Per VLAN: (start, count) in `flood_ports`.
     flood_index: Box<[(u32, u16); VLAN_IDS]>,
     flood_ports: Box<[u16]>,
+    /// What `classify::<true>` decided for each packet of the last batch.
+    trace: [Classified; wirespeed_packet::MAX_BATCH],
     counters: VlanCounters,
 }
 
 /// What [`Vlans::classify`] decided for one packet; its `Display` is the stage's trace line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Classified {
-    Vlan { vlan: u16, tagged: bool },
+    /// Dropped by an earlier stage.
+    Skipped,
+    Vlan {
+        vlan: u16,
+        tagged: bool,
+    },
     Filtered,
 }
 
@@ -133,6 +140,7 @@ impl fmt::Display for Classified {
                 tagged: false,
             } => write!(f, "vlan {vlan} (untagged)"),
             Classified::Filtered => write!(f, "vlan filtered"),
+            Classified::Skipped => write!(f, "-"),
         }
     }
 }
@@ -199,6 +207,7 @@ impl Vlans {
             ports: compiled,
             flood_index,
             flood_ports: flood_ports.into_boxed_slice(),
+            trace: [Classified::Skipped; wirespeed_packet::MAX_BATCH],
             counters: VlanCounters::default(),
         })
     }
@@ -240,18 +249,35 @@ impl Vlans {
     }
 
     /// Ingress: for every packet of `batch` not yet dropped, its VLAN in `vlans[i]`, or
-    /// [`DropReason::VlanFiltered`].
-    pub fn classify(&mut self, pool: &FramePool, batch: &mut Batch, vlans: &mut BatchVlans) {
+    /// [`DropReason::VlanFiltered`]. With `TRACE`, each decision is kept for
+    /// [`Vlans::trace`].
+    pub fn classify<const TRACE: bool>(
+        &mut self,
+        pool: &FramePool,
+        batch: &mut Batch,
+        vlans: &mut BatchVlans,
+    ) {
         let (descs, metas) = batch.split_mut();
-        for ((desc, meta), vlan) in descs.iter().zip(metas.iter_mut()).zip(vlans.iter_mut()) {
-            if meta.drop.is_some() {
-                continue;
-            }
-            match self.classify_one(pool, desc) {
-                Classified::Vlan { vlan: v, .. } => *vlan = v,
+        for (i, (desc, meta)) in descs.iter().zip(metas.iter_mut()).enumerate() {
+            let classified = if meta.drop.is_some() {
+                Classified::Skipped
+            } else {
+                self.classify_one(pool, desc)
+            };
+            match classified {
+                Classified::Vlan { vlan, .. } => vlans[i] = vlan,
                 Classified::Filtered => meta.drop = Some(DropReason::VlanFiltered),
+                Classified::Skipped => {}
+            }
+            if TRACE {
+                self.trace[i] = classified;
             }
         }
+    }
+
+    /// The decisions of the last batch classified with tracing on, packet by packet.
+    pub fn trace(&self, len: usize) -> &[Classified] {
+        self.trace.get(..len).unwrap_or(&self.trace)
     }
 
     fn classify_one(&mut self, pool: &FramePool, desc: &Desc) -> Classified {
