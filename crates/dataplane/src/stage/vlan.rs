@@ -12,7 +12,8 @@
 //! * **egress** ([`Vlans::tag`]): push, pop or rewrite the tag in place for the output port.
 //!   The frame moves by 4 bytes inside its buffer (into the headroom when pushing) and every
 //!   other byte stays as it was; priority bits of a kept tag are kept. Popping does not pad a
-//!   short frame to 60 bytes: that is the transmitting NIC's job.
+//!   short frame to 60 bytes: that is the transmitting NIC's job. The packet's `Meta` keeps
+//!   describing the frame as it was received (its offsets and tags are not shifted).
 //!
 //! The membership of every VLAN is precomputed at construction: a 4096-bit set per port and,
 //! per VLAN, the list of member ports to flood to, so the hot path only indexes arrays.
@@ -194,11 +195,14 @@ impl Vlans {
         }
         let mut flood_index = Box::new([(0u32, 0u16); VLAN_IDS]);
         let mut flood_ports = Vec::new();
+        let mut configured: Vec<u16> = ports.iter().map(|(port, _)| *port).collect();
+        configured.sort_unstable();
         for (vlan, entry) in flood_index.iter_mut().enumerate() {
             let start = flood_ports.len() as u32;
-            for (port, settings) in compiled.iter().enumerate() {
-                if settings.as_ref().is_some_and(|s| s.carries(vlan as u16)) {
-                    flood_ports.push(port as u16);
+            for &port in &configured {
+                let settings = compiled.get(usize::from(port)).and_then(Option::as_ref);
+                if settings.is_some_and(|s| s.carries(vlan as u16)) {
+                    flood_ports.push(port);
                 }
             }
             *entry = (start, (flood_ports.len() as u32 - start) as u16);

@@ -38,8 +38,8 @@ pub const SLOTS: usize = 4;
 /// Buckets a cuckoo search for room visits at most (insertions only, below capacity).
 const SEARCH_NODES: usize = 64;
 
-/// The largest capacity a table accepts (about 32 MiB of buckets at most).
-pub const MAX_CAPACITY: usize = 1 << 22;
+/// The largest capacity a table accepts: 1 Mi entries, 32 MiB of buckets.
+pub const MAX_CAPACITY: usize = 1 << 20;
 
 /// Low bits of a stamp that hold the port instead of time.
 const PORT_BITS: u64 = 0xffff;
