@@ -206,12 +206,7 @@ impl BridgeForward {
         vlan: u16,
     ) {
         let in_port = desc.port;
-        let mut outputs = vlans
-            .members(vlan)
-            .iter()
-            .copied()
-            .filter(|&p| p != in_port);
-        let Some(first) = outputs.next() else {
+        let Some(first) = vlans.members(vlan).iter().copied().find(|&p| p != in_port) else {
             meta.drop = Some(DropReason::NoOutput);
             self.counters.no_member += 1;
             return;
@@ -258,12 +253,9 @@ impl BridgeForward {
             };
             target.copy_from_slice(source);
             let mut copy = Desc { frame, ..*desc };
+            let egress = vlans.egress(port, vlan);
             if vlans
-                .tag(
-                    ctx.pool.frame_mut(frame),
-                    &mut copy,
-                    vlans.egress(port, vlan),
-                )
+                .tag(ctx.pool.frame_mut(frame), &mut copy, egress)
                 .is_err()
             {
                 ctx.pool.release(frame);
