@@ -8,6 +8,7 @@
 //! Run-time changes reach an app through [`App::command`], called by its worker between batches
 //! (see [`crate::command`]): an app that keeps a table implements the commands for it there.
 
+pub mod bridge;
 pub mod xconnect;
 
 use wirespeed_io::Port;
