@@ -135,6 +135,25 @@ pub enum XdpMode {
 pub enum AppConfig {
     /// Static port pairs, each forwarding both ways.
     Xconnect { pairs: Vec<(usize, usize)> },
+    /// A learning bridge over every port; each port's VLAN role (ports not listed in
+    /// `[[bridge.port]]` are access ports of VLAN 1).
+    Bridge {
+        ports: Vec<(usize, PortVlan)>,
+        mac_capacity: usize,
+        age_seconds: f64,
+    },
+}
+
+/// A bridge port's VLAN role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortVlan {
+    /// Untagged frames of this VLAN.
+    Access(u16),
+    /// Tagged frames of the allowed VLANs; untagged ones belong to `native` if set.
+    Trunk {
+        allowed: Vec<u16>,
+        native: Option<u16>,
+    },
 }
 
 /// Emulated per-packet work (seed 001's method to measure c_IO).
@@ -151,7 +170,26 @@ struct RawConfig {
     #[serde(default)]
     port: Vec<Spanned<RawPort>>,
     xconnect: Option<Spanned<RawXconnect>>,
+    bridge: Option<Spanned<RawBridge>>,
     task: Option<Spanned<RawTask>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBridge {
+    mac_capacity: Option<Spanned<usize>>,
+    age_seconds: Option<Spanned<f64>>,
+    #[serde(default)]
+    port: Vec<Spanned<RawBridgePort>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBridgePort {
+    name: Spanned<String>,
+    access: Option<Spanned<u16>>,
+    trunk: Option<Spanned<Vec<u16>>>,
+    native: Option<Spanned<u16>>,
 }
 
 #[derive(Deserialize)]
@@ -638,12 +676,13 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
             }
             AppConfig::Xconnect { pairs }
         }
+        "bridge" => bridge_app(at, raw.bridge, &ports, &port_index)?,
         other => {
             return Err(at.error(
                 switch.app.span(),
                 "switch.app",
                 &format!("unknown app {other:?}"),
-                "use \"xconnect\"",
+                "use \"xconnect\" or \"bridge\"",
             ));
         }
     };
@@ -670,6 +709,110 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
         ports,
         app,
         task,
+    })
+}
+
+/// Largest MAC table a bridge may ask for (the table's own limit).
+const MAX_MACS: usize = 1 << 20;
+
+fn bridge_app(
+    at: &Locator<'_>,
+    raw: Option<Spanned<RawBridge>>,
+    ports: &[PortConfig],
+    port_index: &dyn Fn(&Spanned<String>, &str) -> Result<usize, ConfigError>,
+) -> Result<AppConfig, ConfigError> {
+    let raw = raw.map(Spanned::into_inner);
+    let mut roles: Vec<(usize, PortVlan)> =
+        (0..ports.len()).map(|i| (i, PortVlan::Access(1))).collect();
+    let (mut mac_capacity, mut age_seconds) = (8192, 300.0);
+    let vlan_ok = |id: u16| (1..=4094).contains(&id);
+    if let Some(raw) = raw {
+        if let Some(c) = &raw.mac_capacity {
+            if !(1..=MAX_MACS).contains(c.get_ref()) {
+                return Err(at.error(
+                    c.span(),
+                    "bridge.mac_capacity",
+                    "must be 1 to 1048576",
+                    "8192 is a good start",
+                ));
+            }
+            mac_capacity = *c.get_ref();
+        }
+        if let Some(a) = &raw.age_seconds {
+            if !(a.get_ref().is_finite() && *a.get_ref() > 0.0) {
+                return Err(at.error(
+                    a.span(),
+                    "bridge.age_seconds",
+                    "must be a positive number of seconds",
+                    "300 is the 802.1Q default",
+                ));
+            }
+            age_seconds = *a.get_ref();
+        }
+        for (i, port) in raw.port.iter().enumerate() {
+            let key = format!("bridge.port[{i}]");
+            let port = port.get_ref();
+            let index = port_index(&port.name, &key)?;
+            let role = match (&port.access, &port.trunk, &port.native) {
+                (Some(access), None, None) if vlan_ok(*access.get_ref()) => {
+                    PortVlan::Access(*access.get_ref())
+                }
+                (Some(access), None, None) => {
+                    return Err(at.error(
+                        access.span(),
+                        &format!("{key}.access"),
+                        "a VLAN id is 1 to 4094",
+                        "use a VLAN id in range",
+                    ));
+                }
+                (None, Some(trunk), native) => {
+                    if let Some(bad) = trunk.get_ref().iter().find(|&&id| !vlan_ok(id)) {
+                        return Err(at.error(
+                            trunk.span(),
+                            &format!("{key}.trunk"),
+                            &format!("VLAN id {bad} is not in 1 to 4094"),
+                            "list VLAN ids in range",
+                        ));
+                    }
+                    if let Some(native) = native
+                        && !vlan_ok(*native.get_ref())
+                    {
+                        return Err(at.error(
+                            native.span(),
+                            &format!("{key}.native"),
+                            "a VLAN id is 1 to 4094",
+                            "use a VLAN id in range",
+                        ));
+                    }
+                    PortVlan::Trunk {
+                        allowed: trunk.get_ref().clone(),
+                        native: native.as_ref().map(|n| *n.get_ref()),
+                    }
+                }
+                _ => {
+                    return Err(at.error(
+                        port.name.span(),
+                        &key,
+                        "a bridge port has either `access = VLAN` or `trunk = [VLANs]` (with an optional `native = VLAN`)",
+                        "give the port exactly one of access or trunk",
+                    ));
+                }
+            };
+            roles[index] = (index, role);
+        }
+    }
+    if ports.len() < 2 {
+        return Err(at.error(
+            0..0,
+            "port",
+            "a bridge needs at least two ports",
+            "define two or more [[port]] tables",
+        ));
+    }
+    Ok(AppConfig::Bridge {
+        ports: roles,
+        mac_capacity,
+        age_seconds,
     })
 }
 
@@ -804,6 +947,49 @@ pairs = [["in", "out"]]
         assert!(error.message.contains("itself"), "{error}");
         let error = error_of(&GOOD.replace(r#"["in", "out"]"#, r#"["in", "out"], ["wire", "in"]"#));
         assert!(error.message.contains("already in another pair"), "{error}");
+    }
+
+    #[test]
+    fn a_bridge_with_access_and_trunk_ports() {
+        let text = GOOD.replace("app = \"xconnect\"", "app = \"bridge\"")
+            + "\n[bridge]\nmac_capacity = 1000\n\n[[bridge.port]]\nname = \"in\"\naccess = 10\n\n\
+               [[bridge.port]]\nname = \"wire\"\ntrunk = [10, 20]\nnative = 1\n";
+        let config = parse("bridge.toml", &text).unwrap();
+        assert_eq!(
+            config.app,
+            AppConfig::Bridge {
+                ports: vec![
+                    (0, PortVlan::Access(10)),
+                    (1, PortVlan::Access(1)),
+                    (
+                        2,
+                        PortVlan::Trunk {
+                            allowed: vec![10, 20],
+                            native: Some(1)
+                        }
+                    ),
+                ],
+                mac_capacity: 1000,
+                age_seconds: 300.0,
+            }
+        );
+        let bad = text.replace("access = 10", "access = 5000");
+        let error = parse("bridge.toml", &bad).unwrap_err();
+        assert_eq!(error.key, "bridge.port[0].access");
+        let both = text.replace("access = 10", "access = 10\ntrunk = [3]");
+        assert!(
+            parse("bridge.toml", &both)
+                .unwrap_err()
+                .message
+                .contains("either")
+        );
+        let unknown = text.replace("name = \"wire\"\ntrunk", "name = \"nope\"\ntrunk");
+        assert!(
+            parse("bridge.toml", &unknown)
+                .unwrap_err()
+                .message
+                .contains("no port is named")
+        );
     }
 
     #[test]
