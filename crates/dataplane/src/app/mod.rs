@@ -5,11 +5,13 @@
 //! port in `out_port`, or a reason in `drop`. The worker then hands packets to the TX batches in
 //! bulk and counts the drops per reason, so no app needs to know about ports or TX rings.
 
+pub mod router;
 pub mod xconnect;
 
 use wirespeed_packet::flow_key::FlowKey;
 use wirespeed_packet::{Batch, Desc, FramePool, Meta};
 
+pub use router::Router;
 pub use xconnect::Xconnect;
 
 /// What an app may use while processing one batch.
@@ -50,4 +52,8 @@ pub trait App: Send {
 
     /// Appends the app's own counters (name, value) for stats output.
     fn counters(&self, out: &mut Vec<(&'static str, u64)>);
+
+    /// Gives back every frame the app still holds (e.g. packets waiting for a neighbour); the
+    /// worker calls it when it shuts down.
+    fn release_all(&mut self, _pool: &mut FramePool) {}
 }

@@ -2,7 +2,12 @@
 //! dispositions it can choose (an output port in `Meta::out_port` or a reason in `Meta::drop`),
 //! and one function that processes a whole batch.
 
+pub mod discovery;
+pub mod icmp_error;
+pub mod local;
+pub mod neighbour;
 pub mod parse;
+pub mod route;
 pub mod task;
 
 pub use parse::Parse;

@@ -1,3 +1,5 @@
 //! Lookup tables used by the stages.
 
 pub mod fib;
+pub mod interfaces;
+pub mod neighbour;
