@@ -154,11 +154,12 @@ pub enum RouterError {
     NoGateway { prefix: String },
     #[error("port {port} has no interface; add it to RouterConfig::interfaces first")]
     UnknownPort { port: u16 },
-    #[error(
-        "neighbour table full ({capacity} entries); raise RouterConfig::neighbour_capacity"
-    )]
+    #[error("neighbour table full ({capacity} entries); raise RouterConfig::neighbour_capacity")]
     NeighbourTableFull { capacity: usize },
 }
+
+/// A prefix and the FIB's next hop for it.
+type RouteEntry = (Prefix, NextHop);
 
 /// The router app. See the module documentation.
 pub struct Router {
@@ -274,7 +275,7 @@ impl Router {
     }
 
     /// The connected (subnet) and local (own address) routes of the interfaces.
-    fn interface_routes(&mut self) -> Result<(Vec<(Prefix, NextHop)>, Vec<(Prefix, NextHop)>), RouterError> {
+    fn interface_routes(&mut self) -> Result<(Vec<RouteEntry>, Vec<RouteEntry>), RouterError> {
         let mut connected = Vec::new();
         let mut local = Vec::new();
         let own = self.route.next_hop(&[Hop::Local])?;
@@ -350,11 +351,12 @@ impl Router {
             IpAddr::V4(a) => NeighbourKey::v4(a, neighbour.port),
             IpAddr::V6(a) => NeighbourKey::v6(a, neighbour.port),
         };
-        let slot = self.neighbours.set_static(key, neighbour.mac).map_err(|_| {
-            RouterError::NeighbourTableFull {
+        let slot = self
+            .neighbours
+            .set_static(key, neighbour.mac)
+            .map_err(|_| RouterError::NeighbourTableFull {
                 capacity: self.neighbours.capacity(),
-            }
-        })?;
+            })?;
         let waiting = self.neighbours.entry(slot).is_some_and(|e| e.held > 0);
         if waiting && !self.resolved_between.contains(&slot) {
             self.resolved_between.push(slot);
@@ -388,8 +390,13 @@ impl Router {
         self.hold_expired += expired;
         while let Some(slot) = self.resolved_between.pop() {
             if let Some(entry) = self.neighbours.entry(slot).copied() {
-                self.discovery
-                    .release(ctx, &mut self.neighbours, slot, entry.mac, entry.key.port());
+                self.discovery.release(
+                    ctx,
+                    &mut self.neighbours,
+                    slot,
+                    entry.mac,
+                    entry.key.port(),
+                );
             }
         }
     }

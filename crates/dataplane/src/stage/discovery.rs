@@ -197,7 +197,10 @@ impl Discovery {
                     target_protocol_addr: sender,
                 };
                 let at = usize::from(desc.offset);
-                let Some(frame) = ctx.pool.frame_mut(desc.frame).get_mut(at..at + MIN_FRAME_LEN)
+                let Some(frame) = ctx
+                    .pool
+                    .frame_mut(desc.frame)
+                    .get_mut(at..at + MIN_FRAME_LEN)
                 else {
                     return Outcome::Drop(DropReason::Consumed);
                 };
@@ -247,17 +250,18 @@ impl Discovery {
                     self.counters.nd_ignored += 1;
                     return Outcome::Drop(DropReason::Consumed);
                 }
-                if let Some(lla) = message.link_layer {
-                    if !message.src.is_unspecified() && interfaces.on_link_v6(port, message.src) {
-                        self.learn(
-                            ctx,
-                            neighbours,
-                            NeighbourKey::v6(message.src, port),
-                            lla,
-                            true,
-                            Family::V6,
-                        );
-                    }
+                if let Some(lla) = message.link_layer
+                    && !message.src.is_unspecified()
+                    && interfaces.on_link_v6(port, message.src)
+                {
+                    self.learn(
+                        ctx,
+                        neighbours,
+                        NeighbourKey::v6(message.src, port),
+                        lla,
+                        true,
+                        Family::V6,
+                    );
                 }
                 let Some(mac) = interfaces.mac(port) else {
                     return Outcome::Drop(DropReason::Consumed);
@@ -268,14 +272,13 @@ impl Discovery {
                     (ALL_NODES, multicast_mac(ALL_NODES), NA_ROUTER | NA_OVERRIDE)
                 } else {
                     let dst_mac = message.link_layer.unwrap_or(message.eth_src);
-                    (
-                        message.src,
-                        dst_mac,
-                        NA_ROUTER | NA_SOLICITED | NA_OVERRIDE,
-                    )
+                    (message.src, dst_mac, NA_ROUTER | NA_SOLICITED | NA_OVERRIDE)
                 };
                 let at = usize::from(desc.offset);
-                let Some(frame) = ctx.pool.frame_mut(desc.frame).get_mut(at..at + ND_FRAME_LEN)
+                let Some(frame) = ctx
+                    .pool
+                    .frame_mut(desc.frame)
+                    .get_mut(at..at + ND_FRAME_LEN)
                 else {
                     return Outcome::Drop(DropReason::Consumed);
                 };

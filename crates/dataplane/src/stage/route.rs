@@ -117,10 +117,7 @@ pub fn martian_v4(src: u32) -> bool {
 /// link-local (valid only on its own link, RFC 4291 §2.5.6).
 #[inline]
 pub fn martian_v6(src: u128) -> bool {
-    src <= 1
-        || src >> 120 == 0xff
-        || src >> 32 == 0xffff
-        || src >> 118 == 0xfe80 >> 6
+    src <= 1 || src >> 120 == 0xff || src >> 32 == 0xffff || src >> 118 == 0xfe80 >> 6
 }
 
 impl Route {
@@ -290,11 +287,9 @@ impl Route {
                     meta.drop = Some(DropReason::MartianSource);
                     continue;
                 }
-                if let (Some(addr), Some(at), Some(ttl)) = (
-                    s.addrs4.get_mut(n4),
-                    s.at4.get_mut(n4),
-                    s.ttl4.get_mut(n4),
-                ) {
+                if let (Some(addr), Some(at), Some(ttl)) =
+                    (s.addrs4.get_mut(n4), s.at4.get_mut(n4), s.ttl4.get_mut(n4))
+                {
                     *addr = u32::from_be_bytes([h[16], h[17], h[18], h[19]]);
                     *at = i as u16;
                     *ttl = h[8];
@@ -314,11 +309,9 @@ impl Route {
                 }
                 let mut dst = [0u8; 16];
                 dst.copy_from_slice(&h[24..40]);
-                if let (Some(addr), Some(at), Some(ttl)) = (
-                    s.addrs6.get_mut(n6),
-                    s.at6.get_mut(n6),
-                    s.ttl6.get_mut(n6),
-                ) {
+                if let (Some(addr), Some(at), Some(ttl)) =
+                    (s.addrs6.get_mut(n6), s.at6.get_mut(n6), s.ttl6.get_mut(n6))
+                {
                     *addr = u128::from_be_bytes(dst);
                     *at = i as u16;
                     *ttl = h[7];
@@ -336,24 +329,18 @@ impl Route {
 
         let v4 = (0..n4).map(|k| {
             let dst = s.addrs4[k];
-            (
-                s.at4[k],
-                s.ttl4[k],
-                s.found4[k],
-                move |port| NeighbourKey::v4(Ipv4Addr::from_bits(dst), port),
-            )
+            (s.at4[k], s.ttl4[k], s.found4[k], move |port| {
+                NeighbourKey::v4(Ipv4Addr::from_bits(dst), port)
+            })
         });
         for (at, ttl, found, key) in v4 {
             decide(ecmp, hops, counters, metas, next, at, ttl, found, key);
         }
         let v6 = (0..n6).map(|k| {
             let dst = s.addrs6[k];
-            (
-                s.at6[k],
-                s.ttl6[k],
-                s.found6[k],
-                move |port| NeighbourKey::v6(Ipv6Addr::from_bits(dst), port),
-            )
+            (s.at6[k], s.ttl6[k], s.found6[k], move |port| {
+                NeighbourKey::v6(Ipv6Addr::from_bits(dst), port)
+            })
         });
         for (at, ttl, found, key) in v6 {
             decide(ecmp, hops, counters, metas, next, at, ttl, found, key);
@@ -375,8 +362,10 @@ fn decide(
     found: Option<NextHop>,
     neighbour: impl FnOnce(u16) -> NeighbourKey,
 ) {
-    let (Some(meta), Some(next)) = (metas.get_mut(usize::from(at)), next.get_mut(usize::from(at)))
-    else {
+    let (Some(meta), Some(next)) = (
+        metas.get_mut(usize::from(at)),
+        next.get_mut(usize::from(at)),
+    ) else {
         return;
     };
     let hop = found
@@ -412,17 +401,42 @@ mod tests {
 
     #[test]
     fn martians() {
-        for bad in ["0.1.2.3", "127.0.0.1", "224.0.0.5", "255.255.255.255", "240.0.0.1"] {
-            assert!(martian_v4(bad.parse::<Ipv4Addr>().unwrap().to_bits()), "{bad}");
+        for bad in [
+            "0.1.2.3",
+            "127.0.0.1",
+            "224.0.0.5",
+            "255.255.255.255",
+            "240.0.0.1",
+        ] {
+            assert!(
+                martian_v4(bad.parse::<Ipv4Addr>().unwrap().to_bits()),
+                "{bad}"
+            );
         }
         for good in ["1.0.0.1", "10.0.0.1", "223.255.255.254"] {
-            assert!(!martian_v4(good.parse::<Ipv4Addr>().unwrap().to_bits()), "{good}");
+            assert!(
+                !martian_v4(good.parse::<Ipv4Addr>().unwrap().to_bits()),
+                "{good}"
+            );
         }
-        for bad in ["::", "::1", "ff02::1", "::ffff:10.0.0.1", "fe80::1", "febf::1"] {
-            assert!(martian_v6(bad.parse::<Ipv6Addr>().unwrap().to_bits()), "{bad}");
+        for bad in [
+            "::",
+            "::1",
+            "ff02::1",
+            "::ffff:10.0.0.1",
+            "fe80::1",
+            "febf::1",
+        ] {
+            assert!(
+                martian_v6(bad.parse::<Ipv6Addr>().unwrap().to_bits()),
+                "{bad}"
+            );
         }
         for good in ["2001:db8::1", "fc00::1", "fec0::1", "::2"] {
-            assert!(!martian_v6(good.parse::<Ipv6Addr>().unwrap().to_bits()), "{good}");
+            assert!(
+                !martian_v6(good.parse::<Ipv6Addr>().unwrap().to_bits()),
+                "{good}"
+            );
         }
     }
 

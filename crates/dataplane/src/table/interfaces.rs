@@ -57,7 +57,11 @@ pub struct Interfaces {
 impl Interfaces {
     /// The table of `list`; a later interface for the same port replaces an earlier one.
     pub fn new(list: Vec<Interface>) -> Self {
-        let ports = list.iter().map(|i| usize::from(i.port) + 1).max().unwrap_or(0);
+        let ports = list
+            .iter()
+            .map(|i| usize::from(i.port) + 1)
+            .max()
+            .unwrap_or(0);
         let mut by_port = vec![None; ports];
         let mut macs = vec![EthernetAddress([0; 6]); ports];
         for interface in list {

@@ -233,7 +233,11 @@ impl NeighbourTable {
             if slot == EMPTY {
                 return (pos, None);
             }
-            if self.entries.get(slot as usize).is_some_and(|e| e.key == *key) {
+            if self
+                .entries
+                .get(slot as usize)
+                .is_some_and(|e| e.key == *key)
+            {
                 return (pos, Some(slot));
             }
             pos = (pos + 1) & self.mask;
@@ -254,7 +258,10 @@ impl NeighbourTable {
     /// The hot-path question: where does a packet for `key` go?
     #[inline]
     pub fn lookup(&self, key: &NeighbourKey) -> Lookup {
-        match self.find(key).and_then(|slot| self.entry(slot).map(|e| (slot, e))) {
+        match self
+            .find(key)
+            .and_then(|slot| self.entry(slot).map(|e| (slot, e)))
+        {
             Some((_, e)) if e.state != NeighbourState::Incomplete => Lookup::Resolved(e.mac),
             Some((slot, _)) => Lookup::Pending(slot),
             None => Lookup::Unknown,
