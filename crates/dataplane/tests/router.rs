@@ -654,8 +654,33 @@ fn drops_bad_checksums_martians_and_options_with_reasons() {
         .macs(HOST_MAC, ROUTER[0])
         .build();
     let options = with_options(&udp4("8.8.8.8", 64, 1));
-    let out = rig.exchange(0, &[bad, martian, martian6, tagged, options.clone()]);
-    assert!(out.iter().all(Vec::is_empty));
+    let broadcast = FrameBuilder::ipv4_udp()
+        .with_l3(L3::Ipv4 {
+            src: v4("10.0.0.2"),
+            dst: v4("255.255.255.255"),
+        })
+        .macs(HOST_MAC, EthernetAddress::BROADCAST)
+        .build();
+    let mut to_group_mac = udp4("8.8.8.8", 64, 1);
+    to_group_mac[..6].copy_from_slice(&[0x01, 0, 0x5e, 0, 0, 1]);
+    let out = rig.exchange(
+        0,
+        &[
+            bad,
+            martian,
+            martian6,
+            tagged,
+            options.clone(),
+            broadcast,
+            to_group_mac,
+        ],
+    );
+    assert!(
+        out.iter().all(Vec::is_empty),
+        "no ICMP error for any of them"
+    );
+    assert_eq!(drops(&rig, DropReason::NoRoute), 2);
+    assert_eq!(counter(&rig, "route.not_routable"), 2);
     assert_eq!(drops(&rig, DropReason::BadIpv4Checksum), 1);
     assert_eq!(drops(&rig, DropReason::MartianSource), 2);
     assert_eq!(drops(&rig, DropReason::VlanFiltered), 1);

@@ -455,6 +455,7 @@ impl App for Router {
         out.push(("route.ipv6", r.ipv6));
         out.push(("route.local", r.local));
         out.push(("route.no_route", r.no_route));
+        out.push(("route.not_routable", r.not_routable));
         out.push(("route.ttl_expired", r.ttl_expired));
         out.push(("route.bad_checksum", r.bad_checksum));
         out.push(("route.martian_source", r.martian));

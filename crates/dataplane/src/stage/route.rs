@@ -8,7 +8,9 @@
 //! that must not be forwarded are dropped here with their reason: IPv4 header checksum wrong
 //! ([`DropReason::BadIpv4Checksum`]), IPv4 options refused by policy
 //! ([`DropReason::Ipv4Options`]), a source that names no single host
-//! ([`DropReason::MartianSource`]), neither IPv4 nor IPv6 ([`DropReason::NoOutput`]).
+//! ([`DropReason::MartianSource`]), a destination that names none or a frame that came to a
+//! group MAC ([`DropReason::NoRoute`] without an ICMP error: a router forwards unicast only),
+//! neither IPv4 nor IPv6 ([`DropReason::NoOutput`]).
 //!
 //! One batch function, [`Route::process`], in three passes: checks, collecting the destinations
 //! of each family into a dense array; one `lookup_batch` per family, so the FIB misses of the
@@ -74,6 +76,9 @@ pub struct RouteCounters {
     pub ipv6: u64,
     pub local: u64,
     pub no_route: u64,
+    /// Never routed, no ICMP error either: a destination that names no single host (the same
+    /// ranges as martian sources), or a frame sent to a group MAC (RFC 1812 §5.3.4).
+    pub not_routable: u64,
     pub ttl_expired: u64,
     pub bad_checksum: u64,
     pub martian: u64,
@@ -287,10 +292,16 @@ impl Route {
                     meta.drop = Some(DropReason::MartianSource);
                     continue;
                 }
+                let dst = u32::from_be_bytes([h[16], h[17], h[18], h[19]]);
+                if martian_v4(dst) || meta.flags & Meta::FLAG_GROUP_DST != 0 {
+                    counters.not_routable += 1;
+                    meta.drop = Some(DropReason::NoRoute);
+                    continue;
+                }
                 if let (Some(addr), Some(at), Some(ttl)) =
                     (s.addrs4.get_mut(n4), s.at4.get_mut(n4), s.ttl4.get_mut(n4))
                 {
-                    *addr = u32::from_be_bytes([h[16], h[17], h[18], h[19]]);
+                    *addr = dst;
                     *at = i as u16;
                     *ttl = h[8];
                     n4 += 1;
@@ -309,10 +320,16 @@ impl Route {
                 }
                 let mut dst = [0u8; 16];
                 dst.copy_from_slice(&h[24..40]);
+                let dst = u128::from_be_bytes(dst);
+                if martian_v6(dst) || meta.flags & Meta::FLAG_GROUP_DST != 0 {
+                    counters.not_routable += 1;
+                    meta.drop = Some(DropReason::NoRoute);
+                    continue;
+                }
                 if let (Some(addr), Some(at), Some(ttl)) =
                     (s.addrs6.get_mut(n6), s.at6.get_mut(n6), s.ttl6.get_mut(n6))
                 {
-                    *addr = u128::from_be_bytes(dst);
+                    *addr = dst;
                     *at = i as u16;
                     *ttl = h[7];
                     n6 += 1;
