@@ -886,3 +886,94 @@ proptest! {
         prop_assert!(conservation.holds(), "{:?}", conservation);
     }
 }
+
+#[test]
+fn unanswered_and_aged_neighbours_are_forgotten_and_their_packets_freed() {
+    let mut config = config();
+    config.neighbour_capacity = 16;
+    config.resolve_retry = std::time::Duration::from_micros(1);
+    config.resolve_attempts = 1;
+    config.neighbour_aging = std::time::Duration::from_micros(1);
+    let mut rig = rig_with(config);
+    let out = rig.exchange(0, &[udp4("203.0.113.5", 64, 1)]);
+    assert_eq!(out[1].len(), 1, "the ARP request");
+    let asker = arp_request(mac(0xd0), v4("10.0.0.7"), v4("10.0.0.1"));
+    let out = rig.exchange(0, &[asker]);
+    assert_eq!(out[0].len(), 1, "the ARP reply; 10.0.0.7 learned");
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    // Each batch sweeps a few slots; a handful of batches visit all 16.
+    for _ in 0..4 {
+        rig.exchange(0, &[udp4("0.0.0.1", 64, 1)]);
+    }
+    assert_eq!(counter(&rig, "neighbour.hold_expired"), 1);
+    assert_eq!(counter(&rig, "neighbour.waiting"), 0);
+    assert_eq!(
+        counter(&rig, "neighbour.aged"),
+        2,
+        "the unanswered and the learned"
+    );
+    assert_eq!(
+        counter(&rig, "neighbour.entries"),
+        6,
+        "the static ones stay"
+    );
+    // The next packet starts over.
+    let out = rig.exchange(0, &[udp4("203.0.113.5", 64, 1)]);
+    assert_eq!(out[1].len(), 1, "a new ARP request");
+    finish(rig);
+}
+
+#[test]
+fn routes_change_between_batches_and_bad_ones_are_refused() {
+    use wirespeed_dataplane::app::router::RouterError;
+    use wirespeed_dataplane::stage::route::Hop;
+    use wirespeed_dataplane::table::neighbour::NeighbourKey;
+
+    let mut router = Router::new(config()).unwrap();
+    let hop = |router: &Router, addr: &str| {
+        let next_hop = router.routes().fib_v4().lookup(v4(addr).to_bits())?;
+        router.routes().hop(next_hop.id())
+    };
+    let g1 = Hop::Gateway(NeighbourKey::v4(v4("10.1.0.2"), 1));
+    let g2 = Hop::Gateway(NeighbourKey::v4(v4("10.2.0.2"), 2));
+    assert_eq!(hop(&router, "100.64.1.1"), Some(g2), "default");
+    assert_eq!(hop(&router, "10.0.0.1"), Some(Hop::Local));
+    assert_eq!(hop(&router, "10.0.0.9"), Some(Hop::Connected(0)));
+    router
+        .add_route(&route("100.64.0.0", 10, &["10.1.0.2"]))
+        .unwrap();
+    assert_eq!(hop(&router, "100.64.1.1"), Some(g1));
+    assert!(router.remove_route(Prefix::new("100.64.0.0".parse().unwrap(), 10).unwrap()));
+    assert_eq!(hop(&router, "100.64.1.1"), Some(g2));
+    assert!(!router.remove_route(Prefix::new("100.64.0.0".parse().unwrap(), 10).unwrap()));
+
+    assert!(matches!(
+        router.add_route(&route("100.64.0.0", 10, &["172.16.0.1"])),
+        Err(RouterError::GatewayUnreachable { .. })
+    ));
+    assert!(matches!(
+        router.add_route(&route("100.64.0.0", 10, &["2001:db8:1::2"])),
+        Err(RouterError::FamilyMismatch { .. })
+    ));
+    assert!(matches!(
+        router.add_route(&route("100.64.0.0", 10, &[])),
+        Err(RouterError::NoGateway { .. })
+    ));
+    let mut on_missing_port = route("100.64.0.0", 10, &["10.1.0.2"]);
+    on_missing_port.via[0].port = Some(7);
+    assert_eq!(
+        router.add_route(&on_missing_port),
+        Err(RouterError::UnknownPort { port: 7 })
+    );
+    assert_eq!(
+        hop(&router, "100.64.1.1"),
+        Some(g2),
+        "unchanged by the failures"
+    );
+    let message = RouterError::GatewayUnreachable {
+        prefix: "100.64.0.0/10".into(),
+        gateway: "172.16.0.1".parse().unwrap(),
+    }
+    .to_string();
+    assert!(message.contains("give its port"), "{message}");
+}
