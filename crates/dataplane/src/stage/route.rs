@@ -57,6 +57,19 @@ pub enum Next {
     Error(IcmpKind),
 }
 
+/// The trace format of a decision: `local`, `forward <addr> port <n>`, `icmp <kind>`, `-`.
+impl std::fmt::Display for Next {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Next::Skip => f.write_str("-"),
+            Next::Local => f.write_str("local"),
+            Next::Forward(key) => write!(f, "forward {} port {}", key.addr(), key.port()),
+            Next::Error(IcmpKind::TimeExceeded) => f.write_str("icmp time-exceeded"),
+            Next::Error(IcmpKind::NoRoute) => f.write_str("icmp unreachable"),
+        }
+    }
+}
+
 /// What to do with IPv4 packets that carry options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum OptionsPolicy {
@@ -469,5 +482,16 @@ mod tests {
         assert_eq!(route.next_hop(&[a, b]).unwrap(), group);
         assert_eq!(route.hop(one.id()), Some(a));
         assert!(route.next_hop(&[]).is_err());
+    }
+
+    #[test]
+    fn decisions_trace() {
+        let key = NeighbourKey::v4(Ipv4Addr::new(10, 1, 0, 2), 1);
+        assert_eq!(Next::Forward(key).to_string(), "forward 10.1.0.2 port 1");
+        assert_eq!(Next::Local.to_string(), "local");
+        assert_eq!(
+            Next::Error(IcmpKind::TimeExceeded).to_string(),
+            "icmp time-exceeded"
+        );
     }
 }

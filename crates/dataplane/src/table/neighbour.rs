@@ -127,6 +127,19 @@ impl Neighbour {
     };
 }
 
+/// "show neighbours": `10.1.0.2 port 1 02:00:00:00:00:c1 reachable`, with `held N` while
+/// packets wait.
+impl std::fmt::Display for Neighbour {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} port {} ", self.key.addr(), self.key.port())?;
+        match self.state {
+            NeighbourState::Incomplete => write!(f, "incomplete held {}", self.held),
+            NeighbourState::Reachable => write!(f, "{} reachable", self.mac),
+            NeighbourState::Static => write!(f, "{} static", self.mac),
+        }
+    }
+}
+
 /// A lookup's answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lookup {
@@ -543,6 +556,14 @@ mod tests {
         let mac = EthernetAddress([2, 0, 0, 0, 0, 9]);
         assert_eq!(table.learn(key(1), mac, 5, false), Ok(Some(slot)));
         assert_eq!(table.lookup(&key(1)), Lookup::Resolved(mac));
+        assert_eq!(
+            table.entry(other).unwrap().to_string(),
+            "10.0.0.2 port 1 incomplete held 1"
+        );
+        assert_eq!(
+            table.entry(slot).unwrap().to_string(),
+            "10.0.0.1 port 1 02:00:00:00:00:09 reachable"
+        );
         let mut out = Vec::new();
         table.drain(slot, |d| out.push(d.frame));
         assert_eq!(out, [7, 8]);
