@@ -15,7 +15,10 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{
+    BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main,
+};
 use wirespeed_dataplane::app::router::{
     Gateway, Interface, Prefix, Router, RouterConfig, StaticNeighbour, StaticRoute,
 };
@@ -137,6 +140,11 @@ impl Bench {
         bench
     }
 
+    /// Measures [`Bench::step`] as `name` in `group`.
+    fn bench(&mut self, group: &mut BenchmarkGroup<'_, WallTime>, name: &str) {
+        group.bench_function(name, |b| b.iter(|| self.step()));
+    }
+
     /// One worker iteration, then the harness moves what came out of port 1 back into port 0
     /// with a new destination and the TTL restored.
     fn step(&mut self) {
@@ -230,14 +238,11 @@ fn ipv6_router(routes: usize) -> (Router, Vec<u128>) {
 fn router_ipv4(c: &mut Criterion) {
     let mut group = c.benchmark_group("router_ipv4_64B");
     group.throughput(Throughput::Elements(BATCH as u64));
-    {
-        let destinations = ipv4_destinations(&ipv4_prefixes(1000, 42), DESTINATIONS, 7);
-        let mut bench = Bench::new(
-            Box::new(Xconnect::new(&[(0, 1)], None)),
-            Destinations::V4(destinations),
-        );
-        group.bench_function("xconnect", |b| b.iter(|| bench.step()));
-    }
+    let mut xconnect = Bench::new(
+        Box::new(Xconnect::new(&[(0, 1)], None)),
+        Destinations::V4(ipv4_destinations(&ipv4_prefixes(1000, 42), DESTINATIONS, 7)),
+    );
+    xconnect.bench(&mut group, "xconnect");
     for routes in [1_000usize, 100_000, 1_000_000] {
         let (router, destinations) = ipv4_router(routes);
         let mut bench = Bench::new(Box::new(router), Destinations::V4(destinations));
@@ -245,20 +250,24 @@ fn router_ipv4(c: &mut Criterion) {
             b.iter(|| bench.step())
         });
     }
+    // Measured again at the end: the two baselines bracket the router figures, so a change of
+    // the machine's load during the run shows.
+    xconnect.bench(&mut group, "xconnect_again");
     group.finish();
 }
 
 fn router_ipv6(c: &mut Criterion) {
     let mut group = c.benchmark_group("router_ipv6_64B");
     group.throughput(Throughput::Elements(BATCH as u64));
-    {
-        let destinations = ipv6_destinations(&ipv6_prefixes(10_000, 42), DESTINATIONS, 7);
-        let mut bench = Bench::new(
-            Box::new(Xconnect::new(&[(0, 1)], None)),
-            Destinations::V6(destinations),
-        );
-        group.bench_function("xconnect", |b| b.iter(|| bench.step()));
-    }
+    let mut xconnect = Bench::new(
+        Box::new(Xconnect::new(&[(0, 1)], None)),
+        Destinations::V6(ipv6_destinations(
+            &ipv6_prefixes(10_000, 42),
+            DESTINATIONS,
+            7,
+        )),
+    );
+    xconnect.bench(&mut group, "xconnect");
     for routes in [10_000usize, 200_000] {
         let (router, destinations) = ipv6_router(routes);
         let mut bench = Bench::new(Box::new(router), Destinations::V6(destinations));
@@ -266,6 +275,7 @@ fn router_ipv6(c: &mut Criterion) {
             b.iter(|| bench.step())
         });
     }
+    xconnect.bench(&mut group, "xconnect_again");
     group.finish();
 }
 

@@ -191,13 +191,19 @@ pub struct NeighbourTable {
 }
 
 impl NeighbourTable {
+    /// The most entries a table is built with (larger requests are cut to it).
+    pub const MAX_CAPACITY: usize = 1 << 20;
+    /// The most packets a table holds in all (larger requests are cut to it).
+    pub const MAX_HOLD: usize = 1 << 16;
+
     /// Slab slots the sweep visits per call.
     pub const SWEEP_STEP: usize = 8;
 
     /// A table of `capacity` entries (at least 1) holding at most `hold_per_neighbour` packets per
     /// unresolved neighbour and `hold_total` in all.
     pub fn new(capacity: usize, hold_per_neighbour: u16, hold_total: usize) -> Self {
-        let capacity = capacity.clamp(1, 1 << 24);
+        let capacity = capacity.clamp(1, Self::MAX_CAPACITY);
+        let hold_total = hold_total.min(Self::MAX_HOLD);
         let slots = (capacity * 2).next_power_of_two();
         NeighbourTable {
             index: vec![EMPTY; slots].into_boxed_slice(),
