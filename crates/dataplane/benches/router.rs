@@ -10,10 +10,14 @@
 //! the ratio of the two is the router's own cost.
 //!
 //! The setup prints, for each table size, the time `Router::set_routes` takes to build the FIBs
-//! and the FIBs' memory (lookup arrays, and the route set kept for the control plane).
+//! and the FIBs' memory (lookup arrays, and the route set kept for the control plane), and a
+//! ratio to the cross-connect measured interleaved (router and baseline alternate in short
+//! blocks), which a shared machine's changing load cannot skew the way it skews two criterion
+//! figures taken a minute apart; the group measures the baseline before and after the router
+//! so the drift shows there too.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{
@@ -183,6 +187,41 @@ impl Bench {
     }
 }
 
+/// Steps `router` and `baseline` alternately, 64 iterations each, `ROUNDS` times, and returns
+/// their nanoseconds per packet. Alternating in short blocks cancels what a change of the
+/// machine's load (other builds on a shared VM) does to two figures taken one after the other.
+fn interleaved(router: &mut Bench, baseline: &mut Bench) -> (f64, f64) {
+    const ROUNDS: u32 = 1000;
+    const STEPS: u32 = 64;
+    let (mut router_time, mut baseline_time) = (Duration::ZERO, Duration::ZERO);
+    for _ in 0..ROUNDS {
+        let start = Instant::now();
+        for _ in 0..STEPS {
+            router.step();
+        }
+        let middle = Instant::now();
+        for _ in 0..STEPS {
+            baseline.step();
+        }
+        baseline_time += middle.elapsed();
+        router_time += middle - start;
+    }
+    let packets = f64::from(ROUNDS * STEPS) * BATCH as f64;
+    (
+        router_time.as_nanos() as f64 / packets,
+        baseline_time.as_nanos() as f64 / packets,
+    )
+}
+
+fn report_interleaved(family: &str, routes: usize, router: &mut Bench, baseline: &mut Bench) {
+    let (router_ns, baseline_ns) = interleaved(router, baseline);
+    eprintln!(
+        "{family} {routes} routes: interleaved router {router_ns:.1} ns/packet, xconnect \
+         {baseline_ns:.1} ns/packet, ratio {:.2}",
+        router_ns / baseline_ns
+    );
+}
+
 fn ipv4_router(routes: usize) -> (Router, Vec<u32>) {
     let prefixes = ipv4_prefixes(routes, 42);
     let statics: Vec<StaticRoute> = prefixes
@@ -246,6 +285,7 @@ fn router_ipv4(c: &mut Criterion) {
     for routes in [1_000usize, 100_000, 1_000_000] {
         let (router, destinations) = ipv4_router(routes);
         let mut bench = Bench::new(Box::new(router), Destinations::V4(destinations));
+        report_interleaved("ipv4", routes, &mut bench, &mut xconnect);
         group.bench_with_input(BenchmarkId::new("routes", routes), &routes, |b, _| {
             b.iter(|| bench.step())
         });
@@ -271,6 +311,7 @@ fn router_ipv6(c: &mut Criterion) {
     for routes in [10_000usize, 200_000] {
         let (router, destinations) = ipv6_router(routes);
         let mut bench = Bench::new(Box::new(router), Destinations::V6(destinations));
+        report_interleaved("ipv6", routes, &mut bench, &mut xconnect);
         group.bench_with_input(BenchmarkId::new("routes", routes), &routes, |b, _| {
             b.iter(|| bench.step())
         });
