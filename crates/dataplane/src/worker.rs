@@ -432,6 +432,7 @@ impl Worker {
         for port in &mut self.ports {
             port.release_all(&mut self.pool);
         }
+        self.app.release_all(&mut self.pool);
         Conservation {
             total: self.pool.total(),
             free: self.pool.free_count(),

@@ -3,8 +3,13 @@
 //! and one function that processes a whole batch.
 
 pub mod bridge_forward;
+pub mod discovery;
+pub mod icmp_error;
 pub mod learn;
+pub mod local;
+pub mod neighbour;
 pub mod parse;
+pub mod route;
 pub mod task;
 pub mod vlan;
 
