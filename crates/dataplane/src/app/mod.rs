@@ -5,11 +5,13 @@
 //! port in `out_port`, or a reason in `drop`. The worker then hands packets to the TX batches in
 //! bulk and counts the drops per reason, so no app needs to know about ports or TX rings.
 
+pub mod openflow;
 pub mod xconnect;
 
 use wirespeed_packet::flow_key::FlowKey;
 use wirespeed_packet::{Batch, Desc, FramePool, Meta};
 
+pub use openflow::OpenFlow;
 pub use xconnect::Xconnect;
 
 /// What an app may use while processing one batch.

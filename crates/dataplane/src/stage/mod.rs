@@ -2,6 +2,8 @@
 //! dispositions it can choose (an output port in `Meta::out_port` or a reason in `Meta::drop`),
 //! and one function that processes a whole batch.
 
+pub mod acl;
+pub mod flow_cache;
 pub mod parse;
 pub mod task;
 

@@ -1,3 +1,5 @@
 //! Lookup tables used by the stages.
 
+pub mod classifier;
 pub mod fib;
+pub mod flow_cache;

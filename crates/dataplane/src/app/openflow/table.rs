@@ -1,0 +1,176 @@
+//! OpenFlow flow tables and the slow path that walks them.
+//!
+//! A table is a [`Classifier`] of flow entries (priority, match, instructions, timeouts) with
+//! their counters. [`Pipeline::resolve`] walks the tables for one flow key the way OpenFlow 1.3
+//! §5.1 describes: look up table 0, apply the matching entry's actions (rewriting the key the
+//! next table sees), follow goto-table (always to a higher table, so the walk ends), and on a
+//! miss do the configured miss action. The result is one list of actions for the whole
+//! pipeline, the flow entries to credit, and the fields the walk consulted: the megaflow the
+//! fast path caches.
+
+use wirespeed_packet::flow_key::FlowKey;
+
+use crate::app::openflow::action::Action;
+use crate::table::classifier::{Classifier, FlowMatch, RuleId};
+
+/// Actions one flow entry may carry.
+pub const MAX_FLOW_ACTIONS: usize = 16;
+
+/// A flow entry as the control plane writes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowEntry {
+    /// Higher wins; equal priorities go to the entry added first.
+    pub priority: u16,
+    pub matcher: FlowMatch,
+    /// The apply-actions instruction, in order.
+    pub actions: Vec<Action>,
+    /// The goto-table instruction (a table after this one).
+    pub goto: Option<u8>,
+    /// Seconds without a packet after which the entry is removed (0: never).
+    pub idle_timeout: u16,
+    /// Seconds after insertion after which the entry is removed (0: never).
+    pub hard_timeout: u16,
+    /// Opaque to the data plane.
+    pub cookie: u64,
+}
+
+impl FlowEntry {
+    /// An entry applying `actions` to packets matching `matcher`, without timeouts or goto.
+    pub fn new(priority: u16, matcher: FlowMatch, actions: Vec<Action>) -> Self {
+        Self {
+            priority,
+            matcher,
+            actions,
+            goto: None,
+            idle_timeout: 0,
+            hard_timeout: 0,
+            cookie: 0,
+        }
+    }
+
+    pub fn goto(mut self, table: u8) -> Self {
+        self.goto = Some(table);
+        self
+    }
+
+    pub fn idle_timeout(mut self, seconds: u16) -> Self {
+        self.idle_timeout = seconds;
+        self
+    }
+
+    pub fn hard_timeout(mut self, seconds: u16) -> Self {
+        self.hard_timeout = seconds;
+        self
+    }
+}
+
+/// Why a flow entry was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FlowError {
+    #[error("table {table} does not exist: the app has {tables} tables (OpenFlowConfig::tables)")]
+    NoSuchTable { table: u8, tables: u8 },
+    #[error("goto-table {goto} from table {table}: a flow may only go to a later, existing table")]
+    BadGoto { table: u8, goto: u8 },
+    #[error("output to port {port}: the app has {ports} ports (OpenFlowConfig::ports)")]
+    BadPort { port: u16, ports: u16 },
+    #[error("{count} actions in one flow: at most {MAX_FLOW_ACTIONS}")]
+    TooManyActions { count: usize },
+    #[error(
+        "table {table} is full ({capacity} flows): remove flows or raise OpenFlowConfig::flows_per_table"
+    )]
+    TableFull { table: u8, capacity: usize },
+}
+
+/// A flow entry in a table, with its counters.
+#[derive(Clone, Debug)]
+pub(crate) struct FlowState {
+    pub entry: FlowEntry,
+    pub packets: u64,
+    pub bytes: u64,
+    /// TSC when the entry started to count (the first batch after it was added).
+    pub installed: u64,
+    pub last_used: u64,
+    /// Whether `installed` and `last_used` have been set.
+    pub stamped: bool,
+}
+
+/// A flow entry as `flows()` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowInfo {
+    pub table: u8,
+    pub entry: FlowEntry,
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+/// What to do with a packet no flow of a table matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MissAction {
+    /// Drop it ([`DropReason::TableMiss`](wirespeed_packet::DropReason::TableMiss)).
+    Drop,
+    Flood,
+    Output(u16),
+}
+
+/// The whole pipeline's answer for one flow.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Resolved {
+    /// Rewrites and outputs, ending with the last output (nothing after it could matter).
+    pub actions: Vec<Action>,
+    /// Flow entries that matched: (table, rule).
+    pub flows: Vec<(u8, RuleId)>,
+    /// A table missed.
+    pub miss: bool,
+}
+
+/// The tables.
+pub(crate) struct Pipeline {
+    pub tables: Vec<Classifier<FlowState>>,
+    pub miss: MissAction,
+}
+
+impl Pipeline {
+    /// Walks the tables for `key` into `out`; returns the consulted fields (the megaflow mask).
+    pub fn resolve(&mut self, key: &FlowKey, out: &mut Resolved) -> FlowKey {
+        out.actions.clear();
+        out.flows.clear();
+        out.miss = false;
+        let mut key = *key;
+        let mut consulted = FlowKey::EMPTY;
+        let mut table = 0u8;
+        while let Some(classifier) = self.tables.get_mut(usize::from(table)) {
+            let Some(id) = classifier.lookup(&key, &mut consulted) else {
+                out.miss = true;
+                match self.miss {
+                    MissAction::Drop => {}
+                    MissAction::Flood => out.actions.push(Action::Flood),
+                    MissAction::Output(port) => out.actions.push(Action::Output(port)),
+                }
+                break;
+            };
+            out.flows.push((table, id));
+            let Some(flow) = classifier.data(id) else {
+                break;
+            };
+            for action in &flow.entry.actions {
+                if *action == Action::Drop {
+                    out.actions.clear();
+                    return consulted;
+                }
+                action.apply_to_key(&mut key, &mut consulted);
+                out.actions.push(*action);
+            }
+            match flow.entry.goto {
+                Some(next) if next > table => table = next,
+                _ => break,
+            }
+        }
+        let end = out
+            .actions
+            .iter()
+            .rposition(Action::is_output)
+            .map_or(0, |last| last + 1);
+        out.actions.truncate(end);
+        consulted
+    }
+}
