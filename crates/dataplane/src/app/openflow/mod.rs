@@ -483,7 +483,10 @@ impl App for OpenFlow {
             if meta.drop.is_some() {
                 continue;
             }
-            let source = match self.batch_results[i] {
+            // A miss may have been resolved by an earlier packet of the same batch: look again
+            // before walking the tables (only misses pay this).
+            let found = self.batch_results[i].or_else(|| self.lookup.lookup(meta.flow_hash, &key));
+            let source = match found {
                 Some(slot) => Source::Stored(slot as usize),
                 None => self.upcall(&key),
             };
