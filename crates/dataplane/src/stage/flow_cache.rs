@@ -103,8 +103,7 @@ impl<V: Copy + Default> FlowLookup<V> {
             self.counters.cache_hits += 1;
             return Some(value);
         }
-        let mut consulted = FlowKey::EMPTY;
-        match self.classifier.lookup(key, &mut consulted) {
+        match self.classifier.classify(key) {
             Some(id) => {
                 let value = self.classifier.data(id).copied()?;
                 self.counters.classifier_hits += 1;

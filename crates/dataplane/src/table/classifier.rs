@@ -18,8 +18,8 @@
 //! it probed): a packet that agrees with this key on those fields gets the same answer. The
 //! openflow app builds its megaflows from that.
 //!
-//! Maps hash the masked key with CRC32C (the same hash as the flow cache, one instruction per
-//! 8 bytes). Insertions and removals allocate and are control-path operations; a lookup never
+//! Maps key on the masked key as seven 64-bit words (masking is seven ANDs) hashed by
+//! independent multiplications. Insertions and removals allocate and are control-path operations; a lookup never
 //! allocates. Capacity is fixed at construction and counted when it refuses a rule.
 
 use std::collections::HashMap;
@@ -28,6 +28,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use wirespeed_packet::flow_key::FlowKey;
 use wirespeed_packet::wire::EthernetAddress;
+
+use crate::table::flow_cache::{Words, key_words};
 
 /// A wildcard match: a packet's key `k` matches when `k & mask == key`.
 ///
@@ -298,49 +300,72 @@ struct Rule<T> {
     data: T,
 }
 
-/// The masked key as a map key, hashed with CRC32C.
+/// A masked key as the seven words of [`key_words`]: the map key of a subtable.
 #[derive(Clone, Copy, PartialEq, Eq)]
-struct Masked(FlowKey);
+struct Masked(Words);
 
-impl Hash for Masked {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u32(self.0.hash());
+impl Masked {
+    fn of(key: &FlowKey) -> Self {
+        Masked(key_words(key))
     }
 }
 
-/// Passes a CRC32C through, spread over 64 bits (the map uses the top bits too).
-#[derive(Default)]
-struct CrcHasher(u64);
+impl Hash for Masked {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // Independent multiplications (no chain through the words), then one mixing step.
+        const K: [u64; 7] = [
+            0x9e37_79b9_7f4a_7c15,
+            0xc2b2_ae3d_27d4_eb4f,
+            0x1656_67b1_9e37_79f9,
+            0x85eb_ca77_c2b2_ae63,
+            0x27d4_eb2f_1656_67c5,
+            0xff51_afd7_ed55_8ccd,
+            0xc4ce_b9fe_1a85_ec53,
+        ];
+        let mut h = 0u64;
+        for (word, k) in self.0.iter().zip(K) {
+            h ^= word.wrapping_mul(k);
+        }
+        h ^= h >> 31;
+        state.write_u64(h.wrapping_mul(K[0]));
+    }
+}
 
-impl Hasher for CrcHasher {
+/// Passes the value [`Masked`] wrote through (it is mixed already).
+#[derive(Default)]
+struct PassHasher(u64);
+
+impl Hasher for PassHasher {
     fn finish(&self) -> u64 {
         self.0
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        self.0 = u64::from(wirespeed_packet::crc32c(self.0 as u32, bytes))
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
     }
 
-    fn write_u32(&mut self, value: u32) {
-        self.0 = u64::from(value).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
     }
 }
 
 #[derive(Clone, Copy, Default)]
-struct BuildCrc;
+struct BuildPass;
 
-impl BuildHasher for BuildCrc {
-    type Hasher = CrcHasher;
-    fn build_hasher(&self) -> CrcHasher {
-        CrcHasher::default()
+impl BuildHasher for BuildPass {
+    type Hasher = PassHasher;
+    fn build_hasher(&self) -> PassHasher {
+        PassHasher::default()
     }
 }
 
 struct Subtable {
     mask: FlowKey,
+    mask_words: Words,
     /// Masked key -> rules with that value, best first (priority down, then insertion order).
-    map: HashMap<Masked, Vec<u32>, BuildCrc>,
+    map: HashMap<Masked, Vec<u32>, BuildPass>,
     rules: usize,
     max_priority: u32,
     hits: u64,
@@ -420,7 +445,8 @@ impl<T> Classifier<T> {
                     None => {
                         self.subtables.push(Subtable {
                             mask: matcher.mask,
-                            map: HashMap::with_hasher(BuildCrc),
+                            mask_words: key_words(&matcher.mask),
+                            map: HashMap::with_hasher(BuildPass),
                             rules: 0,
                             max_priority: 0,
                             hits: 0,
@@ -430,6 +456,7 @@ impl<T> Classifier<T> {
                 };
                 let table = &mut self.subtables[index];
                 table.mask = matcher.mask;
+                table.mask_words = key_words(&matcher.mask);
                 table.hits = 0;
                 table.max_priority = 0;
                 self.order.push(index);
@@ -462,7 +489,7 @@ impl<T> Classifier<T> {
                 .map(|r| (std::cmp::Reverse(r.priority), r.sequence))
         };
         let table = &mut self.subtables[subtable];
-        let list = table.map.entry(Masked(matcher.key)).or_default();
+        let list = table.map.entry(Masked::of(&matcher.key)).or_default();
         let at = list.partition_point(|id| rank(id) <= rank(&slot));
         list.insert(at, slot);
         table.rules += 1;
@@ -475,17 +502,17 @@ impl<T> Classifier<T> {
     pub fn remove(&mut self, id: RuleId) -> Option<T> {
         let rule = self.rules.get_mut(id.0 as usize)?.take()?;
         let table = &mut self.subtables[rule.subtable];
-        if let Some(list) = table.map.get_mut(&Masked(rule.matcher.key)) {
+        if let Some(list) = table.map.get_mut(&Masked::of(&rule.matcher.key)) {
             list.retain(|&slot| slot != id.0);
             if list.is_empty() {
-                table.map.remove(&Masked(rule.matcher.key));
+                table.map.remove(&Masked::of(&rule.matcher.key));
             }
         }
         table.rules -= 1;
         if table.rules == 0 {
             let index = rule.subtable;
             self.order.retain(|&i| i != index);
-            table.map = HashMap::with_hasher(BuildCrc);
+            table.map = HashMap::with_hasher(BuildPass);
         } else if rule.priority == table.max_priority {
             table.max_priority = table
                 .map
@@ -518,7 +545,7 @@ impl<T> Classifier<T> {
             .find(|s| s.mask == matcher.mask && s.rules > 0)?;
         table
             .map
-            .get(&Masked(matcher.key))?
+            .get(&Masked::of(&matcher.key))?
             .iter()
             .copied()
             .find(|&slot| {
@@ -565,7 +592,24 @@ impl<T> Classifier<T> {
     /// union of the masks of every subtable probed: the fields the answer depends on.
     #[inline]
     pub fn lookup(&mut self, key: &FlowKey, consulted: &mut FlowKey) -> Option<RuleId> {
+        self.search::<true>(key, consulted)
+    }
+
+    /// The best rule for `key`, without recording the consulted fields (the fast path).
+    #[inline]
+    pub fn classify(&mut self, key: &FlowKey) -> Option<RuleId> {
+        let mut unused = FlowKey::EMPTY;
+        self.search::<false>(key, &mut unused)
+    }
+
+    #[inline]
+    fn search<const CONSULT: bool>(
+        &mut self,
+        key: &FlowKey,
+        consulted: &mut FlowKey,
+    ) -> Option<RuleId> {
         self.counters.lookups += 1;
+        let words = key_words(key);
         let mut best: Option<(u32, u64, u32, usize)> = None;
         for &index in &self.order {
             let table = &self.subtables[index];
@@ -575,8 +619,14 @@ impl<T> Classifier<T> {
                 continue;
             }
             self.counters.probes += 1;
-            *consulted = union_mask(consulted, &table.mask);
-            let Some(list) = table.map.get(&Masked(mask_key(key, &table.mask))) else {
+            if CONSULT {
+                *consulted = union_mask(consulted, &table.mask);
+            }
+            let mut masked = words;
+            for (word, mask) in masked.iter_mut().zip(&table.mask_words) {
+                *word &= mask;
+            }
+            let Some(list) = table.map.get(&Masked(masked)) else {
                 continue;
             };
             let Some(&slot) = list.first() else {

@@ -15,7 +15,10 @@
 //!
 //! Per packet, the resolved actions run in order: rewrites in place, an output that is not the
 //! last one sends a copy (a new frame via [`Context::emit`]), the last output moves the packet
-//! itself. Every flow entry that matched is credited a packet, its bytes and the batch's time.
+//! itself. Packets, bytes and the time of last use are counted per stored result (one write
+//! per packet, whatever the number of tables) and folded into every flow entry that matched
+//! before flows are read, expired or removed, as Open vSwitch pushes its datapath flows'
+//! statistics up to the OpenFlow flows.
 //! Idle and hard timeouts are in seconds, converted to TSC ticks with the rate taken at
 //! construction; expired flows are removed at the start of a batch, at most every tenth of a
 //! second, never per packet.
@@ -186,6 +189,7 @@ impl OpenFlow {
     /// counters restart). Between batches.
     pub fn add_flow(&mut self, table: u8, entry: FlowEntry) -> Result<(), FlowError> {
         self.check(table, &entry)?;
+        self.fold_all();
         let classifier = &mut self.pipeline.tables[usize::from(table)];
         let priority = u32::from(entry.priority);
         if let Some(old) = classifier.find(priority, &entry.matcher) {
@@ -213,6 +217,7 @@ impl OpenFlow {
     /// Removes, from every table, the flows `matcher` covers (OpenFlow's non-strict delete:
     /// `FlowMatch::any()` removes everything). Returns how many. Between batches.
     pub fn remove_flows(&mut self, matcher: &FlowMatch) -> usize {
+        self.fold_all();
         let mut removed = 0;
         for classifier in &mut self.pipeline.tables {
             let ids: Vec<RuleId> = classifier
@@ -231,8 +236,10 @@ impl OpenFlow {
         removed
     }
 
-    /// Every flow with its counters, table by table.
-    pub fn flows(&self) -> Vec<FlowInfo> {
+    /// Every flow with its counters, table by table (`&mut`: the fast path's pending counts are
+    /// folded in first). Between batches.
+    pub fn flows(&mut self) -> Vec<FlowInfo> {
+        self.fold_all();
         let mut out = Vec::new();
         for (table, classifier) in self.pipeline.tables.iter().enumerate() {
             for (_, _, _, flow) in classifier.iter() {
@@ -262,7 +269,16 @@ impl OpenFlow {
         self.lookup.classifier().len()
     }
 
-    /// Drops every megaflow and cached entry (the tables changed).
+    /// Folds the counts the fast path kept per megaflow into the flow entries. Called before
+    /// anything reads or removes flow entries.
+    fn fold_all(&mut self) {
+        let stored = self.stored.min(self.results.len());
+        for resolved in &mut self.results[..stored] {
+            resolved.fold_into(&mut self.pipeline.tables);
+        }
+    }
+
+    /// Drops every megaflow and cached entry (the tables changed; counts already folded).
     fn flush_fast_path(&mut self) {
         self.lookup.clear();
         self.stored = 0;
@@ -271,6 +287,7 @@ impl OpenFlow {
     /// Removes the flows whose idle or hard timeout has passed at TSC `now`; returns how many.
     /// The app calls it at the start of a batch; the control plane may call it between batches.
     pub fn expire(&mut self, now: u64) -> usize {
+        self.fold_all();
         let hz = self.ticks_per_second;
         self.expired.clear();
         for (table, classifier) in self.pipeline.tables.iter().enumerate() {
@@ -346,11 +363,9 @@ impl OpenFlow {
 
 /// Everything `execute` changes besides the packet.
 struct Effects<'a> {
-    tables: &'a mut [Classifier<FlowState>],
     counters: &'a mut OpenFlowCounters,
     copy: &'a mut [u8],
     ports: u16,
-    now: u64,
 }
 
 impl Effects<'_> {
@@ -362,20 +377,13 @@ impl Effects<'_> {
         desc: &mut Desc,
         meta: &mut Meta,
     ) {
-        let bytes = u64::from(desc.len);
-        for &(table, id) in &resolved.flows {
-            if let Some(flow) = self
-                .tables
-                .get_mut(usize::from(table))
-                .and_then(|t| t.data_mut(id))
-            {
-                flow.packets += 1;
-                flow.bytes += bytes;
-                flow.last_used = self.now;
-            }
-        }
         if resolved.miss {
             self.counters.table_misses += 1;
+        }
+        if let [Action::Output(port)] = resolved.actions.as_slice() {
+            // The common case: one output and nothing to rewrite.
+            meta.out_port = *port;
+            return;
         }
         let Some(last) = resolved.actions.len().checked_sub(1) else {
             meta.drop = Some(if resolved.miss {
@@ -475,37 +483,50 @@ impl App for OpenFlow {
         self.lookup.process(batch, ctx.keys, results);
         let (descs, metas) = batch.split_mut();
         for i in 0..count {
-            let (Some(desc), Some(meta), Some(key)) =
-                (descs.get_mut(i), metas.get_mut(i), ctx.keys.get(i).copied())
-            else {
+            let (Some(desc), Some(meta), Some(result)) = (
+                descs.get_mut(i),
+                metas.get_mut(i),
+                self.batch_results.get(i).copied(),
+            ) else {
                 break;
             };
             if meta.drop.is_some() {
                 continue;
             }
-            // A miss may have been resolved by an earlier packet of the same batch: look again
-            // before walking the tables (only misses pay this).
-            let found = self.batch_results[i].or_else(|| self.lookup.lookup(meta.flow_hash, &key));
-            let source = match found {
+            let source = match result {
                 Some(slot) => Source::Stored(slot as usize),
-                None => self.upcall(&key),
+                None => {
+                    let Some(key) = ctx.keys.get(i) else {
+                        break;
+                    };
+                    // A miss may have been resolved by an earlier packet of the same batch:
+                    // look again before walking the tables (only misses pay this).
+                    match self.lookup.lookup(meta.flow_hash, key) {
+                        Some(slot) => Source::Stored(slot as usize),
+                        None => self.upcall(key),
+                    }
+                }
             };
             let resolved = match source {
-                Source::Stored(slot) => self.results.get(slot),
-                Source::Scratch => Some(&self.scratch),
+                Source::Stored(slot) => self.results.get_mut(slot),
+                Source::Scratch => Some(&mut self.scratch),
             };
             let Some(resolved) = resolved else {
                 meta.drop = Some(DropReason::NoOutput);
                 continue;
             };
+            resolved.packets += 1;
+            resolved.bytes += u64::from(desc.len);
+            resolved.last_used = ctx.now;
             let mut effects = Effects {
-                tables: &mut self.pipeline.tables,
                 counters: &mut self.counters,
                 copy: &mut self.copy,
                 ports: self.config.ports,
-                now: ctx.now,
             };
             effects.execute(resolved, ctx, desc, meta);
+            if let Source::Scratch = source {
+                self.scratch.fold_into(&mut self.pipeline.tables);
+            }
         }
     }
 

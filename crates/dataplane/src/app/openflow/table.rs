@@ -121,6 +121,32 @@ pub(crate) struct Resolved {
     pub flows: Vec<(u8, RuleId)>,
     /// A table missed.
     pub miss: bool,
+    /// Packets, bytes and the last use since the counts were last folded into the flows
+    /// (per-packet work touches this result only, not every flow entry behind it).
+    pub packets: u64,
+    pub bytes: u64,
+    pub last_used: u64,
+}
+
+impl Resolved {
+    /// Adds the pending counts to the flow entries that matched and starts again from zero.
+    pub fn fold_into(&mut self, tables: &mut [Classifier<FlowState>]) {
+        if self.packets == 0 {
+            return;
+        }
+        for &(table, id) in &self.flows {
+            if let Some(flow) = tables
+                .get_mut(usize::from(table))
+                .and_then(|t| t.data_mut(id))
+            {
+                flow.packets += self.packets;
+                flow.bytes += self.bytes;
+                flow.last_used = flow.last_used.max(self.last_used);
+            }
+        }
+        self.packets = 0;
+        self.bytes = 0;
+    }
 }
 
 /// The tables.
@@ -135,6 +161,8 @@ impl Pipeline {
         out.actions.clear();
         out.flows.clear();
         out.miss = false;
+        out.packets = 0;
+        out.bytes = 0;
         let mut key = *key;
         let mut consulted = FlowKey::EMPTY;
         let mut table = 0u8;
