@@ -685,3 +685,142 @@ proptest! {
         prop_assert!(rig.finish().holds());
     }
 }
+
+/// A random flow for the fast-path-versus-slow-path property test.
+fn arb_flow(table: u8) -> impl Strategy<Value = FlowEntry> {
+    let action = prop_oneof![
+        (1u16..4).prop_map(|p| Action::SetField(SetField::L4Dst(p))),
+        (0u8..4).prop_map(|h| Action::SetField(SetField::Ipv4Src(Ipv4Addr::new(10, 0, 0, h)))),
+        (5u16..7).prop_map(|v| Action::SetField(SetField::VlanVid(v))),
+        Just(Action::PushVlan(5)),
+        Just(Action::PopVlan),
+        Just(Action::DecTtl),
+        Just(Action::Flood),
+        (0u16..3).prop_map(Action::Output),
+    ];
+    (
+        0u16..4,
+        any::<u8>(),
+        (0u16..3, 0u8..4, 0u8..4, 1u16..4, 5u16..7, 24u8..=32),
+        proptest::collection::vec(action, 0..4),
+        proptest::option::of(0u8..4),
+    )
+        .prop_map(
+            move |(priority, fields, (port, src, dst, l4, vid, len), actions, goto)| {
+                let mut m = FlowMatch::any();
+                if fields & 1 != 0 {
+                    m = m.in_port(port);
+                }
+                if fields & 2 != 0 {
+                    m = m.ipv4_src(Ipv4Addr::new(10, 0, 0, src), len);
+                }
+                if fields & 4 != 0 {
+                    m = m.ipv4_dst(Ipv4Addr::new(10, 0, 1, dst), len);
+                }
+                if fields & 8 != 0 {
+                    m = m.l4_dst(l4);
+                }
+                if fields & 16 != 0 {
+                    m = m.vlan(vid);
+                }
+                if fields & 32 != 0 {
+                    m = m.untagged();
+                }
+                let mut entry = FlowEntry::new(priority, m, actions);
+                entry.goto = goto.filter(|&g| g < 4 && g > table);
+                entry
+            },
+        )
+}
+
+fn arb_packet() -> impl Strategy<Value = (u16, Vec<u8>)> {
+    (
+        0u16..3,
+        0u8..4,
+        0u8..4,
+        1u16..4,
+        0u16..3,
+        any::<bool>(),
+        1u8..4,
+    )
+        .prop_map(|(port, src, dst, l4, vlan, tcp, ttl)| {
+            let l4 = if tcp {
+                L4::Tcp {
+                    src_port: 9,
+                    dst_port: l4,
+                }
+            } else {
+                L4::Udp {
+                    src_port: 9,
+                    dst_port: l4,
+                }
+            };
+            let mut builder = FrameBuilder::ipv4_udp()
+                .with_l3(L3::Ipv4 {
+                    src: Ipv4Addr::new(10, 0, 0, src),
+                    dst: Ipv4Addr::new(10, 0, 1, dst),
+                })
+                .with_l4(l4)
+                .ttl(ttl)
+                .payload_len(10);
+            if vlan > 0 {
+                builder = builder.vlan(4 + vlan);
+            }
+            (port, builder.build())
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// Megaflows and the exact-match cache change nothing but speed: the same packets through
+    /// an app that walks its tables for every packet give the same bytes, ports, drops and
+    /// per-flow counters.
+    #[test]
+    fn the_fast_path_decides_like_the_tables(
+        flows in (
+            proptest::collection::vec(arb_flow(0), 0..8),
+            proptest::collection::vec(arb_flow(1), 0..6),
+            proptest::collection::vec(arb_flow(2), 0..6),
+            proptest::collection::vec(arb_flow(3), 0..4),
+        ),
+        packets in proptest::collection::vec(arb_packet(), 1..120),
+        miss in prop_oneof![Just(MissAction::Drop), Just(MissAction::Flood)],
+    ) {
+        let build = |fast: bool| {
+            let mut app = OpenFlow::new(OpenFlowConfig {
+                miss,
+                cache_insert_one_in: u32::from(fast),
+                megaflows: if fast { 1024 } else { 0 },
+                ..config(3)
+            });
+            let (t0, t1, t2, t3) = &flows;
+            for (table, entries) in [(0u8, t0), (1, t1), (2, t2), (3, t3)] {
+                for entry in entries {
+                    app.add_flow(table, entry.clone()).unwrap();
+                }
+            }
+            Direct::new(app)
+        };
+        let mut fast = build(true);
+        let mut slow = build(false);
+        for chunk in packets.chunks(24) {
+            for port in 0..3u16 {
+                let frames: Vec<Vec<u8>> =
+                    chunk.iter().filter(|(p, _)| *p == port).map(|(_, f)| f.clone()).collect();
+                if frames.is_empty() {
+                    continue;
+                }
+                prop_assert_eq!(fast.run(1, port, &frames), slow.run(1, port, &frames));
+            }
+        }
+        let counts = |d: &mut Direct| {
+            d.app.flows().into_iter().map(|f| (f.table, f.entry.priority, f.packets, f.bytes)).collect::<Vec<_>>()
+        };
+        prop_assert_eq!(counts(&mut fast), counts(&mut slow));
+        prop_assert_eq!(fast.app.counters().slow_path + fast.app.counters().cache_hits + fast.app.counters().classifier_hits,
+            slow.app.counters().slow_path);
+        fast.finish();
+        slow.finish();
+    }
+}

@@ -119,6 +119,8 @@ pub struct OpenFlow {
     ticks_per_second: u64,
     next_sweep: u64,
     unstamped: bool,
+    /// Flows with an idle or hard timeout: without any, nothing is swept.
+    timed_flows: usize,
     expired: Vec<(u8, RuleId)>,
     counters: OpenFlowCounters,
 }
@@ -151,6 +153,7 @@ impl OpenFlow {
             ticks_per_second,
             next_sweep: 0,
             unstamped: false,
+            timed_flows: 0,
             expired: Vec::new(),
             counters: OpenFlowCounters::default(),
             config: OpenFlowConfig { tables, ..config },
@@ -192,9 +195,13 @@ impl OpenFlow {
         self.fold_all();
         let classifier = &mut self.pipeline.tables[usize::from(table)];
         let priority = u32::from(entry.priority);
-        if let Some(old) = classifier.find(priority, &entry.matcher) {
-            classifier.remove(old);
+        if let Some(old) = classifier.find(priority, &entry.matcher)
+            && let Some(flow) = classifier.remove(old)
+            && flow.entry.has_timeout()
+        {
+            self.timed_flows -= 1;
         }
+        let timed = entry.has_timeout();
         let matcher = entry.matcher;
         let state = FlowState {
             entry,
@@ -211,6 +218,7 @@ impl OpenFlow {
             capacity: self.config.flows_per_table,
         })?;
         self.unstamped = true;
+        self.timed_flows += usize::from(timed);
         Ok(())
     }
 
@@ -226,8 +234,10 @@ impl OpenFlow {
                 .map(|(id, ..)| id)
                 .collect();
             for id in ids {
-                classifier.remove(id);
-                removed += 1;
+                if let Some(flow) = classifier.remove(id) {
+                    removed += 1;
+                    self.timed_flows -= usize::from(flow.entry.has_timeout());
+                }
             }
         }
         if removed > 0 {
@@ -305,7 +315,9 @@ impl OpenFlow {
             }
         }
         for &(table, id) in &self.expired {
-            self.pipeline.tables[usize::from(table)].remove(id);
+            if let Some(flow) = self.pipeline.tables[usize::from(table)].remove(id) {
+                self.timed_flows -= usize::from(flow.entry.has_timeout());
+            }
         }
         let count = self.expired.len();
         if count > 0 {
@@ -329,7 +341,7 @@ impl OpenFlow {
             }
             self.unstamped = false;
         }
-        if now.wrapping_sub(self.next_sweep) < u64::MAX / 2 {
+        if self.timed_flows > 0 && now.wrapping_sub(self.next_sweep) < u64::MAX / 2 {
             self.expire(now);
             self.next_sweep = now.wrapping_add(self.ticks_per_second / 10);
         }

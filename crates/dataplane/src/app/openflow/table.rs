@@ -62,6 +62,11 @@ impl FlowEntry {
         self.hard_timeout = seconds;
         self
     }
+
+    /// Whether the entry can expire.
+    pub fn has_timeout(&self) -> bool {
+        self.idle_timeout > 0 || self.hard_timeout > 0
+    }
 }
 
 /// Why a flow entry was refused.
