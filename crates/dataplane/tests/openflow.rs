@@ -824,3 +824,49 @@ proptest! {
         slow.finish();
     }
 }
+
+#[test]
+fn a_storm_of_distinct_flows_keeps_the_megaflow_table_bounded_and_forwards_everything() {
+    let mut app = OpenFlow::new(OpenFlowConfig {
+        megaflows: 64,
+        cache_entries: 256,
+        cache_insert_one_in: 100,
+        ..config(2)
+    });
+    // The first rule looks at the source port, so every source port is its own megaflow.
+    app.add_flow(
+        0,
+        FlowEntry::new(9, FlowMatch::any().l4_src(5), vec![Action::Output(0)]),
+    )
+    .unwrap();
+    app.add_flow(
+        0,
+        FlowEntry::new(1, FlowMatch::any(), vec![Action::Output(1)]),
+    )
+    .unwrap();
+    let mut direct = Direct::new(app);
+    let long_lived = base().build();
+    let mut forwarded = 0;
+    for round in 0..200u16 {
+        let mut frames: Vec<Vec<u8>> = (0..31u16)
+            .map(|i| {
+                base()
+                    .with_l4(L4::Udp {
+                        src_port: 1000 + round * 31 + i,
+                        dst_port: 1025,
+                    })
+                    .build()
+            })
+            .collect();
+        frames.push(long_lived.clone());
+        let (sent, dropped) = direct.run(u64::from(round), 0, &frames);
+        assert!(dropped.is_empty());
+        assert!(sent.iter().all(|(port, _)| *port == 1));
+        forwarded += sent.len();
+        assert!(direct.app.megaflows() <= 64);
+    }
+    assert_eq!(forwarded, 200 * 32);
+    let c = direct.app.counters();
+    assert!(c.megaflow_flushes > 0 && c.megaflows_refused > 0, "{c:?}");
+    direct.finish();
+}

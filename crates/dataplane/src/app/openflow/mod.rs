@@ -10,7 +10,9 @@
 //!    on those fields takes the fast path.
 //!
 //! Changing the tables (adding, removing, expiring flows) flushes the megaflows and invalidates
-//! the cache by generation: the next packets rebuild them from the slow path. Stored results are
+//! the cache by generation: the next packets rebuild them from the slow path. The megaflow table
+//! has a fixed capacity; when a storm of distinct flows fills it, it is emptied at the start of
+//! the next batch (counted), so the long-lived flows get back in after one packet each. Stored results are
 //! slots reused after a flush, so after warm-up nothing is allocated per packet.
 //!
 //! Per packet, the resolved actions run in order: rewrites in place, an output that is not the
@@ -86,8 +88,10 @@ pub struct OpenFlowCounters {
     pub slow_path: u64,
     /// Packets that missed a table.
     pub table_misses: u64,
-    /// Megaflows that did not fit (their packets keep taking the slow path).
+    /// Megaflows that did not fit (their packets took the slow path).
     pub megaflows_refused: u64,
+    /// Times a full megaflow table was emptied to make room (between batches).
+    pub megaflow_flushes: u64,
     pub flows_expired: u64,
     /// Copies sent (flood, multiple outputs).
     pub copies: u64,
@@ -121,6 +125,8 @@ pub struct OpenFlow {
     unstamped: bool,
     /// Flows with an idle or hard timeout: without any, nothing is swept.
     timed_flows: usize,
+    /// A megaflow was refused in the last batch.
+    megaflows_full: bool,
     expired: Vec<(u8, RuleId)>,
     counters: OpenFlowCounters,
 }
@@ -154,6 +160,7 @@ impl OpenFlow {
             next_sweep: 0,
             unstamped: false,
             timed_flows: 0,
+            megaflows_full: false,
             expired: Vec::new(),
             counters: OpenFlowCounters::default(),
             config: OpenFlowConfig { tables, ..config },
@@ -327,8 +334,17 @@ impl OpenFlow {
         count
     }
 
-    /// Between batches: starts the clocks of new flows, expires old ones now and then.
+    /// Between batches: starts the clocks of new flows, expires old ones now and then, empties
+    /// a full megaflow table.
     fn housekeeping(&mut self, now: u64) {
+        if self.megaflows_full {
+            // A storm of distinct flows filled it; the flows that matter come back after a
+            // packet each, the storm's do not crowd them out for good.
+            self.fold_all();
+            self.flush_fast_path();
+            self.megaflows_full = false;
+            self.counters.megaflow_flushes += 1;
+        }
         if self.unstamped {
             for classifier in &mut self.pipeline.tables {
                 for flow in classifier.values_mut() {
@@ -364,10 +380,12 @@ impl OpenFlow {
                 return Source::Stored(slot);
             }
             self.counters.megaflows_refused += 1;
+            self.megaflows_full = true;
             std::mem::swap(&mut self.results[slot], &mut self.scratch);
             return Source::Scratch;
         }
         self.counters.megaflows_refused += 1;
+        self.megaflows_full = capacity > 0;
         self.pipeline.resolve(key, &mut self.scratch);
         Source::Scratch
     }
@@ -553,6 +571,7 @@ impl App for OpenFlow {
         out.push(("openflow.table_misses", c.table_misses));
         out.push(("openflow.megaflows", self.megaflows() as u64));
         out.push(("openflow.megaflows_refused", c.megaflows_refused));
+        out.push(("openflow.megaflow_flushes", c.megaflow_flushes));
         out.push(("openflow.flows_expired", c.flows_expired));
         out.push(("openflow.copies", c.copies));
         out.push(("openflow.emit_overflow", c.emit_overflow));
