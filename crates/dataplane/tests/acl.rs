@@ -226,6 +226,12 @@ fn replacing_the_rules_invalidates_cached_decisions() {
     acl.process(&mut batch, &[key]);
     assert_eq!(batch.meta()[0].drop, Some(DropReason::AclDenied));
     assert_eq!(acl.rule_hits(), &[1]);
+    assert_eq!(acl.trace(&key).to_string(), "acl: rule 0 deny");
+    let other = FlowKey {
+        ip_dst: FlowKey::map_ipv4(A),
+        ..key
+    };
+    assert_eq!(acl.trace(&other).to_string(), "acl: default permit");
 }
 
 #[test]

@@ -870,3 +870,49 @@ fn a_storm_of_distinct_flows_keeps_the_megaflow_table_bounded_and_forwards_every
     assert!(c.megaflow_flushes > 0 && c.megaflows_refused > 0, "{c:?}");
     direct.finish();
 }
+
+#[test]
+fn a_trace_shows_each_table_and_the_result() {
+    let mut app = OpenFlow::new(config(2));
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            7,
+            FlowMatch::any().in_port(0),
+            vec![Action::SetField(SetField::L4Dst(53))],
+        )
+        .goto(3),
+    )
+    .unwrap();
+    app.add_flow(
+        3,
+        FlowEntry::new(2, FlowMatch::any().l4_dst(53), vec![Action::Output(1)]),
+    )
+    .unwrap();
+    let mut key = FlowKey {
+        in_port: 0,
+        ethertype: 0x0800,
+        ip_proto: 17,
+        l4_dst: 1025,
+        ..FlowKey::EMPTY
+    };
+    assert_eq!(
+        app.trace(&key).to_string(),
+        "table 0: priority 7 -> [SetField(L4Dst(53))], goto 3\n\
+         table 3: priority 2 -> [Output(1)]\n\
+         result: [SetField(L4Dst(53)), Output(1)]"
+    );
+    key.in_port = 1;
+    assert_eq!(
+        app.trace(&key).to_string(),
+        "table 0: miss -> Drop\nresult: drop"
+    );
+    key.in_port = 0;
+    key.ip_proto = 1;
+    assert_eq!(
+        app.trace(&key).to_string(),
+        "table 0: priority 7 -> [SetField(L4Dst(53))], goto 3\n\
+         table 3: miss -> Drop\n\
+         result: drop"
+    );
+}

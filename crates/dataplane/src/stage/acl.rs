@@ -9,7 +9,8 @@
 //!   one for the default action;
 //! * dispositions: a denied packet gets [`DropReason::AclDenied`]; a permitted one is left as it
 //!   was for the next stage; packets already dropped are skipped;
-//! * one batch function: prefetch every packet's cache slot, then decide.
+//! * one batch function: prefetch every packet's cache slot, then decide;
+//! * a trace format: [`Acl::trace`] says which rule (or the default) decides a flow key.
 //!
 //! Port ranges and prefixes do not map onto one mask per rule, so the rules are scanned in
 //! order; an exact-match [`FlowCache`] keyed by the flow key remembers which rule (or the
@@ -178,6 +179,28 @@ impl Compiled {
     }
 }
 
+/// What the ACL decides for one flow key, for tracing: `acl: rule 3 deny` or
+/// `acl: default permit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AclTrace {
+    /// The deciding rule's index; `None` for the default action.
+    pub rule: Option<usize>,
+    pub action: AclAction,
+}
+
+impl std::fmt::Display for AclTrace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let action = match self.action {
+            AclAction::Permit => "permit",
+            AclAction::Deny => "deny",
+        };
+        match self.rule {
+            Some(rule) => write!(f, "acl: rule {rule} {action}"),
+            None => write!(f, "acl: default {action}"),
+        }
+    }
+}
+
 /// The decision cached for a flow: a rule index, or this for the default action.
 const DEFAULT_RULE: u32 = u32::MAX;
 
@@ -218,6 +241,22 @@ impl Acl {
     /// The index of the first rule matching `key`, or `None` for the default action.
     pub fn decide(&self, key: &FlowKey) -> Option<usize> {
         self.rules.iter().position(|rule| rule.matches(key))
+    }
+
+    /// The decision for `key` and why (no counter moves, the cache is not consulted).
+    pub fn trace(&self, key: &FlowKey) -> AclTrace {
+        let rule = self.decide(key);
+        let deny = rule
+            .and_then(|i| self.rules.get(i))
+            .map_or(self.default_deny, |r| r.deny);
+        AclTrace {
+            rule,
+            action: if deny {
+                AclAction::Deny
+            } else {
+                AclAction::Permit
+            },
+        }
     }
 
     /// Marks every denied packet of `batch` with [`DropReason::AclDenied`].

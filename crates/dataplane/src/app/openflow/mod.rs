@@ -39,7 +39,7 @@ use crate::stage::flow_cache::FlowLookup;
 use crate::table::classifier::{Classifier, FlowMatch, RuleId};
 
 pub use action::{Action, SetField};
-pub use table::{FlowEntry, FlowError, FlowInfo, MAX_FLOW_ACTIONS, MissAction};
+pub use table::{FlowEntry, FlowError, FlowInfo, MAX_FLOW_ACTIONS, MissAction, Trace, TraceStep};
 use table::{FlowState, Pipeline, Resolved};
 
 /// The OpenFlow app's configuration.
@@ -279,6 +279,12 @@ impl OpenFlow {
             classifier_hits: lookup.classifier_hits,
             ..self.counters
         }
+    }
+
+    /// How the tables decide a flow key, table by table (the slow path's walk; a trace counts
+    /// as a classifier lookup). Between batches.
+    pub fn trace(&mut self, key: &wirespeed_packet::FlowKey) -> Trace {
+        self.pipeline.trace(key)
     }
 
     /// Megaflows installed now.

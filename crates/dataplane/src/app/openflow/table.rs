@@ -154,6 +154,51 @@ impl Resolved {
     }
 }
 
+/// One table's part in a trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceStep {
+    /// `table` matched a flow: its priority, match, actions and goto.
+    Matched { table: u8, entry: FlowEntry },
+    /// `table` matched nothing; the miss action follows.
+    Missed { table: u8, miss: MissAction },
+}
+
+/// The slow path's walk for one flow key, as `ofproto/trace` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trace {
+    pub steps: Vec<TraceStep>,
+    /// The whole pipeline's actions, as the fast path runs them.
+    pub actions: Vec<Action>,
+}
+
+impl std::fmt::Display for Trace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for step in &self.steps {
+            match step {
+                TraceStep::Matched { table, entry } => {
+                    write!(
+                        f,
+                        "table {table}: priority {} -> {:?}",
+                        entry.priority, entry.actions
+                    )?;
+                    if let Some(goto) = entry.goto {
+                        write!(f, ", goto {goto}")?;
+                    }
+                    writeln!(f)?;
+                }
+                TraceStep::Missed { table, miss } => {
+                    writeln!(f, "table {table}: miss -> {miss:?}")?
+                }
+            }
+        }
+        if self.actions.is_empty() {
+            write!(f, "result: drop")
+        } else {
+            write!(f, "result: {:?}", self.actions)
+        }
+    }
+}
+
 /// The tables.
 pub(crate) struct Pipeline {
     pub tables: Vec<Classifier<FlowState>>,
@@ -161,6 +206,39 @@ pub(crate) struct Pipeline {
 }
 
 impl Pipeline {
+    /// Walks the tables for `key` like [`Pipeline::resolve`], recording each table's part.
+    pub fn trace(&mut self, key: &FlowKey) -> Trace {
+        let mut resolved = Resolved::default();
+        self.resolve(key, &mut resolved);
+        let mut steps: Vec<TraceStep> = resolved
+            .flows
+            .iter()
+            .filter_map(|&(table, id)| {
+                let flow = self.tables.get(usize::from(table))?.data(id)?;
+                Some(TraceStep::Matched {
+                    table,
+                    entry: flow.entry.clone(),
+                })
+            })
+            .collect();
+        if resolved.miss {
+            let table = steps.last().map_or(Some(0), |step| match step {
+                TraceStep::Matched { entry, .. } => entry.goto,
+                TraceStep::Missed { .. } => None,
+            });
+            if let Some(table) = table {
+                steps.push(TraceStep::Missed {
+                    table,
+                    miss: self.miss,
+                });
+            }
+        }
+        Trace {
+            steps,
+            actions: resolved.actions,
+        }
+    }
+
     /// Walks the tables for `key` into `out`; returns the consulted fields (the megaflow mask).
     pub fn resolve(&mut self, key: &FlowKey, out: &mut Resolved) -> FlowKey {
         out.actions.clear();
