@@ -916,3 +916,54 @@ fn a_trace_shows_each_table_and_the_result() {
          result: drop"
     );
 }
+
+#[test]
+fn ipv6_address_rewrites_keep_udp_tcp_and_icmpv6_checksums_right() {
+    use std::net::Ipv6Addr;
+    let new_src = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0xabcd, 1);
+    let new_dst = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0xabcd, 2);
+    let mut app = OpenFlow::new(config(2));
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            1,
+            FlowMatch::any().ethertype(0x86dd),
+            vec![
+                Action::SetField(SetField::Ipv6Src(new_src)),
+                Action::SetField(SetField::Ipv6Dst(new_dst)),
+                // IPv4-only rewrites leave an IPv6 packet alone.
+                Action::SetField(SetField::Ipv4Src(A)),
+                Action::Output(1),
+            ],
+        ),
+    )
+    .unwrap();
+    let mut rig = rig(app, 2);
+    for l4 in [
+        L4::Udp {
+            src_port: 1,
+            dst_port: 2,
+        },
+        L4::Tcp {
+            src_port: 1,
+            dst_port: 2,
+        },
+        L4::Echo {
+            ident: 3,
+            seq_no: 4,
+        },
+    ] {
+        let input = FrameBuilder::ipv6_udp().with_l4(l4).payload_len(21).build();
+        let expected = FrameBuilder::ipv6_udp()
+            .with_l3(L3::Ipv6 {
+                src: new_src,
+                dst: new_dst,
+            })
+            .with_l4(l4)
+            .payload_len(21)
+            .build();
+        let out = rig.exchange(0, &[input]);
+        assert_eq!(out[1], vec![expected], "{l4:?}");
+    }
+    assert!(rig.finish().holds());
+}

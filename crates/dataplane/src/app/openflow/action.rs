@@ -3,14 +3,14 @@
 //! Rewrites work on the frame as the parse stage described it (`Meta`'s offsets) and keep every
 //! checksum right without summing a header again: an IPv4 address change updates the IPv4 header
 //! checksum and the TCP/UDP checksum (whose pseudo-header covers the addresses) with RFC 1624's
-//! incremental update; a port change updates the TCP/UDP checksum. A UDP checksum of 0 (none,
+//! incremental update; an IPv6 address change updates the TCP/UDP/ICMPv6 checksum the same way; a port change updates the TCP/UDP checksum. A UDP checksum of 0 (none,
 //! over IPv4) stays 0. VLAN push and pop move the 12 bytes of MAC addresses and the packet's
 //! start inside the frame's headroom, so nothing after the tag is copied.
 //!
 //! Each action also knows what it does to the *flow key* ([`Action::apply_to_key`]): the slow
 //! path matches later tables against the rewritten key, as OpenFlow's apply-actions require.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use wirespeed_packet::checksum::{update_u32, update_word};
 use wirespeed_packet::flow_key::FlowKey;
@@ -23,6 +23,7 @@ const TPID_8021Q: u16 = 0x8100;
 const TPID_8021AD: u16 = 0x88a8;
 const PROTO_TCP: u8 = 6;
 const PROTO_UDP: u8 = 17;
+const PROTO_ICMPV6: u8 = 58;
 
 /// A field a set-field action rewrites.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +33,9 @@ pub enum SetField {
     /// IPv4 packets only (others are left alone).
     Ipv4Src(Ipv4Addr),
     Ipv4Dst(Ipv4Addr),
+    /// IPv6 packets only.
+    Ipv6Src(Ipv6Addr),
+    Ipv6Dst(Ipv6Addr),
     /// TCP/UDP packets only.
     L4Src(u16),
     L4Dst(u16),
@@ -80,6 +84,16 @@ impl Action {
                             key.ip_src = FlowKey::map_ipv4(addr);
                         } else {
                             key.ip_dst = FlowKey::map_ipv4(addr);
+                        }
+                    }
+                }
+                SetField::Ipv6Src(addr) | SetField::Ipv6Dst(addr) => {
+                    consulted.ethertype = u16::MAX;
+                    if key.ethertype == ETHERTYPE_IPV6 {
+                        if let SetField::Ipv6Src(_) = field {
+                            key.ip_src = addr.octets();
+                        } else {
+                            key.ip_dst = addr.octets();
                         }
                     }
                 }
@@ -148,6 +162,14 @@ fn l4_checksum_at(meta: &Meta) -> Option<(usize, bool)> {
     }
 }
 
+/// Where the checksum covering the IPv6 pseudo-header is: TCP, UDP or ICMPv6.
+fn ipv6_upper_checksum_at(meta: &Meta) -> Option<(usize, bool)> {
+    if meta.ip_proto == PROTO_ICMPV6 && meta.l4_offset != 0 {
+        return Some((usize::from(meta.l4_offset) + 2, false));
+    }
+    l4_checksum_at(meta)
+}
+
 /// Applies a rewriting action to the packet `desc` describes inside `frame` (the whole frame),
 /// keeping `desc` and `meta` in step. Output actions are not rewrites and do nothing here.
 pub fn rewrite(
@@ -199,6 +221,31 @@ fn set_field(field: SetField, frame: &mut [u8], desc: &Desc, meta: &mut Meta) ->
             if let Some((sum_at, udp)) = l4 {
                 update_l4(bytes, sum_at, udp, |sum| update_u32(sum, old, new))?;
             }
+        }
+        SetField::Ipv6Src(addr) | SetField::Ipv6Dst(addr) => {
+            if meta.flags & Meta::FLAG_IPV6 == 0 {
+                return Some(());
+            }
+            let at = usize::from(meta.l3_offset)
+                + if let SetField::Ipv6Src(_) = field {
+                    8
+                } else {
+                    24
+                };
+            let mut old = [0u8; 16];
+            old.copy_from_slice(bytes.get(at..at + 16)?);
+            let new = addr.octets();
+            if let Some((sum_at, udp)) = ipv6_upper_checksum_at(meta) {
+                update_l4(bytes, sum_at, udp, |mut sum| {
+                    for (o, n) in old.chunks_exact(2).zip(new.chunks_exact(2)) {
+                        let o = u16::from_be_bytes([o[0], o[1]]);
+                        let n = u16::from_be_bytes([n[0], n[1]]);
+                        sum = update_word(sum, o, n);
+                    }
+                    sum
+                })?;
+            }
+            bytes.get_mut(at..at + 16)?.copy_from_slice(&new);
         }
         SetField::L4Src(port) | SetField::L4Dst(port) => {
             let Some((sum_at, udp)) = l4_checksum_at(meta) else {
