@@ -4,7 +4,7 @@
 //! 1. **exact-match flow cache** (flow key -> resolved action list), then
 //! 2. **megaflow classifier** (tuple space search over the fields the tables consulted),
 //!    together the [`FlowLookup`] stage — the fast path;
-//! 3. **the tables** ([`Pipeline::resolve`]) — the slow path, run once per new megaflow. Its
+//! 3. **the tables** (`Pipeline::resolve`) — the slow path, run once per new megaflow. Its
 //!    result (the whole pipeline's action list, the flows to credit) is stored and installed
 //!    in the megaflow classifier under the consulted fields, so every later packet that agrees
 //!    on those fields takes the fast path.

@@ -1,7 +1,7 @@
 //! OpenFlow flow tables and the slow path that walks them.
 //!
 //! A table is a [`Classifier`] of flow entries (priority, match, instructions, timeouts) with
-//! their counters. [`Pipeline::resolve`] walks the tables for one flow key the way OpenFlow 1.3
+//! their counters. `Pipeline::resolve` walks the tables for one flow key the way OpenFlow 1.3
 //! §5.1 describes: look up table 0, apply the matching entry's actions (rewriting the key the
 //! next table sees), follow goto-table (always to a higher table, so the walk ends), and on a
 //! miss do the configured miss action. The result is one list of actions for the whole
@@ -206,7 +206,7 @@ pub(crate) struct Pipeline {
 }
 
 impl Pipeline {
-    /// Walks the tables for `key` like [`Pipeline::resolve`], recording each table's part.
+    /// Walks the tables for `key` like `Pipeline::resolve`, recording each table's part.
     pub fn trace(&mut self, key: &FlowKey) -> Trace {
         let mut resolved = Resolved::default();
         self.resolve(key, &mut resolved);
