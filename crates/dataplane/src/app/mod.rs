@@ -9,6 +9,7 @@
 //! (see [`crate::command`]): an app that keeps a table implements the commands for it there.
 
 pub mod bridge;
+pub mod openflow;
 pub mod router;
 pub mod xconnect;
 
@@ -16,6 +17,7 @@ use wirespeed_io::Port;
 use wirespeed_packet::flow_key::FlowKey;
 use wirespeed_packet::{Batch, Desc, FramePool, Meta};
 
+pub use openflow::OpenFlow;
 pub use router::Router;
 pub use xconnect::Xconnect;
 
