@@ -22,6 +22,7 @@ use wirespeed_dataplane::app::Xconnect;
 use wirespeed_dataplane::worker::{Idle, Worker, WorkerConfig, WorkerPort};
 use wirespeed_io::Port;
 use wirespeed_io::memory::{LinkConfig, link};
+use wirespeed_packet::cpu::rdtsc;
 use wirespeed_packet::{Batch, FlowKey, FramePool, MAX_BATCH, Meta, parse};
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_testkit::ports::send;
@@ -67,13 +68,25 @@ fn worker(batch: usize, iterations: u64) {
     let mut worker = Worker::new(worker_config, pool, ports, app);
     send(&mut g0, worker.pool_mut(), &frames());
     let mut carry = Batch::new(MAX_BATCH);
+    let t0 = rdtsc();
     for _ in 0..iterations {
         worker.poll_once();
         let pool = worker.pool_mut();
         g1.rx(0, pool, &mut carry);
         g0.tx(0, pool, &mut carry);
     }
-    println!("tx packets: {}", worker.counters().tx_packets);
+    let cycles = rdtsc().wrapping_sub(t0);
+    let counters = worker.counters();
+    report(cycles, counters.tx_packets);
+    let per_packet = |c: u64| c as f64 / counters.rx_packets.max(1) as f64;
+    let c = counters.cycles;
+    println!(
+        "worker cycles per packet: rx {:.1}, process {:.1}, tx {:.1}, idle {:.1}",
+        per_packet(c.rx),
+        per_packet(c.process),
+        per_packet(c.tx),
+        per_packet(c.idle)
+    );
 }
 
 fn rings(batch: usize, iterations: u64) {
@@ -87,13 +100,14 @@ fn rings(batch: usize, iterations: u64) {
     send(&mut h0, pool, &frames());
     let mut carry = Batch::new(MAX_BATCH);
     let mut moved = Batch::new(batch);
+    let t0 = rdtsc();
     for _ in 0..iterations {
         q0.rx(0, pool, &mut moved);
         q1.tx(0, pool, &mut moved);
         h1.rx(0, pool, &mut carry);
         h0.tx(0, pool, &mut carry);
     }
-    println!("moved: {}", q1.stats().tx_packets);
+    report(rdtsc().wrapping_sub(t0), q1.stats().tx_packets);
 }
 
 fn parse_batch(iterations: u64) {
@@ -101,12 +115,20 @@ fn parse_batch(iterations: u64) {
     let mut meta = [Meta::EMPTY; 32];
     let mut keys = [FlowKey::EMPTY; 32];
     let mut parsed = 0u64;
+    let t0 = rdtsc();
     for _ in 0..iterations {
         for ((frame, meta), key) in frames.iter().zip(&mut meta).zip(&mut keys) {
             parsed += u64::from(black_box(parse(black_box(frame), 0, meta, key)).is_ok());
         }
     }
-    println!("parsed: {parsed}");
+    report(rdtsc().wrapping_sub(t0), parsed);
+}
+
+/// Prints the packets moved and the TSC cycles per packet (a rough figure on a shared machine:
+/// take the lowest of several runs; criterion gives the real one).
+fn report(cycles: u64, packets: u64) {
+    let per_packet = cycles as f64 / packets.max(1) as f64;
+    println!("packets: {packets}, TSC cycles per packet: {per_packet:.1}");
 }
 
 fn main() {

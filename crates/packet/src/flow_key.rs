@@ -5,11 +5,15 @@
 //! keys are equal byte for byte and hash alike; the exact-match cache compares and hashes them
 //! as seven 8-byte words.
 //!
-//! What is hashed is the key's little-endian byte image ([`FlowKey::to_bytes`]), which on
-//! x86_64 is the key exactly as it lies in memory: the SSE4.2 hash is seven `crc32`
-//! instructions over the key's own words, with no conversion first (converting to a big-endian
-//! image cost about 19 instructions per packet, as much as the hash itself).
-//!
+//! What is hashed is the key's little-endian byte image ([`FlowKey::to_bytes`], which on
+//! x86_64 is the key exactly as it lies in memory), taken as seven 8-byte words
+//! ([`FlowKey::words`]): the SSE4.2 hash is seven `crc32` instructions. The words are put
+//! together from the fields, not read from the key's memory: the parser hashes a key it has
+//! just built in registers, and re-reading a key just written field by field with 8-byte loads
+//! defeats store forwarding (measured: ~79 -> ~76 TSC cycles per packet on the cross-connect
+//! under load, 67-92 -> 49-71 in interleaved runs, although it costs more instructions).
+//! The big-endian image used before cost ~19 instructions per packet to build.
+
 //! [`crc32c`] uses the SSE4.2 `crc32` instruction where the CPU has it (one instruction per
 //! 8 bytes) and a table-driven software CRC32C otherwise; both give identical results (unit and
 //! property tests check both against the standard check values). The choice is made once, on
@@ -100,8 +104,8 @@ impl FlowKey {
 
     /// The key's byte image: the fields in declaration order, multi-byte numbers
     /// little-endian. On little-endian machines (x86_64, aarch64) this is exactly the key's
-    /// in-memory representation, so the hardware hash reads the key as it lies; on any machine
-    /// it is the same bytes, so the hash is the same everywhere.
+    /// in-memory representation; on any machine it is the same bytes, so the hash is the same
+    /// everywhere.
     #[inline]
     pub fn to_bytes(&self) -> [u8; FLOW_KEY_LEN] {
         let mut bytes = [0u8; FLOW_KEY_LEN];
@@ -143,9 +147,34 @@ impl FlowKey {
         crc32c_portable(0, &self.to_bytes())
     }
 
-    /// [`FlowKey::hash`] with the SSE4.2 `crc32` instruction: seven 8-byte words of the key's
-    /// in-memory image (which is [`FlowKey::to_bytes`], x86_64 being little-endian). Inlined
-    /// into callers compiled with SSE4.2.
+    /// [`FlowKey::to_bytes`] as seven little-endian 8-byte words, assembled from the fields.
+    /// Built this way (rather than by reading the key's memory) a key that is still in
+    /// registers is hashed without a round trip through memory, and a key just written field
+    /// by field is not re-read with wider loads (which would defeat store forwarding).
+    #[inline(always)]
+    pub fn words(&self) -> [u64; FLOW_KEY_LEN / 8] {
+        let src = u128::from_le_bytes(self.ip_src);
+        let dst = u128::from_le_bytes(self.ip_dst);
+        let d = self.dst_mac.0;
+        let s = self.src_mac.0;
+        let [p0, p1] = self.in_port.to_le_bytes();
+        let [v0, v1] = self.vlan.to_le_bytes();
+        let [e0, e1] = self.ethertype.to_le_bytes();
+        let [a0, a1] = self.l4_src.to_le_bytes();
+        let [b0, b1] = self.l4_dst.to_le_bytes();
+        [
+            src as u64,
+            (src >> 64) as u64,
+            dst as u64,
+            (dst >> 64) as u64,
+            u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], s[0], s[1]]),
+            u64::from_le_bytes([s[2], s[3], s[4], s[5], p0, p1, v0, v1]),
+            u64::from_le_bytes([e0, e1, a0, a1, b0, b1, self.ip_proto, self.flags]),
+        ]
+    }
+
+    /// [`FlowKey::hash`] with the SSE4.2 `crc32` instruction: one per word of
+    /// [`FlowKey::words`]. Inlined into callers compiled with SSE4.2.
     ///
     /// # Safety
     /// The CPU must have SSE4.2 (`is_x86_feature_detected!("sse4.2")`); [`FlowKey::hash`]
@@ -155,13 +184,8 @@ impl FlowKey {
     #[inline]
     pub fn hash_sse42(&self) -> u32 {
         use std::arch::x86_64::_mm_crc32_u64;
-        // SAFETY: `FlowKey` is `repr(C)` with no padding (asserted above: the fields add up to
-        // its 56 bytes), so every byte of the value is initialised, and every bit pattern is a
-        // valid `[u64; 7]`; the sizes are equal. The copy is by value, so alignment does not
-        // matter.
-        let words = unsafe { std::mem::transmute::<FlowKey, [u64; FLOW_KEY_LEN / 8]>(*self) };
         let mut crc = u64::from(u32::MAX);
-        for word in words {
+        for word in self.words() {
             crc = _mm_crc32_u64(crc, word);
         }
         // The instruction leaves the upper 32 bits zero.
@@ -373,9 +397,12 @@ mod tests {
             // SAFETY: SSE4.2 was detected just above.
             assert_eq!(unsafe { key.hash_sse42() }, crc32c_portable(0, &bytes));
         }
+        let words: Vec<u8> = key.words().iter().flat_map(|w| w.to_le_bytes()).collect();
+        assert_eq!(words, bytes);
         #[cfg(target_endian = "little")]
         {
-            // SAFETY: as in `hash_sse42`: no padding, every byte initialised, sizes equal.
+            // SAFETY: `FlowKey` is `repr(C)` without padding (asserted above), so every byte of
+            // the value is initialised and any byte pattern is a valid array; sizes are equal.
             let image = unsafe { std::mem::transmute::<FlowKey, [u8; FLOW_KEY_LEN]>(key) };
             assert_eq!(image, bytes);
         }

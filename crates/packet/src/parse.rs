@@ -213,7 +213,7 @@ fn parse_ipv4_fast<H: KeyHash>(
         }
         _ => return false,
     };
-    *key = FlowKey {
+    let fast = FlowKey {
         ip_src: map_ipv4([h[26], h[27], h[28], h[29]]),
         ip_dst: map_ipv4([h[30], h[31], h[32], h[33]]),
         dst_mac: EthernetAddress([h[0], h[1], h[2], h[3], h[4], h[5]]),
@@ -226,7 +226,9 @@ fn parse_ipv4_fast<H: KeyHash>(
         ip_proto: protocol,
         flags: 0,
     };
-    meta.flow_hash = H::hash(key);
+    // Hashed before it is stored, so the hash works on registers, not on memory just written.
+    meta.flow_hash = H::hash(&fast);
+    *key = fast;
     meta.ethertype = ETHERTYPE_IPV4;
     meta.l3_offset = 14;
     meta.l4_offset = 34;
