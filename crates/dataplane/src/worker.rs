@@ -316,8 +316,12 @@ impl Worker {
     /// two batches trade places (VPP hands whole frames of vectors to the next node the same
     /// way). Otherwise each packet's descriptor and metadata are copied to its TX batch.
     fn distribute(&mut self) {
+        // Only batches of one capacity trade places: the batch of created packets (`extra`) is
+        // larger than the RX and TX batches and must keep its own place, or the RX batch would
+        // outgrow the key array.
         if let Some(out) = self.single_output()
             && self.tx[out].is_empty()
+            && self.tx[out].capacity() == self.rx.capacity()
         {
             std::mem::swap(&mut self.rx, &mut self.tx[out]);
             if self.tx[out].is_full() {
