@@ -16,10 +16,12 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use wirespeed_io::afxdp::{AfXdpConfig, AfXdpError, AfXdpPort, QueueSelection, Umem, XdpMode};
+use wirespeed_io::afxdp::{
+    AfXdpConfig, AfXdpError, AfXdpPort, QueueSelection, Umem, XdpAttachment, XdpMode, XdpRedirect,
+};
 use wirespeed_io::wait::wait_readable;
 use wirespeed_io::{Backend, Port, QueueId};
-use wirespeed_lab::{Testbed, TestbedConfig, available_for_test, enter, run};
+use wirespeed_lab::{Testbed, TestbedConfig, available_for_test, enter, run, run_in};
 use wirespeed_packet::batch::HEADROOM;
 use wirespeed_packet::{Batch, Desc, FramePool};
 
@@ -853,4 +855,246 @@ fn unprivileged_open_says_which_capabilities() {
     assert!(line.contains(&format!("port {ifname}")), "{line}");
     assert!(line.contains("CAP_NET_ADMIN"), "{line}");
     assert!(xdp_detached(&lab.dut_ns, &ifname));
+}
+
+/// The benchmark's ceiling reference: t0 -> d0 -(in-kernel XDP redirect)-> d1 -> t1, every frame
+/// byte for byte, and the program gone when the handle is dropped.
+#[test]
+fn redirects_in_the_kernel_from_one_interface_to_another() {
+    if !available_for_test() {
+        return;
+    }
+    let lab = lab("wstxdp7", 2, 1);
+    let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
+    // A veth delivers redirected frames only to a peer running NAPI (see XdpRedirect's docs).
+    run_in(
+        &lab.tester_ns,
+        "ethtool",
+        &["-K", &p1.tester_if, "gro", "on"],
+    )
+    .expect("gro on");
+    let redirect = {
+        let _guard = enter(&lab.dut_ns).expect("enter namespace");
+        XdpRedirect::attach(&p0.dut_if, &p1.dut_if, XdpMode::Auto).expect("attach")
+    };
+    assert_eq!(redirect.mode(), "native");
+    assert_eq!(redirect.fallback(), None);
+    assert_eq!((redirect.from(), redirect.to()), (&*p0.dut_if, &*p1.dut_if));
+    assert!(xdp_attached(&lab.dut_ns, &p0.dut_if));
+    assert!(!xdp_attached(&lab.dut_ns, &p1.dut_if));
+
+    let t0 = RawSocket::open(&lab.tester_ns, &p0.tester_if);
+    let t1 = RawSocket::open(&lab.tester_ns, &p1.tester_if);
+    let count = 200u32;
+    let sent: Vec<Vec<u8>> = (0..count)
+        .map(|seq| test_frame(p1.tester_mac, p0.tester_mac, seq, frame_len(seq)))
+        .collect();
+    for chunk in sent.chunks(50) {
+        for frame in chunk {
+            t0.send(frame);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let arrived = t1.collect(sent.len());
+    assert_eq!(arrived.len(), sent.len(), "frames lost in the redirect");
+    assert_eq!(arrived, sent);
+
+    drop(redirect);
+    assert!(xdp_detached(&lab.dut_ns, &p0.dut_if));
+}
+
+/// Transmits `frames` on `queue` of `port` from `pool`, and waits until every one completed.
+fn transmit(port: &mut AfXdpPort, queue: QueueId, pool: &mut FramePool, frames: &[Vec<u8>]) {
+    let resting = port.frames_held();
+    let mut batch = Batch::new(64);
+    for chunk in frames.chunks(32) {
+        for frame in chunk {
+            let id = pool.alloc().expect("a free frame");
+            let start = HEADROOM as usize;
+            pool.frame_mut(id)[start..start + frame.len()].copy_from_slice(frame);
+            assert!(batch.push(Desc {
+                frame: id,
+                offset: HEADROOM,
+                len: frame.len() as u16,
+                port: 0,
+                queue,
+            }));
+        }
+        while !batch.is_empty() {
+            port.tx(queue, pool, &mut batch);
+            port.poll(pool);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    drain_completions(port, pool, resting);
+    assert_eq!(
+        port.frames_held(),
+        resting,
+        "transmissions did not complete"
+    );
+}
+
+/// The sequence numbers of received test frames, sorted; the frames go back to the pool.
+fn seqs_of(received: &[Desc], pool: &mut FramePool) -> Vec<u32> {
+    let mut seqs: Vec<u32> = received
+        .iter()
+        .map(|desc| seq_of(&bytes_of(pool, desc)).expect("a test frame"))
+        .collect();
+    for desc in received {
+        pool.release(desc.frame);
+    }
+    seqs.sort();
+    seqs
+}
+
+/// Two "workers" (two pools, two UMEMs) share one interface's XDP program: each opens one queue
+/// of it, receives exactly the frames the tester sent on that queue, and transmits on it; a
+/// queue cannot be taken twice; a released queue can be opened again; the program stays while
+/// any user holds it and is gone after the last.
+#[test]
+fn two_workers_share_one_interface_by_queues() {
+    if !available_for_test() {
+        return;
+    }
+    let lab = lab("wstxdp8", 1, 2);
+    let pair = &lab.pairs[0];
+    let config = |queue: QueueId| AfXdpConfig {
+        queues: QueueSelection::List(vec![queue]),
+        fill_size: 512,
+        zero_copy: false,
+        ..AfXdpConfig::default()
+    };
+    let fill = 512;
+    let attachment = {
+        let _guard = enter(&lab.dut_ns).expect("enter namespace");
+        std::sync::Arc::new(XdpAttachment::attach(&pair.dut_if, XdpMode::Auto).expect("attach"))
+    };
+    assert_eq!(attachment.interface(), pair.dut_if);
+    assert_eq!((attachment.queues(), attachment.mode()), (2, "native"));
+    let open_shared = |queue: QueueId, umem: &Umem, pool: &mut FramePool| {
+        let _guard = enter(&lab.dut_ns).expect("enter namespace");
+        AfXdpPort::open_shared(&attachment, &config(queue), umem, pool)
+    };
+    let mut pools = [
+        FramePool::new(4096, 2048).unwrap(),
+        FramePool::new(4096, 2048).unwrap(),
+    ];
+    let umems = [Umem::new(&pools[0]), Umem::new(&pools[1])];
+    let mut workers = [
+        open_shared(0, &umems[0], &mut pools[0]).expect("worker 0 opens queue 0"),
+        open_shared(1, &umems[1], &mut pools[1]).expect("worker 1 opens queue 1"),
+    ];
+    assert_eq!(workers[1].open_queues().collect::<Vec<_>>(), [1]);
+    assert!(
+        workers[1].info().mode.starts_with("xdp=native bind=copy"),
+        "{}",
+        workers[1].info().mode
+    );
+
+    // A queue is one worker's.
+    let mut spare = FramePool::new(4096, 2048).unwrap();
+    let spare_umem = Umem::new(&spare);
+    let error = open_shared(0, &spare_umem, &mut spare).unwrap_err();
+    assert!(
+        matches!(error, AfXdpError::QueueTaken { queue: 0, .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains(&pair.dut_if), "{error}");
+    let error = open_shared(2, &spare_umem, &mut spare).unwrap_err();
+    assert!(
+        matches!(error, AfXdpError::QueueOutOfRange { queue: 2, .. }),
+        "{error}"
+    );
+    // A port of its own cannot attach a second program.
+    let error = open_in(
+        &lab.dut_ns,
+        &pair.dut_if,
+        &config(0),
+        &spare_umem,
+        &mut spare,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(error, AfXdpError::XdpAlreadyAttached { .. }),
+        "{error}"
+    );
+    assert_eq!(spare.free_count(), spare.total());
+
+    // The tester sends on each of its queues; a veth delivers on the peer's queue of that number.
+    let mut tester_pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
+    let tester_umem = Umem::new(&tester_pool);
+    let tester_config = AfXdpConfig {
+        zero_copy: false,
+        fill_size: 512,
+        ..AfXdpConfig::default()
+    };
+    let mut tester = open_in(
+        &lab.tester_ns,
+        &pair.tester_if,
+        &tester_config,
+        &tester_umem,
+        &mut tester_pool,
+    )
+    .expect("tester port");
+    let count = 100u32;
+    for queue in [0u16, 1] {
+        let first = queue as u32 * 1000;
+        let frames: Vec<Vec<u8>> = (first..first + count)
+            .map(|seq| test_frame(pair.dut_mac, pair.tester_mac, seq, frame_len(seq)))
+            .collect();
+        transmit(&mut tester, queue, &mut tester_pool, &frames);
+    }
+    for (queue, (port, pool)) in workers.iter_mut().zip(pools.iter_mut()).enumerate() {
+        let first = queue as u32 * 1000;
+        let received = receive(port, &[queue as QueueId], pool, count as usize);
+        assert!(received.iter().all(|desc| desc.queue == queue as QueueId));
+        assert_eq!(
+            seqs_of(&received, pool),
+            (first..first + count).collect::<Vec<_>>(),
+            "worker {queue} received other frames than those sent on queue {queue}"
+        );
+    }
+
+    // Each worker transmits on its own queue; everything arrives byte for byte.
+    let mut sent = Vec::new();
+    for (queue, (port, pool)) in workers.iter_mut().zip(pools.iter_mut()).enumerate() {
+        let first = 5000 + queue as u32 * 1000;
+        let frames: Vec<Vec<u8>> = (first..first + count)
+            .map(|seq| test_frame(pair.tester_mac, pair.dut_mac, seq, frame_len(seq)))
+            .collect();
+        transmit(port, queue as QueueId, pool, &frames);
+        sent.extend(frames);
+    }
+    let received = receive(&mut tester, &[0, 1], &mut tester_pool, sent.len());
+    let mut arrived: Vec<Vec<u8>> = received
+        .iter()
+        .map(|desc| bytes_of(&tester_pool, desc))
+        .collect();
+    for desc in &received {
+        tester_pool.release(desc.frame);
+    }
+    arrived.sort_by_key(|frame| seq_of(frame));
+    assert_eq!(arrived.len(), sent.len(), "frames lost on the way out");
+    assert!(arrived == sent, "frames changed on the way out");
+
+    // Releasing worker 0 frees queue 0 (another pool may take it) and keeps the program for
+    // worker 1.
+    let [first, second] = workers;
+    close(first, &mut pools[0]);
+    assert_eq!(pools[0].free_count(), pools[0].total());
+    assert!(xdp_attached(&lab.dut_ns, &pair.dut_if));
+    let again = open_shared(0, &spare_umem, &mut spare).expect("queue 0 is free again");
+    assert_eq!(again.frames_held(), fill);
+    close(again, &mut spare);
+    close(second, &mut pools[1]);
+    assert_eq!(pools[1].free_count(), pools[1].total());
+    assert_eq!(spare.free_count(), spare.total());
+    assert!(
+        xdp_attached(&lab.dut_ns, &pair.dut_if),
+        "the Arc still holds it"
+    );
+    drop(attachment);
+    assert!(xdp_detached(&lab.dut_ns, &pair.dut_if));
+    close(tester, &mut tester_pool);
+    assert_eq!(tester_pool.free_count(), tester_pool.total());
 }

@@ -6,8 +6,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
+use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, Umem};
+use wirespeed_io::{Port, QueueId};
 use wirespeed_lab::{Testbed, TestbedConfig};
-use wirespeed_packet::FramePool;
+use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM};
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_testkit::ports::{receive, send};
 
@@ -222,6 +224,203 @@ fn switch_forwards_over_afpacket() {
 #[test]
 fn switch_forwards_over_afxdp() {
     forwards_both_ways("wstsw2", "backend = \"afxdp\"");
+}
+
+/// Transmits `frames` on queue `queue` of the tester's AF_XDP port (a veth delivers a frame sent
+/// on queue *q* to queue *q* of its peer), 32 at a time, paced for the veth's 256-slot ring.
+fn send_on_queue(port: &mut AfXdpPort, pool: &mut FramePool, queue: QueueId, frames: &[Vec<u8>]) {
+    let mut batch = Batch::new(32);
+    for chunk in frames.chunks(32) {
+        for bytes in chunk {
+            let frame = pool.alloc().expect("tester pool has a free frame");
+            let start = HEADROOM as usize;
+            pool.frame_mut(frame)[start..start + bytes.len()].copy_from_slice(bytes);
+            batch.push(Desc {
+                frame,
+                offset: HEADROOM,
+                len: bytes.len() as u16,
+                port: 0,
+                queue,
+            });
+        }
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while !batch.is_empty() {
+            assert!(Instant::now() < deadline, "t0 queue {queue} took no frames");
+            port.tx(queue, pool, &mut batch);
+            port.poll(pool);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The number after `label` in the switch's output, e.g. `worker 1: rx 123` -> 123.
+fn count_after(out: &str, label: &str) -> Option<u64> {
+    let rest = &out[out.find(label)? + label.len()..];
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// Two workers on two-queue AF_XDP ports: worker *w* serves queue *w* of d0 and d1, frames the
+/// tester sends on t0's queue *w* reach worker *w*, and every frame of 256 flows arrives on t1.
+#[test]
+fn switch_spreads_a_two_queue_port_over_two_workers() {
+    if !wirespeed_lab::available_for_test() {
+        return;
+    }
+    let prefix = "wstsw3";
+    let _ = wirespeed_lab::down(prefix);
+    let lab = Testbed::up(&TestbedConfig {
+        prefix: prefix.into(),
+        pairs: 2,
+        queues: 2,
+    })
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = format!(
+        "[switch]\napp = \"xconnect\"\nworkers = 2\ncores = [0, 1]\n\n\
+         [[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [[port]]\nname = \"p1\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
+        lab.pairs[0].dut_if, lab.pairs[1].dut_if
+    );
+    let mut switch = Switch::start(&lab, &config, &dir);
+
+    let mut pool = FramePool::new(16384, 2048).unwrap();
+    let umem = Umem::new(&pool);
+    let mut t0 = {
+        let _inside = wirespeed_lab::enter(&lab.tester_ns).unwrap();
+        let config = AfXdpConfig {
+            fill_size: 512,
+            zero_copy: false,
+            ..AfXdpConfig::default()
+        };
+        AfXdpPort::open(&lab.pairs[0].tester_if, &config, &umem, &mut pool).unwrap()
+    };
+    assert_eq!(t0.open_queues().collect::<Vec<_>>(), [0, 1]);
+    let mut t1 = tester_port(&lab, 1);
+
+    // Wait until both workers forward: a probe sent on each queue crosses.
+    const PROBE_PORT: u16 = 7;
+    let probe = frames_to(1, PROBE_PORT);
+    for queue in [0, 1] {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            send_on_queue(&mut t0, &mut pool, queue, &probe);
+            if !receive_all(&mut t1, &mut pool, 1, PROBE_PORT).is_empty() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the switch never forwarded a probe sent on queue {queue}"
+            );
+        }
+    }
+
+    // 256 flows, flow i sent on queue i % 2.
+    let template = Template::new(&TemplateConfig {
+        frame_size: 128,
+        flows: 256,
+        dst_port: TEST_PORT,
+        ..TemplateConfig::default()
+    })
+    .unwrap();
+    let mut buffer = vec![0u8; 2048];
+    let mut sent: Vec<Vec<u8>> = (0..256)
+        .map(|flow| {
+            let len = template.write(&mut buffer, flow);
+            buffer[..len].to_vec()
+        })
+        .collect();
+    for queue in [0u16, 1] {
+        let share: Vec<Vec<u8>> = sent
+            .iter()
+            .skip(queue as usize)
+            .step_by(2)
+            .cloned()
+            .collect();
+        send_on_queue(&mut t0, &mut pool, queue, &share);
+    }
+    // Order across queues (workers) is not kept: compare as multisets.
+    let mut arrived = receive_all(&mut t1, &mut pool, sent.len(), TEST_PORT);
+    arrived.sort();
+    sent.sort();
+    assert_same(&arrived, &sent);
+
+    let (success, out) = switch.interrupt();
+    assert!(success, "switch failed:\n{out}");
+    for worker in 0..2 {
+        let rx = count_after(&out, &format!("worker {worker}: rx"));
+        assert!(
+            rx.is_some_and(|rx| rx >= 128),
+            "worker {worker} received {rx:?} frames, not its queue's 128:\n{out}"
+        );
+        assert!(
+            out.lines()
+                .any(|line| line.starts_with(&format!("worker {worker} pool:"))
+                    && line.contains("conservation holds")),
+            "worker {worker}:\n{out}"
+        );
+    }
+    t0.release_all(&mut pool);
+    drop(lab);
+    assert!(
+        !wirespeed_lab::list()
+            .unwrap()
+            .iter()
+            .any(|ns| ns.starts_with(prefix))
+    );
+}
+
+/// More workers than an AF_XDP port has queues: refused before anything runs, saying what to do.
+#[test]
+fn switch_refuses_more_workers_than_afxdp_queues() {
+    if !wirespeed_lab::available_for_test() {
+        return;
+    }
+    let prefix = "wstsw4";
+    let _ = wirespeed_lab::down(prefix);
+    let lab = Testbed::up(&TestbedConfig {
+        prefix: prefix.into(),
+        pairs: 2,
+        queues: 1,
+    })
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("switch.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[switch]\napp = \"xconnect\"\nworkers = 2\n\n\
+             [[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+             [[port]]\nname = \"p1\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+             [xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
+            lab.pairs[0].dut_if, lab.pairs[1].dut_if
+        ),
+    )
+    .unwrap();
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.dut_ns,
+            env!("CARGO_BIN_EXE_wirespeed"),
+        ])
+        .args(["switch", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("port p0: 1 AF_XDP queue(s)")
+            && text.contains(&format!("ethtool -L {} combined 2", lab.pairs[0].dut_if))
+            && text.contains("set workers = 1"),
+        "{text}"
+    );
+    let link =
+        wirespeed_lab::run_in(&lab.dut_ns, "ip", &["link", "show", &lab.pairs[0].dut_if]).unwrap();
+    assert!(!link.contains("xdp"), "the program stayed attached: {link}");
 }
 
 #[test]

@@ -34,7 +34,8 @@ pub struct AfXdpConfig {
     pub tx_size: u32,
     /// Try a zero-copy bind first (falls back to copy mode, reported in the port's mode).
     pub zero_copy: bool,
-    /// XDP attach mode wish.
+    /// XDP attach mode wish (for a port that attaches its own program: not used by
+    /// [`AfXdpPort::open_shared`](super::AfXdpPort::open_shared), whose attachment has its mode).
     pub xdp_mode: XdpMode,
 }
 
@@ -124,6 +125,20 @@ pub enum AfXdpError {
          it, e.g. another wirespeed)"
     )]
     XdpAlreadyAttached { port: String },
+    #[error(
+        "port {port}: queue {queue} is already served by another AF_XDP port of this process \
+         (another worker); give each worker its own queues of the interface"
+    )]
+    QueueTaken { port: String, queue: QueueId },
+    #[error(
+        "port {port}: the shared XDP attachment is for interface index {attached}, but {port} \
+         here has index {ifindex}; attach and open in the same network namespace"
+    )]
+    AttachmentMismatch {
+        port: String,
+        attached: u32,
+        ifindex: u32,
+    },
     #[error(
         "port {port}: cannot attach XDP in {mode} mode: {source}; the driver may lack XDP \
          support: try xdp mode `generic` (or `auto`)"

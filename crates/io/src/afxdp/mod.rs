@@ -8,9 +8,13 @@
 //! * `ring`: the fill, completion, RX and TX rings with cached indices;
 //! * `socket`: one socket per (port, queue), its bind modes and wakeups;
 //! * `program`: the six-instruction XDP program, its XSKMAP and the link that attaches it;
+//! * [`XdpAttachment`]: one interface's program and XSKMAP, shared by the ports several workers
+//!   open on different queues of it ([`AfXdpPort::open_shared`]);
 //! * `interface`: MTU, MAC and queue count of an interface;
 //! * `ledger`: which frames the kernel holds, so that every one comes back;
-//! * [`AfXdpPort`]: all of it behind the [`Port`] trait.
+//! * [`AfXdpPort`]: all of it behind the [`Port`] trait;
+//! * [`XdpRedirect`]: no socket at all, an in-kernel redirect from one interface to another,
+//!   the reference a user-space forwarder is measured against.
 //!
 //! A worker makes one [`Umem`] from its pool, opens its ports with it, and on shutdown calls
 //! [`Port::release_all`] on every port before dropping the pool:
@@ -31,19 +35,46 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! Several workers serve one interface by queues: the interface's program is attached once, and
+//! each worker opens its own queues of it on its own pool (a queue is one worker's):
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, QueueSelection, Umem, XdpAttachment, XdpMode};
+//! use wirespeed_packet::FramePool;
+//!
+//! let eth1 = Arc::new(XdpAttachment::attach("eth1", XdpMode::Auto)?);
+//! for queue in 0..eth1.queues() {
+//!     let mut pool = FramePool::new(16384, 2048)?;
+//!     let umem = Umem::new(&pool);
+//!     let config = AfXdpConfig {
+//!         queues: QueueSelection::List(vec![queue]),
+//!         ..AfXdpConfig::default()
+//!     };
+//!     let port = AfXdpPort::open_shared(&eth1, &config, &umem, &mut pool)?;
+//!     // ... hand port and pool to worker `queue` ...
+//! #   drop((port, pool));
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! [`FramePool`]: wirespeed_packet::FramePool
 //! [`Port`]: crate::Port
 //! [`Port::release_all`]: crate::Port::release_all
 
+mod attachment;
 mod config;
 mod interface;
 mod ledger;
 mod port;
 mod program;
+mod redirect;
 mod ring;
 mod socket;
 pub mod umem;
 
+pub use attachment::XdpAttachment;
 pub use config::{AfXdpConfig, AfXdpError, DEFAULT_RING_SIZE, QueueSelection, XdpMode};
 pub use port::AfXdpPort;
+pub use redirect::XdpRedirect;
 pub use umem::Umem;

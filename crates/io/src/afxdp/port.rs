@@ -1,8 +1,10 @@
 //! [`AfXdpPort`]: one interface driven through AF_XDP sockets, one per opened queue.
 //!
 //! Opening checks everything that can be checked before the kernel is touched (interface, queues,
-//! MTU against the frame size, ring sizes, the pool), then attaches the XDP program, then opens,
-//! binds and registers a socket per queue and gives each fill ring a ring's worth of frames.
+//! MTU against the frame size, ring sizes, the pool), then attaches the XDP program (or, opened
+//! with [`AfXdpPort::open_shared`], uses the interface's [`XdpAttachment`] that several workers
+//! share), claims its queues, then opens and binds a socket per queue, gives each fill ring a
+//! ring's worth of frames, and puts the sockets into the program's XSKMAP.
 //!
 //! The data path per call, without allocation or locks, with at most one system call per call
 //! and only when the kernel asked for it (`need_wakeup`):
@@ -18,14 +20,16 @@
 //! is exact and [`Port::release_all`] can return them after the sockets are closed.
 
 use std::os::fd::RawFd;
+use std::sync::Arc;
 
 use wirespeed_packet::batch::HEADROOM;
 use wirespeed_packet::{Batch, Desc, FrameId, FramePool};
 
+use super::attachment::{Claim, XdpAttachment};
 use super::config::{AfXdpConfig, AfXdpError, QueueSelection};
 use super::interface::{Interface, InterfaceError};
 use super::ledger::Ledger;
-use super::program::{ProgramError, XdpProgram, is_busy};
+use super::program::{ProgramError, is_busy};
 use super::socket::{RingSizes, SocketError, XskSocket};
 use super::umem::Umem;
 use crate::port::{Backend, Port, PortInfo, PortStats, QueueId};
@@ -39,8 +43,9 @@ const REFILL_CHUNK: usize = 64;
 /// A network interface driven through AF_XDP.
 pub struct AfXdpPort {
     info: PortInfo,
-    // Fields drop in order: the program first (the kernel stops redirecting), then the sockets.
-    program: Option<XdpProgram>,
+    // Fields drop in order: the claim first (the sockets leave the XSKMAP, and the program
+    // detaches if this port was its last user), then the sockets.
+    claim: Option<Claim>,
     /// Index = queue id; `None` for queues not opened.
     sockets: Vec<Option<XskSocket>>,
     ledger: Ledger,
@@ -56,9 +61,36 @@ pub struct AfXdpPort {
 
 impl AfXdpPort {
     /// Opens interface `name` of the calling thread's network namespace on the worker's `umem`,
-    /// filling the fill rings from `pool` (which must be the pool `umem` was made from).
+    /// filling the fill rings from `pool` (which must be the pool `umem` was made from). The
+    /// port attaches its own XDP program (in `config.xdp_mode`), so no other port can open the
+    /// interface while it is open; for several workers on one interface, see
+    /// [`AfXdpPort::open_shared`].
     pub fn open(
         name: &str,
+        config: &AfXdpConfig,
+        umem: &Umem,
+        pool: &mut FramePool,
+    ) -> Result<Self, AfXdpError> {
+        Self::open_on(name, None, config, umem, pool)
+    }
+
+    /// Opens the selected queues of `attachment`'s interface (in the calling thread's network
+    /// namespace, the one it was attached in) as one worker's port, on that worker's `umem`
+    /// and `pool`. Other workers open other queues of the same attachment with their own pools;
+    /// a queue another port holds is refused ([`AfXdpError::QueueTaken`]). `config.xdp_mode` is
+    /// not used: the attachment has its mode. Releasing or dropping the port frees its queues.
+    pub fn open_shared(
+        attachment: &Arc<XdpAttachment>,
+        config: &AfXdpConfig,
+        umem: &Umem,
+        pool: &mut FramePool,
+    ) -> Result<Self, AfXdpError> {
+        Self::open_on(attachment.interface(), Some(attachment), config, umem, pool)
+    }
+
+    fn open_on(
+        name: &str,
+        attachment: Option<&Arc<XdpAttachment>>,
         config: &AfXdpConfig,
         umem: &Umem,
         pool: &mut FramePool,
@@ -81,14 +113,7 @@ impl AfXdpPort {
                 });
             }
         }
-        let interface = Interface::query(name).map_err(|error| match error {
-            InterfaceError::Missing => AfXdpError::NoSuchInterface { port: port() },
-            InterfaceError::Query(what, source) => AfXdpError::Sysfs {
-                port: port(),
-                path: format!("{what} ioctl"),
-                source,
-            },
-        })?;
+        let interface = query_interface(name)?;
         let mut queues: Vec<QueueId> = match &config.queues {
             QueueSelection::All => (0..interface.queues).collect(),
             QueueSelection::List(list) => list.clone(),
@@ -98,11 +123,22 @@ impl AfXdpPort {
         if queues.is_empty() {
             return Err(AfXdpError::NoQueues { port: port() });
         }
-        if let Some(&queue) = queues.iter().find(|&&q| q >= interface.queues) {
+        if let Some(attachment) = attachment
+            && attachment.ifindex() != interface.ifindex
+        {
+            return Err(AfXdpError::AttachmentMismatch {
+                port: port(),
+                attached: attachment.ifindex(),
+                ifindex: interface.ifindex,
+            });
+        }
+        // The XSKMAP has a slot per queue the interface had when the program was attached.
+        let available = attachment.map_or(interface.queues, |a| a.queues().min(interface.queues));
+        if let Some(&queue) = queues.iter().find(|&&q| q >= available) {
             return Err(AfXdpError::QueueOutOfRange {
                 port: port(),
                 queue,
-                queues: interface.queues,
+                queues: available,
             });
         }
         let frame_size = umem.frame_size();
@@ -126,9 +162,21 @@ impl AfXdpPort {
             });
         }
 
-        let program =
-            XdpProgram::attach(interface.ifindex, interface.queues as u32, config.xdp_mode)
-                .map_err(|error| program_error(name, error))?;
+        let attachment = match attachment {
+            Some(shared) => Arc::clone(shared),
+            None => Arc::new(XdpAttachment::attach_described(
+                name,
+                &interface,
+                config.xdp_mode,
+            )?),
+        };
+        let claim = attachment
+            .claim(&queues)
+            .map_err(|queue| AfXdpError::QueueTaken {
+                port: port(),
+                queue,
+            })?;
+        let program = claim.attachment();
 
         let sizes = RingSizes {
             fill: config.fill_size,
@@ -162,7 +210,7 @@ impl AfXdpPort {
         }
         for (queue, socket) in sockets.iter().enumerate() {
             let Some(socket) = socket else { continue };
-            if let Err(error) = program.insert(queue as u32, socket.raw_fd()) {
+            if let Err(error) = claim.insert(queue as QueueId, socket.raw_fd()) {
                 // Close the sockets first: then the kernel references none of the frames.
                 drop(sockets);
                 ledger.drain(|frame| pool.release(frame));
@@ -193,7 +241,7 @@ impl AfXdpPort {
                 link_up: interface.link_up,
                 mode,
             },
-            program: Some(program),
+            claim: Some(claim),
             sockets,
             ledger,
             umem: umem.clone(),
@@ -216,7 +264,7 @@ impl AfXdpPort {
 
     /// Whether the port still has its sockets (false after [`Port::release_all`]).
     pub fn is_open(&self) -> bool {
-        self.program.is_some()
+        self.claim.is_some()
     }
 }
 
@@ -230,7 +278,22 @@ impl std::fmt::Debug for AfXdpPort {
     }
 }
 
-fn program_error(port: &str, error: ProgramError) -> AfXdpError {
+/// Describes interface `name` of the calling thread's namespace, or says why not.
+pub(super) fn query_interface(name: &str) -> Result<Interface, AfXdpError> {
+    Interface::query(name).map_err(|error| match error {
+        InterfaceError::Missing => AfXdpError::NoSuchInterface {
+            port: name.to_string(),
+        },
+        InterfaceError::Query(what, source) => AfXdpError::Sysfs {
+            port: name.to_string(),
+            path: format!("{what} ioctl"),
+            source,
+        },
+    })
+}
+
+/// The error a failed step of attaching a program to interface `port` is reported as.
+pub(super) fn program_error(port: &str, error: ProgramError) -> AfXdpError {
     let port = port.to_string();
     let denied = |error: &std::io::Error| error.raw_os_error() == Some(libc::EPERM);
     match error {
@@ -452,11 +515,12 @@ impl Port for AfXdpPort {
         self.ledger.held()
     }
 
-    /// Detaches the XDP program, closes the sockets (after which the kernel references none of
-    /// the frames) and returns every frame the port gave the kernel to `pool`. The port is closed
-    /// afterwards: `rx` and `tx` do nothing.
+    /// Takes the sockets out of the XSKMAP and frees their queues (detaching the XDP program
+    /// unless other ports share it), closes the sockets (after which the kernel references none
+    /// of the frames) and returns every frame the port gave the kernel to `pool`. The port is
+    /// closed afterwards: `rx` and `tx` do nothing.
     fn release_all(&mut self, pool: &mut FramePool) {
-        self.program = None;
+        self.claim = None;
         for socket in &mut self.sockets {
             *socket = None;
         }

@@ -11,6 +11,10 @@
 //!
 //! A queue without a socket in the map makes `bpf_redirect_map` return its fallback action
 //! (the low bits of the flags argument, here `XDP_PASS`): such frames go to the kernel stack.
+//!
+//! The same loader and link make the four-instruction program behind
+//! [`XdpRedirect`](super::XdpRedirect) (`r1 = ifindex; r2 = 0; call bpf_redirect; exit`), which
+//! sends every frame of one interface out of another without leaving the kernel.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -30,11 +34,13 @@ pub enum XdpMode {
 // bpf(2) commands, map and program types, attach type and helper numbers (linux/bpf.h).
 const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
 const BPF_PROG_LOAD: libc::c_long = 5;
 const BPF_LINK_CREATE: libc::c_long = 28;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 const BPF_XDP: u32 = 37;
+const BPF_FUNC_REDIRECT: i32 = 23;
 const BPF_FUNC_REDIRECT_MAP: i32 = 51;
 const BPF_PSEUDO_MAP_FD: u8 = 1;
 const BPF_ANY: u64 = 0;
@@ -99,6 +105,20 @@ fn redirect_program(map_fd: RawFd) -> [Insn; 6] {
     ]
 }
 
+/// The program that sends every frame out of interface `ifindex` (`bpf_redirect` with no flags
+/// returns `XDP_REDIRECT`; the redirect happens when the driver flushes after the program).
+fn redirect_to_interface_program(ifindex: u32) -> [Insn; 4] {
+    [
+        // r1 = the target interface (the immediate is the u32's bits)
+        insn(ALU64_MOV_K, 1, 0, 0, ifindex as i32),
+        // r2 = 0: no flags (BPF_F_INGRESS would inject into the target's own RX instead)
+        insn(ALU64_MOV_K, 2, 0, 0, 0),
+        // r0 = bpf_redirect(r1, r2)
+        insn(JMP_CALL, 0, 0, 0, BPF_FUNC_REDIRECT),
+        insn(JMP_EXIT, 0, 0, 0, 0),
+    ]
+}
+
 /// `union bpf_attr` for BPF_MAP_CREATE (the fields we set; the kernel zero-fills the rest).
 #[repr(C)]
 #[derive(Default)]
@@ -113,7 +133,7 @@ struct MapCreateAttr {
     map_name: [u8; 16],
 }
 
-/// `union bpf_attr` for BPF_MAP_UPDATE_ELEM.
+/// `union bpf_attr` for BPF_MAP_UPDATE_ELEM and BPF_MAP_DELETE_ELEM (which ignores `value`).
 #[repr(C)]
 struct MapUpdateAttr {
     map_fd: u32,
@@ -217,34 +237,22 @@ pub(crate) enum ProgramError {
     Insert(std::io::Error),
 }
 
-/// An XSKMAP, the redirect program using it, and the link that attaches it to one interface.
-/// Dropping it detaches the program (the link first, then program and map are freed).
+/// A loaded program attached to one interface by a link. Dropping it detaches the program (the
+/// link's descriptor first, then the program's).
 #[derive(Debug)]
-pub(crate) struct XdpProgram {
+pub(crate) struct AttachedProgram {
     _link: OwnedFd,
     _program: OwnedFd,
-    map: OwnedFd,
     /// "native" or "generic".
     mode: &'static str,
     /// Why native mode was not used, when `Auto` fell back to generic.
     fallback: Option<String>,
 }
 
-impl XdpProgram {
-    /// Creates a map of `queues` slots and the program, and attaches it to `ifindex` in `mode`.
-    pub(crate) fn attach(ifindex: u32, queues: u32, mode: XdpMode) -> Result<Self, ProgramError> {
-        let mut map_attr = MapCreateAttr {
-            map_type: BPF_MAP_TYPE_XSKMAP,
-            key_size: 4,
-            value_size: 4,
-            max_entries: queues.max(1),
-            ..MapCreateAttr::default()
-        };
-        map_attr.map_name[..9].copy_from_slice(b"wirespeed");
-        let map = owned(bpf(BPF_MAP_CREATE, &mut map_attr).map_err(ProgramError::Map)?);
-
-        let program = load(&redirect_program(map.as_raw_fd()))?;
-
+impl AttachedProgram {
+    /// Loads `program` and attaches it to `ifindex` in `mode`.
+    fn attach(program: &[Insn], ifindex: u32, mode: XdpMode) -> Result<Self, ProgramError> {
+        let program = load(program)?;
         let link = |flags: u32| {
             let mut attr = LinkCreateAttr {
                 prog_fd: program.as_raw_fd() as u32,
@@ -276,10 +284,49 @@ impl XdpProgram {
         Ok(Self {
             _link: link,
             _program: program,
-            map,
             mode,
             fallback,
         })
+    }
+
+    /// Attaches to `from` the program that redirects every frame out of interface `to`.
+    pub(crate) fn redirect(from: u32, to: u32, mode: XdpMode) -> Result<Self, ProgramError> {
+        Self::attach(&redirect_to_interface_program(to), from, mode)
+    }
+
+    /// "native" or "generic".
+    pub(crate) fn mode(&self) -> &'static str {
+        self.mode
+    }
+
+    /// Why `Auto` fell back to generic mode, if it did.
+    pub(crate) fn fallback(&self) -> Option<&str> {
+        self.fallback.as_deref()
+    }
+}
+
+/// An XSKMAP, the redirect program using it, and the link that attaches it to one interface.
+/// Dropping it detaches the program (the link first, then program and map are freed).
+#[derive(Debug)]
+pub(crate) struct XdpProgram {
+    attached: AttachedProgram,
+    map: OwnedFd,
+}
+
+impl XdpProgram {
+    /// Creates a map of `queues` slots and the program, and attaches it to `ifindex` in `mode`.
+    pub(crate) fn attach(ifindex: u32, queues: u32, mode: XdpMode) -> Result<Self, ProgramError> {
+        let mut map_attr = MapCreateAttr {
+            map_type: BPF_MAP_TYPE_XSKMAP,
+            key_size: 4,
+            value_size: 4,
+            max_entries: queues.max(1),
+            ..MapCreateAttr::default()
+        };
+        map_attr.map_name[..9].copy_from_slice(b"wirespeed");
+        let map = owned(bpf(BPF_MAP_CREATE, &mut map_attr).map_err(ProgramError::Map)?);
+        let attached = AttachedProgram::attach(&redirect_program(map.as_raw_fd()), ifindex, mode)?;
+        Ok(Self { attached, map })
     }
 
     /// Points slot `queue` of the map at socket `socket` (which must be bound).
@@ -297,14 +344,32 @@ impl XdpProgram {
         Ok(())
     }
 
+    /// Empties slot `queue` of the map: the queue's frames go to the kernel stack again. An
+    /// empty slot is not an error.
+    pub(crate) fn remove(&self, queue: u32) -> std::io::Result<()> {
+        let key = queue;
+        let mut attr = MapUpdateAttr {
+            map_fd: self.map.as_raw_fd() as u32,
+            _pad: 0,
+            key: &key as *const u32 as u64,
+            value: 0,
+            flags: 0,
+        };
+        match bpf(BPF_MAP_DELETE_ELEM, &mut attr) {
+            Ok(_) => Ok(()),
+            Err(error) if error.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
     /// "native" or "generic".
     pub(crate) fn mode(&self) -> &'static str {
-        self.mode
+        self.attached.mode()
     }
 
     /// Why `Auto` fell back to generic mode, if it did.
     pub(crate) fn fallback(&self) -> Option<&str> {
-        self.fallback.as_deref()
+        self.attached.fallback()
     }
 }
 
@@ -334,6 +399,21 @@ mod tests {
     }
 
     #[test]
+    fn redirect_to_interface_encodes_as_the_kernel_expects() {
+        let program = redirect_to_interface_program(42);
+        assert_eq!(
+            (program[0].code, program[0].regs, program[0].imm),
+            (0xb7, 0x01, 42)
+        );
+        assert_eq!(
+            (program[1].code, program[1].regs, program[1].imm),
+            (0xb7, 0x02, 0)
+        );
+        assert_eq!((program[2].code, program[2].imm), (0x85, 23));
+        assert_eq!(program[3].code, 0x95);
+    }
+
+    #[test]
     fn map_and_program_load_when_root() {
         // SAFETY: geteuid has no preconditions and cannot fail.
         if unsafe { libc::geteuid() } != 0 {
@@ -349,6 +429,11 @@ mod tests {
         };
         let map = owned(bpf(BPF_MAP_CREATE, &mut map_attr).expect("XSKMAP"));
         match load(&redirect_program(map.as_raw_fd())) {
+            Ok(_program) => {}
+            Err(ProgramError::Load(error, log)) => panic!("load failed: {error}: {log}"),
+            Err(other) => panic!("{other:?}"),
+        }
+        match load(&redirect_to_interface_program(1)) {
             Ok(_program) => {}
             Err(ProgramError::Load(error, log)) => panic!("load failed: {error}: {log}"),
             Err(other) => panic!("{other:?}"),

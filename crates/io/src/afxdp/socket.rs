@@ -21,6 +21,9 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use super::ring::{ConsumerRing, ProducerRing};
 use super::umem::Umem;
 
+/// How long a bind refused with EBUSY is retried (see [`XskSocket::open`]).
+const BUSY_QUEUE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Sizes of the four rings (each a power of two).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RingSizes {
@@ -77,7 +80,34 @@ pub(crate) struct Opened {
 impl XskSocket {
     /// Opens a socket on queue `queue` of interface `ifindex` using `umem`; zero-copy first when
     /// `zero_copy` is asked for.
+    ///
+    /// A queue whose previous socket just closed stays registered to that socket's UMEM until a
+    /// deferred kernel work item releases it (`xp_put_pool` -> `xp_release_deferred`); a bind
+    /// meanwhile fails with EBUSY. So a bind refused with EBUSY is tried again, with a fresh
+    /// socket, for up to [`BUSY_QUEUE_WAIT`]; a queue that stays busy (another program's socket)
+    /// is reported after that.
     pub(crate) fn open(
+        umem: &Umem,
+        ifindex: u32,
+        queue: u32,
+        sizes: RingSizes,
+        zero_copy: bool,
+    ) -> Result<Opened, SocketError> {
+        let deadline = std::time::Instant::now() + BUSY_QUEUE_WAIT;
+        loop {
+            match Self::open_once(umem, ifindex, queue, sizes, zero_copy) {
+                Err(error)
+                    if error.source.raw_os_error() == Some(libc::EBUSY)
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn open_once(
         umem: &Umem,
         ifindex: u32,
         queue: u32,

@@ -2,6 +2,13 @@
 //!
 //! Every port of every worker is opened before any worker runs; the first failure drops what was
 //! already opened (closing sockets, detaching programs) and is returned with the port's name.
+//!
+//! How workers share a port depends on its backend: AF_PACKET ports by fanout (worker *w* is
+//! member *w*); AF_XDP ports by queues: the interface's XDP program is attached once, and worker
+//! *w* of *W* opens every *W*-th selected queue starting at the *w*-th, receives from all of
+//! them and transmits on the first, on its own pool and UMEM. pcap ports are one worker's.
+
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use wirespeed_control::config::XdpMode as XdpModeConfig;
@@ -9,8 +16,9 @@ use wirespeed_control::config::{AppConfig, BackendConfig, Config, PortConfig};
 use wirespeed_dataplane::app::{App, Xconnect};
 use wirespeed_dataplane::stage::Task;
 use wirespeed_dataplane::worker::{Idle, Worker, WorkerConfig, WorkerPort};
+use wirespeed_io::QueueId;
 use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
-use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, QueueSelection, Umem, XdpMode};
+use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, QueueSelection, Umem, XdpAttachment, XdpMode};
 use wirespeed_io::pcap::PcapPort;
 use wirespeed_packet::FramePool;
 use wirespeed_packet::cpu::tsc_hz;
@@ -33,15 +41,12 @@ pub fn workers(config: &Config) -> Result<Vec<Worker>> {
             wirespeed_control::config::IdleMode::Adaptive => WorkerConfig::default().idle,
         },
     };
-    anyhow::ensure!(
-        config.switch.workers == 1
-            || config
-                .ports
-                .iter()
-                .all(|p| !matches!(p.backend, BackendConfig::AfXdp { .. })),
-        "AF_XDP ports serve one worker in this version (the XDP program of an interface is not \
-         yet shared between workers); set workers = 1 or use afpacket ports"
-    );
+    // Each AF_XDP interface gets its XDP program once; the workers' ports share it by queues.
+    let shares = config
+        .ports
+        .iter()
+        .map(|port| afxdp_share(port, config.switch.workers))
+        .collect::<Result<Vec<_>>>()?;
     let mut workers = Vec::new();
     for index in 0..config.switch.workers {
         let mut pool = FramePool::new(config.switch.frames, config.switch.frame_size)
@@ -50,8 +55,8 @@ pub fn workers(config: &Config) -> Result<Vec<Worker>> {
         // by another without a copy.
         let umem = Umem::new(&pool);
         let mut ports = Vec::new();
-        for port in &config.ports {
-            ports.push(open(config, port, index, &mut pool, &umem)?);
+        for (port, share) in config.ports.iter().zip(&shares) {
+            ports.push(open(config, port, share.as_ref(), index, &mut pool, &umem)?);
         }
         workers.push(Worker::new(
             worker_config.clone(),
@@ -61,6 +66,73 @@ pub fn workers(config: &Config) -> Result<Vec<Worker>> {
         ));
     }
     Ok(workers)
+}
+
+/// An AF_XDP interface as the workers share it: its XDP program, and the queues to serve.
+struct AfXdpShare {
+    attachment: Arc<XdpAttachment>,
+    /// The selected queues, ascending; worker *w* of *W* serves those at positions *i* with
+    /// *i* mod *W* = *w* (with every queue selected: queue *q* goes to worker *q* mod *W*).
+    queues: Vec<QueueId>,
+}
+
+impl AfXdpShare {
+    /// The queues worker `worker` of `workers` receives from; it transmits on the first.
+    fn of_worker(&self, worker: usize, workers: usize) -> Vec<QueueId> {
+        self.queues
+            .iter()
+            .enumerate()
+            .filter(|(position, _)| position % workers == worker)
+            .map(|(_, &queue)| queue)
+            .collect()
+    }
+}
+
+/// Attaches the XDP program of an AF_XDP port's interface and checks that every one of the
+/// `workers` gets a queue of it; `None` for other backends.
+///
+/// A worker needs a queue of its own on every port, even to transmit only: the kernel binds one
+/// UMEM per queue, and each worker has its own, so two workers cannot use one queue.
+fn afxdp_share(port: &PortConfig, workers: usize) -> Result<Option<AfXdpShare>> {
+    let BackendConfig::AfXdp {
+        interface,
+        queues,
+        xdp_mode,
+        ..
+    } = &port.backend
+    else {
+        return Ok(None);
+    };
+    let attachment = XdpAttachment::attach(interface, xdp_mode_of(*xdp_mode))
+        .with_context(|| format!("port {}", port.name))?;
+    let mut selected: Vec<QueueId> = match queues {
+        Some(list) => list.clone(),
+        None => (0..attachment.queues()).collect(),
+    };
+    selected.sort_unstable();
+    selected.dedup();
+    anyhow::ensure!(
+        selected.len() >= workers,
+        "port {}: {} AF_XDP queue(s) of {interface} for {workers} workers; every worker needs a \
+         queue of its own on every AF_XDP port (to receive, and to transmit: two workers cannot \
+         share a queue). Give the interface more queues (`ethtool -L {interface} combined \
+         {workers}`) and select at least {workers} (or leave `queues` out), or set workers = {}",
+        port.name,
+        selected.len(),
+        selected.len().max(1),
+    );
+    Ok(Some(AfXdpShare {
+        attachment: Arc::new(attachment),
+        queues: selected,
+    }))
+}
+
+fn xdp_mode_of(mode: XdpModeConfig) -> XdpMode {
+    match mode {
+        XdpModeConfig::Auto => XdpMode::Auto,
+        XdpModeConfig::Native => XdpMode::Native,
+        XdpModeConfig::Generic => XdpMode::Generic,
+    }
 }
 
 fn app(config: &Config, seed: u64) -> Box<dyn App> {
@@ -84,16 +156,18 @@ pub enum KernelBackend {
     Afpacket,
 }
 
-/// Opens `port` for worker `worker`: the worker's share of the port's queues.
+/// Opens `port` for worker `worker`: the worker's share of the port's queues (for AF_XDP,
+/// `share` is the interface's program and queues).
 fn open(
     config: &Config,
     port: &PortConfig,
+    share: Option<&AfXdpShare>,
     worker: usize,
     pool: &mut FramePool,
     umem: &Umem,
 ) -> Result<WorkerPort> {
-    match &port.backend {
-        BackendConfig::Pcap { rx, tx } => {
+    match (&port.backend, share) {
+        (BackendConfig::Pcap { rx, tx }, _) => {
             let opened = PcapPort::open(&port.name, rx.as_deref(), tx.as_deref())
                 .with_context(|| format!("port {}", port.name))?;
             let rx_queues = if rx.is_some() { vec![0] } else { vec![] };
@@ -103,7 +177,7 @@ fn open(
                 tx_queue: 0,
             })
         }
-        BackendConfig::AfPacket { interface } => {
+        (BackendConfig::AfPacket { interface }, _) => {
             let workers = config.switch.workers;
             open_afpacket(
                 &port.name,
@@ -113,26 +187,20 @@ fn open(
                 workers,
             )
         }
-        BackendConfig::AfXdp {
-            interface,
-            queues,
-            zero_copy,
-            xdp_mode,
-        } => {
+        (BackendConfig::AfXdp { zero_copy, .. }, Some(share)) => {
             let afxdp = AfXdpConfig {
-                queues: queues
-                    .clone()
-                    .map_or(QueueSelection::All, QueueSelection::List),
+                queues: QueueSelection::List(share.of_worker(worker, config.switch.workers)),
                 zero_copy: *zero_copy,
-                xdp_mode: match xdp_mode {
-                    XdpModeConfig::Auto => XdpMode::Auto,
-                    XdpModeConfig::Native => XdpMode::Native,
-                    XdpModeConfig::Generic => XdpMode::Generic,
-                },
                 ..AfXdpConfig::default()
             };
-            open_afxdp(&port.name, interface, &afxdp, pool, umem)
+            let opened = AfXdpPort::open_shared(&share.attachment, &afxdp, umem, pool)
+                .with_context(|| format!("port {} (worker {worker})", port.name))?;
+            Ok(afxdp_worker_port(opened))
         }
+        (BackendConfig::AfXdp { .. }, None) => Err(anyhow::anyhow!(
+            "port {}: the AF_XDP interface was not attached before the workers were built",
+            port.name
+        )),
     }
 }
 
@@ -170,13 +238,19 @@ fn open_afxdp(
 ) -> Result<WorkerPort> {
     let opened =
         AfXdpPort::open(interface, config, umem, pool).with_context(|| format!("port {name}"))?;
+    Ok(afxdp_worker_port(opened))
+}
+
+/// An opened AF_XDP port as its worker holds it: it receives from every queue it opened and
+/// transmits on the first.
+fn afxdp_worker_port(opened: AfXdpPort) -> WorkerPort {
     let rx_queues: Vec<_> = opened.open_queues().collect();
     let tx_queue = rx_queues.first().copied().unwrap_or(0);
-    Ok(WorkerPort {
+    WorkerPort {
         port: Box::new(opened),
         rx_queues,
         tx_queue,
-    })
+    }
 }
 
 /// AF_PACKET: one fanout member per worker; worker *w* owns member *w*.
