@@ -10,7 +10,7 @@ use wirespeed_lab::{Testbed, TestbedConfig, run};
 use wirespeed_tester::bench::placement::{Plan, napi_threads, place_kernel};
 use wirespeed_tester::bench::{ForwardingConfig, trial};
 use wirespeed_tester::dut::probe::verify;
-use wirespeed_tester::dut::{Dut, DutError, LinuxBridge, LinuxRouter, Wiring};
+use wirespeed_tester::dut::{Dut, DutError, LinuxBridge, LinuxRouter, Wiring, XdpRedirectDut};
 
 fn lab(prefix: &str) -> Testbed {
     let _ = wirespeed_lab::down(prefix);
@@ -184,4 +184,30 @@ fn placement_pins_the_napi_threads_and_a_short_trial_counts_forwarded_frames() {
     );
     drop(lab);
     assert_lab_gone("wstdp");
+}
+
+#[test]
+fn xdp_redirect_forwards_unchanged_frames_and_detaches() {
+    if !wirespeed_lab::available_for_test() {
+        return;
+    }
+    let lab = lab("wstdx");
+    let wiring = Wiring::of(&lab).unwrap();
+    let xdp_on_d0 = || {
+        run("ip", &["-n", &wiring.dut_ns, "link", "show", "wstdx-d0"])
+            .unwrap()
+            .contains("xdp")
+    };
+    let mut redirect = XdpRedirectDut::new();
+    redirect.setup(&wiring).unwrap();
+    assert!(xdp_on_d0());
+    assert_eq!(
+        verify(&mut redirect, &wiring, 20, Duration::from_secs(5)).unwrap(),
+        20
+    );
+    redirect.teardown().unwrap();
+    assert!(!xdp_on_d0(), "the program is detached");
+    assert!(redirect.commands()[0].contains("XdpRedirect::attach"));
+    drop(lab);
+    assert_lab_gone("wstdx");
 }

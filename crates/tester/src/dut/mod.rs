@@ -22,11 +22,13 @@ mod linux_router;
 pub mod probe;
 mod steps;
 mod wirespeed;
+mod xdp_redirect;
 
 pub use linux_bridge::LinuxBridge;
 pub use linux_router::LinuxRouter;
 pub use steps::Steps;
 pub use wirespeed::{WirespeedBackend, WirespeedDut};
+pub use xdp_redirect::XdpRedirectDut;
 
 use wirespeed_lab::{CommandError, PortPair, Testbed};
 
