@@ -25,6 +25,8 @@ enum Command {
     Lab(cli::lab::LabArgs),
     /// Generate traffic into a capture and forward it through wirespeed: the short tour.
     Demo(cli::demo::DemoArgs),
+    /// Measure wirespeed and its peers side by side in a namespace lab.
+    Bench(cli::bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -34,5 +36,6 @@ fn main() -> anyhow::Result<()> {
         Command::Gen(args) => cli::generate::run(args),
         Command::Lab(args) => cli::lab::run(args),
         Command::Demo(args) => cli::demo::run(args),
+        Command::Bench(args) => cli::bench::run(args),
     }
 }
