@@ -145,7 +145,7 @@ pub fn run_forwarding(
                 if stop.load(Ordering::Relaxed) {
                     return records;
                 }
-                let record = ceiling_trial(wiring, config, flows, run, stop);
+                let record = interrupted(ceiling_trial(wiring, config, flows, run, stop), stop);
                 progress(&record);
                 records.push(record);
             }
@@ -153,13 +153,25 @@ pub fn run_forwarding(
                 if stop.load(Ordering::Relaxed) {
                     return records;
                 }
-                let record = trial(dut.as_mut(), wiring, config, flows, run, stop);
+                let record =
+                    interrupted(trial(dut.as_mut(), wiring, config, flows, run, stop), stop);
                 progress(&record);
                 records.push(record);
             }
         }
     }
     records
+}
+
+/// A trial during which `stop` was set was cut short: its counts are not a result.
+fn interrupted(mut record: TrialRecord, stop: &AtomicBool) -> TrialRecord {
+    if stop.load(Ordering::Relaxed) && record.outcome.is_ok() {
+        record.outcome = Err(format!(
+            "{}: interrupted before the trial ended",
+            record.dut
+        ));
+    }
+    record
 }
 
 /// One trial of one DuT: setup, verify, place, measure, teardown (always).
