@@ -1,5 +1,6 @@
 //! One module per subcommand, plus what several of them share.
 
+pub mod bench;
 pub mod build;
 pub mod ctl;
 pub mod demo;
