@@ -7,9 +7,9 @@
 //!   recovery) as pure functions over a `trial` closure.
 //! * [`stats`]: what the sink keeps per trial: latency histograms and sequence tracking.
 //! * [`report`]: the result data model and its JSON, CSV and HTML (with SVG plots) renderings.
-//!   that sends them out of a port.
 //! * [`dut`]: a driver per device under test (set up, verify, tear down, with an undo stack).
 //! * [`bench`]: the forwarding benchmark: DuTs side by side with one placement of threads.
+//! * [`trial`]: one paced trial over real ports with probes, and its check against the kernel.
 #![deny(unsafe_code)]
 
 pub mod bench;
@@ -18,3 +18,4 @@ pub mod generator;
 pub mod report;
 pub mod rfc2544;
 pub mod stats;
+pub mod trial;

@@ -195,6 +195,7 @@ fn forwards_both_ways(prefix: &str, backend_lines: &str) {
         prefix: prefix.into(),
         pairs: 2,
         queues: 1,
+        calibration: false,
     })
     .unwrap();
     let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
@@ -290,6 +291,7 @@ fn switch_spreads_a_two_queue_port_over_two_workers() {
         prefix: prefix.into(),
         pairs: 2,
         queues: 2,
+        calibration: false,
     })
     .unwrap();
     let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
@@ -401,6 +403,7 @@ fn switch_refuses_more_workers_than_afxdp_queues() {
         prefix: prefix.into(),
         pairs: 2,
         queues: 1,
+        calibration: false,
     })
     .unwrap();
     let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
@@ -452,6 +455,7 @@ fn switch_stops_cleanly_mid_traffic_and_leaves_nothing_after_sigkill() {
         prefix: prefix.into(),
         pairs: 2,
         queues: 1,
+        calibration: false,
     })
     .unwrap();
     let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));

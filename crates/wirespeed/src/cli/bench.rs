@@ -159,6 +159,7 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         prefix: args.prefix.clone(),
         pairs: 2,
         queues: 1,
+        calibration: false,
     })?;
     let wiring = Wiring::of(&lab).context("the lab has two pairs")?;
     let total = args.runs * args.flows.len() * (duts.len() + 1);
