@@ -91,28 +91,41 @@ pub fn place_kernel(
             plan.receiver_cpu,
         ),
     ] {
-        let threaded = format!("echo 1 > /sys/class/net/{interface}/threaded");
-        for (program, args) in [
-            ("ethtool", vec!["-K", interface.as_str(), "gro", "on"]),
-            ("sh", vec!["-c", threaded.as_str()]),
-        ] {
-            log.push(format!("ip netns exec {ns} {program} {}", args.join(" ")));
-            run_in(ns, program, &args)?;
-        }
-        let threads = napi_threads(interface);
-        if threads.is_empty() {
-            return Err(PlacementError::NoNapiThread {
-                interface: interface.clone(),
-            });
-        }
-        for (pid, comm) in threads {
-            let pid_text = pid.to_string();
-            let cpu_text = cpu.to_string();
-            log.push(format!("taskset -pc {cpu} {pid}  # {comm}"));
-            run("taskset", &["-pc", &cpu_text, &pid_text])?;
-            let thread = format!("{comm} (pid {pid})");
-            placed.push(expect_on(&thread, &format!("/proc/{pid}/status"), cpu)?);
-        }
+        placed.extend(place_napi(ns, interface, cpu, log)?);
+    }
+    Ok(placed)
+}
+
+/// Gives `interface` (in namespace `ns`) threaded NAPI and pins its NAPI threads to `cpu`;
+/// returns them as read back. Commands run are appended to `log`.
+pub fn place_napi(
+    ns: &str,
+    interface: &str,
+    cpu: usize,
+    log: &mut Vec<String>,
+) -> Result<Vec<Placed>, PlacementError> {
+    let mut placed = Vec::new();
+    let threaded = format!("echo 1 > /sys/class/net/{interface}/threaded");
+    for (program, args) in [
+        ("ethtool", vec!["-K", interface, "gro", "on"]),
+        ("sh", vec!["-c", threaded.as_str()]),
+    ] {
+        log.push(format!("ip netns exec {ns} {program} {}", args.join(" ")));
+        run_in(ns, program, &args)?;
+    }
+    let threads = napi_threads(interface);
+    if threads.is_empty() {
+        return Err(PlacementError::NoNapiThread {
+            interface: interface.into(),
+        });
+    }
+    for (pid, comm) in threads {
+        let pid_text = pid.to_string();
+        let cpu_text = cpu.to_string();
+        log.push(format!("taskset -pc {cpu} {pid}  # {comm}"));
+        run("taskset", &["-pc", &cpu_text, &pid_text])?;
+        let thread = format!("{comm} (pid {pid})");
+        placed.push(expect_on(&thread, &format!("/proc/{pid}/status"), cpu)?);
     }
     Ok(placed)
 }
