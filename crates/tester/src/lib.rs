@@ -7,9 +7,17 @@
 //!   recovery) as pure functions over a `trial` closure.
 //! * [`stats`]: what the sink keeps per trial: latency histograms and sequence tracking.
 //! * [`report`]: the result data model and its JSON, CSV and HTML (with SVG plots) renderings.
+//! * [`dut`]: a driver per device under test (set up, verify, tear down, with an undo stack).
+//! * [`bench`]: the forwarding benchmark: DuTs side by side with one placement of threads.
+//! * [`suite`]: the RFC 2544 suite in the lab: calibration, searches, latency, the report.
+//! * [`trial`]: one paced trial over real ports with probes, and its check against the kernel.
 #![deny(unsafe_code)]
 
+pub mod bench;
+pub mod dut;
 pub mod generator;
 pub mod report;
 pub mod rfc2544;
 pub mod stats;
+pub mod suite;
+pub mod trial;

@@ -201,6 +201,7 @@ fn forwards_both_ways_with(prefix: &str, config: impl Fn(&Testbed) -> String) {
         prefix: prefix.into(),
         pairs: 2,
         queues: 1,
+        calibration: false,
     })
     .unwrap();
     let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
@@ -296,6 +297,7 @@ fn switch_spreads_a_two_queue_port_over_two_workers() {
         prefix: prefix.into(),
         pairs: 2,
         queues: 2,
+        calibration: false,
     })
     .unwrap();
     let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
@@ -407,6 +409,7 @@ fn switch_refuses_more_workers_than_afxdp_queues() {
         prefix: prefix.into(),
         pairs: 2,
         queues: 1,
+        calibration: false,
     })
     .unwrap();
     let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
@@ -458,6 +461,7 @@ fn switch_stops_cleanly_mid_traffic_and_leaves_nothing_after_sigkill() {
         prefix: prefix.into(),
         pairs: 2,
         queues: 1,
+        calibration: false,
     })
     .unwrap();
     let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));

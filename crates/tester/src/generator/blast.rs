@@ -4,7 +4,9 @@
 //! Every frame of the pool is filled with the template once, at start-up; per packet the
 //! generator only takes a frame index from the pool and stamps the flow's 4 changing bytes
 //! (MoonGen's pre-filled buffers). Frames come back to the pool when their transmission
-//! completes, so the generator never allocates or copies a whole frame while it runs.
+//! completes, so the generator never allocates or copies a whole frame while it runs. Frames
+//! received on the RX port (which shares the pool, as AF_XDP ports of one UMEM do) are written
+//! back to the template before they return to the pool: one small copy per arrival.
 //!
 //! Pacing here is per batch from the TSC: at a set rate, batch *k* leaves no earlier than
 //! `k * batch / rate` after the start. Packet-level pacing (CBR, Poisson, bursts) with recorded
@@ -135,6 +137,10 @@ pub fn blast(
                 while rx.rx(0, pool, &mut incoming) > 0 {
                     result.received += incoming.len() as u64;
                     for desc in incoming.descs() {
+                        // The frame holds what arrived (a router's rewritten MACs and TTL, the
+                        // kernels' own frames); it goes back to the pool as the template again,
+                        // or the generator would send those bytes on.
+                        template.write(&mut pool.frame_mut(desc.frame)[HEADROOM as usize..], 0);
                         pool.release(desc.frame);
                     }
                     incoming.clear();

@@ -1,10 +1,12 @@
 //! One module per subcommand, plus what several of them share.
 
+pub mod bench;
 pub mod build;
 pub mod ctl;
 pub mod demo;
 pub mod generate;
 pub mod lab;
 pub mod pcap;
+pub mod rfc2544;
 pub mod stats;
 pub mod switch;

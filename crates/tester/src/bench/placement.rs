@@ -1,0 +1,238 @@
+//! Where the benchmark's work runs, applied identically for every DuT and read back.
+//!
+//! On a two-core machine the generator and the DuT share the box, so which core runs which
+//! kernel work decides the result. A veth without NAPI hands a frame to the receiving side's
+//! backlog on the *sender's* core: the DuT's whole forwarding path would then run in softirq on
+//! the generator's core, and every DuT would look faster than it is. So:
+//!
+//! * the **generator** thread (AF_XDP TX on `t0`, RX on `t1`) is pinned to `generator_cpu` (0);
+//! * the **DuT's ingress NAPI**, `d0`'s, gets NAPI (GRO on; an XDP program, where a DuT attaches
+//!   one, also enables it), threaded NAPI, and its `napi/<d0>-<id>` kthread pinned to `dut_cpu`
+//!   (1). For every DuT this is where the DuT's receive starts: the bridge's and the router's
+//!   whole forwarding path (GRO, bridge or FIB lookup, transmit into `d1`) runs in this thread;
+//!   for `xdp-redirect` the XDP program and the redirect; for wirespeed over AF_XDP the copy of
+//!   each frame into the switch's UMEM, over AF_PACKET the copy into its packet ring;
+//! * a **user-space DuT** (wirespeed) pins its worker to `dut_cpu` itself (`cores = [1]`); its
+//!   worker threads' affinity is read back;
+//! * what a DuT transmits into `d1` is received by the veth peer `t1`, i.e. it runs `t1`'s NAPI
+//!   (the tester's AF_XDP program and the copy into the generator's UMEM). `d1`'s own NAPI
+//!   only serves frames coming *from* `t1` and is idle here. `t1`'s NAPI is made threaded too
+//!   and pinned to `receiver_cpu`, by default the DuT core: the generator's core then does
+//!   nothing but generate, and every DuT pays the same receive cost on its core (a conservative
+//!   choice that cannot flatter any DuT; `receiver_cpu = 0` gives the DuT core to the DuT alone
+//!   at the price of a generator that shares its core).
+//!
+//! `ethtool -K <if> gro on` and `echo 1 > /sys/class/net/<if>/threaded` are run inside the
+//! interface's namespace with `ip netns exec`, which mounts that namespace's /sys.
+
+use wirespeed_lab::{CommandError, run, run_in};
+
+use crate::dut::Wiring;
+
+/// Which core runs what.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub generator_cpu: usize,
+    pub dut_cpu: usize,
+    /// Core of `t1`'s NAPI thread, the tester's receive.
+    pub receiver_cpu: usize,
+}
+
+impl Default for Plan {
+    fn default() -> Self {
+        Self {
+            generator_cpu: 0,
+            dut_cpu: 1,
+            receiver_cpu: 1,
+        }
+    }
+}
+
+/// One thread and the CPUs it may run on, as read back from /proc.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placed {
+    /// e.g. `napi/wsb-d0-8193 (pid 712)`.
+    pub thread: String,
+    /// `Cpus_allowed_list` of the thread, e.g. `1`.
+    pub cpus: String,
+}
+
+/// A placement step failed or did not take.
+#[derive(Debug, thiserror::Error)]
+pub enum PlacementError {
+    #[error("placement: {0}")]
+    Command(#[from] CommandError),
+    #[error(
+        "placement: no napi/{interface}-* kernel thread after enabling threaded NAPI; the \
+         interface has no NAPI (is GRO on?)"
+    )]
+    NoNapiThread { interface: String },
+    #[error("placement: {thread} should run on CPU {want} but may run on {cpus}")]
+    NotPinned {
+        thread: String,
+        want: usize,
+        cpus: String,
+    },
+}
+
+/// Gives `d0` (in the DuT namespace) and `t1` (in the tester namespace) threaded NAPI and pins
+/// their NAPI threads; returns the threads as read back. Commands run are appended to `log`.
+pub fn place_kernel(
+    wiring: &Wiring,
+    plan: &Plan,
+    log: &mut Vec<String>,
+) -> Result<Vec<Placed>, PlacementError> {
+    let mut placed = Vec::new();
+    for (ns, interface, cpu) in [
+        (&wiring.dut_ns, &wiring.ingress.dut_if, plan.dut_cpu),
+        (
+            &wiring.tester_ns,
+            &wiring.egress.tester_if,
+            plan.receiver_cpu,
+        ),
+    ] {
+        placed.extend(place_napi(ns, interface, cpu, log)?);
+    }
+    Ok(placed)
+}
+
+/// Gives `interface` (in namespace `ns`) threaded NAPI and pins its NAPI threads to `cpu`;
+/// returns them as read back. Commands run are appended to `log`.
+pub fn place_napi(
+    ns: &str,
+    interface: &str,
+    cpu: usize,
+    log: &mut Vec<String>,
+) -> Result<Vec<Placed>, PlacementError> {
+    let mut placed = Vec::new();
+    let threaded = format!("echo 1 > /sys/class/net/{interface}/threaded");
+    for (program, args) in [
+        ("ethtool", vec!["-K", interface, "gro", "on"]),
+        ("sh", vec!["-c", threaded.as_str()]),
+    ] {
+        log.push(format!("ip netns exec {ns} {program} {}", args.join(" ")));
+        run_in(ns, program, &args)?;
+    }
+    let threads = napi_threads(interface);
+    if threads.is_empty() {
+        return Err(PlacementError::NoNapiThread {
+            interface: interface.into(),
+        });
+    }
+    for (pid, comm) in threads {
+        let pid_text = pid.to_string();
+        let cpu_text = cpu.to_string();
+        log.push(format!("taskset -pc {cpu} {pid}  # {comm}"));
+        run("taskset", &["-pc", &cpu_text, &pid_text])?;
+        let thread = format!("{comm} (pid {pid})");
+        placed.push(expect_on(&thread, &format!("/proc/{pid}/status"), cpu)?);
+    }
+    Ok(placed)
+}
+
+/// Checks that every thread of process `pid` whose name starts with `prefix` may run only on
+/// `cpu`; returns them. An error if there is none.
+pub fn check_threads(pid: u32, prefix: &str, cpu: usize) -> Result<Vec<Placed>, PlacementError> {
+    let mut placed = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Err(PlacementError::NotPinned {
+            thread: format!("process {pid}"),
+            want: cpu,
+            cpus: "(process gone)".into(),
+        });
+    };
+    for task in tasks.flatten() {
+        let path = task.path();
+        let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        let comm = comm.trim();
+        if comm.starts_with(prefix) {
+            let thread = format!(
+                "{comm} (pid {pid}, tid {})",
+                task.file_name().to_string_lossy()
+            );
+            placed.push(expect_on(
+                &thread,
+                &path.join("status").to_string_lossy(),
+                cpu,
+            )?);
+        }
+    }
+    if placed.is_empty() {
+        return Err(PlacementError::NotPinned {
+            thread: format!("{prefix}* threads of process {pid}"),
+            want: cpu,
+            cpus: "(no such thread)".into(),
+        });
+    }
+    Ok(placed)
+}
+
+/// The calling thread as read back (for the generator).
+pub fn this_thread(name: &str) -> Placed {
+    Placed {
+        thread: name.into(),
+        cpus: cpus_allowed("/proc/thread-self/status").unwrap_or_else(|| "?".into()),
+    }
+}
+
+fn expect_on(thread: &str, status: &str, cpu: usize) -> Result<Placed, PlacementError> {
+    let cpus = cpus_allowed(status).unwrap_or_else(|| "(unreadable)".into());
+    if cpus != cpu.to_string() {
+        return Err(PlacementError::NotPinned {
+            thread: thread.into(),
+            want: cpu,
+            cpus,
+        });
+    }
+    Ok(Placed {
+        thread: thread.into(),
+        cpus,
+    })
+}
+
+/// `Cpus_allowed_list` from a /proc status file.
+fn cpus_allowed(status: &str) -> Option<String> {
+    let text = std::fs::read_to_string(status).ok()?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+        .map(|cpus| cpus.trim().to_string())
+}
+
+/// The kernel threads named `napi/<interface>-<id>` (names are cut at 15 bytes, so an interface
+/// name of at most 9 bytes keeps them apart), as (pid, name).
+pub fn napi_threads(interface: &str) -> Vec<(u32, String)> {
+    let prefix = format!("napi/{interface}-");
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        let comm = comm.trim();
+        if comm.starts_with(&prefix) {
+            found.push((pid, comm.to_string()));
+        }
+    }
+    found.sort();
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_calling_thread_reads_back_its_own_pinning() {
+        std::thread::spawn(|| {
+            wirespeed_io::thread::pin_to_core(0).unwrap();
+            assert_eq!(this_thread("generator").cpus, "0");
+            let pid = std::process::id();
+            assert!(check_threads(pid, "no-such-thread", 0).is_err());
+        })
+        .join()
+        .unwrap();
+    }
+}

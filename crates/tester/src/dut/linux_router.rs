@@ -1,0 +1,176 @@
+//! The Linux IPv4 router as a DuT: kernel forwarding between `d0` and `d1`.
+//!
+//! The generator's destinations are in 198.19.0.0/16 (the second half of the RFC 2544 range),
+//! routed via `t1`'s address. The neighbour entry for `t1` is static, so no ARP exchange is
+//! needed (the tester's AF_XDP socket would swallow the requests). The tester's frames are
+//! addressed to `d0`'s MAC, as a host addresses its gateway; each leaves `d1` with `d1`'s MAC as
+//! source, `t1`'s as destination, the TTL one lower and the IPv4 header checksum updated.
+
+use wirespeed_packet::checksum;
+
+use super::{Dut, DutError, Steps, Wiring};
+
+/// The destination prefix the generator uses and the router routes.
+pub const GENERATOR_PREFIX: &str = "198.19.0.0/16";
+
+/// The Linux router driver.
+#[derive(Debug)]
+pub struct LinuxRouter {
+    steps: Steps,
+}
+
+impl LinuxRouter {
+    pub const NAME: &'static str = "linux-router";
+
+    pub fn new() -> Self {
+        Self {
+            steps: Steps::new(Self::NAME),
+        }
+    }
+}
+
+impl Default for LinuxRouter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Dut for LinuxRouter {
+    fn name(&self) -> String {
+        Self::NAME.into()
+    }
+
+    fn setup(&mut self, wiring: &Wiring) -> Result<(), DutError> {
+        let ns = wiring.dut_ns.as_str();
+        let egress = wiring.egress.dut_if.as_str();
+        let next_hop = wiring.egress.tester_ipv4.to_string();
+        let next_hop_mac = format_mac(wiring.egress.tester_mac);
+        let old = self.steps.run(
+            "read net.ipv4.ip_forward",
+            &[
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "sysctl",
+                "-n",
+                "net.ipv4.ip_forward",
+            ],
+            None,
+        )?;
+        let restore = format!("net.ipv4.ip_forward={}", old.trim());
+        self.steps.run(
+            "enable IPv4 forwarding",
+            &[
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "sysctl",
+                "-qw",
+                "net.ipv4.ip_forward=1",
+            ],
+            Some(&["ip", "netns", "exec", ns, "sysctl", "-qw", &restore]),
+        )?;
+        self.steps.run(
+            &format!("add a static neighbour {next_hop} on {egress}"),
+            &[
+                "ip",
+                "-n",
+                ns,
+                "neigh",
+                "replace",
+                &next_hop,
+                "lladdr",
+                &next_hop_mac,
+                "dev",
+                egress,
+                "nud",
+                "permanent",
+            ],
+            Some(&["ip", "-n", ns, "neigh", "del", &next_hop, "dev", egress]),
+        )?;
+        self.steps.run(
+            &format!("route {GENERATOR_PREFIX} via {next_hop}"),
+            &[
+                "ip",
+                "-n",
+                ns,
+                "route",
+                "add",
+                GENERATOR_PREFIX,
+                "via",
+                &next_hop,
+                "dev",
+                egress,
+            ],
+            Some(&["ip", "-n", ns, "route", "del", GENERATOR_PREFIX]),
+        )?;
+        Ok(())
+    }
+
+    fn teardown(&mut self) -> Result<(), DutError> {
+        self.steps.undo_all()
+    }
+
+    fn commands(&self) -> &[String] {
+        self.steps.log()
+    }
+
+    fn destination_mac(&self, wiring: &Wiring) -> [u8; 6] {
+        wiring.ingress.dut_mac
+    }
+
+    fn forwarded(&self, wiring: &Wiring, frame: &[u8]) -> Vec<u8> {
+        routed(frame, wiring.egress.dut_mac, wiring.egress.tester_mac)
+    }
+}
+
+impl Drop for LinuxRouter {
+    fn drop(&mut self) {
+        if let Err(error) = self.teardown() {
+            eprintln!("{error}");
+        }
+    }
+}
+
+/// `frame` (Ethernet + IPv4 without options) as a router forwards it: new MACs, TTL one lower,
+/// header checksum recomputed. Anything else is returned unchanged.
+pub fn routed(frame: &[u8], src_mac: [u8; 6], dst_mac: [u8; 6]) -> Vec<u8> {
+    let mut out = frame.to_vec();
+    if out.len() < 34 || out[12..14] != [0x08, 0x00] || out[14] != 0x45 || out[22] == 0 {
+        return out;
+    }
+    out[0..6].copy_from_slice(&dst_mac);
+    out[6..12].copy_from_slice(&src_mac);
+    out[22] -= 1;
+    out[24..26].copy_from_slice(&[0, 0]);
+    let sum = checksum::internet_checksum(&out[14..34]);
+    out[24..26].copy_from_slice(&sum.to_be_bytes());
+    out
+}
+
+pub(crate) fn format_mac(mac: [u8; 6]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generator::{Template, TemplateConfig};
+
+    #[test]
+    fn a_routed_frame_has_new_macs_a_lower_ttl_and_a_valid_header_checksum() {
+        let template = Template::new(&TemplateConfig::default()).unwrap();
+        let frame = template.bytes();
+        let out = routed(frame, [2, 0, 0, 0, 0, 0xaa], [2, 0, 0, 0, 0, 0xbb]);
+        assert_eq!(out[..12], [2, 0, 0, 0, 0, 0xbb, 2, 0, 0, 0, 0, 0xaa]);
+        assert_eq!(out[22], frame[22] - 1);
+        assert!(checksum::is_valid(&out[14..34]));
+        assert_eq!(out[26..], frame[26..], "addresses and UDP are untouched");
+        assert_eq!(routed(&frame[..20], [0; 6], [0; 6]), frame[..20]);
+    }
+}

@@ -1,0 +1,128 @@
+//! Devices under test: one driver per DuT that sets it up, verifies it and tears it down the same
+//! way every time (DESIGN.md §6).
+//!
+//! Every driver works on the same [`Wiring`]: frames enter the DuT namespace on the ingress pair's
+//! DuT interface (`d0`) and must leave on the egress pair's (`d1`), towards the tester's `t1`.
+//! A driver changes the DuT namespace only through [`Steps`], which records every command for the
+//! report and pushes the command that undoes it; [`Dut::teardown`] (and the driver's `Drop`, also
+//! after a setup that failed halfway) pops and runs that stack, so a benchmark leaves nothing
+//! behind however it ends.
+//!
+//! The drivers:
+//! * [`LinuxBridge`]: a kernel bridge with `d0` and `d1` as its ports;
+//! * [`LinuxRouter`]: kernel IPv4 forwarding with a route and a static neighbour towards `t1`;
+//! * [`XdpRedirectDut`]: an in-kernel XDP program on `d0` that redirects every frame to `d1`;
+//! * [`WirespeedDut`]: the real `wirespeed switch` binary as an xconnect over AF_XDP or AF_PACKET.
+//!
+//! [`probe::verify`] proves a DuT forwards before it is measured: probe frames sent on `t0` must
+//! arrive on `t1` exactly as [`Dut::forwarded`] predicts.
+
+mod linux_bridge;
+mod linux_router;
+pub mod probe;
+mod steps;
+mod wirespeed;
+mod xdp_redirect;
+
+pub use linux_bridge::LinuxBridge;
+pub use linux_router::LinuxRouter;
+pub use steps::Steps;
+pub use wirespeed::{WirespeedBackend, WirespeedDut};
+pub use xdp_redirect::XdpRedirectDut;
+
+use wirespeed_lab::{CommandError, PortPair, Testbed};
+
+/// Where a DuT sits: the two namespaces and the two links frames cross.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Wiring {
+    pub tester_ns: String,
+    pub dut_ns: String,
+    /// Frames go tester -> DuT on this pair (`t0` -> `d0`).
+    pub ingress: PortPair,
+    /// Frames go DuT -> tester on this pair (`d1` -> `t1`).
+    pub egress: PortPair,
+}
+
+impl Wiring {
+    /// Pairs 0 and 1 of `lab`; `None` when the lab has fewer than two pairs.
+    pub fn of(lab: &Testbed) -> Option<Wiring> {
+        Some(Wiring {
+            tester_ns: lab.tester_ns.clone(),
+            dut_ns: lab.dut_ns.clone(),
+            ingress: lab.pairs.first()?.clone(),
+            egress: lab.pairs.get(1)?.clone(),
+        })
+    }
+
+    /// The lab's name prefix (the DuT namespace is `{prefix}-dut`), used to name what drivers
+    /// create so that `wirespeed lab down` removes it with the namespace.
+    pub fn prefix(&self) -> &str {
+        self.dut_ns.strip_suffix("-dut").unwrap_or(&self.dut_ns)
+    }
+}
+
+/// Why a DuT could not be set up, verified or torn down; always names the DuT.
+#[derive(Debug, thiserror::Error)]
+pub enum DutError {
+    #[error("DuT {dut}: {step} failed: {source}")]
+    Step {
+        dut: String,
+        step: String,
+        source: CommandError,
+    },
+    #[error("DuT {dut}: {step} failed: {detail}")]
+    Start {
+        dut: String,
+        step: String,
+        detail: String,
+    },
+    #[error("DuT {dut} did not forward: {detail}")]
+    Verify { dut: String, detail: String },
+    #[error("DuT {dut}: teardown left something behind: {detail}")]
+    Teardown { dut: String, detail: String },
+}
+
+/// A device under test.
+pub trait Dut: Send {
+    /// The name used in reports and on the command line (e.g. `linux-bridge`).
+    fn name(&self) -> String;
+
+    /// Configures the DuT namespace to forward from `wiring.ingress` to `wiring.egress`. On
+    /// failure what was already done stays on the undo stack, which `teardown` (or dropping the
+    /// driver) runs.
+    fn setup(&mut self, wiring: &Wiring) -> Result<(), DutError>;
+
+    /// Undoes everything `setup` did, last first. Running it twice is harmless.
+    fn teardown(&mut self) -> Result<(), DutError>;
+
+    /// Every command setup and teardown ran, in order (for reports).
+    fn commands(&self) -> &[String];
+
+    /// The destination MAC the tester's frames must carry for this DuT to forward them.
+    fn destination_mac(&self, wiring: &Wiring) -> [u8; 6] {
+        // A switch forwards frames addressed to the host behind its other port.
+        wiring.egress.tester_mac
+    }
+
+    /// What `frame`, sent on `t0`, looks like when it arrives on `t1`. Switches leave it alone.
+    fn forwarded(&self, _wiring: &Wiring, frame: &[u8]) -> Vec<u8> {
+        frame.to_vec()
+    }
+
+    /// An error if the DuT stopped working since setup (a process that exited); checked while
+    /// verifying so that a dead DuT is reported at once rather than after a timeout.
+    fn check(&mut self) -> Result<(), DutError> {
+        Ok(())
+    }
+
+    /// The process forwarding frames, when the DuT is a user-space program (its worker threads'
+    /// placement is checked).
+    fn pid(&self) -> Option<u32> {
+        None
+    }
+
+    /// What the DuT printed, when it is a program (for the report).
+    fn output(&self) -> Option<&str> {
+        None
+    }
+}

@@ -1,0 +1,261 @@
+//! Proving a DuT forwards before it is measured: probe frames sent on `t0` must arrive on `t1`
+//! byte for byte as the DuT's driver predicts.
+//!
+//! The tester's ports are AF_XDP sockets on `t0` and `t1` sharing one UMEM, opened from the
+//! tester namespace: the same ports the measurement uses, so a DuT that passes the probe is
+//! reachable the way the generator will reach it. Probes are IPv4/UDP frames to
+//! [`PROBE_PORT`]; readiness frames (sent repeatedly until the DuT forwards one, as a program
+//! needs a moment to open its ports) go to [`READY_PORT`]. Everything else arriving on `t1` (the
+//! lab kernels' own IPv6 neighbour discovery and MLD frames) is ignored.
+
+use std::time::{Duration, Instant};
+
+use wirespeed_io::Port;
+use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, Umem};
+use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM, MAX_BATCH};
+
+use super::{Dut, DutError, Wiring};
+use crate::generator::{Template, TemplateConfig};
+
+/// UDP destination port of the frames [`verify`] compares.
+pub const PROBE_PORT: u16 = 8;
+/// UDP destination port of the frames [`verify`] sends until the DuT forwards one.
+pub const READY_PORT: u16 = 7;
+
+/// The tester's two AF_XDP ports (`t0` sends, `t1` receives) on one UMEM.
+pub struct TesterPorts {
+    pub t0: AfXdpPort,
+    pub t1: AfXdpPort,
+    // Dropped after the ports: the sockets are closed before their UMEM goes away.
+    _umem: Umem,
+    pub pool: FramePool,
+}
+
+impl TesterPorts {
+    /// Opens `t0` and `t1` of `wiring` from the tester namespace with a pool of `frames`
+    /// 2048-byte frames; the calling thread returns to its namespace afterwards. The two fill
+    /// rings take 4096 frames, so `frames` must be well above that (8192 at least).
+    pub fn open(wiring: &Wiring, frames: u32) -> Result<TesterPorts, String> {
+        Self::open_interfaces(
+            &wiring.tester_ns,
+            &wiring.ingress.tester_if,
+            &wiring.egress.tester_if,
+            frames,
+        )
+    }
+
+    /// Opens `sender` (as `t0`) and `receiver` (as `t1`) in namespace `ns`, as [`open`] does
+    /// (the calibration uses the looped-back pair this way).
+    ///
+    /// [`open`]: TesterPorts::open
+    pub fn open_interfaces(
+        ns: &str,
+        sender: &str,
+        receiver: &str,
+        frames: u32,
+    ) -> Result<TesterPorts, String> {
+        if frames < 8192 {
+            return Err(format!(
+                "a tester pool of {frames} frames is too small: the fill rings of t0 and t1 \
+                 hold 4096; use 8192 or more"
+            ));
+        }
+        let mut pool =
+            FramePool::new(frames, 2048).map_err(|error| format!("tester frame pool: {error}"))?;
+        let umem = Umem::new(&pool);
+        let config = AfXdpConfig {
+            zero_copy: false,
+            ..AfXdpConfig::default()
+        };
+        let _inside =
+            wirespeed_lab::enter(ns).map_err(|error| format!("entering {ns}: {error}"))?;
+        let t0 = AfXdpPort::open(sender, &config, &umem, &mut pool)
+            .map_err(|error| error.to_string())?;
+        let t1 = AfXdpPort::open(receiver, &config, &umem, &mut pool)
+            .map_err(|error| error.to_string())?;
+        Ok(TesterPorts {
+            t0,
+            t1,
+            _umem: umem,
+            pool,
+        })
+    }
+
+    /// Sends `frames` on `t0`; returns how many the port took.
+    pub fn send(&mut self, frames: &[Vec<u8>]) -> usize {
+        let mut taken = 0;
+        for chunk in frames.chunks(MAX_BATCH) {
+            let mut batch = Batch::new(chunk.len());
+            for bytes in chunk {
+                let Some(frame) = self.pool.alloc() else {
+                    break;
+                };
+                let start = HEADROOM as usize;
+                let Some(room) = self
+                    .pool
+                    .frame_mut(frame)
+                    .get_mut(start..start + bytes.len())
+                else {
+                    self.pool.release(frame);
+                    continue;
+                };
+                room.copy_from_slice(bytes);
+                batch.push(Desc {
+                    frame,
+                    offset: HEADROOM,
+                    len: bytes.len() as u16,
+                    port: 0,
+                    queue: 0,
+                });
+            }
+            taken += self.t0.tx(0, &mut self.pool, &mut batch);
+            for desc in batch.descs() {
+                self.pool.release(desc.frame);
+            }
+        }
+        self.t0.poll(&mut self.pool);
+        taken
+    }
+
+    /// Receives what waits on `t1` and returns the IPv4/UDP frames to `dst_port`.
+    pub fn receive(&mut self, dst_port: u16) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut batch = Batch::new(MAX_BATCH);
+        self.t0.poll(&mut self.pool);
+        self.t1.poll(&mut self.pool);
+        while self.t1.rx(0, &mut self.pool, &mut batch) > 0 {
+            for desc in batch.descs() {
+                let start = desc.offset as usize;
+                let frame = self
+                    .pool
+                    .frame(desc.frame)
+                    .get(start..start + desc.len as usize)
+                    .unwrap_or_default();
+                if is_udp_to(frame, dst_port) {
+                    out.push(frame.to_vec());
+                }
+                self.pool.release(desc.frame);
+            }
+            batch.clear();
+            self.t1.poll(&mut self.pool);
+        }
+        out
+    }
+
+    /// Returns every frame the ports hold to the pool (before they are dropped).
+    pub fn release_all(&mut self) {
+        self.t0.release_all(&mut self.pool);
+        self.t1.release_all(&mut self.pool);
+    }
+}
+
+/// Whether `frame` is an untagged IPv4/UDP frame to `dst_port` (no IP options).
+pub fn is_udp_to(frame: &[u8], dst_port: u16) -> bool {
+    frame.len() >= 38
+        && frame[12..14] == [0x08, 0x00]
+        && frame[14] == 0x45
+        && frame[23] == 17
+        && frame[36..38] == dst_port.to_be_bytes()
+}
+
+/// `count` 64-byte probe frames (one flow each) addressed as `dut` needs, to UDP `dst_port`.
+pub fn probe_frames(dut: &dyn Dut, wiring: &Wiring, count: u32, dst_port: u16) -> Vec<Vec<u8>> {
+    let config = TemplateConfig {
+        frame_size: 64,
+        src_mac: wiring.ingress.tester_mac,
+        dst_mac: dut.destination_mac(wiring),
+        src_ip: wiring.ingress.tester_ipv4.into(),
+        dst_port,
+        flows: count.max(1),
+        ..TemplateConfig::default()
+    };
+    let Ok(template) = Template::new(&config) else {
+        return Vec::new();
+    };
+    let mut out = vec![0u8; 2048];
+    (0..count)
+        .map(|flow| {
+            let len = template.write(&mut out, flow);
+            out[..len].to_vec()
+        })
+        .collect()
+}
+
+/// Waits (up to `timeout`) until `dut` forwards a readiness frame, then sends `count` probe
+/// frames on `t0` and checks that all arrive on `t1`, in order, exactly as
+/// [`Dut::forwarded`] says. Returns the number of probes checked.
+pub fn verify(
+    dut: &mut dyn Dut,
+    wiring: &Wiring,
+    count: u32,
+    timeout: Duration,
+) -> Result<usize, DutError> {
+    let fail = |dut: &dyn Dut, detail: String| DutError::Verify {
+        dut: dut.name(),
+        detail,
+    };
+    let mut ports = TesterPorts::open(wiring, 16384)
+        .map_err(|error| fail(dut, format!("tester ports: {error}")))?;
+    let result = verify_with(dut, wiring, &mut ports, count, timeout);
+    ports.release_all();
+    result.map_err(|detail| fail(dut, detail))
+}
+
+fn verify_with(
+    dut: &mut dyn Dut,
+    wiring: &Wiring,
+    ports: &mut TesterPorts,
+    count: u32,
+    timeout: Duration,
+) -> Result<usize, String> {
+    let ready = probe_frames(dut, wiring, 1, READY_PORT);
+    let deadline = Instant::now() + timeout;
+    let arrived = loop {
+        dut.check().map_err(|error| error.to_string())?;
+        ports.send(&ready);
+        std::thread::sleep(Duration::from_millis(20));
+        let got = ports.receive(READY_PORT);
+        if let Some(first) = got.into_iter().next() {
+            break first;
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "no frame sent on {} arrived on {} within {timeout:?}",
+                wiring.ingress.tester_if, wiring.egress.tester_if
+            ));
+        }
+    };
+    compare(&arrived, &dut.forwarded(wiring, &ready[0]), 0)?;
+    let probes = probe_frames(dut, wiring, count, PROBE_PORT);
+    for chunk in probes.chunks(16) {
+        ports.send(chunk);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while got.len() < probes.len() && Instant::now() < deadline {
+        got.extend(ports.receive(PROBE_PORT));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if got.len() != probes.len() {
+        return Err(format!(
+            "{} of {} probe frames arrived on {}",
+            got.len(),
+            probes.len(),
+            wiring.egress.tester_if
+        ));
+    }
+    for (index, (got, sent)) in got.iter().zip(&probes).enumerate() {
+        compare(got, &dut.forwarded(wiring, sent), index)?;
+    }
+    Ok(got.len())
+}
+
+fn compare(got: &[u8], want: &[u8], index: usize) -> Result<(), String> {
+    if got == want {
+        return Ok(());
+    }
+    Err(format!(
+        "probe {index} arrived changed:\n got  {got:02x?}\n want {want:02x?}"
+    ))
+}

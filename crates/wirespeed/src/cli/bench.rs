@@ -1,0 +1,608 @@
+//! `wirespeed bench forwarding` (and `wirespeed bench rfc2544`, in [`super::rfc2544`]): wirespeed and its peers side by side in one lab, one DuT core,
+//! 64-byte frames, with the same placement of every thread for every DuT.
+//!
+//! ```sh
+//! wirespeed bench forwarding --runs 3 --seconds 5 --json bench.json
+//! ```
+//!
+//! The command builds the lab (two pairs), runs the interleaved trials of
+//! [`wirespeed_tester::bench`], always takes every DuT and the lab down again (also on Ctrl-C,
+//! which ends the current trial early), and prints a markdown table, the ratios of
+//! wirespeed-afxdp to each peer, the placement as read back, the machine, and every DuT's
+//! commands. The wirespeed DuTs run this very executable.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use wirespeed_lab::{Testbed, TestbedConfig};
+use wirespeed_tester::bench::placement::Plan;
+use wirespeed_tester::bench::{
+    CEILING, ForwardingConfig, Limit, Summary, TrialRecord, run_forwarding, summarize,
+};
+use wirespeed_tester::dut::{
+    Dut, LinuxBridge, LinuxRouter, WirespeedBackend, WirespeedDut, Wiring, XdpRedirectDut,
+};
+
+#[derive(Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    what: BenchCommand,
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Forwarding rate of wirespeed and its peers, side by side, on one DuT core.
+    Forwarding(ForwardingArgs),
+    /// RFC 2544 throughput and latency of one DuT, calibrated, with a full report.
+    Rfc2544(super::rfc2544::Rfc2544Args),
+}
+
+#[derive(Args)]
+struct ForwardingArgs {
+    /// DuTs to measure, in this order within each run.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "wirespeed-afxdp,wirespeed-afpacket,linux-bridge,linux-router,xdp-redirect"
+    )]
+    duts: Vec<String>,
+    /// Flow counts (UDP source ports).
+    #[arg(long, value_delimiter = ',', default_value = "1,256")]
+    flows: Vec<u32>,
+    /// Trials per DuT and flow count (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Seconds per trial.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Name prefix of the lab (at most 6 characters, so NAPI thread names stay distinct).
+    #[arg(long, default_value = "wsb")]
+    prefix: String,
+    /// Write every trial and the summary as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Core of the generator thread.
+    #[arg(long, default_value_t = 0)]
+    generator_cpu: usize,
+    /// Core of the DuT (its ingress NAPI thread and its worker).
+    #[arg(long, default_value_t = 1)]
+    dut_cpu: usize,
+    /// Core of t1's NAPI thread, the tester's receive (default: the DuT core).
+    #[arg(long)]
+    receiver_cpu: Option<usize>,
+}
+
+/// The DuT names `--duts` accepts.
+pub const DUT_NAMES: [&str; 5] = [
+    "wirespeed-afxdp",
+    "wirespeed-afpacket",
+    "linux-bridge",
+    "linux-router",
+    "xdp-redirect",
+];
+
+pub fn run(args: BenchArgs) -> Result<()> {
+    match args.what {
+        BenchCommand::Forwarding(args) => forwarding(args),
+        BenchCommand::Rfc2544(args) => super::rfc2544::run(args),
+    }
+}
+
+/// The driver for the DuT called `name` (one of [`DUT_NAMES`]).
+pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn Dut>> {
+    Ok(match name {
+        "wirespeed-afxdp" => Box::new(WirespeedDut::new(
+            WirespeedBackend::AfXdp,
+            binary.into(),
+            core,
+        )),
+        "wirespeed-afpacket" => Box::new(WirespeedDut::new(
+            WirespeedBackend::AfPacket,
+            binary.into(),
+            core,
+        )),
+        "linux-bridge" => Box::new(LinuxBridge::new()),
+        "linux-router" => Box::new(LinuxRouter::new()),
+        "xdp-redirect" => Box::new(XdpRedirectDut::new()),
+        other => bail!(
+            "unknown DuT {other:?}; choose from {}",
+            DUT_NAMES.join(", ")
+        ),
+    })
+}
+
+fn forwarding(args: ForwardingArgs) -> Result<()> {
+    if let Some(reason) = wirespeed_lab::unavailable_reason() {
+        bail!("the benchmark builds a lab, but {reason}");
+    }
+    if args.prefix.len() > 6 {
+        bail!(
+            "prefix {:?} is longer than 6 characters: the kernel cuts thread names at 15 bytes \
+             and napi/<prefix>-d0-<id> must stay distinct from napi/<prefix>-d1-<id>",
+            args.prefix
+        );
+    }
+    let plan = Plan {
+        generator_cpu: args.generator_cpu,
+        dut_cpu: args.dut_cpu,
+        receiver_cpu: args.receiver_cpu.unwrap_or(args.dut_cpu),
+    };
+    let cores = wirespeed_io::thread::available_cores();
+    if plan.generator_cpu.max(plan.dut_cpu).max(plan.receiver_cpu) >= cores {
+        bail!("this machine has {cores} core(s); the placement {plan:?} needs more");
+    }
+    anyhow::ensure!(
+        args.runs >= 1 && args.seconds > 0.0 && !args.flows.is_empty(),
+        "give at least one run, a positive trial length and at least one flow count"
+    );
+    let binary =
+        std::env::current_exe().context("finding this executable for the wirespeed DuTs")?;
+    let mut duts = args
+        .duts
+        .iter()
+        .map(|name| dut(name, &binary, plan.dut_cpu))
+        .collect::<Result<Vec<_>>>()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("installing the signal handler")?;
+    }
+    let machine = Machine::read();
+    let config = ForwardingConfig {
+        flows: args.flows.clone(),
+        runs: args.runs,
+        seconds: args.seconds,
+        plan,
+        ..ForwardingConfig::default()
+    };
+    let lab = Testbed::up(&TestbedConfig {
+        prefix: args.prefix.clone(),
+        pairs: 2,
+        queues: 1,
+        calibration: false,
+    })?;
+    let wiring = Wiring::of(&lab).context("the lab has two pairs")?;
+    let total = args.runs * args.flows.len() * (duts.len() + 1);
+    let mut done = 0;
+    let records = run_forwarding(&wiring, &mut duts, &config, &stop, &mut |record| {
+        done += 1;
+        eprintln!("[{done}/{total}] {}", trial_line(record));
+    });
+    let outputs: Vec<(String, String)> = duts
+        .iter()
+        .filter_map(|d| d.output().map(|o| (d.name(), o.to_string())))
+        .collect();
+    drop(duts);
+    let lab_commands = lab.commands().to_vec();
+    lab.teardown().context("taking the lab down")?;
+    let interrupted = stop.load(Ordering::Relaxed);
+    let load_after = Machine::load();
+    let summaries = summarize(&records);
+    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    println!(
+        "{}",
+        report(
+            &summaries,
+            &records,
+            &config,
+            &machine,
+            &load_after,
+            &command_line
+        )
+    );
+    if interrupted {
+        println!("\ninterrupted: the last trial was cut short and the runs are incomplete");
+    }
+    if let Some(path) = &args.json {
+        let json = json(
+            &summaries,
+            &records,
+            &config,
+            &machine,
+            &load_after,
+            &command_line,
+            &lab_commands,
+            &outputs,
+        );
+        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
+        println!("\nwrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn trial_line(record: &TrialRecord) -> String {
+    let head = format!(
+        "run {} {:>3} flow(s) {:<18}",
+        record.run + 1,
+        record.flows,
+        record.dut
+    );
+    match &record.outcome {
+        Ok(m) => format!(
+            "{head} received {:.3} Mpps of {:.3} offered, loss {:.2} %, {} refused",
+            m.received_pps() / 1e6,
+            m.offered_pps() / 1e6,
+            100.0 * m.loss(),
+            m.refused
+        ),
+        Err(error) => format!("{head} FAILED: {error}"),
+    }
+}
+
+/// Facts about the machine, read at the start.
+struct Machine {
+    cpus: usize,
+    kernel: String,
+    cpu_model: String,
+    date: String,
+    load_before: String,
+}
+
+impl Machine {
+    fn read() -> Self {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu_model = cpuinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, m)| m.trim().to_string())
+            .unwrap_or_else(|| "unknown".into());
+        let output = |program: &str, args: &[&str]| {
+            wirespeed_lab::run(program, args)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| "unknown".into())
+        };
+        Machine {
+            cpus: wirespeed_io::thread::available_cores(),
+            kernel: output("uname", &["-r"]),
+            cpu_model,
+            date: output("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"]),
+            load_before: Self::load(),
+        }
+    }
+
+    /// The 1, 5 and 15 minute load averages.
+    fn load() -> String {
+        std::fs::read_to_string("/proc/loadavg")
+            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|_| "unknown".into())
+    }
+}
+
+fn mpps(pps: f64) -> String {
+    format!("{:.3}", pps / 1e6)
+}
+
+fn report(
+    summaries: &[Summary],
+    records: &[TrialRecord],
+    config: &ForwardingConfig,
+    machine: &Machine,
+    load_after: &str,
+    command_line: &str,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "Command: `{command_line}`  ");
+    let _ = writeln!(
+        out,
+        "Date: {}; machine: {} CPUs, {}, kernel {}; load average before {}, after {}  ",
+        machine.date,
+        machine.cpus,
+        machine.cpu_model,
+        machine.kernel,
+        machine.load_before,
+        load_after
+    );
+    let _ = writeln!(
+        out,
+        "{} B frames, {} s trials, {} run(s), median of the runs; placement: generator on CPU {}, \
+         DuT and d0's NAPI on CPU {}, t1's NAPI (tester receive) on CPU {}\n",
+        config.frame_size,
+        config.seconds,
+        config.runs,
+        config.plan.generator_cpu,
+        config.plan.dut_cpu,
+        config.plan.receiver_cpu
+    );
+    let _ = writeln!(
+        out,
+        "| DuT | flows | median Mpps | min..max Mpps | offered Mpps | loss | limit |"
+    );
+    let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: | ---: | --- |");
+    for s in summaries {
+        if s.trials == 0 {
+            let _ = writeln!(
+                out,
+                "| {} | {} | - | - | - | - | failed: {} |",
+                s.dut,
+                s.flows,
+                s.errors
+                    .first()
+                    .map_or("", String::as_str)
+                    .replace('\n', " ")
+            );
+            continue;
+        }
+        let received = if s.dut == CEILING {
+            "-".to_string()
+        } else {
+            mpps(s.median_pps)
+        };
+        let range = if s.dut == CEILING {
+            "-".to_string()
+        } else {
+            format!("{}..{}", mpps(s.min_pps), mpps(s.max_pps))
+        };
+        let loss = if s.dut == CEILING {
+            "-".to_string()
+        } else {
+            format!("{:.2} %", 100.0 * s.loss_median)
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            s.dut,
+            s.flows,
+            received,
+            range,
+            mpps(s.offered_median_pps),
+            loss,
+            s.limit.label()
+        );
+    }
+    let ratios = ratios(summaries);
+    if !ratios.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nwirespeed-afxdp relative to each DuT (median / median):"
+        );
+        for line in ratios {
+            let _ = writeln!(out, "- {line}");
+        }
+    }
+    let _ = writeln!(out, "\nPlacement as read back (first trial of each DuT):");
+    let mut seen = Vec::new();
+    for record in records {
+        if seen.contains(&record.dut) || record.placement.is_empty() {
+            continue;
+        }
+        seen.push(record.dut.clone());
+        let placed: Vec<String> = record
+            .placement
+            .iter()
+            .map(|p| format!("{} on CPU {}", p.thread, p.cpus))
+            .collect();
+        let _ = writeln!(out, "- {}: {}", record.dut, placed.join("; "));
+    }
+    let failures: Vec<&TrialRecord> = records.iter().filter(|r| r.outcome.is_err()).collect();
+    if !failures.is_empty() {
+        let _ = writeln!(out, "\nFailed trials:");
+        for record in failures {
+            let _ = writeln!(out, "- {}", trial_line(record).replace('\n', " "));
+        }
+    }
+    out
+}
+
+fn ratios(summaries: &[Summary]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for ours in summaries
+        .iter()
+        .filter(|s| s.dut == "wirespeed-afxdp" && s.trials > 0)
+    {
+        for peer in summaries.iter().filter(|s| {
+            s.flows == ours.flows
+                && s.dut != ours.dut
+                && s.dut != CEILING
+                && s.trials > 0
+                && s.median_pps > 0.0
+        }) {
+            lines.push(format!(
+                "{} flow(s): {:.2} x {}",
+                ours.flows,
+                ours.median_pps / peer.median_pps,
+                peer.dut
+            ));
+        }
+    }
+    lines
+}
+
+/// A JSON string literal.
+fn string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn strings(items: &[String]) -> String {
+    format!(
+        "[{}]",
+        items
+            .iter()
+            .map(|s| string(s))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// A finite number for JSON (non-finite values become null).
+fn number(value: f64) -> String {
+    if value.is_finite() {
+        format!("{value}")
+    } else {
+        "null".into()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn json(
+    summaries: &[Summary],
+    records: &[TrialRecord],
+    config: &ForwardingConfig,
+    machine: &Machine,
+    load_after: &str,
+    command_line: &str,
+    lab_commands: &[String],
+    outputs: &[(String, String)],
+) -> String {
+    let mut out = String::from("{\n  \"schema\": \"wirespeed.bench.forwarding/1\",\n");
+    let _ = writeln!(out, "  \"command\": {},", string(command_line));
+    let _ = writeln!(
+        out,
+        "  \"machine\": {{\"date\": {}, \"cpus\": {}, \"cpu_model\": {}, \"kernel\": {}, \
+         \"load_before\": {}, \"load_after\": {}}},",
+        string(&machine.date),
+        machine.cpus,
+        string(&machine.cpu_model),
+        string(&machine.kernel),
+        string(&machine.load_before),
+        string(load_after)
+    );
+    let _ = writeln!(
+        out,
+        "  \"config\": {{\"frame_size\": {}, \"seconds\": {}, \"runs\": {}, \"flows\": [{}], \
+         \"batch\": {}, \"generator_cpu\": {}, \"dut_cpu\": {}, \"receiver_cpu\": {}}},",
+        config.frame_size,
+        number(config.seconds),
+        config.runs,
+        config
+            .flows
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        config.batch,
+        config.plan.generator_cpu,
+        config.plan.dut_cpu,
+        config.plan.receiver_cpu
+    );
+    let _ = writeln!(out, "  \"lab_commands\": {},", strings(lab_commands));
+    out.push_str("  \"summaries\": [\n");
+    let items: Vec<String> = summaries
+        .iter()
+        .map(|s| {
+            format!(
+                "    {{\"dut\": {}, \"flows\": {}, \"trials\": {}, \"median_pps\": {}, \
+                 \"min_pps\": {}, \"max_pps\": {}, \"offered_median_pps\": {}, \
+                 \"loss_median\": {}, \"limit\": {}, \"errors\": {}}}",
+                string(&s.dut),
+                s.flows,
+                s.trials,
+                number(s.median_pps),
+                number(s.min_pps),
+                number(s.max_pps),
+                number(s.offered_median_pps),
+                number(s.loss_median),
+                string(limit_key(s.limit)),
+                strings(&s.errors)
+            )
+        })
+        .collect();
+    out.push_str(&items.join(",\n"));
+    out.push_str("\n  ],\n  \"trials\": [\n");
+    let items: Vec<String> = records
+        .iter()
+        .map(|r| {
+            let outcome = match &r.outcome {
+                Ok(m) => format!(
+                    "\"sent\": {}, \"refused\": {}, \"received\": {}, \"seconds\": {}, \
+                     \"offered_pps\": {}, \"received_pps\": {}, \"loss\": {}",
+                    m.sent,
+                    m.refused,
+                    m.received,
+                    number(m.seconds),
+                    number(m.offered_pps()),
+                    number(m.received_pps()),
+                    number(m.loss())
+                ),
+                Err(error) => format!("\"error\": {}", string(error)),
+            };
+            let placement: Vec<String> = r
+                .placement
+                .iter()
+                .map(|p| format!("{} on CPU {}", p.thread, p.cpus))
+                .collect();
+            format!(
+                "    {{\"dut\": {}, \"flows\": {}, \"run\": {}, {outcome}, \"placement\": {}, \
+                 \"commands\": {}}}",
+                string(&r.dut),
+                r.flows,
+                r.run,
+                strings(&placement),
+                strings(&r.commands)
+            )
+        })
+        .collect();
+    out.push_str(&items.join(",\n"));
+    out.push_str("\n  ],\n  \"outputs\": {");
+    let items: Vec<String> = outputs
+        .iter()
+        .map(|(name, text)| format!("{}: {}", string(name), string(text)))
+        .collect();
+    out.push_str(&items.join(", "));
+    out.push_str("}\n}\n");
+    out
+}
+
+fn limit_key(limit: Limit) -> &'static str {
+    match limit {
+        Limit::Generator => "generator",
+        Limit::DutDrops => "dut-drops",
+        Limit::DutBackpressure => "dut-backpressure",
+        Limit::Failed => "failed",
+        Limit::Ceiling => "ceiling",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_escape_quotes_backslashes_and_control_characters() {
+        assert_eq!(string("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
+        assert_eq!(number(f64::NAN), "null");
+        assert_eq!(number(1.5), "1.5");
+    }
+
+    #[test]
+    fn ratios_compare_wirespeed_afxdp_with_each_peer_at_the_same_flow_count() {
+        let summary = |dut: &str, flows, median_pps| Summary {
+            dut: dut.into(),
+            flows,
+            trials: 3,
+            median_pps,
+            min_pps: median_pps,
+            max_pps: median_pps,
+            offered_median_pps: median_pps,
+            loss_median: 0.0,
+            limit: Limit::Generator,
+            errors: Vec::new(),
+        };
+        let summaries = [
+            summary("wirespeed-afxdp", 1, 2e6),
+            summary("linux-bridge", 1, 1e6),
+            summary("linux-bridge", 256, 4e6),
+            summary(CEILING, 1, 3e6),
+        ];
+        assert_eq!(ratios(&summaries), vec!["1 flow(s): 2.00 x linux-bridge"]);
+    }
+}
