@@ -552,6 +552,7 @@ fn switch_routes_over_afxdp() {
         prefix: prefix.into(),
         pairs: 2,
         queues: 1,
+        calibration: false,
     })
     .unwrap();
     let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
