@@ -61,7 +61,7 @@ impl WirespeedDut {
     pub fn config(&self, wiring: &Wiring) -> String {
         let backend = self.backend.config_name();
         format!(
-            "[switch]\napp = \"xconnect\"\nworkers = 1\ncores = [{core}]\n\n\
+            "[switch]\napp = \"xconnect\"\nworkers = 1\ncores = [{core}]\nrealtime = true\n\n\
              [[port]]\nname = \"p0\"\nbackend = \"{backend}\"\ninterface = \"{d0}\"\n\n\
              [[port]]\nname = \"p1\"\nbackend = \"{backend}\"\ninterface = \"{d1}\"\n\n\
              [xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
