@@ -5,9 +5,9 @@
 
 use libfuzzer_sys::fuzz_target;
 use wirespeed_packet::wire::{
-    arp, ethernet, icmpv4, icmpv6, ipv4, ipv6, tcp, udp, vlan, IpProtocol,
+    IpProtocol, arp, ethernet, icmpv4, icmpv6, ipv4, ipv6, tcp, udp, vlan,
 };
-use wirespeed_packet::{parse, FlowKey, Meta};
+use wirespeed_packet::{FlowKey, Meta, parse};
 
 fuzz_target!(|data: &[u8]| {
     let mut meta = Meta::EMPTY;

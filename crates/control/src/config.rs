@@ -11,6 +11,8 @@
 //! idle = "adaptive"     # "busy": spin; "adaptive": sleep in poll(2) after empty polls
 //! drain_us = 50         # longest a packet waits in a TX batch under load
 //! realtime = false      # SCHED_FIFO for workers (above the kernel's NAPI threads)
+//! control_socket = "/run/wirespeed/switch.sock"  # default: /run/wirespeed/<config stem>.sock;
+//!                       # "" runs without one
 //!
 //! [[port]]
 //! name = "p0"
@@ -78,6 +80,8 @@ pub struct SwitchConfig {
     pub idle: IdleMode,
     pub drain_us: u32,
     pub realtime: bool,
+    /// Where the control socket listens; `None` when disabled (`control_socket = ""`).
+    pub control_socket: Option<PathBuf>,
 }
 
 /// What a worker does when its queues are empty.
@@ -131,6 +135,25 @@ pub enum XdpMode {
 pub enum AppConfig {
     /// Static port pairs, each forwarding both ways.
     Xconnect { pairs: Vec<(usize, usize)> },
+    /// A learning bridge over every port; each port's VLAN role (ports not listed in
+    /// `[[bridge.port]]` are access ports of VLAN 1).
+    Bridge {
+        ports: Vec<(usize, PortVlan)>,
+        mac_capacity: usize,
+        age_seconds: f64,
+    },
+}
+
+/// A bridge port's VLAN role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortVlan {
+    /// Untagged frames of this VLAN.
+    Access(u16),
+    /// Tagged frames of the allowed VLANs; untagged ones belong to `native` if set.
+    Trunk {
+        allowed: Vec<u16>,
+        native: Option<u16>,
+    },
 }
 
 /// Emulated per-packet work (seed 001's method to measure c_IO).
@@ -147,7 +170,26 @@ struct RawConfig {
     #[serde(default)]
     port: Vec<Spanned<RawPort>>,
     xconnect: Option<Spanned<RawXconnect>>,
+    bridge: Option<Spanned<RawBridge>>,
     task: Option<Spanned<RawTask>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBridge {
+    mac_capacity: Option<Spanned<usize>>,
+    age_seconds: Option<Spanned<f64>>,
+    #[serde(default)]
+    port: Vec<Spanned<RawBridgePort>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBridgePort {
+    name: Spanned<String>,
+    access: Option<Spanned<u16>>,
+    trunk: Option<Spanned<Vec<u16>>>,
+    native: Option<Spanned<u16>>,
 }
 
 #[derive(Deserialize)]
@@ -162,6 +204,7 @@ struct RawSwitch {
     idle: Option<IdleMode>,
     drain_us: Option<Spanned<u32>>,
     realtime: Option<bool>,
+    control_socket: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -192,6 +235,18 @@ struct RawTask {
 
 /// Largest configuration file accepted; a config is a few KiB, anything this large is a mistake.
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;
+
+/// Longest path a Unix socket address holds (`sun_path` is 108 bytes with its NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+
+/// The control socket of a switch started with the configuration file `file` when the file does
+/// not say: `/run/wirespeed/<file stem>.sock`.
+pub fn default_control_socket(file: &str) -> PathBuf {
+    let stem = std::path::Path::new(file)
+        .file_stem()
+        .map_or_else(|| "wirespeed".into(), |s| s.to_string_lossy().into_owned());
+    PathBuf::from(format!("/run/wirespeed/{stem}.sock"))
+}
 
 /// Reads and validates the configuration file at `path`.
 pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
@@ -388,6 +443,23 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
             "use 50",
         ));
     }
+
+    let control_socket = match &switch.control_socket {
+        None => Some(default_control_socket(at.file)),
+        Some(path) if path.get_ref().is_empty() => None,
+        Some(path) if path.get_ref().len() > MAX_SOCKET_PATH => {
+            return Err(at.error(
+                path.span(),
+                "switch.control_socket",
+                &format!(
+                    "a Unix socket path is at most {MAX_SOCKET_PATH} bytes, this one has {}",
+                    path.get_ref().len()
+                ),
+                "use a shorter path, e.g. /run/wirespeed/<name>.sock",
+            ));
+        }
+        Some(path) => Some(PathBuf::from(path.get_ref())),
+    };
 
     let mut ports = Vec::new();
     let mut names = HashSet::new();
@@ -604,12 +676,13 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
             }
             AppConfig::Xconnect { pairs }
         }
+        "bridge" => bridge_app(at, raw.bridge, &ports, &port_index)?,
         other => {
             return Err(at.error(
                 switch.app.span(),
                 "switch.app",
                 &format!("unknown app {other:?}"),
-                "use \"xconnect\"",
+                "use \"xconnect\" or \"bridge\"",
             ));
         }
     };
@@ -631,10 +704,115 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
             idle: switch.idle.unwrap_or(IdleMode::Adaptive),
             drain_us,
             realtime: switch.realtime.unwrap_or(false),
+            control_socket,
         },
         ports,
         app,
         task,
+    })
+}
+
+/// Largest MAC table a bridge may ask for (the table's own limit).
+const MAX_MACS: usize = 1 << 20;
+
+fn bridge_app(
+    at: &Locator<'_>,
+    raw: Option<Spanned<RawBridge>>,
+    ports: &[PortConfig],
+    port_index: &dyn Fn(&Spanned<String>, &str) -> Result<usize, ConfigError>,
+) -> Result<AppConfig, ConfigError> {
+    let raw = raw.map(Spanned::into_inner);
+    let mut roles: Vec<(usize, PortVlan)> =
+        (0..ports.len()).map(|i| (i, PortVlan::Access(1))).collect();
+    let (mut mac_capacity, mut age_seconds) = (8192, 300.0);
+    let vlan_ok = |id: u16| (1..=4094).contains(&id);
+    if let Some(raw) = raw {
+        if let Some(c) = &raw.mac_capacity {
+            if !(1..=MAX_MACS).contains(c.get_ref()) {
+                return Err(at.error(
+                    c.span(),
+                    "bridge.mac_capacity",
+                    "must be 1 to 1048576",
+                    "8192 is a good start",
+                ));
+            }
+            mac_capacity = *c.get_ref();
+        }
+        if let Some(a) = &raw.age_seconds {
+            if !(a.get_ref().is_finite() && *a.get_ref() > 0.0) {
+                return Err(at.error(
+                    a.span(),
+                    "bridge.age_seconds",
+                    "must be a positive number of seconds",
+                    "300 is the 802.1Q default",
+                ));
+            }
+            age_seconds = *a.get_ref();
+        }
+        for (i, port) in raw.port.iter().enumerate() {
+            let key = format!("bridge.port[{i}]");
+            let port = port.get_ref();
+            let index = port_index(&port.name, &key)?;
+            let role = match (&port.access, &port.trunk, &port.native) {
+                (Some(access), None, None) if vlan_ok(*access.get_ref()) => {
+                    PortVlan::Access(*access.get_ref())
+                }
+                (Some(access), None, None) => {
+                    return Err(at.error(
+                        access.span(),
+                        &format!("{key}.access"),
+                        "a VLAN id is 1 to 4094",
+                        "use a VLAN id in range",
+                    ));
+                }
+                (None, Some(trunk), native) => {
+                    if let Some(bad) = trunk.get_ref().iter().find(|&&id| !vlan_ok(id)) {
+                        return Err(at.error(
+                            trunk.span(),
+                            &format!("{key}.trunk"),
+                            &format!("VLAN id {bad} is not in 1 to 4094"),
+                            "list VLAN ids in range",
+                        ));
+                    }
+                    if let Some(native) = native
+                        && !vlan_ok(*native.get_ref())
+                    {
+                        return Err(at.error(
+                            native.span(),
+                            &format!("{key}.native"),
+                            "a VLAN id is 1 to 4094",
+                            "use a VLAN id in range",
+                        ));
+                    }
+                    PortVlan::Trunk {
+                        allowed: trunk.get_ref().clone(),
+                        native: native.as_ref().map(|n| *n.get_ref()),
+                    }
+                }
+                _ => {
+                    return Err(at.error(
+                        port.name.span(),
+                        &key,
+                        "a bridge port has either `access = VLAN` or `trunk = [VLANs]` (with an optional `native = VLAN`)",
+                        "give the port exactly one of access or trunk",
+                    ));
+                }
+            };
+            roles[index] = (index, role);
+        }
+    }
+    if ports.len() < 2 {
+        return Err(at.error(
+            0..0,
+            "port",
+            "a bridge needs at least two ports",
+            "define two or more [[port]] tables",
+        ));
+    }
+    Ok(AppConfig::Bridge {
+        ports: roles,
+        mac_capacity,
+        age_seconds,
     })
 }
 
@@ -675,6 +853,10 @@ pairs = [["in", "out"]]
         assert_eq!(config.switch.idle, IdleMode::Adaptive);
         assert_eq!(config.ports.len(), 3);
         assert_eq!(
+            config.switch.control_socket,
+            Some(PathBuf::from("/run/wirespeed/good.sock"))
+        );
+        assert_eq!(
             config.app,
             AppConfig::Xconnect {
                 pairs: vec![(0, 1)]
@@ -689,6 +871,28 @@ pairs = [["in", "out"]]
                 xdp_mode: XdpMode::Auto
             }
         );
+    }
+
+    #[test]
+    fn the_control_socket_can_be_moved_or_disabled() {
+        let moved = GOOD.replace("batch = 64", "control_socket = \"/tmp/s.sock\"");
+        let config = parse("good.toml", &moved).unwrap();
+        assert_eq!(
+            config.switch.control_socket,
+            Some(PathBuf::from("/tmp/s.sock"))
+        );
+        let off = GOOD.replace("batch = 64", "control_socket = \"\"");
+        assert_eq!(
+            parse("good.toml", &off).unwrap().switch.control_socket,
+            None
+        );
+        let long = GOOD.replace(
+            "batch = 64",
+            &format!("control_socket = \"/{}\"", "x".repeat(200)),
+        );
+        let error = error_of(&long);
+        assert_eq!(error.key, "switch.control_socket");
+        assert!(error.message.contains("107"), "{error}");
     }
 
     fn error_of(text: &str) -> ConfigError {
@@ -743,6 +947,49 @@ pairs = [["in", "out"]]
         assert!(error.message.contains("itself"), "{error}");
         let error = error_of(&GOOD.replace(r#"["in", "out"]"#, r#"["in", "out"], ["wire", "in"]"#));
         assert!(error.message.contains("already in another pair"), "{error}");
+    }
+
+    #[test]
+    fn a_bridge_with_access_and_trunk_ports() {
+        let text = GOOD.replace("app = \"xconnect\"", "app = \"bridge\"")
+            + "\n[bridge]\nmac_capacity = 1000\n\n[[bridge.port]]\nname = \"in\"\naccess = 10\n\n\
+               [[bridge.port]]\nname = \"wire\"\ntrunk = [10, 20]\nnative = 1\n";
+        let config = parse("bridge.toml", &text).unwrap();
+        assert_eq!(
+            config.app,
+            AppConfig::Bridge {
+                ports: vec![
+                    (0, PortVlan::Access(10)),
+                    (1, PortVlan::Access(1)),
+                    (
+                        2,
+                        PortVlan::Trunk {
+                            allowed: vec![10, 20],
+                            native: Some(1)
+                        }
+                    ),
+                ],
+                mac_capacity: 1000,
+                age_seconds: 300.0,
+            }
+        );
+        let bad = text.replace("access = 10", "access = 5000");
+        let error = parse("bridge.toml", &bad).unwrap_err();
+        assert_eq!(error.key, "bridge.port[0].access");
+        let both = text.replace("access = 10", "access = 10\ntrunk = [3]");
+        assert!(
+            parse("bridge.toml", &both)
+                .unwrap_err()
+                .message
+                .contains("either")
+        );
+        let unknown = text.replace("name = \"wire\"\ntrunk", "name = \"nope\"\ntrunk");
+        assert!(
+            parse("bridge.toml", &unknown)
+                .unwrap_err()
+                .message
+                .contains("no port is named")
+        );
     }
 
     #[test]

@@ -17,6 +17,10 @@
 //! sleeps in `poll(2)` on the ports' descriptors (`Idle::Adaptive`): on a machine where the
 //! kernel's NAPI work for the same queues runs on the worker's core, spinning steals exactly the
 //! time the kernel needs to deliver the next packets.
+//!
+//! Run-time commands ([`crate::command`]) are taken between batches: every
+//! [`COMMAND_EVERY`] iterations, and just before and after a sleep, so an idle worker answers
+//! as soon as it wakes and a busy one within 64 iterations.
 
 use std::os::fd::RawFd;
 use std::sync::Mutex;
@@ -28,7 +32,8 @@ use wirespeed_packet::cpu::rdtsc;
 use wirespeed_packet::flow_key::FlowKey;
 use wirespeed_packet::{Batch, DropReason, FramePool, MAX_BATCH};
 
-use crate::app::{App, Context};
+use crate::app::{App, CommandContext, Context};
+use crate::command::{COMMAND_EVERY, Command, ReplyBody, WorkerEnd};
 
 /// Iterations between two publications of the counters.
 pub const PUBLISH_EVERY: u64 = 4096;
@@ -90,6 +95,8 @@ pub struct WorkerCounters {
     pub empty_polls: u64,
     /// Times the worker slept in poll(2).
     pub sleeps: u64,
+    /// Run-time commands answered.
+    pub commands: u64,
 }
 
 impl WorkerCounters {
@@ -148,12 +155,15 @@ pub struct Worker {
     rx_queues: Vec<(u16, QueueId)>,
     app: Box<dyn App>,
     rx: Batch,
+    /// Packets the app created during the current batch.
+    extra: Batch,
     tx: Vec<Batch>,
     keys: Box<[FlowKey]>,
     fds: Vec<RawFd>,
     counters: WorkerCounters,
     last_drain: u64,
     empty_streak: u32,
+    commands: Option<WorkerEnd>,
 }
 
 impl Worker {
@@ -183,13 +193,20 @@ impl Worker {
             rx_queues,
             app,
             rx: Batch::new(batch_size),
+            extra: Batch::new(MAX_BATCH),
             tx,
             keys: vec![FlowKey::default(); batch_size].into_boxed_slice(),
             fds,
             counters: WorkerCounters::default(),
             last_drain: rdtsc(),
             empty_streak: 0,
+            commands: None,
         }
+    }
+
+    /// Gives the worker its end of a command channel (see [`crate::command::channel`]).
+    pub fn attach_commands(&mut self, end: WorkerEnd) {
+        self.commands = Some(end);
     }
 
     /// One iteration over every owned RX queue; returns the packets received.
@@ -215,11 +232,18 @@ impl Worker {
                 pool: &mut self.pool,
                 keys: &mut self.keys[..batch_len],
                 now,
+                extra: &mut self.extra,
             };
             self.app.process(&mut ctx, &mut self.rx);
             let t2 = rdtsc();
             self.counters.cycles.process += t2.wrapping_sub(t1);
             self.distribute();
+            if !self.extra.is_empty() {
+                // The created packets go out the same way, after the batch that caused them.
+                std::mem::swap(&mut self.rx, &mut self.extra);
+                self.distribute();
+                std::mem::swap(&mut self.rx, &mut self.extra);
+            }
             self.counters.cycles.tx += rdtsc().wrapping_sub(t2);
             received += count;
         }
@@ -242,7 +266,47 @@ impl Worker {
             self.counters.cycles.tx += spent;
             self.empty_streak = 0;
         }
+        if self.counters.iterations & (COMMAND_EVERY - 1) == 0 {
+            self.serve_commands();
+        }
         received
+    }
+
+    /// Answers the commands waiting in the request ring, if any.
+    fn serve_commands(&mut self) {
+        let Some(end) = &mut self.commands else {
+            return;
+        };
+        if !end.pending() {
+            return;
+        }
+        let Self {
+            app,
+            ports,
+            counters,
+            ..
+        } = self;
+        let served = end.serve(|command| match command {
+            Command::Ping => ReplyBody::Pong {
+                iterations: counters.iterations,
+            },
+            Command::Snapshot => {
+                let mut snapshot = WorkerSnapshot::default();
+                fill_snapshot(&mut snapshot, counters, ports, app.as_ref());
+                ReplyBody::Snapshot(Box::new(snapshot))
+            }
+            Command::App(command) => {
+                let ctx = CommandContext {
+                    ports,
+                    now: rdtsc(),
+                };
+                ReplyBody::App {
+                    app: app.name(),
+                    reply: app.command(command, &ctx),
+                }
+            }
+        });
+        self.counters.commands += served as u64;
     }
 
     /// Hands every packet of the RX batch to its TX batch, or drops it; empties the RX batch.
@@ -296,11 +360,14 @@ impl Worker {
         if self.empty_streak < spins || self.fds.is_empty() {
             return;
         }
+        // Commands are answered before a sleep and right after it, not up to `timeout` late.
+        self.serve_commands();
         let t0 = rdtsc();
         // A failed poll(2) only means the worker spins instead of sleeping this time.
         let _ = wirespeed_io::wait::wait_readable(&self.fds, timeout);
         self.counters.sleeps += 1;
         self.counters.cycles.idle += rdtsc().wrapping_sub(t0);
+        self.serve_commands();
     }
 
     /// Runs until `stop` is set, publishing counters to `stats` every [`PUBLISH_EVERY`]
@@ -336,13 +403,12 @@ impl Worker {
             stats.try_lock().ok()
         };
         let Some(mut snapshot) = guard else { return };
-        snapshot.counters.clone_from(&self.counters);
-        snapshot.ports.clear();
-        for port in &self.ports {
-            snapshot.ports.push((port.info().clone(), port.stats()));
-        }
-        snapshot.app.clear();
-        self.app.counters(&mut snapshot.app);
+        fill_snapshot(
+            &mut snapshot,
+            &self.counters,
+            &self.ports,
+            self.app.as_ref(),
+        );
     }
 
     pub fn counters(&self) -> &WorkerCounters {
@@ -373,4 +439,21 @@ impl Worker {
             double_releases: self.pool.double_releases(),
         }
     }
+}
+
+/// Copies a worker's counters, port statistics and app counters into `snapshot`, reusing its
+/// allocations.
+fn fill_snapshot(
+    snapshot: &mut WorkerSnapshot,
+    counters: &WorkerCounters,
+    ports: &[Box<dyn Port>],
+    app: &dyn App,
+) {
+    snapshot.counters.clone_from(counters);
+    snapshot.ports.clear();
+    for port in ports {
+        snapshot.ports.push((port.info().clone(), port.stats()));
+    }
+    snapshot.app.clear();
+    app.counters(&mut snapshot.app);
 }

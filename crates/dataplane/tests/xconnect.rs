@@ -268,3 +268,13 @@ fn the_emulated_task_runs_once_per_forwarded_packet() {
     assert!(app.contains(&("task.packets", 200)), "{app:?}");
     rig.finish();
 }
+
+#[test]
+fn the_shared_rig_cross_connects_too() {
+    let mut rig = wirespeed_testkit::rig::Rig::new(Box::new(Xconnect::new(&[(0, 1)], None)), 2, 32);
+    let input = frames(100, 64, 4);
+    let out = rig.exchange(0, &input);
+    assert_eq!(out[1], input);
+    assert!(out[0].is_empty());
+    assert!(rig.finish().holds());
+}

@@ -54,11 +54,36 @@ pub enum DropReason {
     TxFull,
     /// No decision sent the packet anywhere (e.g. a cross-connect without a peer).
     NoOutput,
+    /// The router has no route for the destination.
+    NoRoute,
+    /// TTL or hop limit reached zero.
+    TtlExpired,
+    /// The next hop's MAC is unknown and its queue of waiting packets is full.
+    NoNeighbour,
+    /// A source address that must never be forwarded (loopback, multicast, ...).
+    MartianSource,
+    /// An IPv4 packet with options, refused by policy.
+    Ipv4Options,
+    /// An ACL rule denied the packet.
+    AclDenied,
+    /// The frame's VLAN is not allowed on the port it arrived on.
+    VlanFiltered,
+    /// The destination is on the port the frame came from (a bridge does not send it back).
+    SameSegment,
+    /// No flow matched and the table's miss action is drop.
+    TableMiss,
+    /// The app had no room left for the packets it creates in this batch (flood copies, ICMP
+    /// errors, ARP replies).
+    EmitOverflow,
+    /// No free frame for a packet the app had to create.
+    PoolEmpty,
+    /// A control packet (ARP, NDP) the data plane answered or consumed itself.
+    Consumed,
 }
 
 impl DropReason {
     /// Number of reasons; the size of a per-reason counter array.
-    pub const COUNT: usize = DropReason::NoOutput as usize + 1;
+    pub const COUNT: usize = DropReason::Consumed as usize + 1;
     /// Every reason, in counter order.
     pub const ALL: [DropReason; Self::COUNT] = [
         DropReason::Truncated,
@@ -71,6 +96,18 @@ impl DropReason {
         DropReason::BadL4Header,
         DropReason::TxFull,
         DropReason::NoOutput,
+        DropReason::NoRoute,
+        DropReason::TtlExpired,
+        DropReason::NoNeighbour,
+        DropReason::MartianSource,
+        DropReason::Ipv4Options,
+        DropReason::AclDenied,
+        DropReason::VlanFiltered,
+        DropReason::SameSegment,
+        DropReason::TableMiss,
+        DropReason::EmitOverflow,
+        DropReason::PoolEmpty,
+        DropReason::Consumed,
     ];
 
     /// The name used in counters and stats output.
@@ -86,6 +123,18 @@ impl DropReason {
             DropReason::BadL4Header => "bad_l4_header",
             DropReason::TxFull => "tx_full",
             DropReason::NoOutput => "no_output",
+            DropReason::NoRoute => "no_route",
+            DropReason::TtlExpired => "ttl_expired",
+            DropReason::NoNeighbour => "no_neighbour",
+            DropReason::MartianSource => "martian_source",
+            DropReason::Ipv4Options => "ipv4_options",
+            DropReason::AclDenied => "acl_denied",
+            DropReason::VlanFiltered => "vlan_filtered",
+            DropReason::SameSegment => "same_segment",
+            DropReason::TableMiss => "table_miss",
+            DropReason::EmitOverflow => "emit_overflow",
+            DropReason::PoolEmpty => "pool_empty",
+            DropReason::Consumed => "consumed",
         }
     }
 }

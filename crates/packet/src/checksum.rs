@@ -7,6 +7,11 @@
 //! end. The router uses [`update_word`] / [`update_u32`] to decrement a TTL or rewrite an address
 //! without summing the header again.
 //!
+//! Which function for which protocol: IPv4 header and ICMPv4 use [`internet_checksum`] (no
+//! pseudo-header); UDP and TCP use [`transport_v4`] / [`transport_v6`] with their protocol
+//! number; ICMPv6 uses [`transport_v6`] with next header 58 (RFC 4443 §2.3). The wire views wrap
+//! these as `fill_checksum*` / `verify_checksum*`.
+//!
 //! Values here are plain `u16`s in host order: a *partial sum* is the folded, **not**
 //! complemented ones' complement sum; a *checksum* is its complement, as written in a header.
 

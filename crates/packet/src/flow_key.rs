@@ -7,8 +7,8 @@
 //!
 //! [`crc32c`] uses the SSE4.2 `crc32` instruction where the CPU has it (one instruction per
 //! 8 bytes) and a table-driven software CRC32C otherwise; both give identical results (unit and
-//! property tests check both against the standard check value). The choice is made once, on
-//! first use, and kept in a [`OnceLock`]: per packet it costs one load and an indirect call.
+//! property tests check both against the standard check values). The choice is made once, on
+//! first use, and kept in a [`OnceLock`]: per packet it costs one load and a predictable branch.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
@@ -110,10 +110,18 @@ impl FlowKey {
         bytes
     }
 
-    /// CRC32C of [`FlowKey::to_bytes`] with seed 0.
+    /// CRC32C of [`FlowKey::to_bytes`] with seed 0 (equal to `crc32c(0, &key.to_bytes())`,
+    /// with the length known at compile time so the hardware path is seven instructions).
     #[inline]
     pub fn hash(&self) -> u32 {
-        crc32c(0, &self.to_bytes())
+        let bytes = self.to_bytes();
+        match implementation() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Implementation::Sse42` is chosen only when `is_x86_feature_detected!`
+            // found SSE4.2 on this CPU, so the instructions exist.
+            Implementation::Sse42 => unsafe { crc32c_sse42_key(&bytes) },
+            _ => crc32c_portable(0, &bytes),
+        }
     }
 }
 
@@ -196,12 +204,16 @@ fn crc32c_sse42(seed: u32, bytes: &[u8]) -> u32 {
     !crc
 }
 
-/// Calls the SSE4.2 implementation; installed only after the CPU was seen to have SSE4.2.
+/// CRC32C of a whole flow key image: seven `crc32` instructions, unrolled, seed 0.
 #[cfg(target_arch = "x86_64")]
-fn crc32c_sse42_checked(seed: u32, bytes: &[u8]) -> u32 {
-    // SAFETY: `implementation` installs this function only when
-    // `is_x86_feature_detected!("sse4.2")` returned true, so the instructions exist.
-    unsafe { crc32c_sse42(seed, bytes) }
+#[target_feature(enable = "sse4.2")]
+fn crc32c_sse42_key(bytes: &[u8; FLOW_KEY_LEN]) -> u32 {
+    use std::arch::x86_64::_mm_crc32_u64;
+    let mut crc = u64::from(u32::MAX);
+    for chunk in bytes.as_chunks::<8>().0 {
+        crc = _mm_crc32_u64(crc, u64::from_le_bytes(*chunk));
+    }
+    !(crc as u32)
 }
 
 /// CRC32C with the CPU's instruction; `None` when the CPU (or architecture) lacks it.
@@ -217,32 +229,45 @@ pub fn crc32c_hardware(seed: u32, bytes: &[u8]) -> Option<u32> {
     None
 }
 
-type Crc32cFn = fn(u32, &[u8]) -> u32;
+/// Which CRC32C code this CPU runs, decided once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Implementation {
+    /// The SSE4.2 `crc32` instruction; only ever chosen after the CPU was seen to have it.
+    Sse42,
+    Portable,
+}
 
-static IMPLEMENTATION: OnceLock<Crc32cFn> = OnceLock::new();
+static IMPLEMENTATION: OnceLock<Implementation> = OnceLock::new();
 
-fn implementation() -> Crc32cFn {
+#[inline]
+fn implementation() -> Implementation {
     *IMPLEMENTATION.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("sse4.2") {
-                return crc32c_sse42_checked as Crc32cFn;
+                return Implementation::Sse42;
             }
         }
-        crc32c_portable as Crc32cFn
+        Implementation::Portable
     })
 }
 
 /// Whether [`crc32c`] runs on the CPU's CRC32C instruction.
 pub fn crc32c_uses_hardware() -> bool {
-    implementation() as usize != crc32c_portable as Crc32cFn as usize
+    implementation() == Implementation::Sse42
 }
 
 /// CRC32C (Castagnoli, as iSCSI and ext4 use it) of `bytes`, continuing from `seed` (0 to
 /// start): `crc32c(0, b"123456789") == 0xe306_9283`. Hardware where available, same result.
 #[inline]
 pub fn crc32c(seed: u32, bytes: &[u8]) -> u32 {
-    implementation()(seed, bytes)
+    match implementation() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Implementation::Sse42` is chosen only when `is_x86_feature_detected!`
+        // found SSE4.2 on this CPU, so the instructions exist.
+        Implementation::Sse42 => unsafe { crc32c_sse42(seed, bytes) },
+        _ => crc32c_portable(seed, bytes),
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! * [`wire`]: zero-copy views of protocol headers (smoltcp style), validated once.
 //! * [`checksum`]: full Internet checksums and the RFC 1624 incremental update.
 //! * [`flow_key`]: the fields a forwarding decision depends on, and their CRC32C hash.
-//! * [`parse`]: the hot-path parser that fills a packet's [`Meta`] and [`FlowKey`] in one pass.
+//! * [`mod@parse`]: the hot-path parser that fills a packet's [`Meta`] and [`FlowKey`] in one pass.
 //!
 //! `unsafe` is confined to the pool (memory shared with the kernel) and the CRC32C instruction.
 

@@ -1,7 +1,12 @@
 //! The tester: the second half of wirespeed.
 //!
 //! * [`generator`]: frame templates built once and stamped into pool frames per flow, and the generator
-//!   that sends them out of a port.
+//!   that sends them out of a port; pacing schedules (CBR, Poisson, bursts) and the latency
+//!   probe written into frames.
+//! * [`rfc2544`]: the tests (throughput, MLRsearch, frame loss rate, back-to-back, system
+//!   recovery) as pure functions over a `trial` closure.
+//! * [`stats`]: what the sink keeps per trial: latency histograms and sequence tracking.
+//! * [`report`]: the result data model and its JSON, CSV and HTML (with SVG plots) renderings.
 //! * [`dut`]: a driver per device under test (set up, verify, tear down, with an undo stack).
 //! * [`bench`]: the forwarding benchmark: DuTs side by side with one placement of threads.
 #![deny(unsafe_code)]
@@ -9,3 +14,6 @@
 pub mod bench;
 pub mod dut;
 pub mod generator;
+pub mod report;
+pub mod rfc2544;
+pub mod stats;

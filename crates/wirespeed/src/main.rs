@@ -27,6 +27,8 @@ enum Command {
     Demo(cli::demo::DemoArgs),
     /// Measure wirespeed and its peers side by side in a namespace lab.
     Bench(cli::bench::BenchArgs),
+    /// Send one request to a running switch's control socket (`wirespeed ctl help`).
+    Ctl(cli::ctl::CtlArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -37,5 +39,6 @@ fn main() -> anyhow::Result<()> {
         Command::Lab(args) => cli::lab::run(args),
         Command::Demo(args) => cli::demo::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        Command::Ctl(args) => cli::ctl::run(args),
     }
 }

@@ -27,7 +27,9 @@ impl Drop for Switch {
 
 impl Switch {
     fn start(lab: &Testbed, config: &str, dir: &std::path::Path) -> Switch {
-        let path = dir.join("switch.toml");
+        // Named after the lab: the default control socket is /run/wirespeed/<stem>.sock, and
+        // tests run in parallel.
+        let path = dir.join(format!("{}.toml", lab.dut_ns));
         std::fs::write(&path, config).unwrap();
         let child = Command::new("ip")
             .args([
@@ -154,7 +156,43 @@ fn assert_same(got: &[Vec<u8>], want: &[Vec<u8>]) {
     }
 }
 
+/// A cross-connect of the lab's DuT interfaces d0 and d1 with the given backend lines.
+fn xconnect_config(lab: &Testbed, backend_lines: &str) -> String {
+    format!(
+        "[switch]\napp = \"xconnect\"\n\n[[port]]\nname = \"p0\"\ninterface = \"{}\"\n{backend_lines}\n\n\
+         [[port]]\nname = \"p1\"\ninterface = \"{}\"\n{backend_lines}\n\n[xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
+        lab.pairs[0].dut_if, lab.pairs[1].dut_if
+    )
+}
+
+/// Waits until a probe frame (to another UDP port than the test frames) crosses t0 -> t1.
+fn wait_until_forwarding(t0: &mut AfPacketPort, t1: &mut AfPacketPort, pool: &mut FramePool) {
+    const PROBE_PORT: u16 = 7;
+    let probe = frames_to(1, PROBE_PORT);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while receive_all(t1, pool, 1, PROBE_PORT).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the switch never forwarded a probe"
+        );
+        send(t0, pool, &probe);
+    }
+}
+
+/// Whether an XDP program is attached to `interface` in namespace `ns`.
+fn xdp_attached(ns: &str, interface: &str) -> bool {
+    let out =
+        wirespeed_lab::run("ip", &["-n", ns, "-d", "link", "show", "dev", interface]).unwrap();
+    out.contains("prog/xdp") || out.contains("xdpgeneric") || out.contains(" xdp ")
+}
+
 fn forwards_both_ways(prefix: &str, backend_lines: &str) {
+    forwards_both_ways_with(prefix, |lab| xconnect_config(lab, backend_lines));
+}
+
+/// Runs the switch with the configuration `config` makes for the lab and checks 200 frames
+/// t0 -> t1 and 100 frames t1 -> t0 arrive byte for byte.
+fn forwards_both_ways_with(prefix: &str, config: impl Fn(&Testbed) -> String) {
     if !wirespeed_lab::available_for_test() {
         return;
     }
@@ -167,25 +205,11 @@ fn forwards_both_ways(prefix: &str, backend_lines: &str) {
     .unwrap();
     let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
     std::fs::create_dir_all(&dir).unwrap();
-    let config = format!(
-        "[switch]\napp = \"xconnect\"\n\n[[port]]\nname = \"p0\"\ninterface = \"{}\"\n{backend_lines}\n\n\
-         [[port]]\nname = \"p1\"\ninterface = \"{}\"\n{backend_lines}\n\n[xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
-        lab.pairs[0].dut_if, lab.pairs[1].dut_if
-    );
+    let config = config(&lab);
     let mut switch = Switch::start(&lab, &config, &dir);
     let mut pool = FramePool::new(4096, 2048).unwrap();
     let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
-    // Wait until the switch forwards: a probe frame (to another UDP port) crosses.
-    const PROBE_PORT: u16 = 7;
-    let probe = frames_to(1, PROBE_PORT);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while receive_all(&mut t1, &mut pool, 1, PROBE_PORT).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the switch never forwarded a probe"
-        );
-        send(&mut t0, &mut pool, &probe);
-    }
+    wait_until_forwarding(&mut t0, &mut t1, &mut pool);
 
     let forward = frames(200);
     for chunk in forward.chunks(50) {
@@ -421,6 +445,96 @@ fn switch_refuses_more_workers_than_afxdp_queues() {
     let link =
         wirespeed_lab::run_in(&lab.dut_ns, "ip", &["link", "show", &lab.pairs[0].dut_if]).unwrap();
     assert!(!link.contains("xdp"), "the program stayed attached: {link}");
+}
+
+#[test]
+fn switch_stops_cleanly_mid_traffic_and_leaves_nothing_after_sigkill() {
+    if !wirespeed_lab::available_for_test() {
+        return;
+    }
+    let prefix = "wstsw5";
+    let _ = wirespeed_lab::down(prefix);
+    let lab = Testbed::up(&TestbedConfig {
+        prefix: prefix.into(),
+        pairs: 2,
+        queues: 1,
+    })
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = xconnect_config(&lab, "backend = \"afxdp\"");
+    let mut pool = FramePool::new(4096, 2048).unwrap();
+    let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
+
+    // 1. SIGINT while frames are flowing: a clean stop with every frame of the pool back.
+    let mut switch = Switch::start(&lab, &config, &dir);
+    wait_until_forwarding(&mut t0, &mut t1, &mut pool);
+    let burst = frames(64);
+    let outcome = std::thread::scope(|scope| {
+        let stopper = scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(300));
+            switch.interrupt()
+        });
+        while !stopper.is_finished() {
+            send(&mut t0, &mut pool, &burst);
+            receive(&mut t1, &mut pool);
+        }
+        stopper.join().unwrap()
+    });
+    let (success, out) = outcome;
+    assert!(success, "switch failed:\n{out}");
+    assert!(out.contains("conservation holds"), "{out}");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while xdp_attached(&lab.dut_ns, &lab.pairs[0].dut_if) {
+        assert!(
+            Instant::now() < deadline,
+            "XDP program left attached after a clean stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // 2. SIGKILL: the kernel detaches the XDP programs (they are bpf_links of the process).
+    let switch = Switch::start(&lab, &config, &dir);
+    wait_until_forwarding(&mut t0, &mut t1, &mut pool);
+    assert!(xdp_attached(&lab.dut_ns, &lab.pairs[0].dut_if));
+    drop(switch);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while xdp_attached(&lab.dut_ns, &lab.pairs[0].dut_if)
+        || xdp_attached(&lab.dut_ns, &lab.pairs[1].dut_if)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "XDP program left attached after SIGKILL"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // 3. The next start works.
+    let mut switch = Switch::start(&lab, &config, &dir);
+    wait_until_forwarding(&mut t0, &mut t1, &mut pool);
+    let (success, out) = switch.interrupt();
+    assert!(success && out.contains("conservation holds"), "{out}");
+    drop(lab);
+    assert!(
+        !wirespeed_lab::list()
+            .unwrap()
+            .iter()
+            .any(|ns| ns.starts_with(prefix))
+    );
+}
+
+#[test]
+fn switch_bridges_over_afxdp() {
+    // The test frames go to 02:57:53:00:00:fe (the DuT side's MAC, unknown to the bridge):
+    // flooded at first, then, once t1's frames taught the bridge where the sender is, the
+    // replies go by unicast. Either way every frame must arrive byte for byte.
+    forwards_both_ways_with("wstsw6", |lab| {
+        format!(
+            "[switch]\napp = \"bridge\"\n\n[[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+             [[port]]\nname = \"p1\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n[bridge]\nmac_capacity = 1024\n",
+            lab.pairs[0].dut_if, lab.pairs[1].dut_if
+        )
+    });
 }
 
 #[test]

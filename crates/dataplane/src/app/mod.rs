@@ -4,13 +4,20 @@
 //! place and sets each packet's disposition in its [`Meta`](wirespeed_packet::Meta): an output
 //! port in `out_port`, or a reason in `drop`. The worker then hands packets to the TX batches in
 //! bulk and counts the drops per reason, so no app needs to know about ports or TX rings.
+//!
+//! Run-time changes reach an app through [`App::command`], called by its worker between batches
+//! (see [`crate::command`]): an app that keeps a table implements the commands for it there.
 
+pub mod bridge;
 pub mod xconnect;
 
+use wirespeed_io::Port;
 use wirespeed_packet::flow_key::FlowKey;
-use wirespeed_packet::{Batch, FramePool};
+use wirespeed_packet::{Batch, Desc, FramePool, Meta};
 
 pub use xconnect::Xconnect;
+
+use crate::command::{AppCommand, AppReply};
 
 /// What an app may use while processing one batch.
 pub struct Context<'a> {
@@ -21,6 +28,23 @@ pub struct Context<'a> {
     /// The worker's clock (TSC) at the start of this batch. Stages never read a clock themselves,
     /// so every decision is reproducible from its inputs.
     pub now: u64,
+    /// Packets the app creates while processing the batch (flood copies, ICMP errors, ARP
+    /// replies), each with its `out_port` set; the worker sends them after the batch. Bounded:
+    /// see [`Context::emit`].
+    pub extra: &'a mut Batch,
+}
+
+impl Context<'_> {
+    /// Queues a packet the app created (its frame taken from `pool`) for output. When the
+    /// extra batch is full the frame goes back to the pool and `false` is returned: the app
+    /// counts that as [`DropReason::EmitOverflow`](wirespeed_packet::DropReason::EmitOverflow).
+    pub fn emit(&mut self, desc: Desc, meta: Meta) -> bool {
+        if self.extra.push_with_meta(desc, meta) {
+            return true;
+        }
+        self.pool.release(desc.frame);
+        false
+    }
 }
 
 /// A configured pipeline.
@@ -33,4 +57,31 @@ pub trait App: Send {
 
     /// Appends the app's own counters (name, value) for stats output.
     fn counters(&self, out: &mut Vec<(&'static str, u64)>);
+
+    /// Applies a run-time change or answers a query, between two batches. A replaced table goes
+    /// back in [`AppReply::Retired`] so that it is freed on the control thread. Apps without
+    /// tables keep the default: every command is unsupported.
+    fn command(&mut self, command: AppCommand, ctx: &CommandContext<'_>) -> AppReply {
+        let _ = (command, ctx);
+        AppReply::Unsupported
+    }
+}
+
+/// What an app may use while it applies a command.
+pub struct CommandContext<'a> {
+    /// The worker's ports, indexed as in `Desc::port` and `Meta::out_port`: resolves the port
+    /// names commands carry.
+    pub ports: &'a [Box<dyn Port>],
+    /// The worker's clock (TSC) when the command is applied.
+    pub now: u64,
+}
+
+impl CommandContext<'_> {
+    /// The index of the port named `name`.
+    pub fn port_index(&self, name: &str) -> Option<u16> {
+        self.ports
+            .iter()
+            .position(|port| port.info().name == name)
+            .and_then(|index| u16::try_from(index).ok())
+    }
 }

@@ -2,8 +2,11 @@
 //! dispositions it can choose (an output port in `Meta::out_port` or a reason in `Meta::drop`),
 //! and one function that processes a whole batch.
 
+pub mod bridge_forward;
+pub mod learn;
 pub mod parse;
 pub mod task;
+pub mod vlan;
 
 pub use parse::Parse;
 pub use task::Task;

@@ -68,34 +68,38 @@ impl Task {
 
     /// Runs the task once for every packet of `batch` that is not already dropped.
     pub fn process(&mut self, batch: &Batch) {
-        for meta in batch.meta() {
-            if meta.drop.is_some() {
-                continue;
-            }
-            self.one_packet();
-        }
+        let packets = batch
+            .meta()
+            .iter()
+            .filter(|meta| meta.drop.is_none())
+            .count();
+        self.run(packets as u64);
     }
 
-    #[inline]
-    fn one_packet(&mut self) {
-        if let Some(node) = self.nodes.get(self.cursor as usize) {
-            self.cursor = node.next;
-            self.counters.checksum = self.counters.checksum.wrapping_add(self.cursor as u64);
-        }
-        if self.spin_cycles > 0 {
-            let until = rdtsc().wrapping_add(self.spin_cycles);
-            while rdtsc() < until {
-                std::hint::spin_loop();
-            }
-        }
-        self.counters.packets += 1;
-    }
-
-    /// Runs the task `packets` times with no batch (calibration and benchmarks).
+    /// Runs the task for `packets` packets back to back.
+    ///
+    /// Spinning keeps one deadline for the whole run, advanced by `spin_cycles` per packet:
+    /// a per-packet deadline would add the overshoot of the last clock read (a few tens of
+    /// cycles in a VM) to every packet, which at 100 cycles asked is a 30 % error. A walk step,
+    /// when configured, comes on top of the spin.
     pub fn run(&mut self, packets: u64) {
+        let mut deadline = rdtsc();
         for _ in 0..packets {
-            self.one_packet();
+            if let Some(node) = self.nodes.get(self.cursor as usize) {
+                self.cursor = node.next;
+                self.counters.checksum = self.counters.checksum.wrapping_add(self.cursor as u64);
+                if self.spin_cycles > 0 {
+                    deadline = deadline.max(rdtsc());
+                }
+            }
+            if self.spin_cycles > 0 {
+                deadline = deadline.wrapping_add(self.spin_cycles);
+                while rdtsc() < deadline {
+                    std::hint::spin_loop();
+                }
+            }
         }
+        self.counters.packets += packets;
     }
 
     pub fn counters(&self) -> TaskCounters {

@@ -1,1 +1,4 @@
 //! Lookup tables used by the stages.
+
+pub mod fib;
+pub mod mac;

@@ -1,6 +1,8 @@
 //! Traffic generation: templates and the loop that sends them.
 
 pub mod blast;
+pub mod pacing;
+pub mod probe;
 pub mod template;
 
 pub use blast::{BlastConfig, BlastResult, blast, prefill};

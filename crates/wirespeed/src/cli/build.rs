@@ -11,10 +11,13 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use wirespeed_control::config::PortVlan;
 use wirespeed_control::config::XdpMode as XdpModeConfig;
 use wirespeed_control::config::{AppConfig, BackendConfig, Config, PortConfig};
+use wirespeed_dataplane::app::bridge::{Bridge, BridgeConfig, BridgePort};
 use wirespeed_dataplane::app::{App, Xconnect};
 use wirespeed_dataplane::stage::Task;
+use wirespeed_dataplane::stage::vlan::VlanMode;
 use wirespeed_dataplane::worker::{Idle, Worker, WorkerConfig, WorkerPort};
 use wirespeed_io::QueueId;
 use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
@@ -62,7 +65,7 @@ pub fn workers(config: &Config) -> Result<Vec<Worker>> {
             worker_config.clone(),
             pool,
             ports,
-            app(config, index as u64),
+            app(config, index as u64)?,
         ));
     }
     Ok(workers)
@@ -135,18 +138,43 @@ fn xdp_mode_of(mode: XdpModeConfig) -> XdpMode {
     }
 }
 
-fn app(config: &Config, seed: u64) -> Box<dyn App> {
+fn app(config: &Config, seed: u64) -> Result<Box<dyn App>> {
     let task = Task::new(
         config.task.spin_cycles as u64,
         config.task.walk_bytes,
         seed + 1,
     );
-    match &config.app {
+    Ok(match &config.app {
         AppConfig::Xconnect { pairs } => {
             let pairs: Vec<(u16, u16)> = pairs.iter().map(|&(a, b)| (a as u16, b as u16)).collect();
             Box::new(Xconnect::new(&pairs, Some(task)))
         }
-    }
+        AppConfig::Bridge {
+            ports,
+            mac_capacity,
+            age_seconds,
+        } => {
+            let ports = ports
+                .iter()
+                .map(|(index, role)| BridgePort {
+                    port: *index as u16,
+                    mode: match role {
+                        PortVlan::Access(vlan) => VlanMode::Access(*vlan),
+                        PortVlan::Trunk { allowed, native } => VlanMode::Trunk {
+                            allowed: allowed.clone(),
+                            native: *native,
+                        },
+                    },
+                })
+                .collect();
+            let bridge = BridgeConfig {
+                ports,
+                mac_capacity: *mac_capacity,
+                age_seconds: *age_seconds,
+            };
+            Box::new(Bridge::new(bridge).context("the [bridge] configuration")?)
+        }
+    })
 }
 
 /// A backend that drives a kernel network interface.

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod build;
+pub mod ctl;
 pub mod demo;
 pub mod generate;
 pub mod lab;

@@ -45,22 +45,22 @@ pub fn final_tables(workers: &[WorkerSnapshot]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<12} {:<9} {:<28} {:>12} {:>12} {:>10} {:>10} {:>9}",
-        "port", "backend", "mode", "rx packets", "tx packets", "rx drop", "tx refused", "rx error"
+        "{:<12} {:<9} {:>12} {:>12} {:>10} {:>10} {:>9}  mode",
+        "port", "backend", "rx packets", "tx packets", "rx drop", "tx refused", "rx error"
     );
     for worker in workers {
         for (info, stats) in &worker.ports {
             let _ = writeln!(
                 out,
-                "{:<12} {:<9} {:<28} {:>12} {:>12} {:>10} {:>10} {:>9}",
+                "{:<12} {:<9} {:>12} {:>12} {:>10} {:>10} {:>9}  {}",
                 info.name,
                 info.backend.name(),
-                info.mode,
                 stats.rx_packets,
                 stats.tx_packets,
                 stats.rx_dropped,
                 stats.tx_refused,
-                stats.rx_errors
+                stats.rx_errors,
+                info.mode
             );
         }
     }

@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Args;
+use wirespeed_control::dispatch::{COMMAND_TIMEOUT, Dispatcher};
+use wirespeed_control::socket::{ControlSocket, Limits};
+use wirespeed_dataplane::command;
 use wirespeed_dataplane::worker::{Conservation, StatsCell, Worker, WorkerSnapshot};
 
 use super::{build, stats};
@@ -26,7 +29,12 @@ pub struct SwitchArgs {
 
 pub fn run(args: SwitchArgs) -> Result<()> {
     let config = wirespeed_control::config::load(&args.config).map_err(anyhow::Error::msg)?;
-    let workers = build::workers(&config)?;
+    let mut workers = build::workers(&config)?;
+    // Dropped after the workers stop: the socket file goes away with the switch.
+    let _control = match &config.switch.control_socket {
+        Some(path) => Some(control_socket(path, &mut workers)?),
+        None => None,
+    };
     for worker in &workers {
         for port in worker.ports() {
             let info = port.info();
@@ -53,6 +61,27 @@ pub fn run(args: SwitchArgs) -> Result<()> {
     println!("\n{}", stats::final_tables(&snapshots));
     print!("{}", conservation_report(&conservation)?);
     Ok(())
+}
+
+/// Gives every worker a command channel and serves them on the control socket at `path`.
+fn control_socket(path: &std::path::Path, workers: &mut [Worker]) -> Result<ControlSocket> {
+    let ends = workers
+        .iter_mut()
+        .map(|worker| {
+            let (control, end) = command::channel(command::RING_CAPACITY);
+            worker.attach_commands(end);
+            control
+        })
+        .collect();
+    let dispatcher = Dispatcher::new(ends, COMMAND_TIMEOUT);
+    let socket = ControlSocket::bind(path, Limits::default(), Arc::new(dispatcher))
+        .map_err(|e| anyhow::anyhow!("{e}\n  fix: {}", e.fix()))?;
+    println!(
+        "control socket {} (`wirespeed ctl --socket {} help`)",
+        path.display(),
+        path.display()
+    );
+    Ok(socket)
 }
 
 /// Where worker threads run.

@@ -1,0 +1,379 @@
+//! Turns a parsed request into commands for every worker and their replies into one response.
+//!
+//! The dispatcher holds the control end of each worker's command channel (see
+//! `wirespeed_dataplane::command`). A request for the workers is sent to all of them first and
+//! then their replies are awaited together, so one slow worker costs one timeout, not one per
+//! worker; a worker that does not answer in time turns the response into an error naming it.
+//! Work that is heavy (reading and building a FIB from a route file) is done here, on the
+//! client's thread, before anything is sent; replaced tables come back in the replies and are
+//! dropped here too. The lock around the channels serializes clients on the control side only:
+//! workers never see it.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wirespeed_dataplane::command::{
+    AppCommand, AppReply, Command, CommandError, ControlEnd, ReplyBody,
+};
+use wirespeed_dataplane::worker::WorkerSnapshot;
+use wirespeed_packet::DropReason;
+
+use crate::protocol::{self, Request, Response, Show, table};
+use crate::tables;
+
+/// How long a worker has to answer a command.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Something that answers requests: the [`Dispatcher`], or a stand-in in tests.
+pub trait Handler: Send + Sync + 'static {
+    fn handle(&self, request: Request) -> Response;
+}
+
+/// Answers requests by asking the workers.
+pub struct Dispatcher {
+    workers: Mutex<Vec<ControlEnd>>,
+    timeout: Duration,
+}
+
+/// One worker's answer and how long it took.
+type Answer = (Result<ReplyBody, CommandError>, Duration);
+
+impl Dispatcher {
+    /// A dispatcher over the control ends of the workers, in worker order.
+    pub fn new(workers: Vec<ControlEnd>, timeout: Duration) -> Dispatcher {
+        Dispatcher {
+            workers: Mutex::new(workers),
+            timeout,
+        }
+    }
+
+    /// Sends `make()` to every worker, then waits for every reply until one common deadline.
+    fn broadcast(&self, mut make: impl FnMut() -> Command) -> Vec<Answer> {
+        let mut workers = self
+            .workers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let started = Instant::now();
+        let sent: Vec<Result<u64, CommandError>> =
+            workers.iter_mut().map(|end| end.send(make())).collect();
+        let deadline = started + self.timeout;
+        workers
+            .iter_mut()
+            .zip(sent)
+            .map(|(end, id)| {
+                let body = id.and_then(|id| end.wait(id, deadline));
+                (body, started.elapsed())
+            })
+            .collect()
+    }
+
+    /// Every worker's reply, or an error naming each worker that gave none.
+    fn ask(&self, make: impl FnMut() -> Command) -> Result<Vec<(ReplyBody, Duration)>, Response> {
+        let answers = self.broadcast(make);
+        if answers.is_empty() {
+            return Err(Response::error(
+                "no workers are running",
+                "start the switch with at least one worker",
+            ));
+        }
+        let mut failed = Vec::new();
+        let mut replies = Vec::new();
+        for (index, (body, elapsed)) in answers.into_iter().enumerate() {
+            match body {
+                Ok(body) => replies.push((body, elapsed)),
+                Err(error) => failed.push(format!("worker {index}: {error}")),
+            }
+        }
+        if failed.is_empty() {
+            Ok(replies)
+        } else {
+            Err(Response::error(
+                failed.join("; "),
+                "a worker that does not answer is stuck or has stopped; check the switch's \
+                 output and `show workers`",
+            ))
+        }
+    }
+
+    fn snapshots(&self) -> Result<Vec<(WorkerSnapshot, Duration)>, Response> {
+        self.ask(|| Command::Snapshot)?
+            .into_iter()
+            .map(|(body, elapsed)| match body {
+                ReplyBody::Snapshot(snapshot) => Ok((*snapshot, elapsed)),
+                other => Err(unexpected(&other)),
+            })
+            .collect()
+    }
+
+    fn ping(&self) -> Result<Value, Response> {
+        let mut rows = Vec::new();
+        for (index, (body, elapsed)) in self.ask(|| Command::Ping)?.into_iter().enumerate() {
+            let ReplyBody::Pong { iterations } = body else {
+                return Err(unexpected(&body));
+            };
+            rows.push(vec![
+                index.to_string(),
+                iterations.to_string(),
+                elapsed.as_micros().to_string(),
+            ]);
+        }
+        Ok(table(&["worker", "iterations", "reply us"], rows))
+    }
+
+    fn show_ports(&self) -> Result<Value, Response> {
+        let mut rows = Vec::new();
+        for (index, (snapshot, _)) in self.snapshots()?.iter().enumerate() {
+            for (info, stats) in &snapshot.ports {
+                rows.push(vec![
+                    index.to_string(),
+                    info.name.clone(),
+                    info.backend.name().to_string(),
+                    info.mode.to_string(),
+                    stats.rx_packets.to_string(),
+                    stats.tx_packets.to_string(),
+                    stats.rx_dropped.to_string(),
+                    stats.tx_refused.to_string(),
+                    stats.rx_errors.to_string(),
+                ]);
+            }
+        }
+        Ok(table(
+            &[
+                "worker",
+                "port",
+                "backend",
+                "mode",
+                "rx packets",
+                "tx packets",
+                "rx drop",
+                "tx refused",
+                "rx error",
+            ],
+            rows,
+        ))
+    }
+
+    fn show_workers(&self) -> Result<Value, Response> {
+        let mut rows = Vec::new();
+        for (index, (snapshot, elapsed)) in self.snapshots()?.iter().enumerate() {
+            let c = &snapshot.counters;
+            rows.push(vec![
+                index.to_string(),
+                c.iterations.to_string(),
+                c.rx_packets.to_string(),
+                c.tx_packets.to_string(),
+                c.dropped().to_string(),
+                c.empty_polls.to_string(),
+                c.sleeps.to_string(),
+                c.commands.to_string(),
+                elapsed.as_micros().to_string(),
+            ]);
+        }
+        Ok(table(
+            &[
+                "worker",
+                "iterations",
+                "rx packets",
+                "tx packets",
+                "dropped",
+                "empty polls",
+                "sleeps",
+                "commands",
+                "reply us",
+            ],
+            rows,
+        ))
+    }
+
+    fn show_counters(&self) -> Result<Value, Response> {
+        let snapshots: Vec<WorkerSnapshot> =
+            self.snapshots()?.into_iter().map(|(s, _)| s).collect();
+        let mut named: Vec<(String, Vec<u64>)> = Vec::new();
+        let column = |f: &dyn Fn(&WorkerSnapshot) -> u64| snapshots.iter().map(f).collect();
+        named.push(("rx_packets".into(), column(&|s| s.counters.rx_packets)));
+        named.push(("tx_packets".into(), column(&|s| s.counters.tx_packets)));
+        named.push(("dropped".into(), column(&|s| s.counters.dropped())));
+        for reason in DropReason::ALL {
+            let values: Vec<u64> = column(&|s| s.counters.drops[reason as usize]);
+            if values.iter().any(|&v| v > 0) {
+                named.push((format!("drop.{}", reason.name()), values));
+            }
+        }
+        named.push(("iterations".into(), column(&|s| s.counters.iterations)));
+        named.push(("empty_polls".into(), column(&|s| s.counters.empty_polls)));
+        named.push(("sleeps".into(), column(&|s| s.counters.sleeps)));
+        named.push(("commands".into(), column(&|s| s.counters.commands)));
+        named.push(("cycles.rx".into(), column(&|s| s.counters.cycles.rx)));
+        named.push((
+            "cycles.process".into(),
+            column(&|s| s.counters.cycles.process),
+        ));
+        named.push(("cycles.tx".into(), column(&|s| s.counters.cycles.tx)));
+        named.push(("cycles.idle".into(), column(&|s| s.counters.cycles.idle)));
+        let app_names: BTreeSet<&'static str> = snapshots
+            .iter()
+            .flat_map(|s| s.app.iter().map(|(name, _)| *name))
+            .collect();
+        for name in app_names {
+            let values = column(&|s| {
+                s.app
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map_or(0, |(_, v)| *v)
+            });
+            named.push((format!("app.{name}"), values));
+        }
+        let mut columns = vec!["counter".to_string()];
+        columns.extend((0..snapshots.len()).map(|i| format!("worker {i}")));
+        columns.push("total".into());
+        let rows = named
+            .into_iter()
+            .map(|(name, values)| {
+                let total: u64 = values.iter().fold(0, |a, &v| a.saturating_add(v));
+                let mut row = vec![name];
+                row.extend(values.iter().map(u64::to_string));
+                row.push(total.to_string());
+                row
+            })
+            .collect::<Vec<_>>();
+        Ok(json!({ "columns": columns, "rows": rows }))
+    }
+
+    /// Sends an app command to every worker and merges the answers.
+    fn app(&self, command: AppCommand) -> Result<Value, Response> {
+        let name = command.name();
+        let replies = self.ask(|| Command::App(command.clone()))?;
+        let workers = replies.len();
+        let mut applied = 0;
+        let mut refused = Vec::new();
+        let mut columns: Option<Vec<String>> = None;
+        let mut rows = Vec::new();
+        for (index, (body, _)) in replies.into_iter().enumerate() {
+            let ReplyBody::App { app, reply } = body else {
+                return Err(unexpected(&body));
+            };
+            match reply {
+                AppReply::Unsupported => {
+                    return Err(Response::error(
+                        format!("the {app} app does not support `{name}`"),
+                        "run an app with that table: route and neighbour commands need the \
+                         router, mac the bridge, flow and acl the openflow app",
+                    ));
+                }
+                AppReply::Done => applied += 1,
+                // The replaced table is freed here, on the control thread.
+                AppReply::Retired(retired) => {
+                    drop(retired);
+                    applied += 1;
+                }
+                AppReply::Refused(why) => refused.push(format!("worker {index}: {why}")),
+                AppReply::Table(part) => {
+                    columns.get_or_insert_with(|| {
+                        let mut all = vec!["worker".to_string()];
+                        all.extend(part.columns.iter().cloned());
+                        all
+                    });
+                    rows.extend(part.rows.into_iter().map(|row| {
+                        let mut all = vec![index.to_string()];
+                        all.extend(row);
+                        all
+                    }));
+                }
+            }
+        }
+        if !refused.is_empty() {
+            return Err(Response::error(
+                format!(
+                    "`{name}` refused ({}); applied on {applied} of {workers} workers",
+                    refused.join("; ")
+                ),
+                "correct the request and send it again",
+            ));
+        }
+        Ok(match columns {
+            Some(columns) => json!({ "columns": columns, "rows": rows }),
+            None => json!({ "applied": applied }),
+        })
+    }
+
+    fn route_load(&self, path: &Path) -> Result<Value, Response> {
+        absolute(path)?;
+        let started = Instant::now();
+        let loaded = tables::read_routes(path).map_err(file_error)?;
+        let built = started.elapsed();
+        let (v4, v6) = (loaded.v4.fib.len(), loaded.v6.fib.len());
+        let gateways = loaded.v4.gateways.len() + loaded.v6.gateways.len();
+        let publish = Instant::now();
+        let applied = self.app(AppCommand::ReplaceFibV4(loaded.v4))?;
+        self.app(AppCommand::ReplaceFibV6(loaded.v6))?;
+        Ok(json!({
+            "routes_v4": v4,
+            "routes_v6": v6,
+            "gateways": gateways,
+            "build_ms": built.as_millis() as u64,
+            "publish_ms": publish.elapsed().as_millis() as u64,
+            "applied": applied["applied"],
+        }))
+    }
+
+    fn acl_load(&self, path: &Path) -> Result<Value, Response> {
+        absolute(path)?;
+        let rules = tables::read_acl(path).map_err(file_error)?;
+        let count = rules.len();
+        let applied = self.app(AppCommand::ReplaceAcl(rules))?;
+        Ok(json!({ "rules": count, "applied": applied["applied"] }))
+    }
+}
+
+impl Handler for Dispatcher {
+    fn handle(&self, request: Request) -> Response {
+        let result = match &request {
+            Request::Help => Ok(protocol::help()),
+            Request::Ping => self.ping(),
+            Request::Show(Show::Ports) => self.show_ports(),
+            Request::Show(Show::Workers) => self.show_workers(),
+            Request::Show(Show::Counters) => self.show_counters(),
+            Request::RouteLoad(path) => self.route_load(path),
+            Request::AclLoad(path) => self.acl_load(path),
+            other => match other.app_command() {
+                Some(command) => self.app(command),
+                None => Err(Response::error(
+                    "this request has no handler",
+                    "report this as a bug in wirespeed",
+                )),
+            },
+        };
+        match result {
+            Ok(value) => Response::Ok(value),
+            Err(response) => response,
+        }
+    }
+}
+
+fn absolute(path: &Path) -> Result<(), Response> {
+    if path.is_absolute() {
+        Ok(())
+    } else {
+        Err(Response::error(
+            format!(
+                "{} is a relative path; the switch does not share your working directory",
+                path.display()
+            ),
+            "give an absolute path (`wirespeed ctl` makes relative paths absolute)",
+        ))
+    }
+}
+
+fn file_error(error: tables::FileError) -> Response {
+    Response::error(error.to_string(), error.fix)
+}
+
+fn unexpected(body: &ReplyBody) -> Response {
+    Response::error(
+        format!("a worker answered with an unexpected reply: {body:?}"),
+        "report this as a bug in wirespeed",
+    )
+}

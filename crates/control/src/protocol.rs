@@ -1,0 +1,735 @@
+//! The control protocol: one request per line in plain words, one JSON reply per line.
+//!
+//! ```text
+//! > route add 10.0.0.0/8 via 198.18.1.1
+//! < {"ok":true,"result":{"applied":2}}
+//! > rout add
+//! < {"ok":false,"error":"unknown command `rout`","fix":"use one of: help, ping, show, ..."}
+//! ```
+//!
+//! Words because a person types them (with `wirespeed ctl` or `nc -U`), JSON replies because a
+//! program reads them. A result that is a table has the form `{"columns":[...],"rows":[[...]]}`
+//! (every cell a string) so that one printer shows every `show` command. Everything a client sends
+//! is hostile: [`parse`] takes bytes, refuses non-UTF-8, unknown words and bad values with an error
+//! that names the word and lists what is accepted, and never panics.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+use wirespeed_dataplane::command::{AppCommand, FlowRule, Neighbour};
+use wirespeed_dataplane::table::fib::{Ipv4Prefix, Ipv6Prefix};
+
+/// Longest request line accepted, in bytes.
+pub const MAX_LINE: usize = 64 * 1024;
+
+/// Every command, as `help` lists it: usage and meaning.
+pub const COMMANDS: &[(&str, &str)] = &[
+    ("help", "this list"),
+    (
+        "ping",
+        "ask every worker to answer; shows each one's reply time",
+    ),
+    (
+        "show ports",
+        "every port of every worker with its packet counters",
+    ),
+    (
+        "show counters",
+        "every counter of every worker, and the totals",
+    ),
+    (
+        "show workers",
+        "one line per worker: iterations, packets, sleeps, commands",
+    ),
+    ("show routes", "the app's routes (router)"),
+    ("show macs", "the app's MAC table (bridge)"),
+    ("show neighbours", "the app's neighbour table (router)"),
+    ("show flows", "the app's flow rules (openflow)"),
+    ("route add PREFIX via ADDRESS", "add or replace one route"),
+    ("route del PREFIX", "remove the route of exactly PREFIX"),
+    (
+        "route load FILE",
+        "replace every route with the file's (one `PREFIX via ADDRESS` per line), built off the workers",
+    ),
+    (
+        "neighbour add ADDRESS MAC PORT",
+        "add or replace a neighbour entry",
+    ),
+    ("neighbour del ADDRESS", "remove a neighbour entry"),
+    ("mac flush", "forget every learned MAC address"),
+    (
+        "flow add [priority=N] FIELD=VALUE... actions=ACTION[,ACTION...]",
+        "add a flow rule",
+    ),
+    ("flow del [priority=N] FIELD=VALUE...", "remove a flow rule"),
+    (
+        "acl load FILE",
+        "replace the ACL with the file's rules (one `permit|deny FIELD=VALUE...` per line)",
+    ),
+];
+
+/// The first words the protocol knows.
+const FIRST_WORDS: &str = "help, ping, show, route, neighbour, mac, flow, acl";
+const SHOW_WORDS: &str = "ports, counters, workers, routes, macs, neighbours, flows";
+
+/// What `show` can show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Show {
+    Ports,
+    Counters,
+    Workers,
+    Routes,
+    Macs,
+    Neighbours,
+    Flows,
+}
+
+/// A route's prefix, either family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prefix {
+    V4(Ipv4Prefix),
+    V6(Ipv6Prefix),
+}
+
+/// A parsed request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    Help,
+    Ping,
+    Show(Show),
+    RouteAdd { prefix: Prefix, via: IpAddr },
+    RouteDel(Prefix),
+    RouteLoad(PathBuf),
+    NeighbourAdd(Neighbour),
+    NeighbourDel(IpAddr),
+    MacFlush,
+    FlowAdd(FlowRule),
+    FlowDel(FlowRule),
+    AclLoad(PathBuf),
+}
+
+impl Request {
+    /// The app command this request becomes as it is, for the requests that need no work on the
+    /// control thread first.
+    pub fn app_command(&self) -> Option<AppCommand> {
+        Some(match self {
+            Request::Show(Show::Routes) => AppCommand::ShowRoutes,
+            Request::Show(Show::Macs) => AppCommand::ShowMacs,
+            Request::Show(Show::Neighbours) => AppCommand::ShowNeighbours,
+            Request::Show(Show::Flows) => AppCommand::ShowFlows,
+            Request::RouteAdd {
+                prefix: Prefix::V4(prefix),
+                via: IpAddr::V4(via),
+            } => AppCommand::RouteAddV4 {
+                prefix: *prefix,
+                via: *via,
+            },
+            Request::RouteAdd {
+                prefix: Prefix::V6(prefix),
+                via: IpAddr::V6(via),
+            } => AppCommand::RouteAddV6 {
+                prefix: *prefix,
+                via: *via,
+            },
+            Request::RouteDel(Prefix::V4(prefix)) => AppCommand::RouteRemoveV4(*prefix),
+            Request::RouteDel(Prefix::V6(prefix)) => AppCommand::RouteRemoveV6(*prefix),
+            Request::NeighbourAdd(neighbour) => AppCommand::NeighbourAdd(neighbour.clone()),
+            Request::NeighbourDel(addr) => AppCommand::NeighbourRemove(*addr),
+            Request::MacFlush => AppCommand::MacFlush,
+            Request::FlowAdd(rule) => AppCommand::FlowAdd(rule.clone()),
+            Request::FlowDel(rule) => AppCommand::FlowRemove(rule.clone()),
+            _ => return None,
+        })
+    }
+}
+
+/// A request that could not be understood: what is wrong and how to write it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{error} (fix: {fix})")]
+pub struct ProtocolError {
+    pub error: String,
+    pub fix: String,
+}
+
+impl ProtocolError {
+    pub fn new(error: impl Into<String>, fix: impl Into<String>) -> Self {
+        ProtocolError {
+            error: error.into(),
+            fix: fix.into(),
+        }
+    }
+}
+
+/// A reply, one JSON line.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Response {
+    Ok(Value),
+    Error { error: String, fix: String },
+}
+
+impl Response {
+    pub fn error(error: impl Into<String>, fix: impl Into<String>) -> Response {
+        Response::Error {
+            error: error.into(),
+            fix: fix.into(),
+        }
+    }
+
+    /// The reply as one line of JSON, with its newline.
+    pub fn to_line(&self) -> String {
+        let value = match self {
+            Response::Ok(result) => json!({ "ok": true, "result": result }),
+            Response::Error { error, fix } => json!({ "ok": false, "error": error, "fix": fix }),
+        };
+        let mut line = value.to_string();
+        line.push('\n');
+        line
+    }
+}
+
+impl From<ProtocolError> for Response {
+    fn from(error: ProtocolError) -> Response {
+        Response::Error {
+            error: error.error,
+            fix: error.fix,
+        }
+    }
+}
+
+/// A table result: `{"columns": [...], "rows": [[...], ...]}`.
+pub fn table(columns: &[&str], rows: Vec<Vec<String>>) -> Value {
+    json!({ "columns": columns, "rows": rows })
+}
+
+/// The `help` result.
+pub fn help() -> Value {
+    table(
+        &["command", "meaning"],
+        COMMANDS
+            .iter()
+            .map(|(usage, meaning)| vec![usage.to_string(), meaning.to_string()])
+            .collect(),
+    )
+}
+
+/// What a [`LineSplitter`] found in the bytes it was fed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LineEvent {
+    /// A complete line, without its `\n` (and without a `\r` before it).
+    Line(Vec<u8>),
+    /// A line grew past the limit: it is discarded up to its newline and yields no `Line`.
+    TooLong,
+}
+
+/// Cuts a byte stream into request lines of at most `max` bytes, holding no more than that.
+pub struct LineSplitter {
+    line: Vec<u8>,
+    max: usize,
+    discarding: bool,
+}
+
+impl LineSplitter {
+    pub fn new(max: usize) -> LineSplitter {
+        LineSplitter {
+            line: Vec::new(),
+            max,
+            discarding: false,
+        }
+    }
+
+    /// Appends `bytes`; what they complete goes to `out`.
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<LineEvent>) {
+        for &byte in bytes {
+            if self.discarding {
+                self.discarding = byte != b'\n';
+            } else if byte == b'\n' {
+                if self.line.last() == Some(&b'\r') {
+                    self.line.pop();
+                }
+                out.push(LineEvent::Line(std::mem::take(&mut self.line)));
+            } else if self.line.len() >= self.max {
+                self.line = Vec::new();
+                self.discarding = true;
+                out.push(LineEvent::TooLong);
+            } else {
+                self.line.push(byte);
+            }
+        }
+    }
+
+    /// Whether part of a line is buffered (or being discarded).
+    pub fn in_line(&self) -> bool {
+        self.discarding || !self.line.is_empty()
+    }
+}
+
+/// The reply to a line longer than `max` bytes.
+pub fn too_long(max: usize) -> Response {
+    Response::error(
+        format!("request longer than {max} bytes; the rest of the line was discarded"),
+        "send one command per line; load large tables from a file (`route load FILE`)",
+    )
+}
+
+/// A word as it is quoted in an error: at most 40 characters, control characters escaped.
+fn quote(word: &str) -> String {
+    let short: String = word.chars().take(40).collect();
+    let escaped: String = short.chars().flat_map(char::escape_default).collect();
+    if short.len() < word.len() {
+        format!("`{escaped}...`")
+    } else {
+        format!("`{escaped}`")
+    }
+}
+
+fn usage_of(first: &str) -> String {
+    let usages: Vec<&str> = COMMANDS
+        .iter()
+        .map(|(usage, _)| *usage)
+        .filter(|usage| usage.split(' ').next() == Some(first))
+        .collect();
+    format!("write {}", usages.join(" | "))
+}
+
+/// Parses one request line (without its newline).
+pub fn parse(line: &[u8]) -> Result<Request, ProtocolError> {
+    let Ok(text) = std::str::from_utf8(line) else {
+        return Err(ProtocolError::new(
+            "the request is not UTF-8 text",
+            "send one command per line as plain text; `help` lists them",
+        ));
+    };
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let Some((&first, rest)) = words.split_first() else {
+        return Err(ProtocolError::new(
+            "empty request",
+            "send one command per line; `help` lists them",
+        ));
+    };
+    let exact = |request: Request, len: usize| {
+        if rest.len() == len {
+            Ok(request)
+        } else {
+            Err(ProtocolError::new(
+                format!("`{first}` takes {len} more word(s), got {}", rest.len()),
+                usage_of(first),
+            ))
+        }
+    };
+    match first {
+        "help" => exact(Request::Help, 0),
+        "ping" => exact(Request::Ping, 0),
+        "show" => {
+            let show = match rest.first().copied() {
+                Some("ports") => Show::Ports,
+                Some("counters") => Show::Counters,
+                Some("workers") => Show::Workers,
+                Some("routes") => Show::Routes,
+                Some("macs") => Show::Macs,
+                Some("neighbours" | "neighbors") => Show::Neighbours,
+                Some("flows") => Show::Flows,
+                Some(other) => {
+                    return Err(ProtocolError::new(
+                        format!("cannot show {}", quote(other)),
+                        format!("show one of: {SHOW_WORDS}"),
+                    ));
+                }
+                None => {
+                    return Err(ProtocolError::new(
+                        "show what?",
+                        format!("show one of: {SHOW_WORDS}"),
+                    ));
+                }
+            };
+            exact(Request::Show(show), 1)
+        }
+        "route" => parse_route(rest),
+        "neighbour" | "neighbor" => parse_neighbour(rest),
+        "mac" => match rest {
+            ["flush"] => Ok(Request::MacFlush),
+            _ => Err(ProtocolError::new("unknown `mac` command", usage_of("mac"))),
+        },
+        "flow" => match rest.split_first() {
+            Some((&"add", fields)) => Ok(Request::FlowAdd(parse_flow(fields, true)?)),
+            Some((&("del" | "remove"), fields)) => Ok(Request::FlowDel(parse_flow(fields, false)?)),
+            _ => Err(ProtocolError::new(
+                "unknown `flow` command",
+                usage_of("flow"),
+            )),
+        },
+        "acl" => match rest {
+            ["load", file] => Ok(Request::AclLoad(PathBuf::from(file))),
+            _ => Err(ProtocolError::new("unknown `acl` command", usage_of("acl"))),
+        },
+        other => Err(ProtocolError::new(
+            format!("unknown command {}", quote(other)),
+            format!("use one of: {FIRST_WORDS}; `help` lists every command"),
+        )),
+    }
+}
+
+fn parse_route(rest: &[&str]) -> Result<Request, ProtocolError> {
+    match rest {
+        ["add", prefix, "via", via] => {
+            let prefix = parse_prefix(prefix)?;
+            let via = parse_addr(via)?;
+            if matches!(
+                (prefix, via),
+                (Prefix::V4(_), IpAddr::V6(_)) | (Prefix::V6(_), IpAddr::V4(_))
+            ) {
+                return Err(ProtocolError::new(
+                    "the prefix and the next hop are of different IP versions",
+                    "route an IPv4 prefix via an IPv4 address, an IPv6 prefix via an IPv6 address",
+                ));
+            }
+            Ok(Request::RouteAdd { prefix, via })
+        }
+        ["del" | "remove", prefix] => Ok(Request::RouteDel(parse_prefix(prefix)?)),
+        ["load", file] => Ok(Request::RouteLoad(PathBuf::from(file))),
+        _ => Err(ProtocolError::new(
+            "malformed `route` command",
+            usage_of("route"),
+        )),
+    }
+}
+
+fn parse_neighbour(rest: &[&str]) -> Result<Request, ProtocolError> {
+    match rest {
+        ["add", addr, mac, port] => Ok(Request::NeighbourAdd(Neighbour {
+            addr: parse_addr(addr)?,
+            mac: parse_mac(mac)?,
+            port: port.to_string(),
+        })),
+        ["del" | "remove", addr] => Ok(Request::NeighbourDel(parse_addr(addr)?)),
+        _ => Err(ProtocolError::new(
+            "malformed `neighbour` command",
+            usage_of("neighbour"),
+        )),
+    }
+}
+
+/// An IPv4 or IPv6 prefix `ADDRESS/LENGTH`.
+pub fn parse_prefix(word: &str) -> Result<Prefix, ProtocolError> {
+    let bad = || {
+        ProtocolError::new(
+            format!("{} is not a prefix", quote(word)),
+            "write ADDRESS/LENGTH, e.g. 10.0.0.0/8 or 2001:db8::/32",
+        )
+    };
+    let (addr, len) = word.split_once('/').ok_or_else(bad)?;
+    let addr: IpAddr = addr.parse().map_err(|_| bad())?;
+    let len: u8 = len.parse().map_err(|_| bad())?;
+    let prefix = match addr {
+        IpAddr::V4(addr) => Ipv4Prefix::new(addr.to_bits(), len).map(Prefix::V4),
+        IpAddr::V6(addr) => Ipv6Prefix::new(addr.to_bits(), len).map(Prefix::V6),
+    };
+    prefix
+        .map_err(|error| ProtocolError::new(format!("{}: {error}", quote(word)), "fix the length"))
+}
+
+/// An IPv4 or IPv6 address.
+pub fn parse_addr(word: &str) -> Result<IpAddr, ProtocolError> {
+    word.parse().map_err(|_| {
+        ProtocolError::new(
+            format!("{} is not an IP address", quote(word)),
+            "write e.g. 198.18.1.1 or 2001:db8::1",
+        )
+    })
+}
+
+/// A MAC address `aa:bb:cc:dd:ee:ff`.
+pub fn parse_mac(word: &str) -> Result<[u8; 6], ProtocolError> {
+    let bad = || {
+        ProtocolError::new(
+            format!("{} is not a MAC address", quote(word)),
+            "write six hex bytes separated by colons, e.g. 02:00:00:00:00:01",
+        )
+    };
+    let mut mac = [0u8; 6];
+    let mut parts = word.split(':');
+    for byte in &mut mac {
+        let part = parts.next().ok_or_else(bad)?;
+        if part.is_empty() || part.len() > 2 || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
+        *byte = u8::from_str_radix(part, 16).map_err(|_| bad())?;
+    }
+    if parts.next().is_some() {
+        return Err(bad());
+    }
+    Ok(mac)
+}
+
+/// `FIELD=VALUE` words; `priority=N` and (when `actions` is true, required) `actions=A,B`.
+fn parse_flow(words: &[&str], actions: bool) -> Result<FlowRule, ProtocolError> {
+    let mut rule = FlowRule {
+        priority: 0,
+        fields: Vec::new(),
+        actions: Vec::new(),
+    };
+    for word in words {
+        let Some((name, value)) = word
+            .split_once('=')
+            .filter(|(n, v)| !n.is_empty() && !v.is_empty())
+        else {
+            return Err(ProtocolError::new(
+                format!("{} is not FIELD=VALUE", quote(word)),
+                usage_of("flow"),
+            ));
+        };
+        match name {
+            "priority" => {
+                rule.priority = value.parse().map_err(|_| {
+                    ProtocolError::new(
+                        format!("priority {} is not a number", quote(value)),
+                        "use priority=0..65535",
+                    )
+                })?;
+            }
+            "actions" if actions => {
+                rule.actions = value.split(',').map(str::to_string).collect();
+            }
+            _ => rule.fields.push((name.to_string(), value.to_string())),
+        }
+    }
+    if actions && rule.actions.is_empty() {
+        return Err(ProtocolError::new(
+            "a flow needs actions",
+            "add actions=ACTION[,ACTION...], e.g. actions=output:p1 or actions=drop",
+        ));
+    }
+    Ok(rule)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    use super::*;
+
+    fn ok(line: &str) -> Request {
+        parse(line.as_bytes()).unwrap()
+    }
+
+    fn error(line: &[u8]) -> ProtocolError {
+        parse(line).unwrap_err()
+    }
+
+    fn v4(text: &str, len: u8) -> Prefix {
+        let addr: Ipv4Addr = text.parse().unwrap();
+        Prefix::V4(Ipv4Prefix::new(addr.to_bits(), len).unwrap())
+    }
+
+    #[test]
+    fn every_command_parses() {
+        assert_eq!(ok("help"), Request::Help);
+        assert_eq!(ok("  ping \r"), Request::Ping);
+        for (word, show) in [
+            ("ports", Show::Ports),
+            ("counters", Show::Counters),
+            ("workers", Show::Workers),
+            ("routes", Show::Routes),
+            ("macs", Show::Macs),
+            ("neighbours", Show::Neighbours),
+            ("neighbors", Show::Neighbours),
+            ("flows", Show::Flows),
+        ] {
+            assert_eq!(ok(&format!("show {word}")), Request::Show(show));
+        }
+        assert_eq!(
+            ok("route add 10.1.2.3/8 via 198.18.1.1"),
+            Request::RouteAdd {
+                prefix: v4("10.0.0.0", 8),
+                via: "198.18.1.1".parse().unwrap()
+            }
+        );
+        let v6: Ipv6Addr = "2001:db8::".parse().unwrap();
+        assert_eq!(
+            ok("route del 2001:db8::/32"),
+            Request::RouteDel(Prefix::V6(Ipv6Prefix::new(v6.to_bits(), 32).unwrap()))
+        );
+        assert_eq!(
+            ok("route remove 0.0.0.0/0"),
+            Request::RouteDel(v4("0.0.0.0", 0))
+        );
+        assert_eq!(
+            ok("route load /tmp/routes.txt"),
+            Request::RouteLoad("/tmp/routes.txt".into())
+        );
+        assert_eq!(
+            ok("neighbour add 198.18.1.1 02:00:00:00:00:0a p1"),
+            Request::NeighbourAdd(Neighbour {
+                addr: "198.18.1.1".parse().unwrap(),
+                mac: [2, 0, 0, 0, 0, 0x0a],
+                port: "p1".into()
+            })
+        );
+        assert_eq!(
+            ok("neighbor del 2001:db8::1"),
+            Request::NeighbourDel("2001:db8::1".parse().unwrap())
+        );
+        assert_eq!(ok("mac flush"), Request::MacFlush);
+        assert_eq!(
+            ok("flow add priority=10 in_port=p0 ip_dst=10.0.0.0/8 actions=output:p1,count"),
+            Request::FlowAdd(FlowRule {
+                priority: 10,
+                fields: vec![
+                    ("in_port".into(), "p0".into()),
+                    ("ip_dst".into(), "10.0.0.0/8".into())
+                ],
+                actions: vec!["output:p1".into(), "count".into()],
+            })
+        );
+        assert_eq!(
+            ok("flow del in_port=p0"),
+            Request::FlowDel(FlowRule {
+                priority: 0,
+                fields: vec![("in_port".into(), "p0".into())],
+                actions: vec![],
+            })
+        );
+        assert_eq!(ok("acl load acl.txt"), Request::AclLoad("acl.txt".into()));
+    }
+
+    #[test]
+    fn requests_become_app_commands() {
+        assert!(matches!(
+            ok("route add 10.0.0.0/8 via 198.18.1.1").app_command(),
+            Some(AppCommand::RouteAddV4 { .. })
+        ));
+        assert!(matches!(
+            ok("mac flush").app_command(),
+            Some(AppCommand::MacFlush)
+        ));
+        assert!(matches!(
+            ok("show flows").app_command(),
+            Some(AppCommand::ShowFlows)
+        ));
+        assert!(ok("show ports").app_command().is_none());
+        assert!(ok("route load f").app_command().is_none());
+    }
+
+    #[test]
+    fn unknown_words_are_named_with_what_is_accepted() {
+        let e = error(b"frobnicate now");
+        assert!(e.error.contains("`frobnicate`"), "{e}");
+        assert!(e.fix.contains("help, ping, show"), "{e}");
+        let e = error(b"show everything");
+        assert!(e.error.contains("`everything`"), "{e}");
+        assert!(e.fix.contains("ports, counters"), "{e}");
+        let e = error(b"route add 10.0.0.0/8 198.18.1.1");
+        assert!(e.fix.contains("route add PREFIX via ADDRESS"), "{e}");
+        let e = error(b"ping pong");
+        assert!(e.error.contains("0 more word"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        assert!(
+            error(b"route add 10.0.0.0/33 via 1.1.1.1")
+                .error
+                .contains("/33")
+        );
+        assert!(
+            error(b"route add 10.0.0.0 via 1.1.1.1")
+                .error
+                .contains("not a prefix")
+        );
+        assert!(
+            error(b"route add 10.0.0.0/8 via ::1")
+                .error
+                .contains("IP versions")
+        );
+        assert!(
+            error(b"neighbour add 1.1.1.1 02:00:00:00:00 p0")
+                .error
+                .contains("MAC")
+        );
+        assert!(
+            error(b"neighbour add 1.1.1.1 02:00:00:00:00:00:01 p0")
+                .error
+                .contains("MAC")
+        );
+        assert!(
+            error(b"neighbour add 1.1.1.1 02:00:00:00:00:+1 p0")
+                .error
+                .contains("MAC")
+        );
+        assert!(error(b"flow add in_port=p0").error.contains("actions"));
+        assert!(
+            error(b"flow add priority=x actions=drop")
+                .error
+                .contains("priority")
+        );
+        assert!(
+            error(b"flow add =x actions=drop")
+                .error
+                .contains("FIELD=VALUE")
+        );
+    }
+
+    #[test]
+    fn garbage_is_an_error_never_a_panic() {
+        let e = error(b"\xff\xfe show ports");
+        assert!(e.error.contains("UTF-8"), "{e}");
+        assert!(error(b"").error.contains("empty"));
+        assert!(error(b" \t ").error.contains("empty"));
+        // Control characters are escaped and long words cut in the message.
+        let e = error(format!("\u{1b}[2J{}", "x".repeat(1000)).as_bytes());
+        assert!(e.error.contains("\\u{1b}"), "{e}");
+        assert!(e.error.len() < 200, "{e}");
+    }
+
+    #[test]
+    fn replies_are_one_json_line() {
+        let line = Response::Ok(json!({"applied": 2})).to_line();
+        assert_eq!(line, "{\"ok\":true,\"result\":{\"applied\":2}}\n");
+        let line = Response::error("bad \"word\"\n", "fix it").to_line();
+        assert_eq!(line.matches('\n').count(), 1);
+        let value: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(value["ok"], false);
+        assert_eq!(value["error"], "bad \"word\"\n");
+        assert_eq!(value["fix"], "fix it");
+    }
+
+    #[test]
+    fn lines_are_cut_and_oversized_ones_discarded() {
+        let mut splitter = LineSplitter::new(10);
+        let mut out = Vec::new();
+        splitter.feed(b"ping\r\nshow po", &mut out);
+        assert_eq!(out, [LineEvent::Line(b"ping".to_vec())]);
+        assert!(splitter.in_line());
+        out.clear();
+        // Exactly the limit is accepted; one byte more is not.
+        splitter.feed(b"rts\n12345678901", &mut out);
+        assert_eq!(
+            out,
+            [LineEvent::Line(b"show ports".to_vec()), LineEvent::TooLong]
+        );
+        out.clear();
+        splitter.feed(&[b'x'; 100_000], &mut out);
+        assert!(out.is_empty(), "one TooLong per line");
+        splitter.feed(b"xx\nhelp\n", &mut out);
+        assert_eq!(out, [LineEvent::Line(b"help".to_vec())]);
+        assert!(!splitter.in_line());
+        let Response::Error { error, .. } = too_long(MAX_LINE) else {
+            panic!("too_long is an error")
+        };
+        assert!(error.contains("65536"), "{error}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            let _ = parse(&bytes);
+        }
+
+        #[test]
+        fn arbitrary_words_never_panic(line in "(route|flow|show|neighbour|mac|acl|add|del|via|load|[0-9a-f:./=,]{0,20}| ){0,8}") {
+            if let Err(e) = parse(line.as_bytes()) {
+                proptest::prop_assert!(!e.error.is_empty() && !e.fix.is_empty());
+            }
+        }
+    }
+}

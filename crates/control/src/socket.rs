@@ -1,0 +1,351 @@
+//! The control socket: a Unix stream socket (mode 0600) on which `wirespeed ctl` and other
+//! clients send requests, one per line, and read one JSON reply per line.
+//!
+//! One thread accepts; each client gets a thread of its own, so a slow or silent client delays
+//! nobody else, and at most [`Limits::max_clients`] are served at once (the next one is told so
+//! and closed). Every client is hostile: a line longer than [`Limits::max_line`] gets an error and
+//! is discarded up to its newline without being stored; a client that takes longer than
+//! [`Limits::idle`] to complete a line is told and closed; a client that does not read its replies
+//! is closed when a write times out. The socket file is created in a private directory, given mode
+//! 0600 there and then renamed into place, so it is never reachable with wider permissions; it is
+//! removed when the [`ControlSocket`] is dropped (if it is still ours).
+
+use std::fs;
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::dispatch::Handler;
+use crate::protocol::{self, LineEvent, LineSplitter, Response};
+
+/// What a client may do.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Longest request line, bytes.
+    pub max_line: usize,
+    /// Clients served at once.
+    pub max_clients: usize,
+    /// Longest a client may take to send a complete line (idle or slow).
+    pub idle: Duration,
+    /// Longest a reply may take to be written (a client that does not read).
+    pub write: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_line: protocol::MAX_LINE,
+            max_clients: 8,
+            idle: Duration::from_secs(60),
+            write: Duration::from_secs(5),
+        }
+    }
+}
+
+/// How often blocked threads look at the stop flag.
+const TICK: Duration = Duration::from_millis(50);
+
+/// Why the control socket could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum SocketError {
+    #[error("control socket {path}: {message}")]
+    Setup {
+        path: PathBuf,
+        message: String,
+        fix: String,
+    },
+    #[error("control socket {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl SocketError {
+    /// How to fix it.
+    pub fn fix(&self) -> &str {
+        match self {
+            SocketError::Setup { fix, .. } => fix,
+            SocketError::Io { .. } => {
+                "check the directory exists and is writable, or set [switch] control_socket"
+            }
+        }
+    }
+}
+
+/// A listening control socket and its threads.
+pub struct ControlSocket {
+    path: PathBuf,
+    identity: (u64, u64),
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ControlSocket {
+    /// Creates the socket at `path` (mode 0600) and starts serving `handler`.
+    pub fn bind(
+        path: &Path,
+        limits: Limits,
+        handler: Arc<dyn Handler>,
+    ) -> Result<ControlSocket, SocketError> {
+        let io = |source| SocketError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let listener = create(path)?;
+        let metadata = fs::symlink_metadata(path).map_err(io)?;
+        listener.set_nonblocking(true).map_err(io)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let stop = Arc::clone(&stop);
+            std::thread::Builder::new()
+                .name("control".into())
+                .spawn(move || accept_loop(listener, limits, handler, stop))
+                .map_err(io)?
+        };
+        Ok(ControlSocket {
+            path: path.to_path_buf(),
+            identity: (metadata.dev(), metadata.ino()),
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ControlSocket {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        // Remove the file only if it is still the one this socket created.
+        if let Ok(metadata) = fs::symlink_metadata(&self.path)
+            && (metadata.dev(), metadata.ino()) == self.identity
+        {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Binds a listener at `path` with mode 0600: bound inside a fresh private (0700) directory,
+/// chmod'ed there, then renamed into place. A stale socket file (no one listening) is replaced;
+/// a live one or any other file is an error.
+fn create(path: &Path) -> Result<UnixListener, SocketError> {
+    let setup = |message: String, fix: &str| SocketError::Setup {
+        path: path.to_path_buf(),
+        message,
+        fix: fix.to_string(),
+    };
+    let io = |source| SocketError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(setup(
+            "not a file path".into(),
+            "set [switch] control_socket to a path like /run/wirespeed/switch.sock",
+        ));
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    if let Ok(metadata) = fs::symlink_metadata(path) {
+        if !metadata.file_type().is_socket() {
+            return Err(setup(
+                "exists and is not a socket".into(),
+                "remove the file or set [switch] control_socket to another path",
+            ));
+        }
+        if UnixStream::connect(path).is_ok() {
+            return Err(setup(
+                "another process is listening on it (another switch?)".into(),
+                "stop the other switch, or give this one its own [switch] control_socket",
+            ));
+        }
+        fs::remove_file(path).map_err(io)?;
+    }
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(parent)
+        .map_err(io)?;
+    let private = parent.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let _ = fs::remove_dir_all(&private);
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&private)
+        .map_err(io)?;
+    let inside = private.join("s");
+    let result = UnixListener::bind(&inside).and_then(|listener| {
+        fs::set_permissions(&inside, fs::Permissions::from_mode(0o600))?;
+        fs::rename(&inside, path)?;
+        Ok(listener)
+    });
+    let _ = fs::remove_file(&inside);
+    let _ = fs::remove_dir(&private);
+    result.map_err(io)
+}
+
+/// Decrements the count of active clients when a client thread ends, however it ends.
+struct Active(Arc<AtomicUsize>);
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn accept_loop(
+    listener: UnixListener,
+    limits: Limits,
+    handler: Arc<dyn Handler>,
+    stop: Arc<AtomicBool>,
+) {
+    let active = Arc::new(AtomicUsize::new(0));
+    let mut clients: Vec<JoinHandle<()>> = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        clients.retain(|client| !client.is_finished());
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                std::thread::sleep(TICK / 5);
+                continue;
+            }
+            Err(_) => {
+                // E.g. EMFILE: wait for descriptors to free up rather than spin.
+                std::thread::sleep(TICK);
+                continue;
+            }
+        };
+        if active.load(Ordering::Relaxed) >= limits.max_clients {
+            refuse(stream, &limits);
+            continue;
+        }
+        active.fetch_add(1, Ordering::Relaxed);
+        let guard = Active(Arc::clone(&active));
+        let (handler, stop, limits) = (Arc::clone(&handler), Arc::clone(&stop), limits.clone());
+        let spawned = std::thread::Builder::new()
+            .name("control-client".into())
+            .spawn(move || {
+                let _guard = guard;
+                serve(stream, &limits, handler.as_ref(), &stop);
+            });
+        // A thread that cannot be started drops its closure: the stream closes, the guard
+        // decrements.
+        if let Ok(client) = spawned {
+            clients.push(client);
+        }
+    }
+    for client in clients {
+        let _ = client.join();
+    }
+}
+
+fn refuse(mut stream: UnixStream, limits: &Limits) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_write_timeout(Some(TICK));
+    let reply = Response::error(
+        format!(
+            "too many control clients (at most {} at once)",
+            limits.max_clients
+        ),
+        "close idle `wirespeed ctl` sessions or try again",
+    );
+    let _ = stream.write_all(reply.to_line().as_bytes());
+}
+
+/// Serves one client until it closes, misbehaves, or the server stops.
+fn serve(mut stream: UnixStream, limits: &Limits, handler: &dyn Handler, stop: &AtomicBool) {
+    if stream.set_nonblocking(false).is_err()
+        || stream.set_read_timeout(Some(TICK)).is_err()
+        || stream.set_write_timeout(Some(limits.write)).is_err()
+    {
+        return;
+    }
+    let mut splitter = LineSplitter::new(limits.max_line);
+    let mut events = Vec::new();
+    let mut chunk = [0u8; 4096];
+    // A client must complete each line within `idle` of the previous one.
+    let mut deadline = Instant::now() + limits.idle;
+    while !stop.load(Ordering::Relaxed) {
+        let read = match stream.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => 0,
+            Err(e) if e.kind() == ErrorKind::Interrupted => 0,
+            Err(_) => return,
+        };
+        splitter.feed(&chunk[..read], &mut events);
+        for event in events.drain(..) {
+            let response = match event {
+                LineEvent::Line(line) => {
+                    deadline = Instant::now() + limits.idle;
+                    match protocol::parse(&line) {
+                        Ok(request) => handler.handle(request),
+                        Err(error) => error.into(),
+                    }
+                }
+                LineEvent::TooLong => protocol::too_long(limits.max_line),
+            };
+            if stream.write_all(response.to_line().as_bytes()).is_err() {
+                return;
+            }
+        }
+        if Instant::now() >= deadline {
+            let reply = Response::error(
+                format!(
+                    "no complete request for {} s; closing",
+                    limits.idle.as_secs_f64()
+                ),
+                "send one command per line; connect again when needed",
+            );
+            let _ = stream.write_all(reply.to_line().as_bytes());
+            return;
+        }
+    }
+}
+
+/// Sends one request line to the socket at `path` and returns the reply line (without its
+/// newline): the client side, for `wirespeed ctl` and tests.
+pub fn request(path: &Path, line: &str, timeout: Duration) -> std::io::Result<String> {
+    let mut stream = UnixStream::connect(path)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    let mut message = line.trim_end_matches('\n').to_string();
+    message.push('\n');
+    stream.write_all(message.as_bytes())?;
+    let mut reply = Vec::new();
+    let mut byte = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut byte)?;
+        if n == 0 {
+            break;
+        }
+        reply.extend_from_slice(&byte[..n]);
+        if reply.contains(&b'\n') {
+            break;
+        }
+    }
+    let end = reply
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap_or(reply.len());
+    reply.truncate(end);
+    String::from_utf8(reply).map_err(|_| std::io::Error::other("the reply is not UTF-8"))
+}

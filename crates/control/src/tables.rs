@@ -1,0 +1,338 @@
+//! Tables built from files on the control thread: a route file becomes finished FIBs, an ACL file
+//! a rule list, before anything is sent to a worker.
+//!
+//! This is how loading a million routes does not stall forwarding: reading, parsing and the
+//! DIR-24-8 build (`Ipv4Fib::from_routes`, one pass, shortest prefixes first) all happen here;
+//! a worker receives an `Arc` and swaps a pointer between two batches.
+//!
+//! Route file: one route per line, `PREFIX via ADDRESS` (or `PREFIX ADDRESS`); `#` starts a
+//! comment. ACL file: one rule per line, `permit|deny FIELD=VALUE...`, first match wins. Files are
+//! hostile input too: size, line length and entry counts are bounded, and every error names the
+//! file and line.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::Path;
+use std::sync::Arc;
+
+use wirespeed_dataplane::command::{AclAction, AclRule, RoutesV4, RoutesV6};
+use wirespeed_dataplane::table::fib::{Ipv4Fib, Ipv4Prefix, Ipv6Fib, Ipv6Prefix, NextHop};
+
+use crate::protocol::{LineEvent, LineSplitter, Prefix, parse_addr, parse_prefix};
+
+/// Largest route or ACL file read (bytes).
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+/// Longest line of a route or ACL file.
+pub const MAX_FILE_LINE: usize = 1024;
+/// Most routes one file may hold.
+pub const MAX_ROUTES: usize = 16 << 20;
+/// Most ACL rules one file may hold.
+pub const MAX_ACL_RULES: usize = 1 << 16;
+
+/// An error in a table file: where, what, how to fix it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}: {message}")]
+pub struct FileError {
+    pub file: String,
+    /// 1-based; 0 when the error is about the whole file.
+    pub line: usize,
+    pub message: String,
+    pub fix: String,
+}
+
+/// The routes of a file, as FIBs ready to publish.
+pub struct LoadedRoutes {
+    pub v4: RoutesV4,
+    pub v6: RoutesV6,
+}
+
+/// Reads the lines of `reader`, calling `each(line number, text)` for every line that is not
+/// blank or a comment.
+fn each_line(
+    file: &str,
+    reader: impl Read,
+    mut each: impl FnMut(usize, &str) -> Result<(), FileError>,
+) -> Result<(), FileError> {
+    let error = |line: usize, message: String, fix: &str| FileError {
+        file: file.to_string(),
+        line,
+        message,
+        fix: fix.to_string(),
+    };
+    let mut reader = BufReader::new(reader.take(MAX_FILE_BYTES + 1));
+    let mut splitter = LineSplitter::new(MAX_FILE_LINE);
+    let mut events = Vec::new();
+    let mut number = 0;
+    let mut total = 0u64;
+    loop {
+        let chunk = reader
+            .fill_buf()
+            .map_err(|e| error(number, format!("cannot read: {e}"), "check the file"))?;
+        let eof = chunk.is_empty();
+        total += chunk.len() as u64;
+        if total > MAX_FILE_BYTES {
+            return Err(error(
+                0,
+                format!("larger than {MAX_FILE_BYTES} bytes"),
+                "split the file",
+            ));
+        }
+        if eof {
+            // A last line without its newline.
+            splitter.feed(b"\n", &mut events);
+        } else {
+            splitter.feed(chunk, &mut events);
+            let len = chunk.len();
+            reader.consume(len);
+        }
+        for event in events.drain(..) {
+            number += 1;
+            let bytes = match event {
+                LineEvent::Line(bytes) => bytes,
+                LineEvent::TooLong => {
+                    return Err(error(
+                        number,
+                        format!("line longer than {MAX_FILE_LINE} bytes"),
+                        "one entry per line",
+                    ));
+                }
+            };
+            let text = std::str::from_utf8(&bytes)
+                .map_err(|_| error(number, "not UTF-8 text".into(), "the file is plain text"))?;
+            let text = text.split('#').next().unwrap_or("").trim();
+            if !text.is_empty() {
+                each(number, text)?;
+            }
+        }
+        if eof {
+            return Ok(());
+        }
+    }
+}
+
+fn open(path: &Path) -> Result<File, FileError> {
+    File::open(path).map_err(|e| FileError {
+        file: path.display().to_string(),
+        line: 0,
+        message: format!("cannot open: {e}"),
+        fix: "give a path the switch can read (ctl sends it as an absolute path)".into(),
+    })
+}
+
+/// Reads the route file at `path` and builds its FIBs.
+pub fn read_routes(path: &Path) -> Result<LoadedRoutes, FileError> {
+    parse_routes(&path.display().to_string(), open(path)?)
+}
+
+/// Hop ids for gateway addresses, in first-seen order.
+struct Gateways<A> {
+    ids: HashMap<A, u32>,
+    list: Vec<A>,
+}
+
+impl<A: Copy + Eq + std::hash::Hash> Gateways<A> {
+    fn new() -> Self {
+        Gateways {
+            ids: HashMap::new(),
+            list: Vec::new(),
+        }
+    }
+
+    fn hop(&mut self, addr: A) -> Option<NextHop> {
+        let next = self.list.len() as u32;
+        let id = *self.ids.entry(addr).or_insert(next);
+        if id == next {
+            self.list.push(addr);
+        }
+        NextHop::hop(id)
+    }
+}
+
+/// Parses route lines from `reader` (`file` names it in errors) and builds the FIBs.
+pub fn parse_routes(file: &str, reader: impl Read) -> Result<LoadedRoutes, FileError> {
+    let mut v4: Vec<(Ipv4Prefix, NextHop)> = Vec::new();
+    let mut v6: Vec<(Ipv6Prefix, NextHop)> = Vec::new();
+    let mut gateways4 = Gateways::<Ipv4Addr>::new();
+    let mut gateways6 = Gateways::<Ipv6Addr>::new();
+    let error = |line: usize, message: String, fix: &str| FileError {
+        file: file.to_string(),
+        line,
+        message,
+        fix: fix.to_string(),
+    };
+    each_line(file, reader, |number, text| {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let (prefix, via) = match words.as_slice() {
+            [prefix, "via", via] | [prefix, via] => (*prefix, *via),
+            _ => {
+                return Err(error(
+                    number,
+                    format!("{text:?} is not a route"),
+                    "write PREFIX via ADDRESS, e.g. 10.0.0.0/8 via 198.18.1.1",
+                ));
+            }
+        };
+        let prefix = parse_prefix(prefix).map_err(|e| error(number, e.error, &e.fix))?;
+        let via = parse_addr(via).map_err(|e| error(number, e.error, &e.fix))?;
+        if v4.len() + v6.len() >= MAX_ROUTES {
+            return Err(error(
+                number,
+                format!("more than {MAX_ROUTES} routes"),
+                "aggregate the routes",
+            ));
+        }
+        let too_many = || {
+            error(
+                number,
+                format!("more than {} distinct gateways", NextHop::MAX_ID),
+                "use fewer gateway addresses",
+            )
+        };
+        match (prefix, via) {
+            (Prefix::V4(prefix), IpAddr::V4(via)) => {
+                v4.push((prefix, gateways4.hop(via).ok_or_else(too_many)?));
+            }
+            (Prefix::V6(prefix), IpAddr::V6(via)) => {
+                v6.push((prefix, gateways6.hop(via).ok_or_else(too_many)?));
+            }
+            _ => {
+                return Err(error(
+                    number,
+                    "the prefix and the gateway are of different IP versions".into(),
+                    "route IPv4 prefixes via IPv4 addresses and IPv6 via IPv6",
+                ));
+            }
+        }
+        Ok(())
+    })?;
+    let whole = |e: wirespeed_dataplane::table::fib::FibError| FileError {
+        file: file.to_string(),
+        line: 0,
+        message: e.to_string(),
+        fix: "reduce or aggregate the routes".into(),
+    };
+    let fib4 = Ipv4Fib::from_routes(v4).map_err(whole)?;
+    let fib6 = Ipv6Fib::from_routes(v6).map_err(whole)?;
+    Ok(LoadedRoutes {
+        v4: RoutesV4 {
+            fib: Arc::new(fib4),
+            gateways: Arc::from(gateways4.list),
+        },
+        v6: RoutesV6 {
+            fib: Arc::new(fib6),
+            gateways: Arc::from(gateways6.list),
+        },
+    })
+}
+
+/// Reads the ACL file at `path`.
+pub fn read_acl(path: &Path) -> Result<Arc<[AclRule]>, FileError> {
+    parse_acl(&path.display().to_string(), open(path)?)
+}
+
+/// Parses ACL lines from `reader`.
+pub fn parse_acl(file: &str, reader: impl Read) -> Result<Arc<[AclRule]>, FileError> {
+    let mut rules = Vec::new();
+    let error = |line: usize, message: String, fix: &str| FileError {
+        file: file.to_string(),
+        line,
+        message,
+        fix: fix.to_string(),
+    };
+    each_line(file, reader, |number, text| {
+        let mut words = text.split_whitespace();
+        let action = match words.next() {
+            Some("permit") => AclAction::Permit,
+            Some("deny") => AclAction::Deny,
+            _ => {
+                return Err(error(
+                    number,
+                    format!("{text:?} does not start with permit or deny"),
+                    "write permit|deny FIELD=VALUE..., e.g. deny ip_src=10.0.0.0/8",
+                ));
+            }
+        };
+        let mut fields = Vec::new();
+        for word in words {
+            let Some((name, value)) = word
+                .split_once('=')
+                .filter(|(n, v)| !n.is_empty() && !v.is_empty())
+            else {
+                return Err(error(
+                    number,
+                    format!("{word:?} is not FIELD=VALUE"),
+                    "write permit|deny FIELD=VALUE...",
+                ));
+            };
+            fields.push((name.to_string(), value.to_string()));
+        }
+        if rules.len() >= MAX_ACL_RULES {
+            return Err(error(
+                number,
+                format!("more than {MAX_ACL_RULES} rules"),
+                "merge rules",
+            ));
+        }
+        rules.push(AclRule { action, fields });
+        Ok(())
+    })?;
+    Ok(rules.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_route_file_becomes_fibs_with_gateways() {
+        let text = "# routes\n10.0.0.0/8 via 198.18.1.1\n\n10.1.0.0/16 198.18.1.2 # more\n\
+                    192.0.2.0/24 via 198.18.1.1\n2001:db8::/32 via 2001:db8::1";
+        let routes = parse_routes("r.txt", text.as_bytes()).unwrap();
+        assert_eq!(routes.v4.fib.len(), 3);
+        assert_eq!(routes.v6.fib.len(), 1);
+        assert_eq!(
+            &*routes.v4.gateways,
+            [Ipv4Addr::new(198, 18, 1, 1), Ipv4Addr::new(198, 18, 1, 2)]
+        );
+        let hop = routes.v4.fib.lookup(Ipv4Addr::new(10, 1, 2, 3).to_bits());
+        assert_eq!(hop, NextHop::hop(1));
+        let hop = routes.v4.fib.lookup(Ipv4Addr::new(192, 0, 2, 9).to_bits());
+        assert_eq!(hop, NextHop::hop(0));
+    }
+
+    #[test]
+    fn route_file_errors_name_the_line() {
+        let error = |text: &str| parse_routes("r.txt", text.as_bytes()).err().unwrap();
+        let e = error("10.0.0.0/8 via 1.1.1.1\nnonsense\n");
+        assert_eq!((e.line, e.file.as_str()), (2, "r.txt"));
+        let e = error("10.0.0.0/8 via 1.1.1.1\n\n10.0.0.0/40 via 1.1.1.1\n");
+        assert_eq!(e.line, 3);
+        assert!(e.message.contains("/40"), "{e}");
+        let e = error("10.0.0.0/8 via ::1\n");
+        assert!(e.message.contains("IP versions"), "{e}");
+        let e = error(&format!("10.0.0.0/8 via 1.1.1.1 {}\n", "x".repeat(5000)));
+        assert!(e.message.contains("longer than"), "{e}");
+        let e = parse_routes("r.txt", &b"10.0.0.0/8 via \xff\n"[..])
+            .err()
+            .unwrap();
+        assert!(e.message.contains("UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn an_acl_file_becomes_rules() {
+        let rules = parse_acl(
+            "a.txt",
+            "deny ip_src=10.0.0.0/8 l4_dst=22\npermit\n".as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(rules.len(), 2);
+        assert_eq!(rules[0].action, AclAction::Deny);
+        assert_eq!(rules[0].fields[1], ("l4_dst".into(), "22".into()));
+        let e = parse_acl("a.txt", "allow all\n".as_bytes()).err().unwrap();
+        assert!(e.message.contains("permit or deny"), "{e}");
+        let e = parse_acl("a.txt", "deny x\n".as_bytes()).err().unwrap();
+        assert!(e.message.contains("FIELD=VALUE"), "{e}");
+    }
+}

@@ -1,0 +1,421 @@
+//! The command channel between the control thread and one worker: run-time changes and queries
+//! that reach the worker between batches, without a lock.
+//!
+//! Each worker has two bounded single-producer single-consumer rings: requests (control ->
+//! worker) and replies (worker -> control). The worker looks at the request ring between batches
+//! (every [`COMMAND_EVERY`] iterations, and before and after it sleeps), so a command never
+//! interrupts a batch and a worker never waits for the control thread.
+//!
+//! Heavy payloads are built by the control thread before they are sent: a route load arrives as a
+//! finished [`Ipv4Fib`] behind an `Arc`, so the worker only swaps a pointer. Whatever the worker
+//! replaces travels back in the reply ([`Retired`]) and is dropped on the control thread: freeing a
+//! 64 MiB table is not the worker's job either.
+//!
+//! The worker takes a request only when the reply ring has room for its answer, so it never
+//! blocks and never has to drop a reply; requests wait in their ring instead, and the control
+//! thread times out. [`AppCommand`] lists every change an app may accept (routes, neighbours,
+//! MAC table, flows, ACL); an app implements the ones it understands in
+//! [`App::command`](crate::app::App::command) and answers [`AppReply::Unsupported`] to the rest.
+
+use core::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rtrb::{Consumer, Producer, RingBuffer};
+
+use crate::table::fib::{Ipv4Fib, Ipv4Prefix, Ipv6Fib, Ipv6Prefix};
+use crate::worker::WorkerSnapshot;
+
+/// Iterations between two looks at the request ring while packets flow (a power of two).
+pub const COMMAND_EVERY: u64 = 64;
+
+/// Requests (and replies) one worker's rings hold.
+pub const RING_CAPACITY: usize = 64;
+
+/// What the control thread asks a worker.
+#[derive(Debug)]
+pub enum Command {
+    /// Answer at once: proves the path to the worker and measures its latency.
+    Ping,
+    /// Answer with a fresh copy of the worker's counters and port statistics.
+    Snapshot,
+    /// Hand this to the app.
+    App(AppCommand),
+}
+
+/// Changes and queries an app may implement. Payloads are plain data or finished tables;
+/// next hops are gateway addresses, which the app resolves with its neighbour table.
+#[derive(Clone, Debug)]
+pub enum AppCommand {
+    /// Add or replace one IPv4 route.
+    RouteAddV4 { prefix: Ipv4Prefix, via: Ipv4Addr },
+    /// Remove the IPv4 route of exactly this prefix.
+    RouteRemoveV4(Ipv4Prefix),
+    /// Add or replace one IPv6 route.
+    RouteAddV6 { prefix: Ipv6Prefix, via: Ipv6Addr },
+    /// Remove the IPv6 route of exactly this prefix.
+    RouteRemoveV6(Ipv6Prefix),
+    /// Replace the whole IPv4 FIB with one built on the control thread.
+    ReplaceFibV4(RoutesV4),
+    /// Replace the whole IPv6 FIB with one built on the control thread.
+    ReplaceFibV6(RoutesV6),
+    /// Add or replace a neighbour (ARP/NDP) entry.
+    NeighbourAdd(Neighbour),
+    /// Remove the neighbour entry of this address.
+    NeighbourRemove(IpAddr),
+    /// Forget every learned MAC address.
+    MacFlush,
+    /// The MAC table as a [`Table`].
+    ShowMacs,
+    /// The neighbour table as a [`Table`].
+    ShowNeighbours,
+    /// The routes as a [`Table`].
+    ShowRoutes,
+    /// The flow table (rules and cache) as a [`Table`].
+    ShowFlows,
+    /// Add a flow rule.
+    FlowAdd(FlowRule),
+    /// Remove the flow rule with the same priority and match fields.
+    FlowRemove(FlowRule),
+    /// Replace the whole ACL with these rules, first match wins.
+    ReplaceAcl(Arc<[AclRule]>),
+}
+
+impl AppCommand {
+    /// The command's words in the control protocol, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AppCommand::RouteAddV4 { .. } | AppCommand::RouteAddV6 { .. } => "route add",
+            AppCommand::RouteRemoveV4(_) | AppCommand::RouteRemoveV6(_) => "route del",
+            AppCommand::ReplaceFibV4(_) | AppCommand::ReplaceFibV6(_) => "route load",
+            AppCommand::NeighbourAdd(_) => "neighbour add",
+            AppCommand::NeighbourRemove(_) => "neighbour del",
+            AppCommand::MacFlush => "mac flush",
+            AppCommand::ShowMacs => "show macs",
+            AppCommand::ShowNeighbours => "show neighbours",
+            AppCommand::ShowRoutes => "show routes",
+            AppCommand::ShowFlows => "show flows",
+            AppCommand::FlowAdd(_) => "flow add",
+            AppCommand::FlowRemove(_) => "flow del",
+            AppCommand::ReplaceAcl(_) => "acl load",
+        }
+    }
+}
+
+/// A finished IPv4 FIB: next hop *i* of the FIB is gateway `gateways[i]`.
+#[derive(Clone)]
+pub struct RoutesV4 {
+    pub fib: Arc<Ipv4Fib>,
+    pub gateways: Arc<[Ipv4Addr]>,
+}
+
+/// A finished IPv6 FIB: next hop *i* of the FIB is gateway `gateways[i]`.
+#[derive(Clone)]
+pub struct RoutesV6 {
+    pub fib: Arc<Ipv6Fib>,
+    pub gateways: Arc<[Ipv6Addr]>,
+}
+
+impl fmt::Debug for RoutesV4 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "RoutesV4 {{ routes: {}, gateways: {} }}",
+            self.fib.len(),
+            self.gateways.len()
+        )
+    }
+}
+
+impl fmt::Debug for RoutesV6 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "RoutesV6 {{ routes: {}, gateways: {} }}",
+            self.fib.len(),
+            self.gateways.len()
+        )
+    }
+}
+
+/// A neighbour entry: `addr` is reached at `mac` through the port named `port`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Neighbour {
+    pub addr: IpAddr,
+    pub mac: [u8; 6],
+    pub port: String,
+}
+
+/// A flow rule as the operator wrote it: match fields (`name=value`, e.g. `in_port=p0`,
+/// `ip_dst=10.0.0.0/8`) and actions (e.g. `output:p1`, `drop`). The app checks the names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowRule {
+    pub priority: u16,
+    pub fields: Vec<(String, String)>,
+    pub actions: Vec<String>,
+}
+
+/// What an ACL rule does with a matching packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AclAction {
+    Permit,
+    Deny,
+}
+
+/// One ACL rule: an action and match fields in the same form as [`FlowRule::fields`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AclRule {
+    pub action: AclAction,
+    pub fields: Vec<(String, String)>,
+}
+
+/// Rows for a `show` command.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Table {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// What an app answers to an [`AppCommand`].
+#[derive(Debug)]
+pub enum AppReply {
+    /// This app has no such table or operation.
+    Unsupported,
+    /// Applied.
+    Done,
+    /// Not applied, and why (e.g. "no port named p9").
+    Refused(String),
+    /// The answer to a `show` command.
+    Table(Table),
+    /// Applied; this is what it replaced, to be dropped by the receiver.
+    Retired(Retired),
+}
+
+/// A payload a worker replaced and hands back so that it is freed off the worker.
+#[derive(Debug)]
+pub enum Retired {
+    FibV4(RoutesV4),
+    FibV6(RoutesV6),
+    Acl(Arc<[AclRule]>),
+}
+
+/// A worker's answer.
+#[derive(Debug)]
+pub enum ReplyBody {
+    /// To [`Command::Ping`]: the worker's iteration count when it answered.
+    Pong { iterations: u64 },
+    /// To [`Command::Snapshot`].
+    Snapshot(Box<WorkerSnapshot>),
+    /// To [`Command::App`], with the name of the app that answered.
+    App { app: &'static str, reply: AppReply },
+}
+
+/// A request with its sequence number.
+#[derive(Debug)]
+pub struct Request {
+    pub id: u64,
+    pub command: Command,
+}
+
+/// A reply to the request with the same `id`.
+#[derive(Debug)]
+pub struct Reply {
+    pub id: u64,
+    pub body: ReplyBody,
+}
+
+/// Why a command got no answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// The request ring is full: the worker has not been taking requests.
+    #[error("its command ring is full (it has not taken requests for a while)")]
+    Full,
+    /// The worker has ended.
+    #[error("it has stopped")]
+    Stopped,
+    /// No reply in time.
+    #[error("it did not answer within {0:?}")]
+    Timeout(Duration),
+}
+
+/// Creates the rings of one worker, each of `capacity` entries.
+pub fn channel(capacity: usize) -> (ControlEnd, WorkerEnd) {
+    let (request_tx, request_rx) = RingBuffer::new(capacity.max(1));
+    let (reply_tx, reply_rx) = RingBuffer::new(capacity.max(1));
+    (
+        ControlEnd {
+            requests: request_tx,
+            replies: reply_rx,
+            next_id: 0,
+        },
+        WorkerEnd {
+            requests: request_rx,
+            replies: reply_tx,
+            served: 0,
+            dropped_replies: 0,
+        },
+    )
+}
+
+/// The control thread's end of a worker's command channel.
+pub struct ControlEnd {
+    requests: Producer<Request>,
+    replies: Consumer<Reply>,
+    next_id: u64,
+}
+
+impl ControlEnd {
+    /// Queues `command`; returns the id its reply will carry. Never blocks.
+    pub fn send(&mut self, command: Command) -> Result<u64, CommandError> {
+        if self.requests.is_abandoned() {
+            return Err(CommandError::Stopped);
+        }
+        self.next_id += 1;
+        let id = self.next_id;
+        self.requests
+            .push(Request { id, command })
+            .map_err(|_| CommandError::Full)?;
+        Ok(id)
+    }
+
+    /// Waits until the reply to request `id` arrives or `deadline` passes. Replies to earlier
+    /// requests (whose callers gave up) are dropped here, on the control thread.
+    pub fn wait(&mut self, id: u64, deadline: Instant) -> Result<ReplyBody, CommandError> {
+        let started = Instant::now();
+        loop {
+            match self.replies.pop() {
+                Ok(reply) if reply.id == id => return Ok(reply.body),
+                Ok(_stale) => continue,
+                Err(_) => {}
+            }
+            if self.replies.is_abandoned() {
+                return Err(CommandError::Stopped);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(CommandError::Timeout(deadline.duration_since(started)));
+            }
+            std::thread::sleep((deadline - now).min(Duration::from_micros(200)));
+        }
+    }
+
+    /// Sends `command` and waits at most `timeout` for its reply.
+    pub fn call(&mut self, command: Command, timeout: Duration) -> Result<ReplyBody, CommandError> {
+        let id = self.send(command)?;
+        self.wait(id, Instant::now() + timeout)
+    }
+}
+
+/// The worker's end of its command channel.
+pub struct WorkerEnd {
+    requests: Consumer<Request>,
+    replies: Producer<Reply>,
+    served: u64,
+    dropped_replies: u64,
+}
+
+impl WorkerEnd {
+    /// Answers the waiting requests with `handle`, as many as the reply ring has room for and at
+    /// most one ring's worth; returns how many. Never blocks.
+    pub fn serve(&mut self, mut handle: impl FnMut(Command) -> ReplyBody) -> usize {
+        let mut served = 0;
+        while served < self.requests.buffer().capacity() && self.replies.slots() > 0 {
+            let Ok(request) = self.requests.pop() else {
+                break;
+            };
+            let body = handle(request.command);
+            // This end is the only producer and a slot was free: the push cannot fail. Should it
+            // anyway, the reply is dropped and counted rather than waited for.
+            if self
+                .replies
+                .push(Reply {
+                    id: request.id,
+                    body,
+                })
+                .is_err()
+            {
+                self.dropped_replies += 1;
+            }
+            served += 1;
+        }
+        self.served += served as u64;
+        served
+    }
+
+    /// Whether a request is waiting (one atomic load).
+    pub fn pending(&self) -> bool {
+        !self.requests.is_empty()
+    }
+
+    /// Requests answered so far.
+    pub fn served(&self) -> u64 {
+        self.served
+    }
+
+    /// Replies dropped because the reply ring was full.
+    pub fn dropped_replies(&self) -> u64 {
+        self.dropped_replies
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_answered_with_its_id() {
+        let (mut control, mut worker) = channel(4);
+        let first = control.send(Command::Ping).unwrap();
+        let second = control.send(Command::Snapshot).unwrap();
+        assert_ne!(first, second);
+        let mut seen = Vec::new();
+        assert_eq!(
+            worker.serve(|command| {
+                seen.push(matches!(command, Command::Ping));
+                ReplyBody::Pong { iterations: 7 }
+            }),
+            2
+        );
+        assert_eq!(seen, [true, false]);
+        // The reply to the first request is stale once the caller waits for the second.
+        let body = control
+            .wait(second, Instant::now() + Duration::from_secs(1))
+            .unwrap();
+        assert!(matches!(body, ReplyBody::Pong { iterations: 7 }));
+        assert_eq!(worker.served(), 2);
+    }
+
+    #[test]
+    fn the_worker_takes_no_request_it_could_not_answer() {
+        let (mut control, mut worker) = channel(2);
+        for _ in 0..2 {
+            control.send(Command::Ping).unwrap();
+        }
+        assert_eq!(control.send(Command::Ping), Err(CommandError::Full));
+        assert_eq!(worker.serve(|_| ReplyBody::Pong { iterations: 0 }), 2);
+        // Both replies unread: the reply ring is full, so a new request stays in its ring.
+        let third = control.send(Command::Ping).unwrap();
+        assert_eq!(worker.serve(|_| ReplyBody::Pong { iterations: 0 }), 0);
+        assert!(worker.pending());
+        assert_eq!(worker.dropped_replies(), 0);
+        // Once the control side reads (dropping the stale replies), the request is served.
+        let deadline = Instant::now() + Duration::from_millis(20);
+        assert!(matches!(
+            control.wait(third, deadline),
+            Err(CommandError::Timeout(_))
+        ));
+        assert_eq!(worker.serve(|_| ReplyBody::Pong { iterations: 3 }), 1);
+        assert!(matches!(
+            control.wait(third, Instant::now() + Duration::from_secs(1)),
+            Ok(ReplyBody::Pong { iterations: 3 })
+        ));
+    }
+
+    #[test]
+    fn a_stopped_worker_is_reported_at_once() {
+        let (mut control, worker) = channel(2);
+        drop(worker);
+        assert_eq!(control.send(Command::Ping), Err(CommandError::Stopped));
+    }
+}

@@ -1,0 +1,104 @@
+//! The report as CSV, for spreadsheets: one table of per-frame-size results and one of latency
+//! per offered load. Columns are fixed and named in the first line; an unknown value is empty.
+
+use std::fmt::Write;
+
+use super::{Report, wire_bits_per_second};
+
+/// Columns of [`results_csv`].
+pub const RESULT_COLUMNS: [&str; 11] = [
+    "frame_size",
+    "line_rate_fps",
+    "ndr_fps",
+    "ndr_bps",
+    "ndr_percent_of_line",
+    "pdr_fps",
+    "ndr_repeat_min_fps",
+    "ndr_repeat_median_fps",
+    "ndr_repeat_max_fps",
+    "back_to_back_median_frames",
+    "recovery_median_s",
+];
+
+/// Columns of [`latency_csv`].
+pub const LATENCY_COLUMNS: [&str; 13] = [
+    "frame_size",
+    "rate_fps",
+    "count",
+    "min_ns",
+    "mean_ns",
+    "p25_ns",
+    "p50_ns",
+    "p75_ns",
+    "p95_ns",
+    "p99_ns",
+    "p999_ns",
+    "max_ns",
+    "percent_of_line",
+];
+
+fn cell(value: Option<f64>) -> String {
+    value.map(|v| format!("{v}")).unwrap_or_default()
+}
+
+/// One line per frame size.
+pub fn results_csv(report: &Report) -> String {
+    let mut out = RESULT_COLUMNS.join(",");
+    out.push('\n');
+    for result in &report.results {
+        let line = report.line_rate(result.frame_size);
+        let ndr = result.ndr();
+        let repeated = result.throughput.as_ref().and_then(|t| t.repeated.as_ref());
+        let cells = [
+            result.frame_size.to_string(),
+            cell(Some(line)),
+            cell(ndr),
+            cell(ndr.map(|n| wire_bits_per_second(n, result.frame_size))),
+            cell(ndr.map(|n| 100.0 * n / line)),
+            cell(result.pdr()),
+            cell(repeated.map(|r| r.received_rate.min)),
+            cell(repeated.map(|r| r.received_rate.median)),
+            cell(repeated.map(|r| r.received_rate.max)),
+            cell(result.back_to_back.as_ref().map(|b| b.burst.median)),
+            cell(
+                result
+                    .recovery
+                    .as_ref()
+                    .filter(|r| r.time.count > 0)
+                    .map(|r| r.time.median),
+            ),
+        ];
+        let _ = writeln!(out, "{}", cells.join(","));
+    }
+    out
+}
+
+/// One line per frame size and offered load.
+pub fn latency_csv(report: &Report) -> String {
+    let mut out = LATENCY_COLUMNS.join(",");
+    out.push('\n');
+    for result in &report.results {
+        let line = report.line_rate(result.frame_size);
+        for at in &result.latency {
+            let s = &at.summary;
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                result.frame_size,
+                at.rate,
+                s.count,
+                s.min_ns,
+                s.mean_ns,
+                s.p25_ns,
+                s.p50_ns,
+                s.p75_ns,
+                s.p95_ns,
+                s.p99_ns,
+                s.p999_ns,
+                s.max_ns,
+                100.0 * at.rate / line
+            );
+        }
+    }
+    out
+}

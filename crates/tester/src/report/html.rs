@@ -1,0 +1,329 @@
+//! The report as one self-contained HTML page: the setup, a summary table and SVG plots, with no
+//! script, stylesheet, font or image fetched at view time (everything is inline), so the page
+//! reads the same offline and in ten years.
+//!
+//! Plots, when the data for them is there: throughput against frame size in frames/s and in
+//! bit/s with the line-rate curve of the configured link; loss against offered load; latency
+//! histograms and percentiles against load; pacing error.
+
+use std::fmt::Write;
+
+use super::svg::{Plot, Series, Style, escape, si};
+use super::{Report, wire_bits_per_second};
+
+/// The plots of `report`, in page order.
+pub fn plots(report: &Report) -> Vec<Plot> {
+    let mut plots = Vec::new();
+    let sizes: Vec<u32> = report.results.iter().map(|r| r.frame_size).collect();
+    if let (Some(&smallest), Some(&largest)) = (sizes.iter().min(), sizes.iter().max()) {
+        // The line-rate curve, sampled finely enough to look smooth.
+        let curve: Vec<u32> = (0..=40)
+            .map(|i| smallest + (largest - smallest) * i / 40)
+            .collect();
+        let ndr: Vec<(f64, f64)> = report
+            .results
+            .iter()
+            .filter_map(|r| r.ndr().map(|n| (r.frame_size as f64, n)))
+            .collect();
+        let pdr: Vec<(f64, f64)> = report
+            .results
+            .iter()
+            .filter_map(|r| r.pdr().map(|n| (r.frame_size as f64, n)))
+            .collect();
+        let link = si(report.setup.link_bits_per_second);
+        for bits in [false, true] {
+            let convert = |size: f64, fps: f64| {
+                if bits {
+                    wire_bits_per_second(fps, size as u32)
+                } else {
+                    fps
+                }
+            };
+            let mut series = vec![Series {
+                name: "NDR".into(),
+                points: ndr.iter().map(|&(s, f)| (s, convert(s, f))).collect(),
+                style: Style::Line,
+            }];
+            if !pdr.is_empty() {
+                series.push(Series {
+                    name: "PDR".into(),
+                    points: pdr.iter().map(|&(s, f)| (s, convert(s, f))).collect(),
+                    style: Style::Line,
+                });
+            }
+            series.push(Series {
+                name: format!("line rate {link}bit/s"),
+                points: curve
+                    .iter()
+                    .map(|&s| (s as f64, convert(s as f64, report.line_rate(s))))
+                    .collect(),
+                style: Style::Dashed,
+            });
+            plots.push(Plot {
+                title: if bits {
+                    "Throughput in bit/s (on the wire) vs frame size".into()
+                } else {
+                    "Throughput in frames/s vs frame size".into()
+                },
+                x_label: "frame size (bytes)".into(),
+                y_label: if bits { "bit/s" } else { "frames/s" }.into(),
+                series,
+                log_y: false,
+                y_from_zero: true,
+            });
+        }
+    }
+    let loss: Vec<Series> = report
+        .results
+        .iter()
+        .filter_map(|r| {
+            let curve = r.loss_rate.as_ref()?;
+            Some(Series {
+                name: format!("{} B", r.frame_size),
+                points: curve
+                    .points
+                    .iter()
+                    .map(|p| (p.percent, 100.0 * p.loss_ratio))
+                    .collect(),
+                style: Style::Line,
+            })
+        })
+        .collect();
+    if !loss.is_empty() {
+        plots.push(Plot {
+            title: "Frame loss vs offered load".into(),
+            x_label: "offered load (% of line rate)".into(),
+            y_label: "frames lost (%)".into(),
+            series: loss,
+            log_y: false,
+            y_from_zero: true,
+        });
+    }
+    for result in report.results.iter().filter(|r| !r.latency.is_empty()) {
+        let line = report.line_rate(result.frame_size);
+        let histograms = result
+            .latency
+            .iter()
+            .map(|at| Series {
+                name: format!("{:.0} % load", 100.0 * at.rate / line),
+                points: histogram_points(&at.summary),
+                style: Style::Step,
+            })
+            .collect();
+        plots.push(Plot {
+            title: format!("Latency histogram, {} B frames", result.frame_size),
+            x_label: "latency (µs)".into(),
+            y_label: "frames per µs (log)".into(),
+            series: histograms,
+            log_y: true,
+            y_from_zero: false,
+        });
+        let names = ["p25", "p50", "p75", "p95", "p99", "p99.9"];
+        let mut percentiles: Vec<Series> = names
+            .iter()
+            .map(|name| Series {
+                name: (*name).into(),
+                points: Vec::new(),
+                style: Style::Line,
+            })
+            .collect();
+        for at in &result.latency {
+            for (series, value) in percentiles.iter_mut().zip(at.summary.percentiles()) {
+                series
+                    .points
+                    .push((100.0 * at.rate / line, value as f64 / 1000.0));
+            }
+        }
+        plots.push(Plot {
+            title: format!(
+                "Latency percentiles vs load, {} B frames",
+                result.frame_size
+            ),
+            x_label: "offered load (% of line rate)".into(),
+            y_label: "latency (µs, log)".into(),
+            series: percentiles,
+            log_y: true,
+            y_from_zero: false,
+        });
+    }
+    let pacing: Vec<(f64, f64)> = report
+        .results
+        .iter()
+        .filter_map(|r| r.pacing.map(|p| (r.frame_size, p)))
+        .filter(|(_, p)| p.asked_rate > 0.0)
+        .map(|(size, p)| {
+            (
+                size as f64,
+                100.0 * (p.achieved_rate - p.asked_rate) / p.asked_rate,
+            )
+        })
+        .collect();
+    if !pacing.is_empty() {
+        plots.push(Plot {
+            title: "Pacing error: achieved vs asked rate".into(),
+            x_label: "frame size (bytes)".into(),
+            y_label: "rate error (%)".into(),
+            series: vec![Series {
+                name: "achieved - asked".into(),
+                points: pacing,
+                style: Style::Line,
+            }],
+            log_y: false,
+            y_from_zero: true,
+        });
+    }
+    plots
+}
+
+/// A latency histogram as (bucket start in µs, frames per µs): buckets widen with the value,
+/// so counts are divided by the width to keep the shape honest; neighbouring buckets are merged
+/// into at most ~200 points.
+fn histogram_points(summary: &crate::stats::LatencySummary) -> Vec<(f64, f64)> {
+    let buckets = &summary.buckets;
+    let group = buckets.len().div_ceil(200).max(1);
+    buckets
+        .chunks(group)
+        .filter_map(|chunk| {
+            let (first, last) = (chunk.first()?, chunk.last()?);
+            let width_us = (last.high_ns + 1 - first.low_ns) as f64 / 1000.0;
+            let count: u64 = chunk.iter().map(|b| b.count).sum();
+            Some((first.low_ns as f64 / 1000.0, count as f64 / width_us))
+        })
+        .collect()
+}
+
+fn row(out: &mut String, name: &str, value: &str) {
+    let _ = write!(
+        out,
+        "<tr><th>{}</th><td>{}</td></tr>",
+        escape(name),
+        escape(value)
+    );
+}
+
+fn number(value: Option<f64>) -> String {
+    value.map(si).unwrap_or_else(|| "–".into())
+}
+
+/// The whole page.
+pub fn to_html(report: &Report) -> String {
+    let mut out = String::new();
+    let title = escape(&report.title);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title><style>\
+body{{font-family:sans-serif;margin:24px;max-width:1180px;color:#222}}\
+table{{border-collapse:collapse;margin:8px 0 18px}}th,td{{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:13px;vertical-align:top}}\
+th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white-space:pre-wrap}}\
+.plots{{display:flex;flex-wrap:wrap;gap:12px}}.plots svg{{border:1px solid #eee}}\
+</style></head><body><h1>{title}</h1><p>wirespeed report, schema version {}.</p>",
+        report.schema_version
+    );
+    let setup = &report.setup;
+    out.push_str("<h2>Setup</h2><table>");
+    row(&mut out, "started", &setup.started);
+    row(&mut out, "command line", &setup.command_line.join(" "));
+    row(
+        &mut out,
+        "DuT",
+        &format!("{} {}", setup.dut.name, setup.dut.version),
+    );
+    for (name, version) in &setup.versions {
+        row(&mut out, &format!("version of {name}"), version);
+    }
+    row(&mut out, "kernel", &setup.kernel);
+    row(
+        &mut out,
+        "CPU",
+        &format!(
+            "{} at {} MHz (TSC {} Hz)",
+            setup.cpu_model,
+            setup.cpu_mhz,
+            si(setup.tsc_hz as f64)
+        ),
+    );
+    row(&mut out, "ports / XDP mode", &setup.xdp_mode);
+    let pinning: Vec<String> = setup
+        .core_pinning
+        .iter()
+        .map(|p| format!("{} on core {}", p.thread, p.core))
+        .collect();
+    row(&mut out, "core pinning", &pinning.join(", "));
+    row(
+        &mut out,
+        "link speed",
+        &format!("{}bit/s", si(setup.link_bits_per_second)),
+    );
+    row(
+        &mut out,
+        "timestamps",
+        &format!(
+            "{} (resolution {} ns)",
+            setup.timestamp_source, setup.timestamp_resolution_ns
+        ),
+    );
+    row(&mut out, "traffic", &setup.traffic);
+    out.push_str("</table><h3>DuT commands</h3><pre>");
+    out.push_str(&escape(&setup.dut.commands.join("\n")));
+    out.push_str("</pre><h3>Configuration</h3><pre>");
+    out.push_str(&escape(&setup.config));
+    out.push_str("</pre>");
+    if let Some(calibration) = &report.calibration {
+        out.push_str("<h2>Calibration (tester without DuT)</h2><table><tr><th>frame size</th><th>tester limit (frames/s)</th></tr>");
+        for (size, fps) in &calibration.throughput {
+            let _ = write!(out, "<tr><td>{size}</td><td>{}</td></tr>", si(*fps));
+        }
+        let _ = write!(
+            out,
+            "</table><p>Bare-path latency: p50 {} ns, p99 {} ns, max {} ns.</p>",
+            calibration.latency.p50_ns, calibration.latency.p99_ns, calibration.latency.max_ns
+        );
+    }
+    out.push_str("<h2>Results</h2><table><tr><th>frame size (B)</th><th>line rate (frames/s)</th><th>NDR (frames/s)</th><th>NDR (bit/s)</th><th>NDR repeats min / median / max</th><th>PDR (frames/s)</th><th>latency p50 / p99 / p99.9 at highest load (µs)</th></tr>");
+    for result in &report.results {
+        let ndr = result.ndr();
+        let repeats = result
+            .throughput
+            .as_ref()
+            .and_then(|t| t.repeated.as_ref())
+            .map(|r| {
+                format!(
+                    "{} / {} / {}",
+                    si(r.received_rate.min),
+                    si(r.received_rate.median),
+                    si(r.received_rate.max)
+                )
+            })
+            .unwrap_or_else(|| "–".into());
+        let latency = result
+            .latency
+            .last()
+            .map(|at| {
+                let s = &at.summary;
+                format!(
+                    "{:.1} / {:.1} / {:.1}",
+                    s.p50_ns as f64 / 1e3,
+                    s.p99_ns as f64 / 1e3,
+                    s.p999_ns as f64 / 1e3
+                )
+            })
+            .unwrap_or_else(|| "–".into());
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            result.frame_size,
+            si(report.line_rate(result.frame_size)),
+            number(ndr),
+            number(ndr.map(|n| wire_bits_per_second(n, result.frame_size))),
+            repeats,
+            number(result.pdr()),
+            latency
+        );
+    }
+    out.push_str("</table><h2>Plots</h2><div class=\"plots\">");
+    for plot in plots(report) {
+        out.push_str(&plot.render());
+    }
+    out.push_str("</div></body></html>\n");
+    out
+}

@@ -1,0 +1,166 @@
+//! Reports: the data model a benchmark run fills, and its renderings — JSON with a versioned
+//! schema for machines, CSV for spreadsheets, and one self-contained HTML page with SVG plots
+//! for people.
+//!
+//! Raumer et al. (seed 002) ask that a result be reproducible by someone else, so a report
+//! carries the whole setup beside the numbers: command line, configuration, the commands that
+//! set up the DuT, versions, kernel, CPU model and frequency, XDP mode, core pinning and the
+//! tester's calibration without a DuT. The results keep every trial the searches ran.
+//!
+//! Change [`SCHEMA_VERSION`] whenever a field changes meaning or disappears; adding a field
+//! with a default does not need a new version.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::generator::pacing::PacingAccuracy;
+use crate::rfc2544::{
+    BackToBackResult, LossRateResult, MlrResult, RecoveryResult, ThroughputResult, line_rate,
+};
+use crate::stats::{LatencySummary, SequenceCounts};
+
+pub mod csv;
+pub mod html;
+pub mod json;
+pub mod svg;
+
+/// Version of the JSON layout of [`Report`].
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One benchmark run, everything needed to read and to reproduce it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub title: String,
+    pub setup: Setup,
+    pub calibration: Option<Calibration>,
+    /// One entry per frame size, in increasing size.
+    pub results: Vec<FrameSizeResult>,
+}
+
+/// How the run was made.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Setup {
+    /// When the run started (RFC 3339).
+    pub started: String,
+    /// The tester's command line, one argument per entry.
+    pub command_line: Vec<String>,
+    /// The configuration as given (the text of the config file).
+    pub config: String,
+    pub dut: DutSetup,
+    /// Software versions: wirespeed's and anything else that matters, name -> version.
+    pub versions: BTreeMap<String, String>,
+    /// `uname -r` and friends.
+    pub kernel: String,
+    pub cpu_model: String,
+    /// Nominal CPU frequency, MHz.
+    pub cpu_mhz: f64,
+    /// TSC frequency the tester calibrated, Hz.
+    pub tsc_hz: u64,
+    /// Port backend and XDP mode in use ("afxdp native copy", "afpacket", ...).
+    pub xdp_mode: String,
+    /// Which thread runs on which core.
+    pub core_pinning: Vec<CorePin>,
+    /// Link speed the line-rate curve is drawn for, bit/s.
+    pub link_bits_per_second: f64,
+    /// Where latency timestamps come from ("TSC", "kernel software", "NIC hardware").
+    pub timestamp_source: String,
+    /// Resolution of those timestamps, nanoseconds.
+    pub timestamp_resolution_ns: f64,
+    /// Traffic pattern and flows ("CBR, 1 flow", "Poisson, 256 flows").
+    pub traffic: String,
+}
+
+/// The DuT and how it was configured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DutSetup {
+    pub name: String,
+    pub version: String,
+    /// Every command run to set it up, in order.
+    pub commands: Vec<String>,
+}
+
+/// One thread's core.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CorePin {
+    pub thread: String,
+    pub core: u32,
+}
+
+/// The tester measured without a DuT (ports looped back).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// The highest rate the tester sends and receives without loss, frames/s, per frame size.
+    pub throughput: Vec<(u32, f64)>,
+    /// Latency of the bare path (subtractable from the DuT's).
+    pub latency: LatencySummary,
+    pub pacing: Option<PacingAccuracy>,
+}
+
+/// Latency measured at one offered load.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyAtLoad {
+    /// Offered load, frames/s.
+    pub rate: f64,
+    pub summary: LatencySummary,
+}
+
+/// Everything measured at one frame size.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FrameSizeResult {
+    /// Frame size with FCS, bytes (RFC 2544 counting).
+    pub frame_size: u32,
+    pub throughput: Option<ThroughputResult>,
+    pub mlrsearch: Option<MlrResult>,
+    pub loss_rate: Option<LossRateResult>,
+    pub back_to_back: Option<BackToBackResult>,
+    pub recovery: Option<RecoveryResult>,
+    pub latency: Vec<LatencyAtLoad>,
+    pub sequence: Option<SequenceCounts>,
+    pub pacing: Option<PacingAccuracy>,
+}
+
+impl FrameSizeResult {
+    /// The no-drop rate, frames/s: from the binary search, else MLRsearch's first target.
+    pub fn ndr(&self) -> Option<f64> {
+        self.throughput.as_ref().and_then(|t| t.ndr).or_else(|| {
+            self.mlrsearch
+                .as_ref()
+                .and_then(|m| m.targets.first())
+                .and_then(|t| t.lower)
+        })
+    }
+
+    /// MLRsearch's second target (the PDR), frames/s.
+    pub fn pdr(&self) -> Option<f64> {
+        self.mlrsearch
+            .as_ref()
+            .and_then(|m| m.targets.get(1))
+            .and_then(|t| t.lower)
+    }
+}
+
+/// Bits per second on the wire for `frames_per_second` frames of `frame_size` bytes
+/// (preamble and gap included, the inverse of [`line_rate`]).
+pub fn wire_bits_per_second(frames_per_second: f64, frame_size: u32) -> f64 {
+    frames_per_second * (frame_size as f64 + 20.0) * 8.0
+}
+
+impl Report {
+    /// An empty report of the current schema.
+    pub fn new(title: impl Into<String>, setup: Setup) -> Report {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            title: title.into(),
+            setup,
+            calibration: None,
+            results: Vec::new(),
+        }
+    }
+
+    /// The line rate for `frame_size` at the configured link speed, frames/s.
+    pub fn line_rate(&self, frame_size: u32) -> f64 {
+        line_rate(self.setup.link_bits_per_second, frame_size)
+    }
+}

@@ -1,0 +1,261 @@
+//! RFC 2544 tests as pure functions: each test asks a `trial` closure to offer a load and
+//! decides what to offer next from the counts that come back.
+//!
+//! A search never touches a port, a clock or a DuT. It is handed `trial: impl FnMut(TrialSpec)
+//! -> TrialOutcome` (the generator and sink behind it are someone else's job) and a config, and
+//! returns a result that carries every trial it ran, so the report can show how the answer was
+//! reached and a reader can check it. That makes every search a deterministic function of the
+//! outcomes it is fed, unit-tested here against simulated DuTs with known capacity and noise.
+//!
+//! * [`search`]: RFC 2544 §26.1 throughput, a binary search for the no-drop rate (NDR).
+//! * [`mlrsearch`]: NDR and PDR in one pass, short trials first and full-length trials last
+//!   (the ideas of draft-ietf-bmwg-mlrsearch as FD.io CSIT uses them).
+//! * [`loss_rate`]: RFC 2544 §26.3 frame loss rate, from 100 % down in 10 % steps.
+//! * [`back_to_back`]: RFC 2544 §26.4 with RFC 9004's refinements: the longest loss-free burst.
+//! * [`recovery`]: RFC 2544 §26.5 system recovery: 110 % overload, then 50 %.
+//!
+//! Repeated measurements are summarised as a [`Spread`] (min, median, max), never one number.
+
+use serde::{Deserialize, Serialize};
+
+pub mod back_to_back;
+pub mod loss_rate;
+pub mod mlrsearch;
+pub mod recovery;
+pub mod search;
+
+pub use back_to_back::{BackToBackConfig, BackToBackResult, back_to_back};
+pub use loss_rate::{LossRateConfig, LossRatePoint, LossRateResult, loss_rate};
+pub use mlrsearch::{MlrConfig, MlrResult, MlrTarget, TargetResult, mlrsearch};
+pub use recovery::{RecoveryConfig, RecoveryResult, recovery};
+pub use search::{ThroughputConfig, ThroughputResult, throughput};
+
+/// What one trial offers to the DuT.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Load {
+    /// A steady stream of `rate` frames per second for `seconds`.
+    Rate { rate: f64, seconds: f64 },
+    /// `frames` frames back to back at `rate` frames per second (usually the line rate).
+    Burst { frames: u64, rate: f64 },
+    /// `first_rate` for `first_seconds`, then without a pause `then_rate` for `then_seconds`
+    /// (the system recovery test). The trial reports when the last lost frame was sent.
+    Step {
+        first_rate: f64,
+        first_seconds: f64,
+        then_rate: f64,
+        then_seconds: f64,
+    },
+}
+
+impl Load {
+    /// The rate asked for at the start of the trial, in frames per second.
+    pub fn rate(&self) -> f64 {
+        match *self {
+            Load::Rate { rate, .. } | Load::Burst { rate, .. } => rate,
+            Load::Step { first_rate, .. } => first_rate,
+        }
+    }
+}
+
+/// One trial as a search asks for it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrialSpec {
+    pub load: Load,
+}
+
+/// What a trial measured. `received` may exceed `sent` when the DuT duplicates frames; that
+/// counts as no loss (duplicates are the sink's business, see `stats::sequence`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrialOutcome {
+    /// Frames the tester transmitted.
+    pub sent: u64,
+    /// Frames the sink counted as arrived.
+    pub received: u64,
+    /// Seconds from the first to the last transmission.
+    pub seconds: f64,
+    /// Seconds from the start of the trial to the departure of the last frame that was lost,
+    /// when the trial tracks it (needed by [`recovery`]); `None` when nothing was lost or the
+    /// trial does not know.
+    #[serde(default)]
+    pub last_loss: Option<f64>,
+}
+
+impl TrialOutcome {
+    /// Frames lost (never negative).
+    pub fn lost(&self) -> u64 {
+        self.sent.saturating_sub(self.received)
+    }
+
+    /// Share of the sent frames that did not arrive, 0.0..=1.0; 0.0 when nothing was sent.
+    pub fn loss_ratio(&self) -> f64 {
+        if self.sent == 0 {
+            0.0
+        } else {
+            self.lost() as f64 / self.sent as f64
+        }
+    }
+
+    /// Frames per second the tester achieved (sent over the trial time).
+    pub fn sent_rate(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.sent as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+
+    /// Frames per second that arrived (the DuT's forwarding rate in this trial).
+    pub fn received_rate(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.received as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A trial as it is kept for the report: what was asked, what came back, and which step of
+/// the test it belonged to.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    pub spec: TrialSpec,
+    pub outcome: TrialOutcome,
+    /// The search's phase or step (MLRsearch phase, repeat index, ...); 0 when it has none.
+    pub phase: u32,
+}
+
+/// Runs one trial and records it.
+pub(crate) fn run(
+    trial: &mut impl FnMut(TrialSpec) -> TrialOutcome,
+    trials: &mut Vec<Trial>,
+    load: Load,
+    phase: u32,
+) -> TrialOutcome {
+    let spec = TrialSpec { load };
+    let outcome = trial(spec);
+    trials.push(Trial {
+        spec,
+        outcome,
+        phase,
+    });
+    outcome
+}
+
+/// The spread of repeated measurements of one quantity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub count: u32,
+    pub min: f64,
+    pub median: f64,
+    pub mean: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    /// Summarises `values` (NaNs are ignored); all zero for no values.
+    pub fn of(values: &[f64]) -> Spread {
+        let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
+        sorted.sort_by(f64::total_cmp);
+        let count = sorted.len();
+        let (Some(&min), Some(&max)) = (sorted.first(), sorted.last()) else {
+            return Spread::default();
+        };
+        let middle = count / 2;
+        let median = if count % 2 == 1 {
+            sorted[middle]
+        } else {
+            (sorted[middle - 1] + sorted[middle]) / 2.0
+        };
+        Spread {
+            count: count as u32,
+            min,
+            median,
+            mean: sorted.iter().sum::<f64>() / count as f64,
+            max,
+        }
+    }
+}
+
+/// The final measurement at one rate repeated `repeats` times: how much the DuT forwarded and
+/// lost each time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Repeated {
+    /// The offered rate, frames per second.
+    pub rate: f64,
+    /// Received frames per second, per repeat.
+    pub received_rate: Spread,
+    /// Loss ratio, per repeat.
+    pub loss_ratio: Spread,
+    /// How many repeats stayed within the loss tolerance.
+    pub passed: u32,
+}
+
+/// Repeats a `seconds`-long trial at `rate` `repeats` times (tagging them `phase`).
+pub(crate) fn repeat(
+    trial: &mut impl FnMut(TrialSpec) -> TrialOutcome,
+    trials: &mut Vec<Trial>,
+    rate: f64,
+    seconds: f64,
+    repeats: u32,
+    tolerance: f64,
+    phase: u32,
+) -> Repeated {
+    let mut received = Vec::with_capacity(repeats as usize);
+    let mut loss = Vec::with_capacity(repeats as usize);
+    let mut passed = 0;
+    for _ in 0..repeats {
+        let outcome = run(trial, trials, Load::Rate { rate, seconds }, phase);
+        received.push(outcome.received_rate());
+        loss.push(outcome.loss_ratio());
+        if outcome.loss_ratio() <= tolerance {
+            passed += 1;
+        }
+    }
+    Repeated {
+        rate,
+        received_rate: Spread::of(&received),
+        loss_ratio: Spread::of(&loss),
+        passed,
+    }
+}
+
+/// Frames per second a link of `bits_per_second` carries at most with `frame_bytes`-byte
+/// frames (FCS included): every frame also costs 8 bytes of preamble and 12 of gap.
+pub fn line_rate(bits_per_second: f64, frame_bytes: u32) -> f64 {
+    bits_per_second / ((frame_bytes as f64 + 20.0) * 8.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_has_min_median_mean_max() {
+        let spread = Spread::of(&[3.0, 1.0, 2.0, f64::NAN, 10.0]);
+        assert_eq!(spread.count, 4);
+        assert_eq!(spread.min, 1.0);
+        assert_eq!(spread.median, 2.5);
+        assert_eq!(spread.mean, 4.0);
+        assert_eq!(spread.max, 10.0);
+        assert_eq!(Spread::of(&[7.0]).median, 7.0);
+        assert_eq!(Spread::of(&[]), Spread::default());
+    }
+
+    #[test]
+    fn line_rate_of_10ge_at_64_bytes_is_14_88_mpps() {
+        assert!((line_rate(10e9, 64) - 14_880_952.38).abs() < 0.01);
+    }
+
+    #[test]
+    fn loss_ratio_never_goes_negative() {
+        let duplicated = TrialOutcome {
+            sent: 10,
+            received: 12,
+            seconds: 1.0,
+            last_loss: None,
+        };
+        assert_eq!(duplicated.loss_ratio(), 0.0);
+        assert_eq!(TrialOutcome::default().loss_ratio(), 0.0);
+    }
+}

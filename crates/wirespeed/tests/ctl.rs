@@ -1,0 +1,275 @@
+//! `wirespeed ctl` end to end: the real switch forwards between the lab's DuT interfaces while
+//! the real `ctl` binary talks to its control socket; garbage and oversized requests get errors,
+//! and the switch keeps forwarding, stops cleanly and removes its socket.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
+use wirespeed_lab::{Testbed, TestbedConfig};
+use wirespeed_packet::FramePool;
+use wirespeed_tester::generator::{Template, TemplateConfig};
+use wirespeed_testkit::ports::{receive, send};
+
+/// Kills the switch if the test fails before stopping it.
+struct Switch(Option<Child>);
+
+impl Drop for Switch {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Switch {
+    /// Sends SIGINT and returns (exit success, stdout + stderr).
+    fn interrupt(&mut self) -> (bool, String) {
+        let mut child = self.0.take().unwrap();
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "switch did not stop after SIGINT"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        (status.success(), out)
+    }
+}
+
+fn tester_port(lab: &Testbed, pair: usize) -> AfPacketPort {
+    let _inside = wirespeed_lab::enter(&lab.tester_ns).unwrap();
+    AfPacketPort::open(
+        &format!("t{pair}"),
+        &lab.pairs[pair].tester_if,
+        &AfPacketConfig::default(),
+    )
+    .unwrap()
+}
+
+fn frames_to(count: u32, dst_port: u16) -> Vec<Vec<u8>> {
+    let template = Template::new(&TemplateConfig {
+        frame_size: 128,
+        flows: 8,
+        dst_port,
+        ..TemplateConfig::default()
+    })
+    .unwrap();
+    let mut out = vec![0u8; 2048];
+    (0..count)
+        .map(|i| {
+            let len = template.write(&mut out, i);
+            out[..len].to_vec()
+        })
+        .collect()
+}
+
+/// The IPv4/UDP frames to `dst_port` that arrive on `port` within 3 s (until `want` did).
+fn receive_to(
+    port: &mut AfPacketPort,
+    pool: &mut FramePool,
+    want: usize,
+    dst_port: u16,
+) -> Vec<Vec<u8>> {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut got = Vec::new();
+    while got.len() < want && Instant::now() < deadline {
+        got.extend(receive(port, pool).into_iter().filter(|f| {
+            f.len() >= 38
+                && f[12..14] == [0x08, 0x00]
+                && f[23] == 17
+                && f[36..38] == dst_port.to_be_bytes()
+        }));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    got
+}
+
+fn ctl(socket: &Path, words: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(["ctl", "--socket"])
+        .arg(socket)
+        .args(words)
+        .output()
+        .unwrap()
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn ctl_talks_to_a_forwarding_switch_that_survives_garbage() {
+    if !wirespeed_lab::available_for_test() {
+        return;
+    }
+    let prefix = "wstctl1";
+    let _ = wirespeed_lab::down(prefix);
+    let lab = Testbed::up(&TestbedConfig {
+        prefix: prefix.into(),
+        pairs: 2,
+        queues: 1,
+    })
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let socket: PathBuf = dir.join("ctl.sock");
+    let config = format!(
+        "[switch]\napp = \"xconnect\"\ncontrol_socket = \"{}\"\n\n\
+         [[port]]\nname = \"p0\"\nbackend = \"afpacket\"\ninterface = \"{}\"\n\n\
+         [[port]]\nname = \"p1\"\nbackend = \"afpacket\"\ninterface = \"{}\"\n\n\
+         [xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
+        socket.display(),
+        lab.pairs[0].dut_if,
+        lab.pairs[1].dut_if
+    );
+    let path = dir.join("switch.toml");
+    std::fs::write(&path, config).unwrap();
+    let mut switch = Switch(Some(
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &lab.dut_ns,
+                env!("CARGO_BIN_EXE_wirespeed"),
+                "switch",
+                "--config",
+            ])
+            .arg(&path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+
+    let mut pool = FramePool::new(4096, 2048).unwrap();
+    let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
+    const PROBE_PORT: u16 = 7;
+    const TEST_PORT: u16 = 9;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while receive_to(&mut t1, &mut pool, 1, PROBE_PORT).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the switch never forwarded a probe"
+        );
+        send(&mut t0, &mut pool, &frames_to(1, PROBE_PORT));
+    }
+
+    // The socket exists, owner-only.
+    let metadata = std::fs::symlink_metadata(&socket).unwrap();
+    assert!(metadata.file_type().is_socket());
+    assert_eq!(metadata.permissions().mode() & 0o777, 0o600);
+
+    let ports = ctl(&socket, &["show", "ports"]);
+    let out = text(&ports);
+    assert!(ports.status.success(), "{out}");
+    assert!(
+        out.contains("rx packets")
+            && out.contains("p0")
+            && out.contains("p1")
+            && out.contains("afpacket"),
+        "{out}"
+    );
+    let ping = ctl(&socket, &["ping"]);
+    assert!(ping.status.success(), "{}", text(&ping));
+    assert!(text(&ping).contains("reply us"), "{}", text(&ping));
+
+    // Garbage through ctl: a clear error and a non-zero exit.
+    let garbage = ctl(&socket, &["frobnicate", "--now"]);
+    assert!(!garbage.status.success());
+    let out = text(&garbage);
+    assert!(
+        out.contains("`frobnicate`") && out.contains("fix:"),
+        "{out}"
+    );
+    // A command the running app does not have.
+    let route = ctl(
+        &socket,
+        &["route", "add", "10.0.0.0/8", "via", "198.18.1.1"],
+    );
+    assert!(!route.status.success());
+    assert!(
+        text(&route).contains("xconnect app does not support"),
+        "{}",
+        text(&route)
+    );
+
+    // Raw garbage and an oversized line on one connection: errors, and the connection works.
+    let mut raw = UnixStream::connect(&socket).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    raw.write_all(b"\xff\xfe\x01\n").unwrap();
+    raw.write_all(&vec![b'x'; 200_000]).unwrap();
+    raw.write_all(b"\nping\n").unwrap();
+    let mut reader = BufReader::new(raw.try_clone().unwrap());
+    let mut lines = Vec::new();
+    for _ in 0..3 {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        lines.push(line);
+    }
+    assert!(lines[0].contains("UTF-8"), "{lines:?}");
+    assert!(lines[1].contains("longer than 65536"), "{lines:?}");
+    assert!(lines[2].starts_with("{\"ok\":true"), "{lines:?}");
+    drop(raw);
+
+    // Still forwarding, every frame.
+    let burst = frames_to(200, TEST_PORT);
+    for chunk in burst.chunks(50) {
+        send(&mut t0, &mut pool, chunk);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let arrived = receive_to(&mut t1, &mut pool, burst.len(), TEST_PORT);
+    assert_eq!(arrived.len(), burst.len());
+    assert!(arrived == burst, "forwarded frames differ");
+    let counters = ctl(&socket, &["show", "counters"]);
+    assert!(counters.status.success(), "{}", text(&counters));
+    assert!(
+        text(&counters).contains("rx_packets"),
+        "{}",
+        text(&counters)
+    );
+
+    let (success, out) = switch.interrupt();
+    assert!(success, "switch failed:\n{out}");
+    assert!(out.contains("conservation holds"), "{out}");
+    assert!(
+        !socket.exists(),
+        "the socket file stayed after the switch stopped"
+    );
+    drop(lab);
+    assert!(
+        !wirespeed_lab::list()
+            .unwrap()
+            .iter()
+            .any(|ns| ns.starts_with(prefix))
+    );
+}
