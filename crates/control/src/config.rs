@@ -715,11 +715,14 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
 /// Largest MAC table a bridge may ask for (the table's own limit).
 const MAX_MACS: usize = 1 << 20;
 
+/// Resolves a port name at a key to its index, or an error naming the place.
+type PortIndex<'a> = &'a dyn Fn(&Spanned<String>, &str) -> Result<usize, ConfigError>;
+
 fn bridge_app(
     at: &Locator<'_>,
     raw: Option<Spanned<RawBridge>>,
     ports: &[PortConfig],
-    port_index: &dyn Fn(&Spanned<String>, &str) -> Result<usize, ConfigError>,
+    port_index: PortIndex<'_>,
 ) -> Result<AppConfig, ConfigError> {
     let raw = raw.map(Spanned::into_inner);
     let mut roles: Vec<(usize, PortVlan)> =
