@@ -25,7 +25,7 @@ use std::time::Duration;
 use crate::dut::probe::{TesterPorts, verify};
 use crate::dut::{Dut, Wiring};
 use crate::generator::{BlastConfig, BlastResult, Template, TemplateConfig, blast, prefill};
-use placement::{Placed, Plan, check_threads, place_kernel, this_thread};
+use placement::{Placed, Plan, place_kernel, place_process, place_this_thread};
 
 /// The name under which the generator's ceiling trials are recorded.
 pub const CEILING: &str = "generator-ceiling";
@@ -219,10 +219,13 @@ fn measure_dut(
 ) -> Result<Measurement, String> {
     dut.setup(wiring).map_err(|error| error.to_string())?;
     verify(dut, wiring, 1, Duration::from_secs(10)).map_err(|error| error.to_string())?;
-    placement.extend(place_kernel(wiring, &config.plan, commands).map_err(|e| e.to_string())?);
+    let plan = &config.plan;
+    placement.extend(place_kernel(wiring, plan, commands).map_err(|e| e.to_string())?);
     if let Some(pid) = dut.pid() {
-        placement
-            .extend(check_threads(pid, "worker", config.plan.dut_cpu).map_err(|e| e.to_string())?);
+        placement.extend(
+            place_process(pid, "worker", plan.dut_cpu, plan.nice, commands)
+                .map_err(|e| e.to_string())?,
+        );
     }
     let template = template(wiring, dut.destination_mac(wiring), config, flows)?;
     let (measurement, generator) = generate(wiring, &template, config, stop)?;
@@ -296,7 +299,8 @@ fn generate(
             .spawn(|| -> Result<(Measurement, Placed), String> {
                 wirespeed_io::thread::pin_to_core(cpu)
                     .map_err(|error| format!("pinning the generator to CPU {cpu}: {error}"))?;
-                let placed = this_thread("generator");
+                let placed = place_this_thread("generator", config.plan.nice)
+                    .map_err(|error| error.to_string())?;
                 if placed.cpus != cpu.to_string() {
                     return Err(format!(
                         "the generator should run on CPU {cpu} but may run on {}",

@@ -72,6 +72,13 @@ struct ForwardingArgs {
     /// Core of t1's NAPI thread, the tester's receive (default: the DuT core).
     #[arg(long)]
     receiver_cpu: Option<usize>,
+    /// Nice value for every benchmark thread (generator, NAPI threads, the DuT's threads), which
+    /// shields them from other jobs on a shared machine while keeping them equal among themselves.
+    #[arg(long, default_value_t = -20, allow_hyphen_values = true)]
+    nice: i32,
+    /// Leave thread priorities alone (no renice).
+    #[arg(long)]
+    keep_priorities: bool,
 }
 
 /// The DuT names `--duts` accepts.
@@ -126,7 +133,13 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         generator_cpu: args.generator_cpu,
         dut_cpu: args.dut_cpu,
         receiver_cpu: args.receiver_cpu.unwrap_or(args.dut_cpu),
+        nice: (!args.keep_priorities).then_some(args.nice),
     };
+    anyhow::ensure!(
+        (-20..=19).contains(&args.nice),
+        "--nice {} is outside -20..=19",
+        args.nice
+    );
     let cores = wirespeed_io::thread::available_cores();
     if plan.generator_cpu.max(plan.dut_cpu).max(plan.receiver_cpu) >= cores {
         bail!("this machine has {cores} core(s); the placement {plan:?} needs more");
@@ -295,13 +308,17 @@ fn report(
     let _ = writeln!(
         out,
         "{} B frames, {} s trials, {} run(s), median of the runs; placement: generator on CPU {}, \
-         DuT and d0's NAPI on CPU {}, t1's NAPI (tester receive) on CPU {}\n",
+         DuT and d0's NAPI on CPU {}, t1's NAPI (tester receive) on CPU {}; {}\n",
         config.frame_size,
         config.seconds,
         config.runs,
         config.plan.generator_cpu,
         config.plan.dut_cpu,
-        config.plan.receiver_cpu
+        config.plan.receiver_cpu,
+        config.plan.nice.map_or_else(
+            || "priorities left alone".to_string(),
+            |nice| format!("all of these threads at nice {nice}")
+        )
     );
     let _ = writeln!(
         out,
@@ -366,11 +383,7 @@ fn report(
             continue;
         }
         seen.push(record.dut.clone());
-        let placed: Vec<String> = record
-            .placement
-            .iter()
-            .map(|p| format!("{} on CPU {}", p.thread, p.cpus))
-            .collect();
+        let placed: Vec<String> = record.placement.iter().map(placed).collect();
         let _ = writeln!(out, "- {}: {}", record.dut, placed.join("; "));
     }
     let failures: Vec<&TrialRecord> = records.iter().filter(|r| r.outcome.is_err()).collect();
@@ -381,6 +394,13 @@ fn report(
         }
     }
     out
+}
+
+fn placed(p: &wirespeed_tester::bench::placement::Placed) -> String {
+    match p.nice {
+        Some(nice) => format!("{} on CPU {} nice {nice}", p.thread, p.cpus),
+        None => format!("{} on CPU {}", p.thread, p.cpus),
+    }
 }
 
 fn ratios(summaries: &[Summary]) -> Vec<String> {
@@ -474,7 +494,8 @@ fn json(
     let _ = writeln!(
         out,
         "  \"config\": {{\"frame_size\": {}, \"seconds\": {}, \"runs\": {}, \"flows\": [{}], \
-         \"batch\": {}, \"generator_cpu\": {}, \"dut_cpu\": {}, \"receiver_cpu\": {}}},",
+         \"batch\": {}, \"generator_cpu\": {}, \"dut_cpu\": {}, \"receiver_cpu\": {}, \
+         \"nice\": {}}},",
         config.frame_size,
         number(config.seconds),
         config.runs,
@@ -487,7 +508,11 @@ fn json(
         config.batch,
         config.plan.generator_cpu,
         config.plan.dut_cpu,
-        config.plan.receiver_cpu
+        config.plan.receiver_cpu,
+        config
+            .plan
+            .nice
+            .map_or("null".to_string(), |n| n.to_string())
     );
     let _ = writeln!(out, "  \"lab_commands\": {},", strings(lab_commands));
     out.push_str("  \"summaries\": [\n");
@@ -530,11 +555,7 @@ fn json(
                 ),
                 Err(error) => format!("\"error\": {}", string(error)),
             };
-            let placement: Vec<String> = r
-                .placement
-                .iter()
-                .map(|p| format!("{} on CPU {}", p.thread, p.cpus))
-                .collect();
+            let placement: Vec<String> = r.placement.iter().map(placed).collect();
             format!(
                 "    {{\"dut\": {}, \"flows\": {}, \"run\": {}, {outcome}, \"placement\": {}, \
                  \"commands\": {}}}",
