@@ -191,31 +191,22 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
     let load_after = Machine::load();
     let summaries = summarize(&records);
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
-    println!(
-        "{}",
-        report(
-            &summaries,
-            &records,
-            &config,
-            &machine,
-            &load_after,
-            &command_line
-        )
-    );
+    let results = Results {
+        summaries: &summaries,
+        records: &records,
+        config: &config,
+        machine: &machine,
+        load_after: &load_after,
+        command_line: &command_line,
+        lab_commands: &lab_commands,
+        outputs: &outputs,
+    };
+    println!("{}", report(&results));
     if interrupted {
         println!("\ninterrupted: the last trial was cut short and the runs are incomplete");
     }
     if let Some(path) = &args.json {
-        let json = json(
-            &summaries,
-            &records,
-            &config,
-            &machine,
-            &load_after,
-            &command_line,
-            &lab_commands,
-            &outputs,
-        );
+        let json = json(&results);
         std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
         println!("\nwrote {}", path.display());
     }
@@ -285,14 +276,29 @@ fn mpps(pps: f64) -> String {
     format!("{:.3}", pps / 1e6)
 }
 
-fn report(
-    summaries: &[Summary],
-    records: &[TrialRecord],
-    config: &ForwardingConfig,
-    machine: &Machine,
-    load_after: &str,
-    command_line: &str,
-) -> String {
+/// Everything the report and the JSON are made of.
+struct Results<'a> {
+    summaries: &'a [Summary],
+    records: &'a [TrialRecord],
+    config: &'a ForwardingConfig,
+    machine: &'a Machine,
+    load_after: &'a str,
+    command_line: &'a str,
+    lab_commands: &'a [String],
+    /// What each program DuT printed in its last trial.
+    outputs: &'a [(String, String)],
+}
+
+fn report(results: &Results) -> String {
+    let Results {
+        summaries,
+        records,
+        config,
+        machine,
+        load_after,
+        command_line,
+        ..
+    } = *results;
     let mut out = String::new();
     let _ = writeln!(out, "Command: `{command_line}`  ");
     let _ = writeln!(
@@ -467,17 +473,17 @@ fn number(value: f64) -> String {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn json(
-    summaries: &[Summary],
-    records: &[TrialRecord],
-    config: &ForwardingConfig,
-    machine: &Machine,
-    load_after: &str,
-    command_line: &str,
-    lab_commands: &[String],
-    outputs: &[(String, String)],
-) -> String {
+fn json(results: &Results) -> String {
+    let Results {
+        summaries,
+        records,
+        config,
+        machine,
+        load_after,
+        command_line,
+        lab_commands,
+        outputs,
+    } = *results;
     let mut out = String::from("{\n  \"schema\": \"wirespeed.bench.forwarding/1\",\n");
     let _ = writeln!(out, "  \"command\": {},", string(command_line));
     let _ = writeln!(
