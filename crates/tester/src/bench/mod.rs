@@ -22,6 +22,8 @@ pub mod placement;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use wirespeed_io::Port;
+
 use crate::dut::probe::{TesterPorts, verify};
 use crate::dut::{Dut, Wiring};
 use crate::generator::{BlastConfig, BlastResult, Template, TemplateConfig, blast, prefill};
@@ -73,6 +75,9 @@ pub struct Measurement {
     pub received: u64,
     /// Seconds of sending.
     pub seconds: f64,
+    /// Frames the kernel dropped on their way into the tester's receive socket on `t1` (its RX
+    /// ring full or no free frame): losses of the tester, not of the DuT.
+    pub tester_dropped: u64,
 }
 
 impl Measurement {
@@ -109,6 +114,7 @@ impl From<BlastResult> for Measurement {
             refused: result.refused,
             received: result.received,
             seconds: result.seconds,
+            tester_dropped: 0,
         }
     }
 }
@@ -310,9 +316,14 @@ fn generate(
                 let mut ports = TesterPorts::open(wiring, 16384)?;
                 prefill(&mut ports.pool, template);
                 let TesterPorts { t0, t1, pool, .. } = &mut ports;
+                let before = t1.stats().rx_dropped;
                 let result = blast(t0, Some(t1), pool, template, &blast_config, stop);
+                let measurement = Measurement {
+                    tester_dropped: t1.stats().rx_dropped.saturating_sub(before),
+                    ..result.into()
+                };
                 ports.release_all();
-                Ok((result.into(), placed))
+                Ok((measurement, placed))
             })
             .join()
             .map_err(|_| "the generator thread panicked".to_string())?
@@ -464,6 +475,7 @@ mod tests {
                 refused: 0,
                 received,
                 seconds: 1.0,
+                tester_dropped: 0,
             }),
             placement: Vec::new(),
             commands: Vec::new(),

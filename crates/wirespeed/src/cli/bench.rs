@@ -222,11 +222,12 @@ fn trial_line(record: &TrialRecord) -> String {
     );
     match &record.outcome {
         Ok(m) => format!(
-            "{head} received {:.3} Mpps of {:.3} offered, loss {:.2} %, {} refused",
+            "{head} received {:.3} Mpps of {:.3} offered, loss {:.2} %, {} dropped by the \
+             tester's RX socket",
             m.received_pps() / 1e6,
             m.offered_pps() / 1e6,
             100.0 * m.loss(),
-            m.refused
+            m.tester_dropped
         ),
         Err(error) => format!("{head} FAILED: {error}"),
     }
@@ -549,11 +550,12 @@ fn json(results: &Results) -> String {
         .map(|r| {
             let outcome = match &r.outcome {
                 Ok(m) => format!(
-                    "\"sent\": {}, \"refused\": {}, \"received\": {}, \"seconds\": {}, \
+                    "\"sent\": {}, \"refused\": {}, \"received\": {}, \"tester_dropped\": {}, \"seconds\": {}, \
                      \"offered_pps\": {}, \"received_pps\": {}, \"loss\": {}",
                     m.sent,
                     m.refused,
                     m.received,
+                    m.tester_dropped,
                     number(m.seconds),
                     number(m.offered_pps()),
                     number(m.received_pps()),
