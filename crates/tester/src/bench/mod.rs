@@ -11,11 +11,13 @@
 //! **Who was the limit.** veth pushes back: when `d0`'s ring (256 frames) is full, `t0`'s queue
 //! stops and the generator's AF_XDP transmissions wait. A DuT that cannot keep up therefore
 //! mostly *slows the generator down* rather than losing frames, so low loss alone does not mean
-//! the generator was the limit. Each run also measures the generator's ceiling: the same blast
-//! with no DuT at all (`d0`'s NAPI thread, on the DuT core, drops the frames in its stack). A
-//! result is *generator-limited* when the DuT lost under 1 % of what it was offered and was
-//! offered at least 90 % of the ceiling; *DuT (backpressure)* when it lost under 1 % but held
-//! the generator below that; *DuT (drops)* when it lost 1 % or more.
+//! the generator was the limit. Each run also measures the generator with no DuT at all (`d0`'s
+//! NAPI thread, on the DuT core, drops the frames in its stack); the generator's ceiling at a flow
+//! count is the highest rate it offered in any trial at that count (a DuT that drops in XDP takes
+//! frames faster than that stack does). A result is *generator-limited* when the DuT lost under
+//! 1 % of what it was offered and was offered at least 90 % of the ceiling; *DuT
+//! (backpressure)* when it lost under 1 % but held the generator below that; *DuT (drops)* when
+//! it lost 1 % or more. Frames the tester's own RX socket dropped are counted apart.
 
 pub mod placement;
 
