@@ -142,6 +142,45 @@ pub enum AppConfig {
         mac_capacity: usize,
         age_seconds: f64,
     },
+    /// An IPv4/IPv6 router.
+    Router(RouterConfig),
+}
+
+/// The router's interfaces, static routes and neighbours.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouterConfig {
+    pub interfaces: Vec<RouterInterface>,
+    pub routes: Vec<RouterRoute>,
+    pub neighbours: Vec<RouterNeighbour>,
+    pub neighbour_capacity: usize,
+    /// ICMP errors per second (0: none).
+    pub icmp_rate: u32,
+    /// Forward IPv4 packets with options (default: drop them).
+    pub forward_ipv4_options: bool,
+}
+
+/// One routed port: its addresses (each gives a connected route) and optionally a MAC other
+/// than the port's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouterInterface {
+    pub port: usize,
+    pub mac: Option<[u8; 6]>,
+    pub addresses: Vec<(std::net::IpAddr, u8)>,
+}
+
+/// A static route; several gateways make an ECMP route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouterRoute {
+    pub prefix: (std::net::IpAddr, u8),
+    pub via: Vec<std::net::IpAddr>,
+}
+
+/// A static neighbour (no ARP/NDP needed for it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouterNeighbour {
+    pub port: usize,
+    pub address: std::net::IpAddr,
+    pub mac: [u8; 6],
 }
 
 /// A bridge port's VLAN role.
@@ -171,7 +210,45 @@ struct RawConfig {
     port: Vec<Spanned<RawPort>>,
     xconnect: Option<Spanned<RawXconnect>>,
     bridge: Option<Spanned<RawBridge>>,
+    router: Option<Spanned<RawRouter>>,
     task: Option<Spanned<RawTask>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRouter {
+    neighbour_capacity: Option<Spanned<usize>>,
+    icmp_rate: Option<Spanned<u32>>,
+    forward_ipv4_options: Option<bool>,
+    #[serde(default)]
+    interface: Vec<Spanned<RawRouterInterface>>,
+    #[serde(default)]
+    route: Vec<Spanned<RawRouterRoute>>,
+    #[serde(default)]
+    neighbour: Vec<Spanned<RawRouterNeighbour>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRouterInterface {
+    port: Spanned<String>,
+    mac: Option<Spanned<String>>,
+    addresses: Spanned<Vec<Spanned<String>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRouterRoute {
+    prefix: Spanned<String>,
+    via: Spanned<Vec<Spanned<String>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRouterNeighbour {
+    port: Spanned<String>,
+    address: Spanned<String>,
+    mac: Spanned<String>,
 }
 
 #[derive(Deserialize)]
@@ -677,12 +754,13 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
             AppConfig::Xconnect { pairs }
         }
         "bridge" => bridge_app(at, raw.bridge, &ports, &port_index)?,
+        "router" => router_app(at, raw.router, &port_index)?,
         other => {
             return Err(at.error(
                 switch.app.span(),
                 "switch.app",
                 &format!("unknown app {other:?}"),
-                "use \"xconnect\" or \"bridge\"",
+                "use \"xconnect\", \"bridge\" or \"router\"",
             ));
         }
     };
@@ -817,6 +895,150 @@ fn bridge_app(
         mac_capacity,
         age_seconds,
     })
+}
+
+/// `addr/len`, e.g. `198.18.0.254/24` or `2001:2::/48`.
+fn parse_prefix(
+    at: &Locator<'_>,
+    text: &Spanned<String>,
+    key: &str,
+) -> Result<(std::net::IpAddr, u8), ConfigError> {
+    let bad = || {
+        at.error(
+            text.span(),
+            key,
+            &format!(
+                "{:?} is not an address with a prefix length",
+                text.get_ref()
+            ),
+            "write it like 198.18.0.254/24 or 2001:2::1/64",
+        )
+    };
+    let (addr, len) = text.get_ref().split_once('/').ok_or_else(bad)?;
+    let addr: std::net::IpAddr = addr.parse().map_err(|_| bad())?;
+    let len: u8 = len.parse().map_err(|_| bad())?;
+    if len > if addr.is_ipv4() { 32 } else { 128 } {
+        return Err(bad());
+    }
+    Ok((addr, len))
+}
+
+fn parse_address(
+    at: &Locator<'_>,
+    text: &Spanned<String>,
+    key: &str,
+) -> Result<std::net::IpAddr, ConfigError> {
+    text.get_ref().parse().map_err(|_| {
+        at.error(
+            text.span(),
+            key,
+            &format!("{:?} is not an IPv4 or IPv6 address", text.get_ref()),
+            "write it like 198.18.1.1 or 2001:2:0:1::1",
+        )
+    })
+}
+
+fn parse_mac(at: &Locator<'_>, text: &Spanned<String>, key: &str) -> Result<[u8; 6], ConfigError> {
+    let bytes: Result<Vec<u8>, _> = text
+        .get_ref()
+        .split(':')
+        .map(|b| u8::from_str_radix(b, 16))
+        .collect();
+    bytes
+        .ok()
+        .and_then(|b| <[u8; 6]>::try_from(b).ok())
+        .ok_or_else(|| {
+            at.error(
+                text.span(),
+                key,
+                &format!("{:?} is not a MAC address", text.get_ref()),
+                "write it like 02:57:53:00:01:01",
+            )
+        })
+}
+
+fn router_app(
+    at: &Locator<'_>,
+    raw: Option<Spanned<RawRouter>>,
+    port_index: PortIndex<'_>,
+) -> Result<AppConfig, ConfigError> {
+    let Some(raw) = raw else {
+        return Err(at.error(
+            0..0,
+            "router",
+            "the router app needs a [router] table with interfaces",
+            "add [[router.interface]] tables with port and addresses",
+        ));
+    };
+    let raw = raw.into_inner();
+    let mut interfaces = Vec::new();
+    for (i, interface) in raw.interface.iter().enumerate() {
+        let key = format!("router.interface[{i}]");
+        let interface = interface.get_ref();
+        let port = port_index(&interface.port, &format!("{key}.port"))?;
+        let mac = match &interface.mac {
+            Some(mac) => Some(parse_mac(at, mac, &format!("{key}.mac"))?),
+            None => None,
+        };
+        let addresses = interface
+            .addresses
+            .get_ref()
+            .iter()
+            .map(|a| parse_prefix(at, a, &format!("{key}.addresses")))
+            .collect::<Result<Vec<_>, _>>()?;
+        interfaces.push(RouterInterface {
+            port,
+            mac,
+            addresses,
+        });
+    }
+    if interfaces.is_empty() {
+        return Err(at.error(
+            0..0,
+            "router.interface",
+            "a router needs at least one interface",
+            "add [[router.interface]] with port and addresses",
+        ));
+    }
+    let mut routes = Vec::new();
+    for (i, route) in raw.route.iter().enumerate() {
+        let key = format!("router.route[{i}]");
+        let route = route.get_ref();
+        let prefix = parse_prefix(at, &route.prefix, &format!("{key}.prefix"))?;
+        let via = route
+            .via
+            .get_ref()
+            .iter()
+            .map(|v| parse_address(at, v, &format!("{key}.via")))
+            .collect::<Result<Vec<_>, _>>()?;
+        if via.is_empty() || via.iter().any(|v| v.is_ipv4() != prefix.0.is_ipv4()) {
+            return Err(at.error(
+                route.via.span(),
+                &format!("{key}.via"),
+                "a route needs one or more gateways of the prefix's address family",
+                "list gateways like via = [\"198.18.1.1\"]",
+            ));
+        }
+        routes.push(RouterRoute { prefix, via });
+    }
+    let mut neighbours = Vec::new();
+    for (i, neighbour) in raw.neighbour.iter().enumerate() {
+        let key = format!("router.neighbour[{i}]");
+        let neighbour = neighbour.get_ref();
+        neighbours.push(RouterNeighbour {
+            port: port_index(&neighbour.port, &format!("{key}.port"))?,
+            address: parse_address(at, &neighbour.address, &format!("{key}.address"))?,
+            mac: parse_mac(at, &neighbour.mac, &format!("{key}.mac"))?,
+        });
+    }
+    Ok(AppConfig::Router(RouterConfig {
+        interfaces,
+        routes,
+        neighbours,
+        neighbour_capacity: raw.neighbour_capacity.map_or(4096, |c| *c.get_ref()),
+        icmp_rate: raw.icmp_rate.map_or(1000, |r| *r.get_ref()),
+        forward_ipv4_options: raw.forward_ipv4_options.unwrap_or(false),
+    }))
 }
 
 #[cfg(test)]
@@ -992,6 +1214,43 @@ pairs = [["in", "out"]]
                 .unwrap_err()
                 .message
                 .contains("no port is named")
+        );
+    }
+
+    #[test]
+    fn a_router_with_interfaces_routes_and_neighbours() {
+        let text = GOOD.replace("app = \"xconnect\"", "app = \"router\"")
+            + "\n[router]\nicmp_rate = 10\n\n[[router.interface]]\nport = \"in\"\naddresses = [\"198.18.0.254/24\", \"2001:2::fe/64\"]\n\n\
+               [[router.interface]]\nport = \"wire\"\nmac = \"02:00:00:00:00:09\"\naddresses = [\"198.18.1.254/24\"]\n\n\
+               [[router.route]]\nprefix = \"198.19.0.0/16\"\nvia = [\"198.18.1.1\", \"198.18.1.2\"]\n\n\
+               [[router.neighbour]]\nport = \"wire\"\naddress = \"198.18.1.1\"\nmac = \"02:57:53:00:01:01\"\n";
+        let config = parse("router.toml", &text).unwrap();
+        let AppConfig::Router(router) = config.app else {
+            panic!("not a router")
+        };
+        assert_eq!(router.interfaces.len(), 2);
+        assert_eq!(router.interfaces[1].port, 2);
+        assert_eq!(router.interfaces[1].mac, Some([2, 0, 0, 0, 0, 9]));
+        assert_eq!(router.routes[0].via.len(), 2);
+        assert_eq!(router.neighbours[0].mac, [2, 0x57, 0x53, 0, 1, 1]);
+        assert_eq!(router.icmp_rate, 10);
+        let bad = text.replace("198.19.0.0/16", "198.19.0.0/33");
+        let error = parse("router.toml", &bad).unwrap_err();
+        assert_eq!(error.key, "router.route[0].prefix");
+        let bad = text.replace("02:57:53:00:01:01", "zz");
+        assert_eq!(
+            parse("router.toml", &bad).unwrap_err().key,
+            "router.neighbour[0].mac"
+        );
+        let bad = text.replace(
+            "via = [\"198.18.1.1\", \"198.18.1.2\"]",
+            "via = [\"2001:2::1\"]",
+        );
+        assert!(
+            parse("router.toml", &bad)
+                .unwrap_err()
+                .message
+                .contains("address family")
         );
     }
 

@@ -310,7 +310,25 @@ impl Worker {
     }
 
     /// Hands every packet of the RX batch to its TX batch, or drops it; empties the RX batch.
+    ///
+    /// The common case of a cross-connect or of a single flow, where every packet of the batch
+    /// leaves by the same port and that port's TX batch is empty, moves no packet at all: the
+    /// two batches trade places (VPP hands whole frames of vectors to the next node the same
+    /// way). Otherwise each packet's descriptor and metadata are copied to its TX batch.
     fn distribute(&mut self) {
+        // Only batches of one capacity trade places: the batch of created packets (`extra`) is
+        // larger than the RX and TX batches and must keep its own place, or the RX batch would
+        // outgrow the key array.
+        if let Some(out) = self.single_output()
+            && self.tx[out].is_empty()
+            && self.tx[out].capacity() == self.rx.capacity()
+        {
+            std::mem::swap(&mut self.rx, &mut self.tx[out]);
+            if self.tx[out].is_full() {
+                self.flush(out);
+            }
+            return;
+        }
         for index in 0..self.rx.len() {
             let desc = self.rx.descs()[index];
             let meta = self.rx.meta()[index];
@@ -331,6 +349,17 @@ impl Worker {
             }
         }
         self.rx.clear();
+    }
+
+    /// The port every packet of the RX batch leaves by, if there is one: none dropped, all with
+    /// the same valid `out_port`.
+    fn single_output(&self) -> Option<usize> {
+        let meta = self.rx.meta();
+        let out = meta.first()?.out_port;
+        let same = meta.iter().fold(true, |same, m| {
+            same & (m.drop.is_none() & (m.out_port == out))
+        });
+        (same && usize::from(out) < self.tx.len()).then_some(usize::from(out))
     }
 
     fn flush(&mut self, port: usize) {
@@ -432,6 +461,7 @@ impl Worker {
         for port in &mut self.ports {
             port.release_all(&mut self.pool);
         }
+        self.app.release_all(&mut self.pool);
         Conservation {
             total: self.pool.total(),
             free: self.pool.free_count(),

@@ -99,10 +99,15 @@ impl Port for MemoryPort {
             return 0;
         };
         let (first, second) = chunk.as_slices();
-        for desc in first.iter().chain(second) {
-            self.stats.rx_bytes += desc.len as u64;
-            batch.push(Desc { queue, ..*desc });
+        let start = batch.len();
+        batch.extend_from_slice(first);
+        batch.extend_from_slice(second);
+        let mut bytes = 0;
+        for desc in batch.descs_mut().get_mut(start..).unwrap_or_default() {
+            desc.queue = queue;
+            bytes += u64::from(desc.len);
         }
+        self.stats.rx_bytes += bytes;
         chunk.commit_all();
         self.stats.rx_packets += count as u64;
         count
@@ -121,9 +126,10 @@ impl Port for MemoryPort {
         first.copy_from_slice(&descs[..first.len()]);
         second.copy_from_slice(&descs[first.len()..count]);
         chunk.commit_all();
-        for desc in &descs[..count] {
-            self.stats.tx_bytes += desc.len as u64;
-        }
+        self.stats.tx_bytes += descs[..count]
+            .iter()
+            .map(|desc| u64::from(desc.len))
+            .sum::<u64>();
         self.stats.tx_packets += count as u64;
         self.stats.tx_refused += (batch.len() - count) as u64;
         batch.consume_front(count);

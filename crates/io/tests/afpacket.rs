@@ -31,6 +31,7 @@ fn lab(prefix: &str, pairs: u16, queues: u16) -> Option<Testbed> {
         prefix: prefix.into(),
         pairs,
         queues,
+        calibration: false,
     };
     Some(Testbed::up(&config).expect("lab up"))
 }

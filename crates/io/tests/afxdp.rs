@@ -36,6 +36,7 @@ fn lab(prefix: &str, pairs: u16, queues: u16) -> Testbed {
         prefix: prefix.into(),
         pairs,
         queues,
+        calibration: false,
     })
     .expect("lab up")
 }

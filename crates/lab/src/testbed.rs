@@ -6,6 +6,11 @@
 //! ::1, the DuT end .254 / ::fe. MACs are locally administered and fixed: 02:57:53:*p*:*i*:01 on
 //! the tester side and ...:fe on the DuT side, *p* = 0 (a testbed with another prefix gets the
 //! same MACs, which is harmless as they live in other namespaces).
+//!
+//! With `calibration` set, one more veth pair has both ends in the tester namespace,
+//! `{prefix}-c0` and `{prefix}-c1` (MACs 02:57:53:00:c0:01 and ...:c1:01, no addresses): the
+//! tester sends on one end and receives on the other to measure itself without a DuT (its own
+//! maximum rate and latency floor, DESIGN.md §6 "Calibration"). It is removed like the rest.
 
 use crate::command::{CommandError, run};
 
@@ -18,6 +23,9 @@ pub struct TestbedConfig {
     pub pairs: u16,
     /// RX and TX queues per veth (numrxqueues/numtxqueues).
     pub queues: u16,
+    /// Whether to add the looped-back calibration pair `{prefix}-c0` <-> `{prefix}-c1`, both
+    /// ends in the tester namespace.
+    pub calibration: bool,
 }
 
 impl Default for TestbedConfig {
@@ -26,8 +34,19 @@ impl Default for TestbedConfig {
             prefix: "ws".into(),
             pairs: 2,
             queues: 1,
+            calibration: false,
         }
     }
+}
+
+/// The looped-back pair in the tester namespace: frames sent on `sender_if` arrive on
+/// `receiver_if`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CalibrationPair {
+    pub sender_if: String,
+    pub receiver_if: String,
+    pub sender_mac: [u8; 6],
+    pub receiver_mac: [u8; 6],
 }
 
 /// One tester <-> DuT link.
@@ -49,6 +68,8 @@ pub struct Testbed {
     pub tester_ns: String,
     pub dut_ns: String,
     pub pairs: Vec<PortPair>,
+    /// The looped-back calibration pair, when the configuration asked for it.
+    pub calibration: Option<CalibrationPair>,
     /// Commands that undo what was built, in the order they were pushed.
     undo: Vec<Vec<String>>,
     /// Every setup command run, for reports.
@@ -105,6 +126,7 @@ impl Testbed {
             tester_ns: format!("{prefix}-tester"),
             dut_ns: format!("{prefix}-dut"),
             pairs: Vec::new(),
+            calibration: None,
             undo: Vec::new(),
             log: Vec::new(),
         };
@@ -221,6 +243,50 @@ impl Testbed {
             }
             self.pairs.push(pair);
         }
+        if config.calibration {
+            self.build_calibration(&config.prefix)?;
+        }
+        Ok(())
+    }
+
+    fn build_calibration(&mut self, prefix: &str) -> Result<(), TestbedError> {
+        let ns = self.tester_ns.clone();
+        let pair = CalibrationPair {
+            sender_if: format!("{prefix}-c0"),
+            receiver_if: format!("{prefix}-c1"),
+            sender_mac: [0x02, 0x57, 0x53, 0, 0xc0, 0x01],
+            receiver_mac: [0x02, 0x57, 0x53, 0, 0xc1, 0x01],
+        };
+        self.step(
+            &[
+                "ip",
+                "link",
+                "add",
+                &pair.sender_if,
+                "netns",
+                &ns,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &pair.receiver_if,
+                "netns",
+                &ns,
+            ],
+            Some(&["ip", "-n", &ns, "link", "delete", &pair.sender_if]),
+        )?;
+        for (ifname, mac) in [
+            (&pair.sender_if, pair.sender_mac),
+            (&pair.receiver_if, pair.receiver_mac),
+        ] {
+            let mac = format_mac(mac);
+            self.step(
+                &["ip", "-n", &ns, "link", "set", ifname, "address", &mac],
+                None,
+            )?;
+            self.step(&["ip", "-n", &ns, "link", "set", ifname, "up"], None)?;
+        }
+        self.calibration = Some(pair);
         Ok(())
     }
 
@@ -331,6 +397,7 @@ mod tests {
             prefix: "wstlab1".into(),
             pairs: 2,
             queues: 2,
+            calibration: false,
         };
         let _ = down(&config.prefix);
         {
@@ -360,6 +427,41 @@ mod tests {
     }
 
     #[test]
+    fn the_calibration_pair_loops_back_in_the_tester_namespace_and_goes_away() {
+        if !crate::available_for_test() {
+            return;
+        }
+        let config = TestbedConfig {
+            prefix: "wstcal1".into(),
+            pairs: 1,
+            queues: 1,
+            calibration: true,
+        };
+        let _ = down(&config.prefix);
+        {
+            let lab = Testbed::up(&config).expect("lab up");
+            let pair = lab.calibration.clone().expect("calibration pair");
+            assert_eq!(pair.sender_if, "wstcal1-c0");
+            let links = crate::run("ip", &["-n", &lab.tester_ns, "-o", "link", "show"]).unwrap();
+            // Both ends live in the tester namespace, peered with each other, up.
+            assert!(links.contains("wstcal1-c0@wstcal1-c1"), "{links}");
+            assert!(links.contains("wstcal1-c1@wstcal1-c0"), "{links}");
+            assert!(links.contains("02:57:53:00:c1:01"), "{links}");
+            assert!(
+                lab.commands()
+                    .iter()
+                    .any(|c| c.contains("link add wstcal1-c0"))
+            );
+            let dut_links = crate::run("ip", &["-n", &lab.dut_ns, "-o", "link", "show"]).unwrap();
+            assert!(!dut_links.contains("wstcal1-c"), "{dut_links}");
+            lab.teardown().expect("teardown");
+        }
+        assert!(!list().unwrap().iter().any(|ns| ns.starts_with("wstcal1")));
+        let all = crate::run("ip", &["-o", "link", "show"]).unwrap();
+        assert!(!all.contains("wstcal1-c"), "{all}");
+    }
+
+    #[test]
     fn down_removes_leftovers_of_a_killed_run() {
         if !crate::available_for_test() {
             return;
@@ -368,6 +470,7 @@ mod tests {
             prefix: "wstlab2".into(),
             pairs: 1,
             queues: 1,
+            calibration: false,
         };
         let _ = down(&config.prefix);
         let lab = Testbed::up(&config).expect("lab up");

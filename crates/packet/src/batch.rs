@@ -266,6 +266,24 @@ impl Batch {
         true
     }
 
+    /// Appends as many of `descs` as fit, each with fresh metadata; returns how many. What a
+    /// port receives in bulk: one copy of the descriptors instead of a `push` per packet.
+    #[inline]
+    pub fn extend_from_slice(&mut self, descs: &[Desc]) -> usize {
+        let count = descs.len().min(self.room());
+        let end = self.len + count;
+        if let (Some(to), Some(from), Some(meta)) = (
+            self.descs.get_mut(self.len..end),
+            descs.get(..count),
+            self.meta.get_mut(self.len..end),
+        ) {
+            to.copy_from_slice(from);
+            meta.fill(Meta::EMPTY);
+            self.len = end;
+        }
+        count
+    }
+
     /// The descriptors of the packets in the batch.
     #[inline]
     pub fn descs(&self) -> &[Desc] {
@@ -348,6 +366,27 @@ mod tests {
         assert_eq!(batch.meta()[0].out_port, 7);
         batch.consume_front(10);
         assert!(batch.is_empty());
+    }
+
+    #[test]
+    fn extend_from_slice_appends_what_fits_with_fresh_metadata() {
+        let mut batch = Batch::new(4);
+        batch.push(desc(0));
+        batch.meta_mut()[0].out_port = 3;
+        let more = [desc(1), desc(2), desc(3), desc(4)];
+        assert_eq!(batch.extend_from_slice(&more[..1]), 1);
+        assert_eq!(batch.extend_from_slice(&more[1..]), 2);
+        assert_eq!(batch.extend_from_slice(&more), 0);
+        assert_eq!(
+            batch.descs().iter().map(|d| d.frame).collect::<Vec<_>>(),
+            [0, 1, 2, 3]
+        );
+        assert_eq!(batch.meta()[0].out_port, 3);
+        assert!(batch.meta()[1..].iter().all(|m| *m == Meta::EMPTY));
+        // A slot that held a decision before comes back fresh.
+        batch.clear();
+        assert_eq!(batch.extend_from_slice(&more[..2]), 2);
+        assert_eq!(batch.meta()[0], Meta::EMPTY);
     }
 
     #[test]

@@ -94,5 +94,11 @@ proptest! {
         };
         prop_assert_eq!(key.hash(), crc32c_portable(0, &key.to_bytes()));
         prop_assert_eq!(key.hash(), crc32c(0, &key.to_bytes()));
+        prop_assert_eq!(key.hash_portable(), crc32c_portable(0, &key.to_bytes()));
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("sse4.2") {
+            // SAFETY: SSE4.2 was detected just above.
+            prop_assert_eq!(unsafe { key.hash_sse42() }, crc32c_portable(0, &key.to_bytes()));
+        }
     }
 }

@@ -9,6 +9,8 @@
 //! * [`report`]: the result data model and its JSON, CSV and HTML (with SVG plots) renderings.
 //! * [`dut`]: a driver per device under test (set up, verify, tear down, with an undo stack).
 //! * [`bench`]: the forwarding benchmark: DuTs side by side with one placement of threads.
+//! * [`suite`]: the RFC 2544 suite in the lab: calibration, searches, latency, the report.
+//! * [`trial`]: one paced trial over real ports with probes, and its check against the kernel.
 #![deny(unsafe_code)]
 
 pub mod bench;
@@ -17,3 +19,5 @@ pub mod generator;
 pub mod report;
 pub mod rfc2544;
 pub mod stats;
+pub mod suite;
+pub mod trial;

@@ -18,6 +18,7 @@ fn lab(prefix: &str) -> Testbed {
         prefix: prefix.into(),
         pairs: 2,
         queues: 1,
+        calibration: false,
     })
     .expect("lab up")
 }

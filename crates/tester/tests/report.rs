@@ -106,6 +106,7 @@ fn synthetic_report() -> Report {
         throughput: vec![(64, 4.1e6), (1518, line_rate(LINK, 1518))],
         latency: latency(0.0, 99).summary(),
         pacing: None,
+        latency_by_size: Vec::new(),
     });
     for (index, &size) in [64u32, 128, 256, 512, 1024, 1280, 1518].iter().enumerate() {
         let line = line_rate(LINK, size);

@@ -36,8 +36,8 @@ fn run(flows: u32, per_flow: u64, faults: FaultConfig) -> (SequenceCounts, Fault
         writer.write(
             &mut frame,
             &Probe {
-                flow,
-                sequence: index / flows as u64,
+                flow: flow as u16,
+                sequence: (index / flows as u64) as u32,
                 timestamp: index,
             },
         );
@@ -51,7 +51,7 @@ fn run(flows: u32, per_flow: u64, faults: FaultConfig) -> (SequenceCounts, Fault
                     let bytes = &pool.frame(desc.frame)[start..start + desc.len as usize];
                     match probe::read(bytes) {
                         Ok(probe) => {
-                            table.record(probe.flow, probe.sequence);
+                            table.record(probe.flow.into(), probe.sequence.into());
                         }
                         Err(_) => unreadable += 1,
                     }

@@ -25,10 +25,10 @@ enum Command {
     Lab(cli::lab::LabArgs),
     /// Generate traffic into a capture and forward it through wirespeed: the short tour.
     Demo(cli::demo::DemoArgs),
-    /// Measure wirespeed and its peers side by side in a namespace lab.
-    Bench(cli::bench::BenchArgs),
     /// Send one request to a running switch's control socket (`wirespeed ctl help`).
     Ctl(cli::ctl::CtlArgs),
+    /// Measure wirespeed and its peers side by side in a namespace lab.
+    Bench(cli::bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -38,7 +38,7 @@ fn main() -> anyhow::Result<()> {
         Command::Gen(args) => cli::generate::run(args),
         Command::Lab(args) => cli::lab::run(args),
         Command::Demo(args) => cli::demo::run(args),
-        Command::Bench(args) => cli::bench::run(args),
         Command::Ctl(args) => cli::ctl::run(args),
+        Command::Bench(args) => cli::bench::run(args),
     }
 }

@@ -27,6 +27,7 @@ fn wirespeed_forwards(prefix: &str, backend: WirespeedBackend) {
         prefix: prefix.into(),
         pairs: 2,
         queues: 1,
+        calibration: false,
     })
     .unwrap();
     let wiring = Wiring::of(&lab).unwrap();
@@ -87,6 +88,7 @@ fn a_wirespeed_dut_that_exits_is_reported_by_name_with_its_output() {
         prefix: prefix.into(),
         pairs: 2,
         queues: 1,
+        calibration: false,
     })
     .unwrap();
     let mut wiring = Wiring::of(&lab).unwrap();

@@ -138,6 +138,7 @@ fn ctl_talks_to_a_forwarding_switch_that_survives_garbage() {
         prefix: prefix.into(),
         pairs: 2,
         queues: 1,
+        calibration: false,
     })
     .unwrap();
     let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));

@@ -201,6 +201,7 @@ fn forwards_both_ways_with(prefix: &str, config: impl Fn(&Testbed) -> String) {
         prefix: prefix.into(),
         pairs: 2,
         queues: 1,
+        calibration: false,
     })
     .unwrap();
     let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
@@ -296,6 +297,7 @@ fn switch_spreads_a_two_queue_port_over_two_workers() {
         prefix: prefix.into(),
         pairs: 2,
         queues: 2,
+        calibration: false,
     })
     .unwrap();
     let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
@@ -407,6 +409,7 @@ fn switch_refuses_more_workers_than_afxdp_queues() {
         prefix: prefix.into(),
         pairs: 2,
         queues: 1,
+        calibration: false,
     })
     .unwrap();
     let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
@@ -458,6 +461,7 @@ fn switch_stops_cleanly_mid_traffic_and_leaves_nothing_after_sigkill() {
         prefix: prefix.into(),
         pairs: 2,
         queues: 1,
+        calibration: false,
     })
     .unwrap();
     let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
@@ -535,6 +539,72 @@ fn switch_bridges_over_afxdp() {
             lab.pairs[0].dut_if, lab.pairs[1].dut_if
         )
     });
+}
+
+#[test]
+fn switch_routes_over_afxdp() {
+    if !wirespeed_lab::available_for_test() {
+        return;
+    }
+    let prefix = "wstsw7";
+    let _ = wirespeed_lab::down(prefix);
+    let lab = Testbed::up(&TestbedConfig {
+        prefix: prefix.into(),
+        pairs: 2,
+        queues: 1,
+        calibration: false,
+    })
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
+    let mac = |m: [u8; 6]| {
+        m.iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(":")
+    };
+    // The generator's frames go from 198.18.0.1 to 198.19.0.1: routed via the tester's t1.
+    let config = format!(
+        "[switch]\napp = \"router\"\n\n[[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [[port]]\nname = \"p1\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [[router.interface]]\nport = \"p0\"\naddresses = [\"{}/24\"]\n\n\
+         [[router.interface]]\nport = \"p1\"\naddresses = [\"{}/24\"]\n\n\
+         [[router.route]]\nprefix = \"198.19.0.0/16\"\nvia = [\"{}\"]\n\n\
+         [[router.neighbour]]\nport = \"p1\"\naddress = \"{}\"\nmac = \"{}\"\n",
+        p0.dut_if,
+        p1.dut_if,
+        p0.dut_ipv4,
+        p1.dut_ipv4,
+        p1.tester_ipv4,
+        p1.tester_ipv4,
+        mac(p1.tester_mac)
+    );
+    let mut switch = Switch::start(&lab, &config, &dir);
+    let mut pool = FramePool::new(4096, 2048).unwrap();
+    let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
+    wait_until_forwarding(&mut t0, &mut t1, &mut pool);
+
+    let input = frames(100);
+    let expected: Vec<Vec<u8>> = input
+        .iter()
+        .map(|frame| {
+            let mut out = frame.clone();
+            out[0..6].copy_from_slice(&p1.tester_mac);
+            out[6..12].copy_from_slice(&p1.dut_mac);
+            let mut ip = wirespeed_packet::wire::ipv4::Packet::new_checked(&mut out[14..]).unwrap();
+            ip.set_ttl(63);
+            ip.fill_checksum();
+            out
+        })
+        .collect();
+    send(&mut t0, &mut pool, &input);
+    assert_same(
+        &receive_all(&mut t1, &mut pool, expected.len(), TEST_PORT),
+        &expected,
+    );
+    let (success, out) = switch.interrupt();
+    assert!(success && out.contains("conservation holds"), "{out}");
 }
 
 #[test]

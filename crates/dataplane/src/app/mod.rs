@@ -9,12 +9,16 @@
 //! (see [`crate::command`]): an app that keeps a table implements the commands for it there.
 
 pub mod bridge;
+pub mod openflow;
+pub mod router;
 pub mod xconnect;
 
 use wirespeed_io::Port;
 use wirespeed_packet::flow_key::FlowKey;
 use wirespeed_packet::{Batch, Desc, FramePool, Meta};
 
+pub use openflow::OpenFlow;
+pub use router::Router;
 pub use xconnect::Xconnect;
 
 use crate::command::{AppCommand, AppReply};
@@ -57,6 +61,10 @@ pub trait App: Send {
 
     /// Appends the app's own counters (name, value) for stats output.
     fn counters(&self, out: &mut Vec<(&'static str, u64)>);
+
+    /// Gives back every frame the app still holds (e.g. packets waiting for a neighbour); the
+    /// worker calls it when it shuts down.
+    fn release_all(&mut self, _pool: &mut FramePool) {}
 
     /// Applies a run-time change or answers a query, between two batches. A replaced table goes
     /// back in [`AppReply::Retired`] so that it is freed on the control thread. Apps without

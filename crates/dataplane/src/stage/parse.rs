@@ -5,8 +5,8 @@
 //! here; this stage counts only what it parsed.
 
 use wirespeed_packet::flow_key::FlowKey;
-use wirespeed_packet::parse::parse;
-use wirespeed_packet::{Batch, DropReason, FramePool};
+use wirespeed_packet::parse::parse_batch;
+use wirespeed_packet::{Batch, FramePool};
 
 /// Counters of the parse stage.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,27 +28,14 @@ impl Parse {
         Self::default()
     }
 
-    /// Parses every packet of `batch`; `keys[i]` receives packet i's flow key.
+    /// Parses every packet of `batch`; `keys[i]` receives packet i's flow key. The loop itself
+    /// is [`parse_batch`], which picks the copy of the parser compiled for this CPU once per
+    /// batch.
     pub fn process(&mut self, pool: &FramePool, batch: &mut Batch, keys: &mut [FlowKey]) {
-        let (descs, metas) = batch.split_mut();
-        for ((desc, meta), key) in descs.iter().zip(metas.iter_mut()).zip(keys.iter_mut()) {
-            let frame = pool.frame(desc.frame);
-            let start = desc.offset as usize;
-            let Some(bytes) = frame.get(start..start + desc.len as usize) else {
-                // A descriptor that points outside its frame is a backend bug or a hostile
-                // length; either way the packet cannot be trusted.
-                meta.drop = Some(DropReason::Oversize);
-                self.counters.malformed += 1;
-                continue;
-            };
-            match parse(bytes, desc.port, meta, key) {
-                Ok(()) => self.counters.parsed += 1,
-                Err(reason) => {
-                    meta.drop = Some(reason);
-                    self.counters.malformed += 1;
-                }
-            }
-        }
+        let packets = batch.len().min(keys.len());
+        let malformed = parse_batch(pool, batch, keys);
+        self.counters.parsed += (packets - malformed) as u64;
+        self.counters.malformed += malformed as u64;
     }
 
     pub fn counters(&self) -> ParseCounters {

@@ -1,4 +1,8 @@
 //! Lookup tables used by the stages.
 
+pub mod classifier;
 pub mod fib;
+pub mod flow_cache;
+pub mod interfaces;
 pub mod mac;
+pub mod neighbour;

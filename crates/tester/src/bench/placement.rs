@@ -110,31 +110,61 @@ pub fn place_kernel(
             plan.receiver_cpu,
         ),
     ] {
-        let threaded = format!("echo 1 > /sys/class/net/{interface}/threaded");
-        for (program, args) in [
-            ("ethtool", vec!["-K", interface.as_str(), "gro", "on"]),
-            ("sh", vec!["-c", threaded.as_str()]),
-        ] {
-            log.push(format!("ip netns exec {ns} {program} {}", args.join(" ")));
-            run_in(ns, program, &args)?;
-        }
-        let threads = napi_threads(interface);
-        if threads.is_empty() {
-            return Err(PlacementError::NoNapiThread {
-                interface: interface.clone(),
-            });
-        }
-        for (pid, comm) in threads {
-            let pid_text = pid.to_string();
-            let cpu_text = cpu.to_string();
-            log.push(format!("taskset -pc {cpu} {pid}  # {comm}"));
-            run("taskset", &["-pc", &cpu_text, &pid_text])?;
-            renice(pid, plan.nice, log)?;
-            let thread = format!("{comm} (pid {pid})");
-            placed.push(expect_on(&thread, &format!("/proc/{pid}"), cpu, plan.nice)?);
-        }
+        placed.extend(place_napi_niced(ns, interface, cpu, plan.nice, log)?);
     }
     Ok(placed)
+}
+
+/// Gives `interface` (in namespace `ns`) threaded NAPI and pins its NAPI threads to `cpu`,
+/// leaving their priority alone; returns them as read back. Commands run are appended to `log`.
+pub fn place_napi(
+    ns: &str,
+    interface: &str,
+    cpu: usize,
+    log: &mut Vec<String>,
+) -> Result<Vec<Placed>, PlacementError> {
+    place_napi_niced(ns, interface, cpu, None, log)
+}
+
+/// [`place_napi`], also giving the NAPI threads nice value `nice` when there is one.
+pub fn place_napi_niced(
+    ns: &str,
+    interface: &str,
+    cpu: usize,
+    nice: Option<i32>,
+    log: &mut Vec<String>,
+) -> Result<Vec<Placed>, PlacementError> {
+    let mut placed = Vec::new();
+    let threaded = format!("echo 1 > /sys/class/net/{interface}/threaded");
+    for (program, args) in [
+        ("ethtool", vec!["-K", interface, "gro", "on"]),
+        ("sh", vec!["-c", threaded.as_str()]),
+    ] {
+        log.push(format!("ip netns exec {ns} {program} {}", args.join(" ")));
+        run_in(ns, program, &args)?;
+    }
+    let threads = napi_threads(interface);
+    if threads.is_empty() {
+        return Err(PlacementError::NoNapiThread {
+            interface: interface.into(),
+        });
+    }
+    for (pid, comm) in threads {
+        let pid_text = pid.to_string();
+        let cpu_text = cpu.to_string();
+        log.push(format!("taskset -pc {cpu} {pid}  # {comm}"));
+        run("taskset", &["-pc", &cpu_text, &pid_text])?;
+        renice(pid, nice, log)?;
+        let thread = format!("{comm} (pid {pid})");
+        placed.push(expect_on(&thread, &format!("/proc/{pid}"), cpu, nice)?);
+    }
+    Ok(placed)
+}
+
+/// Checks that every thread of process `pid` whose name starts with `prefix` may run only on
+/// `cpu`, leaving priorities alone; returns them. An error if there is none.
+pub fn check_threads(pid: u32, prefix: &str, cpu: usize) -> Result<Vec<Placed>, PlacementError> {
+    place_process(pid, prefix, cpu, None, &mut Vec::new())
 }
 
 /// Gives every thread of process `pid` the plan's nice value, and checks that the threads whose

@@ -36,6 +36,24 @@ impl TesterPorts {
     /// 2048-byte frames; the calling thread returns to its namespace afterwards. The two fill
     /// rings take 4096 frames, so `frames` must be well above that (8192 at least).
     pub fn open(wiring: &Wiring, frames: u32) -> Result<TesterPorts, String> {
+        Self::open_interfaces(
+            &wiring.tester_ns,
+            &wiring.ingress.tester_if,
+            &wiring.egress.tester_if,
+            frames,
+        )
+    }
+
+    /// Opens `sender` (as `t0`) and `receiver` (as `t1`) in namespace `ns`, as [`open`] does
+    /// (the calibration uses the looped-back pair this way).
+    ///
+    /// [`open`]: TesterPorts::open
+    pub fn open_interfaces(
+        ns: &str,
+        sender: &str,
+        receiver: &str,
+        frames: u32,
+    ) -> Result<TesterPorts, String> {
         if frames < 8192 {
             return Err(format!(
                 "a tester pool of {frames} frames is too small: the fill rings of t0 and t1 \
@@ -49,11 +67,11 @@ impl TesterPorts {
             zero_copy: false,
             ..AfXdpConfig::default()
         };
-        let _inside = wirespeed_lab::enter(&wiring.tester_ns)
-            .map_err(|error| format!("entering {}: {error}", wiring.tester_ns))?;
-        let t0 = AfXdpPort::open(&wiring.ingress.tester_if, &config, &umem, &mut pool)
+        let _inside =
+            wirespeed_lab::enter(ns).map_err(|error| format!("entering {ns}: {error}"))?;
+        let t0 = AfXdpPort::open(sender, &config, &umem, &mut pool)
             .map_err(|error| error.to_string())?;
-        let t1 = AfXdpPort::open(&wiring.egress.tester_if, &config, &umem, &mut pool)
+        let t1 = AfXdpPort::open(receiver, &config, &umem, &mut pool)
             .map_err(|error| error.to_string())?;
         Ok(TesterPorts {
             t0,

@@ -5,19 +5,27 @@
 //!
 //! | bytes | field |
 //! | --- | --- |
-//! | 0..8 | [`SIGNATURE`] |
-//! | 8..12 | flow id |
-//! | 12..20 | sequence number (per flow, from 0) |
-//! | 20..28 | TX timestamp (nanoseconds or TSC cycles; the run records which) |
+//! | 0..4 | [`SIGNATURE`] |
+//! | 4..6 | flow id |
+//! | 6..10 | sequence number (per flow, from 0) |
+//! | 10..18 | TX timestamp (nanoseconds or TSC cycles; the run records which) |
+//!
+//! 18 bytes, because that is the UDP payload of the 64-byte IPv4 frame RFC 2544 tests most: every
+//! frame of a test carries a probe, at every frame size, so latency and sequence are measured on
+//! all of them rather than on a few larger probe frames mixed in (which would change the traffic
+//! being measured). The price is a 4-byte signature (a foreign UDP frame starts with it by chance
+//! once in 2^32), flow ids up to 65,535 (flows are UDP source ports, 16 bits anyway) and sequence
+//! numbers up to 2^32 per flow (71 minutes at 1 Mpps on one flow; a trial lasts at most minutes).
 //!
 //! Frames are built once from a [`Template`]; per packet the generator stamps the flow
 //! ([`Template::stamp`], which sets the UDP checksum of the template's frame with a zero
-//! payload) and then writes the probe: 28 bytes of stores plus an RFC 1624 incremental update of
-//! that checksum by the ones' complement sum of the 28 new bytes (they start on an even offset
+//! payload) and then writes the probe: 18 bytes of stores plus an RFC 1624 incremental update of
+//! that checksum by the ones' complement sum of the 18 new bytes (they start on an even offset
 //! of the UDP segment, so they are whole words). The checksum stays correct for IPv4 and IPv6
-//! without summing the frame. An IPv4 frame whose checksum is 0 ("none") keeps 0. The probe needs 28 bytes of payload: an untagged IPv4 frame of at least
-//! 74 bytes (with FCS), IPv6 94; the 64-byte frames of RFC 2544 have only 18 and cannot carry
-//! one, which [`ProbeWriter::new`] refuses with the smallest size that works.
+//! without summing the frame. An IPv4 frame whose checksum is 0 ("none") keeps 0. The probe
+//! needs 18 bytes of payload: an untagged IPv4 frame of at least 64 bytes (with FCS), a tagged
+//! one 68, IPv6 84; [`ProbeWriter::new`] refuses smaller templates with the smallest size that
+//! works.
 //!
 //! The reader parses Ethernet (up to two VLAN tags), IPv4 (any header length, unfragmented) or
 //! IPv6 (no extension headers) and UDP by hand with checked slicing: any byte string gives a
@@ -28,11 +36,11 @@ use wirespeed_packet::checksum;
 use super::Template;
 use super::template::FCS_LEN;
 
-/// The first 8 bytes of every probe's payload.
-pub const SIGNATURE: [u8; 8] = *b"wsprobe1";
+/// The first 4 bytes of every probe's payload.
+pub const SIGNATURE: [u8; 4] = *b"wsP2";
 
 /// Bytes a probe takes in the UDP payload.
-pub const PROBE_LEN: usize = 28;
+pub const PROBE_LEN: usize = 18;
 
 const ETHERNET_LEN: usize = 14;
 const UDP_LEN: usize = 8;
@@ -40,8 +48,8 @@ const UDP_LEN: usize = 8;
 /// The fields a probe carries.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Probe {
-    pub flow: u32,
-    pub sequence: u64,
+    pub flow: u16,
+    pub sequence: u32,
     pub timestamp: u64,
 }
 
@@ -136,10 +144,10 @@ impl ProbeWriter {
     #[inline]
     pub fn write(&self, frame: &mut [u8], probe: &Probe) -> bool {
         let mut bytes = [0u8; PROBE_LEN];
-        bytes[..8].copy_from_slice(&SIGNATURE);
-        bytes[8..12].copy_from_slice(&probe.flow.to_be_bytes());
-        bytes[12..20].copy_from_slice(&probe.sequence.to_be_bytes());
-        bytes[20..28].copy_from_slice(&probe.timestamp.to_be_bytes());
+        bytes[..4].copy_from_slice(&SIGNATURE);
+        bytes[4..6].copy_from_slice(&probe.flow.to_be_bytes());
+        bytes[6..10].copy_from_slice(&probe.sequence.to_be_bytes());
+        bytes[10..18].copy_from_slice(&probe.timestamp.to_be_bytes());
         let Some(area) = frame.get_mut(self.probe_at..self.probe_at + PROBE_LEN) else {
             return false;
         };
@@ -172,18 +180,15 @@ pub fn read(frame: &[u8]) -> Result<Probe, ProbeError> {
     let bytes = frame
         .get(payload..payload + PROBE_LEN)
         .ok_or(ProbeError::Truncated)?;
-    if bytes[..8] != SIGNATURE {
+    if bytes[..4] != SIGNATURE {
         return Err(ProbeError::NoSignature);
     }
-    let u64_at = |at: usize| {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&bytes[at..at + 8]);
-        u64::from_be_bytes(word)
-    };
+    let mut timestamp = [0u8; 8];
+    timestamp.copy_from_slice(&bytes[10..18]);
     Ok(Probe {
-        flow: u32::from_be_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]),
-        sequence: u64_at(12),
-        timestamp: u64_at(20),
+        flow: u16::from_be_bytes([bytes[4], bytes[5]]),
+        sequence: u32::from_be_bytes([bytes[6], bytes[7], bytes[8], bytes[9]]),
+        timestamp: u64::from_be_bytes(timestamp),
     })
 }
 
@@ -224,7 +229,7 @@ mod tests {
         };
         vec![
             TemplateConfig {
-                frame_size: 74,
+                frame_size: 64,
                 flows: 16,
                 ..TemplateConfig::default()
             },
@@ -249,11 +254,11 @@ mod tests {
             for _ in 0..2000 {
                 // Restamp to another flow, then write that flow's probe over the last one.
                 let probe = Probe {
-                    flow: rng.next_u64() as u32 % 16,
-                    sequence: rng.next_u64(),
+                    flow: rng.next_u64() as u16 % 16,
+                    sequence: rng.next_u64() as u32,
                     timestamp: rng.next_u64(),
                 };
-                template.stamp(&mut frame, probe.flow);
+                template.stamp(&mut frame, probe.flow.into());
                 assert!(writer.write(&mut frame, &probe));
                 assert!(udp_checksum_ok(&frame[..len]), "{config:?} {probe:?}");
                 assert_eq!(read(&frame[..len]), Ok(probe));
@@ -274,21 +279,26 @@ mod tests {
 
     #[test]
     fn small_frames_and_foreign_frames_are_refused() {
-        let small = Template::new(&TemplateConfig::default()).unwrap();
+        // A tagged 64-byte frame has 14 bytes of payload: 68 bytes is the smallest that works.
+        let small = Template::new(&TemplateConfig {
+            vlan: Some(5),
+            ..TemplateConfig::default()
+        })
+        .unwrap();
         assert_eq!(
             ProbeWriter::new(&small),
             Err(ProbeError::TooShort {
-                payload: 18,
-                min_frame: 74
+                payload: 14,
+                min_frame: 68
             })
         );
         let template = Template::new(&configs()[0]).unwrap();
         let writer = ProbeWriter::new(&template).unwrap();
         let mut frame = template.bytes().to_vec();
         assert_eq!(read(&frame), Err(ProbeError::NoSignature));
-        assert!(!writer.write(&mut frame[..60], &Probe::default()));
+        assert!(!writer.write(&mut frame[..50], &Probe::default()));
         writer.write(&mut frame, &Probe::default());
-        assert_eq!(read(&frame[..60]), Err(ProbeError::Truncated));
+        assert_eq!(read(&frame[..50]), Err(ProbeError::Truncated));
         let mut tcp = frame.clone();
         tcp[14 + 9] = 6;
         assert_eq!(read(&tcp), Err(ProbeError::NotUdp));
@@ -305,7 +315,7 @@ mod tests {
         }
 
         #[test]
-        fn reading_a_damaged_probe_never_panics(at in 0usize..74, cut in 0usize..74) {
+        fn reading_a_damaged_probe_never_panics(at in 0usize..64, cut in 0usize..64) {
             let template = Template::new(&configs()[0]).unwrap();
             let writer = ProbeWriter::new(&template).unwrap();
             let mut frame = template.bytes().to_vec();

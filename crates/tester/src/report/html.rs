@@ -269,17 +269,39 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
     out.push_str(&escape(&setup.config));
     out.push_str("</pre>");
     if let Some(calibration) = &report.calibration {
-        out.push_str("<h2>Calibration (tester without DuT)</h2><table><tr><th>frame size</th><th>tester limit (frames/s)</th></tr>");
+        out.push_str("<h2>Calibration (tester without DuT, looped-back veth)</h2><table><tr><th>frame size (B)</th><th>tester limit (frames/s)</th><th>bare-path latency p50 / p99 / max (µs)</th></tr>");
         for (size, fps) in &calibration.throughput {
-            let _ = write!(out, "<tr><td>{size}</td><td>{}</td></tr>", si(*fps));
+            let floor = calibration
+                .latency_by_size
+                .iter()
+                .find(|(s, _)| s == size)
+                .map(|(_, l)| {
+                    format!(
+                        "{:.1} / {:.1} / {:.1}",
+                        l.p50_ns as f64 / 1e3,
+                        l.p99_ns as f64 / 1e3,
+                        l.max_ns as f64 / 1e3
+                    )
+                })
+                .unwrap_or_else(|| "–".into());
+            let _ = write!(
+                out,
+                "<tr><td>{size}</td><td>{}</td><td>{floor}</td></tr>",
+                si(*fps)
+            );
         }
         let _ = write!(
             out,
-            "</table><p>Bare-path latency: p50 {} ns, p99 {} ns, max {} ns.</p>",
-            calibration.latency.p50_ns, calibration.latency.p99_ns, calibration.latency.max_ns
+            "</table><p>Bare-path latency: p50 {} ns, p99 {} ns, max {} ns. A result is \
+             tester-limited when its NDR reaches {:.0} % of the tester's own limit; latency \
+             \"minus floor\" subtracts the bare path's median at the same frame size.</p>",
+            calibration.latency.p50_ns,
+            calibration.latency.p99_ns,
+            calibration.latency.max_ns,
+            100.0 * super::TESTER_SHARE
         );
     }
-    out.push_str("<h2>Results</h2><table><tr><th>frame size (B)</th><th>line rate (frames/s)</th><th>NDR (frames/s)</th><th>NDR (bit/s)</th><th>NDR repeats min / median / max</th><th>PDR (frames/s)</th><th>latency p50 / p99 / p99.9 at highest load (µs)</th></tr>");
+    out.push_str("<h2>Results</h2><table><tr><th>frame size (B)</th><th>line rate (frames/s)</th><th>NDR (frames/s)</th><th>NDR (bit/s)</th><th>limit</th><th>NDR repeats min / median / max</th><th>PDR (frames/s)</th><th>latency p50 / p99 / p99.9 at highest load (µs)</th><th>same minus floor (µs)</th><th>tester vs kernel counters (tx / rx)</th></tr>");
     for result in &report.results {
         let ndr = result.ndr();
         let repeats = result
@@ -295,9 +317,8 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
                 )
             })
             .unwrap_or_else(|| "–".into());
-        let latency = result
-            .latency
-            .last()
+        let at = result.latency.last();
+        let latency = at
             .map(|at| {
                 let s = &at.summary;
                 format!(
@@ -308,17 +329,58 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
                 )
             })
             .unwrap_or_else(|| "–".into());
+        let floor = report
+            .calibration
+            .as_ref()
+            .and_then(|c| c.floor_ns(result.frame_size));
+        let minus_floor = at
+            .zip(floor)
+            .map(|(at, floor)| {
+                let s = &at.summary;
+                let less = |v: u64| v.saturating_sub(floor) as f64 / 1e3;
+                format!(
+                    "{:.1} / {:.1} / {:.1}",
+                    less(s.p50_ns),
+                    less(s.p99_ns),
+                    less(s.p999_ns)
+                )
+            })
+            .unwrap_or_else(|| "–".into());
+        let counters = result
+            .counters
+            .map(|c| {
+                format!(
+                    "{} / {} vs {} / {} ({:.3} % / {:.3} %)",
+                    c.transmitted,
+                    c.arrived,
+                    c.kernel_tx,
+                    c.kernel_rx,
+                    100.0 * c.tx_error(),
+                    100.0 * c.rx_error()
+                )
+            })
+            .unwrap_or_else(|| "–".into());
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             result.frame_size,
             si(report.line_rate(result.frame_size)),
             number(ndr),
             number(ndr.map(|n| wire_bits_per_second(n, result.frame_size))),
+            result.limit.map_or("–", |l| l.label()),
             repeats,
             number(result.pdr()),
-            latency
+            latency,
+            minus_floor,
+            escape(&counters)
         );
+    }
+    if !report.notes.is_empty() {
+        out.push_str("</table><h2>Notes</h2><ul>");
+        for note in &report.notes {
+            let _ = write!(out, "<li>{}</li>", escape(note));
+        }
+        out.push_str("</ul><table>");
     }
     out.push_str("</table><h2>Plots</h2><div class=\"plots\">");
     for plot in plots(report) {

@@ -19,6 +19,7 @@ use crate::rfc2544::{
     BackToBackResult, LossRateResult, MlrResult, RecoveryResult, ThroughputResult, line_rate,
 };
 use crate::stats::{LatencySummary, SequenceCounts};
+use crate::trial::CounterCheck;
 
 pub mod csv;
 pub mod html;
@@ -37,6 +38,10 @@ pub struct Report {
     pub calibration: Option<Calibration>,
     /// One entry per frame size, in increasing size.
     pub results: Vec<FrameSizeResult>,
+    /// What the reader must know that the numbers do not say (an interrupted run, a failed
+    /// trial).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// How the run was made.
@@ -96,6 +101,60 @@ pub struct Calibration {
     /// Latency of the bare path (subtractable from the DuT's).
     pub latency: LatencySummary,
     pub pacing: Option<PacingAccuracy>,
+    /// The bare path's latency per frame size (`latency` is the smallest size's).
+    #[serde(default)]
+    pub latency_by_size: Vec<(u32, LatencySummary)>,
+}
+
+impl Calibration {
+    /// The tester's own maximum rate at `frame_size`, frames/s.
+    pub fn max_rate(&self, frame_size: u32) -> Option<f64> {
+        self.throughput
+            .iter()
+            .find(|(size, _)| *size == frame_size)
+            .map(|&(_, rate)| rate)
+    }
+
+    /// The latency floor subtracted from a DuT's latency at `frame_size`: the bare path's
+    /// median there (the typical cost of the tester's own path), nanoseconds.
+    pub fn floor_ns(&self, frame_size: u32) -> Option<u64> {
+        self.latency_by_size
+            .iter()
+            .find(|(size, _)| *size == frame_size)
+            .map(|(_, summary)| summary.p50_ns)
+            .or((self.latency.count > 0).then_some(self.latency.p50_ns))
+    }
+}
+
+/// Who held a result down, from the calibration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Limit {
+    /// The NDR is below [`TESTER_SHARE`] of what the tester does without a DuT.
+    DutLimited,
+    /// The DuT forwarded (nearly) everything the tester can offer: its real limit is higher.
+    TesterLimited,
+}
+
+/// Share of the tester's own maximum at or above which a result is tester-limited.
+pub const TESTER_SHARE: f64 = 0.95;
+
+impl Limit {
+    /// Classifies an NDR against the tester's maximum at the same frame size.
+    pub fn of(ndr: f64, tester_max: f64) -> Limit {
+        if ndr >= TESTER_SHARE * tester_max {
+            Limit::TesterLimited
+        } else {
+            Limit::DutLimited
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Limit::DutLimited => "DuT-limited",
+            Limit::TesterLimited => "tester-limited",
+        }
+    }
 }
 
 /// Latency measured at one offered load.
@@ -119,6 +178,16 @@ pub struct FrameSizeResult {
     pub latency: Vec<LatencyAtLoad>,
     pub sequence: Option<SequenceCounts>,
     pub pacing: Option<PacingAccuracy>,
+    /// Whether the DuT or the tester was the limit (needs a calibration).
+    #[serde(default)]
+    pub limit: Option<Limit>,
+    /// The tester's own counts against the kernel's interface counters in the trial at the
+    /// NDR (the last latency trial).
+    #[serde(default)]
+    pub counters: Option<CounterCheck>,
+    /// The largest relative disagreement of a single trial (tx or rx side).
+    #[serde(default)]
+    pub counters_max_error: Option<f64>,
 }
 
 impl FrameSizeResult {
@@ -156,6 +225,7 @@ impl Report {
             setup,
             calibration: None,
             results: Vec::new(),
+            notes: Vec::new(),
         }
     }
 

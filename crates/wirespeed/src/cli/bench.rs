@@ -1,4 +1,4 @@
-//! `wirespeed bench forwarding`: wirespeed and its peers side by side in one lab, one DuT core,
+//! `wirespeed bench forwarding` (and `wirespeed bench rfc2544`, in [`super::rfc2544`]): wirespeed and its peers side by side in one lab, one DuT core,
 //! 64-byte frames, with the same placement of every thread for every DuT.
 //!
 //! ```sh
@@ -37,6 +37,8 @@ pub struct BenchArgs {
 enum BenchCommand {
     /// Forwarding rate of wirespeed and its peers, side by side, on one DuT core.
     Forwarding(ForwardingArgs),
+    /// RFC 2544 throughput and latency of one DuT, calibrated, with a full report.
+    Rfc2544(super::rfc2544::Rfc2544Args),
 }
 
 #[derive(Args)]
@@ -93,10 +95,12 @@ pub const DUT_NAMES: [&str; 5] = [
 pub fn run(args: BenchArgs) -> Result<()> {
     match args.what {
         BenchCommand::Forwarding(args) => forwarding(args),
+        BenchCommand::Rfc2544(args) => super::rfc2544::run(args),
     }
 }
 
-fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn Dut>> {
+/// The driver for the DuT called `name` (one of [`DUT_NAMES`]).
+pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn Dut>> {
     Ok(match name {
         "wirespeed-afxdp" => Box::new(WirespeedDut::new(
             WirespeedBackend::AfXdp,
@@ -172,6 +176,7 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         prefix: args.prefix.clone(),
         pairs: 2,
         queues: 1,
+        calibration: false,
     })?;
     let wiring = Wiring::of(&lab).context("the lab has two pairs")?;
     let total = args.runs * args.flows.len() * (duts.len() + 1);

@@ -11,10 +11,16 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use std::net::IpAddr;
 use wirespeed_control::config::PortVlan;
 use wirespeed_control::config::XdpMode as XdpModeConfig;
 use wirespeed_control::config::{AppConfig, BackendConfig, Config, PortConfig};
 use wirespeed_dataplane::app::bridge::{Bridge, BridgeConfig, BridgePort};
+
+use wirespeed_dataplane::app::router::{
+    Gateway, Interface, OptionsPolicy, Prefix as RoutePrefix, Router, RouterConfig,
+    StaticNeighbour, StaticRoute,
+};
 use wirespeed_dataplane::app::{App, Xconnect};
 use wirespeed_dataplane::stage::Task;
 use wirespeed_dataplane::stage::vlan::VlanMode;
@@ -25,6 +31,7 @@ use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, QueueSelection, Umem, XdpAttac
 use wirespeed_io::pcap::PcapPort;
 use wirespeed_packet::FramePool;
 use wirespeed_packet::cpu::tsc_hz;
+use wirespeed_packet::wire::EthernetAddress;
 
 /// Builds the workers the configuration describes.
 pub fn workers(config: &Config) -> Result<Vec<Worker>> {
@@ -61,12 +68,9 @@ pub fn workers(config: &Config) -> Result<Vec<Worker>> {
         for (port, share) in config.ports.iter().zip(&shares) {
             ports.push(open(config, port, share.as_ref(), index, &mut pool, &umem)?);
         }
-        workers.push(Worker::new(
-            worker_config.clone(),
-            pool,
-            ports,
-            app(config, index as u64)?,
-        ));
+        let macs: Vec<[u8; 6]> = ports.iter().map(|p| p.port.info().mac).collect();
+        let app = app(config, index as u64, &macs)?;
+        workers.push(Worker::new(worker_config.clone(), pool, ports, app));
     }
     Ok(workers)
 }
@@ -138,7 +142,8 @@ fn xdp_mode_of(mode: XdpModeConfig) -> XdpMode {
     }
 }
 
-fn app(config: &Config, seed: u64) -> Result<Box<dyn App>> {
+/// The configured app; `macs` are the opened ports' MAC addresses (the router's defaults).
+fn app(config: &Config, seed: u64, macs: &[[u8; 6]]) -> Result<Box<dyn App>> {
     let task = Task::new(
         config.task.spin_cycles as u64,
         config.task.walk_bytes,
@@ -174,6 +179,67 @@ fn app(config: &Config, seed: u64) -> Result<Box<dyn App>> {
             };
             Box::new(Bridge::new(bridge).context("the [bridge] configuration")?)
         }
+        AppConfig::Router(router) => Box::new(
+            Router::new(router_config(router, macs)?).context("the [router] configuration")?,
+        ),
+    })
+}
+
+/// The dataplane's router configuration from the file's.
+fn router_config(
+    config: &wirespeed_control::config::RouterConfig,
+    macs: &[[u8; 6]],
+) -> Result<RouterConfig> {
+    let mut interfaces = Vec::new();
+    for interface in &config.interfaces {
+        let (mut ipv4, mut ipv6) = (Vec::new(), Vec::new());
+        for &(addr, len) in &interface.addresses {
+            match addr {
+                IpAddr::V4(v4) => ipv4.push((v4, len)),
+                IpAddr::V6(v6) => ipv6.push((v6, len)),
+            }
+        }
+        let mac = interface
+            .mac
+            .or_else(|| macs.get(interface.port).copied())
+            .unwrap_or([0; 6]);
+        interfaces.push(Interface {
+            port: interface.port as u16,
+            mac: EthernetAddress(mac),
+            ipv4,
+            ipv6,
+        });
+    }
+    let mut routes = Vec::new();
+    for route in &config.routes {
+        let prefix = RoutePrefix::new(route.prefix.0, route.prefix.1)
+            .with_context(|| format!("route {}/{}", route.prefix.0, route.prefix.1))?;
+        routes.push(StaticRoute {
+            prefix,
+            via: route.via.iter().map(|&gw| Gateway::new(gw)).collect(),
+        });
+    }
+    let neighbours = config
+        .neighbours
+        .iter()
+        .map(|n| StaticNeighbour {
+            port: n.port as u16,
+            addr: n.address,
+            mac: EthernetAddress(n.mac),
+        })
+        .collect();
+    Ok(RouterConfig {
+        interfaces,
+        routes,
+        neighbours,
+        neighbour_capacity: config.neighbour_capacity,
+        icmp_rate: config.icmp_rate,
+        ipv4_options: if config.forward_ipv4_options {
+            OptionsPolicy::Forward
+        } else {
+            OptionsPolicy::Drop
+        },
+        ..RouterConfig::default()
     })
 }
 

@@ -46,6 +46,7 @@ pub fn run(args: LabArgs) -> Result<()> {
                 prefix: prefix.clone(),
                 pairs,
                 queues,
+                calibration: false,
             })?;
             for command in lab.commands() {
                 println!("+ {command}");

@@ -7,5 +7,6 @@ pub mod demo;
 pub mod generate;
 pub mod lab;
 pub mod pcap;
+pub mod rfc2544;
 pub mod stats;
 pub mod switch;

@@ -1,0 +1,166 @@
+//! The OpenFlow app's lookup tiers and the ACL stage, each against the cross-connect measured
+//! in the same run (64-byte frames, batches of 32, memory ports, testkit's Rig).
+//!
+//! * `xconnect`: the ceiling (parse + a port lookup).
+//! * `openflow_cache_hit`: one flow, every packet an exact-match cache hit.
+//! * `openflow_megaflow_hit`: the cache off, every packet a megaflow classifier hit.
+//! * `openflow_tables_1000r_10m`: cache and megaflows off, every packet walks a table of 1000
+//!   rules over 10 masks (none matching) plus a catch-all: the classifier's miss path, 11 probes.
+//! * `acl_1000_cached` / `acl_1000_scan`: 1000 ACL rules (none matching, default permit) in
+//!   front of a cross-connect, with the decision cache and without it (a full linear scan).
+//!
+//! Frames circulate: what the worker sends on port 1 is moved back into port 0 untouched.
+
+use std::net::Ipv4Addr;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use wirespeed_dataplane::app::openflow::{Action, FlowEntry, OpenFlow, OpenFlowConfig};
+use wirespeed_dataplane::app::{App, Context, Xconnect};
+use wirespeed_dataplane::stage::Parse;
+use wirespeed_dataplane::stage::acl::{Acl, AclAction, AclConfig, AclRule, IpPrefix};
+use wirespeed_dataplane::table::classifier::FlowMatch;
+use wirespeed_packet::Batch;
+use wirespeed_tester::generator::{Template, TemplateConfig};
+use wirespeed_testkit::rig::Rig;
+
+const BATCH: usize = 32;
+
+/// Builds the app a case measures.
+type MakeApp = fn() -> Box<dyn App>;
+
+/// 1024 frames of 64 bytes, one flow.
+fn frames() -> Vec<Vec<u8>> {
+    let template = Template::new(&TemplateConfig {
+        flows: 1,
+        ..TemplateConfig::default()
+    })
+    .expect("template");
+    let mut scratch = [0u8; 2048];
+    (0..1024)
+        .map(|i| {
+            let len = template.write(&mut scratch, i);
+            scratch[..len].to_vec()
+        })
+        .collect()
+}
+
+fn loaded(app: Box<dyn App>) -> Rig {
+    let mut rig = Rig::new(app, 2, BATCH);
+    rig.send(0, &frames());
+    // Every case must forward everything: a case that drops would measure the wrong path.
+    for _ in 0..64 {
+        rig.worker.poll_once();
+        rig.recirculate(1, 0);
+    }
+    let counters = rig.worker.counters();
+    assert!(
+        counters.tx_packets > 0 && counters.dropped() == 0,
+        "{counters:?}"
+    );
+    rig
+}
+
+fn openflow(cache_insert_one_in: u32, megaflows: usize, rules: bool) -> OpenFlow {
+    let mut app = OpenFlow::new(OpenFlowConfig {
+        ports: 2,
+        cache_insert_one_in,
+        megaflows,
+        ..OpenFlowConfig::default()
+    });
+    if rules {
+        // Ten prefix lengths over 10.128.0.0/9 (the traffic is elsewhere), 100 rules each.
+        for i in 0..1000u32 {
+            let len = 16 + (i % 10) as u8;
+            let addr = Ipv4Addr::from(0x0a80_0000 + (i << 8));
+            let entry = FlowEntry::new(
+                100 + (i % 50) as u16,
+                FlowMatch::any().ipv4_dst(addr, len),
+                vec![Action::Output(0)],
+            );
+            app.add_flow(0, entry).expect("rule");
+        }
+    }
+    app.add_flow(
+        0,
+        FlowEntry::new(0, FlowMatch::any(), vec![Action::Output(1)]),
+    )
+    .expect("catch-all");
+    app
+}
+
+/// Parse, ACL, then port 0 -> port 1.
+struct Firewall {
+    parse: Parse,
+    acl: Acl,
+}
+
+impl App for Firewall {
+    fn name(&self) -> &'static str {
+        "firewall"
+    }
+
+    fn process(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
+        self.parse.process(ctx.pool, batch, ctx.keys);
+        self.acl.process(batch, ctx.keys);
+        let (descs, metas) = batch.split_mut();
+        for (desc, meta) in descs.iter().zip(metas.iter_mut()) {
+            if meta.drop.is_none() {
+                meta.out_port = desc.port ^ 1;
+            }
+        }
+    }
+
+    fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
+        self.acl.append_counters(out);
+    }
+}
+
+fn firewall(cache_insert_one_in: u32) -> Firewall {
+    let rules = (0..1000u32)
+        .map(|i| AclRule {
+            src: IpPrefix::v4(Ipv4Addr::from(0xc0a8_0000 + (i << 4)), 28),
+            protocol: Some(6),
+            dst_ports: 1..=1023,
+            ..AclRule::any(AclAction::Deny)
+        })
+        .collect();
+    Firewall {
+        parse: Parse::new(),
+        acl: Acl::new(&AclConfig {
+            rules,
+            default: AclAction::Permit,
+            cache_entries: 4096,
+            cache_insert_one_in,
+        }),
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("openflow_64B_batch32");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    let cases: [(&str, MakeApp); 6] = [
+        ("xconnect", || Box::new(Xconnect::new(&[(0, 1)], None))),
+        ("openflow_cache_hit", || Box::new(openflow(1, 1024, false))),
+        ("openflow_megaflow_hit", || {
+            Box::new(openflow(0, 1024, false))
+        }),
+        ("openflow_tables_1000r_10m", || {
+            Box::new(openflow(0, 0, true))
+        }),
+        ("acl_1000_cached", || Box::new(firewall(1))),
+        ("acl_1000_scan", || Box::new(firewall(0))),
+    ];
+    for (name, make) in cases {
+        group.bench_function(name, |b| {
+            let mut rig = loaded(make());
+            b.iter(|| {
+                rig.worker.poll_once();
+                rig.recirculate(1, 0);
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,586 @@
+//! The OpenFlow app: a pipeline of match-action tables (the wire protocol comes later).
+//!
+//! The split is seed 004's fast path / slow path, in Open vSwitch's three tiers:
+//! 1. **exact-match flow cache** (flow key -> resolved action list), then
+//! 2. **megaflow classifier** (tuple space search over the fields the tables consulted),
+//!    together the [`FlowLookup`] stage — the fast path;
+//! 3. **the tables** (`Pipeline::resolve`) — the slow path, run once per new megaflow. Its
+//!    result (the whole pipeline's action list, the flows to credit) is stored and installed
+//!    in the megaflow classifier under the consulted fields, so every later packet that agrees
+//!    on those fields takes the fast path.
+//!
+//! Changing the tables (adding, removing, expiring flows) flushes the megaflows and invalidates
+//! the cache by generation: the next packets rebuild them from the slow path. The megaflow table
+//! has a fixed capacity; when a storm of distinct flows fills it, it is emptied at the start of
+//! the next batch (counted), so the long-lived flows get back in after one packet each. Stored results are
+//! slots reused after a flush, so after warm-up nothing is allocated per packet.
+//!
+//! Per packet, the resolved actions run in order: rewrites in place, an output that is not the
+//! last one sends a copy (a new frame via [`Context::emit`]), the last output moves the packet
+//! itself. Packets, bytes and the time of last use are counted per stored result (one write
+//! per packet, whatever the number of tables) and folded into every flow entry that matched
+//! before flows are read, expired or removed, as Open vSwitch pushes its datapath flows'
+//! statistics up to the OpenFlow flows.
+//! Idle and hard timeouts are in seconds, converted to TSC ticks with the rate taken at
+//! construction; expired flows are removed at the start of a batch, at most every tenth of a
+//! second, never per packet.
+//!
+//! All methods that change tables are called between batches (by the worker's owner).
+
+pub mod action;
+pub mod table;
+
+use wirespeed_packet::cpu::tsc_hz;
+use wirespeed_packet::{Batch, Desc, DropReason, HEADROOM, MAX_BATCH, Meta};
+
+use crate::app::{App, Context};
+use crate::stage::Parse;
+use crate::stage::flow_cache::FlowLookup;
+use crate::table::classifier::{Classifier, FlowMatch, RuleId};
+
+pub use action::{Action, SetField};
+pub use table::{FlowEntry, FlowError, FlowInfo, MAX_FLOW_ACTIONS, MissAction, Trace, TraceStep};
+use table::{FlowState, Pipeline, Resolved};
+
+/// The OpenFlow app's configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenFlowConfig {
+    /// Number of tables (1..=255).
+    pub tables: u8,
+    /// Number of ports (flood goes to all but the ingress).
+    pub ports: u16,
+    /// What a table miss does.
+    pub miss: MissAction,
+    /// Flow entries per table.
+    pub flows_per_table: usize,
+    /// Slots of the exact-match cache.
+    pub cache_entries: usize,
+    /// The cache inserts one miss in this many (0: no cache).
+    pub cache_insert_one_in: u32,
+    /// Megaflows (and stored results) at most (0: every packet takes the slow path).
+    pub megaflows: usize,
+    /// TSC ticks per second; `None` measures the CPU's rate at construction.
+    pub tsc_hz: Option<u64>,
+}
+
+impl Default for OpenFlowConfig {
+    fn default() -> Self {
+        Self {
+            tables: 4,
+            ports: 2,
+            miss: MissAction::Drop,
+            flows_per_table: 65_536,
+            cache_entries: 8192,
+            cache_insert_one_in: 100,
+            megaflows: 16_384,
+            tsc_hz: None,
+        }
+    }
+}
+
+/// Counters of the OpenFlow app. Cache hits, classifier hits and slow-path packets never
+/// overlap: each forwarded packet adds to exactly one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenFlowCounters {
+    pub cache_hits: u64,
+    pub classifier_hits: u64,
+    /// Packets the tables decided (megaflow misses).
+    pub slow_path: u64,
+    /// Packets that missed a table.
+    pub table_misses: u64,
+    /// Megaflows that did not fit (their packets took the slow path).
+    pub megaflows_refused: u64,
+    /// Times a full megaflow table was emptied to make room (between batches).
+    pub megaflow_flushes: u64,
+    pub flows_expired: u64,
+    /// Copies sent (flood, multiple outputs).
+    pub copies: u64,
+    /// Copies lost because the app's extra batch was full.
+    pub emit_overflow: u64,
+    /// Copies lost because the pool had no free frame.
+    pub pool_empty: u64,
+}
+
+/// Where a packet's resolved actions are.
+#[derive(Clone, Copy)]
+enum Source {
+    Stored(usize),
+    Scratch,
+}
+
+/// The OpenFlow match-action pipeline.
+pub struct OpenFlow {
+    config: OpenFlowConfig,
+    parse: Parse,
+    lookup: FlowLookup<u32>,
+    pipeline: Pipeline,
+    /// Stored results, megaflow value -> slot; the first `stored` are in use.
+    results: Vec<Resolved>,
+    stored: usize,
+    scratch: Resolved,
+    batch_results: Box<[Option<u32>]>,
+    copy: Box<[u8]>,
+    ticks_per_second: u64,
+    next_sweep: u64,
+    unstamped: bool,
+    /// Flows with an idle or hard timeout: without any, nothing is swept.
+    timed_flows: usize,
+    /// A megaflow was refused in the last batch.
+    megaflows_full: bool,
+    expired: Vec<(u8, RuleId)>,
+    counters: OpenFlowCounters,
+}
+
+/// Bytes of the copy buffer: the largest frame a pool has.
+const COPY_BUFFER: usize = 4096;
+
+impl OpenFlow {
+    pub fn new(config: OpenFlowConfig) -> Self {
+        let tables = config.tables.max(1);
+        let ticks_per_second = config.tsc_hz.unwrap_or_else(tsc_hz).max(1);
+        Self {
+            parse: Parse::new(),
+            lookup: FlowLookup::new(
+                config.cache_entries,
+                config.cache_insert_one_in,
+                config.megaflows,
+            ),
+            pipeline: Pipeline {
+                tables: (0..tables)
+                    .map(|_| Classifier::new(config.flows_per_table))
+                    .collect(),
+                miss: config.miss,
+            },
+            results: Vec::new(),
+            stored: 0,
+            scratch: Resolved::default(),
+            batch_results: vec![None; MAX_BATCH].into_boxed_slice(),
+            copy: vec![0; COPY_BUFFER].into_boxed_slice(),
+            ticks_per_second,
+            next_sweep: 0,
+            unstamped: false,
+            timed_flows: 0,
+            megaflows_full: false,
+            expired: Vec::new(),
+            counters: OpenFlowCounters::default(),
+            config: OpenFlowConfig { tables, ..config },
+        }
+    }
+
+    fn check(&self, table: u8, entry: &FlowEntry) -> Result<(), FlowError> {
+        let tables = self.config.tables;
+        if table >= tables {
+            return Err(FlowError::NoSuchTable { table, tables });
+        }
+        if let Some(goto) = entry.goto
+            && (goto <= table || goto >= tables)
+        {
+            return Err(FlowError::BadGoto { table, goto });
+        }
+        if entry.actions.len() > MAX_FLOW_ACTIONS {
+            return Err(FlowError::TooManyActions {
+                count: entry.actions.len(),
+            });
+        }
+        for action in &entry.actions {
+            if let Action::Output(port) = *action
+                && port >= self.config.ports
+            {
+                return Err(FlowError::BadPort {
+                    port,
+                    ports: self.config.ports,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a flow to `table`; a flow with the same priority and match is replaced (its
+    /// counters restart). Between batches.
+    pub fn add_flow(&mut self, table: u8, entry: FlowEntry) -> Result<(), FlowError> {
+        self.check(table, &entry)?;
+        self.fold_all();
+        let classifier = &mut self.pipeline.tables[usize::from(table)];
+        let priority = u32::from(entry.priority);
+        if let Some(old) = classifier.find(priority, &entry.matcher)
+            && let Some(flow) = classifier.remove(old)
+            && flow.entry.has_timeout()
+        {
+            self.timed_flows -= 1;
+        }
+        let timed = entry.has_timeout();
+        let matcher = entry.matcher;
+        let state = FlowState {
+            entry,
+            packets: 0,
+            bytes: 0,
+            installed: 0,
+            last_used: 0,
+            stamped: false,
+        };
+        let result = classifier.insert(priority, matcher, state);
+        self.flush_fast_path();
+        result.map(|_| ()).map_err(|_| FlowError::TableFull {
+            table,
+            capacity: self.config.flows_per_table,
+        })?;
+        self.unstamped = true;
+        self.timed_flows += usize::from(timed);
+        Ok(())
+    }
+
+    /// Removes, from every table, the flows `matcher` covers (OpenFlow's non-strict delete:
+    /// `FlowMatch::any()` removes everything). Returns how many. Between batches.
+    pub fn remove_flows(&mut self, matcher: &FlowMatch) -> usize {
+        self.fold_all();
+        let mut removed = 0;
+        for classifier in &mut self.pipeline.tables {
+            let ids: Vec<RuleId> = classifier
+                .iter()
+                .filter(|(_, _, m, _)| matcher.covers(m))
+                .map(|(id, ..)| id)
+                .collect();
+            for id in ids {
+                if let Some(flow) = classifier.remove(id) {
+                    removed += 1;
+                    self.timed_flows -= usize::from(flow.entry.has_timeout());
+                }
+            }
+        }
+        if removed > 0 {
+            self.flush_fast_path();
+        }
+        removed
+    }
+
+    /// Every flow with its counters, table by table (`&mut`: the fast path's pending counts are
+    /// folded in first). Between batches.
+    pub fn flows(&mut self) -> Vec<FlowInfo> {
+        self.fold_all();
+        let mut out = Vec::new();
+        for (table, classifier) in self.pipeline.tables.iter().enumerate() {
+            for (_, _, _, flow) in classifier.iter() {
+                out.push(FlowInfo {
+                    table: table as u8,
+                    entry: flow.entry.clone(),
+                    packets: flow.packets,
+                    bytes: flow.bytes,
+                });
+            }
+        }
+        out.sort_by_key(|f| (f.table, std::cmp::Reverse(f.entry.priority)));
+        out
+    }
+
+    pub fn counters(&self) -> OpenFlowCounters {
+        let lookup = self.lookup.counters();
+        OpenFlowCounters {
+            cache_hits: lookup.cache_hits,
+            classifier_hits: lookup.classifier_hits,
+            ..self.counters
+        }
+    }
+
+    /// How the tables decide a flow key, table by table (the slow path's walk; a trace counts
+    /// as a classifier lookup). Between batches.
+    pub fn trace(&mut self, key: &wirespeed_packet::FlowKey) -> Trace {
+        self.pipeline.trace(key)
+    }
+
+    /// Megaflows installed now.
+    pub fn megaflows(&self) -> usize {
+        self.lookup.classifier().len()
+    }
+
+    /// Folds the counts the fast path kept per megaflow into the flow entries. Called before
+    /// anything reads or removes flow entries.
+    fn fold_all(&mut self) {
+        let stored = self.stored.min(self.results.len());
+        for resolved in &mut self.results[..stored] {
+            resolved.fold_into(&mut self.pipeline.tables);
+        }
+    }
+
+    /// Drops every megaflow and cached entry (the tables changed; counts already folded).
+    fn flush_fast_path(&mut self) {
+        self.lookup.clear();
+        self.stored = 0;
+    }
+
+    /// Removes the flows whose idle or hard timeout has passed at TSC `now`; returns how many.
+    /// The app calls it at the start of a batch; the control plane may call it between batches.
+    pub fn expire(&mut self, now: u64) -> usize {
+        self.fold_all();
+        let hz = self.ticks_per_second;
+        self.expired.clear();
+        for (table, classifier) in self.pipeline.tables.iter().enumerate() {
+            for (id, _, _, flow) in classifier.iter() {
+                if !flow.stamped {
+                    continue;
+                }
+                let hard = u64::from(flow.entry.hard_timeout).saturating_mul(hz);
+                let idle = u64::from(flow.entry.idle_timeout).saturating_mul(hz);
+                let hard_over = hard > 0 && now.wrapping_sub(flow.installed) >= hard;
+                let idle_over = idle > 0 && now.wrapping_sub(flow.last_used) >= idle;
+                if hard_over || idle_over {
+                    self.expired.push((table as u8, id));
+                }
+            }
+        }
+        for &(table, id) in &self.expired {
+            if let Some(flow) = self.pipeline.tables[usize::from(table)].remove(id) {
+                self.timed_flows -= usize::from(flow.entry.has_timeout());
+            }
+        }
+        let count = self.expired.len();
+        if count > 0 {
+            self.counters.flows_expired += count as u64;
+            self.flush_fast_path();
+        }
+        count
+    }
+
+    /// Between batches: starts the clocks of new flows, expires old ones now and then, empties
+    /// a full megaflow table.
+    fn housekeeping(&mut self, now: u64) {
+        if self.megaflows_full {
+            // A storm of distinct flows filled it; the flows that matter come back after a
+            // packet each, the storm's do not crowd them out for good.
+            self.fold_all();
+            self.flush_fast_path();
+            self.megaflows_full = false;
+            self.counters.megaflow_flushes += 1;
+        }
+        if self.unstamped {
+            for classifier in &mut self.pipeline.tables {
+                for flow in classifier.values_mut() {
+                    if !flow.stamped {
+                        flow.installed = now;
+                        flow.last_used = now;
+                        flow.stamped = true;
+                    }
+                }
+            }
+            self.unstamped = false;
+        }
+        if self.timed_flows > 0 && now.wrapping_sub(self.next_sweep) < u64::MAX / 2 {
+            self.expire(now);
+            self.next_sweep = now.wrapping_add(self.ticks_per_second / 10);
+        }
+    }
+
+    /// The slow path for one packet: walks the tables, stores the result and installs its
+    /// megaflow when there is room.
+    fn upcall(&mut self, key: &wirespeed_packet::FlowKey) -> Source {
+        self.counters.slow_path += 1;
+        let capacity = self.config.megaflows;
+        if self.stored < capacity {
+            if self.results.len() <= self.stored {
+                self.results.push(Resolved::default());
+            }
+            let slot = self.stored;
+            let consulted = self.pipeline.resolve(key, &mut self.results[slot]);
+            let matcher = FlowMatch::new(*key, consulted);
+            if self.lookup.install(matcher, slot as u32).is_ok() {
+                self.stored += 1;
+                return Source::Stored(slot);
+            }
+            self.counters.megaflows_refused += 1;
+            self.megaflows_full = true;
+            std::mem::swap(&mut self.results[slot], &mut self.scratch);
+            return Source::Scratch;
+        }
+        self.counters.megaflows_refused += 1;
+        self.megaflows_full = capacity > 0;
+        self.pipeline.resolve(key, &mut self.scratch);
+        Source::Scratch
+    }
+}
+
+/// Everything `execute` changes besides the packet.
+struct Effects<'a> {
+    counters: &'a mut OpenFlowCounters,
+    copy: &'a mut [u8],
+    ports: u16,
+}
+
+impl Effects<'_> {
+    /// Runs `resolved` on one packet.
+    fn execute(
+        &mut self,
+        resolved: &Resolved,
+        ctx: &mut Context<'_>,
+        desc: &mut Desc,
+        meta: &mut Meta,
+    ) {
+        if resolved.miss {
+            self.counters.table_misses += 1;
+        }
+        if let [Action::Output(port)] = resolved.actions.as_slice() {
+            // The common case: one output and nothing to rewrite.
+            meta.out_port = *port;
+            return;
+        }
+        let Some(last) = resolved.actions.len().checked_sub(1) else {
+            meta.drop = Some(if resolved.miss {
+                DropReason::TableMiss
+            } else {
+                DropReason::NoOutput
+            });
+            return;
+        };
+        for (i, action) in resolved.actions.iter().enumerate() {
+            let final_action = i == last;
+            match *action {
+                Action::Output(port) => {
+                    if final_action {
+                        meta.out_port = port;
+                    } else {
+                        self.send_copy(ctx, desc, meta, port);
+                    }
+                }
+                Action::Flood => {
+                    let ingress = desc.port;
+                    let last_port = (0..self.ports).rev().find(|&p| p != ingress);
+                    for port in (0..self.ports).filter(|&p| p != ingress) {
+                        if final_action && Some(port) == last_port {
+                            meta.out_port = port;
+                        } else {
+                            self.send_copy(ctx, desc, meta, port);
+                        }
+                    }
+                    if final_action && last_port.is_none() {
+                        meta.drop = Some(DropReason::NoOutput);
+                    }
+                }
+                _ => {
+                    let frame = ctx.pool.frame_mut(desc.frame);
+                    if let Err(reason) = action::rewrite(action, frame, desc, meta) {
+                        meta.drop = Some(reason);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends a copy of the packet as it is now to `port`.
+    fn send_copy(&mut self, ctx: &mut Context<'_>, desc: &Desc, meta: &Meta, port: u16) {
+        let len = usize::from(desc.len);
+        let start = usize::from(desc.offset);
+        let Some(source) = ctx.pool.frame(desc.frame).get(start..start + len) else {
+            return;
+        };
+        let Some(buffer) = self.copy.get_mut(..len) else {
+            return;
+        };
+        buffer.copy_from_slice(source);
+        let Some(frame) = ctx.pool.alloc() else {
+            self.counters.pool_empty += 1;
+            return;
+        };
+        let at = usize::from(HEADROOM);
+        let Some(target) = ctx.pool.frame_mut(frame).get_mut(at..at + len) else {
+            ctx.pool.release(frame);
+            self.counters.pool_empty += 1;
+            return;
+        };
+        target.copy_from_slice(buffer);
+        let copy = Desc {
+            frame,
+            offset: HEADROOM,
+            ..*desc
+        };
+        let copy_meta = Meta {
+            out_port: port,
+            drop: None,
+            ..*meta
+        };
+        if ctx.emit(copy, copy_meta) {
+            self.counters.copies += 1;
+        } else {
+            self.counters.emit_overflow += 1;
+        }
+    }
+}
+
+impl App for OpenFlow {
+    fn name(&self) -> &'static str {
+        "openflow"
+    }
+
+    fn process(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
+        self.housekeeping(ctx.now);
+        self.parse.process(ctx.pool, batch, ctx.keys);
+        let count = batch.len();
+        let Some(results) = self.batch_results.get_mut(..count) else {
+            return;
+        };
+        self.lookup.process(batch, ctx.keys, results);
+        let (descs, metas) = batch.split_mut();
+        for i in 0..count {
+            let (Some(desc), Some(meta), Some(result)) = (
+                descs.get_mut(i),
+                metas.get_mut(i),
+                self.batch_results.get(i).copied(),
+            ) else {
+                break;
+            };
+            if meta.drop.is_some() {
+                continue;
+            }
+            let source = match result {
+                Some(slot) => Source::Stored(slot as usize),
+                None => {
+                    let Some(key) = ctx.keys.get(i) else {
+                        break;
+                    };
+                    // A miss may have been resolved by an earlier packet of the same batch:
+                    // look again before walking the tables (only misses pay this).
+                    match self.lookup.lookup(meta.flow_hash, key) {
+                        Some(slot) => Source::Stored(slot as usize),
+                        None => self.upcall(key),
+                    }
+                }
+            };
+            let resolved = match source {
+                Source::Stored(slot) => self.results.get_mut(slot),
+                Source::Scratch => Some(&mut self.scratch),
+            };
+            let Some(resolved) = resolved else {
+                meta.drop = Some(DropReason::NoOutput);
+                continue;
+            };
+            resolved.packets += 1;
+            resolved.bytes += u64::from(desc.len);
+            resolved.last_used = ctx.now;
+            let mut effects = Effects {
+                counters: &mut self.counters,
+                copy: &mut self.copy,
+                ports: self.config.ports,
+            };
+            effects.execute(resolved, ctx, desc, meta);
+            if let Source::Scratch = source {
+                self.scratch.fold_into(&mut self.pipeline.tables);
+            }
+        }
+    }
+
+    fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
+        let parse = self.parse.counters();
+        out.push(("parse.parsed", parse.parsed));
+        out.push(("parse.malformed", parse.malformed));
+        let c = self.counters();
+        out.push(("openflow.cache_hits", c.cache_hits));
+        out.push(("openflow.classifier_hits", c.classifier_hits));
+        out.push(("openflow.slow_path", c.slow_path));
+        out.push(("openflow.table_misses", c.table_misses));
+        out.push(("openflow.megaflows", self.megaflows() as u64));
+        out.push(("openflow.megaflows_refused", c.megaflows_refused));
+        out.push(("openflow.megaflow_flushes", c.megaflow_flushes));
+        out.push(("openflow.flows_expired", c.flows_expired));
+        out.push(("openflow.copies", c.copies));
+        out.push(("openflow.emit_overflow", c.emit_overflow));
+        out.push(("openflow.pool_empty", c.pool_empty));
+    }
+}

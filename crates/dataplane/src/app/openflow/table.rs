@@ -1,0 +1,287 @@
+//! OpenFlow flow tables and the slow path that walks them.
+//!
+//! A table is a [`Classifier`] of flow entries (priority, match, instructions, timeouts) with
+//! their counters. `Pipeline::resolve` walks the tables for one flow key the way OpenFlow 1.3
+//! §5.1 describes: look up table 0, apply the matching entry's actions (rewriting the key the
+//! next table sees), follow goto-table (always to a higher table, so the walk ends), and on a
+//! miss do the configured miss action. The result is one list of actions for the whole
+//! pipeline, the flow entries to credit, and the fields the walk consulted: the megaflow the
+//! fast path caches.
+
+use wirespeed_packet::flow_key::FlowKey;
+
+use crate::app::openflow::action::Action;
+use crate::table::classifier::{Classifier, FlowMatch, RuleId};
+
+/// Actions one flow entry may carry.
+pub const MAX_FLOW_ACTIONS: usize = 16;
+
+/// A flow entry as the control plane writes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowEntry {
+    /// Higher wins; equal priorities go to the entry added first.
+    pub priority: u16,
+    pub matcher: FlowMatch,
+    /// The apply-actions instruction, in order.
+    pub actions: Vec<Action>,
+    /// The goto-table instruction (a table after this one).
+    pub goto: Option<u8>,
+    /// Seconds without a packet after which the entry is removed (0: never).
+    pub idle_timeout: u16,
+    /// Seconds after insertion after which the entry is removed (0: never).
+    pub hard_timeout: u16,
+    /// Opaque to the data plane.
+    pub cookie: u64,
+}
+
+impl FlowEntry {
+    /// An entry applying `actions` to packets matching `matcher`, without timeouts or goto.
+    pub fn new(priority: u16, matcher: FlowMatch, actions: Vec<Action>) -> Self {
+        Self {
+            priority,
+            matcher,
+            actions,
+            goto: None,
+            idle_timeout: 0,
+            hard_timeout: 0,
+            cookie: 0,
+        }
+    }
+
+    pub fn goto(mut self, table: u8) -> Self {
+        self.goto = Some(table);
+        self
+    }
+
+    pub fn idle_timeout(mut self, seconds: u16) -> Self {
+        self.idle_timeout = seconds;
+        self
+    }
+
+    pub fn hard_timeout(mut self, seconds: u16) -> Self {
+        self.hard_timeout = seconds;
+        self
+    }
+
+    /// Whether the entry can expire.
+    pub fn has_timeout(&self) -> bool {
+        self.idle_timeout > 0 || self.hard_timeout > 0
+    }
+}
+
+/// Why a flow entry was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FlowError {
+    #[error("table {table} does not exist: the app has {tables} tables (OpenFlowConfig::tables)")]
+    NoSuchTable { table: u8, tables: u8 },
+    #[error("goto-table {goto} from table {table}: a flow may only go to a later, existing table")]
+    BadGoto { table: u8, goto: u8 },
+    #[error("output to port {port}: the app has {ports} ports (OpenFlowConfig::ports)")]
+    BadPort { port: u16, ports: u16 },
+    #[error("{count} actions in one flow: at most {MAX_FLOW_ACTIONS}")]
+    TooManyActions { count: usize },
+    #[error(
+        "table {table} is full ({capacity} flows): remove flows or raise OpenFlowConfig::flows_per_table"
+    )]
+    TableFull { table: u8, capacity: usize },
+}
+
+/// A flow entry in a table, with its counters.
+#[derive(Clone, Debug)]
+pub(crate) struct FlowState {
+    pub entry: FlowEntry,
+    pub packets: u64,
+    pub bytes: u64,
+    /// TSC when the entry started to count (the first batch after it was added).
+    pub installed: u64,
+    pub last_used: u64,
+    /// Whether `installed` and `last_used` have been set.
+    pub stamped: bool,
+}
+
+/// A flow entry as `flows()` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowInfo {
+    pub table: u8,
+    pub entry: FlowEntry,
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+/// What to do with a packet no flow of a table matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MissAction {
+    /// Drop it ([`DropReason::TableMiss`](wirespeed_packet::DropReason::TableMiss)).
+    Drop,
+    Flood,
+    Output(u16),
+}
+
+/// The whole pipeline's answer for one flow.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Resolved {
+    /// Rewrites and outputs, ending with the last output (nothing after it could matter).
+    pub actions: Vec<Action>,
+    /// Flow entries that matched: (table, rule).
+    pub flows: Vec<(u8, RuleId)>,
+    /// A table missed.
+    pub miss: bool,
+    /// Packets, bytes and the last use since the counts were last folded into the flows
+    /// (per-packet work touches this result only, not every flow entry behind it).
+    pub packets: u64,
+    pub bytes: u64,
+    pub last_used: u64,
+}
+
+impl Resolved {
+    /// Adds the pending counts to the flow entries that matched and starts again from zero.
+    pub fn fold_into(&mut self, tables: &mut [Classifier<FlowState>]) {
+        if self.packets == 0 {
+            return;
+        }
+        for &(table, id) in &self.flows {
+            if let Some(flow) = tables
+                .get_mut(usize::from(table))
+                .and_then(|t| t.data_mut(id))
+            {
+                flow.packets += self.packets;
+                flow.bytes += self.bytes;
+                flow.last_used = flow.last_used.max(self.last_used);
+            }
+        }
+        self.packets = 0;
+        self.bytes = 0;
+    }
+}
+
+/// One table's part in a trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceStep {
+    /// `table` matched a flow: its priority, match, actions and goto.
+    Matched { table: u8, entry: FlowEntry },
+    /// `table` matched nothing; the miss action follows.
+    Missed { table: u8, miss: MissAction },
+}
+
+/// The slow path's walk for one flow key, as `ofproto/trace` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trace {
+    pub steps: Vec<TraceStep>,
+    /// The whole pipeline's actions, as the fast path runs them.
+    pub actions: Vec<Action>,
+}
+
+impl std::fmt::Display for Trace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for step in &self.steps {
+            match step {
+                TraceStep::Matched { table, entry } => {
+                    write!(
+                        f,
+                        "table {table}: priority {} -> {:?}",
+                        entry.priority, entry.actions
+                    )?;
+                    if let Some(goto) = entry.goto {
+                        write!(f, ", goto {goto}")?;
+                    }
+                    writeln!(f)?;
+                }
+                TraceStep::Missed { table, miss } => {
+                    writeln!(f, "table {table}: miss -> {miss:?}")?
+                }
+            }
+        }
+        if self.actions.is_empty() {
+            write!(f, "result: drop")
+        } else {
+            write!(f, "result: {:?}", self.actions)
+        }
+    }
+}
+
+/// The tables.
+pub(crate) struct Pipeline {
+    pub tables: Vec<Classifier<FlowState>>,
+    pub miss: MissAction,
+}
+
+impl Pipeline {
+    /// Walks the tables for `key` like `Pipeline::resolve`, recording each table's part.
+    pub fn trace(&mut self, key: &FlowKey) -> Trace {
+        let mut resolved = Resolved::default();
+        self.resolve(key, &mut resolved);
+        let mut steps: Vec<TraceStep> = resolved
+            .flows
+            .iter()
+            .filter_map(|&(table, id)| {
+                let flow = self.tables.get(usize::from(table))?.data(id)?;
+                Some(TraceStep::Matched {
+                    table,
+                    entry: flow.entry.clone(),
+                })
+            })
+            .collect();
+        if resolved.miss {
+            let table = steps.last().map_or(Some(0), |step| match step {
+                TraceStep::Matched { entry, .. } => entry.goto,
+                TraceStep::Missed { .. } => None,
+            });
+            if let Some(table) = table {
+                steps.push(TraceStep::Missed {
+                    table,
+                    miss: self.miss,
+                });
+            }
+        }
+        Trace {
+            steps,
+            actions: resolved.actions,
+        }
+    }
+
+    /// Walks the tables for `key` into `out`; returns the consulted fields (the megaflow mask).
+    pub fn resolve(&mut self, key: &FlowKey, out: &mut Resolved) -> FlowKey {
+        out.actions.clear();
+        out.flows.clear();
+        out.miss = false;
+        out.packets = 0;
+        out.bytes = 0;
+        let mut key = *key;
+        let mut consulted = FlowKey::EMPTY;
+        let mut table = 0u8;
+        while let Some(classifier) = self.tables.get_mut(usize::from(table)) {
+            let Some(id) = classifier.lookup(&key, &mut consulted) else {
+                out.miss = true;
+                match self.miss {
+                    MissAction::Drop => {}
+                    MissAction::Flood => out.actions.push(Action::Flood),
+                    MissAction::Output(port) => out.actions.push(Action::Output(port)),
+                }
+                break;
+            };
+            out.flows.push((table, id));
+            let Some(flow) = classifier.data(id) else {
+                break;
+            };
+            for action in &flow.entry.actions {
+                if *action == Action::Drop {
+                    out.actions.clear();
+                    return consulted;
+                }
+                action.apply_to_key(&mut key, &mut consulted);
+                out.actions.push(*action);
+            }
+            match flow.entry.goto {
+                Some(next) if next > table => table = next,
+                _ => break,
+            }
+        }
+        let end = out
+            .actions
+            .iter()
+            .rposition(Action::is_output)
+            .map_or(0, |last| last + 1);
+        out.actions.truncate(end);
+        consulted
+    }
+}

@@ -1,0 +1,504 @@
+//! The IPv4/IPv6 router: interfaces with addresses, static routes (ECMP included), a neighbour
+//! table fed by ARP and NDP, ICMP errors, and the per-packet forwarding of DPDK's l3fwd or VPP's
+//! ip4-lookup/ip4-rewrite, as a pipeline of stages:
+//!
+//! 1. [`Parse`] fills metadata and flow keys (the flow hash picks ECMP members).
+//! 2. VLAN-tagged frames are dropped ([`DropReason::VlanFiltered`]): router ports are untagged.
+//! 3. [`Discovery`] answers ARP requests and neighbour solicitations for the router's addresses
+//!    in place and learns from replies, releasing the packets that waited.
+//! 4. [`Route`] checks (header checksum, options policy, martian source), looks up the whole
+//!    batch in the FIBs and decides: local, forward to a neighbour, or an ICMP error.
+//! 5. [`IcmpError`] emits time-exceeded / unreachable errors, rate-limited.
+//! 6. [`Local`] answers pings to the router; other local traffic is consumed and counted.
+//! 7. [`Resolve`] rewrites MACs and TTL for known neighbours and holds the rest while it asks.
+//!
+//! Every table is changed between batches through the methods of [`Router`]: `add_route`,
+//! `remove_route`, `set_routes` (a bulk rebuild), `add_neighbour`. The interfaces' addresses
+//! become connected routes (their subnets) and local routes (/32, /128) in the same FIBs, so one
+//! lookup tells a packet for the router from one to forward.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use wirespeed_packet::wire::EthernetAddress;
+use wirespeed_packet::{Batch, DropReason, FramePool, MAX_BATCH};
+
+use crate::app::{App, Context};
+use crate::stage::Parse;
+use crate::stage::discovery::Discovery;
+use crate::stage::icmp_error::{IcmpError, IcmpKind};
+use crate::stage::local::Local;
+use crate::stage::neighbour::Resolve;
+use crate::stage::route::{Hop, Next, Route};
+use crate::table::fib::{FibError, Ipv4Prefix, Ipv6Prefix, NextHop};
+use crate::table::interfaces::Interfaces;
+use crate::table::neighbour::{Neighbour, NeighbourKey, NeighbourTable, Timers};
+
+pub use crate::stage::route::OptionsPolicy;
+pub use crate::table::interfaces::Interface;
+
+/// An IPv4 or IPv6 prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Prefix {
+    V4(Ipv4Prefix),
+    V6(Ipv6Prefix),
+}
+
+impl Prefix {
+    /// `addr/len` (host bits cleared).
+    pub fn new(addr: IpAddr, len: u8) -> Result<Prefix, FibError> {
+        match addr {
+            IpAddr::V4(a) => Ipv4Prefix::new(a.to_bits(), len).map(Prefix::V4),
+            IpAddr::V6(a) => Ipv6Prefix::new(a.to_bits(), len).map(Prefix::V6),
+        }
+    }
+}
+
+impl std::fmt::Display for Prefix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Prefix::V4(p) => p.fmt(f),
+            Prefix::V6(p) => p.fmt(f),
+        }
+    }
+}
+
+/// A next-hop router.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Gateway {
+    pub addr: IpAddr,
+    /// The port it is on; `None`: the port whose subnet holds `addr` (link-local IPv6 gateways
+    /// need the port).
+    pub port: Option<u16>,
+}
+
+impl Gateway {
+    /// A gateway on whichever port's subnet holds `addr`.
+    pub fn new(addr: IpAddr) -> Gateway {
+        Gateway { addr, port: None }
+    }
+}
+
+/// A static route: a prefix and one gateway, or several for ECMP.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaticRoute {
+    pub prefix: Prefix,
+    pub via: Vec<Gateway>,
+}
+
+/// A configured neighbour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StaticNeighbour {
+    pub port: u16,
+    pub addr: IpAddr,
+    pub mac: EthernetAddress,
+}
+
+/// Everything the router is configured with.
+#[derive(Clone, Debug)]
+pub struct RouterConfig {
+    pub interfaces: Vec<Interface>,
+    pub routes: Vec<StaticRoute>,
+    pub neighbours: Vec<StaticNeighbour>,
+    /// Most neighbour entries (ARP and NDP together).
+    pub neighbour_capacity: usize,
+    /// A learned neighbour not confirmed for this long is forgotten.
+    pub neighbour_aging: Duration,
+    /// Time between two requests for the same unresolved neighbour.
+    pub resolve_retry: Duration,
+    /// Requests sent before an unresolved neighbour is given up (its packets dropped).
+    pub resolve_attempts: u32,
+    /// Packets held per unresolved neighbour.
+    pub hold_per_neighbour: u16,
+    /// Packets held over all neighbours.
+    pub hold_total: usize,
+    /// ICMP errors per second (0: none), and the burst allowed.
+    pub icmp_rate: u32,
+    pub icmp_burst: u32,
+    pub ipv4_options: OptionsPolicy,
+}
+
+impl Default for RouterConfig {
+    fn default() -> Self {
+        RouterConfig {
+            interfaces: Vec::new(),
+            routes: Vec::new(),
+            neighbours: Vec::new(),
+            neighbour_capacity: 4096,
+            neighbour_aging: Duration::from_secs(300),
+            resolve_retry: Duration::from_secs(1),
+            resolve_attempts: 3,
+            hold_per_neighbour: 4,
+            hold_total: 1024,
+            icmp_rate: 1000,
+            icmp_burst: 50,
+            ipv4_options: OptionsPolicy::Drop,
+        }
+    }
+}
+
+/// Why a configuration change was refused; the router is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RouterError {
+    #[error(transparent)]
+    Fib(#[from] FibError),
+    #[error(
+        "route {prefix}: gateway {gateway} is in no interface's subnet; give its port or add an \
+         interface address whose subnet holds it"
+    )]
+    GatewayUnreachable { prefix: String, gateway: IpAddr },
+    #[error("route {prefix}: gateway {gateway} is not of the prefix's address family")]
+    FamilyMismatch { prefix: String, gateway: IpAddr },
+    #[error("route {prefix} has no gateway; give at least one")]
+    NoGateway { prefix: String },
+    #[error("port {port} has no interface; add it to RouterConfig::interfaces first")]
+    UnknownPort { port: u16 },
+    #[error("neighbour table full ({capacity} entries); raise RouterConfig::neighbour_capacity")]
+    NeighbourTableFull { capacity: usize },
+}
+
+/// A prefix and the FIB's next hop for it.
+type RouteEntry = (Prefix, NextHop);
+
+/// The router app. See the module documentation.
+pub struct Router {
+    interfaces: Interfaces,
+    parse: Parse,
+    discovery: Discovery,
+    route: Route,
+    icmp: IcmpError,
+    local: Local,
+    resolve: Resolve,
+    neighbours: NeighbourTable,
+    timers: Timers,
+    next: Box<[Next; MAX_BATCH]>,
+    errors: Box<[Option<IcmpKind>; MAX_BATCH]>,
+    /// Entries made static between batches while packets waited for them.
+    resolved_between: Vec<u32>,
+    /// Held packets dropped because their neighbour never answered or was aged out.
+    hold_expired: u64,
+    neighbours_aged: u64,
+}
+
+fn cycles(duration: Duration, hz: u64) -> u64 {
+    let cycles = duration.as_secs_f64() * hz as f64;
+    if cycles >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        cycles as u64
+    }
+}
+
+impl Router {
+    /// A router as configured. Reads the TSC rate once (about 20 ms the first time in a process).
+    pub fn new(config: RouterConfig) -> Result<Router, RouterError> {
+        let hz = wirespeed_packet::cpu::tsc_hz();
+        let timers = Timers {
+            aging: cycles(config.neighbour_aging, hz),
+            retry: cycles(config.resolve_retry, hz),
+            attempts: config.resolve_attempts,
+        };
+        let mut router = Router {
+            interfaces: Interfaces::new(config.interfaces.clone()),
+            parse: Parse::new(),
+            discovery: Discovery::new(),
+            route: Route::new(config.ipv4_options),
+            icmp: IcmpError::new(config.icmp_rate, config.icmp_burst, hz),
+            local: Local::new(),
+            resolve: Resolve::new(timers),
+            neighbours: NeighbourTable::new(
+                config.neighbour_capacity,
+                config.hold_per_neighbour,
+                config.hold_total,
+            ),
+            timers,
+            next: Box::new([Next::Skip; MAX_BATCH]),
+            errors: Box::new([None; MAX_BATCH]),
+            resolved_between: Vec::new(),
+            hold_expired: 0,
+            neighbours_aged: 0,
+        };
+        router.set_routes(&config.routes)?;
+        for neighbour in &config.neighbours {
+            router.add_neighbour(neighbour)?;
+        }
+        Ok(router)
+    }
+
+    /// The hops of a static route.
+    fn hops(&self, route: &StaticRoute) -> Result<Vec<Hop>, RouterError> {
+        if route.via.is_empty() {
+            return Err(RouterError::NoGateway {
+                prefix: route.prefix.to_string(),
+            });
+        }
+        route
+            .via
+            .iter()
+            .map(|gateway| {
+                let unreachable = || RouterError::GatewayUnreachable {
+                    prefix: route.prefix.to_string(),
+                    gateway: gateway.addr,
+                };
+                match (route.prefix, gateway.addr) {
+                    (Prefix::V4(_), IpAddr::V4(addr)) => {
+                        let port = gateway
+                            .port
+                            .or_else(|| self.interfaces.port_for_v4(addr))
+                            .ok_or_else(unreachable)?;
+                        self.known_port(port)?;
+                        Ok(Hop::Gateway(NeighbourKey::v4(addr, port)))
+                    }
+                    (Prefix::V6(_), IpAddr::V6(addr)) => {
+                        let port = gateway
+                            .port
+                            .or_else(|| self.interfaces.port_for_v6(addr))
+                            .ok_or_else(unreachable)?;
+                        self.known_port(port)?;
+                        Ok(Hop::Gateway(NeighbourKey::v6(addr, port)))
+                    }
+                    _ => Err(RouterError::FamilyMismatch {
+                        prefix: route.prefix.to_string(),
+                        gateway: gateway.addr,
+                    }),
+                }
+            })
+            .collect()
+    }
+
+    fn known_port(&self, port: u16) -> Result<(), RouterError> {
+        match self.interfaces.get(port) {
+            Some(_) => Ok(()),
+            None => Err(RouterError::UnknownPort { port }),
+        }
+    }
+
+    /// The connected (subnet) and local (own address) routes of the interfaces.
+    fn interface_routes(&mut self) -> Result<(Vec<RouteEntry>, Vec<RouteEntry>), RouterError> {
+        let mut connected = Vec::new();
+        let mut local = Vec::new();
+        let own = self.route.next_hop(&[Hop::Local])?;
+        let interfaces: Vec<Interface> = self.interfaces.iter().cloned().collect();
+        for interface in interfaces {
+            let hop = self.route.next_hop(&[Hop::Connected(interface.port)])?;
+            for (addr, len) in interface.ipv4 {
+                connected.push((Prefix::new(IpAddr::V4(addr), len)?, hop));
+                local.push((Prefix::new(IpAddr::V4(addr), 32)?, own));
+            }
+            for (addr, len) in interface.ipv6 {
+                connected.push((Prefix::new(IpAddr::V6(addr), len)?, hop));
+                local.push((Prefix::new(IpAddr::V6(addr), 128)?, own));
+            }
+        }
+        Ok((connected, local))
+    }
+
+    /// Replaces every static route by `routes` in one bulk build (connected and local routes of
+    /// the interfaces are kept; a static route for the same prefix as a connected one wins).
+    /// Nothing changes when it fails.
+    pub fn set_routes(&mut self, routes: &[StaticRoute]) -> Result<(), RouterError> {
+        let (connected, local) = self.interface_routes()?;
+        let mut statics = Vec::with_capacity(routes.len());
+        let mut memo: HashMap<Vec<Hop>, NextHop> = HashMap::new();
+        for route in routes {
+            let hops = self.hops(route)?;
+            let next_hop = match memo.get(&hops) {
+                Some(&next_hop) => next_hop,
+                None => {
+                    let next_hop = self.route.next_hop(&hops)?;
+                    memo.insert(hops, next_hop);
+                    next_hop
+                }
+            };
+            statics.push((route.prefix, next_hop));
+        }
+        let all = || connected.iter().chain(&statics).chain(&local).copied();
+        let v4 = all().filter_map(|(p, h)| match p {
+            Prefix::V4(p) => Some((p, h)),
+            Prefix::V6(_) => None,
+        });
+        let v6 = all().filter_map(|(p, h)| match p {
+            Prefix::V6(p) => Some((p, h)),
+            Prefix::V4(_) => None,
+        });
+        self.route.replace(v4, v6)?;
+        Ok(())
+    }
+
+    /// Adds or replaces one static route.
+    pub fn add_route(&mut self, route: &StaticRoute) -> Result<(), RouterError> {
+        let hops = self.hops(route)?;
+        match route.prefix {
+            Prefix::V4(p) => self.route.insert_v4(p, &hops)?,
+            Prefix::V6(p) => self.route.insert_v6(p, &hops)?,
+        }
+        Ok(())
+    }
+
+    /// Deletes the route for exactly `prefix`; whether there was one.
+    pub fn remove_route(&mut self, prefix: Prefix) -> bool {
+        match prefix {
+            Prefix::V4(p) => self.route.remove_v4(p),
+            Prefix::V6(p) => self.route.remove_v6(p),
+        }
+    }
+
+    /// Adds or replaces a static neighbour. Packets waiting for it leave with the next batch.
+    pub fn add_neighbour(&mut self, neighbour: &StaticNeighbour) -> Result<(), RouterError> {
+        self.known_port(neighbour.port)?;
+        let key = match neighbour.addr {
+            IpAddr::V4(a) => NeighbourKey::v4(a, neighbour.port),
+            IpAddr::V6(a) => NeighbourKey::v6(a, neighbour.port),
+        };
+        let slot = self
+            .neighbours
+            .set_static(key, neighbour.mac)
+            .map_err(|_| RouterError::NeighbourTableFull {
+                capacity: self.neighbours.capacity(),
+            })?;
+        let waiting = self.neighbours.entry(slot).is_some_and(|e| e.held > 0);
+        if waiting && !self.resolved_between.contains(&slot) {
+            self.resolved_between.push(slot);
+        }
+        Ok(())
+    }
+
+    /// Every neighbour entry ("show neighbours").
+    pub fn neighbours(&self) -> impl Iterator<Item = &Neighbour> {
+        self.neighbours.iter()
+    }
+
+    /// The interfaces.
+    pub fn interfaces(&self) -> &Interfaces {
+        &self.interfaces
+    }
+
+    /// The route stage (FIBs, for sizes and route listings).
+    pub fn routes(&self) -> &Route {
+        &self.route
+    }
+
+    /// Ages the neighbour table a step and sends what waited for neighbours made static.
+    fn housekeeping(&mut self, ctx: &mut Context<'_>) {
+        let pool = &mut *ctx.pool;
+        let mut expired = 0;
+        self.neighbours_aged += self.neighbours.sweep(ctx.now, &self.timers, |desc| {
+            pool.release(desc.frame);
+            expired += 1;
+        }) as u64;
+        self.hold_expired += expired;
+        while let Some(slot) = self.resolved_between.pop() {
+            if let Some(entry) = self.neighbours.entry(slot).copied() {
+                self.discovery.release(
+                    ctx,
+                    &mut self.neighbours,
+                    slot,
+                    entry.mac,
+                    entry.key.port(),
+                );
+            }
+        }
+    }
+}
+
+impl App for Router {
+    fn name(&self) -> &'static str {
+        "router"
+    }
+
+    fn process(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
+        self.parse.process(ctx.pool, batch, ctx.keys);
+        self.housekeeping(ctx);
+        for meta in batch.meta_mut() {
+            if meta.drop.is_none() && meta.vlan_depth != 0 {
+                meta.drop = Some(DropReason::VlanFiltered);
+            }
+        }
+        self.discovery
+            .process(ctx, &self.interfaces, &mut self.neighbours, batch);
+        let len = batch.len();
+        let next = &mut self.next[..len];
+        self.route.process(ctx.pool, batch, next);
+
+        let mut any_error = false;
+        for (error, next) in self.errors.iter_mut().zip(next.iter()) {
+            *error = match *next {
+                Next::Error(kind) => {
+                    any_error = true;
+                    Some(kind)
+                }
+                _ => None,
+            };
+        }
+        if any_error {
+            self.icmp
+                .process(ctx, &self.interfaces, batch, &self.errors[..len]);
+        }
+        self.local.process(ctx, &self.interfaces, batch, next);
+        self.resolve.process(
+            ctx,
+            &self.interfaces,
+            &mut self.neighbours,
+            &mut self.discovery,
+            batch,
+            next,
+        );
+    }
+
+    fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
+        let parse = self.parse.counters();
+        out.push(("parse.parsed", parse.parsed));
+        out.push(("parse.malformed", parse.malformed));
+        let r = self.route.counters();
+        out.push(("route.ipv4", r.ipv4));
+        out.push(("route.ipv6", r.ipv6));
+        out.push(("route.local", r.local));
+        out.push(("route.no_route", r.no_route));
+        out.push(("route.not_routable", r.not_routable));
+        out.push(("route.ttl_expired", r.ttl_expired));
+        out.push(("route.bad_checksum", r.bad_checksum));
+        out.push(("route.martian_source", r.martian));
+        out.push(("route.ipv4_options", r.options));
+        let n = self.resolve.counters();
+        out.push(("neighbour.forwarded", n.forwarded));
+        out.push(("neighbour.held", n.held));
+        out.push(("neighbour.hold_full", n.hold_full));
+        out.push(("neighbour.table_full", n.table_full));
+        out.push(("neighbour.hold_expired", self.hold_expired));
+        out.push(("neighbour.aged", self.neighbours_aged));
+        out.push(("neighbour.entries", self.neighbours.len() as u64));
+        out.push(("neighbour.waiting", self.neighbours.held_packets() as u64));
+        let d = self.discovery.counters();
+        out.push(("arp.replied", d.arp_replied));
+        out.push(("arp.learned", d.arp_learned));
+        out.push(("arp.requests", d.arp_requests));
+        out.push(("arp.ignored", d.arp_ignored));
+        out.push(("arp.malformed", d.arp_malformed));
+        out.push(("nd.replied", d.nd_replied));
+        out.push(("nd.learned", d.nd_learned));
+        out.push(("nd.solicits", d.nd_solicits));
+        out.push(("nd.ignored", d.nd_ignored));
+        out.push(("nd.malformed", d.nd_malformed));
+        out.push(("discovery.refused", d.refused));
+        out.push(("discovery.released", d.released));
+        out.push(("discovery.no_source", d.no_source));
+        out.push(("discovery.pool_empty", d.pool_empty));
+        out.push(("discovery.emit_overflow", d.emit_overflow));
+        let i = self.icmp.counters();
+        out.push(("icmp.time_exceeded", i.time_exceeded));
+        out.push(("icmp.unreachable", i.unreachable));
+        out.push(("icmp.rate_limited", i.rate_limited));
+        out.push(("icmp.suppressed", i.suppressed));
+        out.push(("icmp.no_source", i.no_source));
+        out.push(("icmp.pool_empty", i.pool_empty));
+        out.push(("icmp.emit_overflow", i.emit_overflow));
+        let l = self.local.counters();
+        out.push(("local.echo_replies", l.echo_replies));
+        out.push(("local.unhandled", l.unhandled));
+    }
+
+    fn release_all(&mut self, pool: &mut FramePool) {
+        self.neighbours.release_all(|desc| pool.release(desc.frame));
+    }
+}

@@ -1,0 +1,144 @@
+//! The flow lookup stage: exact-match [`FlowCache`] first, wildcard [`Classifier`] on a miss,
+//! for a whole batch (the first two tiers of Open vSwitch's datapath lookup).
+//!
+//! Anatomy:
+//! * counters: `cache_hits`, `classifier_hits`, `misses` (they never overlap: each looked-up
+//!   packet adds to exactly one);
+//! * dispositions: none of its own — it fills `results[i]` with the value of the rule that
+//!   decides packet *i* (`None`: no rule; the caller's slow path decides), and leaves packets
+//!   that an earlier stage dropped alone;
+//! * one batch function, [`FlowLookup::process`]: first a pass that prefetches every packet's
+//!   cache slot, then the lookups, so the memory reads of a batch overlap.
+//!
+//! A classifier hit is offered to the cache (with the cache's insertion probability). Every
+//! change of the rules through [`FlowLookup::insert`] / [`FlowLookup::remove`] /
+//! [`FlowLookup::clear`] invalidates the cache by generation. [`FlowLookup::install`] is the
+//! exception for rules that cannot change a cached answer (megaflows derived from the slow
+//! path, which agree with every decision already made).
+
+use wirespeed_packet::flow_key::FlowKey;
+use wirespeed_packet::{Batch, Meta};
+
+use crate::table::classifier::{Classifier, ClassifierError, FlowMatch, RuleId};
+use crate::table::flow_cache::FlowCache;
+
+/// Counters of the flow lookup stage.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowLookupCounters {
+    pub cache_hits: u64,
+    pub classifier_hits: u64,
+    pub misses: u64,
+}
+
+/// Cache plus classifier; the value of a rule (`V`) is what a lookup returns.
+pub struct FlowLookup<V: Copy + Default> {
+    cache: FlowCache<V>,
+    classifier: Classifier<V>,
+    counters: FlowLookupCounters,
+    batches: u32,
+}
+
+/// Batches between two re-rankings of the classifier's subtables.
+const RANK_EVERY: u32 = 64;
+
+impl<V: Copy + Default> FlowLookup<V> {
+    /// A cache of `cache_entries` inserting one miss in `insert_one_in`, in front of a
+    /// classifier of `rules` rules.
+    pub fn new(cache_entries: usize, insert_one_in: u32, rules: usize) -> Self {
+        Self {
+            cache: FlowCache::new(cache_entries, insert_one_in),
+            classifier: Classifier::new(rules),
+            counters: FlowLookupCounters::default(),
+            batches: 0,
+        }
+    }
+
+    /// Adds a rule and invalidates the cache. Between batches.
+    pub fn insert(
+        &mut self,
+        priority: u32,
+        matcher: FlowMatch,
+        value: V,
+    ) -> Result<RuleId, ClassifierError> {
+        let id = self.classifier.insert(priority, matcher, value)?;
+        self.cache.invalidate();
+        Ok(id)
+    }
+
+    /// Adds a rule that agrees with every answer already given (a megaflow): the cache stays
+    /// valid. Between batches or from the slow path of the same worker.
+    pub fn install(&mut self, matcher: FlowMatch, value: V) -> Result<RuleId, ClassifierError> {
+        self.classifier.insert(0, matcher, value)
+    }
+
+    /// Removes a rule and invalidates the cache. Between batches.
+    pub fn remove(&mut self, id: RuleId) -> Option<V> {
+        let value = self.classifier.remove(id)?;
+        self.cache.invalidate();
+        Some(value)
+    }
+
+    /// Removes every rule and invalidates the cache. Between batches.
+    pub fn clear(&mut self) {
+        self.classifier.clear();
+        self.cache.invalidate();
+    }
+
+    pub fn classifier(&self) -> &Classifier<V> {
+        &self.classifier
+    }
+
+    pub fn cache(&self) -> &FlowCache<V> {
+        &self.cache
+    }
+
+    pub fn counters(&self) -> FlowLookupCounters {
+        self.counters
+    }
+
+    /// Looks up one key (hash: its CRC32C).
+    #[inline]
+    pub fn lookup(&mut self, hash: u32, key: &FlowKey) -> Option<V> {
+        if let Some(value) = self.cache.lookup(hash, key) {
+            self.counters.cache_hits += 1;
+            return Some(value);
+        }
+        match self.classifier.classify(key) {
+            Some(id) => {
+                let value = self.classifier.data(id).copied()?;
+                self.counters.classifier_hits += 1;
+                self.cache.insert(hash, key, value);
+                Some(value)
+            }
+            None => {
+                self.counters.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Fills `results[i]` for every packet of `batch` not dropped yet (`keys[i]` its flow key,
+    /// `meta.flow_hash` its hash); dropped packets get `None`.
+    pub fn process(&mut self, batch: &Batch, keys: &[FlowKey], results: &mut [Option<V>]) {
+        self.batches = self.batches.wrapping_add(1);
+        if self.batches.is_multiple_of(RANK_EVERY) {
+            self.classifier.rank();
+        }
+        let metas = batch.meta();
+        for meta in metas {
+            self.cache.prefetch(meta.flow_hash);
+        }
+        for ((meta, key), result) in metas.iter().zip(keys).zip(results.iter_mut()) {
+            *result = if is_live(meta) {
+                self.lookup(meta.flow_hash, key)
+            } else {
+                None
+            };
+        }
+    }
+}
+
+#[inline]
+fn is_live(meta: &Meta) -> bool {
+    meta.drop.is_none()
+}

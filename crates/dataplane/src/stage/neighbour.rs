@@ -1,0 +1,193 @@
+//! The neighbour stage: turns the route stage's "to this neighbour" into a frame on the wire —
+//! destination MAC from the neighbour table, source MAC of the egress port, TTL / hop limit
+//! minus one (IPv4 with the RFC 1624 incremental checksum update) — or holds the packet while
+//! the neighbour is being resolved.
+//!
+//! Counters: [`ResolveCounters`]. Dispositions: out by the neighbour's port; held (the packet
+//! leaves the batch and its frame waits in the neighbour table; an ARP request or neighbour
+//! solicitation goes out, paced per neighbour); [`DropReason::NoNeighbour`] when the
+//! neighbour's hold queue or the table is full. One batch function, [`Resolve::process`].
+//!
+//! A held packet is rewritten before it waits (source MAC, TTL): when the answer comes, only the
+//! destination MAC is written ([`Discovery::release`]). Held packets leave the batch: the batch
+//! is compacted once at the end, keeping the order of the others, so the worker neither sends
+//! nor frees their frames.
+
+use wirespeed_packet::wire::{EthernetAddress, ipv4};
+use wirespeed_packet::{Batch, DropReason, FramePool, MAX_BATCH, Meta};
+
+use crate::app::Context;
+use crate::stage::discovery::Discovery;
+use crate::stage::route::Next;
+use crate::table::interfaces::Interfaces;
+use crate::table::neighbour::{Lookup, NeighbourTable, Timers};
+
+/// What the stage did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResolveCounters {
+    /// Packets rewritten and sent to a known neighbour.
+    pub forwarded: u64,
+    /// Packets put on hold behind an unresolved neighbour.
+    pub held: u64,
+    /// Packets dropped because the hold queue was full.
+    pub hold_full: u64,
+    /// Packets dropped because no entry could be created (table full).
+    pub table_full: u64,
+}
+
+/// Neighbour resolution and the rewrite. See the module documentation.
+#[derive(Debug)]
+pub struct Resolve {
+    timers: Timers,
+    counters: ResolveCounters,
+    held: [bool; MAX_BATCH],
+}
+
+impl Resolve {
+    /// Requests for one neighbour are paced and limited by `timers`.
+    pub fn new(timers: Timers) -> Self {
+        Resolve {
+            timers,
+            counters: ResolveCounters::default(),
+            held: [false; MAX_BATCH],
+        }
+    }
+
+    pub fn counters(&self) -> ResolveCounters {
+        self.counters
+    }
+
+    /// Sends or holds every packet whose `next` is [`Next::Forward`]; held packets are removed
+    /// from `batch` before returning.
+    pub fn process(
+        &mut self,
+        ctx: &mut Context<'_>,
+        interfaces: &Interfaces,
+        neighbours: &mut NeighbourTable,
+        discovery: &mut Discovery,
+        batch: &mut Batch,
+        next: &[Next],
+    ) {
+        let mut any_held = false;
+        let (descs, metas) = batch.split_mut();
+        for (((desc, meta), next), held) in descs
+            .iter()
+            .zip(metas.iter_mut())
+            .zip(next)
+            .zip(self.held.iter_mut())
+        {
+            *held = false;
+            let Next::Forward(key) = *next else {
+                continue;
+            };
+            let port = key.port();
+            let src_mac = interfaces.mac(port).unwrap_or(EthernetAddress([0; 6]));
+            let slot = match neighbours.lookup(&key) {
+                Lookup::Resolved(mac) => {
+                    rewrite(ctx.pool, desc, meta, Some(mac), src_mac);
+                    meta.out_port = port;
+                    self.counters.forwarded += 1;
+                    continue;
+                }
+                Lookup::Pending(slot) => slot,
+                Lookup::Unknown => match neighbours.insert_incomplete(key, ctx.now) {
+                    Ok(slot) => slot,
+                    Err(_) => {
+                        self.counters.table_full += 1;
+                        meta.drop = Some(DropReason::NoNeighbour);
+                        continue;
+                    }
+                },
+            };
+            if neighbours.request_due(slot, ctx.now, &self.timers) {
+                discovery.request(ctx, interfaces, key);
+            }
+            rewrite(ctx.pool, desc, meta, None, src_mac);
+            if neighbours.hold(slot, *desc).is_ok() {
+                self.counters.held += 1;
+                *held = true;
+                any_held = true;
+            } else {
+                self.counters.hold_full += 1;
+                meta.drop = Some(DropReason::NoNeighbour);
+            }
+        }
+        if any_held {
+            remove_marked(batch, &self.held);
+        }
+    }
+}
+
+/// Writes the MACs (the destination only when known) and decrements the TTL / hop limit.
+#[inline(always)]
+fn rewrite(
+    pool: &mut FramePool,
+    desc: &wirespeed_packet::Desc,
+    meta: &Meta,
+    dst_mac: Option<EthernetAddress>,
+    src_mac: EthernetAddress,
+) {
+    let start = usize::from(desc.offset);
+    let Some(packet) = pool
+        .frame_mut(desc.frame)
+        .get_mut(start..start + usize::from(desc.len))
+    else {
+        return;
+    };
+    if let Some(eth) = packet.first_chunk_mut::<12>() {
+        if let Some(mac) = dst_mac {
+            eth[..6].copy_from_slice(&mac.0);
+        }
+        eth[6..12].copy_from_slice(&src_mac.0);
+    }
+    let l3 = usize::from(meta.l3_offset);
+    if meta.flags & Meta::FLAG_IPV4 != 0 {
+        if let Some(mut ip) = packet
+            .get_mut(l3..)
+            .and_then(|ip| ipv4::Packet::new_checked(ip).ok())
+        {
+            ip.decrement_ttl();
+        }
+    } else if let Some(hop_limit) = packet.get_mut(l3 + 7) {
+        *hop_limit = hop_limit.saturating_sub(1);
+    }
+}
+
+/// Removes the packets whose `marked` flag is set from `batch`, keeping the order of the rest.
+fn remove_marked(batch: &mut Batch, marked: &[bool]) {
+    let len = batch.len();
+    let (descs, metas) = batch.split_mut();
+    let mut write = len;
+    for read in (0..len).rev() {
+        if marked.get(read).copied().unwrap_or(false) {
+            continue;
+        }
+        write -= 1;
+        // `write >= read`: at most as many packets are kept as were read.
+        descs[write] = descs[read];
+        metas[write] = metas[read];
+    }
+    batch.consume_front(write);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_packet::Desc;
+
+    #[test]
+    fn remove_marked_keeps_order() {
+        let mut batch = Batch::new(8);
+        for frame in 0..6 {
+            batch.push(Desc {
+                frame,
+                ..Desc::default()
+            });
+        }
+        remove_marked(&mut batch, &[false, true, false, true, true, false]);
+        let frames: Vec<u32> = batch.descs().iter().map(|d| d.frame).collect();
+        assert_eq!(frames, [0, 2, 5]);
+        remove_marked(&mut batch, &[true, true, true]);
+        assert!(batch.is_empty());
+    }
+}

