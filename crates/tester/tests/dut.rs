@@ -150,7 +150,7 @@ fn placement_pins_the_napi_threads_and_a_short_trial_counts_forwarded_frames() {
     assert_eq!(placed.len(), 2, "{placed:?}");
     assert!(placed[0].thread.starts_with("napi/wstdp-d0-"), "{placed:?}");
     assert!(placed[1].thread.starts_with("napi/wstdp-t1-"), "{placed:?}");
-    assert!(placed.iter().all(|p| p.cpus == "1"));
+    assert!(placed.iter().all(|p| p.cpus == "1" && p.nice == Some(-20)));
     assert_eq!(napi_threads("wstdp-d0").len(), 1);
 
     let config = ForwardingConfig {
@@ -175,7 +175,7 @@ fn placement_pins_the_napi_threads_and_a_short_trial_counts_forwarded_frames() {
         record
             .placement
             .iter()
-            .any(|p| p.thread == "generator" && p.cpus == "0")
+            .any(|p| p.thread == "generator" && p.cpus == "0" && p.nice == Some(-20))
     );
     assert!(record.commands.iter().any(|c| c.contains("taskset -pc 1")));
     assert_eq!(

@@ -142,7 +142,7 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("| DuT | flows | median Mpps |"), "{stdout}");
     assert!(stdout.contains("| linux-bridge | 1 | "), "{stdout}");
-    assert!(stdout.contains("generator on CPU 0"), "{stdout}");
+    assert!(stdout.contains("generator on CPU 0 nice -20"), "{stdout}");
     let written = std::fs::read_to_string(&json).unwrap();
     assert!(written.contains("\"schema\": \"wirespeed.bench.forwarding/1\""));
     assert!(written.contains("\"dut\": \"linux-bridge\""));

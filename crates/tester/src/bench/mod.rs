@@ -11,21 +11,25 @@
 //! **Who was the limit.** veth pushes back: when `d0`'s ring (256 frames) is full, `t0`'s queue
 //! stops and the generator's AF_XDP transmissions wait. A DuT that cannot keep up therefore
 //! mostly *slows the generator down* rather than losing frames, so low loss alone does not mean
-//! the generator was the limit. Each run also measures the generator's ceiling: the same blast
-//! with no DuT at all (`d0`'s NAPI thread, on the DuT core, drops the frames in its stack). A
-//! result is *generator-limited* when the DuT lost under 1 % of what it was offered and was
-//! offered at least 90 % of the ceiling; *DuT (backpressure)* when it lost under 1 % but held
-//! the generator below that; *DuT (drops)* when it lost 1 % or more.
+//! the generator was the limit. Each run also measures the generator with no DuT at all (`d0`'s
+//! NAPI thread, on the DuT core, drops the frames in its stack); the generator's ceiling at a flow
+//! count is the highest rate it offered in any trial at that count (a DuT that drops in XDP takes
+//! frames faster than that stack does). A result is *generator-limited* when the DuT lost under
+//! 1 % of what it was offered and was offered at least 90 % of the ceiling; *DuT
+//! (backpressure)* when it lost under 1 % but held the generator below that; *DuT (drops)* when
+//! it lost 1 % or more. Frames the tester's own RX socket dropped are counted apart.
 
 pub mod placement;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use wirespeed_io::Port;
+
 use crate::dut::probe::{TesterPorts, verify};
 use crate::dut::{Dut, Wiring};
 use crate::generator::{BlastConfig, BlastResult, Template, TemplateConfig, blast, prefill};
-use placement::{Placed, Plan, check_threads, place_kernel, this_thread};
+use placement::{Placed, Plan, place_kernel, place_process, place_this_thread};
 
 /// The name under which the generator's ceiling trials are recorded.
 pub const CEILING: &str = "generator-ceiling";
@@ -73,6 +77,9 @@ pub struct Measurement {
     pub received: u64,
     /// Seconds of sending.
     pub seconds: f64,
+    /// Frames the kernel dropped on their way into the tester's receive socket on `t1` (its RX
+    /// ring full or no free frame): losses of the tester, not of the DuT.
+    pub tester_dropped: u64,
 }
 
 impl Measurement {
@@ -109,6 +116,7 @@ impl From<BlastResult> for Measurement {
             refused: result.refused,
             received: result.received,
             seconds: result.seconds,
+            tester_dropped: 0,
         }
     }
 }
@@ -219,10 +227,13 @@ fn measure_dut(
 ) -> Result<Measurement, String> {
     dut.setup(wiring).map_err(|error| error.to_string())?;
     verify(dut, wiring, 1, Duration::from_secs(10)).map_err(|error| error.to_string())?;
-    placement.extend(place_kernel(wiring, &config.plan, commands).map_err(|e| e.to_string())?);
+    let plan = &config.plan;
+    placement.extend(place_kernel(wiring, plan, commands).map_err(|e| e.to_string())?);
     if let Some(pid) = dut.pid() {
-        placement
-            .extend(check_threads(pid, "worker", config.plan.dut_cpu).map_err(|e| e.to_string())?);
+        placement.extend(
+            place_process(pid, "worker", plan.dut_cpu, plan.nice, commands)
+                .map_err(|e| e.to_string())?,
+        );
     }
     let template = template(wiring, dut.destination_mac(wiring), config, flows)?;
     let (measurement, generator) = generate(wiring, &template, config, stop)?;
@@ -296,7 +307,8 @@ fn generate(
             .spawn(|| -> Result<(Measurement, Placed), String> {
                 wirespeed_io::thread::pin_to_core(cpu)
                     .map_err(|error| format!("pinning the generator to CPU {cpu}: {error}"))?;
-                let placed = this_thread("generator");
+                let placed = place_this_thread("generator", config.plan.nice)
+                    .map_err(|error| error.to_string())?;
                 if placed.cpus != cpu.to_string() {
                     return Err(format!(
                         "the generator should run on CPU {cpu} but may run on {}",
@@ -306,9 +318,14 @@ fn generate(
                 let mut ports = TesterPorts::open(wiring, 16384)?;
                 prefill(&mut ports.pool, template);
                 let TesterPorts { t0, t1, pool, .. } = &mut ports;
+                let before = t1.stats().rx_dropped;
                 let result = blast(t0, Some(t1), pool, template, &blast_config, stop);
+                let measurement = Measurement {
+                    tester_dropped: t1.stats().rx_dropped.saturating_sub(before),
+                    ..result.into()
+                };
                 ports.release_all();
-                Ok((result.into(), placed))
+                Ok((measurement, placed))
             })
             .join()
             .map_err(|_| "the generator thread panicked".to_string())?
@@ -460,6 +477,7 @@ mod tests {
                 refused: 0,
                 received,
                 seconds: 1.0,
+                tester_dropped: 0,
             }),
             placement: Vec::new(),
             commands: Vec::new(),

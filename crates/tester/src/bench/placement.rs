@@ -24,6 +24,14 @@
 //!
 //! `ethtool -K <if> gro on` and `echo 1 > /sys/class/net/<if>/threaded` are run inside the
 //! interface's namespace with `ip netns exec`, which mounts that namespace's /sys.
+//!
+//! **Priority.** These machines are shared with other jobs (compilers, tests) that would take
+//! turns on the DuT core. With `nice` set, every thread above (generator, both NAPI threads,
+//! every thread of a user-space DuT) gets that nice value, -20 by default: the other jobs then
+//! get a sliver of the cores, while the benchmark's own threads keep *equal* weights among
+//! themselves, so the kernel shares the DuT core between a DuT's worker and its NAPI threads as
+//! it would on an idle machine. (SCHED_FIFO would shield them too, but it would also let a
+//! polling worker starve the NAPI thread it depends on, changing what is measured.)
 
 use wirespeed_lab::{CommandError, run, run_in};
 
@@ -36,6 +44,8 @@ pub struct Plan {
     pub dut_cpu: usize,
     /// Core of `t1`'s NAPI thread, the tester's receive.
     pub receiver_cpu: usize,
+    /// Nice value of every placed thread (-20..=19), `None` to leave priorities alone.
+    pub nice: Option<i32>,
 }
 
 impl Default for Plan {
@@ -44,6 +54,7 @@ impl Default for Plan {
             generator_cpu: 0,
             dut_cpu: 1,
             receiver_cpu: 1,
+            nice: Some(-20),
         }
     }
 }
@@ -55,6 +66,8 @@ pub struct Placed {
     pub thread: String,
     /// `Cpus_allowed_list` of the thread, e.g. `1`.
     pub cpus: String,
+    /// The thread's nice value as read back.
+    pub nice: Option<i32>,
 }
 
 /// A placement step failed or did not take.
@@ -67,6 +80,12 @@ pub enum PlacementError {
          interface has no NAPI (is GRO on?)"
     )]
     NoNapiThread { interface: String },
+    #[error("placement: {thread} should have nice {want} but has {nice:?}")]
+    Nice {
+        thread: String,
+        want: i32,
+        nice: Option<i32>,
+    },
     #[error("placement: {thread} should run on CPU {want} but may run on {cpus}")]
     NotPinned {
         thread: String,
@@ -91,17 +110,28 @@ pub fn place_kernel(
             plan.receiver_cpu,
         ),
     ] {
-        placed.extend(place_napi(ns, interface, cpu, log)?);
+        placed.extend(place_napi_niced(ns, interface, cpu, plan.nice, log)?);
     }
     Ok(placed)
 }
 
-/// Gives `interface` (in namespace `ns`) threaded NAPI and pins its NAPI threads to `cpu`;
-/// returns them as read back. Commands run are appended to `log`.
+/// Gives `interface` (in namespace `ns`) threaded NAPI and pins its NAPI threads to `cpu`,
+/// leaving their priority alone; returns them as read back. Commands run are appended to `log`.
 pub fn place_napi(
     ns: &str,
     interface: &str,
     cpu: usize,
+    log: &mut Vec<String>,
+) -> Result<Vec<Placed>, PlacementError> {
+    place_napi_niced(ns, interface, cpu, None, log)
+}
+
+/// [`place_napi`], also giving the NAPI threads nice value `nice` when there is one.
+pub fn place_napi_niced(
+    ns: &str,
+    interface: &str,
+    cpu: usize,
+    nice: Option<i32>,
     log: &mut Vec<String>,
 ) -> Result<Vec<Placed>, PlacementError> {
     let mut placed = Vec::new();
@@ -124,15 +154,28 @@ pub fn place_napi(
         let cpu_text = cpu.to_string();
         log.push(format!("taskset -pc {cpu} {pid}  # {comm}"));
         run("taskset", &["-pc", &cpu_text, &pid_text])?;
+        renice(pid, nice, log)?;
         let thread = format!("{comm} (pid {pid})");
-        placed.push(expect_on(&thread, &format!("/proc/{pid}/status"), cpu)?);
+        placed.push(expect_on(&thread, &format!("/proc/{pid}"), cpu, nice)?);
     }
     Ok(placed)
 }
 
 /// Checks that every thread of process `pid` whose name starts with `prefix` may run only on
-/// `cpu`; returns them. An error if there is none.
+/// `cpu`, leaving priorities alone; returns them. An error if there is none.
 pub fn check_threads(pid: u32, prefix: &str, cpu: usize) -> Result<Vec<Placed>, PlacementError> {
+    place_process(pid, prefix, cpu, None, &mut Vec::new())
+}
+
+/// Gives every thread of process `pid` the plan's nice value, and checks that the threads whose
+/// name starts with `prefix` may run only on `cpu`; returns them. An error if there is none.
+pub fn place_process(
+    pid: u32,
+    prefix: &str,
+    cpu: usize,
+    nice: Option<i32>,
+    log: &mut Vec<String>,
+) -> Result<Vec<Placed>, PlacementError> {
     let mut placed = Vec::new();
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Err(PlacementError::NotPinned {
@@ -143,18 +186,15 @@ pub fn check_threads(pid: u32, prefix: &str, cpu: usize) -> Result<Vec<Placed>, 
     };
     for task in tasks.flatten() {
         let path = task.path();
+        let Ok(tid) = task.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        renice(tid, nice, log)?;
         let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
         let comm = comm.trim();
         if comm.starts_with(prefix) {
-            let thread = format!(
-                "{comm} (pid {pid}, tid {})",
-                task.file_name().to_string_lossy()
-            );
-            placed.push(expect_on(
-                &thread,
-                &path.join("status").to_string_lossy(),
-                cpu,
-            )?);
+            let thread = format!("{comm} (pid {pid}, tid {tid})");
+            placed.push(expect_on(&thread, &path.to_string_lossy(), cpu, nice)?);
         }
     }
     if placed.is_empty() {
@@ -167,16 +207,55 @@ pub fn check_threads(pid: u32, prefix: &str, cpu: usize) -> Result<Vec<Placed>, 
     Ok(placed)
 }
 
+/// Gives the calling thread the plan's nice value and returns it as read back (for the
+/// generator, which pins itself).
+pub fn place_this_thread(name: &str, nice: Option<i32>) -> Result<Placed, PlacementError> {
+    let tid = std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|link| link.file_name()?.to_str()?.parse::<u32>().ok());
+    if let Some(tid) = tid {
+        renice(tid, nice, &mut Vec::new())?;
+    }
+    let placed = this_thread(name);
+    if let Some(want) = nice
+        && placed.nice != Some(want)
+    {
+        return Err(PlacementError::Nice {
+            thread: name.into(),
+            want,
+            nice: placed.nice,
+        });
+    }
+    Ok(placed)
+}
+
+fn renice(tid: u32, nice: Option<i32>, log: &mut Vec<String>) -> Result<(), PlacementError> {
+    if let Some(nice) = nice {
+        let (nice, tid) = (nice.to_string(), tid.to_string());
+        log.push(format!("renice -n {nice} -p {tid}"));
+        run("renice", &["-n", &nice, "-p", &tid])?;
+    }
+    Ok(())
+}
+
 /// The calling thread as read back (for the generator).
 pub fn this_thread(name: &str) -> Placed {
     Placed {
         thread: name.into(),
         cpus: cpus_allowed("/proc/thread-self/status").unwrap_or_else(|| "?".into()),
+        nice: nice_of("/proc/thread-self/stat"),
     }
 }
 
-fn expect_on(thread: &str, status: &str, cpu: usize) -> Result<Placed, PlacementError> {
-    let cpus = cpus_allowed(status).unwrap_or_else(|| "(unreadable)".into());
+/// Reads back the thread at `/proc` directory `dir`: an error unless it may run only on `cpu`
+/// and has nice value `nice` (when one is asked for).
+fn expect_on(
+    thread: &str,
+    dir: &str,
+    cpu: usize,
+    nice: Option<i32>,
+) -> Result<Placed, PlacementError> {
+    let cpus = cpus_allowed(&format!("{dir}/status")).unwrap_or_else(|| "(unreadable)".into());
     if cpus != cpu.to_string() {
         return Err(PlacementError::NotPinned {
             thread: thread.into(),
@@ -184,10 +263,29 @@ fn expect_on(thread: &str, status: &str, cpu: usize) -> Result<Placed, Placement
             cpus,
         });
     }
+    let actual = nice_of(&format!("{dir}/stat"));
+    if let Some(want) = nice
+        && actual != Some(want)
+    {
+        return Err(PlacementError::Nice {
+            thread: thread.into(),
+            want,
+            nice: actual,
+        });
+    }
     Ok(Placed {
         thread: thread.into(),
         cpus,
+        nice: actual,
     })
+}
+
+/// The nice value from a /proc `stat` file (field 19; the fields after the command name, which
+/// may contain spaces, start at field 3).
+fn nice_of(stat: &str) -> Option<i32> {
+    let text = std::fs::read_to_string(stat).ok()?;
+    let (_, after) = text.rsplit_once(')')?;
+    after.split_whitespace().nth(16)?.parse().ok()
 }
 
 /// `Cpus_allowed_list` from a /proc status file.
@@ -228,9 +326,11 @@ mod tests {
     fn the_calling_thread_reads_back_its_own_pinning() {
         std::thread::spawn(|| {
             wirespeed_io::thread::pin_to_core(0).unwrap();
-            assert_eq!(this_thread("generator").cpus, "0");
+            let placed = place_this_thread("generator", None).unwrap();
+            assert_eq!(placed.cpus, "0");
+            assert!(placed.nice.is_some(), "the nice value is read back");
             let pid = std::process::id();
-            assert!(check_threads(pid, "no-such-thread", 0).is_err());
+            assert!(place_process(pid, "no-such-thread", 0, None, &mut Vec::new()).is_err());
         })
         .join()
         .unwrap();

@@ -74,6 +74,13 @@ struct ForwardingArgs {
     /// Core of t1's NAPI thread, the tester's receive (default: the DuT core).
     #[arg(long)]
     receiver_cpu: Option<usize>,
+    /// Nice value for every benchmark thread (generator, NAPI threads, the DuT's threads), which
+    /// shields them from other jobs on a shared machine while keeping them equal among themselves.
+    #[arg(long, default_value_t = -20, allow_hyphen_values = true)]
+    nice: i32,
+    /// Leave thread priorities alone (no renice).
+    #[arg(long)]
+    keep_priorities: bool,
 }
 
 /// The DuT names `--duts` accepts.
@@ -130,7 +137,13 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         generator_cpu: args.generator_cpu,
         dut_cpu: args.dut_cpu,
         receiver_cpu: args.receiver_cpu.unwrap_or(args.dut_cpu),
+        nice: (!args.keep_priorities).then_some(args.nice),
     };
+    anyhow::ensure!(
+        (-20..=19).contains(&args.nice),
+        "--nice {} is outside -20..=19",
+        args.nice
+    );
     let cores = wirespeed_io::thread::available_cores();
     if plan.generator_cpu.max(plan.dut_cpu).max(plan.receiver_cpu) >= cores {
         bail!("this machine has {cores} core(s); the placement {plan:?} needs more");
@@ -183,31 +196,22 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
     let load_after = Machine::load();
     let summaries = summarize(&records);
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
-    println!(
-        "{}",
-        report(
-            &summaries,
-            &records,
-            &config,
-            &machine,
-            &load_after,
-            &command_line
-        )
-    );
+    let results = Results {
+        summaries: &summaries,
+        records: &records,
+        config: &config,
+        machine: &machine,
+        load_after: &load_after,
+        command_line: &command_line,
+        lab_commands: &lab_commands,
+        outputs: &outputs,
+    };
+    println!("{}", report(&results));
     if interrupted {
         println!("\ninterrupted: the last trial was cut short and the runs are incomplete");
     }
     if let Some(path) = &args.json {
-        let json = json(
-            &summaries,
-            &records,
-            &config,
-            &machine,
-            &load_after,
-            &command_line,
-            &lab_commands,
-            &outputs,
-        );
+        let json = json(&results);
         std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
         println!("\nwrote {}", path.display());
     }
@@ -223,11 +227,12 @@ fn trial_line(record: &TrialRecord) -> String {
     );
     match &record.outcome {
         Ok(m) => format!(
-            "{head} received {:.3} Mpps of {:.3} offered, loss {:.2} %, {} refused",
+            "{head} received {:.3} Mpps of {:.3} offered, loss {:.2} %, {} dropped by the \
+             tester's RX socket",
             m.received_pps() / 1e6,
             m.offered_pps() / 1e6,
             100.0 * m.loss(),
-            m.refused
+            m.tester_dropped
         ),
         Err(error) => format!("{head} FAILED: {error}"),
     }
@@ -277,14 +282,29 @@ fn mpps(pps: f64) -> String {
     format!("{:.3}", pps / 1e6)
 }
 
-fn report(
-    summaries: &[Summary],
-    records: &[TrialRecord],
-    config: &ForwardingConfig,
-    machine: &Machine,
-    load_after: &str,
-    command_line: &str,
-) -> String {
+/// Everything the report and the JSON are made of.
+struct Results<'a> {
+    summaries: &'a [Summary],
+    records: &'a [TrialRecord],
+    config: &'a ForwardingConfig,
+    machine: &'a Machine,
+    load_after: &'a str,
+    command_line: &'a str,
+    lab_commands: &'a [String],
+    /// What each program DuT printed in its last trial.
+    outputs: &'a [(String, String)],
+}
+
+fn report(results: &Results) -> String {
+    let Results {
+        summaries,
+        records,
+        config,
+        machine,
+        load_after,
+        command_line,
+        ..
+    } = *results;
     let mut out = String::new();
     let _ = writeln!(out, "Command: `{command_line}`  ");
     let _ = writeln!(
@@ -300,13 +320,17 @@ fn report(
     let _ = writeln!(
         out,
         "{} B frames, {} s trials, {} run(s), median of the runs; placement: generator on CPU {}, \
-         DuT and d0's NAPI on CPU {}, t1's NAPI (tester receive) on CPU {}\n",
+         DuT and d0's NAPI on CPU {}, t1's NAPI (tester receive) on CPU {}; {}\n",
         config.frame_size,
         config.seconds,
         config.runs,
         config.plan.generator_cpu,
         config.plan.dut_cpu,
-        config.plan.receiver_cpu
+        config.plan.receiver_cpu,
+        config.plan.nice.map_or_else(
+            || "priorities left alone".to_string(),
+            |nice| format!("all of these threads at nice {nice}")
+        )
     );
     let _ = writeln!(
         out,
@@ -371,11 +395,7 @@ fn report(
             continue;
         }
         seen.push(record.dut.clone());
-        let placed: Vec<String> = record
-            .placement
-            .iter()
-            .map(|p| format!("{} on CPU {}", p.thread, p.cpus))
-            .collect();
+        let placed: Vec<String> = record.placement.iter().map(placed).collect();
         let _ = writeln!(out, "- {}: {}", record.dut, placed.join("; "));
     }
     let failures: Vec<&TrialRecord> = records.iter().filter(|r| r.outcome.is_err()).collect();
@@ -386,6 +406,13 @@ fn report(
         }
     }
     out
+}
+
+fn placed(p: &wirespeed_tester::bench::placement::Placed) -> String {
+    match p.nice {
+        Some(nice) => format!("{} on CPU {} nice {nice}", p.thread, p.cpus),
+        None => format!("{} on CPU {}", p.thread, p.cpus),
+    }
 }
 
 fn ratios(summaries: &[Summary]) -> Vec<String> {
@@ -452,17 +479,17 @@ fn number(value: f64) -> String {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn json(
-    summaries: &[Summary],
-    records: &[TrialRecord],
-    config: &ForwardingConfig,
-    machine: &Machine,
-    load_after: &str,
-    command_line: &str,
-    lab_commands: &[String],
-    outputs: &[(String, String)],
-) -> String {
+fn json(results: &Results) -> String {
+    let Results {
+        summaries,
+        records,
+        config,
+        machine,
+        load_after,
+        command_line,
+        lab_commands,
+        outputs,
+    } = *results;
     let mut out = String::from("{\n  \"schema\": \"wirespeed.bench.forwarding/1\",\n");
     let _ = writeln!(out, "  \"command\": {},", string(command_line));
     let _ = writeln!(
@@ -479,7 +506,8 @@ fn json(
     let _ = writeln!(
         out,
         "  \"config\": {{\"frame_size\": {}, \"seconds\": {}, \"runs\": {}, \"flows\": [{}], \
-         \"batch\": {}, \"generator_cpu\": {}, \"dut_cpu\": {}, \"receiver_cpu\": {}}},",
+         \"batch\": {}, \"generator_cpu\": {}, \"dut_cpu\": {}, \"receiver_cpu\": {}, \
+         \"nice\": {}}},",
         config.frame_size,
         number(config.seconds),
         config.runs,
@@ -492,7 +520,11 @@ fn json(
         config.batch,
         config.plan.generator_cpu,
         config.plan.dut_cpu,
-        config.plan.receiver_cpu
+        config.plan.receiver_cpu,
+        config
+            .plan
+            .nice
+            .map_or("null".to_string(), |n| n.to_string())
     );
     let _ = writeln!(out, "  \"lab_commands\": {},", strings(lab_commands));
     out.push_str("  \"summaries\": [\n");
@@ -523,11 +555,12 @@ fn json(
         .map(|r| {
             let outcome = match &r.outcome {
                 Ok(m) => format!(
-                    "\"sent\": {}, \"refused\": {}, \"received\": {}, \"seconds\": {}, \
+                    "\"sent\": {}, \"refused\": {}, \"received\": {}, \"tester_dropped\": {}, \"seconds\": {}, \
                      \"offered_pps\": {}, \"received_pps\": {}, \"loss\": {}",
                     m.sent,
                     m.refused,
                     m.received,
+                    m.tester_dropped,
                     number(m.seconds),
                     number(m.offered_pps()),
                     number(m.received_pps()),
@@ -535,11 +568,7 @@ fn json(
                 ),
                 Err(error) => format!("\"error\": {}", string(error)),
             };
-            let placement: Vec<String> = r
-                .placement
-                .iter()
-                .map(|p| format!("{} on CPU {}", p.thread, p.cpus))
-                .collect();
+            let placement: Vec<String> = r.placement.iter().map(placed).collect();
             format!(
                 "    {{\"dut\": {}, \"flows\": {}, \"run\": {}, {outcome}, \"placement\": {}, \
                  \"commands\": {}}}",

@@ -144,6 +144,7 @@ impl Rfc2544Args {
                     generator_cpu: self.generator_cpu,
                     dut_cpu: self.dut_cpu,
                     receiver_cpu: self.receiver_cpu.unwrap_or(self.dut_cpu),
+                    nice: None,
                 },
                 ..SuiteConfig::default()
             },
