@@ -57,15 +57,26 @@ impl WirespeedDut {
         }
     }
 
+    /// Whether the worker runs at SCHED_FIFO priority 1. Chosen by backend, from the lab's
+    /// measurements (docs/benchmarks.md): with the ingress NAPI thread on the worker's core, an
+    /// AF_XDP worker at normal priority loses the core to the thread that fills its ring and
+    /// collapses under overload (0.007 Mpps), while at FIFO it drains the ring first (0.33–0.39
+    /// Mpps); an AF_PACKET worker needs that kernel work done for it and forwards less at FIFO
+    /// (0.52 -> 0.35 Mpps).
+    pub fn realtime(&self) -> bool {
+        matches!(self.backend, WirespeedBackend::AfXdp)
+    }
+
     /// The configuration file the driver writes for `wiring`.
     pub fn config(&self, wiring: &Wiring) -> String {
         let backend = self.backend.config_name();
         format!(
-            "[switch]\napp = \"xconnect\"\nworkers = 1\ncores = [{core}]\nrealtime = true\n\n\
+            "[switch]\napp = \"xconnect\"\nworkers = 1\ncores = [{core}]\nrealtime = {realtime}\n\n\
              [[port]]\nname = \"p0\"\nbackend = \"{backend}\"\ninterface = \"{d0}\"\n\n\
              [[port]]\nname = \"p1\"\nbackend = \"{backend}\"\ninterface = \"{d1}\"\n\n\
              [xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
             core = self.core,
+            realtime = self.realtime(),
             d0 = wiring.ingress.dut_if,
             d1 = wiring.egress.dut_if,
         )
