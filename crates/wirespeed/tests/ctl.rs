@@ -2,113 +2,19 @@
 //! the real `ctl` binary talks to its control socket; garbage and oversized requests get errors,
 //! and the switch keeps forwarding, stops cleanly and removes its socket.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
 use wirespeed_lab::{Testbed, TestbedConfig};
 use wirespeed_packet::FramePool;
-use wirespeed_tester::generator::{Template, TemplateConfig};
-use wirespeed_testkit::ports::{receive, send};
+use wirespeed_testkit::ports::send;
 
-/// Kills the switch if the test fails before stopping it.
-struct Switch(Option<Child>);
-
-impl Drop for Switch {
-    fn drop(&mut self) {
-        if let Some(child) = &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Switch {
-    /// Sends SIGINT and returns (exit success, stdout + stderr).
-    fn interrupt(&mut self) -> (bool, String) {
-        let mut child = self.0.take().unwrap();
-        let _ = Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "switch did not stop after SIGINT"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let mut out = String::new();
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
-        (status.success(), out)
-    }
-}
-
-fn tester_port(lab: &Testbed, pair: usize) -> AfPacketPort {
-    let _inside = wirespeed_lab::enter(&lab.tester_ns).unwrap();
-    AfPacketPort::open(
-        &format!("t{pair}"),
-        &lab.pairs[pair].tester_if,
-        &AfPacketConfig::default(),
-    )
-    .unwrap()
-}
-
-fn frames_to(count: u32, dst_port: u16) -> Vec<Vec<u8>> {
-    let template = Template::new(&TemplateConfig {
-        frame_size: 128,
-        flows: 8,
-        dst_port,
-        ..TemplateConfig::default()
-    })
-    .unwrap();
-    let mut out = vec![0u8; 2048];
-    (0..count)
-        .map(|i| {
-            let len = template.write(&mut out, i);
-            out[..len].to_vec()
-        })
-        .collect()
-}
-
-/// The IPv4/UDP frames to `dst_port` that arrive on `port` within 3 s (until `want` did).
-fn receive_to(
-    port: &mut AfPacketPort,
-    pool: &mut FramePool,
-    want: usize,
-    dst_port: u16,
-) -> Vec<Vec<u8>> {
-    let deadline = Instant::now() + Duration::from_secs(3);
-    let mut got = Vec::new();
-    while got.len() < want && Instant::now() < deadline {
-        got.extend(receive(port, pool).into_iter().filter(|f| {
-            f.len() >= 38
-                && f[12..14] == [0x08, 0x00]
-                && f[23] == 17
-                && f[36..38] == dst_port.to_be_bytes()
-        }));
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    got
-}
+mod common;
+use common::*;
 
 fn ctl(socket: &Path, words: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_wirespeed"))
@@ -177,7 +83,7 @@ fn ctl_talks_to_a_forwarding_switch_that_survives_garbage() {
     const PROBE_PORT: u16 = 7;
     const TEST_PORT: u16 = 9;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while receive_to(&mut t1, &mut pool, 1, PROBE_PORT).is_empty() {
+    while receive_all(&mut t1, &mut pool, 1, PROBE_PORT).is_empty() {
         assert!(
             Instant::now() < deadline,
             "the switch never forwarded a probe"
@@ -248,7 +154,7 @@ fn ctl_talks_to_a_forwarding_switch_that_survives_garbage() {
         send(&mut t0, &mut pool, chunk);
         std::thread::sleep(Duration::from_millis(2));
     }
-    let arrived = receive_to(&mut t1, &mut pool, burst.len(), TEST_PORT);
+    let arrived = receive_all(&mut t1, &mut pool, burst.len(), TEST_PORT);
     assert_eq!(arrived.len(), burst.len());
     assert!(arrived == burst, "forwarded frames differ");
     let counters = ctl(&socket, &["show", "counters"]);

@@ -1,11 +1,10 @@
 //! `wirespeed switch` end to end: the real binary forwards between the lab's DuT interfaces
 //! while the test sends and receives from the tester namespace; Ctrl-C stops it cleanly.
 
-use std::io::Read;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
+use wirespeed_io::afpacket::AfPacketPort;
 use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, Umem};
 use wirespeed_io::{Port, QueueId};
 use wirespeed_lab::{Testbed, TestbedConfig};
@@ -13,148 +12,8 @@ use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM};
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_testkit::ports::{receive, send};
 
-/// Kills the switch if the test fails before stopping it.
-struct Switch(Option<Child>);
-
-impl Drop for Switch {
-    fn drop(&mut self) {
-        if let Some(child) = &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Switch {
-    fn start(lab: &Testbed, config: &str, dir: &std::path::Path) -> Switch {
-        // Named after the lab: the default control socket is /run/wirespeed/<stem>.sock, and
-        // tests run in parallel.
-        let path = dir.join(format!("{}.toml", lab.dut_ns));
-        std::fs::write(&path, config).unwrap();
-        let child = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &lab.dut_ns,
-                env!("CARGO_BIN_EXE_wirespeed"),
-                "switch",
-                "--config",
-            ])
-            .arg(&path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start wirespeed switch");
-        Switch(Some(child))
-    }
-
-    /// Sends SIGINT and returns (exit success, stdout + stderr).
-    fn interrupt(&mut self) -> (bool, String) {
-        let mut child = self.0.take().unwrap();
-        let _ = Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "switch did not stop after SIGINT"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let mut out = String::new();
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
-        (status.success(), out)
-    }
-}
-
-fn tester_port(lab: &Testbed, pair: usize) -> AfPacketPort {
-    let _inside = wirespeed_lab::enter(&lab.tester_ns).unwrap();
-    AfPacketPort::open(
-        &format!("t{pair}"),
-        &lab.pairs[pair].tester_if,
-        &AfPacketConfig::default(),
-    )
-    .unwrap()
-}
-
-/// UDP destination port of the test frames; probes use another one.
-const TEST_PORT: u16 = 9;
-
-fn frames(count: u32) -> Vec<Vec<u8>> {
-    frames_to(count, TEST_PORT)
-}
-
-fn frames_to(count: u32, dst_port: u16) -> Vec<Vec<u8>> {
-    let config = TemplateConfig {
-        frame_size: 128,
-        flows: 8,
-        dst_port,
-        ..TemplateConfig::default()
-    };
-    let template = Template::new(&config).unwrap();
-    let mut out = vec![0u8; 2048];
-    (0..count)
-        .map(|i| {
-            let len = template.write(&mut out, i);
-            out[..len].to_vec()
-        })
-        .collect()
-}
-
-/// Whether `frame` is an IPv4/UDP frame to `dst_port` (the lab's kernels send their own IPv6
-/// neighbour discovery and MLD frames, which are not the test's).
-fn is_udp_to(frame: &[u8], dst_port: u16) -> bool {
-    frame.len() >= 38
-        && frame[12..14] == [0x08, 0x00]
-        && frame[23] == 17
-        && frame[36..38] == dst_port.to_be_bytes()
-}
-
-/// Receives the frames to `dst_port` on `port` until `want` arrived or 3 s passed.
-fn receive_all(
-    port: &mut AfPacketPort,
-    pool: &mut FramePool,
-    want: usize,
-    dst_port: u16,
-) -> Vec<Vec<u8>> {
-    let deadline = Instant::now() + Duration::from_secs(3);
-    let mut got = Vec::new();
-    while got.len() < want && Instant::now() < deadline {
-        got.extend(
-            receive(port, pool)
-                .into_iter()
-                .filter(|f| is_udp_to(f, dst_port)),
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    got
-}
-
-/// Asserts two frame lists are equal, naming the first difference instead of printing both.
-fn assert_same(got: &[Vec<u8>], want: &[Vec<u8>]) {
-    assert_eq!(got.len(), want.len(), "frame count");
-    if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
-        panic!(
-            "frame {i} differs:\n got  {:02x?}\n want {:02x?}",
-            got[i], want[i]
-        );
-    }
-}
+mod common;
+use common::*;
 
 /// A cross-connect of the lab's DuT interfaces d0 and d1 with the given backend lines.
 fn xconnect_config(lab: &Testbed, backend_lines: &str) -> String {
