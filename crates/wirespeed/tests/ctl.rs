@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use wirespeed_lab::{Testbed, TestbedConfig};
 use wirespeed_packet::FramePool;
 use wirespeed_testkit::ports::send;
 
@@ -35,20 +34,10 @@ fn text(output: &Output) -> String {
 
 #[test]
 fn ctl_talks_to_a_forwarding_switch_that_survives_garbage() {
-    if !wirespeed_lab::available_for_test() {
-        return;
-    }
     let prefix = "wstctl1";
-    let _ = wirespeed_lab::down(prefix);
-    let lab = Testbed::up(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs: 2,
-        queues: 1,
-        calibration: false,
-    })
-    .unwrap();
-    let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
-    std::fs::create_dir_all(&dir).unwrap();
+    let Some((lab, dir)) = lab(prefix, 1) else {
+        return;
+    };
     let socket: PathBuf = dir.join("ctl.sock");
     let config = format!(
         "[switch]\napp = \"xconnect\"\ncontrol_socket = \"{}\"\n\n\

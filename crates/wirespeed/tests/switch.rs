@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use wirespeed_io::afpacket::AfPacketPort;
 use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, Umem};
 use wirespeed_io::{Port, QueueId};
-use wirespeed_lab::{Testbed, TestbedConfig};
+use wirespeed_lab::Testbed;
 use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM};
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_testkit::ports::{receive, send};
@@ -52,19 +52,9 @@ fn forwards_both_ways(prefix: &str, backend_lines: &str) {
 /// Runs the switch with the configuration `config` makes for the lab and checks 200 frames
 /// t0 -> t1 and 100 frames t1 -> t0 arrive byte for byte.
 fn forwards_both_ways_with(prefix: &str, config: impl Fn(&Testbed) -> String) {
-    if !wirespeed_lab::available_for_test() {
+    let Some((lab, dir)) = lab(prefix, 1) else {
         return;
-    }
-    let _ = wirespeed_lab::down(prefix);
-    let lab = Testbed::up(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs: 2,
-        queues: 1,
-        calibration: false,
-    })
-    .unwrap();
-    let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
-    std::fs::create_dir_all(&dir).unwrap();
+    };
     let config = config(&lab);
     let mut switch = Switch::start(&lab, &config, &dir);
     let mut pool = FramePool::new(4096, 2048).unwrap();
@@ -147,20 +137,10 @@ fn count_after(out: &str, label: &str) -> Option<u64> {
 /// tester sends on t0's queue *w* reach worker *w*, and every frame of 256 flows arrives on t1.
 #[test]
 fn switch_spreads_a_two_queue_port_over_two_workers() {
-    if !wirespeed_lab::available_for_test() {
-        return;
-    }
     let prefix = "wstsw3";
-    let _ = wirespeed_lab::down(prefix);
-    let lab = Testbed::up(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs: 2,
-        queues: 2,
-        calibration: false,
-    })
-    .unwrap();
-    let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
-    std::fs::create_dir_all(&dir).unwrap();
+    let Some((lab, dir)) = lab(prefix, 2) else {
+        return;
+    };
     let config = format!(
         "[switch]\napp = \"xconnect\"\nworkers = 2\ncores = [0, 1]\n\n\
          [[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
@@ -259,20 +239,10 @@ fn switch_spreads_a_two_queue_port_over_two_workers() {
 /// More workers than an AF_XDP port has queues: refused before anything runs, saying what to do.
 #[test]
 fn switch_refuses_more_workers_than_afxdp_queues() {
-    if !wirespeed_lab::available_for_test() {
-        return;
-    }
     let prefix = "wstsw4";
-    let _ = wirespeed_lab::down(prefix);
-    let lab = Testbed::up(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs: 2,
-        queues: 1,
-        calibration: false,
-    })
-    .unwrap();
-    let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
-    std::fs::create_dir_all(&dir).unwrap();
+    let Some((lab, dir)) = lab(prefix, 1) else {
+        return;
+    };
     let path = dir.join("switch.toml");
     std::fs::write(
         &path,
@@ -311,20 +281,10 @@ fn switch_refuses_more_workers_than_afxdp_queues() {
 
 #[test]
 fn switch_stops_cleanly_mid_traffic_and_leaves_nothing_after_sigkill() {
-    if !wirespeed_lab::available_for_test() {
-        return;
-    }
     let prefix = "wstsw5";
-    let _ = wirespeed_lab::down(prefix);
-    let lab = Testbed::up(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs: 2,
-        queues: 1,
-        calibration: false,
-    })
-    .unwrap();
-    let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
-    std::fs::create_dir_all(&dir).unwrap();
+    let Some((lab, dir)) = lab(prefix, 1) else {
+        return;
+    };
     let config = xconnect_config(&lab, "backend = \"afxdp\"");
     let mut pool = FramePool::new(4096, 2048).unwrap();
     let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
@@ -402,20 +362,10 @@ fn switch_bridges_over_afxdp() {
 
 #[test]
 fn switch_routes_over_afxdp() {
-    if !wirespeed_lab::available_for_test() {
-        return;
-    }
     let prefix = "wstsw7";
-    let _ = wirespeed_lab::down(prefix);
-    let lab = Testbed::up(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs: 2,
-        queues: 1,
-        calibration: false,
-    })
-    .unwrap();
-    let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
-    std::fs::create_dir_all(&dir).unwrap();
+    let Some((lab, dir)) = lab(prefix, 1) else {
+        return;
+    };
     let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
     let mac = |m: [u8; 6]| {
         m.iter()

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
-use wirespeed_lab::Testbed;
+use wirespeed_lab::{Testbed, TestbedConfig};
 use wirespeed_packet::FramePool;
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_testkit::ports::receive;
@@ -153,4 +153,23 @@ pub fn assert_same(got: &[Vec<u8>], want: &[Vec<u8>]) {
             got[i], want[i]
         );
     }
+}
+
+/// A fresh lab with `prefix` (leftovers of a killed run removed first) and a scratch directory
+/// for its files; `None`, after printing why, where namespaces cannot be made outside CI.
+pub fn lab(prefix: &str, queues: u16) -> Option<(Testbed, std::path::PathBuf)> {
+    if !wirespeed_lab::available_for_test() {
+        return None;
+    }
+    let _ = wirespeed_lab::down(prefix);
+    let config = TestbedConfig {
+        prefix: prefix.into(),
+        pairs: 2,
+        queues,
+        calibration: false,
+    };
+    let lab = Testbed::up(&config).expect("lab up");
+    let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    Some((lab, dir))
 }
