@@ -43,6 +43,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use toml::Spanned;
+use wirespeed_packet::wire::EthernetAddress;
 
 /// A configuration error: where it is, what is wrong, how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -578,6 +579,12 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
             }
         };
         let span_of = |s: Option<Range<usize>>| s.unwrap_or(0..0);
+        // Keys only AF_XDP ports take, with their places, for the other backends to refuse.
+        let afxdp_only = [
+            port.queues.as_ref().map(|q| (q.span(), "queues")),
+            port.zero_copy.as_ref().map(|z| (z.span(), "zero_copy")),
+            port.xdp_mode.as_ref().map(|x| (x.span(), "xdp_mode")),
+        ];
         let backend = match port.backend.get_ref().as_str() {
             "afxdp" | "afpacket" => {
                 let Some(interface) = &port.interface else {
@@ -609,52 +616,16 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
                         xdp_mode: port.xdp_mode.map_or(XdpMode::Auto, Spanned::into_inner),
                     }
                 } else {
-                    for (present, span, field) in [
-                        (
-                            port.queues.is_some(),
-                            span_of(port.queues.as_ref().map(|q| q.span())),
-                            "queues",
-                        ),
-                        (
-                            port.zero_copy.is_some(),
-                            span_of(port.zero_copy.as_ref().map(|z| z.span())),
-                            "zero_copy",
-                        ),
-                        (
-                            port.xdp_mode.is_some(),
-                            span_of(port.xdp_mode.as_ref().map(|x| x.span())),
-                            "xdp_mode",
-                        ),
-                    ] {
-                        only(present, span, field, "afxdp")?;
+                    for (span, field) in afxdp_only.iter().flatten() {
+                        only(true, span.clone(), field, "afxdp")?;
                     }
                     BackendConfig::AfPacket { interface }
                 }
             }
             "pcap" => {
-                for (present, span, field) in [
-                    (
-                        port.interface.is_some(),
-                        span_of(port.interface.as_ref().map(|i| i.span())),
-                        "interface",
-                    ),
-                    (
-                        port.queues.is_some(),
-                        span_of(port.queues.as_ref().map(|q| q.span())),
-                        "queues",
-                    ),
-                    (
-                        port.zero_copy.is_some(),
-                        span_of(port.zero_copy.as_ref().map(|z| z.span())),
-                        "zero_copy",
-                    ),
-                    (
-                        port.xdp_mode.is_some(),
-                        span_of(port.xdp_mode.as_ref().map(|x| x.span())),
-                        "xdp_mode",
-                    ),
-                ] {
-                    only(present, span, field, "afxdp or afpacket")?;
+                let interface = port.interface.as_ref().map(|i| (i.span(), "interface"));
+                for (span, field) in afxdp_only.iter().flatten().chain(&interface) {
+                    only(true, span.clone(), field, "afxdp or afpacket")?;
                 }
                 if port.rx.is_none() && port.tx.is_none() {
                     return Err(at.error(
@@ -939,15 +910,10 @@ fn parse_address(
 }
 
 fn parse_mac(at: &Locator<'_>, text: &Spanned<String>, key: &str) -> Result<[u8; 6], ConfigError> {
-    let bytes: Result<Vec<u8>, _> = text
-        .get_ref()
-        .split(':')
-        .map(|b| u8::from_str_radix(b, 16))
-        .collect();
-    bytes
-        .ok()
-        .and_then(|b| <[u8; 6]>::try_from(b).ok())
-        .ok_or_else(|| {
+    text.get_ref()
+        .parse::<EthernetAddress>()
+        .map(|mac| mac.0)
+        .map_err(|_| {
             at.error(
                 text.span(),
                 key,

@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 use wirespeed_dataplane::command::{AppCommand, FlowRule, Neighbour};
 use wirespeed_dataplane::table::fib::{Ipv4Prefix, Ipv6Prefix};
+use wirespeed_packet::wire::EthernetAddress;
 
 /// Longest request line accepted, in bytes.
 pub const MAX_LINE: usize = 64 * 1024;
@@ -440,25 +441,14 @@ pub fn parse_addr(word: &str) -> Result<IpAddr, ProtocolError> {
 
 /// A MAC address `aa:bb:cc:dd:ee:ff`.
 pub fn parse_mac(word: &str) -> Result<[u8; 6], ProtocolError> {
-    let bad = || {
-        ProtocolError::new(
-            format!("{} is not a MAC address", quote(word)),
-            "write six hex bytes separated by colons, e.g. 02:00:00:00:00:01",
-        )
-    };
-    let mut mac = [0u8; 6];
-    let mut parts = word.split(':');
-    for byte in &mut mac {
-        let part = parts.next().ok_or_else(bad)?;
-        if part.is_empty() || part.len() > 2 || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(bad());
-        }
-        *byte = u8::from_str_radix(part, 16).map_err(|_| bad())?;
-    }
-    if parts.next().is_some() {
-        return Err(bad());
-    }
-    Ok(mac)
+    word.parse::<EthernetAddress>()
+        .map(|mac| mac.0)
+        .map_err(|_| {
+            ProtocolError::new(
+                format!("{} is not a MAC address", quote(word)),
+                "write six hex bytes separated by colons, e.g. 02:00:00:00:00:01",
+            )
+        })
 }
 
 /// `FIELD=VALUE` words; `priority=N` and (when `actions` is true, required) `actions=A,B`.

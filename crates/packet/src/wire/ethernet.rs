@@ -45,6 +45,32 @@ impl EthernetAddress {
     }
 }
 
+/// The text of a MAC address is not six colon-separated bytes of one or two hex digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("not a MAC address: write six hex bytes separated by colons, e.g. 02:00:00:00:00:01")]
+pub struct ParseMacError;
+
+impl core::str::FromStr for EthernetAddress {
+    type Err = ParseMacError;
+
+    /// Parses `aa:bb:cc:dd:ee:ff` (the form `Display` writes); nothing else is accepted.
+    fn from_str(text: &str) -> core::result::Result<Self, ParseMacError> {
+        let mut mac = [0u8; 6];
+        let mut parts = text.split(':');
+        for byte in &mut mac {
+            let part = parts.next().ok_or(ParseMacError)?;
+            if part.is_empty() || part.len() > 2 || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(ParseMacError);
+            }
+            *byte = u8::from_str_radix(part, 16).map_err(|_| ParseMacError)?;
+        }
+        if parts.next().is_some() {
+            return Err(ParseMacError);
+        }
+        Ok(EthernetAddress(mac))
+    }
+}
+
 impl fmt::Display for EthernetAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
@@ -259,5 +285,26 @@ mod tests {
         assert_eq!(EtherType::from(0x88cc), EtherType::Unknown(0x88cc));
         assert_eq!(u16::from(EtherType::from(0x88cc)), 0x88cc);
         assert!(EtherType::from(0x88a8).is_vlan_tag());
+    }
+
+    #[test]
+    fn mac_text_round_trips_and_nothing_else_parses() {
+        let mac: EthernetAddress = "02:57:53:0:1:fe".parse().unwrap();
+        assert_eq!(mac, EthernetAddress([0x02, 0x57, 0x53, 0, 1, 0xfe]));
+        assert_eq!(mac.to_string().parse::<EthernetAddress>(), Ok(mac));
+        for bad in [
+            "",
+            "zz",
+            "02:57:53:00:01",
+            "02:57:53:00:01:fe:00",
+            "+2:57:53:00:01:fe",
+            "002:57:53:00:01:fe",
+        ] {
+            assert_eq!(
+                bad.parse::<EthernetAddress>(),
+                Err(ParseMacError),
+                "{bad:?}"
+            );
+        }
     }
 }

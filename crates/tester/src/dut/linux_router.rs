@@ -7,6 +7,7 @@
 //! source, `t1`'s as destination, the TTL one lower and the IPv4 header checksum updated.
 
 use wirespeed_packet::checksum;
+use wirespeed_packet::wire::EthernetAddress;
 
 use super::{Dut, DutError, Steps, Wiring};
 
@@ -44,7 +45,7 @@ impl Dut for LinuxRouter {
         let ns = wiring.dut_ns.as_str();
         let egress = wiring.egress.dut_if.as_str();
         let next_hop = wiring.egress.tester_ipv4.to_string();
-        let next_hop_mac = format_mac(wiring.egress.tester_mac);
+        let next_hop_mac = EthernetAddress(wiring.egress.tester_mac).to_string();
         let old = self.steps.run(
             "read net.ipv4.ip_forward",
             &[
@@ -148,13 +149,6 @@ pub fn routed(frame: &[u8], src_mac: [u8; 6], dst_mac: [u8; 6]) -> Vec<u8> {
     let sum = checksum::internet_checksum(&out[14..34]);
     out[24..26].copy_from_slice(&sum.to_be_bytes());
     out
-}
-
-pub(crate) fn format_mac(mac: [u8; 6]) -> String {
-    mac.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use clap::Args;
 use wirespeed_io::Port;
 use wirespeed_io::afxdp::Umem;
 use wirespeed_packet::FramePool;
+use wirespeed_packet::wire::EthernetAddress;
 use wirespeed_tester::generator::{BlastConfig, Template, TemplateConfig, blast, prefill};
 
 use super::build::{KernelBackend, open_interface};
@@ -63,14 +64,10 @@ pub fn run(args: GenArgs) -> Result<()> {
 
 /// Parses `aa:bb:cc:dd:ee:ff`.
 pub fn parse_mac(text: &str) -> Result<[u8; 6]> {
-    let parts: Vec<u8> = text
-        .split(':')
-        .map(|p| u8::from_str_radix(p, 16))
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("{text:?} is not a MAC address like 02:57:53:00:00:fe"))?;
-    parts
-        .try_into()
-        .map_err(|_| anyhow::anyhow!("{text:?} is not a MAC address of six bytes"))
+    let mac: EthernetAddress = text
+        .parse()
+        .with_context(|| format!("--dst-mac {text:?}"))?;
+    Ok(mac.0)
 }
 
 fn generate(args: &GenArgs) -> Result<String> {
