@@ -4,6 +4,12 @@
 //! harness moves the descriptors that arrive on g1 back into g0 (no frame is rewritten, so the
 //! parse stage keeps seeing valid frames). `rings_only` moves the same descriptors through the
 //! same kind of rings with no worker, so `worker - rings_only` is the worker's own cost per packet.
+//!
+//! `loop` is the cross-connect with nothing else in the measurement: the worker's two ports are
+//! the two ends of one memory cable, so what it transmits on p1 it receives again on p0. Each
+//! packet crosses one RX ring and one TX ring per iteration, as in `worker`, but no harness
+//! moves it back (in `worker` the recirculation costs another RX and TX, about half of
+//! `rings_only`). This is the I/O-free ceiling the foundation's goal is stated for.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use wirespeed_dataplane::app::Xconnect;
@@ -77,6 +83,40 @@ fn frames(flows: u32) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// A worker whose p1 is cabled back to its p0, with 1024 frames in flight.
+fn looped(batch: usize, flows: u32) -> Worker {
+    let config = LinkConfig {
+        ring_size: 4096,
+        ..LinkConfig::default()
+    };
+    let (p0, mut p1) = link("p0", "p1", &config);
+    let mut pool = FramePool::new(8192, 2048).expect("pool");
+    send(&mut p1, &mut pool, &frames(flows));
+    let ports = vec![
+        WorkerPort {
+            port: Box::new(p0),
+            rx_queues: vec![0],
+            tx_queue: 0,
+        },
+        WorkerPort {
+            port: Box::new(p1),
+            rx_queues: vec![],
+            tx_queue: 0,
+        },
+    ];
+    let worker_config = WorkerConfig {
+        batch_size: batch,
+        drain_cycles: u64::MAX,
+        idle: Idle::Busy,
+    };
+    Worker::new(
+        worker_config,
+        pool,
+        ports,
+        Box::new(Xconnect::new(&[(0, 1)], None)),
+    )
+}
+
 impl Rig {
     /// Moves what reached g1 back into g0.
     fn recirculate(&mut self) {
@@ -96,6 +136,10 @@ fn xconnect(c: &mut Criterion) {
                 rig.worker.poll_once();
                 rig.recirculate();
             });
+        });
+        group.bench_with_input(BenchmarkId::new("loop", batch), &batch, |b, &batch| {
+            let mut worker = looped(batch, 1);
+            b.iter(|| worker.poll_once());
         });
         group.bench_with_input(
             BenchmarkId::new("rings_only", batch),

@@ -12,7 +12,8 @@
 //! ```
 //!
 //! Modes: `worker <batch> <iterations>` (one `poll_once` and a recirculation per iteration, as
-//! `xconnect_64B/worker`), `rings <batch> <iterations>` (as `xconnect_64B/rings_only`) and
+//! `xconnect_64B/worker`), `loop <batch> <iterations>` (the worker's ports cabled to each other,
+//! as `xconnect_64B/loop`), `rings <batch> <iterations>` (as `xconnect_64B/rings_only`) and
 //! `parse <iterations>` (the parse stage over a batch of 32 IPv4/UDP frames, as the packet
 //! crate's `parse/ipv4_udp`).
 
@@ -21,7 +22,7 @@ use std::hint::black_box;
 use wirespeed_dataplane::app::Xconnect;
 use wirespeed_dataplane::worker::{Idle, Worker, WorkerConfig, WorkerPort};
 use wirespeed_io::Port;
-use wirespeed_io::memory::{LinkConfig, link};
+use wirespeed_io::memory::{LinkConfig, MemoryPort, link};
 use wirespeed_packet::cpu::rdtsc;
 use wirespeed_packet::{Batch, FlowKey, FramePool, MAX_BATCH, Meta, parse};
 use wirespeed_tester::generator::{Template, TemplateConfig};
@@ -39,13 +40,8 @@ fn frames() -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn worker(batch: usize, iterations: u64) {
-    let config = LinkConfig {
-        ring_size: 4096,
-        ..LinkConfig::default()
-    };
-    let (mut g0, p0) = link("g0", "p0", &config);
-    let (p1, mut g1) = link("p1", "g1", &config);
+/// A busy-polling xconnect worker from port 0 to port 1.
+fn xconnect_worker(batch: usize, pool: FramePool, p0: MemoryPort, p1: MemoryPort) -> Worker {
     let ports = vec![
         WorkerPort {
             port: Box::new(p0),
@@ -63,10 +59,20 @@ fn worker(batch: usize, iterations: u64) {
         drain_cycles: u64::MAX,
         idle: Idle::Busy,
     };
-    let pool = FramePool::new(8192, 2048).expect("pool");
     let app = Box::new(Xconnect::new(&[(0, 1)], None));
-    let mut worker = Worker::new(worker_config, pool, ports, app);
-    send(&mut g0, worker.pool_mut(), &frames());
+    Worker::new(worker_config, pool, ports, app)
+}
+
+fn worker(batch: usize, iterations: u64) {
+    let config = LinkConfig {
+        ring_size: 4096,
+        ..LinkConfig::default()
+    };
+    let (mut g0, p0) = link("g0", "p0", &config);
+    let (p1, mut g1) = link("p1", "g1", &config);
+    let mut pool = FramePool::new(8192, 2048).expect("pool");
+    send(&mut g0, &mut pool, &frames());
+    let mut worker = xconnect_worker(batch, pool, p0, p1);
     let mut carry = Batch::new(MAX_BATCH);
     let t0 = rdtsc();
     for _ in 0..iterations {
@@ -75,7 +81,28 @@ fn worker(batch: usize, iterations: u64) {
         g1.rx(0, pool, &mut carry);
         g0.tx(0, pool, &mut carry);
     }
-    let cycles = rdtsc().wrapping_sub(t0);
+    stage_report(&worker, rdtsc().wrapping_sub(t0));
+}
+
+/// The worker's p1 cabled back to its p0: no harness in the loop (`xconnect_64B/loop`).
+fn looped(batch: usize, iterations: u64) {
+    let config = LinkConfig {
+        ring_size: 4096,
+        ..LinkConfig::default()
+    };
+    let (p0, mut p1) = link("p0", "p1", &config);
+    let mut pool = FramePool::new(8192, 2048).expect("pool");
+    send(&mut p1, &mut pool, &frames());
+    let mut worker = xconnect_worker(batch, pool, p0, p1);
+    let t0 = rdtsc();
+    for _ in 0..iterations {
+        worker.poll_once();
+    }
+    stage_report(&worker, rdtsc().wrapping_sub(t0));
+}
+
+/// Prints the packets moved, the cycles per packet, and the worker's own split by stage.
+fn stage_report(worker: &Worker, cycles: u64) {
     let counters = worker.counters();
     report(cycles, counters.tx_packets);
     let per_packet = |c: u64| c as f64 / counters.rx_packets.max(1) as f64;
@@ -140,10 +167,11 @@ fn main() {
     };
     match args.first().map(String::as_str) {
         Some("worker") => worker(number(1, 32) as usize, number(2, 1000)),
+        Some("loop") => looped(number(1, 32) as usize, number(2, 1000)),
         Some("rings") => rings(number(1, 32) as usize, number(2, 1000)),
         Some("parse") => parse_batch(number(1, 1000)),
         _ => eprintln!(
-            "usage: xconnect_profile worker|rings <batch> <iterations> | parse <iterations>"
+            "usage: xconnect_profile worker|loop|rings <batch> <iterations> | parse <iterations>"
         ),
     }
 }

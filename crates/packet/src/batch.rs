@@ -146,7 +146,8 @@ impl DropReason {
 pub struct Meta {
     /// TSC (or other clock) reading when the packet was received; 0 when not recorded.
     pub rx_time: u64,
-    /// CRC32C hash of the flow key, filled by the parse stage.
+    /// CRC32C hash of the flow key, filled by the parse stage (0 when the pipeline's parse was
+    /// built without it: `Parse::without_flow_hash` in the data plane).
     pub flow_hash: u32,
     /// Ethertype after all VLAN tags (0 until parsed).
     pub ethertype: u16,

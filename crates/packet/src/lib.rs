@@ -21,5 +21,5 @@ pub mod wire;
 
 pub use batch::{Batch, Desc, DropReason, HEADROOM, MAX_BATCH, Meta};
 pub use flow_key::{FlowKey, crc32c};
-pub use parse::{parse, parse_batch};
+pub use parse::{parse, parse_batch, parse_batch_unhashed};
 pub use pool::{FrameId, FramePool, PoolError};

@@ -5,7 +5,7 @@
 //! here; this stage counts only what it parsed.
 
 use wirespeed_packet::flow_key::FlowKey;
-use wirespeed_packet::parse::parse_batch;
+use wirespeed_packet::parse::{parse_batch, parse_batch_unhashed};
 use wirespeed_packet::{Batch, FramePool};
 
 /// Counters of the parse stage.
@@ -18,14 +18,35 @@ pub struct ParseCounters {
 }
 
 /// Fills `Meta` and `FlowKey` for every packet of a batch.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Parse {
     counters: ParseCounters,
+    /// Whether `Meta::flow_hash` is computed.
+    flow_hash: bool,
+}
+
+impl Default for Parse {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Parse {
+    /// A parse that also hashes every flow key into `Meta::flow_hash` (caches, ACLs, ECMP).
     pub fn new() -> Self {
-        Self::default()
+        Parse {
+            counters: ParseCounters::default(),
+            flow_hash: true,
+        }
+    }
+
+    /// A parse for pipelines in which no stage reads `Meta::flow_hash` (left 0): the CRC32C
+    /// of the 56-byte key is a quarter of the parse's instructions.
+    pub fn without_flow_hash() -> Self {
+        Parse {
+            flow_hash: false,
+            ..Parse::new()
+        }
     }
 
     /// Parses every packet of `batch`; `keys[i]` receives packet i's flow key. The loop itself
@@ -33,7 +54,11 @@ impl Parse {
     /// batch.
     pub fn process(&mut self, pool: &FramePool, batch: &mut Batch, keys: &mut [FlowKey]) {
         let packets = batch.len().min(keys.len());
-        let malformed = parse_batch(pool, batch, keys);
+        let malformed = if self.flow_hash {
+            parse_batch(pool, batch, keys)
+        } else {
+            parse_batch_unhashed(pool, batch, keys)
+        };
         self.counters.parsed += (packets - malformed) as u64;
         self.counters.malformed += malformed as u64;
     }
