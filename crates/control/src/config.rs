@@ -10,7 +10,8 @@
 //! frame_size = 2048     # 2048 or 4096
 //! idle = "adaptive"     # "busy": spin; "adaptive": sleep in poll(2) after empty polls
 //! drain_us = 50         # longest a packet waits in a TX batch under load
-//! realtime = false      # SCHED_FIFO for workers (above the kernel's NAPI threads)
+//! realtime = "auto"     # SCHED_FIFO for workers (above the kernel's NAPI threads): true,
+//!                       # false, or "auto" (FIFO for workers whose ports are all AF_XDP)
 //! control_socket = "/run/wirespeed/switch.sock"  # default: /run/wirespeed/<config stem>.sock;
 //!                       # "" runs without one
 //!
@@ -80,7 +81,7 @@ pub struct SwitchConfig {
     pub frame_size: u32,
     pub idle: IdleMode,
     pub drain_us: u32,
-    pub realtime: bool,
+    pub realtime: Realtime,
     /// Where the control socket listens; `None` when disabled (`control_socket = ""`).
     pub control_socket: Option<PathBuf>,
 }
@@ -93,6 +94,42 @@ pub enum IdleMode {
     Busy,
     /// Spin briefly, then sleep in poll(2) until a port has frames.
     Adaptive,
+}
+
+/// Whether workers run at SCHED_FIFO priority 1, above the kernel's NAPI threads.
+///
+/// Which is right depends on who does the kernel's share of the work (docs/benchmarks.md,
+/// "Kernel I/O"): an AF_XDP worker on the core of its ingress NAPI thread collapses under
+/// overload at normal priority (the thread's slices overflow the ring while the worker spins),
+/// and drains the ring first at FIFO; an AF_PACKET worker needs the kernel's softirq time on its
+/// own core and forwards less at FIFO. `Auto` applies that rule per worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Realtime {
+    /// FIFO for a worker whose ports are all AF_XDP; normal priority for the others.
+    Auto,
+    /// FIFO for every worker (an error when the process may not).
+    On,
+    /// Normal priority for every worker.
+    Off,
+}
+
+impl<'de> Deserialize<'de> for Realtime {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Flag(bool),
+            Word(String),
+        }
+        match Raw::deserialize(deserializer)? {
+            Raw::Flag(true) => Ok(Realtime::On),
+            Raw::Flag(false) => Ok(Realtime::Off),
+            Raw::Word(word) if word == "auto" => Ok(Realtime::Auto),
+            Raw::Word(word) => Err(serde::de::Error::custom(format!(
+                "realtime = \"{word}\" is not a choice: write true, false or \"auto\""
+            ))),
+        }
+    }
 }
 
 /// One port.
@@ -281,7 +318,7 @@ struct RawSwitch {
     frame_size: Option<Spanned<u32>>,
     idle: Option<IdleMode>,
     drain_us: Option<Spanned<u32>>,
-    realtime: Option<bool>,
+    realtime: Option<Realtime>,
     control_socket: Option<Spanned<String>>,
 }
 
@@ -752,7 +789,7 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
             frame_size,
             idle: switch.idle.unwrap_or(IdleMode::Adaptive),
             drain_us,
-            realtime: switch.realtime.unwrap_or(false),
+            realtime: switch.realtime.unwrap_or(Realtime::Auto),
             control_socket,
         },
         ports,
@@ -1088,6 +1125,28 @@ pairs = [["in", "out"]]
 
     fn error_of(text: &str) -> ConfigError {
         parse("bad.toml", text).unwrap_err()
+    }
+
+    #[test]
+    fn realtime_is_auto_unless_set_and_a_bad_word_is_refused() {
+        assert_eq!(
+            parse("good.toml", GOOD).unwrap().switch.realtime,
+            Realtime::Auto
+        );
+        for (text, expected) in [
+            ("true", Realtime::On),
+            ("false", Realtime::Off),
+            ("\"auto\"", Realtime::Auto),
+        ] {
+            let config = GOOD.replace("batch = 64", &format!("realtime = {text}"));
+            assert_eq!(
+                parse("good.toml", &config).unwrap().switch.realtime,
+                expected
+            );
+        }
+        let error = error_of(&GOOD.replace("batch = 64", "realtime = \"always\""));
+        assert_eq!(error.key, "switch.realtime");
+        assert!(error.message.contains("true, false or \"auto\""), "{error}");
     }
 
     #[test]

@@ -45,15 +45,20 @@ fn xdp_attached(ns: &str, interface: &str) -> bool {
     out.contains("prog/xdp") || out.contains("xdpgeneric") || out.contains(" xdp ")
 }
 
-fn forwards_both_ways(prefix: &str, backend_lines: &str) {
-    forwards_both_ways_with(prefix, |lab| xconnect_config(lab, backend_lines));
+/// Runs an xconnect over `backend_lines` both ways; its output must state the worker's
+/// scheduling as `priority` (chosen by `realtime = "auto"`).
+fn forwards_both_ways(prefix: &str, backend_lines: &str, priority: &str) {
+    if let Some(out) = forwards_both_ways_with(prefix, |lab| xconnect_config(lab, backend_lines)) {
+        assert!(out.contains(priority), "{out}");
+    }
 }
 
 /// Runs the switch with the configuration `config` makes for the lab and checks 200 frames
-/// t0 -> t1 and 100 frames t1 -> t0 arrive byte for byte.
-fn forwards_both_ways_with(prefix: &str, config: impl Fn(&Testbed) -> String) {
+/// t0 -> t1 and 100 frames t1 -> t0 arrive byte for byte; returns the switch's output (`None`
+/// when no lab could be built here).
+fn forwards_both_ways_with(prefix: &str, config: impl Fn(&Testbed) -> String) -> Option<String> {
     let Some((lab, dir)) = lab(prefix, 1) else {
-        return;
+        return None;
     };
     let config = config(&lab);
     let mut switch = Switch::start(&lab, &config, &dir);
@@ -88,16 +93,25 @@ fn forwards_both_ways_with(prefix: &str, config: impl Fn(&Testbed) -> String) {
             .iter()
             .any(|ns| ns.starts_with(prefix))
     );
+    Some(out)
 }
 
 #[test]
 fn switch_forwards_over_afpacket() {
-    forwards_both_ways("wstsw1", "backend = \"afpacket\"");
+    forwards_both_ways(
+        "wstsw1",
+        "backend = \"afpacket\"",
+        "worker 0: any core, normal priority (realtime = \"auto\"",
+    );
 }
 
 #[test]
 fn switch_forwards_over_afxdp() {
-    forwards_both_ways("wstsw2", "backend = \"afxdp\"");
+    forwards_both_ways(
+        "wstsw2",
+        "backend = \"afxdp\"",
+        "worker 0: any core, SCHED_FIFO 1 (realtime = \"auto\"",
+    );
 }
 
 /// Transmits `frames` on queue `queue` of the tester's AF_XDP port (a veth delivers a frame sent

@@ -10,10 +10,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Args;
+use wirespeed_control::config::Realtime;
 use wirespeed_control::dispatch::{COMMAND_TIMEOUT, Dispatcher};
 use wirespeed_control::socket::{ControlSocket, Limits};
 use wirespeed_dataplane::command;
 use wirespeed_dataplane::worker::{Conservation, StatsCell, Worker, WorkerSnapshot};
+use wirespeed_io::Backend;
 
 use super::{build, stats};
 
@@ -48,8 +50,18 @@ pub fn run(args: SwitchArgs) -> Result<()> {
     }
     let placement = Placement {
         cores: config.switch.cores.clone(),
-        realtime: config.switch.realtime,
+        realtime: workers
+            .iter()
+            .map(|worker| priority(config.switch.realtime, worker))
+            .collect(),
     };
+    for (index, priority) in placement.realtime.iter().enumerate() {
+        let core = placement
+            .cores
+            .get(index)
+            .map_or("any core".to_string(), |core| format!("core {core}"));
+        println!("worker {index}: {core}, {}", priority.describe());
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
@@ -89,8 +101,59 @@ fn control_socket(path: &std::path::Path, workers: &mut [Worker]) -> Result<Cont
 pub struct Placement {
     /// Core of worker i, if pinned.
     pub cores: Vec<usize>,
-    /// SCHED_FIFO priority 1 for every worker.
-    pub realtime: bool,
+    /// The scheduling of worker i (normal priority where missing).
+    pub realtime: Vec<Priority>,
+}
+
+/// A worker's scheduling priority and why it was chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Priority {
+    /// SCHED_FIFO 1 because the config says so: failing to get it is an error.
+    Fifo,
+    /// SCHED_FIFO 1 chosen by `realtime = "auto"` (all ports AF_XDP): failing to get it is
+    /// reported and the worker runs at normal priority.
+    AutoFifo,
+    /// Normal priority because the config says so.
+    Normal,
+    /// Normal priority chosen by `realtime = "auto"` (a port that is not AF_XDP).
+    AutoNormal,
+}
+
+impl Priority {
+    fn describe(self) -> &'static str {
+        match self {
+            Priority::Fifo => "SCHED_FIFO 1 (realtime = true)",
+            Priority::AutoFifo => {
+                "SCHED_FIFO 1 (realtime = \"auto\": AF_XDP ports; the worker drains its rings \
+                 before the kernel's NAPI thread on the same core refills them)"
+            }
+            Priority::Normal => "normal priority (realtime = false)",
+            Priority::AutoNormal => {
+                "normal priority (realtime = \"auto\": a port that is not AF_XDP needs the \
+                 kernel's softirq time on this core)"
+            }
+        }
+    }
+}
+
+/// The priority `setting` gives `worker`.
+fn priority(setting: Realtime, worker: &Worker) -> Priority {
+    match setting {
+        Realtime::On => Priority::Fifo,
+        Realtime::Off => Priority::Normal,
+        Realtime::Auto => {
+            let ports = worker.ports();
+            let all_afxdp = !ports.is_empty()
+                && ports
+                    .iter()
+                    .all(|port| port.info().backend == Backend::AfXdp);
+            if all_afxdp {
+                Priority::AutoFifo
+            } else {
+                Priority::AutoNormal
+            }
+        }
+    }
 }
 
 /// Runs every worker on its own thread until `stop`, printing a rate line every `interval`;
@@ -106,7 +169,11 @@ pub fn run_workers(
     for (index, mut worker) in workers.into_iter().enumerate() {
         let (cell, stop) = (Arc::clone(&cells[index]), Arc::clone(stop));
         let core = placement.cores.get(index).copied();
-        let realtime = placement.realtime;
+        let priority = placement
+            .realtime
+            .get(index)
+            .copied()
+            .unwrap_or(Priority::Normal);
         let handle = std::thread::Builder::new()
             .name(format!("worker-{index}"))
             .spawn(move || -> Result<Conservation> {
@@ -114,9 +181,18 @@ pub fn run_workers(
                     wirespeed_io::thread::pin_to_core(core)
                         .with_context(|| format!("pinning worker {index} to core {core}"))?;
                 }
-                if realtime {
-                    wirespeed_io::thread::set_fifo_priority(1)
-                        .with_context(|| format!("SCHED_FIFO for worker {index} (needs root)"))?;
+                match priority {
+                    Priority::Fifo => wirespeed_io::thread::set_fifo_priority(1)
+                        .with_context(|| format!("SCHED_FIFO for worker {index} (needs root)"))?,
+                    Priority::AutoFifo => {
+                        if let Err(error) = wirespeed_io::thread::set_fifo_priority(1) {
+                            eprintln!(
+                                "worker {index}: SCHED_FIFO refused ({error}); running at \
+                                 normal priority (run as root or set realtime = false)"
+                            );
+                        }
+                    }
+                    Priority::Normal | Priority::AutoNormal => {}
                 }
                 worker.run(&stop, &cell);
                 let conservation = worker.shutdown();
