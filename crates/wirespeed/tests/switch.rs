@@ -57,9 +57,7 @@ fn forwards_both_ways(prefix: &str, backend_lines: &str, priority: &str) {
 /// t0 -> t1 and 100 frames t1 -> t0 arrive byte for byte; returns the switch's output (`None`
 /// when no lab could be built here).
 fn forwards_both_ways_with(prefix: &str, config: impl Fn(&Testbed) -> String) -> Option<String> {
-    let Some((lab, dir)) = lab(prefix, 1) else {
-        return None;
-    };
+    let (lab, dir) = lab(prefix, 1)?;
     let config = config(&lab);
     let mut switch = Switch::start(&lab, &config, &dir);
     let mut pool = FramePool::new(4096, 2048).unwrap();
