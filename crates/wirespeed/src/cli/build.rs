@@ -17,12 +17,16 @@ use wirespeed_control::config::XdpMode as XdpModeConfig;
 use wirespeed_control::config::{AppConfig, BackendConfig, Config, PortConfig};
 use wirespeed_dataplane::app::bridge::{Bridge, BridgeConfig, BridgePort};
 
+use wirespeed_control::config::OpenFlowMiss;
+use wirespeed_dataplane::app::openflow::{MissAction, OpenFlow, OpenFlowConfig};
 use wirespeed_dataplane::app::router::{
     Gateway, Interface, OptionsPolicy, Prefix as RoutePrefix, Router, RouterConfig,
     StaticNeighbour, StaticRoute,
 };
-use wirespeed_dataplane::app::{App, Xconnect};
+use wirespeed_dataplane::app::{App, Xconnect, fields};
+use wirespeed_dataplane::command::AclAction as RuleAction;
 use wirespeed_dataplane::stage::Task;
+use wirespeed_dataplane::stage::acl::{AclAction, AclConfig};
 use wirespeed_dataplane::stage::vlan::VlanMode;
 use wirespeed_dataplane::worker::{Idle, Worker, WorkerConfig, WorkerPort};
 use wirespeed_io::QueueId;
@@ -177,12 +181,68 @@ fn app(config: &Config, seed: u64, macs: &[[u8; 6]]) -> Result<Box<dyn App>> {
                 mac_capacity: *mac_capacity,
                 age_seconds: *age_seconds,
             };
-            Box::new(Bridge::new(bridge).context("the [bridge] configuration")?)
+            let bridge = Bridge::new(bridge).context("the [bridge] configuration")?;
+            match acl_config(config)? {
+                Some(acl) => Box::new(bridge.with_acl(&acl)),
+                None => Box::new(bridge),
+            }
         }
-        AppConfig::Router(router) => Box::new(
-            Router::new(router_config(router, macs)?).context("the [router] configuration")?,
-        ),
+        AppConfig::Router(router) => {
+            let mut router = router_config(router, macs)?;
+            router.acl = acl_config(config)?;
+            Box::new(Router::new(router).context("the [router] configuration")?)
+        }
+        AppConfig::OpenFlow(openflow) => Box::new(openflow_app(config, openflow)?),
     })
+}
+
+/// The ACL stage's configuration from the file's `[acl]`, if there is one.
+fn acl_config(config: &Config) -> Result<Option<AclConfig>> {
+    let Some(acl) = &config.acl else {
+        return Ok(None);
+    };
+    let rules = fields::acl_rules(&acl.rules).context("the [acl] configuration")?;
+    Ok(Some(AclConfig {
+        rules,
+        default: match acl.default {
+            RuleAction::Permit => AclAction::Permit,
+            RuleAction::Deny => AclAction::Deny,
+        },
+        ..AclConfig::default()
+    }))
+}
+
+/// The OpenFlow app with the file's flows installed.
+fn openflow_app(
+    config: &Config,
+    openflow: &wirespeed_control::config::OpenFlowConfig,
+) -> Result<OpenFlow> {
+    let mut app = OpenFlow::new(OpenFlowConfig {
+        tables: openflow.tables,
+        ports: config.ports.len() as u16,
+        miss: match openflow.miss {
+            OpenFlowMiss::Drop => MissAction::Drop,
+            OpenFlowMiss::Flood => MissAction::Flood,
+            OpenFlowMiss::Output(port) => MissAction::Output(port as u16),
+        },
+        flows_per_table: openflow.flows_per_table,
+        cache_entries: openflow.cache_entries,
+        megaflows: openflow.megaflows,
+        ..OpenFlowConfig::default()
+    });
+    let port = |name: &str| {
+        config
+            .ports
+            .iter()
+            .position(|p| p.name == name)
+            .and_then(|i| u16::try_from(i).ok())
+    };
+    for (i, rule) in openflow.flows.iter().enumerate() {
+        let flow = fields::flow_rule(rule, &port).with_context(|| format!("openflow.flow[{i}]"))?;
+        app.add_flow(flow.table, flow.entry)
+            .with_context(|| format!("openflow.flow[{i}]"))?;
+    }
+    Ok(app)
 }
 
 /// The dataplane's router configuration from the file's.
