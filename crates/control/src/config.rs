@@ -1128,11 +1128,12 @@ fn openflow_app(
             } else {
                 (flow.matches.as_ref().map_or(span, Spanned::span), "match")
             };
+            let names: Vec<&str> = ports.iter().map(|p| p.name.as_str()).collect();
             return Err(at.error(
                 span,
                 &format!("{key}.{part}"),
                 &format!("{}: {}", error.place, error.problem),
-                &format!("write {}", error.accepted),
+                &format!("write {} (ports: {})", error.accepted, names.join(", ")),
             ));
         }
         flows.push(rule);

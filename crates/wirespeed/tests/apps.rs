@@ -250,7 +250,10 @@ fn router_keeps_forwarding_while_a_million_routes_load() {
     );
     // The loaded table is in use, beside the interfaces' connected and local routes.
     let shown = expect_ok(ctl_at(&socket, &["show", "routes"]));
-    let more = shown.lines().find(|l| l.contains("more")).unwrap_or_default();
+    let more = shown
+        .lines()
+        .find(|l| l.contains("more"))
+        .unwrap_or_default();
     assert!(
         more.contains("... 990005 more"),
         "1000001 loaded + 2 connected + 2 local routes, 10000 shown: {more}"

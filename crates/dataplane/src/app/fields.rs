@@ -563,4 +563,48 @@ mod tests {
         let e = error(&[("idle_timeout", "70000")], &["drop"]);
         assert!(e.place.contains("idle_timeout"), "{e}");
     }
+
+    proptest::proptest! {
+        /// Rules come from files and sockets: any text converts or is refused, never panics,
+        /// and what converts prints back into text that converts to the same rule.
+        #[test]
+        fn any_text_converts_or_is_refused(
+            pairs in proptest::collection::vec(
+                ("(in_port|ip_src|ip_dst|src|dst|proto|ip_proto|l4_src|dst_port|vlan|eth_dst|eth_type|table|goto|[a-z_]{1,8})",
+                 "([0-9a-fx:./-]{0,20}|p[0-9]|none|udp|tcp|[0-9]{1,6})"),
+                0..6,
+            ),
+            actions in proptest::collection::vec(
+                "(output:p[0-9]|drop|flood|dec_ttl|pop_vlan|push_vlan:[0-9]{1,5}|set_field:(eth_dst|ip_src|l4_dst|vlan_vid)=[0-9a-f:.]{0,17}|[a-z_:=0-9]{0,12})",
+                0..4,
+            ),
+        ) {
+            let fields: Vec<(String, String)> = pairs;
+            let _ = acl_rule(&command::AclRule {
+                action: command::AclAction::Deny,
+                fields: fields.clone(),
+            });
+            let rule = FlowRule { priority: 1, fields, actions };
+            if let Ok(parsed) = flow_rule(&rule, &ports) {
+                let name = |p: u16| format!("p{p}");
+                let text = match_text(&parsed.entry.matcher, &name);
+                let mut again = FlowRule {
+                    priority: 1,
+                    fields: vec![("table".into(), parsed.table.to_string())],
+                    actions: actions_text(&parsed.entry.actions, &name)
+                        .split(',')
+                        .map(str::to_string)
+                        .collect(),
+                };
+                if text != "*" {
+                    for part in text.split(',') {
+                        let (n, v) = part.split_once('=').unwrap();
+                        again.fields.push((n.into(), v.into()));
+                    }
+                }
+                let reparsed = flow_rule(&again, &|n: &str| n.strip_prefix('p').and_then(|d| d.parse().ok()));
+                proptest::prop_assert_eq!(reparsed.map(|p| p.entry.matcher), Ok(parsed.entry.matcher));
+            }
+        }
+    }
 }

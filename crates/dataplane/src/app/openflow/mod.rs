@@ -663,7 +663,7 @@ impl App for OpenFlow {
                     Ok(()) => AppReply::Done,
                     Err(error) => AppReply::Refused(error.to_string()),
                 },
-                Err(error) => AppReply::Refused(error.to_string()),
+                Err(error) => AppReply::Refused(format!("{error} (ports: {})", ctx.port_names())),
             },
             AppCommand::FlowRemove(rule) => match fields::flow_rule(&rule, &port) {
                 Ok(ParsedFlow { table, entry }) => {
