@@ -8,7 +8,8 @@
 //! both families share one id space (`Routes::gateways`), so one hop table serves both FIBs.
 //!
 //! Route file: one route per line, `PREFIX via ADDRESS` (or `PREFIX ADDRESS`); `#` starts a
-//! comment. ACL file: one rule per line, `permit|deny FIELD=VALUE...`, first match wins. Files are
+//! comment. ACL file: one rule per line, `permit|deny FIELD=VALUE...`, first match wins, every
+//! field checked here with the apps' own conversion (`fields::acl_rule`). Files are
 //! hostile input too: size, line length and entry counts are bounded, and every error names the
 //! file and line.
 
@@ -19,6 +20,7 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
+use wirespeed_dataplane::app::fields;
 use wirespeed_dataplane::command::{AclAction, AclRule, Routes};
 use wirespeed_dataplane::table::fib::{Ipv4Fib, Ipv4Prefix, Ipv6Fib, Ipv6Prefix, NextHop};
 
@@ -301,7 +303,16 @@ pub fn parse_acl(file: &str, reader: impl Read) -> Result<Arc<[AclRule]>, FileEr
                 "merge rules",
             ));
         }
-        rules.push(AclRule { action, fields });
+        let rule = AclRule { action, fields };
+        // Checked here, with the line at hand, by the same conversion the apps apply.
+        if let Err(e) = fields::acl_rule(&rule) {
+            return Err(error(
+                number,
+                format!("{}: {}", e.place, e.problem),
+                &format!("use {}", e.accepted),
+            ));
+        }
+        rules.push(rule);
         Ok(())
     })?;
     Ok(rules.into())
@@ -373,5 +384,18 @@ mod tests {
         assert!(e.message.contains("permit or deny"), "{e}");
         let e = parse_acl("a.txt", "deny x\n".as_bytes()).err().unwrap();
         assert!(e.message.contains("FIELD=VALUE"), "{e}");
+        let e = parse_acl(
+            "a.txt",
+            "permit\n\ndeny proto=udp dst_port=9-1\n".as_bytes(),
+        )
+        .err()
+        .unwrap();
+        assert_eq!(e.line, 3);
+        assert!(e.message.contains("field dst_port"), "{e}");
+        assert!(e.fix.contains("src (or ip_src)"), "{e:?}");
+        let e = parse_acl("a.txt", "deny colour=red\n".as_bytes())
+            .err()
+            .unwrap();
+        assert!(e.message.contains("not an ACL field"), "{e}");
     }
 }

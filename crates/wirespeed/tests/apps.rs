@@ -137,7 +137,13 @@ fn router_routes_and_acl_change_at_run_time() {
     // A bad ACL is refused with the rule's line; the one in use stays.
     std::fs::write(&acl, "permit\ndeny dst_port=lots\n").unwrap();
     let (ok, out) = ctl_at(&socket, &["acl", "load", acl.to_str().unwrap()]);
-    assert!(!ok && out.contains("rule 1 field dst_port"), "{out}");
+    assert!(
+        !ok && out.contains("deny-dns.acl:2: field dst_port"),
+        "{out}"
+    );
+    send(&mut t0, &mut pool, &denied);
+    let leaked = receive_during(&mut t1, &mut pool, QUIET, |f| is_udp_to(f, DENIED_PORT));
+    assert!(leaked.is_empty(), "{} denied frames crossed", leaked.len());
 
     expect_ok(ctl_at(&socket, &["route", "del", "198.19.0.0/16"]));
     send(&mut t0, &mut pool, &input);
