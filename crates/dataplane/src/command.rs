@@ -8,9 +8,9 @@
 //!
 //! Heavy payloads are built by the control thread before they are sent: a route load arrives as
 //! finished FIBs ([`Routes`]), one copy per worker, so the worker only swaps them in (and adds
-//! the handful of routes of its own interfaces). Whatever the worker
-//! replaces travels back in the reply ([`Retired`]) and is dropped on the control thread: freeing a
-//! 64 MiB table is not the worker's job either.
+//! the handful of routes of its own interfaces). Whatever the worker replaces travels back in
+//! the reply ([`Retired`]) and is dropped on the control thread: freeing a 64 MiB table is not
+//! the worker's job either.
 //!
 //! The worker takes a request only when the reply ring has room for its answer, so it never
 //! blocks and never has to drop a reply; requests wait in their ring instead, and the control
