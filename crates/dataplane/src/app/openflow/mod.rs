@@ -278,14 +278,23 @@ impl OpenFlow {
     /// path's statistics.
     fn flow_table(&mut self, ctx: &CommandContext<'_>) -> Table {
         let name = |port: u16| ctx.port_name(port);
-        let flows = self.flows();
+        self.fold_all();
+        // References, not copies: only the rows shown are rendered.
+        let mut flows: Vec<(usize, &FlowState)> = self
+            .pipeline
+            .tables
+            .iter()
+            .enumerate()
+            .flat_map(|(table, classifier)| classifier.iter().map(move |(.., f)| (table, f)))
+            .collect();
+        flows.sort_by_key(|(table, f)| (*table, std::cmp::Reverse(f.entry.priority)));
         let mut rows: Vec<Vec<String>> = flows
             .iter()
             .take(MAX_SHOW_ROWS)
-            .map(|f| {
+            .map(|(table, f)| {
                 let e = &f.entry;
                 vec![
-                    f.table.to_string(),
+                    table.to_string(),
                     e.priority.to_string(),
                     fields::match_text(&e.matcher, &name),
                     fields::actions_text(&e.actions, &name),
