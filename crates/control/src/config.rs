@@ -32,7 +32,28 @@
 //! [task]                # optional emulated per-packet work (seed 001)
 //! spin_cycles = 0
 //! walk_bytes = 0
+//!
+//! [acl]                 # optional, bridge and router: filters IP packets after parse
+//! default = "permit"    # what no rule matches gets
+//! [[acl.rule]]          # in order, the first match decides
+//! action = "deny"
+//! proto = "udp"
+//! src = "198.18.0.0/16"
+//! dst_port = "1000-2000"
+//!
+//! [openflow]            # app = "openflow"
+//! tables = 2
+//! miss = "drop"         # drop | flood | output:PORT
+//! [[openflow.flow]]
+//! table = 0
+//! priority = 10
+//! match = "in_port=p0,ip_dst=10.0.0.0/8"
+//! actions = "set_field:eth_dst=02:00:00:00:00:01,output:p1"
 //! ```
+//!
+//! ACL rules and flows are written with the same field and action names as `wirespeed ctl`
+//! and ACL files use; `wirespeed_dataplane::app::fields` reads all of them, here too, so a
+//! config that loads is one the switch accepts.
 //!
 //! Parsing is two steps: serde reads the text into raw structs whose values carry their byte
 //! spans, then [`validate`] checks meaning (names exist, ranges, backend-specific keys) and builds
@@ -44,6 +65,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use toml::Spanned;
+use wirespeed_dataplane::app::fields;
+use wirespeed_dataplane::command::{AclAction, AclRule, FlowRule};
 use wirespeed_packet::wire::EthernetAddress;
 
 /// A configuration error: where it is, what is wrong, how to fix it.
@@ -68,6 +91,38 @@ pub struct Config {
     pub ports: Vec<PortConfig>,
     pub app: AppConfig,
     pub task: TaskConfig,
+    /// The ACL in front of the bridge or router, if configured.
+    pub acl: Option<AclConfig>,
+}
+
+/// An ACL: rules in order (first match wins) and the default action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AclConfig {
+    pub default: AclAction,
+    /// Checked: every rule converts with `fields::acl_rules`.
+    pub rules: Vec<AclRule>,
+}
+
+/// The OpenFlow app's tables, caches and flows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenFlowConfig {
+    pub tables: u8,
+    pub miss: OpenFlowMiss,
+    pub flows_per_table: usize,
+    pub cache_entries: usize,
+    pub megaflows: usize,
+    /// Checked against the ports: every flow converts with `fields::flow_rule` (its table,
+    /// goto and timeouts are fields of the rule).
+    pub flows: Vec<FlowRule>,
+}
+
+/// What a packet no flow of a table matches gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenFlowMiss {
+    Drop,
+    Flood,
+    /// Sent to this port (an index into [`Config::ports`]).
+    Output(usize),
 }
 
 /// Worker settings.
@@ -182,6 +237,8 @@ pub enum AppConfig {
     },
     /// An IPv4/IPv6 router.
     Router(RouterConfig),
+    /// An OpenFlow match-action pipeline.
+    OpenFlow(OpenFlowConfig),
 }
 
 /// The router's interfaces, static routes and neighbours.
@@ -249,7 +306,71 @@ struct RawConfig {
     xconnect: Option<Spanned<RawXconnect>>,
     bridge: Option<Spanned<RawBridge>>,
     router: Option<Spanned<RawRouter>>,
+    openflow: Option<Spanned<RawOpenFlow>>,
+    acl: Option<Spanned<RawAcl>>,
     task: Option<Spanned<RawTask>>,
+}
+
+/// A TOML value given as text or as a number (`dst_port = 53` or `dst_port = "1000-2000"`).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawText {
+    Text(String),
+    Number(i64),
+}
+
+impl RawText {
+    fn text(&self) -> String {
+        match self {
+            RawText::Text(text) => text.clone(),
+            RawText::Number(n) => n.to_string(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAcl {
+    default: Option<Spanned<String>>,
+    #[serde(default)]
+    rule: Vec<Spanned<RawAclRule>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAclRule {
+    action: Spanned<String>,
+    src: Option<Spanned<RawText>>,
+    dst: Option<Spanned<RawText>>,
+    proto: Option<Spanned<RawText>>,
+    src_port: Option<Spanned<RawText>>,
+    dst_port: Option<Spanned<RawText>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOpenFlow {
+    tables: Option<Spanned<u8>>,
+    miss: Option<Spanned<String>>,
+    flows_per_table: Option<Spanned<usize>>,
+    cache_entries: Option<Spanned<usize>>,
+    megaflows: Option<Spanned<usize>>,
+    #[serde(default)]
+    flow: Vec<Spanned<RawFlow>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFlow {
+    table: Option<Spanned<u8>>,
+    priority: Option<Spanned<u16>>,
+    #[serde(rename = "match")]
+    matches: Option<Spanned<String>>,
+    actions: Spanned<String>,
+    goto: Option<Spanned<u8>>,
+    idle_timeout: Option<Spanned<u16>>,
+    hard_timeout: Option<Spanned<u16>>,
+    cookie: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize)]
@@ -763,14 +884,29 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
         }
         "bridge" => bridge_app(at, raw.bridge, &ports, &port_index)?,
         "router" => router_app(at, raw.router, &port_index)?,
+        "openflow" => openflow_app(at, raw.openflow, &ports, &port_index)?,
         other => {
             return Err(at.error(
                 switch.app.span(),
                 "switch.app",
                 &format!("unknown app {other:?}"),
-                "use \"xconnect\", \"bridge\" or \"router\"",
+                "use \"xconnect\", \"bridge\", \"router\" or \"openflow\"",
             ));
         }
+    };
+    let acl = match raw.acl {
+        Some(acl) if matches!(app, AppConfig::Bridge { .. } | AppConfig::Router(_)) => {
+            Some(acl_config(at, acl)?)
+        }
+        Some(acl) => {
+            return Err(at.error(
+                acl.span(),
+                "acl",
+                "only the bridge and router apps have an ACL stage",
+                "remove [acl], or express the filter as [[openflow.flow]] entries with drop",
+            ));
+        }
+        None => None,
     };
 
     let task = raw
@@ -795,7 +931,258 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
         ports,
         app,
         task,
+        acl,
     })
+}
+
+fn acl_config(at: &Locator<'_>, raw: Spanned<RawAcl>) -> Result<AclConfig, ConfigError> {
+    let action = |text: &Spanned<String>, key: &str| match text.get_ref().as_str() {
+        "permit" => Ok(AclAction::Permit),
+        "deny" => Ok(AclAction::Deny),
+        other => Err(at.error(
+            text.span(),
+            key,
+            &format!("{other:?} is not an ACL action"),
+            "write \"permit\" or \"deny\"",
+        )),
+    };
+    let raw = raw.into_inner();
+    let default = match &raw.default {
+        Some(text) => action(text, "acl.default")?,
+        None => AclAction::Permit,
+    };
+    let mut rules = Vec::new();
+    for (i, rule) in raw.rule.iter().enumerate() {
+        let key = format!("acl.rule[{i}]");
+        let span = rule.span();
+        let rule = rule.get_ref();
+        let named = [
+            ("src", &rule.src),
+            ("dst", &rule.dst),
+            ("proto", &rule.proto),
+            ("src_port", &rule.src_port),
+            ("dst_port", &rule.dst_port),
+        ];
+        let mut typed = AclRule {
+            action: action(&rule.action, &format!("{key}.action"))?,
+            fields: Vec::new(),
+        };
+        for (name, value) in named {
+            let Some(value) = value else { continue };
+            typed
+                .fields
+                .push((name.to_string(), value.get_ref().text()));
+            if let Err(error) = fields::acl_rule(&typed) {
+                return Err(at.error(
+                    value.span(),
+                    &format!("{key}.{name}"),
+                    &error.problem,
+                    &format!("write {}", error.accepted),
+                ));
+            }
+        }
+        if rules.len() >= crate::tables::MAX_ACL_RULES {
+            return Err(at.error(
+                span,
+                &key,
+                "too many ACL rules",
+                "merge rules, or load them with `ctl acl load`",
+            ));
+        }
+        rules.push(typed);
+    }
+    Ok(AclConfig { default, rules })
+}
+
+/// Largest exact-match cache or megaflow table the OpenFlow app may ask for.
+const MAX_OPENFLOW_CACHE: usize = 1 << 22;
+
+fn openflow_app(
+    at: &Locator<'_>,
+    raw: Option<Spanned<RawOpenFlow>>,
+    ports: &[PortConfig],
+    port_index: PortIndex<'_>,
+) -> Result<AppConfig, ConfigError> {
+    let Some(raw) = raw else {
+        return Err(at.error(
+            0..0,
+            "openflow",
+            "the openflow app needs an [openflow] table",
+            "add [openflow] and [[openflow.flow]] tables; see docs/configuration.md",
+        ));
+    };
+    let raw = raw.into_inner();
+    let tables = match &raw.tables {
+        Some(t) if *t.get_ref() == 0 => {
+            return Err(at.error(
+                t.span(),
+                "openflow.tables",
+                "must be 1 to 255",
+                "4 tables suit most pipelines",
+            ));
+        }
+        Some(t) => *t.get_ref(),
+        None => 4,
+    };
+    let sized = |value: &Option<Spanned<usize>>, key: &str, default: usize, max: usize| match value
+    {
+        Some(v) if *v.get_ref() > max => Err(at.error(
+            v.span(),
+            key,
+            &format!("must be at most {max}"),
+            &format!("{default} is the default"),
+        )),
+        Some(v) => Ok(*v.get_ref()),
+        None => Ok(default),
+    };
+    let flows_per_table = sized(
+        &raw.flows_per_table,
+        "openflow.flows_per_table",
+        65_536,
+        1 << 20,
+    )?;
+    let cache_entries = sized(
+        &raw.cache_entries,
+        "openflow.cache_entries",
+        8192,
+        MAX_OPENFLOW_CACHE,
+    )?;
+    let megaflows = sized(
+        &raw.megaflows,
+        "openflow.megaflows",
+        16_384,
+        MAX_OPENFLOW_CACHE,
+    )?;
+    let miss = match &raw.miss {
+        None => OpenFlowMiss::Drop,
+        Some(text) => match text.get_ref().as_str() {
+            "drop" => OpenFlowMiss::Drop,
+            "flood" => OpenFlowMiss::Flood,
+            other => match other.strip_prefix("output:") {
+                Some(name) => {
+                    let name = Spanned::new(text.span(), name.to_string());
+                    OpenFlowMiss::Output(port_index(&name, "openflow.miss")?)
+                }
+                None => {
+                    return Err(at.error(
+                        text.span(),
+                        "openflow.miss",
+                        &format!("{other:?} is not a miss action"),
+                        "write \"drop\", \"flood\" or \"output:PORT\"",
+                    ));
+                }
+            },
+        },
+    };
+    let port = |name: &str| {
+        ports
+            .iter()
+            .position(|p| p.name == name)
+            .and_then(|i| u16::try_from(i).ok())
+    };
+    let mut flows = Vec::new();
+    for (i, flow) in raw.flow.iter().enumerate() {
+        let key = format!("openflow.flow[{i}]");
+        let span = flow.span();
+        let flow = flow.get_ref();
+        let table = flow.table.as_ref().map_or(0, |t| *t.get_ref());
+        if table >= tables {
+            return Err(at.error(
+                flow.table.as_ref().map_or(span.clone(), Spanned::span),
+                &format!("{key}.table"),
+                &format!("table {table} does not exist (the app has {tables})"),
+                "use a table below openflow.tables, or raise openflow.tables",
+            ));
+        }
+        if let Some(goto) = &flow.goto
+            && (*goto.get_ref() <= table || *goto.get_ref() >= tables)
+        {
+            return Err(at.error(
+                goto.span(),
+                &format!("{key}.goto"),
+                &format!("goto {} from table {table}", goto.get_ref()),
+                "a flow may only go to a later table that exists",
+            ));
+        }
+        let mut rule = FlowRule {
+            priority: flow.priority.as_ref().map_or(0, |p| *p.get_ref()),
+            fields: vec![("table".into(), table.to_string())],
+            actions: Vec::new(),
+        };
+        if let Some(goto) = &flow.goto {
+            rule.fields
+                .push(("goto".into(), goto.get_ref().to_string()));
+        }
+        for (name, value) in [
+            ("idle_timeout", &flow.idle_timeout),
+            ("hard_timeout", &flow.hard_timeout),
+        ] {
+            if let Some(value) = value {
+                rule.fields.push((name.into(), value.get_ref().to_string()));
+            }
+        }
+        if let Some(cookie) = &flow.cookie {
+            rule.fields
+                .push(("cookie".into(), cookie.get_ref().to_string()));
+        }
+        if let Some(matches) = &flow.matches {
+            for word in matches.get_ref().split(',').map(str::trim) {
+                if word.is_empty() || word == "*" {
+                    continue;
+                }
+                let Some((name, value)) = word.split_once('=') else {
+                    return Err(at.error(
+                        matches.span(),
+                        &format!("{key}.match"),
+                        &format!("{word:?} is not FIELD=VALUE"),
+                        &format!(
+                            "write e.g. \"in_port=p0,ip_dst=10.0.0.0/8\"; fields: {}",
+                            fields::FLOW_FIELDS
+                        ),
+                    ));
+                };
+                rule.fields.push((name.trim().into(), value.trim().into()));
+            }
+        }
+        rule.actions = flow
+            .actions
+            .get_ref()
+            .split(',')
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect();
+        if rule.actions.is_empty() {
+            return Err(at.error(
+                flow.actions.span(),
+                &format!("{key}.actions"),
+                "a flow needs actions",
+                "write e.g. actions = \"output:p1\" or actions = \"drop\"",
+            ));
+        }
+        if let Err(error) = fields::flow_rule(&rule, &port) {
+            let (span, part) = if error.place.starts_with("action") {
+                (flow.actions.span(), "actions")
+            } else {
+                (flow.matches.as_ref().map_or(span, Spanned::span), "match")
+            };
+            let names: Vec<&str> = ports.iter().map(|p| p.name.as_str()).collect();
+            return Err(at.error(
+                span,
+                &format!("{key}.{part}"),
+                &format!("{}: {}", error.place, error.problem),
+                &format!("write {} (ports: {})", error.accepted, names.join(", ")),
+            ));
+        }
+        flows.push(rule);
+    }
+    Ok(AppConfig::OpenFlow(OpenFlowConfig {
+        tables,
+        miss,
+        flows_per_table,
+        cache_entries,
+        megaflows,
+        flows,
+    }))
 }
 
 /// Largest MAC table a bridge may ask for (the table's own limit).
@@ -1276,6 +1663,115 @@ pairs = [["in", "out"]]
                 .unwrap_err()
                 .message
                 .contains("address family")
+        );
+    }
+
+    #[test]
+    fn an_acl_in_front_of_the_bridge_names_the_bad_field_and_its_line() {
+        let text = GOOD.replace("app = \"xconnect\"", "app = \"bridge\"")
+            + "\n[acl]\ndefault = \"deny\"\n\n[[acl.rule]]\naction = \"permit\"\nproto = \"udp\"\n\
+               src = \"198.18.0.0/16\"\ndst_port = \"1000-2000\"\n\n[[acl.rule]]\naction = \"permit\"\n\
+               dst_port = 53\n";
+        let config = parse("acl.toml", &text).unwrap();
+        let acl = config.acl.unwrap();
+        assert_eq!(acl.default, AclAction::Deny);
+        assert_eq!(acl.rules.len(), 2);
+        assert_eq!(
+            acl.rules[0].fields,
+            [
+                ("src".to_string(), "198.18.0.0/16".to_string()),
+                ("proto".into(), "udp".into()),
+                ("dst_port".into(), "1000-2000".into())
+            ]
+        );
+        assert_eq!(acl.rules[1].fields, [("dst_port".into(), "53".into())]);
+        let bad = text.replace("1000-2000", "2000-1000");
+        let error = parse("acl.toml", &bad).unwrap_err();
+        assert_eq!(error.key, "acl.rule[0].dst_port");
+        assert_eq!(
+            error.line,
+            text.lines().position(|l| l.contains("1000-2000")).unwrap() + 1
+        );
+        assert!(error.fix.contains("src (or ip_src)"), "{error}");
+        let bad = text.replace("action = \"permit\"\nproto", "action = \"allow\"\nproto");
+        assert_eq!(
+            parse("acl.toml", &bad).unwrap_err().key,
+            "acl.rule[0].action"
+        );
+        let bad = text.replace("proto = ", "colour = ");
+        assert!(
+            parse("acl.toml", &bad)
+                .unwrap_err()
+                .message
+                .contains("colour")
+        );
+        let xconnect = GOOD.to_string() + "\n[acl]\ndefault = \"deny\"\n";
+        let error = parse("acl.toml", &xconnect).unwrap_err();
+        assert!(error.message.contains("bridge and router"), "{error}");
+    }
+
+    #[test]
+    fn an_openflow_app_with_flows_and_errors_that_name_the_flow() {
+        let text = GOOD.replace("app = \"xconnect\"", "app = \"openflow\"")
+            + "\n[openflow]\ntables = 2\nmiss = \"output:out\"\ncache_entries = 1024\n\n\
+               [[openflow.flow]]\npriority = 10\nmatch = \"in_port=in, ip_dst=10.0.0.0/8\"\n\
+               actions = \"set_field:eth_dst=02:00:00:00:00:01,output:wire\"\ngoto = 1\n\n\
+               [[openflow.flow]]\ntable = 1\nactions = \"output:out\"\nidle_timeout = 30\n";
+        let config = parse("of.toml", &text).unwrap();
+        let AppConfig::OpenFlow(openflow) = config.app else {
+            panic!("not openflow")
+        };
+        assert_eq!(openflow.tables, 2);
+        assert_eq!(openflow.miss, OpenFlowMiss::Output(1));
+        assert_eq!(openflow.cache_entries, 1024);
+        assert_eq!(openflow.flows.len(), 2);
+        let port = |name: &str| {
+            ["in", "out", "wire"]
+                .iter()
+                .position(|p| *p == name)
+                .map(|i| i as u16)
+        };
+        let first = fields::flow_rule(&openflow.flows[0], &port).unwrap();
+        assert_eq!(
+            (first.table, first.entry.goto, first.entry.priority),
+            (0, Some(1), 10)
+        );
+        let second = fields::flow_rule(&openflow.flows[1], &port).unwrap();
+        assert_eq!((second.table, second.entry.idle_timeout), (1, 30));
+
+        let line_of = |needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
+        let bad = text.replace("ip_dst=10", "ip_dts=10");
+        let error = parse("of.toml", &bad).unwrap_err();
+        assert_eq!(
+            (error.key.as_str(), error.line),
+            ("openflow.flow[0].match", line_of("ip_dst=10"))
+        );
+        assert!(
+            error.message.contains("ip_dts") && error.fix.contains("ip_dst"),
+            "{error}"
+        );
+        let bad = text.replace("output:wire", "output:nowhere");
+        let error = parse("of.toml", &bad).unwrap_err();
+        assert_eq!(error.key, "openflow.flow[0].actions");
+        assert!(error.message.contains("output:nowhere"), "{error}");
+        let bad = text.replace("goto = 1", "goto = 2");
+        assert_eq!(
+            parse("of.toml", &bad).unwrap_err().key,
+            "openflow.flow[0].goto"
+        );
+        let bad = text.replace("table = 1", "table = 5");
+        assert_eq!(
+            parse("of.toml", &bad).unwrap_err().key,
+            "openflow.flow[1].table"
+        );
+        let bad = text.replace("miss = \"output:out\"", "miss = \"output:gone\"");
+        assert!(parse("of.toml", &bad).unwrap_err().message.contains("gone"));
+        let bad = text.replace("idle_timeout = 30", "idle_time = 30");
+        assert!(
+            parse("of.toml", &bad)
+                .unwrap_err()
+                .message
+                .contains("idle_time")
         );
     }
 

@@ -245,7 +245,13 @@ impl Dispatcher {
     /// Sends an app command to every worker and merges the answers.
     fn app(&self, command: AppCommand) -> Result<Value, Response> {
         let name = command.name();
-        let replies = self.ask(|| Command::App(command.clone()))?;
+        self.app_each(name, || Command::App(command.clone()))
+    }
+
+    /// Sends `make()` (an app command named `name`) to every worker, a fresh one each, and
+    /// merges the answers.
+    fn app_each(&self, name: &str, make: impl FnMut() -> Command) -> Result<Value, Response> {
+        let replies = self.ask(make)?;
         let workers = replies.len();
         let mut applied = 0;
         let mut refused = Vec::new();
@@ -260,7 +266,8 @@ impl Dispatcher {
                     return Err(Response::error(
                         format!("the {app} app does not support `{name}`"),
                         "run an app with that table: route and neighbour commands need the \
-                         router, mac the bridge, flow and acl the openflow app",
+                         router, mac the bridge, flow the openflow app, acl the bridge or \
+                         the router",
                     ));
                 }
                 AppReply::Done => applied += 1,
@@ -302,13 +309,26 @@ impl Dispatcher {
     fn route_load(&self, path: &Path) -> Result<Value, Response> {
         absolute(path)?;
         let started = Instant::now();
-        let loaded = tables::read_routes(path).map_err(file_error)?;
+        let list = tables::read_routes(path).map_err(file_error)?;
+        // One copy per worker, built here: a worker completes its own in place.
+        let workers = self
+            .workers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .len();
+        let mut copies = (0..workers)
+            .map(|_| list.build())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(file_error)?;
         let built = started.elapsed();
-        let (v4, v6) = (loaded.v4.fib.len(), loaded.v6.fib.len());
-        let gateways = loaded.v4.gateways.len() + loaded.v6.gateways.len();
+        let (v4, v6) = (list.v4_len(), list.v6_len());
+        let gateways = list.gateways().len();
         let publish = Instant::now();
-        let applied = self.app(AppCommand::ReplaceFibV4(loaded.v4))?;
-        self.app(AppCommand::ReplaceFibV6(loaded.v6))?;
+        // `ask` makes one command per worker, in worker order; there is a copy for each.
+        let applied = self.app_each("route load", || match copies.pop() {
+            Some(routes) => Command::App(AppCommand::ReplaceFib(routes)),
+            None => Command::Ping,
+        })?;
         Ok(json!({
             "routes_v4": v4,
             "routes_v6": v6,

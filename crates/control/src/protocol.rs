@@ -47,26 +47,36 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("show macs", "the app's MAC table (bridge)"),
     ("show neighbours", "the app's neighbour table (router)"),
     ("show flows", "the app's flow rules (openflow)"),
+    ("route show", "the same as `show routes`"),
     ("route add PREFIX via ADDRESS", "add or replace one route"),
     ("route del PREFIX", "remove the route of exactly PREFIX"),
     (
         "route load FILE",
         "replace every route with the file's (one `PREFIX via ADDRESS` per line), built off the workers",
     ),
+    ("neighbour show", "the same as `show neighbours`"),
     (
         "neighbour add ADDRESS MAC PORT",
         "add or replace a neighbour entry",
     ),
     ("neighbour del ADDRESS", "remove a neighbour entry"),
+    ("mac show", "the same as `show macs`"),
     ("mac flush", "forget every learned MAC address"),
+    ("flow show", "the same as `show flows`"),
     (
-        "flow add [priority=N] FIELD=VALUE... actions=ACTION[,ACTION...]",
-        "add a flow rule",
+        "flow add [priority=N] [table=N] [goto=N] [idle_timeout=S] [hard_timeout=S] FIELD=VALUE... actions=ACTION[,ACTION...]",
+        "add a flow rule; fields: in_port, eth_src, eth_dst, eth_type, vlan, ip_proto, ip_src, \
+         ip_dst, l4_src, l4_dst; actions: output:PORT, flood, drop, set_field:FIELD=VALUE, \
+         push_vlan:VID, pop_vlan, dec_ttl",
     ),
-    ("flow del [priority=N] FIELD=VALUE...", "remove a flow rule"),
+    (
+        "flow del [priority=N] [table=N] FIELD=VALUE...",
+        "remove the flow with exactly this priority and match",
+    ),
     (
         "acl load FILE",
-        "replace the ACL with the file's rules (one `permit|deny FIELD=VALUE...` per line)",
+        "replace the ACL (bridge, router) with the file's rules (one `permit|deny FIELD=VALUE...` \
+         per line; fields: src, dst, proto, src_port, dst_port)",
     ),
 ];
 
@@ -345,6 +355,14 @@ pub fn parse(line: &[u8]) -> Result<Request, ProtocolError> {
             };
             exact(Request::Show(show), 1)
         }
+        "route" | "neighbour" | "neighbor" | "mac" | "flow" if rest == ["show"] => {
+            Ok(Request::Show(match first {
+                "route" => Show::Routes,
+                "mac" => Show::Macs,
+                "flow" => Show::Flows,
+                _ => Show::Neighbours,
+            }))
+        }
         "route" => parse_route(rest),
         "neighbour" | "neighbor" => parse_neighbour(rest),
         "mac" => match rest {
@@ -560,6 +578,15 @@ mod tests {
             Request::NeighbourDel("2001:db8::1".parse().unwrap())
         );
         assert_eq!(ok("mac flush"), Request::MacFlush);
+        for (words, show) in [
+            ("route show", Show::Routes),
+            ("mac show", Show::Macs),
+            ("neighbour show", Show::Neighbours),
+            ("neighbor show", Show::Neighbours),
+            ("flow show", Show::Flows),
+        ] {
+            assert_eq!(ok(words), Request::Show(show), "{words}");
+        }
         assert_eq!(
             ok("flow add priority=10 in_port=p0 ip_dst=10.0.0.0/8 actions=output:p1,count"),
             Request::FlowAdd(FlowRule {

@@ -2,22 +2,26 @@
 //! a rule list, before anything is sent to a worker.
 //!
 //! This is how loading a million routes does not stall forwarding: reading, parsing and the
-//! DIR-24-8 build (`Ipv4Fib::from_routes`, one pass, shortest prefixes first) all happen here;
-//! a worker receives an `Arc` and swaps a pointer between two batches.
+//! DIR-24-8 build (`Ipv4Fib::from_routes`, one pass, shortest prefixes first) all happen here,
+//! once per worker ([`RouteList::build`]: each worker owns its FIB); a worker receives finished
+//! tables, adds its interfaces' few routes and swaps them in between two batches. Gateways of
+//! both families share one id space (`Routes::gateways`), so one hop table serves both FIBs.
 //!
 //! Route file: one route per line, `PREFIX via ADDRESS` (or `PREFIX ADDRESS`); `#` starts a
-//! comment. ACL file: one rule per line, `permit|deny FIELD=VALUE...`, first match wins. Files are
+//! comment. ACL file: one rule per line, `permit|deny FIELD=VALUE...`, first match wins, every
+//! field checked here with the apps' own conversion (`fields::acl_rule`). Files are
 //! hostile input too: size, line length and entry counts are bounded, and every error names the
 //! file and line.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use wirespeed_dataplane::command::{AclAction, AclRule, RoutesV4, RoutesV6};
+use wirespeed_dataplane::app::fields;
+use wirespeed_dataplane::command::{AclAction, AclRule, Routes};
 use wirespeed_dataplane::table::fib::{Ipv4Fib, Ipv4Prefix, Ipv6Fib, Ipv6Prefix, NextHop};
 
 use crate::protocol::{LineEvent, LineSplitter, Prefix, parse_addr, parse_prefix};
@@ -42,10 +46,47 @@ pub struct FileError {
     pub fix: String,
 }
 
-/// The routes of a file, as FIBs ready to publish.
-pub struct LoadedRoutes {
-    pub v4: RoutesV4,
-    pub v6: RoutesV6,
+/// The routes of a file, parsed and checked, ready to be built into FIBs.
+#[derive(Clone, Debug)]
+pub struct RouteList {
+    file: String,
+    v4: Vec<(Ipv4Prefix, NextHop)>,
+    v6: Vec<(Ipv6Prefix, NextHop)>,
+    gateways: Vec<IpAddr>,
+}
+
+impl RouteList {
+    /// IPv4 routes.
+    pub fn v4_len(&self) -> usize {
+        self.v4.len()
+    }
+
+    /// IPv6 routes.
+    pub fn v6_len(&self) -> usize {
+        self.v6.len()
+    }
+
+    /// Distinct gateways; next hop *i* is the *i*-th.
+    pub fn gateways(&self) -> &[IpAddr] {
+        &self.gateways
+    }
+
+    /// Builds the FIBs (one copy: call once per worker).
+    pub fn build(&self) -> Result<Routes, FileError> {
+        let whole = |e: wirespeed_dataplane::table::fib::FibError| FileError {
+            file: self.file.clone(),
+            line: 0,
+            message: e.to_string(),
+            fix: "reduce or aggregate the routes".into(),
+        };
+        let fib4 = Ipv4Fib::from_routes(self.v4.iter().copied()).map_err(whole)?;
+        let fib6 = Ipv6Fib::from_routes(self.v6.iter().copied()).map_err(whole)?;
+        Ok(Routes {
+            v4: Arc::new(fib4),
+            v6: Arc::new(fib6),
+            gateways: Arc::from(self.gateways.as_slice()),
+        })
+    }
 }
 
 /// Reads the lines of `reader`, calling `each(line number, text)` for every line that is not
@@ -121,8 +162,8 @@ fn open(path: &Path) -> Result<File, FileError> {
     })
 }
 
-/// Reads the route file at `path` and builds its FIBs.
-pub fn read_routes(path: &Path) -> Result<LoadedRoutes, FileError> {
+/// Reads and checks the route file at `path`.
+pub fn read_routes(path: &Path) -> Result<RouteList, FileError> {
     parse_routes(&path.display().to_string(), open(path)?)
 }
 
@@ -150,12 +191,11 @@ impl<A: Copy + Eq + std::hash::Hash> Gateways<A> {
     }
 }
 
-/// Parses route lines from `reader` (`file` names it in errors) and builds the FIBs.
-pub fn parse_routes(file: &str, reader: impl Read) -> Result<LoadedRoutes, FileError> {
+/// Parses route lines from `reader` (`file` names it in errors).
+pub fn parse_routes(file: &str, reader: impl Read) -> Result<RouteList, FileError> {
     let mut v4: Vec<(Ipv4Prefix, NextHop)> = Vec::new();
     let mut v6: Vec<(Ipv6Prefix, NextHop)> = Vec::new();
-    let mut gateways4 = Gateways::<Ipv4Addr>::new();
-    let mut gateways6 = Gateways::<Ipv6Addr>::new();
+    let mut gateways = Gateways::<IpAddr>::new();
     let error = |line: usize, message: String, fix: &str| FileError {
         file: file.to_string(),
         line,
@@ -191,11 +231,11 @@ pub fn parse_routes(file: &str, reader: impl Read) -> Result<LoadedRoutes, FileE
             )
         };
         match (prefix, via) {
-            (Prefix::V4(prefix), IpAddr::V4(via)) => {
-                v4.push((prefix, gateways4.hop(via).ok_or_else(too_many)?));
+            (Prefix::V4(prefix), IpAddr::V4(_)) => {
+                v4.push((prefix, gateways.hop(via).ok_or_else(too_many)?));
             }
-            (Prefix::V6(prefix), IpAddr::V6(via)) => {
-                v6.push((prefix, gateways6.hop(via).ok_or_else(too_many)?));
+            (Prefix::V6(prefix), IpAddr::V6(_)) => {
+                v6.push((prefix, gateways.hop(via).ok_or_else(too_many)?));
             }
             _ => {
                 return Err(error(
@@ -207,23 +247,11 @@ pub fn parse_routes(file: &str, reader: impl Read) -> Result<LoadedRoutes, FileE
         }
         Ok(())
     })?;
-    let whole = |e: wirespeed_dataplane::table::fib::FibError| FileError {
+    Ok(RouteList {
         file: file.to_string(),
-        line: 0,
-        message: e.to_string(),
-        fix: "reduce or aggregate the routes".into(),
-    };
-    let fib4 = Ipv4Fib::from_routes(v4).map_err(whole)?;
-    let fib6 = Ipv6Fib::from_routes(v6).map_err(whole)?;
-    Ok(LoadedRoutes {
-        v4: RoutesV4 {
-            fib: Arc::new(fib4),
-            gateways: Arc::from(gateways4.list),
-        },
-        v6: RoutesV6 {
-            fib: Arc::new(fib6),
-            gateways: Arc::from(gateways6.list),
-        },
+        v4,
+        v6,
+        gateways: gateways.list,
     })
 }
 
@@ -275,7 +303,16 @@ pub fn parse_acl(file: &str, reader: impl Read) -> Result<Arc<[AclRule]>, FileEr
                 "merge rules",
             ));
         }
-        rules.push(AclRule { action, fields });
+        let rule = AclRule { action, fields };
+        // Checked here, with the line at hand, by the same conversion the apps apply.
+        if let Err(e) = fields::acl_rule(&rule) {
+            return Err(error(
+                number,
+                format!("{}: {}", e.place, e.problem),
+                &format!("use {}", e.accepted),
+            ));
+        }
+        rules.push(rule);
         Ok(())
     })?;
     Ok(rules.into())
@@ -283,23 +320,36 @@ pub fn parse_acl(file: &str, reader: impl Read) -> Result<Arc<[AclRule]>, FileEr
 
 #[cfg(test)]
 mod tests {
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
     use super::*;
 
     #[test]
     fn a_route_file_becomes_fibs_with_gateways() {
         let text = "# routes\n10.0.0.0/8 via 198.18.1.1\n\n10.1.0.0/16 198.18.1.2 # more\n\
                     192.0.2.0/24 via 198.18.1.1\n2001:db8::/32 via 2001:db8::1";
-        let routes = parse_routes("r.txt", text.as_bytes()).unwrap();
-        assert_eq!(routes.v4.fib.len(), 3);
-        assert_eq!(routes.v6.fib.len(), 1);
-        assert_eq!(
-            &*routes.v4.gateways,
-            [Ipv4Addr::new(198, 18, 1, 1), Ipv4Addr::new(198, 18, 1, 2)]
-        );
-        let hop = routes.v4.fib.lookup(Ipv4Addr::new(10, 1, 2, 3).to_bits());
+        let list = parse_routes("r.txt", text.as_bytes()).unwrap();
+        assert_eq!((list.v4_len(), list.v6_len()), (3, 1));
+        let routes = list.build().unwrap();
+        assert_eq!(routes.v4.len(), 3);
+        assert_eq!(routes.v6.len(), 1);
+        let gateways: Vec<IpAddr> = ["198.18.1.1", "198.18.1.2", "2001:db8::1"]
+            .iter()
+            .map(|a| a.parse().unwrap())
+            .collect();
+        assert_eq!(&*routes.gateways, gateways.as_slice());
+        let hop = routes.v4.lookup(Ipv4Addr::new(10, 1, 2, 3).to_bits());
         assert_eq!(hop, NextHop::hop(1));
-        let hop = routes.v4.fib.lookup(Ipv4Addr::new(192, 0, 2, 9).to_bits());
+        let hop = routes.v4.lookup(Ipv4Addr::new(192, 0, 2, 9).to_bits());
         assert_eq!(hop, NextHop::hop(0));
+        // Both families share the id space: the IPv6 gateway is the third.
+        let hop = routes
+            .v6
+            .lookup("2001:db8::5".parse::<Ipv6Addr>().unwrap().to_bits());
+        assert_eq!(hop, NextHop::hop(2));
+        // Each build is a copy of its own.
+        let again = list.build().unwrap();
+        assert!(!Arc::ptr_eq(&routes.v4, &again.v4));
     }
 
     #[test]
@@ -334,5 +384,18 @@ mod tests {
         assert!(e.message.contains("permit or deny"), "{e}");
         let e = parse_acl("a.txt", "deny x\n".as_bytes()).err().unwrap();
         assert!(e.message.contains("FIELD=VALUE"), "{e}");
+        let e = parse_acl(
+            "a.txt",
+            "permit\n\ndeny proto=udp dst_port=9-1\n".as_bytes(),
+        )
+        .err()
+        .unwrap();
+        assert_eq!(e.line, 3);
+        assert!(e.message.contains("field dst_port"), "{e}");
+        assert!(e.fix.contains("src (or ip_src)"), "{e:?}");
+        let e = parse_acl("a.txt", "deny colour=red\n".as_bytes())
+            .err()
+            .unwrap();
+        assert!(e.message.contains("not an ACL field"), "{e}");
     }
 }

@@ -57,12 +57,7 @@ fn fake_worker(mut end: WorkerEnd, index: usize, stop: Arc<AtomicBool>) -> JoinH
                             rows: vec![vec![format!("10.{index}.0.0/16")]],
                         }),
                         AppCommand::RouteAddV4 { .. } => AppReply::Done,
-                        AppCommand::ReplaceFibV4(routes) => {
-                            AppReply::Retired(Retired::FibV4(routes))
-                        }
-                        AppCommand::ReplaceFibV6(routes) => {
-                            AppReply::Retired(Retired::FibV6(routes))
-                        }
+                        AppCommand::ReplaceFib(routes) => AppReply::Retired(Retired::Fib(routes)),
                         AppCommand::NeighbourAdd(n) if n.port != format!("p{index}") => {
                             AppReply::Refused(format!("no port named {}", n.port))
                         }

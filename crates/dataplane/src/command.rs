@@ -6,10 +6,11 @@
 //! (every [`COMMAND_EVERY`] iterations, and before and after it sleeps), so a command never
 //! interrupts a batch and a worker never waits for the control thread.
 //!
-//! Heavy payloads are built by the control thread before they are sent: a route load arrives as a
-//! finished [`Ipv4Fib`] behind an `Arc`, so the worker only swaps a pointer. Whatever the worker
-//! replaces travels back in the reply ([`Retired`]) and is dropped on the control thread: freeing a
-//! 64 MiB table is not the worker's job either.
+//! Heavy payloads are built by the control thread before they are sent: a route load arrives as
+//! finished FIBs ([`Routes`]), one copy per worker, so the worker only swaps them in (and adds
+//! the handful of routes of its own interfaces). Whatever the worker replaces travels back in
+//! the reply ([`Retired`]) and is dropped on the control thread: freeing a 64 MiB table is not
+//! the worker's job either.
 //!
 //! The worker takes a request only when the reply ring has room for its answer, so it never
 //! blocks and never has to drop a reply; requests wait in their ring instead, and the control
@@ -56,10 +57,8 @@ pub enum AppCommand {
     RouteAddV6 { prefix: Ipv6Prefix, via: Ipv6Addr },
     /// Remove the IPv6 route of exactly this prefix.
     RouteRemoveV6(Ipv6Prefix),
-    /// Replace the whole IPv4 FIB with one built on the control thread.
-    ReplaceFibV4(RoutesV4),
-    /// Replace the whole IPv6 FIB with one built on the control thread.
-    ReplaceFibV6(RoutesV6),
+    /// Replace every static route (both families) with FIBs built on the control thread.
+    ReplaceFib(Routes),
     /// Add or replace a neighbour (ARP/NDP) entry.
     NeighbourAdd(Neighbour),
     /// Remove the neighbour entry of this address.
@@ -88,7 +87,7 @@ impl AppCommand {
         match self {
             AppCommand::RouteAddV4 { .. } | AppCommand::RouteAddV6 { .. } => "route add",
             AppCommand::RouteRemoveV4(_) | AppCommand::RouteRemoveV6(_) => "route del",
-            AppCommand::ReplaceFibV4(_) | AppCommand::ReplaceFibV6(_) => "route load",
+            AppCommand::ReplaceFib(_) => "route load",
             AppCommand::NeighbourAdd(_) => "neighbour add",
             AppCommand::NeighbourRemove(_) => "neighbour del",
             AppCommand::MacFlush => "mac flush",
@@ -103,37 +102,24 @@ impl AppCommand {
     }
 }
 
-/// A finished IPv4 FIB: next hop *i* of the FIB is gateway `gateways[i]`.
+/// Finished FIBs of both families sharing one next-hop space: next hop *i* of either FIB is
+/// gateway `gateways[i]` (so an app can map both with one table). The FIBs are behind an `Arc`
+/// only to travel; the sender gives each worker its own copy, which the worker takes over with
+/// `Arc::try_unwrap` and completes in place.
 #[derive(Clone)]
-pub struct RoutesV4 {
-    pub fib: Arc<Ipv4Fib>,
-    pub gateways: Arc<[Ipv4Addr]>,
+pub struct Routes {
+    pub v4: Arc<Ipv4Fib>,
+    pub v6: Arc<Ipv6Fib>,
+    pub gateways: Arc<[IpAddr]>,
 }
 
-/// A finished IPv6 FIB: next hop *i* of the FIB is gateway `gateways[i]`.
-#[derive(Clone)]
-pub struct RoutesV6 {
-    pub fib: Arc<Ipv6Fib>,
-    pub gateways: Arc<[Ipv6Addr]>,
-}
-
-impl fmt::Debug for RoutesV4 {
+impl fmt::Debug for Routes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "RoutesV4 {{ routes: {}, gateways: {} }}",
-            self.fib.len(),
-            self.gateways.len()
-        )
-    }
-}
-
-impl fmt::Debug for RoutesV6 {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "RoutesV6 {{ routes: {}, gateways: {} }}",
-            self.fib.len(),
+            "Routes {{ v4: {}, v6: {}, gateways: {} }}",
+            self.v4.len(),
+            self.v6.len(),
             self.gateways.len()
         )
     }
@@ -195,8 +181,7 @@ pub enum AppReply {
 /// A payload a worker replaced and hands back so that it is freed off the worker.
 #[derive(Debug)]
 pub enum Retired {
-    FibV4(RoutesV4),
-    FibV6(RoutesV6),
+    Fib(Routes),
     Acl(Arc<[AclRule]>),
 }
 

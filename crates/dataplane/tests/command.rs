@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wirespeed_dataplane::app::{App, CommandContext, Context};
-use wirespeed_dataplane::command::{AppCommand, AppReply, Command, ReplyBody, Retired, RoutesV4};
+use wirespeed_dataplane::command::{AppCommand, AppReply, Command, ReplyBody, Retired, Routes};
 use wirespeed_dataplane::stage::Parse;
-use wirespeed_dataplane::table::fib::{Ipv4Fib, Ipv4Prefix, NextHop};
+use wirespeed_dataplane::table::fib::{Ipv4Fib, Ipv4Prefix, Ipv6Fib, NextHop};
 use wirespeed_packet::{Batch, DropReason};
 use wirespeed_testkit::frames::{FrameBuilder, L3};
 use wirespeed_testkit::rig::Rig;
@@ -17,7 +17,7 @@ use wirespeed_testkit::rig::Rig;
 /// Sends each IPv4 packet out of the port whose index is the next-hop id of its destination.
 struct Steer {
     parse: Parse,
-    routes: RoutesV4,
+    routes: Routes,
 }
 
 impl App for Steer {
@@ -31,7 +31,7 @@ impl App for Steer {
         for (meta, key) in metas.iter_mut().zip(ctx.keys.iter()) {
             let hop = key
                 .ipv4_dst()
-                .and_then(|dst| self.routes.fib.lookup(dst.to_bits()));
+                .and_then(|dst| self.routes.v4.lookup(dst.to_bits()));
             match hop {
                 Some(hop) if meta.drop.is_none() => meta.out_port = hop.id() as u16,
                 _ => meta.drop = Some(DropReason::NoOutput),
@@ -43,8 +43,8 @@ impl App for Steer {
 
     fn command(&mut self, command: AppCommand, ctx: &CommandContext<'_>) -> AppReply {
         match command {
-            AppCommand::ReplaceFibV4(routes) => {
-                AppReply::Retired(Retired::FibV4(std::mem::replace(&mut self.routes, routes)))
+            AppCommand::ReplaceFib(routes) => {
+                AppReply::Retired(Retired::Fib(std::mem::replace(&mut self.routes, routes)))
             }
             AppCommand::NeighbourAdd(neighbour) => match ctx.port_index(&neighbour.port) {
                 Some(_) => AppReply::Done,
@@ -56,12 +56,13 @@ impl App for Steer {
 }
 
 /// Every address of 10.0.0.0/8 goes out of port `port`.
-fn routes_to(port: u32) -> RoutesV4 {
+fn routes_to(port: u32) -> Routes {
     let prefix = Ipv4Prefix::new(Ipv4Addr::new(10, 0, 0, 0).to_bits(), 8).unwrap();
     let fib = Ipv4Fib::from_routes([(prefix, NextHop::hop(port).unwrap())]).unwrap();
-    RoutesV4 {
-        fib: Arc::new(fib),
-        gateways: Arc::from(vec![Ipv4Addr::new(198, 18, 0, 1); 3]),
+    Routes {
+        v4: Arc::new(fib),
+        v6: Arc::new(Ipv6Fib::new()),
+        gateways: Arc::from(vec![Ipv4Addr::new(198, 18, 0, 1).into(); 3]),
     }
 }
 
@@ -81,7 +82,7 @@ fn frames(count: u32, first: u32) -> Vec<Vec<u8>> {
 #[test]
 fn a_fib_is_replaced_between_batches_while_packets_flow() {
     let first = routes_to(1);
-    let original = Arc::clone(&first.fib);
+    let original = Arc::clone(&first.v4);
     let app = Steer {
         parse: Parse::new(),
         routes: first,
@@ -98,7 +99,7 @@ fn a_fib_is_replaced_between_batches_while_packets_flow() {
     // worker between two batches of some later round.
     for round in 0..40 {
         if round == 10 {
-            let command = Command::App(AppCommand::ReplaceFibV4(routes_to(2)));
+            let command = Command::App(AppCommand::ReplaceFib(routes_to(2)));
             pending = Some(control.send(command).unwrap());
         }
         rig.send(0, &frames(40, sent));
@@ -138,9 +139,9 @@ fn a_fib_is_replaced_between_batches_while_packets_flow() {
     match retired {
         Some(ReplyBody::App {
             app: "steer",
-            reply: AppReply::Retired(Retired::FibV4(old)),
+            reply: AppReply::Retired(Retired::Fib(old)),
         }) => {
-            assert!(Arc::ptr_eq(&old.fib, &original));
+            assert!(Arc::ptr_eq(&old.v4, &original));
             drop(old);
             assert_eq!(Arc::strong_count(&original), 1);
         }

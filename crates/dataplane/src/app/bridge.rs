@@ -11,8 +11,14 @@
 //! The age is given in seconds and turned into TSC cycles once, here, with the measured TSC
 //! rate; the stages only compare cycle counts against the batch's `now`.
 //!
-//! [`Bridge::flush_macs`], [`Bridge::flush_port`], [`Bridge::macs`] and [`Bridge::set_trace`]
-//! are control-path calls: the worker that owns the bridge makes them between batches.
+//! An optional [`Acl`] stage ([`Bridge::with_acl`], [`Bridge::set_acl`]) filters IP packets
+//! after VLAN classification, before learning: a denied packet is neither learned nor
+//! forwarded. Without one the bridge pays a single test per batch.
+//!
+//! [`Bridge::flush_macs`], [`Bridge::flush_port`], [`Bridge::macs`], [`Bridge::set_acl`] and
+//! [`Bridge::set_trace`] are control-path calls: the worker that owns the bridge makes them
+//! between batches; [`App::command`] maps the control socket's `mac flush`, `show macs` and
+//! `acl load` onto them.
 //!
 //! Tracing: with [`Bridge::set_trace`] the stages run their `TRACE` variants and the bridge
 //! keeps the last N packets' decisions (one [`TraceRecord`] per packet, written into a ring
@@ -23,8 +29,10 @@ use std::fmt;
 use wirespeed_packet::cpu::tsc_hz;
 use wirespeed_packet::{Batch, DropReason, MAX_BATCH, Meta};
 
-use crate::app::{App, Context};
+use crate::app::{App, CommandContext, Context, MAX_SHOW_ROWS, fields};
+use crate::command::{AppCommand, AppReply, Retired, Table};
 use crate::stage::Parse;
+use crate::stage::acl::{Acl, AclAction, AclConfig, AclRule};
 use crate::stage::bridge_forward::{BridgeForward, ForwardCounters, Forwarding};
 use crate::stage::learn::{Learn, LearnCounters, Learning};
 use crate::stage::parse::ParseCounters;
@@ -124,9 +132,11 @@ struct TraceRing {
 }
 
 /// The learning bridge app.
-#[derive(Debug)]
 pub struct Bridge {
     parse: Parse,
+    acl: Option<Acl>,
+    /// TSC ticks per second, for the ages `show macs` prints.
+    hz: u64,
     vlans: Vlans,
     learn: Learn,
     forward: BridgeForward,
@@ -134,6 +144,16 @@ pub struct Bridge {
     /// Each packet's VLAN for the current batch.
     batch_vlans: Box<BatchVlans>,
     trace: TraceRing,
+}
+
+impl fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Bridge")
+            .field("vlans", &self.vlans)
+            .field("macs", &self.table.len())
+            .field("acl_rules", &self.acl.as_ref().map(Acl::len))
+            .finish_non_exhaustive()
+    }
 }
 
 impl Bridge {
@@ -156,6 +176,8 @@ impl Bridge {
             .collect();
         Ok(Bridge {
             parse: Parse::new(),
+            acl: None,
+            hz: hz.max(1),
             vlans: Vlans::new(&ports)?,
             learn: Learn::new(),
             forward: BridgeForward::new(),
@@ -163,6 +185,65 @@ impl Bridge {
             batch_vlans: Box::new([0; MAX_BATCH]),
             trace: TraceRing::default(),
         })
+    }
+
+    /// The bridge with an ACL in front of learning and forwarding.
+    pub fn with_acl(mut self, config: &AclConfig) -> Bridge {
+        self.acl = Some(Acl::new(config));
+        self
+    }
+
+    /// Replaces the ACL's rules, keeping its default action (permit when there was no ACL:
+    /// the stage is created then). Between batches.
+    pub fn set_acl(&mut self, rules: &[AclRule]) {
+        match &mut self.acl {
+            Some(acl) => {
+                let default = acl.default_action();
+                acl.set_rules(rules, default);
+            }
+            None => {
+                self.acl = Some(Acl::new(&AclConfig {
+                    rules: rules.to_vec(),
+                    default: AclAction::Permit,
+                    ..AclConfig::default()
+                }))
+            }
+        }
+    }
+
+    /// The ACL stage, when there is one.
+    pub fn acl(&self) -> Option<&Acl> {
+        self.acl.as_ref()
+    }
+
+    /// "show macs": VLAN, MAC, port name, seconds since last seen; sorted.
+    fn mac_table(&self, ctx: &CommandContext<'_>) -> Table {
+        let macs = self.macs(ctx.now);
+        let mut rows: Vec<Vec<String>> = macs
+            .iter()
+            .take(MAX_SHOW_ROWS)
+            .map(|e| {
+                vec![
+                    e.vlan.to_string(),
+                    e.mac.to_string(),
+                    ctx.port_name(e.port),
+                    format!("{:.1}", e.idle_cycles as f64 / self.hz as f64),
+                ]
+            })
+            .collect();
+        if macs.len() > rows.len() {
+            let more = macs.len() - rows.len();
+            rows.push(vec![
+                format!("... {more} more"),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]);
+        }
+        Table {
+            columns: ["vlan", "mac", "port", "age s"].map(String::from).to_vec(),
+            rows,
+        }
     }
 
     /// Keeps the decisions of the last `records` packets (0: tracing off, the default).
@@ -199,6 +280,9 @@ impl Bridge {
         self.parse.process(ctx.pool, batch, ctx.keys);
         self.vlans
             .classify::<TRACE>(ctx.pool, batch, &mut self.batch_vlans);
+        if let Some(acl) = &mut self.acl {
+            acl.process(batch, ctx.keys);
+        }
         self.learn
             .process::<TRACE>(&mut self.table, batch, ctx.keys, &self.batch_vlans, ctx.now);
         self.forward
@@ -315,5 +399,26 @@ impl App for Bridge {
             ("forward.control", c.forward.control),
             ("forward.no_member", c.forward.no_member),
         ]);
+        if let Some(acl) = &self.acl {
+            acl.append_counters(out);
+        }
+    }
+
+    fn command(&mut self, command: AppCommand, ctx: &CommandContext<'_>) -> AppReply {
+        match command {
+            AppCommand::MacFlush => {
+                self.flush_macs();
+                AppReply::Done
+            }
+            AppCommand::ShowMacs => AppReply::Table(self.mac_table(ctx)),
+            AppCommand::ReplaceAcl(rules) => match fields::acl_rules(&rules) {
+                Ok(typed) => {
+                    self.set_acl(&typed);
+                    AppReply::Retired(Retired::Acl(rules))
+                }
+                Err(error) => AppReply::Refused(format!("acl: {error}")),
+            },
+            _ => AppReply::Unsupported,
+        }
     }
 }

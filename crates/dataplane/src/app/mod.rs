@@ -9,6 +9,7 @@
 //! (see [`crate::command`]): an app that keeps a table implements the commands for it there.
 
 pub mod bridge;
+pub mod fields;
 pub mod openflow;
 pub mod router;
 pub mod xconnect;
@@ -92,4 +93,25 @@ impl CommandContext<'_> {
             .position(|port| port.info().name == name)
             .and_then(|index| u16::try_from(index).ok())
     }
+
+    /// The name of port `index` (its number when there is no such port), for `show` tables.
+    pub fn port_name(&self, index: u16) -> String {
+        self.ports
+            .get(usize::from(index))
+            .map_or_else(|| index.to_string(), |port| port.info().name.clone())
+    }
+
+    /// The names of every port, for messages that list what is accepted.
+    pub fn port_names(&self) -> String {
+        let names: Vec<&str> = self
+            .ports
+            .iter()
+            .map(|port| port.info().name.as_str())
+            .collect();
+        names.join(", ")
+    }
 }
+
+/// Most rows a `show` command returns; the last row then says how many were left out, so a
+/// million-route table never makes a worker build a reply of hundreds of megabytes.
+pub const MAX_SHOW_ROWS: usize = 10_000;

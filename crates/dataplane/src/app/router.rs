@@ -12,20 +12,28 @@
 //! 6. [`Local`] answers pings to the router; other local traffic is consumed and counted.
 //! 7. [`Resolve`] rewrites MACs and TTL for known neighbours and holds the rest while it asks.
 //!
+//! An optional [`Acl`] stage runs right after parse (the "Linux router with firewall" case):
+//! without one configured the router does not even test for it per packet, only per batch.
+//!
 //! Every table is changed between batches through the methods of [`Router`]: `add_route`,
-//! `remove_route`, `set_routes` (a bulk rebuild), `add_neighbour`. The interfaces' addresses
+//! `remove_route`, `set_routes` (a bulk rebuild), `adopt_routes` (FIBs built off the worker),
+//! `add_neighbour`, `remove_neighbour`, `set_acl`; [`App::command`] maps the control socket's
+//! commands onto them. The interfaces' addresses
 //! become connected routes (their subnets) and local routes (/32, /128) in the same FIBs, so one
 //! lookup tells a packet for the router from one to forward.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use wirespeed_packet::wire::EthernetAddress;
 use wirespeed_packet::{Batch, DropReason, FramePool, MAX_BATCH};
 
-use crate::app::{App, Context};
+use crate::app::{App, CommandContext, Context, MAX_SHOW_ROWS, fields};
+use crate::command::{AppCommand, AppReply, Retired, Routes, Table};
 use crate::stage::Parse;
+use crate::stage::acl::{Acl, AclAction, AclConfig, AclRule};
 use crate::stage::discovery::Discovery;
 use crate::stage::icmp_error::{IcmpError, IcmpKind};
 use crate::stage::local::Local;
@@ -33,7 +41,7 @@ use crate::stage::neighbour::Resolve;
 use crate::stage::route::{Hop, Next, Route};
 use crate::table::fib::{FibError, Ipv4Prefix, Ipv6Prefix, NextHop};
 use crate::table::interfaces::Interfaces;
-use crate::table::neighbour::{Neighbour, NeighbourKey, NeighbourTable, Timers};
+use crate::table::neighbour::{Neighbour, NeighbourKey, NeighbourState, NeighbourTable, Timers};
 
 pub use crate::stage::route::OptionsPolicy;
 pub use crate::table::interfaces::Interface;
@@ -117,6 +125,8 @@ pub struct RouterConfig {
     pub icmp_rate: u32,
     pub icmp_burst: u32,
     pub ipv4_options: OptionsPolicy,
+    /// An ACL in front of routing; `None`: no ACL stage (until one is loaded at run time).
+    pub acl: Option<AclConfig>,
 }
 
 impl Default for RouterConfig {
@@ -134,6 +144,7 @@ impl Default for RouterConfig {
             icmp_rate: 1000,
             icmp_burst: 50,
             ipv4_options: OptionsPolicy::Drop,
+            acl: None,
         }
     }
 }
@@ -156,6 +167,16 @@ pub enum RouterError {
     UnknownPort { port: u16 },
     #[error("neighbour table full ({capacity} entries); raise RouterConfig::neighbour_capacity")]
     NeighbourTableFull { capacity: usize },
+    #[error(
+        "route load: gateway {gateway} is in no interface's subnet; fix the route file or add \
+         an interface address whose subnet holds it"
+    )]
+    LoadedGatewayUnreachable { gateway: IpAddr },
+    #[error(
+        "route load: the FIBs are shared with another holder; the sender must give each worker \
+         its own copy"
+    )]
+    SharedFib,
 }
 
 /// A prefix and the FIB's next hop for it.
@@ -165,6 +186,7 @@ type RouteEntry = (Prefix, NextHop);
 pub struct Router {
     interfaces: Interfaces,
     parse: Parse,
+    acl: Option<Acl>,
     discovery: Discovery,
     route: Route,
     icmp: IcmpError,
@@ -176,6 +198,8 @@ pub struct Router {
     errors: Box<[Option<IcmpKind>; MAX_BATCH]>,
     /// Entries made static between batches while packets waited for them.
     resolved_between: Vec<u32>,
+    /// Frames that waited for a neighbour removed between batches: freed with the next batch.
+    orphans: Vec<u32>,
     /// Held packets dropped because their neighbour never answered or was aged out.
     hold_expired: u64,
     neighbours_aged: u64,
@@ -202,6 +226,7 @@ impl Router {
         let mut router = Router {
             interfaces: Interfaces::new(config.interfaces.clone()),
             parse: Parse::new(),
+            acl: config.acl.as_ref().map(Acl::new),
             discovery: Discovery::new(),
             route: Route::new(config.ipv4_options),
             icmp: IcmpError::new(config.icmp_rate, config.icmp_burst, hz),
@@ -216,6 +241,7 @@ impl Router {
             next: Box::new([Next::Skip; MAX_BATCH]),
             errors: Box::new([None; MAX_BATCH]),
             resolved_between: Vec::new(),
+            orphans: Vec::new(),
             hold_expired: 0,
             neighbours_aged: 0,
         };
@@ -379,6 +405,182 @@ impl Router {
         &self.route
     }
 
+    /// Takes over FIBs built off the worker (see [`Routes`]): every static route is replaced by
+    /// theirs, the interfaces' connected and local routes are added to them (a loaded route for
+    /// exactly a connected prefix wins, as in [`Router::set_routes`]). Returns the replaced FIBs
+    /// to be freed by the sender. Nothing changes when it fails. Between batches: the work is
+    /// one resolution per distinct gateway and one insert per interface route.
+    pub fn adopt_routes(&mut self, routes: Routes) -> Result<Routes, RouterError> {
+        let Routes { v4, v6, gateways } = routes;
+        let (Ok(mut fib4), Ok(mut fib6)) = (Arc::try_unwrap(v4), Arc::try_unwrap(v6)) else {
+            return Err(RouterError::SharedFib);
+        };
+        let mut hops = Vec::with_capacity(gateways.len() + 1 + self.interfaces.iter().count());
+        for &gateway in gateways.iter() {
+            let unreachable = RouterError::LoadedGatewayUnreachable { gateway };
+            let key = match gateway {
+                IpAddr::V4(a) => self
+                    .interfaces
+                    .port_for_v4(a)
+                    .map(|port| NeighbourKey::v4(a, port)),
+                IpAddr::V6(a) => self
+                    .interfaces
+                    .port_for_v6(a)
+                    .map(|port| NeighbourKey::v6(a, port)),
+            };
+            hops.push(Hop::Gateway(key.ok_or(unreachable)?));
+        }
+        let hop = |id: usize| {
+            NextHop::hop(id as u32).ok_or(FibError::EcmpGroupsFull {
+                count: id,
+                max: NextHop::MAX_ID,
+            })
+        };
+        let own = hop(hops.len())?;
+        hops.push(Hop::Local);
+        let interfaces: Vec<Interface> = self.interfaces.iter().cloned().collect();
+        for interface in &interfaces {
+            let connected = hop(hops.len())?;
+            hops.push(Hop::Connected(interface.port));
+            for &(addr, len) in &interface.ipv4 {
+                let subnet = Ipv4Prefix::new(addr.to_bits(), len)?;
+                if fib4.route(subnet).is_none() {
+                    fib4.insert(subnet, connected)?;
+                }
+            }
+            for &(addr, len) in &interface.ipv6 {
+                let subnet = Ipv6Prefix::new(addr.to_bits(), len)?;
+                if fib6.route(subnet).is_none() {
+                    fib6.insert(subnet, connected)?;
+                }
+            }
+        }
+        for interface in &interfaces {
+            for &(addr, _) in &interface.ipv4 {
+                fib4.insert(Ipv4Prefix::new(addr.to_bits(), 32)?, own)?;
+            }
+            for &(addr, _) in &interface.ipv6 {
+                fib6.insert(Ipv6Prefix::new(addr.to_bits(), 128)?, own)?;
+            }
+        }
+        let (old4, old6) = self.route.adopt(fib4, fib6, hops);
+        Ok(Routes {
+            v4: Arc::new(old4),
+            v6: Arc::new(old6),
+            gateways: Arc::from(Vec::new()),
+        })
+    }
+
+    /// Deletes every neighbour entry of `addr` (on any port); returns how many. Packets that
+    /// waited for it are freed with the next batch.
+    pub fn remove_neighbour(&mut self, addr: IpAddr) -> usize {
+        let keys: Vec<NeighbourKey> = self
+            .neighbours
+            .iter()
+            .filter(|n| n.key.addr() == addr)
+            .map(|n| n.key)
+            .collect();
+        let orphans = &mut self.orphans;
+        for key in &keys {
+            self.neighbours
+                .remove_key(key, |desc| orphans.push(desc.frame));
+        }
+        keys.len()
+    }
+
+    /// Replaces the ACL's rules, keeping its default action (permit when no ACL was
+    /// configured: the stage is created then). Between batches.
+    pub fn set_acl(&mut self, rules: &[AclRule]) {
+        match &mut self.acl {
+            Some(acl) => {
+                let default = acl.default_action();
+                acl.set_rules(rules, default);
+            }
+            None => {
+                self.acl = Some(Acl::new(&AclConfig {
+                    rules: rules.to_vec(),
+                    default: AclAction::Permit,
+                    ..AclConfig::default()
+                }))
+            }
+        }
+    }
+
+    /// The ACL stage, when there is one.
+    pub fn acl(&self) -> Option<&Acl> {
+        self.acl.as_ref()
+    }
+
+    /// "show routes": prefix, next hop, port; at most [`MAX_SHOW_ROWS`] rows.
+    fn route_table(&self, ctx: &CommandContext<'_>) -> Table {
+        let describe = |next_hop: NextHop| -> (String, String) {
+            if next_hop.is_ecmp() {
+                return (format!("ecmp group {}", next_hop.id()), "-".into());
+            }
+            match self.route.hop(next_hop.id()) {
+                Some(Hop::Local) => ("local".into(), "-".into()),
+                Some(Hop::Connected(port)) => ("connected".into(), ctx.port_name(port)),
+                Some(Hop::Gateway(key)) => (key.addr().to_string(), ctx.port_name(key.port())),
+                None => (format!("hop {}", next_hop.id()), "-".into()),
+            }
+        };
+        let v4 = self.route.fib_v4();
+        let v6 = self.route.fib_v6();
+        let all = v4
+            .routes()
+            .map(|(p, h)| (Prefix::V4(p), h))
+            .chain(v6.routes().map(|(p, h)| (Prefix::V6(p), h)));
+        let mut rows: Vec<Vec<String>> = all
+            .take(MAX_SHOW_ROWS)
+            .map(|(prefix, next_hop)| {
+                let (via, port) = describe(next_hop);
+                vec![prefix.to_string(), via, port]
+            })
+            .collect();
+        let total = v4.len() + v6.len();
+        if total > rows.len() {
+            rows.push(vec![
+                format!("... {} more", total - rows.len()),
+                String::new(),
+                String::new(),
+            ]);
+        }
+        Table {
+            columns: vec!["prefix".into(), "via".into(), "port".into()],
+            rows,
+        }
+    }
+
+    /// "show neighbours": address, MAC, port, state, packets waiting.
+    fn neighbour_table(&self, ctx: &CommandContext<'_>) -> Table {
+        let mut rows: Vec<Vec<String>> = self
+            .neighbours
+            .iter()
+            .take(MAX_SHOW_ROWS)
+            .map(|n| {
+                let state = match n.state {
+                    NeighbourState::Incomplete => "incomplete",
+                    NeighbourState::Reachable => "reachable",
+                    NeighbourState::Static => "static",
+                };
+                vec![
+                    n.key.addr().to_string(),
+                    n.mac.to_string(),
+                    ctx.port_name(n.key.port()),
+                    state.into(),
+                    n.held.to_string(),
+                ]
+            })
+            .collect();
+        rows.sort();
+        Table {
+            columns: ["address", "mac", "port", "state", "waiting"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+        }
+    }
+
     /// Ages the neighbour table a step and sends what waited for neighbours made static.
     fn housekeeping(&mut self, ctx: &mut Context<'_>) {
         let pool = &mut *ctx.pool;
@@ -388,6 +590,9 @@ impl Router {
             expired += 1;
         }) as u64;
         self.hold_expired += expired;
+        for frame in self.orphans.drain(..) {
+            pool.release(frame);
+        }
         while let Some(slot) = self.resolved_between.pop() {
             if let Some(entry) = self.neighbours.entry(slot).copied() {
                 self.discovery.release(
@@ -414,6 +619,9 @@ impl App for Router {
             if meta.drop.is_none() && meta.vlan_depth != 0 {
                 meta.drop = Some(DropReason::VlanFiltered);
             }
+        }
+        if let Some(acl) = &mut self.acl {
+            acl.process(batch, ctx.keys);
         }
         self.discovery
             .process(ctx, &self.interfaces, &mut self.neighbours, batch);
@@ -496,9 +704,82 @@ impl App for Router {
         let l = self.local.counters();
         out.push(("local.echo_replies", l.echo_replies));
         out.push(("local.unhandled", l.unhandled));
+        if let Some(acl) = &self.acl {
+            acl.append_counters(out);
+        }
     }
 
     fn release_all(&mut self, pool: &mut FramePool) {
         self.neighbours.release_all(|desc| pool.release(desc.frame));
+        for frame in self.orphans.drain(..) {
+            pool.release(frame);
+        }
+    }
+
+    fn command(&mut self, command: AppCommand, ctx: &CommandContext<'_>) -> AppReply {
+        let done = |result: Result<(), RouterError>| match result {
+            Ok(()) => AppReply::Done,
+            Err(error) => AppReply::Refused(error.to_string()),
+        };
+        let removed = |found: bool, prefix: &dyn std::fmt::Display| {
+            if found {
+                AppReply::Done
+            } else {
+                AppReply::Refused(format!(
+                    "no route for exactly {prefix}; `show routes` lists them"
+                ))
+            }
+        };
+        match command {
+            AppCommand::RouteAddV4 { prefix, via } => done(self.add_route(&StaticRoute {
+                prefix: Prefix::V4(prefix),
+                via: vec![Gateway::new(IpAddr::V4(via))],
+            })),
+            AppCommand::RouteAddV6 { prefix, via } => done(self.add_route(&StaticRoute {
+                prefix: Prefix::V6(prefix),
+                via: vec![Gateway::new(IpAddr::V6(via))],
+            })),
+            AppCommand::RouteRemoveV4(prefix) => {
+                removed(self.remove_route(Prefix::V4(prefix)), &prefix)
+            }
+            AppCommand::RouteRemoveV6(prefix) => {
+                removed(self.remove_route(Prefix::V6(prefix)), &prefix)
+            }
+            AppCommand::ReplaceFib(routes) => match self.adopt_routes(routes) {
+                Ok(old) => AppReply::Retired(Retired::Fib(old)),
+                Err(error) => AppReply::Refused(error.to_string()),
+            },
+            AppCommand::NeighbourAdd(neighbour) => {
+                let Some(port) = ctx.port_index(&neighbour.port) else {
+                    return AppReply::Refused(format!(
+                        "no port named {}; the ports are: {}",
+                        neighbour.port,
+                        ctx.port_names()
+                    ));
+                };
+                done(self.add_neighbour(&StaticNeighbour {
+                    port,
+                    addr: neighbour.addr,
+                    mac: EthernetAddress(neighbour.mac),
+                }))
+            }
+            AppCommand::NeighbourRemove(addr) => {
+                if self.remove_neighbour(addr) > 0 {
+                    AppReply::Done
+                } else {
+                    AppReply::Refused(format!("no neighbour {addr}; `show neighbours` lists them"))
+                }
+            }
+            AppCommand::ShowRoutes => AppReply::Table(self.route_table(ctx)),
+            AppCommand::ShowNeighbours => AppReply::Table(self.neighbour_table(ctx)),
+            AppCommand::ReplaceAcl(rules) => match fields::acl_rules(&rules) {
+                Ok(typed) => {
+                    self.set_acl(&typed);
+                    AppReply::Retired(Retired::Acl(rules))
+                }
+                Err(error) => AppReply::Refused(format!("acl: {error}")),
+            },
+            _ => AppReply::Unsupported,
+        }
     }
 }

@@ -8,7 +8,9 @@
 //! * counters: `permitted`, `denied`, `cache_hits`, `scans`, plus one hit counter per rule and
 //!   one for the default action;
 //! * dispositions: a denied packet gets [`DropReason::AclDenied`]; a permitted one is left as it
-//!   was for the next stage; packets already dropped are skipped;
+//!   was for the next stage; packets already dropped are skipped, and so are frames that are not
+//!   IP (ARP, LLDP...): the ACL filters IP traffic, as a firewall's `ip`/`ip6` tables do, so a
+//!   default deny never cuts a router off from address resolution;
 //! * one batch function: prefetch every packet's cache slot, then decide;
 //! * a trace format: [`Acl::trace`] says which rule (or the default) decides a flow key.
 //!
@@ -22,7 +24,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::ops::RangeInclusive;
 
 use wirespeed_packet::flow_key::FlowKey;
-use wirespeed_packet::{Batch, DropReason};
+use wirespeed_packet::{Batch, DropReason, Meta};
 
 use crate::table::flow_cache::FlowCache;
 
@@ -238,6 +240,25 @@ impl Acl {
         self.cache.invalidate();
     }
 
+    /// The action for packets no rule matches.
+    pub fn default_action(&self) -> AclAction {
+        if self.default_deny {
+            AclAction::Deny
+        } else {
+            AclAction::Permit
+        }
+    }
+
+    /// Number of rules.
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// Whether there are no rules (the default action decides everything).
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
     /// The index of the first rule matching `key`, or `None` for the default action.
     pub fn decide(&self, key: &FlowKey) -> Option<usize> {
         self.rules.iter().position(|rule| rule.matches(key))
@@ -266,7 +287,7 @@ impl Acl {
             self.cache.prefetch(meta.flow_hash);
         }
         for (meta, key) in metas.iter_mut().zip(keys) {
-            if meta.drop.is_some() {
+            if meta.drop.is_some() || meta.flags & (Meta::FLAG_IPV4 | Meta::FLAG_IPV6) == 0 {
                 continue;
             }
             let rule = match self.cache.lookup(meta.flow_hash, key) {

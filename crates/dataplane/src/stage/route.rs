@@ -256,6 +256,23 @@ impl Route {
         Ok(())
     }
 
+    /// Takes over FIBs built elsewhere (a route load built off the worker) whose next hop *i*
+    /// is `hops[i]`: the hop table becomes `hops` and the ECMP groups are dropped. Returns the
+    /// FIBs it replaced, to be freed by the caller's caller, off the worker. Control path.
+    pub fn adopt(&mut self, fib4: Ipv4Fib, fib6: Ipv6Fib, hops: Vec<Hop>) -> (Ipv4Fib, Ipv6Fib) {
+        self.hop_ids = hops
+            .iter()
+            .enumerate()
+            .map(|(id, hop)| (*hop, id as u32))
+            .collect();
+        self.hops = hops;
+        self.ecmp = EcmpGroups::new();
+        self.groups.clear();
+        let old4 = std::mem::replace(&mut self.fib4, fib4);
+        let old6 = std::mem::replace(&mut self.fib6, fib6);
+        (old4, old6)
+    }
+
     /// Decides every undecided IP packet of `batch` into `next` (see the module documentation).
     pub fn process(&mut self, pool: &FramePool, batch: &mut Batch, next: &mut [Next]) {
         let Route {

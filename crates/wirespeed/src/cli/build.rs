@@ -17,21 +17,25 @@ use wirespeed_control::config::XdpMode as XdpModeConfig;
 use wirespeed_control::config::{AppConfig, BackendConfig, Config, PortConfig};
 use wirespeed_dataplane::app::bridge::{Bridge, BridgeConfig, BridgePort};
 
+use wirespeed_control::config::OpenFlowMiss;
+use wirespeed_dataplane::app::openflow::{MissAction, OpenFlow, OpenFlowConfig};
 use wirespeed_dataplane::app::router::{
     Gateway, Interface, OptionsPolicy, Prefix as RoutePrefix, Router, RouterConfig,
     StaticNeighbour, StaticRoute,
 };
-use wirespeed_dataplane::app::{App, Xconnect};
+use wirespeed_dataplane::app::{App, Xconnect, fields};
+use wirespeed_dataplane::command::AclAction as RuleAction;
 use wirespeed_dataplane::stage::Task;
+use wirespeed_dataplane::stage::acl::{AclAction, AclConfig};
 use wirespeed_dataplane::stage::vlan::VlanMode;
 use wirespeed_dataplane::worker::{Idle, Worker, WorkerConfig, WorkerPort};
-use wirespeed_io::QueueId;
 use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
 use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, QueueSelection, Umem, XdpAttachment, XdpMode};
 use wirespeed_io::pcap::PcapPort;
-use wirespeed_packet::FramePool;
+use wirespeed_io::{Port, PortInfo, PortStats, QueueId};
 use wirespeed_packet::cpu::tsc_hz;
 use wirespeed_packet::wire::EthernetAddress;
+use wirespeed_packet::{Batch, FramePool};
 
 /// Builds the workers the configuration describes.
 pub fn workers(config: &Config) -> Result<Vec<Worker>> {
@@ -177,12 +181,68 @@ fn app(config: &Config, seed: u64, macs: &[[u8; 6]]) -> Result<Box<dyn App>> {
                 mac_capacity: *mac_capacity,
                 age_seconds: *age_seconds,
             };
-            Box::new(Bridge::new(bridge).context("the [bridge] configuration")?)
+            let bridge = Bridge::new(bridge).context("the [bridge] configuration")?;
+            match acl_config(config)? {
+                Some(acl) => Box::new(bridge.with_acl(&acl)),
+                None => Box::new(bridge),
+            }
         }
-        AppConfig::Router(router) => Box::new(
-            Router::new(router_config(router, macs)?).context("the [router] configuration")?,
-        ),
+        AppConfig::Router(router) => {
+            let mut router = router_config(router, macs)?;
+            router.acl = acl_config(config)?;
+            Box::new(Router::new(router).context("the [router] configuration")?)
+        }
+        AppConfig::OpenFlow(openflow) => Box::new(openflow_app(config, openflow)?),
     })
+}
+
+/// The ACL stage's configuration from the file's `[acl]`, if there is one.
+fn acl_config(config: &Config) -> Result<Option<AclConfig>> {
+    let Some(acl) = &config.acl else {
+        return Ok(None);
+    };
+    let rules = fields::acl_rules(&acl.rules).context("the [acl] configuration")?;
+    Ok(Some(AclConfig {
+        rules,
+        default: match acl.default {
+            RuleAction::Permit => AclAction::Permit,
+            RuleAction::Deny => AclAction::Deny,
+        },
+        ..AclConfig::default()
+    }))
+}
+
+/// The OpenFlow app with the file's flows installed.
+fn openflow_app(
+    config: &Config,
+    openflow: &wirespeed_control::config::OpenFlowConfig,
+) -> Result<OpenFlow> {
+    let mut app = OpenFlow::new(OpenFlowConfig {
+        tables: openflow.tables,
+        ports: config.ports.len() as u16,
+        miss: match openflow.miss {
+            OpenFlowMiss::Drop => MissAction::Drop,
+            OpenFlowMiss::Flood => MissAction::Flood,
+            OpenFlowMiss::Output(port) => MissAction::Output(port as u16),
+        },
+        flows_per_table: openflow.flows_per_table,
+        cache_entries: openflow.cache_entries,
+        megaflows: openflow.megaflows,
+        ..OpenFlowConfig::default()
+    });
+    let port = |name: &str| {
+        config
+            .ports
+            .iter()
+            .position(|p| p.name == name)
+            .and_then(|i| u16::try_from(i).ok())
+    };
+    for (i, rule) in openflow.flows.iter().enumerate() {
+        let flow = fields::flow_rule(rule, &port).with_context(|| format!("openflow.flow[{i}]"))?;
+        app.add_flow(flow.table, flow.entry)
+            .with_context(|| format!("openflow.flow[{i}]"))?;
+    }
+    Ok(app)
 }
 
 /// The dataplane's router configuration from the file's.
@@ -289,7 +349,7 @@ fn open(
             };
             let opened = AfXdpPort::open_shared(&share.attachment, &afxdp, umem, pool)
                 .with_context(|| format!("port {} (worker {worker})", port.name))?;
-            Ok(afxdp_worker_port(opened))
+            Ok(afxdp_worker_port(opened, &port.name))
         }
         (BackendConfig::AfXdp { .. }, None) => Err(anyhow::anyhow!(
             "port {}: the AF_XDP interface was not attached before the workers were built",
@@ -332,18 +392,79 @@ fn open_afxdp(
 ) -> Result<WorkerPort> {
     let opened =
         AfXdpPort::open(interface, config, umem, pool).with_context(|| format!("port {name}"))?;
-    Ok(afxdp_worker_port(opened))
+    Ok(afxdp_worker_port(opened, name))
 }
 
 /// An opened AF_XDP port as its worker holds it: it receives from every queue it opened and
 /// transmits on the first.
-fn afxdp_worker_port(opened: AfXdpPort) -> WorkerPort {
+fn afxdp_worker_port(opened: AfXdpPort, name: &str) -> WorkerPort {
     let rx_queues: Vec<_> = opened.open_queues().collect();
     let tx_queue = rx_queues.first().copied().unwrap_or(0);
     WorkerPort {
-        port: Box::new(opened),
+        port: Box::new(Named::new(opened, name)),
         rx_queues,
         tx_queue,
+    }
+}
+
+/// A port under the name the configuration gives it. AF_XDP ports are named after their
+/// interface; the operator names them in the config (`p0`), and `wirespeed ctl` (`output:p0`,
+/// `neighbour add ... p1`, `show ports`) must use the same names as every other backend.
+/// Static dispatch to the port inside: nothing is added per batch but the call itself.
+struct Named<P> {
+    port: P,
+    info: PortInfo,
+}
+
+impl<P: Port> Named<P> {
+    fn new(port: P, name: &str) -> Self {
+        let info = PortInfo {
+            name: name.to_string(),
+            ..port.info().clone()
+        };
+        Named { port, info }
+    }
+}
+
+impl<P: Port> Port for Named<P> {
+    fn info(&self) -> &PortInfo {
+        &self.info
+    }
+
+    fn rx(&mut self, queue: QueueId, pool: &mut FramePool, batch: &mut Batch) -> usize {
+        self.port.rx(queue, pool, batch)
+    }
+
+    fn tx(&mut self, queue: QueueId, pool: &mut FramePool, batch: &mut Batch) -> usize {
+        self.port.tx(queue, pool, batch)
+    }
+
+    fn poll(&mut self, pool: &mut FramePool) {
+        self.port.poll(pool);
+    }
+
+    fn rx_fd(&self, queue: QueueId) -> Option<std::os::fd::RawFd> {
+        self.port.rx_fd(queue)
+    }
+
+    fn at_end(&self) -> bool {
+        self.port.at_end()
+    }
+
+    fn fault(&self) -> Option<String> {
+        self.port.fault()
+    }
+
+    fn frames_held(&self) -> usize {
+        self.port.frames_held()
+    }
+
+    fn release_all(&mut self, pool: &mut FramePool) {
+        self.port.release_all(pool);
+    }
+
+    fn stats(&self) -> PortStats {
+        self.port.stats()
     }
 }
 

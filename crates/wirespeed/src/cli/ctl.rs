@@ -15,7 +15,23 @@ use serde_json::Value;
 /// Where switches put their sockets by default.
 const SOCKET_DIR: &str = "/run/wirespeed";
 
+/// The `--help` text after the options: every request the switch understands.
+fn requests_help() -> String {
+    let mut text = String::from("Requests (WORDS):\n");
+    for (usage, meaning) in wirespeed_control::protocol::COMMANDS {
+        text.push_str(&format!("  {usage}\n      {meaning}\n"));
+    }
+    text.push_str(
+        "\nExamples:\n  wirespeed ctl route add 198.51.100.0/24 via 198.18.1.1\n  \
+         wirespeed ctl flow add priority=10 in_port=p0 ip_dst=10.0.0.0/8 \
+         actions=set_field:eth_dst=02:00:00:00:00:01,output:p1\n  \
+         wirespeed ctl acl load deny.acl\n  wirespeed ctl mac flush\n",
+    );
+    text
+}
+
 #[derive(Args)]
+#[command(after_help = requests_help())]
 pub struct CtlArgs {
     /// The switch's control socket (default: its config's, or the only one in /run/wirespeed).
     #[arg(long, conflicts_with = "config")]

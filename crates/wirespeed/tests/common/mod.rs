@@ -173,3 +173,77 @@ pub fn lab(prefix: &str, queues: u16) -> Option<(Testbed, std::path::PathBuf)> {
     std::fs::create_dir_all(&dir).expect("scratch directory");
     Some((lab, dir))
 }
+
+/// A fresh lab of `pairs` port pairs (see [`lab`]).
+pub fn lab_with(prefix: &str, pairs: u16, queues: u16) -> Option<(Testbed, std::path::PathBuf)> {
+    if !wirespeed_lab::available_for_test() {
+        return None;
+    }
+    let _ = wirespeed_lab::down(prefix);
+    let config = TestbedConfig {
+        prefix: prefix.into(),
+        pairs,
+        queues,
+        calibration: false,
+    };
+    let lab = Testbed::up(&config).expect("lab up");
+    let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    Some((lab, dir))
+}
+
+/// Runs `wirespeed ctl --socket SOCKET WORDS...`; returns (success, stdout + stderr).
+pub fn ctl_at(socket: &std::path::Path, words: &[&str]) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(["ctl", "--socket"])
+        .arg(socket)
+        .args(words)
+        .output()
+        .expect("run wirespeed ctl");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+/// Waits (at most 10 s) until the switch answers `ping` on `socket`.
+pub fn wait_for_control(socket: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if socket.exists() && ctl_at(socket, &["ping"]).0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the switch never answered on {}",
+            socket.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `aa:bb:cc:dd:ee:ff`.
+pub fn mac_text(mac: [u8; 6]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// Every frame `keep` accepts that arrives on `port` within `duration`.
+pub fn receive_during(
+    port: &mut AfPacketPort,
+    pool: &mut FramePool,
+    duration: Duration,
+    keep: impl Fn(&[u8]) -> bool,
+) -> Vec<Vec<u8>> {
+    let deadline = Instant::now() + duration;
+    let mut got = Vec::new();
+    while Instant::now() < deadline {
+        got.extend(receive(port, pool).into_iter().filter(|f| keep(f)));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    got
+}

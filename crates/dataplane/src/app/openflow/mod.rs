@@ -25,7 +25,9 @@
 //! construction; expired flows are removed at the start of a batch, at most every tenth of a
 //! second, never per packet.
 //!
-//! All methods that change tables are called between batches (by the worker's owner).
+//! All methods that change tables are called between batches (by the worker's owner);
+//! [`App::command`] maps the control socket's `flow add`, `flow del` and `show flows` onto
+//! them, reading rules written as text with [`crate::app::fields`].
 
 pub mod action;
 pub mod table;
@@ -33,7 +35,9 @@ pub mod table;
 use wirespeed_packet::cpu::tsc_hz;
 use wirespeed_packet::{Batch, Desc, DropReason, HEADROOM, MAX_BATCH, Meta};
 
-use crate::app::{App, Context};
+use crate::app::fields::{self, ParsedFlow};
+use crate::app::{App, CommandContext, Context, MAX_SHOW_ROWS};
+use crate::command::{AppCommand, AppReply, Table};
 use crate::stage::Parse;
 use crate::stage::flow_cache::FlowLookup;
 use crate::table::classifier::{Classifier, FlowMatch, RuleId};
@@ -251,6 +255,82 @@ impl OpenFlow {
             self.flush_fast_path();
         }
         removed
+    }
+
+    /// Removes the flow of exactly this priority and match from `table` (OpenFlow's strict
+    /// delete); whether there was one. Between batches.
+    pub fn remove_flow(&mut self, table: u8, priority: u16, matcher: &FlowMatch) -> bool {
+        self.fold_all();
+        let Some(classifier) = self.pipeline.tables.get_mut(usize::from(table)) else {
+            return false;
+        };
+        let Some(id) = classifier.find(u32::from(priority), matcher) else {
+            return false;
+        };
+        if let Some(flow) = classifier.remove(id) {
+            self.timed_flows -= usize::from(flow.entry.has_timeout());
+        }
+        self.flush_fast_path();
+        true
+    }
+
+    /// "show flows": every flow with its instructions and counters, then one row with the fast
+    /// path's statistics.
+    fn flow_table(&mut self, ctx: &CommandContext<'_>) -> Table {
+        let name = |port: u16| ctx.port_name(port);
+        self.fold_all();
+        // References, not copies: only the rows shown are rendered.
+        let mut flows: Vec<(usize, &FlowState)> = self
+            .pipeline
+            .tables
+            .iter()
+            .enumerate()
+            .flat_map(|(table, classifier)| classifier.iter().map(move |(.., f)| (table, f)))
+            .collect();
+        flows.sort_by_key(|(table, f)| (*table, std::cmp::Reverse(f.entry.priority)));
+        let mut rows: Vec<Vec<String>> = flows
+            .iter()
+            .take(MAX_SHOW_ROWS)
+            .map(|(table, f)| {
+                let e = &f.entry;
+                vec![
+                    table.to_string(),
+                    e.priority.to_string(),
+                    fields::match_text(&e.matcher, &name),
+                    fields::actions_text(&e.actions, &name),
+                    e.goto.map_or_else(|| "-".into(), |g| g.to_string()),
+                    e.idle_timeout.to_string(),
+                    e.hard_timeout.to_string(),
+                    f.packets.to_string(),
+                    f.bytes.to_string(),
+                ]
+            })
+            .collect();
+        if flows.len() > rows.len() {
+            let mut more = vec![String::new(); 9];
+            more[0] = format!("... {} more", flows.len() - rows.len());
+            rows.push(more);
+        }
+        let c = self.counters();
+        let mut cache = vec![String::new(); 9];
+        cache[0] = "cache".into();
+        cache[2] = format!(
+            "cache_hits={} classifier_hits={} slow_path={} megaflows={} table_misses={}",
+            c.cache_hits,
+            c.classifier_hits,
+            c.slow_path,
+            self.megaflows(),
+            c.table_misses
+        );
+        rows.push(cache);
+        Table {
+            columns: [
+                "table", "priority", "match", "actions", "goto", "idle", "hard", "packets", "bytes",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        }
     }
 
     /// Every flow with its counters, table by table (`&mut`: the fast path's pending counts are
@@ -582,5 +662,34 @@ impl App for OpenFlow {
         out.push(("openflow.copies", c.copies));
         out.push(("openflow.emit_overflow", c.emit_overflow));
         out.push(("openflow.pool_empty", c.pool_empty));
+    }
+
+    fn command(&mut self, command: AppCommand, ctx: &CommandContext<'_>) -> AppReply {
+        let port = |name: &str| ctx.port_index(name);
+        match command {
+            AppCommand::FlowAdd(rule) => match fields::flow_rule(&rule, &port) {
+                Ok(ParsedFlow { table, entry }) => match self.add_flow(table, entry) {
+                    Ok(()) => AppReply::Done,
+                    Err(error) => AppReply::Refused(error.to_string()),
+                },
+                Err(error) => AppReply::Refused(format!("{error} (ports: {})", ctx.port_names())),
+            },
+            AppCommand::FlowRemove(rule) => match fields::flow_rule(&rule, &port) {
+                Ok(ParsedFlow { table, entry }) => {
+                    if self.remove_flow(table, entry.priority, &entry.matcher) {
+                        AppReply::Done
+                    } else {
+                        AppReply::Refused(format!(
+                            "no flow in table {table} with priority {} and exactly this match; \
+                             `show flows` lists them",
+                            entry.priority
+                        ))
+                    }
+                }
+                Err(error) => AppReply::Refused(error.to_string()),
+            },
+            AppCommand::ShowFlows => AppReply::Table(self.flow_table(ctx)),
+            _ => AppReply::Unsupported,
+        }
     }
 }

@@ -1,0 +1,610 @@
+//! The one place where match fields and actions written as text (`ip_dst=10.0.0.0/8`,
+//! `output:p1`, `deny proto=udp dst_port=53`) become the pipeline's typed rules, and where those
+//! rules become text again for `show`.
+//!
+//! The TOML configuration, the control socket (`wirespeed ctl flow add ...`), route/ACL files
+//! and the apps' run-time commands all carry rules as strings ([`FlowRule`], [`AclRule`]); they
+//! all convert them here, so a field accepted in one place is accepted everywhere and every
+//! refusal reads the same: the field (or the rule's index), what is wrong, what is accepted.
+//! Everything here is control path: it allocates freely and never runs per packet.
+
+use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::ops::RangeInclusive;
+
+use wirespeed_packet::flow_key::FlowKey;
+use wirespeed_packet::wire::EthernetAddress;
+
+use crate::app::openflow::{Action, FlowEntry, SetField};
+use crate::command::{self, FlowRule};
+use crate::stage::acl::{self, IpPrefix};
+use crate::table::classifier::FlowMatch;
+
+/// Match fields of a flow rule.
+pub const FLOW_FIELDS: &str = "in_port, eth_src, eth_dst, eth_type, vlan (an id or `none`), \
+     ip_proto, ip_src, ip_dst (address or prefix, IPv4 or IPv6), l4_src, l4_dst";
+/// Instructions written as fields of a flow rule.
+pub const FLOW_INSTRUCTIONS: &str = "table, goto, idle_timeout, hard_timeout, cookie";
+/// Actions of a flow rule.
+pub const FLOW_ACTIONS: &str = "output:PORT, flood, drop, set_field:FIELD=VALUE (eth_src, \
+     eth_dst, ip_src, ip_dst, l4_src, l4_dst, vlan_vid), push_vlan:VID, pop_vlan, dec_ttl";
+/// Match fields of an ACL rule.
+pub const ACL_FIELDS: &str = "src (or ip_src), dst (or ip_dst): address or prefix; proto (or \
+     ip_proto): tcp, udp, icmp, icmpv6 or a number; src_port (or l4_src), dst_port (or l4_dst): \
+     a port or a range such as 1000-2000";
+
+/// Why a rule written as text was refused: the field (or action) and how to write it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{place}: {problem}; accepted: {accepted}")]
+pub struct FieldError {
+    /// `field ip_dst`, `action output:p9`, `rule 3 field dst_port`.
+    pub place: String,
+    pub problem: String,
+    pub accepted: String,
+}
+
+impl FieldError {
+    fn new(place: impl Into<String>, problem: impl Into<String>, accepted: &str) -> Self {
+        FieldError {
+            place: place.into(),
+            problem: problem.into(),
+            accepted: accepted.to_string(),
+        }
+    }
+
+    /// The same error about rule `index` (0-based) of a list.
+    pub fn in_rule(mut self, index: usize) -> Self {
+        self.place = format!("rule {index} {}", self.place);
+        self
+    }
+}
+
+/// An address or prefix, either family: `10.0.0.0/8`, `192.0.2.1`, `2001:db8::/32`.
+pub fn parse_prefix(text: &str) -> Option<(IpAddr, u8)> {
+    let (addr, len) = match text.split_once('/') {
+        Some((addr, len)) => (addr.parse::<IpAddr>().ok()?, Some(len.parse::<u8>().ok()?)),
+        None => (text.parse::<IpAddr>().ok()?, None),
+    };
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let len = len.unwrap_or(max);
+    (len <= max).then_some((addr, len))
+}
+
+/// An IP protocol by name or number.
+pub fn parse_protocol(text: &str) -> Option<u8> {
+    match text {
+        "tcp" => Some(6),
+        "udp" => Some(17),
+        "icmp" => Some(1),
+        "icmpv6" | "icmp6" => Some(58),
+        _ => text.parse().ok(),
+    }
+}
+
+/// A port `N` or a range `N-M` (N <= M).
+pub fn parse_port_range(text: &str) -> Option<RangeInclusive<u16>> {
+    let (low, high) = match text.split_once('-') {
+        Some((low, high)) => (low.parse().ok()?, high.parse().ok()?),
+        None => {
+            let port = text.parse().ok()?;
+            (port, port)
+        }
+    };
+    (low <= high).then_some(low..=high)
+}
+
+fn number<T: std::str::FromStr>(text: &str) -> Option<T> {
+    match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16)
+            .ok()
+            .and_then(|v| v.to_string().parse().ok()),
+        None => text.parse().ok(),
+    }
+}
+
+/// Converts an ACL rule written as fields into the ACL stage's rule.
+pub fn acl_rule(rule: &command::AclRule) -> Result<acl::AclRule, FieldError> {
+    let action = match rule.action {
+        command::AclAction::Permit => acl::AclAction::Permit,
+        command::AclAction::Deny => acl::AclAction::Deny,
+    };
+    let mut out = acl::AclRule::any(action);
+    for (name, value) in &rule.fields {
+        let place = || format!("field {name}");
+        let bad =
+            |what: &str| FieldError::new(place(), format!("{value:?} is not {what}"), ACL_FIELDS);
+        match name.as_str() {
+            "src" | "ip_src" | "dst" | "ip_dst" => {
+                let (addr, len) = parse_prefix(value).ok_or_else(|| bad("an address or prefix"))?;
+                let prefix = match addr {
+                    IpAddr::V4(a) => IpPrefix::v4(a, len),
+                    IpAddr::V6(a) => IpPrefix::v6(a, len),
+                };
+                if name.ends_with("src") {
+                    out.src = prefix;
+                } else {
+                    out.dst = prefix;
+                }
+            }
+            "proto" | "ip_proto" | "protocol" => {
+                out.protocol = Some(parse_protocol(value).ok_or_else(|| bad("a protocol"))?);
+            }
+            "src_port" | "l4_src" => {
+                out.src_ports = parse_port_range(value).ok_or_else(|| bad("a port or range"))?;
+            }
+            "dst_port" | "l4_dst" => {
+                out.dst_ports = parse_port_range(value).ok_or_else(|| bad("a port or range"))?;
+            }
+            _ => {
+                return Err(FieldError::new(place(), "is not an ACL field", ACL_FIELDS));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Converts a whole ACL; an error names the rule's index.
+pub fn acl_rules(rules: &[command::AclRule]) -> Result<Vec<acl::AclRule>, FieldError> {
+    rules
+        .iter()
+        .enumerate()
+        .map(|(index, rule)| acl_rule(rule).map_err(|e| e.in_rule(index)))
+        .collect()
+}
+
+/// A flow rule as the OpenFlow app takes it: the table it goes in and the entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParsedFlow {
+    pub table: u8,
+    pub entry: FlowEntry,
+}
+
+fn mac(text: &str) -> Option<EthernetAddress> {
+    text.parse().ok()
+}
+
+/// Adds one match field to `matcher`.
+fn match_field(
+    matcher: FlowMatch,
+    name: &str,
+    value: &str,
+    port: &dyn Fn(&str) -> Option<u16>,
+) -> Result<FlowMatch, FieldError> {
+    let bad = |what: &str| {
+        FieldError::new(
+            format!("field {name}"),
+            format!("{value:?} is not {what}"),
+            FLOW_FIELDS,
+        )
+    };
+    Ok(match name {
+        "in_port" => matcher.in_port(port(value).ok_or_else(|| bad("a port of the switch"))?),
+        "eth_src" | "dl_src" => matcher.eth_src(mac(value).ok_or_else(|| bad("a MAC address"))?),
+        "eth_dst" | "dl_dst" => matcher.eth_dst(mac(value).ok_or_else(|| bad("a MAC address"))?),
+        "eth_type" | "dl_type" => {
+            matcher.ethertype(number(value).ok_or_else(|| bad("an EtherType (e.g. 0x0800)"))?)
+        }
+        "vlan" | "vlan_vid" | "dl_vlan" => match value {
+            "none" => matcher.untagged(),
+            _ => {
+                let vid: u16 = number(value)
+                    .filter(|v| (1..4095).contains(v))
+                    .ok_or_else(|| bad("a VLAN id 1..4094 or `none`"))?;
+                matcher.vlan(vid)
+            }
+        },
+        "ip_proto" | "nw_proto" | "proto" => {
+            matcher.ip_proto(parse_protocol(value).ok_or_else(|| bad("a protocol"))?)
+        }
+        "ip_src" | "nw_src" | "ip_dst" | "nw_dst" => {
+            let (addr, len) = parse_prefix(value).ok_or_else(|| bad("an address or prefix"))?;
+            let src = name.ends_with("src");
+            match (addr, src) {
+                (IpAddr::V4(a), true) => matcher.ipv4_src(a, len),
+                (IpAddr::V4(a), false) => matcher.ipv4_dst(a, len),
+                (IpAddr::V6(a), true) => matcher.ipv6_src(a, len),
+                (IpAddr::V6(a), false) => matcher.ipv6_dst(a, len),
+            }
+        }
+        "l4_src" | "tp_src" => matcher.l4_src(number(value).ok_or_else(|| bad("a port"))?),
+        "l4_dst" | "tp_dst" => matcher.l4_dst(number(value).ok_or_else(|| bad("a port"))?),
+        _ => {
+            return Err(FieldError::new(
+                format!("field {name}"),
+                "is not a match field or instruction",
+                &format!("{FLOW_FIELDS}; instructions: {FLOW_INSTRUCTIONS}"),
+            ));
+        }
+    })
+}
+
+/// Parses one action (`output:p1`, `set_field:eth_dst=02:00:00:00:00:01`, ...).
+fn action(text: &str, port: &dyn Fn(&str) -> Option<u16>) -> Result<Action, FieldError> {
+    let bad = |problem: &str| FieldError::new(format!("action {text}"), problem, FLOW_ACTIONS);
+    let (word, argument) = match text.split_once(':') {
+        Some((word, argument)) => (word, Some(argument)),
+        None => (text, None),
+    };
+    Ok(match (word, argument) {
+        ("output", Some(name)) => {
+            Action::Output(port(name).ok_or_else(|| bad("names no port of the switch"))?)
+        }
+        ("flood", None) => Action::Flood,
+        ("drop", None) => Action::Drop,
+        ("pop_vlan", None) => Action::PopVlan,
+        ("dec_ttl", None) => Action::DecTtl,
+        ("push_vlan", Some(vid)) => Action::PushVlan(
+            number(vid)
+                .filter(|v| (1..4095).contains(v))
+                .ok_or_else(|| bad("needs a VLAN id 1..4094"))?,
+        ),
+        ("set_field", Some(assignment)) => {
+            let (field, value) = assignment
+                .split_once('=')
+                .ok_or_else(|| bad("is not set_field:FIELD=VALUE"))?;
+            let value_error = || bad(&format!("{value:?} is not a value for {field}"));
+            Action::SetField(match field {
+                "eth_src" => SetField::EthSrc(mac(value).ok_or_else(value_error)?),
+                "eth_dst" => SetField::EthDst(mac(value).ok_or_else(value_error)?),
+                "ip_src" | "ip_dst" => {
+                    let addr: IpAddr = value.parse().map_err(|_| value_error())?;
+                    match (addr, field == "ip_src") {
+                        (IpAddr::V4(a), true) => SetField::Ipv4Src(a),
+                        (IpAddr::V4(a), false) => SetField::Ipv4Dst(a),
+                        (IpAddr::V6(a), true) => SetField::Ipv6Src(a),
+                        (IpAddr::V6(a), false) => SetField::Ipv6Dst(a),
+                    }
+                }
+                "l4_src" => SetField::L4Src(number(value).ok_or_else(value_error)?),
+                "l4_dst" => SetField::L4Dst(number(value).ok_or_else(value_error)?),
+                "vlan_vid" => SetField::VlanVid(
+                    number(value)
+                        .filter(|v| (1..4095).contains(v))
+                        .ok_or_else(value_error)?,
+                ),
+                _ => return Err(bad(&format!("cannot set field {field}"))),
+            })
+        }
+        _ => return Err(bad("is not an action (or lacks its argument)")),
+    })
+}
+
+/// Converts a flow rule written as fields and actions; `port` resolves port names (a number is
+/// taken as a port index too).
+pub fn flow_rule(
+    rule: &FlowRule,
+    port: &dyn Fn(&str) -> Option<u16>,
+) -> Result<ParsedFlow, FieldError> {
+    let port = |name: &str| port(name).or_else(|| name.parse().ok());
+    let mut matcher = FlowMatch::any();
+    let mut table = 0u8;
+    let mut goto = None;
+    let (mut idle, mut hard, mut cookie) = (0u16, 0u16, 0u64);
+    for (name, value) in &rule.fields {
+        let instruction = |what: &str| {
+            FieldError::new(
+                format!("field {name}"),
+                format!("{value:?} is not {what}"),
+                FLOW_INSTRUCTIONS,
+            )
+        };
+        match name.as_str() {
+            "table" => table = number(value).ok_or_else(|| instruction("a table number"))?,
+            "goto" | "goto_table" => {
+                goto = Some(number(value).ok_or_else(|| instruction("a table number"))?)
+            }
+            "idle_timeout" => {
+                idle = number(value).ok_or_else(|| instruction("seconds (0..65535)"))?
+            }
+            "hard_timeout" => {
+                hard = number(value).ok_or_else(|| instruction("seconds (0..65535)"))?
+            }
+            "cookie" => cookie = number(value).ok_or_else(|| instruction("a number"))?,
+            _ => matcher = match_field(matcher, name, value, &port)?,
+        }
+    }
+    let actions = rule
+        .actions
+        .iter()
+        .map(|text| action(text, &port))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut entry = FlowEntry::new(rule.priority, matcher, actions)
+        .idle_timeout(idle)
+        .hard_timeout(hard);
+    entry.goto = goto;
+    entry.cookie = cookie;
+    Ok(ParsedFlow { table, entry })
+}
+
+fn prefix_len(mask: &[u8; 16]) -> u32 {
+    u128::from_be_bytes(*mask).leading_ones()
+}
+
+fn address_text(addr: &[u8; 16], mask: &[u8; 16], ipv4: bool) -> String {
+    let len = prefix_len(mask);
+    if ipv4 {
+        let [.., a, b, c, d] = *addr;
+        let len = len.saturating_sub(96);
+        let addr = Ipv4Addr::new(a, b, c, d);
+        if len == 32 {
+            addr.to_string()
+        } else {
+            format!("{addr}/{len}")
+        }
+    } else {
+        let addr = Ipv6Addr::from(*addr);
+        if len == 128 {
+            addr.to_string()
+        } else {
+            format!("{addr}/{len}")
+        }
+    }
+}
+
+/// A match as text in the form [`flow_rule`] reads (`in_port=p0,ip_dst=10.0.0.0/8`; `*` for
+/// everything); `port` names port indices.
+pub fn match_text(matcher: &FlowMatch, port: &dyn Fn(u16) -> String) -> String {
+    let (key, mask) = (matcher.key(), matcher.mask());
+    let mut parts: Vec<String> = Vec::new();
+    if mask.in_port != 0 {
+        parts.push(format!("in_port={}", port(key.in_port)));
+    }
+    if mask.src_mac.0 != [0; 6] {
+        parts.push(format!("eth_src={}", key.src_mac));
+    }
+    if mask.dst_mac.0 != [0; 6] {
+        parts.push(format!("eth_dst={}", key.dst_mac));
+    }
+    let ipv4 = key.ethertype == 0x0800;
+    if mask.ethertype != 0 {
+        parts.push(format!("eth_type=0x{:04x}", key.ethertype));
+    }
+    if mask.flags & FlowKey::FLAG_VLAN != 0 {
+        if key.flags & FlowKey::FLAG_VLAN != 0 {
+            parts.push(format!("vlan={}", key.vlan));
+        } else {
+            parts.push("vlan=none".into());
+        }
+    }
+    if mask.ip_proto != 0 {
+        parts.push(format!("ip_proto={}", key.ip_proto));
+    }
+    if mask.ip_src != [0; 16] {
+        parts.push(format!(
+            "ip_src={}",
+            address_text(&key.ip_src, &mask.ip_src, ipv4)
+        ));
+    }
+    if mask.ip_dst != [0; 16] {
+        parts.push(format!(
+            "ip_dst={}",
+            address_text(&key.ip_dst, &mask.ip_dst, ipv4)
+        ));
+    }
+    if mask.l4_src != 0 {
+        parts.push(format!("l4_src={}", key.l4_src));
+    }
+    if mask.l4_dst != 0 {
+        parts.push(format!("l4_dst={}", key.l4_dst));
+    }
+    if parts.is_empty() {
+        "*".into()
+    } else {
+        parts.join(",")
+    }
+}
+
+/// Actions as text in the form [`flow_rule`] reads.
+pub fn actions_text(actions: &[Action], port: &dyn Fn(u16) -> String) -> String {
+    let mut out = String::new();
+    for (i, action) in actions.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = match action {
+            Action::Output(p) => write!(out, "output:{}", port(*p)),
+            Action::Flood => write!(out, "flood"),
+            Action::Drop => write!(out, "drop"),
+            Action::PushVlan(vid) => write!(out, "push_vlan:{vid}"),
+            Action::PopVlan => write!(out, "pop_vlan"),
+            Action::DecTtl => write!(out, "dec_ttl"),
+            Action::SetField(field) => match field {
+                SetField::EthSrc(m) => write!(out, "set_field:eth_src={m}"),
+                SetField::EthDst(m) => write!(out, "set_field:eth_dst={m}"),
+                SetField::Ipv4Src(a) => write!(out, "set_field:ip_src={a}"),
+                SetField::Ipv4Dst(a) => write!(out, "set_field:ip_dst={a}"),
+                SetField::Ipv6Src(a) => write!(out, "set_field:ip_src={a}"),
+                SetField::Ipv6Dst(a) => write!(out, "set_field:ip_dst={a}"),
+                SetField::L4Src(p) => write!(out, "set_field:l4_src={p}"),
+                SetField::L4Dst(p) => write!(out, "set_field:l4_dst={p}"),
+                SetField::VlanVid(v) => write!(out, "set_field:vlan_vid={v}"),
+            },
+        };
+    }
+    if out.is_empty() {
+        out.push_str("drop");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn ports(name: &str) -> Option<u16> {
+        match name {
+            "p0" => Some(0),
+            "p1" => Some(1),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn acl_fields_become_a_typed_rule() {
+        let rule = command::AclRule {
+            action: command::AclAction::Deny,
+            fields: fields(&[
+                ("proto", "udp"),
+                ("src", "198.18.0.0/16"),
+                ("dst_port", "1000-2000"),
+                ("ip_dst", "2001:db8::1"),
+            ]),
+        };
+        let typed = acl_rule(&rule).unwrap();
+        let mut expected = acl::AclRule::any(acl::AclAction::Deny);
+        expected.protocol = Some(17);
+        expected.src = IpPrefix::v4(Ipv4Addr::new(198, 18, 0, 0), 16);
+        expected.dst_ports = 1000..=2000;
+        expected.dst = IpPrefix::v6("2001:db8::1".parse().unwrap(), 128);
+        assert_eq!(typed, expected);
+    }
+
+    #[test]
+    fn acl_errors_name_the_rule_and_field() {
+        let good = command::AclRule {
+            action: command::AclAction::Permit,
+            fields: vec![],
+        };
+        let bad = command::AclRule {
+            action: command::AclAction::Deny,
+            fields: fields(&[("dst_port", "2000-1000")]),
+        };
+        let e = acl_rules(&[good.clone(), bad]).unwrap_err();
+        assert_eq!(e.place, "rule 1 field dst_port");
+        assert!(e.to_string().contains("a port or range"), "{e}");
+        let unknown = command::AclRule {
+            action: command::AclAction::Deny,
+            fields: fields(&[("colour", "red")]),
+        };
+        let e = acl_rules(&[good, unknown]).unwrap_err();
+        assert!(e.to_string().contains("not an ACL field"), "{e}");
+        assert!(e.accepted.contains("dst_port"), "{e}");
+        for value in ["10.0.0.0/33", "x", "::/129", ""] {
+            assert!(parse_prefix(value).is_none(), "{value}");
+        }
+    }
+
+    #[test]
+    fn a_flow_rule_round_trips_through_text() {
+        let rule = FlowRule {
+            priority: 7,
+            fields: fields(&[
+                ("table", "1"),
+                ("in_port", "p0"),
+                ("ip_dst", "10.0.0.0/8"),
+                ("ip_proto", "udp"),
+                ("l4_dst", "53"),
+                ("vlan", "none"),
+                ("goto", "2"),
+                ("idle_timeout", "30"),
+            ]),
+            actions: vec![
+                "set_field:eth_dst=02:00:00:00:00:09".into(),
+                "dec_ttl".into(),
+                "push_vlan:100".into(),
+                "output:p1".into(),
+            ],
+        };
+        let parsed = flow_rule(&rule, &ports).unwrap();
+        assert_eq!(parsed.table, 1);
+        assert_eq!(parsed.entry.goto, Some(2));
+        assert_eq!(parsed.entry.idle_timeout, 30);
+        let expected = FlowMatch::any()
+            .in_port(0)
+            .ipv4_dst(Ipv4Addr::new(10, 0, 0, 0), 8)
+            .ip_proto(17)
+            .l4_dst(53)
+            .untagged();
+        assert_eq!(parsed.entry.matcher, expected);
+        let name = |p: u16| format!("p{p}");
+        assert_eq!(
+            match_text(&parsed.entry.matcher, &name),
+            "in_port=p0,eth_type=0x0800,vlan=none,ip_proto=17,ip_dst=10.0.0.0/8,l4_dst=53"
+        );
+        assert_eq!(
+            actions_text(&parsed.entry.actions, &name),
+            "set_field:eth_dst=02:00:00:00:00:09,dec_ttl,push_vlan:100,output:p1"
+        );
+    }
+
+    #[test]
+    fn flow_errors_name_the_field_or_action_and_list_what_is_accepted() {
+        let error = |fields_: &[(&str, &str)], actions: &[&str]| {
+            let rule = FlowRule {
+                priority: 0,
+                fields: fields(fields_),
+                actions: actions.iter().map(|a| a.to_string()).collect(),
+            };
+            flow_rule(&rule, &ports).unwrap_err()
+        };
+        let e = error(&[("colour", "red")], &["drop"]);
+        assert_eq!(e.place, "field colour");
+        assert!(
+            e.accepted.contains("ip_dst") && e.accepted.contains("goto"),
+            "{e}"
+        );
+        let e = error(&[("in_port", "p9")], &["drop"]);
+        assert!(e.problem.contains("port"), "{e}");
+        let e = error(&[], &["output:p9"]);
+        assert_eq!(e.place, "action output:p9");
+        let e = error(&[], &["teleport"]);
+        assert!(e.accepted.contains("set_field"), "{e}");
+        let e = error(&[], &["set_field:colour=red"]);
+        assert!(e.problem.contains("colour"), "{e}");
+        let e = error(&[("vlan", "4095")], &["drop"]);
+        assert!(e.problem.contains("VLAN"), "{e}");
+        let e = error(&[("idle_timeout", "70000")], &["drop"]);
+        assert!(e.place.contains("idle_timeout"), "{e}");
+    }
+
+    proptest::proptest! {
+        /// Rules come from files and sockets: any text converts or is refused, never panics,
+        /// and what converts prints back into text that converts to the same rule.
+        #[test]
+        fn any_text_converts_or_is_refused(
+            pairs in proptest::collection::vec(
+                ("(in_port|ip_src|ip_dst|src|dst|proto|ip_proto|l4_src|dst_port|vlan|eth_dst|eth_type|table|goto|[a-z_]{1,8})",
+                 "([0-9a-fx:./-]{0,20}|p[0-9]|none|udp|tcp|[0-9]{1,6})"),
+                0..6,
+            ),
+            actions in proptest::collection::vec(
+                "(output:p[0-9]|drop|flood|dec_ttl|pop_vlan|push_vlan:[0-9]{1,5}|set_field:(eth_dst|ip_src|l4_dst|vlan_vid)=[0-9a-f:.]{0,17}|[a-z_:=0-9]{0,12})",
+                0..4,
+            ),
+        ) {
+            let fields: Vec<(String, String)> = pairs;
+            let _ = acl_rule(&command::AclRule {
+                action: command::AclAction::Deny,
+                fields: fields.clone(),
+            });
+            let rule = FlowRule { priority: 1, fields, actions };
+            if let Ok(parsed) = flow_rule(&rule, &ports) {
+                let name = |p: u16| format!("p{p}");
+                let text = match_text(&parsed.entry.matcher, &name);
+                let mut again = FlowRule {
+                    priority: 1,
+                    fields: vec![("table".into(), parsed.table.to_string())],
+                    actions: actions_text(&parsed.entry.actions, &name)
+                        .split(',')
+                        .map(str::to_string)
+                        .collect(),
+                };
+                if text != "*" {
+                    for part in text.split(',') {
+                        let (n, v) = part.split_once('=').unwrap();
+                        again.fields.push((n.into(), v.into()));
+                    }
+                }
+                let reparsed = flow_rule(&again, &|n: &str| n.strip_prefix('p').and_then(|d| d.parse().ok()));
+                proptest::prop_assert_eq!(reparsed.map(|p| p.entry.matcher), Ok(parsed.entry.matcher));
+            }
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! Every app changed at run time through `wirespeed ctl`, end to end: a `wirespeed switch` over
+//! AF_XDP in a lab's DuT namespace, frames sent and checked byte for byte on the tester side.
+//!
+//! * router: `route add` makes an unroutable destination forward (MACs rewritten, TTL
+//!   decremented), an ACL loaded with `acl load` drops only the flow it denies, `route del`
+//!   stops the rest;
+//! * router: a million routes loaded with `route load` while traffic flows, showing how many
+//!   packets the worker forwarded during the load and the longest gap between two of them;
+//! * bridge: flooding stays inside a VLAN, learning turns flooding into unicast, `mac flush`
+//!   floods again;
+//! * openflow: a table that drops everything forwards once `flow add` installs a flow, and
+//!   `flow del` takes it away again.
+//!
+//! Each test skips with a printed reason where namespaces cannot be made (not root), and runs
+//! in CI, which is root.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use wirespeed_lab::Testbed;
+use wirespeed_packet::FramePool;
+use wirespeed_packet::wire::ipv4;
+use wirespeed_testkit::ports::send;
+
+mod common;
+use common::*;
+
+/// UDP port of the frames an ACL denies in the router test; the others go to [`TEST_PORT`].
+const DENIED_PORT: u16 = 53;
+
+/// How long a test waits to be sure that frames do not arrive.
+const QUIET: Duration = Duration::from_millis(300);
+
+fn router_config(lab: &Testbed, socket: &Path, routes: &str) -> String {
+    let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
+    format!(
+        "[switch]\napp = \"router\"\ncontrol_socket = \"{}\"\n\n\
+         [[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [[port]]\nname = \"p1\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [[router.interface]]\nport = \"p0\"\naddresses = [\"{}/24\"]\n\n\
+         [[router.interface]]\nport = \"p1\"\naddresses = [\"{}/24\"]\n\n\
+         [[router.neighbour]]\nport = \"p1\"\naddress = \"{}\"\nmac = \"{}\"\n{routes}",
+        socket.display(),
+        p0.dut_if,
+        p1.dut_if,
+        p0.dut_ipv4,
+        p1.dut_ipv4,
+        p1.tester_ipv4,
+        mac_text(p1.tester_mac)
+    )
+}
+
+/// The generator's frame as the router sends it to the tester's t1.
+fn routed(lab: &Testbed, frame: &[u8]) -> Vec<u8> {
+    let p1 = &lab.pairs[1];
+    let mut out = frame.to_vec();
+    out[0..6].copy_from_slice(&p1.tester_mac);
+    out[6..12].copy_from_slice(&p1.dut_mac);
+    let mut ip = ipv4::Packet::new_checked(&mut out[14..]).unwrap();
+    let ttl = ip.ttl();
+    ip.set_ttl(ttl - 1);
+    ip.fill_checksum();
+    out
+}
+
+fn expect_ok(result: (bool, String)) -> String {
+    assert!(result.0, "ctl failed: {}", result.1);
+    result.1
+}
+
+fn stop(mut switch: Switch) {
+    let (success, out) = switch.interrupt();
+    assert!(success && out.contains("conservation holds"), "{out}");
+}
+
+#[test]
+fn router_routes_and_acl_change_at_run_time() {
+    let Some((lab, dir)) = lab("wsapr", 1) else {
+        return;
+    };
+    let socket = dir.join("ctl.sock");
+    let switch = Switch::start(&lab, &router_config(&lab, &socket, ""), &dir);
+    wait_for_control(&socket);
+    let mut pool = FramePool::new(4096, 2048).unwrap();
+    let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
+    let input = frames(50);
+    let denied = frames_to(50, DENIED_PORT);
+
+    // No route to the generator's destinations (198.19.0.0/16) yet.
+    send(&mut t0, &mut pool, &input);
+    let got = receive_during(&mut t1, &mut pool, QUIET, |f| is_udp_to(f, TEST_PORT));
+    assert!(
+        got.is_empty(),
+        "{} frames crossed without a route",
+        got.len()
+    );
+
+    let via = lab.pairs[1].tester_ipv4.to_string();
+    expect_ok(ctl_at(
+        &socket,
+        &["route", "add", "198.19.0.0/16", "via", &via],
+    ));
+    let routes = expect_ok(ctl_at(&socket, &["route", "show"]));
+    assert!(
+        routes.contains("198.19.0.0/16") && routes.contains(&via),
+        "{routes}"
+    );
+    send(&mut t0, &mut pool, &input);
+    let expected: Vec<Vec<u8>> = input.iter().map(|f| routed(&lab, f)).collect();
+    assert_same(
+        &receive_all(&mut t1, &mut pool, expected.len(), TEST_PORT),
+        &expected,
+    );
+
+    // An ACL loaded at run time drops exactly the flow it denies.
+    let acl = dir.join("deny-dns.acl");
+    std::fs::write(&acl, "# the test's ACL\ndeny proto=udp dst_port=53\n").unwrap();
+    let loaded = expect_ok(ctl_at(&socket, &["acl", "load", acl.to_str().unwrap()]));
+    assert!(loaded.contains("rules"), "{loaded}");
+    send(&mut t0, &mut pool, &denied);
+    send(&mut t0, &mut pool, &input);
+    assert_same(
+        &receive_all(&mut t1, &mut pool, expected.len(), TEST_PORT),
+        &expected,
+    );
+    let leaked = receive_during(&mut t1, &mut pool, QUIET, |f| is_udp_to(f, DENIED_PORT));
+    assert!(leaked.is_empty(), "{} denied frames crossed", leaked.len());
+    let counters = expect_ok(ctl_at(&socket, &["show", "counters"]));
+    let denied_line = counters
+        .lines()
+        .find(|l| l.contains("drop.acl"))
+        .unwrap_or_else(|| panic!("no ACL drops counted:\n{counters}"));
+    assert!(denied_line.trim_end().ends_with("50"), "{denied_line}");
+
+    // A bad ACL is refused with the rule's line; the one in use stays.
+    std::fs::write(&acl, "permit\ndeny dst_port=lots\n").unwrap();
+    let (ok, out) = ctl_at(&socket, &["acl", "load", acl.to_str().unwrap()]);
+    assert!(
+        !ok && out.contains("deny-dns.acl:2: field dst_port"),
+        "{out}"
+    );
+    send(&mut t0, &mut pool, &denied);
+    let leaked = receive_during(&mut t1, &mut pool, QUIET, |f| is_udp_to(f, DENIED_PORT));
+    assert!(leaked.is_empty(), "{} denied frames crossed", leaked.len());
+
+    expect_ok(ctl_at(&socket, &["route", "del", "198.19.0.0/16"]));
+    send(&mut t0, &mut pool, &input);
+    let got = receive_during(&mut t1, &mut pool, QUIET, |f| is_udp_to(f, TEST_PORT));
+    assert!(
+        got.is_empty(),
+        "{} frames crossed after route del",
+        got.len()
+    );
+    let (ok, out) = ctl_at(
+        &socket,
+        &["route", "add", "198.20.0.0/16", "via", "192.0.2.1"],
+    );
+    assert!(
+        !ok && out.contains("192.0.2.1") && out.contains("subnet"),
+        "{out}"
+    );
+    stop(switch);
+}
+
+#[test]
+fn router_keeps_forwarding_while_a_million_routes_load() {
+    let Some((lab, dir)) = lab("wsapl", 1) else {
+        return;
+    };
+    let socket = dir.join("ctl.sock");
+    let via = lab.pairs[1].tester_ipv4;
+    let routes = format!("[[router.route]]\nprefix = \"198.19.0.0/16\"\nvia = [\"{via}\"]\n");
+    let switch = Switch::start(&lab, &router_config(&lab, &socket, &routes), &dir);
+
+    // A million /24s from 11.0.0.0 up, and the route the traffic needs.
+    const ROUTES: u32 = 1_000_000;
+    let file = dir.join("million.routes");
+    let mut text = String::with_capacity(ROUTES as usize * 32);
+    for i in 0..ROUTES {
+        let [a, b, c, _] = (0x0b00_0000u32 + (i << 8)).to_be_bytes();
+        text.push_str(&format!("{a}.{b}.{c}.0/24 via {via}\n"));
+    }
+    text.push_str(&format!("198.19.0.0/16 via {via}\n"));
+    std::fs::File::create(&file)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .unwrap();
+    drop(text);
+
+    wait_for_control(&socket);
+    let mut pool = FramePool::new(4096, 2048).unwrap();
+    let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
+    let input = frames(8);
+    send(&mut t0, &mut pool, &input);
+    assert_eq!(receive_all(&mut t1, &mut pool, 8, TEST_PORT).len(), 8);
+
+    // Traffic every millisecond while `ctl route load` runs; arrivals are timed.
+    let mut load = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(["ctl", "--socket"])
+        .arg(&socket)
+        .args(["route", "load"])
+        .arg(&file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let mut last = started;
+    let mut longest_gap = Duration::ZERO;
+    let mut during = 0usize;
+    let status = loop {
+        if let Some(status) = load.try_wait().unwrap() {
+            break status;
+        }
+        send(&mut t0, &mut pool, &input);
+        std::thread::sleep(Duration::from_millis(1));
+        let arrived = wirespeed_testkit::ports::receive(&mut t1, &mut pool)
+            .into_iter()
+            .filter(|f| is_udp_to(f, TEST_PORT))
+            .count();
+        if arrived > 0 {
+            let now = Instant::now();
+            longest_gap = longest_gap.max(now - last);
+            last = now;
+            during += arrived;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the load never ended"
+        );
+    };
+    let load_time = started.elapsed();
+    longest_gap = longest_gap.max(Instant::now() - last);
+    let output = load.wait_with_output().unwrap();
+    let reply = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        status.success(),
+        "{reply}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        reply.contains("routes_v4") && reply.contains("1000001"),
+        "{reply}"
+    );
+    println!(
+        "route load of {ROUTES} routes took {load_time:?}; {during} packets forwarded during it, \
+         longest gap between arrivals {longest_gap:?}"
+    );
+    // The worker kept forwarding: packets crossed throughout, never a pause near the load's
+    // length (the build runs on the control thread; the worker only swaps tables).
+    assert!(during > 0, "nothing was forwarded during the load");
+    assert!(
+        longest_gap < Duration::from_millis(500).max(load_time / 4),
+        "forwarding paused for {longest_gap:?} during a {load_time:?} load"
+    );
+    // The loaded table is in use, beside the interfaces' connected and local routes.
+    let shown = expect_ok(ctl_at(&socket, &["show", "routes"]));
+    let more = shown
+        .lines()
+        .find(|l| l.contains("more"))
+        .unwrap_or_default();
+    assert!(
+        more.contains("... 990005 more"),
+        "1000001 loaded + 2 connected + 2 local routes, 10000 shown: {more}"
+    );
+    send(&mut t0, &mut pool, &input);
+    assert_eq!(receive_all(&mut t1, &mut pool, 8, TEST_PORT).len(), 8);
+    stop(switch);
+}
+
+/// Whether `frame` carries VLAN tag `vid` over an IPv4/UDP frame to `dst_port`.
+fn is_tagged_udp_to(frame: &[u8], vid: u16, dst_port: u16) -> bool {
+    frame.len() >= 42
+        && frame[12..14] == [0x81, 0x00]
+        && u16::from_be_bytes([frame[14], frame[15]]) & 0x0fff == vid
+        && frame[16..18] == [0x08, 0x00]
+        && frame[27] == 17
+        && frame[40..42] == dst_port.to_be_bytes()
+}
+
+/// An untagged frame from `src` to `dst` (UDP to [`TEST_PORT`]).
+fn between(src: [u8; 6], dst: [u8; 6]) -> Vec<u8> {
+    let mut frame = frames(1).remove(0);
+    frame[0..6].copy_from_slice(&dst);
+    frame[6..12].copy_from_slice(&src);
+    frame
+}
+
+/// `frame` with an 802.1Q tag of `vid` after the MACs.
+fn tagged(frame: &[u8], vid: u16) -> Vec<u8> {
+    let mut out = frame[..12].to_vec();
+    out.extend_from_slice(&[0x81, 0x00]);
+    out.extend_from_slice(&vid.to_be_bytes());
+    out.extend_from_slice(&frame[12..]);
+    out
+}
+
+#[test]
+fn bridge_floods_per_vlan_learns_and_floods_again_after_mac_flush() {
+    let Some((lab, dir)) = lab_with("wsapb", 3, 1) else {
+        return;
+    };
+    let socket = dir.join("ctl.sock");
+    let config = format!(
+        "[switch]\napp = \"bridge\"\ncontrol_socket = \"{}\"\n\n\
+         [[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [[port]]\nname = \"p1\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [[port]]\nname = \"p2\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [[bridge.port]]\nname = \"p0\"\naccess = 10\n\n\
+         [[bridge.port]]\nname = \"p1\"\naccess = 10\n\n\
+         [[bridge.port]]\nname = \"p2\"\ntrunk = [10, 20]\n",
+        socket.display(),
+        lab.pairs[0].dut_if,
+        lab.pairs[1].dut_if,
+        lab.pairs[2].dut_if,
+    );
+    let switch = Switch::start(&lab, &config, &dir);
+    wait_for_control(&socket);
+    let mut pool = FramePool::new(4096, 2048).unwrap();
+    let mut t = [0, 1, 2].map(|pair| tester_port(&lab, pair));
+    let (a, b, c) = (
+        [2, 0x57, 0x53, 0xaa, 0, 1],
+        [2, 0x57, 0x53, 0xaa, 0, 2],
+        [2, 0x57, 0x53, 0xaa, 0, 3],
+    );
+    let untagged = |f: &[u8]| is_udp_to(f, TEST_PORT);
+    let in_vlan = |vid: u16| move |f: &[u8]| is_tagged_udp_to(f, vid, TEST_PORT);
+
+    // VLAN 20 has one port: a frame from the trunk in VLAN 20 goes nowhere.
+    send(&mut t[2], &mut pool, &[tagged(&between(c, a), 20)]);
+    for port in &mut t[..2] {
+        assert!(receive_during(port, &mut pool, QUIET, untagged).is_empty());
+    }
+    // A to unknown B in VLAN 10: flooded to p1 (untagged) and the trunk (tagged 10).
+    let a_to_b = between(a, b);
+    send(&mut t[0], &mut pool, std::slice::from_ref(&a_to_b));
+    assert_same(
+        &receive_during(&mut t[1], &mut pool, QUIET, untagged),
+        std::slice::from_ref(&a_to_b),
+    );
+    assert_same(
+        &receive_during(&mut t[2], &mut pool, QUIET, in_vlan(10)),
+        &[tagged(&a_to_b, 10)],
+    );
+    // B answers from p1: learned; A to B is now unicast to p1 only.
+    let b_to_a = between(b, a);
+    send(&mut t[1], &mut pool, std::slice::from_ref(&b_to_a));
+    assert_same(
+        &receive_during(&mut t[0], &mut pool, QUIET, untagged),
+        std::slice::from_ref(&b_to_a),
+    );
+    send(&mut t[0], &mut pool, std::slice::from_ref(&a_to_b));
+    assert_same(
+        &receive_during(&mut t[1], &mut pool, QUIET, untagged),
+        std::slice::from_ref(&a_to_b),
+    );
+    assert!(receive_during(&mut t[2], &mut pool, QUIET, in_vlan(10)).is_empty());
+    let macs = expect_ok(ctl_at(&socket, &["mac", "show"]));
+    for (mac, port) in [(a, "p0"), (b, "p1"), (c, "p2")] {
+        let line = macs.lines().find(|l| l.contains(&mac_text(mac)));
+        assert!(line.is_some_and(|l| l.contains(port)), "{macs}");
+    }
+    // Flushed: A to B floods again.
+    expect_ok(ctl_at(&socket, &["mac", "flush"]));
+    send(&mut t[0], &mut pool, std::slice::from_ref(&a_to_b));
+    assert_same(
+        &receive_during(&mut t[1], &mut pool, QUIET, untagged),
+        std::slice::from_ref(&a_to_b),
+    );
+    assert_same(
+        &receive_during(&mut t[2], &mut pool, QUIET, in_vlan(10)),
+        &[tagged(&a_to_b, 10)],
+    );
+    stop(switch);
+}
+
+#[test]
+fn openflow_forwards_what_a_flow_added_by_ctl_allows() {
+    let Some((lab, dir)) = lab("wsapo", 1) else {
+        return;
+    };
+    let socket = dir.join("ctl.sock");
+    let config = format!(
+        "[switch]\napp = \"openflow\"\ncontrol_socket = \"{}\"\n\n\
+         [[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [[port]]\nname = \"p1\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [openflow]\ntables = 2\nmiss = \"drop\"\ncache_entries = 1024\n",
+        socket.display(),
+        lab.pairs[0].dut_if,
+        lab.pairs[1].dut_if,
+    );
+    let switch = Switch::start(&lab, &config, &dir);
+    wait_for_control(&socket);
+    let mut pool = FramePool::new(4096, 2048).unwrap();
+    let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
+    let input = frames(40);
+    send(&mut t0, &mut pool, &input);
+    let untagged = |f: &[u8]| is_udp_to(f, TEST_PORT);
+    assert!(receive_during(&mut t1, &mut pool, QUIET, untagged).is_empty());
+
+    let to = mac_text(lab.pairs[1].tester_mac);
+    let actions = format!("actions=set_field:eth_dst={to},output:p1");
+    let flow = [
+        "flow",
+        "add",
+        "priority=10",
+        "in_port=p0",
+        "ip_dst=198.19.0.0/16",
+        "ip_proto=udp",
+        actions.as_str(),
+    ];
+    expect_ok(ctl_at(&socket, &flow));
+    send(&mut t0, &mut pool, &input);
+    let expected: Vec<Vec<u8>> = input
+        .iter()
+        .map(|f| {
+            let mut out = f.clone();
+            out[0..6].copy_from_slice(&lab.pairs[1].tester_mac);
+            out
+        })
+        .collect();
+    assert_same(
+        &receive_all(&mut t1, &mut pool, expected.len(), TEST_PORT),
+        &expected,
+    );
+    let flows = expect_ok(ctl_at(&socket, &["flow", "show"]));
+    assert!(
+        flows.contains("in_port=p0") && flows.contains("output:p1") && flows.contains("40"),
+        "{flows}"
+    );
+    let (ok, out) = ctl_at(&socket, &["flow", "add", "ip_dts=1.2.3.4", "actions=drop"]);
+    assert!(
+        !ok && out.contains("ip_dts") && out.contains("ip_dst"),
+        "{out}"
+    );
+
+    let del = [
+        "flow",
+        "del",
+        "priority=10",
+        "in_port=p0",
+        "ip_dst=198.19.0.0/16",
+        "ip_proto=udp",
+    ];
+    expect_ok(ctl_at(&socket, &del));
+    send(&mut t0, &mut pool, &input);
+    assert!(receive_during(&mut t1, &mut pool, QUIET, untagged).is_empty());
+    stop(switch);
+}
