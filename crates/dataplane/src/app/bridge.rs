@@ -277,6 +277,8 @@ impl Bridge {
     }
 
     fn run<const TRACE: bool>(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
+        // Only the ACL's cache reads the flow hash.
+        self.parse.set_flow_hash(self.acl.is_some());
         self.parse.process(ctx.pool, batch, ctx.keys);
         self.vlans
             .classify::<TRACE>(ctx.pool, batch, &mut self.batch_vlans);

@@ -613,6 +613,9 @@ impl App for Router {
     }
 
     fn process(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
+        // The flow hash is computed only when a stage reads it (the ACL's cache, ECMP).
+        self.parse
+            .set_flow_hash(self.acl.is_some() || self.route.uses_flow_hash());
         self.parse.process(ctx.pool, batch, ctx.keys);
         self.housekeeping(ctx);
         for meta in batch.meta_mut() {

@@ -49,6 +49,12 @@ impl Parse {
         }
     }
 
+    /// Switches the flow hash on or off from the next batch: apps whose need for it changes at
+    /// run time (an ACL loaded, ECMP routes added) call this between batches.
+    pub fn set_flow_hash(&mut self, on: bool) {
+        self.flow_hash = on;
+    }
+
     /// Parses every packet of `batch`; `keys[i]` receives packet i's flow key. The loop itself
     /// is [`parse_batch`], which picks the copy of the parser compiled for this CPU once per
     /// batch.

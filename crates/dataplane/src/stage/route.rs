@@ -220,6 +220,12 @@ impl Route {
         }
     }
 
+    /// Whether a decision may read `Meta::flow_hash`: only ECMP picks a member by it (a group,
+    /// once made, counts until the routes are replaced).
+    pub fn uses_flow_hash(&self) -> bool {
+        !self.groups.is_empty()
+    }
+
     /// Adds or replaces an IPv4 route.
     pub fn insert_v4(&mut self, prefix: Ipv4Prefix, hops: &[Hop]) -> Result<(), FibError> {
         let next_hop = self.next_hop(hops)?;
