@@ -851,9 +851,19 @@ mod tests {
         let m = run(&mut a, &mut b, &mut pool, &template, &config, &calm).unwrap();
         // 2000 frames in the first 50 ms, 500 in the next.
         assert_eq!(m.outcome.sent, 2_500);
-        assert_eq!(m.outcome.received, 2_500);
-        assert_eq!(m.outcome.last_loss, None);
-        assert!(m.outcome.seconds >= 0.06, "{}", m.outcome.seconds);
+        assert_eq!(m.transmitted + m.unsent, 2_500, "{m:?}");
+        assert_eq!(m.outcome.received, m.transmitted);
+        if m.unsent == 0 {
+            assert_eq!(m.outcome.last_loss, None);
+            assert!(m.outcome.seconds >= 0.06, "{}", m.outcome.seconds);
+        } else {
+            // A test thread starved past the deadline by a busy machine: the frames it never
+            // sent are lost, and the last of them was due at the very end.
+            assert_eq!(
+                m.outcome.last_loss,
+                Some(due_seconds(2_499, 2_000, 40e3, 10e3))
+            );
+        }
         // Drops all along: the last one is due near the end of the second phase.
         let (mut a, b) = memory_pair(4096);
         let mut lossy = Faulty::new(
@@ -866,7 +876,7 @@ mod tests {
         );
         let m = run(&mut a, &mut lossy, &mut pool, &template, &config, &calm).unwrap();
         let faults = lossy.fault_stats();
-        assert_eq!(m.outcome.lost(), faults.dropped);
+        assert_eq!(m.outcome.lost(), faults.dropped + m.unsent);
         let at = m.outcome.last_loss.expect("a last loss");
         assert!((0.08..=0.1).contains(&at), "{at}");
         assert_eq!(pool.free_count(), pool.total());

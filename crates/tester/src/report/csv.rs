@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::{Report, wire_bits_per_second};
 
 /// Columns of [`results_csv`].
-pub const RESULT_COLUMNS: [&str; 11] = [
+pub const RESULT_COLUMNS: [&str; 15] = [
     "frame_size",
     "line_rate_fps",
     "ndr_fps",
@@ -18,6 +18,10 @@ pub const RESULT_COLUMNS: [&str; 11] = [
     "ndr_repeat_max_fps",
     "back_to_back_median_frames",
     "recovery_median_s",
+    "traffic",
+    "ndr_runs_fps",
+    "ndr_runs_difference",
+    "loss_rate_points",
 ];
 
 /// Columns of [`latency_csv`].
@@ -41,7 +45,16 @@ fn cell(value: Option<f64>) -> String {
     value.map(|v| format!("{v}")).unwrap_or_default()
 }
 
-/// One line per frame size.
+/// `text` as a CSV field: quoted (with doubled quotes) when it holds a comma or a quote.
+fn quoted(text: &str) -> String {
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// One line per frame size (and kind of traffic).
 pub fn results_csv(report: &Report) -> String {
     let mut out = RESULT_COLUMNS.join(",");
     out.push('\n');
@@ -67,6 +80,26 @@ pub fn results_csv(report: &Report) -> String {
                     .filter(|r| r.time.count > 0)
                     .map(|r| r.time.median),
             ),
+            quoted(&result.traffic),
+            // Several values in one cell, separated by spaces.
+            result
+                .ndr_runs
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            cell(result.ndr_difference()),
+            result
+                .loss_rate
+                .as_ref()
+                .map(|l| {
+                    l.points
+                        .iter()
+                        .map(|p| format!("{}:{}", p.percent, p.loss_ratio))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default(),
         ];
         let _ = writeln!(out, "{}", cells.join(","));
     }
