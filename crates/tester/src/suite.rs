@@ -395,7 +395,8 @@ pub fn run(
     let timestamps = TimestampProbe::run(&wiring.tester_ns, &wiring.egress.tester_if, true);
     report.setup.timestamp_source = format!("{}: {}", timestamps.used, timestamps.reason);
     if let Some(resolution) = timestamps.resolution_ns().filter(|r| r.is_finite()) {
-        report.setup.timestamp_resolution_ns = resolution;
+        // To 0.01 ns: the measurement is no finer than that.
+        report.setup.timestamp_resolution_ns = (resolution * 100.0).round() / 100.0;
     }
     report.timestamps = Some(timestamps);
     let mut pins: Vec<Placed> = Vec::new();

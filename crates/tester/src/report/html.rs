@@ -453,7 +453,7 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
         &mut out,
         "timestamps",
         &format!(
-            "{} (resolution {:.1} ns)",
+            "{} (resolution {} ns)",
             setup.timestamp_source, setup.timestamp_resolution_ns
         ),
     );
