@@ -136,7 +136,7 @@ fn assert_renders(html: &std::path::Path, width: u32, height: u32) {
     let info = reader.next_frame(&mut pixels).expect("PNG pixel data");
     assert_eq!((info.width, info.height), (width, height));
     let pixels = &pixels[..info.buffer_size()];
-    let step = info.color_type.samples();
+    let step = info.line_size / info.width as usize;
     let mut colours: Vec<&[u8]> = pixels.chunks_exact(step).collect();
     colours.sort_unstable();
     colours.dedup();
