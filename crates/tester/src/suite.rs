@@ -225,6 +225,8 @@ pub struct SuiteConfig {
     pub recovery_seconds: f64,
     /// Throughput searches in a row per frame size (2 for a repeatability check).
     pub ndr_runs: u32,
+    /// Measure the tester on its looped-back pair and stop: no DuT is set up.
+    pub calibrate_only: bool,
 }
 
 impl Default for SuiteConfig {
@@ -251,6 +253,7 @@ impl Default for SuiteConfig {
             overload_seconds: 10.0,
             recovery_seconds: 10.0,
             ndr_runs: 1,
+            calibrate_only: false,
         }
     }
 }
@@ -331,6 +334,9 @@ pub fn estimate_trials(config: &SuiteConfig) -> usize {
         SearchKind::Binary => (1.0 / share).log2().ceil() as usize + 1,
         SearchKind::Mlr => 2 * ((1.0 / share).log2().ceil() as usize + 1),
     };
+    if config.calibrate_only {
+        return 2 * config.frame_sizes.len();
+    }
     let tests = config.tests;
     let searches = if tests.searches() {
         config.ndr_runs.max(1) as usize * (search + config.repeats as usize)
@@ -420,7 +426,12 @@ pub fn run(
         );
     }
     let logged = dut.commands().len();
-    if !stop.load(Ordering::Relaxed) {
+    if config.calibrate_only {
+        report.title = "tester calibration (looped-back veth, no DuT)".into();
+        report
+            .notes
+            .push("calibration only: no DuT was set up or measured".into());
+    } else if !stop.load(Ordering::Relaxed) {
         match prepare(dut, &wiring, config, &mut pins, &mut commands) {
             Ok(()) => {
                 for &size in &config.frame_sizes {
@@ -452,7 +463,9 @@ pub fn run(
             Err(error) => report.notes.push(error),
         }
     }
-    if let Err(error) = dut.teardown() {
+    if !config.calibrate_only
+        && let Err(error) = dut.teardown()
+    {
         report.notes.push(error.to_string());
     }
     if stop.load(Ordering::Relaxed) {
@@ -990,5 +1003,10 @@ mod tests {
             ..SuiteConfig::default()
         };
         assert!(per_kind(&everything) > 2 * per_kind(&one));
+        let calibration = SuiteConfig {
+            calibrate_only: true,
+            ..everything
+        };
+        assert_eq!(estimate_trials(&calibration), 14);
     }
 }

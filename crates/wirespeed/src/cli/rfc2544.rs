@@ -8,6 +8,7 @@
 //! wirespeed bench rfc2544 --tests throughput,latency,loss,back-to-back,recovery \
 //!     --pattern cbr,poisson --flows 1,256 --random-flows --frame-sizes 64 --out reports/all
 //! wirespeed bench rfc2544 --tests throughput --ndr-runs 2 --frame-sizes 64 --out reports/repeat
+//! wirespeed bench rfc2544 --calibrate-only --frame-sizes 64,1518 --out reports/calibration
 //! ```
 //!
 //! The work is [`wirespeed_tester::suite`]'s; this module turns flags into its configuration,
@@ -123,6 +124,10 @@ struct MoreTests {
     /// Throughput searches in a row per frame size; 2 or more reports how well the NDR repeats.
     #[arg(long, default_value_t = 1)]
     ndr_runs: u32,
+    /// Only calibrate: measure the tester on its looped-back pair (its maximum rate, pacing
+    /// and latency floor per frame size) without setting up a DuT.
+    #[arg(long)]
+    calibrate_only: bool,
 }
 
 /// Everything a run needs, from flags or from the demo.
@@ -226,6 +231,7 @@ impl Rfc2544Args {
                 overload_seconds: self.more.overload_seconds,
                 recovery_seconds: self.more.recovery_seconds,
                 ndr_runs: self.more.ndr_runs,
+                calibrate_only: self.more.calibrate_only,
                 latency_loads,
                 repeats: self.repeats,
                 plan: Plan {
@@ -406,6 +412,31 @@ pub fn summary_table(report: &Report) -> String {
                 .collect::<Vec<_>>()
                 .join("; ")
         );
+        if let Some(p) = &calibration.pacing {
+            let _ = writeln!(
+                out,
+                "tester pacing at 10 % of its maximum: asked {:.4} Mpps, achieved {:.4} Mpps \
+                 ({:+.3} %), gaps sd {:.1} ns, lateness mean {:.1} ns",
+                p.asked_rate / 1e6,
+                p.achieved_rate / 1e6,
+                100.0 * (p.achieved_rate - p.asked_rate) / p.asked_rate.max(1e-9),
+                p.gap_stddev_ns,
+                p.lateness_mean_ns
+            );
+        }
+    }
+    if let Some(stamps) = &report.timestamps {
+        let clocks: Vec<String> = stamps
+            .clocks
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} resolution {:.1} ns, read {:.1} ns",
+                    c.name, c.resolution_ns, c.read_cost_ns
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "timestamps: {}; {}", stamps.used, clocks.join("; "));
     }
     let _ = writeln!(
         out,
