@@ -135,3 +135,50 @@ pub fn latency_csv(report: &Report) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{FrameSizeResult, Setup};
+    use crate::rfc2544::{LossRatePoint, LossRateResult};
+
+    #[test]
+    fn traffic_repeated_ndrs_and_the_loss_curve_get_their_cells() {
+        let mut report = Report::new("csv", Setup::default());
+        report.setup.link_bits_per_second = 10e9;
+        report.results.push(FrameSizeResult {
+            frame_size: 64,
+            traffic: "Poisson (seed 1), 256 random flows".into(),
+            ndr_runs: vec![1000.0, 1010.0],
+            loss_rate: Some(LossRateResult {
+                points: vec![
+                    LossRatePoint {
+                        percent: 100.0,
+                        rate: 2000.0,
+                        loss_ratio: 0.25,
+                    },
+                    LossRatePoint {
+                        percent: 90.0,
+                        rate: 1800.0,
+                        loss_ratio: 0.0,
+                    },
+                ],
+                ..LossRateResult::default()
+            }),
+            ..FrameSizeResult::default()
+        });
+        let text = results_csv(&report);
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some(RESULT_COLUMNS.join(",").as_str()));
+        let row = lines.next().unwrap();
+        // The traffic holds a comma, so it is quoted.
+        assert!(
+            row.ends_with(
+                ",\"Poisson (seed 1), 256 random flows\",1000 1010,0.009950248756218905,100:0.25 90:0"
+            ),
+            "{row}"
+        );
+        assert_eq!(quoted("a \"b\""), "\"a \"\"b\"\"\"");
+        assert_eq!(quoted("CBR"), "CBR");
+    }
+}

@@ -614,3 +614,138 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
     out.push_str("</div></body></html>\n");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{FrameSizeResult, Setup};
+    use crate::rfc2544::{
+        BackToBackResult, LossRatePoint, LossRateResult, RecoveryResult, Spread, ThroughputResult,
+    };
+
+    /// Two kinds of traffic at two frame sizes, every test measured.
+    fn report() -> Report {
+        let mut report = Report::new("two kinds", Setup::default());
+        report.setup.link_bits_per_second = 10e9;
+        for kind in ["CBR, 1 flow", "Poisson (seed 1), 256 random flows"] {
+            for size in [64u32, 1518] {
+                let ndr = 1e6 / size as f64 * 64.0;
+                report.results.push(FrameSizeResult {
+                    frame_size: size,
+                    traffic: kind.into(),
+                    throughput: Some(ThroughputResult {
+                        ndr: Some(ndr),
+                        ..ThroughputResult::default()
+                    }),
+                    ndr_runs: vec![ndr, ndr * 0.98],
+                    loss_rate: Some(LossRateResult {
+                        points: [100.0, 90.0, 80.0]
+                            .map(|percent| LossRatePoint {
+                                percent,
+                                rate: ndr * percent / 80.0,
+                                loss_ratio: (percent - 80.0) / 400.0,
+                            })
+                            .to_vec(),
+                        reached_clean: false,
+                        trials: Vec::new(),
+                    }),
+                    back_to_back: Some(BackToBackResult {
+                        bursts: vec![900, 1000, 1100],
+                        burst: Spread::of(&[900.0, 1000.0, 1100.0]),
+                        implied_buffer_seconds: 0.001,
+                        corrected_buffer_seconds: Some(0.0005),
+                        ..BackToBackResult::default()
+                    }),
+                    recovery: Some(RecoveryResult {
+                        overload_rate: 1.1 * ndr,
+                        recovery_rate: 0.55 * ndr,
+                        times: vec![Some(0.25), Some(0.5)],
+                        time: Spread::of(&[0.25, 0.5]),
+                        ..RecoveryResult::default()
+                    }),
+                    ..FrameSizeResult::default()
+                });
+            }
+        }
+        report
+    }
+
+    #[test]
+    fn every_kind_of_traffic_gets_its_series_and_every_test_its_table() {
+        let report = report();
+        let plots = plots(&report);
+        let titles: Vec<&str> = plots.iter().map(|p| p.title.as_str()).collect();
+        assert_eq!(
+            titles,
+            [
+                "Throughput in frames/s vs frame size",
+                "Throughput in bit/s (on the wire) vs frame size",
+                "Frame loss vs offered load",
+                "Back-to-back: longest loss-free burst vs frame size",
+                "System recovery time vs frame size",
+            ]
+        );
+        // One NDR series per kind, and the line rate.
+        let names: Vec<&str> = plots[0].series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "NDR (CBR, 1 flow)",
+                "NDR (Poisson (seed 1), 256 random flows)",
+                "line rate 10Gbit/s"
+            ]
+        );
+        assert_eq!(plots[0].series[0].points.len(), 2);
+        // One loss curve per result; min, median and max per kind for the spreads.
+        assert_eq!(plots[2].series.len(), 4);
+        assert_eq!(
+            plots[2].series[3].name,
+            "1518 B, Poisson (seed 1), 256 random flows"
+        );
+        assert_eq!(plots[3].series.len(), 6);
+        assert_eq!(plots[3].series[1].name, "median (CBR, 1 flow)");
+        assert_eq!(
+            plots[3].series[1].points,
+            [(64.0, 1000.0), (1518.0, 1000.0)]
+        );
+        assert_eq!(plots[4].series[0].points, [(64.0, 0.5), (1518.0, 0.5)]);
+        let html = to_html(&report);
+        for heading in [
+            "<h2>NDR repeatability</h2>",
+            "<h2>Frame loss rate</h2>",
+            "<h2>Back-to-back (RFC 2544 §26.4, RFC 9004)</h2>",
+            "<h2>System recovery (RFC 2544 §26.5)</h2>",
+        ] {
+            assert_eq!(html.matches(heading).count(), 1, "{heading}");
+        }
+        // (max - min) / mean of 1 and 0.98.
+        assert!(html.contains("<td>2.02 %</td>"), "NDR difference");
+        assert!(html.contains("<td>900 / 1000 / 1100</td><td>3</td><td>1000.0</td><td>500.0</td>"));
+        assert!(html.contains("<td>0.2500 / 0.3750 / 0.5000</td><td>2</td>"));
+        assert!(html.contains("100 % (1.25M): 5.0000 %"));
+        assert_eq!(
+            html.matches("<table>").count(),
+            html.matches("</table>").count()
+        );
+    }
+
+    #[test]
+    fn a_run_of_one_kind_keeps_its_plain_names_and_no_extra_tables() {
+        let mut report = report();
+        report.results.retain(|r| r.traffic == "CBR, 1 flow");
+        for result in &mut report.results {
+            result.traffic.clear();
+            result.ndr_runs.clear();
+            result.back_to_back = None;
+            result.recovery = None;
+        }
+        let plots = plots(&report);
+        assert_eq!(plots.len(), 3);
+        assert_eq!(plots[0].series[0].name, "NDR");
+        assert_eq!(plots[2].series[0].name, "64 B");
+        let html = to_html(&report);
+        assert!(!html.contains("NDR repeatability"));
+        assert!(!html.contains("Back-to-back"));
+        assert!(html.contains("<h2>Frame loss rate</h2>"));
+    }
+}
