@@ -79,26 +79,30 @@ impl Default for Tests {
 pub const TEST_NAMES: [&str; 5] = ["throughput", "latency", "loss", "back-to-back", "recovery"];
 
 impl Tests {
+    /// No test at all.
+    pub const NONE: Tests = Tests {
+        throughput: false,
+        latency: false,
+        loss: false,
+        back_to_back: false,
+        recovery: false,
+    };
+
+    /// Every test.
+    pub const ALL: Tests = Tests {
+        throughput: true,
+        latency: true,
+        loss: true,
+        back_to_back: true,
+        recovery: true,
+    };
+
     /// Parses a comma-separated list of [`TEST_NAMES`], or `all`.
     pub fn parse(list: &str) -> Result<Tests, String> {
-        let mut tests = Tests {
-            throughput: false,
-            latency: false,
-            loss: false,
-            back_to_back: false,
-            recovery: false,
-        };
+        let mut tests = Tests::NONE;
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
             match name {
-                "all" => {
-                    tests = Tests {
-                        throughput: true,
-                        latency: true,
-                        loss: true,
-                        back_to_back: true,
-                        recovery: true,
-                    }
-                }
+                "all" => tests = Tests::ALL,
                 "throughput" => tests.throughput = true,
                 "latency" => tests.latency = true,
                 "loss" => tests.loss = true,
@@ -112,20 +116,10 @@ impl Tests {
                 }
             }
         }
-        if tests == Tests::parse_none() {
+        if tests == Tests::NONE {
             return Err(format!("name at least one test: {}", TEST_NAMES.join(", ")));
         }
         Ok(tests)
-    }
-
-    fn parse_none() -> Tests {
-        Tests {
-            throughput: false,
-            latency: false,
-            loss: false,
-            back_to_back: false,
-            recovery: false,
-        }
     }
 
     /// Whether the NDR search runs: asked for, or needed by latency or recovery.
