@@ -8,6 +8,7 @@ packages=(
   iputils-ping  # reachability checks in lab tests
   ethtool       # queue counts of lab interfaces
   tshark        # third-party check that our pcap files open in Wireshark's reader
+  chromium      # headless render of the HTML report (crates/wirespeed/tests/rfc2544.rs)
 )
 
 missing=()

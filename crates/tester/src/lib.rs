@@ -11,6 +11,8 @@
 //! * [`bench`]: the forwarding benchmark: DuTs side by side with one placement of threads.
 //! * [`suite`]: the RFC 2544 suite in the lab: calibration, searches, latency, the report.
 //! * [`trial`]: one paced trial over real ports with probes, and its check against the kernel.
+//! * [`timestamp`]: which timestamp source the RX port offers and the clocks' measured
+//!   resolution and read cost.
 #![deny(unsafe_code)]
 
 pub mod bench;
@@ -20,4 +22,5 @@ pub mod report;
 pub mod rfc2544;
 pub mod stats;
 pub mod suite;
+pub mod timestamp;
 pub mod trial;

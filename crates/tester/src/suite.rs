@@ -10,6 +10,20 @@
 //! is marked tester-limited (its own limit is higher than this tester can show), otherwise
 //! DuT-limited.
 //!
+//! **The other tests.** After the search and latency, the run can measure the frame loss rate
+//! (from the starting rate down in steps until two trials lose nothing), back-to-back (bursts at
+//! the starting rate; several searches for a spread, the buffer time from the NDR) and system
+//! recovery (110 % of the NDR, then half that, repeated for a spread), each through the same
+//! trials ([`crate::trial`] offers bursts and two-phase loads). Bursts are always sent at even
+//! spacing (back-to-back frames have no pattern); everything else uses the run's pattern. The
+//! starting rate is the lower of the line rate and the tester's own limit: offering more than
+//! the tester can make measures the tester.
+//!
+//! **Traffic kinds.** A run can repeat everything per kind of traffic ([`Traffic`]: CBR or
+//! Poisson, one flow or many, in turn or drawn at random) as seed 002 §4 asks; each result names
+//! its kind. **Repeatability.** With `ndr_runs` > 1 the throughput search runs that many times
+//! in a row and the result keeps every NDR (the goal: two in a row within ±3 %).
+//!
 //! **Interruption.** When `stop` is set, the running trial ends early and every later trial
 //! returns at once as a failure without sending; the frame size in progress keeps only its real
 //! trials and loses its answer, a note says so, and the report is still complete up to there.
@@ -31,10 +45,113 @@ use crate::generator::pacing::Pattern;
 use crate::generator::{Template, TemplateConfig};
 use crate::report::{Calibration, CorePin, FrameSizeResult, LatencyAtLoad, Limit, Report, Setup};
 use crate::rfc2544::{
-    Load, MlrConfig, MlrTarget, ThroughputConfig, TrialOutcome, TrialSpec, line_rate, mlrsearch,
-    throughput,
+    BackToBackConfig, Load, LossRateConfig, MlrConfig, MlrTarget, RecoveryConfig, ThroughputConfig,
+    TrialOutcome, TrialSpec, back_to_back, line_rate, loss_rate, mlrsearch, recovery, throughput,
 };
-use crate::trial::{CounterCheck, LabTrial, TrialConfig, TrialPorts, run_in_lab};
+use crate::timestamp::TimestampProbe;
+use crate::trial::{CounterCheck, FlowOrder, LabTrial, Phase, TrialConfig, TrialPorts, run_in_lab};
+
+/// Which RFC 2544 tests a run makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tests {
+    /// The NDR search (also run when latency or recovery need the NDR).
+    pub throughput: bool,
+    pub latency: bool,
+    /// Frame loss rate.
+    pub loss: bool,
+    pub back_to_back: bool,
+    pub recovery: bool,
+}
+
+impl Default for Tests {
+    fn default() -> Self {
+        Self {
+            throughput: true,
+            latency: true,
+            loss: false,
+            back_to_back: false,
+            recovery: false,
+        }
+    }
+}
+
+/// Names [`Tests::parse`] knows.
+pub const TEST_NAMES: [&str; 5] = ["throughput", "latency", "loss", "back-to-back", "recovery"];
+
+impl Tests {
+    /// No test at all.
+    pub const NONE: Tests = Tests {
+        throughput: false,
+        latency: false,
+        loss: false,
+        back_to_back: false,
+        recovery: false,
+    };
+
+    /// Every test.
+    pub const ALL: Tests = Tests {
+        throughput: true,
+        latency: true,
+        loss: true,
+        back_to_back: true,
+        recovery: true,
+    };
+
+    /// Parses a comma-separated list of [`TEST_NAMES`], or `all`.
+    pub fn parse(list: &str) -> Result<Tests, String> {
+        let mut tests = Tests::NONE;
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "all" => tests = Tests::ALL,
+                "throughput" => tests.throughput = true,
+                "latency" => tests.latency = true,
+                "loss" => tests.loss = true,
+                "back-to-back" => tests.back_to_back = true,
+                "recovery" => tests.recovery = true,
+                other => {
+                    return Err(format!(
+                        "unknown test {other:?}; use {} or all",
+                        TEST_NAMES.join(", ")
+                    ));
+                }
+            }
+        }
+        if tests == Tests::NONE {
+            return Err(format!("name at least one test: {}", TEST_NAMES.join(", ")));
+        }
+        Ok(tests)
+    }
+
+    /// Whether the NDR search runs: asked for, or needed by latency or recovery.
+    pub fn searches(&self) -> bool {
+        self.throughput || self.latency || self.recovery
+    }
+}
+
+/// One kind of traffic a run measures with.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Traffic {
+    pub pattern: Pattern,
+    pub flows: u32,
+    pub flow_order: FlowOrder,
+}
+
+impl Traffic {
+    /// "CBR, 1 flow", "Poisson (seed 1), 256 random flows".
+    pub fn label(&self) -> String {
+        let pattern = match self.pattern {
+            Pattern::Cbr => "CBR".to_string(),
+            Pattern::Poisson { seed } => format!("Poisson (seed {seed})"),
+            Pattern::Burst { size, .. } => format!("bursts of {size}"),
+        };
+        let order = match self.flow_order {
+            FlowOrder::Random { .. } if self.flows > 1 => "random ",
+            _ => "",
+        };
+        let plural = if self.flows == 1 { "" } else { "s" };
+        format!("{pattern}, {} {order}flow{plural}", self.flows)
+    }
+}
 
 /// Which throughput search to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +201,26 @@ pub struct SuiteConfig {
     pub plan: Plan,
     /// The reference link the line rate is computed for.
     pub link_bits_per_second: f64,
+    /// Which tests to run.
+    pub tests: Tests,
+    /// How flows take turns in `pattern`/`flows` traffic.
+    pub flow_order: FlowOrder,
+    /// Kinds of traffic to run everything with, in order; empty for the one kind given by
+    /// `pattern`, `flows` and `flow_order`.
+    pub traffic: Vec<Traffic>,
+    /// Frame loss rate: step between loads, percent of the starting rate (RFC 2544: ≤ 10).
+    pub loss_step_percent: f64,
+    /// Back-to-back: the longest burst tried lasts this long at the starting rate.
+    pub burst_max_seconds: f64,
+    /// Back-to-back searches and recovery trials per frame size, for a spread.
+    pub test_repeats: u32,
+    /// System recovery: seconds of overload, then seconds at the reduced rate.
+    pub overload_seconds: f64,
+    pub recovery_seconds: f64,
+    /// Throughput searches in a row per frame size (2 for a repeatability check).
+    pub ndr_runs: u32,
+    /// Measure the tester on its looped-back pair and stop: no DuT is set up.
+    pub calibrate_only: bool,
 }
 
 impl Default for SuiteConfig {
@@ -101,6 +238,42 @@ impl Default for SuiteConfig {
             repeats: 0,
             plan: Plan::default(),
             link_bits_per_second: 10e9,
+            tests: Tests::default(),
+            flow_order: FlowOrder::RoundRobin,
+            traffic: Vec::new(),
+            loss_step_percent: 10.0,
+            burst_max_seconds: 0.5,
+            test_repeats: 3,
+            overload_seconds: 10.0,
+            recovery_seconds: 10.0,
+            ndr_runs: 1,
+            calibrate_only: false,
+        }
+    }
+}
+
+impl SuiteConfig {
+    /// The kinds of traffic this run measures with.
+    pub fn kinds(&self) -> Vec<Traffic> {
+        if self.traffic.is_empty() {
+            vec![Traffic {
+                pattern: self.pattern,
+                flows: self.flows,
+                flow_order: self.flow_order,
+            }]
+        } else {
+            self.traffic.clone()
+        }
+    }
+
+    /// This configuration with one kind of traffic.
+    fn with(&self, traffic: Traffic) -> SuiteConfig {
+        SuiteConfig {
+            pattern: traffic.pattern,
+            flows: traffic.flows,
+            flow_order: traffic.flow_order,
+            traffic: Vec::new(),
+            ..self.clone()
         }
     }
 }
@@ -155,8 +328,31 @@ pub fn estimate_trials(config: &SuiteConfig) -> usize {
         SearchKind::Binary => (1.0 / share).log2().ceil() as usize + 1,
         SearchKind::Mlr => 2 * ((1.0 / share).log2().ceil() as usize + 1),
     };
+    if config.calibrate_only {
+        return 2 * config.frame_sizes.len();
+    }
+    let tests = config.tests;
+    let searches = if tests.searches() {
+        config.ndr_runs.max(1) as usize * (search + config.repeats as usize)
+    } else {
+        0
+    };
+    let latency = if tests.latency {
+        config.latency_loads.len() + 1
+    } else {
+        0
+    };
+    // Loss: until two clean trials, guess half the steps. Back-to-back: about 8 bursts a search.
+    let loss = if tests.loss {
+        (50.0 / config.loss_step_percent.clamp(0.1, 100.0)).ceil() as usize + 2
+    } else {
+        0
+    };
+    let repeats = config.test_repeats.max(1) as usize;
+    let bursts = if tests.back_to_back { 8 * repeats } else { 0 };
+    let recoveries = if tests.recovery { repeats } else { 0 };
     config.frame_sizes.len()
-        * (2 + search + config.repeats as usize + config.latency_loads.len() + 1)
+        * (2 + config.kinds().len() * (searches + latency + loss + bursts + recoveries))
 }
 
 /// Runs the whole suite on `lab` against `dut` and returns the report, also when stopped
@@ -172,14 +368,14 @@ pub fn run(
 ) -> Report {
     let mut report = Report::new(format!("{}, RFC 2544", dut.name()), setup);
     report.setup.link_bits_per_second = config.link_bits_per_second;
+    let kinds = config.kinds();
     report.setup.traffic = format!(
-        "{}, {} flow(s), UDP/IPv4, every frame carries a probe",
-        match config.pattern {
-            Pattern::Cbr => "CBR".to_string(),
-            Pattern::Poisson { seed } => format!("Poisson (seed {seed})"),
-            Pattern::Burst { size, .. } => format!("bursts of {size}"),
-        },
-        config.flows
+        "{}; UDP/IPv4, every frame carries a probe",
+        kinds
+            .iter()
+            .map(Traffic::label)
+            .collect::<Vec<_>>()
+            .join("; ")
     );
     report.setup.timestamp_source = "TSC (TX and RX in the tester process)".into();
     report.setup.tsc_hz = wirespeed_packet::cpu::tsc_hz();
@@ -196,6 +392,13 @@ pub fn run(
             .push("the lab has fewer than two pairs; nothing was measured".into());
         return report;
     };
+    let timestamps = TimestampProbe::run(&wiring.tester_ns, &wiring.egress.tester_if, true);
+    report.setup.timestamp_source = format!("{}: {}", timestamps.used, timestamps.reason);
+    if let Some(resolution) = timestamps.resolution_ns().filter(|r| r.is_finite()) {
+        // To 0.01 ns: the measurement is no finer than that.
+        report.setup.timestamp_resolution_ns = (resolution * 100.0).round() / 100.0;
+    }
+    report.timestamps = Some(timestamps);
     let mut pins: Vec<Placed> = Vec::new();
     let mut commands: Vec<String> = lab.commands().to_vec();
     if let Some(pair) = &lab.calibration {
@@ -217,34 +420,46 @@ pub fn run(
         );
     }
     let logged = dut.commands().len();
-    if !stop.load(Ordering::Relaxed) {
+    if config.calibrate_only {
+        report.title = "tester calibration (looped-back veth, no DuT)".into();
+        report
+            .notes
+            .push("calibration only: no DuT was set up or measured".into());
+    } else if !stop.load(Ordering::Relaxed) {
         match prepare(dut, &wiring, config, &mut pins, &mut commands) {
             Ok(()) => {
                 for &size in &config.frame_sizes {
-                    if stop.load(Ordering::Relaxed) {
-                        break;
+                    for kind in &kinds {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let mut result = frame_size(
+                            &wiring,
+                            &*dut,
+                            size,
+                            &config.with(*kind),
+                            report.calibration.as_ref(),
+                            stop,
+                            &mut tracker,
+                            &mut report.notes,
+                            &mut pins,
+                        );
+                        if !result.1.is_empty() {
+                            report.setup.xdp_mode = format!("tester ports: AF_XDP ({})", result.1);
+                        }
+                        if kinds.len() > 1 {
+                            result.0.traffic = kind.label();
+                        }
+                        report.results.push(result.0);
                     }
-                    let result = frame_size(
-                        &wiring,
-                        &*dut,
-                        size,
-                        config,
-                        report.calibration.as_ref(),
-                        stop,
-                        &mut tracker,
-                        &mut report.notes,
-                        &mut pins,
-                    );
-                    if !result.1.is_empty() {
-                        report.setup.xdp_mode = format!("tester ports: AF_XDP ({})", result.1);
-                    }
-                    report.results.push(result.0);
                 }
             }
             Err(error) => report.notes.push(error),
         }
     }
-    if let Err(error) = dut.teardown() {
+    if !config.calibrate_only
+        && let Err(error) = dut.teardown()
+    {
         report.notes.push(error.to_string());
     }
     if stop.load(Ordering::Relaxed) {
@@ -295,7 +510,32 @@ fn trial_config(config: &SuiteConfig, rate: f64, seconds: f64) -> TrialConfig {
         rate,
         seconds,
         pattern: config.pattern,
+        flow_order: config.flow_order,
         ..TrialConfig::default()
+    }
+}
+
+/// The trial that offers `load`.
+pub fn load_config(config: &SuiteConfig, load: Load) -> TrialConfig {
+    match load {
+        Load::Rate { rate, seconds } => trial_config(config, rate, seconds),
+        Load::Burst { frames, rate } => TrialConfig {
+            frames: Some(frames),
+            pattern: Pattern::Cbr,
+            ..trial_config(config, rate, (frames as f64 / rate.max(1.0)).max(1e-3))
+        },
+        Load::Step {
+            first_rate,
+            first_seconds,
+            then_rate,
+            then_seconds,
+        } => TrialConfig {
+            then: Some(Phase {
+                rate: then_rate,
+                seconds: then_seconds,
+            }),
+            ..trial_config(config, first_rate, first_seconds)
+        },
     }
 }
 
@@ -432,9 +672,6 @@ fn frame_size(
             seconds: 0.0,
             last_loss: None,
         };
-        let Load::Rate { rate, seconds } = spec.load else {
-            return failed;
-        };
         if stop.load(Ordering::Relaxed) {
             gathered.interrupted = true;
             return failed;
@@ -442,7 +679,7 @@ fn frame_size(
         match run_in_lab(
             &ports,
             &template,
-            &trial_config(config, rate, seconds),
+            &load_config(config, spec.load),
             config.plan.generator_cpu,
             stop,
         ) {
@@ -473,58 +710,85 @@ fn frame_size(
         }
     };
     let resolution = config.resolution.at(max_rate);
-    match config.search {
-        SearchKind::Binary => {
-            let search = ThroughputConfig {
-                max_rate,
-                min_rate: (max_rate * 0.01).max(1.0),
-                trial_seconds: config.trial_seconds,
-                loss_tolerance: config.loss_tolerance,
-                resolution,
-                repeats: config.repeats,
-                max_trials: 40,
-            };
-            let mut found = throughput(&search, |spec| trial(spec, "search", &mut gathered));
-            if gathered.interrupted {
-                found.trials.retain(|t| t.outcome.seconds > 0.0);
-                found.ndr = None;
-                found.repeated = None;
-            }
-            result.throughput = Some(found);
-        }
-        SearchKind::Mlr => {
-            let search = MlrConfig {
-                max_rate,
-                min_rate: (max_rate * 0.01).max(1.0),
-                targets: vec![
-                    MlrTarget {
-                        name: "NDR".into(),
-                        loss_ratio: config.loss_tolerance,
-                    },
-                    MlrTarget {
-                        name: "PDR".into(),
-                        loss_ratio: config.loss_tolerance.max(0.005),
-                    },
-                ],
-                initial_seconds: (config.trial_seconds / 4.0).max(0.1),
-                final_seconds: config.trial_seconds,
-                intermediate_phases: 1,
-                final_width: (resolution / max_rate).clamp(1e-4, 0.5),
-                repeats: config.repeats,
-                max_trials: 60,
-            };
-            let mut found = mlrsearch(&search, |spec| trial(spec, "mlrsearch", &mut gathered));
-            if gathered.interrupted {
-                found.trials.retain(|t| t.outcome.seconds > 0.0);
-                for target in &mut found.targets {
-                    target.lower = None;
-                    target.repeated = None;
+    let runs = if config.tests.searches() {
+        config.ndr_runs.max(1)
+    } else {
+        0
+    };
+    for run in 0..runs {
+        let what = if runs > 1 {
+            format!("search {}/{runs}", run + 1)
+        } else {
+            "search".to_string()
+        };
+        let mut found = FrameSizeResult::default();
+        match config.search {
+            SearchKind::Binary => {
+                let search = ThroughputConfig {
+                    max_rate,
+                    min_rate: (max_rate * 0.01).max(1.0),
+                    trial_seconds: config.trial_seconds,
+                    loss_tolerance: config.loss_tolerance,
+                    resolution,
+                    repeats: config.repeats,
+                    max_trials: 40,
+                };
+                let mut found_search =
+                    throughput(&search, |spec| trial(spec, &what, &mut gathered));
+                if gathered.interrupted {
+                    found_search.trials.retain(|t| t.outcome.seconds > 0.0);
+                    found_search.ndr = None;
+                    found_search.repeated = None;
                 }
+                found.throughput = Some(found_search);
             }
-            result.mlrsearch = Some(found);
+            SearchKind::Mlr => {
+                let search = MlrConfig {
+                    max_rate,
+                    min_rate: (max_rate * 0.01).max(1.0),
+                    targets: vec![
+                        MlrTarget {
+                            name: "NDR".into(),
+                            loss_ratio: config.loss_tolerance,
+                        },
+                        MlrTarget {
+                            name: "PDR".into(),
+                            loss_ratio: config.loss_tolerance.max(0.005),
+                        },
+                    ],
+                    initial_seconds: (config.trial_seconds / 4.0).max(0.1),
+                    final_seconds: config.trial_seconds,
+                    intermediate_phases: 1,
+                    final_width: (resolution / max_rate).clamp(1e-4, 0.5),
+                    repeats: config.repeats,
+                    max_trials: 60,
+                };
+                let mut found_search = mlrsearch(&search, |spec| trial(spec, &what, &mut gathered));
+                if gathered.interrupted {
+                    found_search.trials.retain(|t| t.outcome.seconds > 0.0);
+                    for target in &mut found_search.targets {
+                        target.lower = None;
+                        target.repeated = None;
+                    }
+                }
+                found.mlrsearch = Some(found_search);
+            }
+        }
+        if runs > 1
+            && let Some(ndr) = found.ndr()
+        {
+            result.ndr_runs.push(ndr);
+        }
+        // The first search is the result; later ones only say how well it repeats.
+        if run == 0 {
+            result.throughput = found.throughput;
+            result.mlrsearch = found.mlrsearch;
+        }
+        if gathered.interrupted {
+            break;
         }
     }
-    if let Some(ndr) = result.ndr() {
+    if let Some(ndr) = result.ndr().filter(|_| config.tests.latency) {
         let mut loads: Vec<f64> = config
             .latency_loads
             .iter()
@@ -557,7 +821,72 @@ fn frame_size(
             result.pacing = Some(last.measurement.pacing);
             result.counters = Some(last.counters);
         }
+    }
+    if let Some(ndr) = result.ndr() {
         result.limit = tester_max.map(|max| Limit::of(ndr, max));
+    }
+    let ndr = result.ndr();
+    if config.tests.loss && !gathered.interrupted {
+        let test = LossRateConfig {
+            max_rate,
+            step_percent: config.loss_step_percent,
+            trial_seconds: config.trial_seconds,
+            clean_trials_to_stop: 2,
+        };
+        result.loss_rate = Some(loss_rate(&test, |spec| {
+            let what = format!("loss rate at {:.0} %", 100.0 * spec.load.rate() / max_rate);
+            trial(spec, &what, &mut gathered)
+        }));
+    }
+    if config.tests.back_to_back && !gathered.interrupted {
+        let max_burst = (max_rate * config.burst_max_seconds).round().max(2.0) as u64;
+        let test = BackToBackConfig {
+            rate: max_rate,
+            min_burst: 1,
+            max_burst,
+            // About 6 halvings per search: 2 % of the longest burst.
+            resolution: (max_burst / 50).max(1),
+            repeats: config.test_repeats.max(1),
+            throughput: ndr,
+        };
+        result.back_to_back = Some(back_to_back(&test, |spec| {
+            let frames = match spec.load {
+                Load::Burst { frames, .. } => frames,
+                _ => 0,
+            };
+            trial(
+                spec,
+                &format!("back-to-back burst of {frames}"),
+                &mut gathered,
+            )
+        }));
+    }
+    if config.tests.recovery && !gathered.interrupted {
+        match ndr {
+            Some(ndr) => {
+                let test = RecoveryConfig {
+                    throughput: ndr,
+                    max_rate,
+                    overload_percent: 110.0,
+                    overload_seconds: config.overload_seconds,
+                    recovery_percent: 50.0,
+                    recovery_seconds: config.recovery_seconds,
+                    repeats: config.test_repeats.max(1),
+                };
+                result.recovery = Some(recovery(&test, |spec| {
+                    trial(spec, "recovery (110 % then 50 %)", &mut gathered)
+                }));
+            }
+            None => notes.push(format!(
+                "{size} B: system recovery needs the NDR, and the search found none"
+            )),
+        }
+    }
+    if result.counters.is_none()
+        && let Some(last) = &gathered.last
+    {
+        result.counters = Some(last.counters);
+        result.sequence = Some(last.measurement.sequence);
     }
     if gathered.counters.transmitted > 0 {
         result.counters_max_error = Some(gathered.max_error);
@@ -567,8 +896,111 @@ fn frame_size(
     }
     if gathered.interrupted {
         notes.push(format!(
-            "{size} B: interrupted; the trials run are kept, the search has no answer"
+            "{size} B: interrupted; the trials run are kept, the test in progress has no answer"
         ));
     }
     (result, gathered.mode)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_lists_parse_and_latency_or_recovery_need_the_search() {
+        let all = Tests::parse("throughput,latency,loss,back-to-back,recovery").unwrap();
+        assert_eq!(all, Tests::parse("all").unwrap());
+        let loss = Tests::parse(" loss ").unwrap();
+        assert!(loss.loss && !loss.searches() && !loss.back_to_back);
+        assert!(Tests::parse("recovery").unwrap().searches());
+        assert!(Tests::parse("latency").unwrap().searches());
+        assert!(Tests::parse("back-to-back,").unwrap().back_to_back);
+        assert!(Tests::parse("speed").unwrap_err().contains("back-to-back"));
+        assert!(Tests::parse("").is_err());
+    }
+
+    #[test]
+    fn each_load_becomes_its_trial() {
+        let config = SuiteConfig {
+            pattern: Pattern::Poisson { seed: 4 },
+            flow_order: FlowOrder::Random { seed: 2 },
+            ..SuiteConfig::default()
+        };
+        let steady = load_config(
+            &config,
+            Load::Rate {
+                rate: 1e5,
+                seconds: 2.0,
+            },
+        );
+        assert_eq!((steady.rate, steady.seconds), (1e5, 2.0));
+        assert_eq!(steady.pattern, Pattern::Poisson { seed: 4 });
+        assert_eq!(steady.flow_order, FlowOrder::Random { seed: 2 });
+        assert_eq!((steady.frames, steady.then), (None, None));
+        // A burst is exactly its frames, evenly spaced at the burst's rate.
+        let burst = load_config(
+            &config,
+            Load::Burst {
+                frames: 5000,
+                rate: 1e6,
+            },
+        );
+        assert_eq!(burst.frames, Some(5000));
+        assert_eq!(burst.pattern, Pattern::Cbr);
+        assert!((burst.seconds - 0.005).abs() < 1e-12);
+        let step = load_config(
+            &config,
+            Load::Step {
+                first_rate: 1.1e6,
+                first_seconds: 3.0,
+                then_rate: 0.55e6,
+                then_seconds: 2.0,
+            },
+        );
+        assert_eq!((step.rate, step.seconds), (1.1e6, 3.0));
+        assert_eq!(
+            step.then,
+            Some(Phase {
+                rate: 0.55e6,
+                seconds: 2.0
+            })
+        );
+    }
+
+    #[test]
+    fn traffic_kinds_are_named_and_multiply_the_estimate() {
+        let one = SuiteConfig::default();
+        assert_eq!(one.kinds().len(), 1);
+        assert_eq!(one.kinds()[0].label(), "CBR, 1 flow");
+        let kinds: Vec<Traffic> = [Pattern::Cbr, Pattern::Poisson { seed: 1 }]
+            .into_iter()
+            .flat_map(|pattern| {
+                [1, 256].map(|flows| Traffic {
+                    pattern,
+                    flows,
+                    flow_order: FlowOrder::Random { seed: 1 },
+                })
+            })
+            .collect();
+        assert_eq!(kinds[1].label(), "CBR, 256 random flows");
+        assert_eq!(kinds[2].label(), "Poisson (seed 1), 1 flow");
+        let four = SuiteConfig {
+            traffic: kinds,
+            ..SuiteConfig::default()
+        };
+        assert_eq!(four.with(four.kinds()[3]).flows, 256);
+        let per_kind = |c: &SuiteConfig| estimate_trials(c) - 2 * c.frame_sizes.len();
+        assert_eq!(per_kind(&four), 4 * per_kind(&one));
+        let everything = SuiteConfig {
+            tests: Tests::parse("all").unwrap(),
+            ndr_runs: 2,
+            ..SuiteConfig::default()
+        };
+        assert!(per_kind(&everything) > 2 * per_kind(&one));
+        let calibration = SuiteConfig {
+            calibrate_only: true,
+            ..everything
+        };
+        assert_eq!(estimate_trials(&calibration), 14);
+    }
 }

@@ -13,6 +13,14 @@
 //! backpressure or the tester itself, shows up as loss; the calibration (the same trial with no
 //! DuT) says which it was.
 //!
+//! **Loads.** Besides a steady rate, a trial can offer an exact number of frames (a burst, for
+//! back-to-back) and can change its rate once without a pause ([`Phase`], for system recovery:
+//! the second phase's schedule starts where the first one's time ends). Flows take turns
+//! (round robin) or are drawn at random per frame from a seeded [`Rng`] ([`FlowOrder`]); each
+//! flow numbers its own frames either way. A two-phase trial also reports when the last frame
+//! that did not arrive was due to leave, from its flow and sequence number; that mapping needs
+//! the round-robin order, so two-phase trials always use it.
+//!
 //! **Receiving.** Every arrival is timestamped from the TSC once per received batch, in the same
 //! process and clock as the TX stamp, so latency needs no clock synchronisation. Every frame
 //! carries a probe (the probe format fits the 18-byte payload of a 64-byte IPv4 frame), so every
@@ -36,7 +44,7 @@ use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM, MAX_BATCH};
 
 use crate::bench::placement::{Placed, this_thread};
 use crate::dut::probe::TesterPorts;
-use crate::generator::pacing::{PacingAccuracy, PacingError, Pattern, Schedule};
+use crate::generator::pacing::{PacingAccuracy, PacingError, Pattern, Rng, Schedule};
 use crate::generator::probe::{self, PROBE_LEN, Probe, ProbeError, ProbeWriter};
 use crate::generator::{Template, prefill};
 use crate::rfc2544::TrialOutcome;
@@ -67,6 +75,13 @@ pub struct TrialConfig {
     pub linger: Duration,
     /// TX queue to send on (the RX port is read on queue 0).
     pub queue: QueueId,
+    /// Offer exactly this many frames (a burst) instead of `rate × seconds`; `seconds` is then
+    /// only the time allowed for them.
+    pub frames: Option<u64>,
+    /// A second phase right after the first (the system recovery test).
+    pub then: Option<Phase>,
+    /// Which flow each frame belongs to.
+    pub flow_order: FlowOrder,
 }
 
 impl Default for TrialConfig {
@@ -78,7 +93,56 @@ impl Default for TrialConfig {
             batch: 32,
             linger: Duration::from_millis(100),
             queue: 0,
+            frames: None,
+            then: None,
+            flow_order: FlowOrder::RoundRobin,
         }
+    }
+}
+
+/// The second phase of a trial: `rate` frames per second for `seconds`, in the same pattern.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    pub rate: f64,
+    pub seconds: f64,
+}
+
+/// How frames are spread over the template's flows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FlowOrder {
+    /// Frame *n* belongs to flow *n mod flows*.
+    #[default]
+    RoundRobin,
+    /// Each frame's flow is drawn uniformly from a generator seeded with `seed`.
+    Random { seed: u64 },
+}
+
+/// Departure times of a one- or two-phase trial.
+struct Departures {
+    first: Schedule,
+    first_frames: u64,
+    then: Option<Schedule>,
+    given: u64,
+}
+
+impl Departures {
+    fn next(&mut self) -> Option<u64> {
+        self.given += 1;
+        match &mut self.then {
+            Some(then) if self.given > self.first_frames => then.next(),
+            _ => self.first.next(),
+        }
+    }
+}
+
+/// Seconds after the start at which frame `index` of a trial was due: `first_frames` at
+/// `first_rate`, then the rest at `then_rate` (the mean times, exact for CBR).
+pub fn due_seconds(index: u64, first_frames: u64, first_rate: f64, then_rate: f64) -> f64 {
+    if index < first_frames || then_rate <= 0.0 {
+        index as f64 / first_rate
+    } else {
+        first_frames as f64 / first_rate + (index - first_frames) as f64 / then_rate
     }
 }
 
@@ -135,12 +199,20 @@ pub fn run(
     if flows > u16::MAX as u32 + 1 {
         return Err(TrialError::Flows(flows));
     }
-    if !(config.seconds.is_finite() && config.seconds > 0.0) {
-        return Err(TrialError::Seconds(config.seconds));
+    for seconds in [Some(config.seconds), config.then.map(|t| t.seconds)]
+        .into_iter()
+        .flatten()
+    {
+        if !(seconds.is_finite() && seconds > 0.0) {
+            return Err(TrialError::Seconds(seconds));
+        }
     }
     let hz = tsc_hz();
-    // Validate the rate before anything is sent.
+    // Validate the rates before anything is sent.
     Schedule::new(config.pattern, config.rate, hz, 0)?;
+    if let Some(then) = config.then {
+        Schedule::new(config.pattern, then.rate, hz, 0)?;
+    }
     prefill(pool, template);
     let mut sink = Sink {
         table: SequenceTable::new(flows),
@@ -153,11 +225,38 @@ pub fn run(
         incoming: Batch::new(MAX_BATCH),
         restore_from: writer.offset() + PROBE_LEN,
     };
-    let offered = (config.rate * config.seconds).round().max(1.0) as u64;
+    let first_frames = config
+        .frames
+        .unwrap_or_else(|| (config.rate * config.seconds).round() as u64)
+        .max(1);
+    let then_frames = config
+        .then
+        .map_or(0, |t| (t.rate * t.seconds).round() as u64);
+    let offered = first_frames + then_frames;
+    let total_seconds = config.seconds + config.then.map_or(0.0, |t| t.seconds);
     // The first departure 1 ms from now, after the set-up above has settled.
     let start = rdtsc() + hz / 1000;
-    let mut schedule = Schedule::new(config.pattern, config.rate, hz, start)?;
-    let deadline = start + ((config.seconds * (1.0 + LATE_SHARE) + LATE_GRACE) * hz as f64) as u64;
+    let then_start = start + (first_frames as f64 / config.rate * hz as f64) as u64;
+    let mut schedule = Departures {
+        first: Schedule::new(config.pattern, config.rate, hz, start)?,
+        first_frames,
+        then: match config.then {
+            Some(then) => Some(Schedule::new(config.pattern, then.rate, hz, then_start)?),
+            None => None,
+        },
+        given: 0,
+    };
+    let deadline = start + ((total_seconds * (1.0 + LATE_SHARE) + LATE_GRACE) * hz as f64) as u64;
+    // Random order draws flows and numbers each flow's frames; a two-phase trial keeps turns.
+    let mut random = match (config.flow_order, config.then) {
+        (FlowOrder::Random { seed }, None) => Some(Rng::new(seed)),
+        _ => None,
+    };
+    let mut next_sequence: Vec<u32> = if random.is_some() {
+        vec![0; flows as usize]
+    } else {
+        Vec::new()
+    };
     let record = (offered as usize).min(MAX_RECORDED_DEPARTURES);
     let mut departures = Vec::with_capacity(record);
     let mut scheduled = Vec::with_capacity(record);
@@ -198,12 +297,27 @@ pub fn run(
         // A due frame with no free buffer is refused too; it still uses its sequence number.
         let got = pool.alloc_bulk(&mut ids[..count]);
         let stamped = rdtsc();
-        for (offset, &id) in ids[..got].iter().enumerate() {
+        for offset in 0..count {
             let index = handed_out + offset as u64;
-            let flow = (index % flows) as u32;
+            let (flow, sequence) = match &mut random {
+                Some(rng) => {
+                    let flow = (rng.next_u64() % flows) as u32;
+                    let slot = next_sequence.get_mut(flow as usize);
+                    let sequence = slot.as_deref().copied().unwrap_or(0);
+                    if let Some(slot) = slot {
+                        *slot = slot.wrapping_add(1);
+                    }
+                    (flow, sequence)
+                }
+                None => ((index % flows) as u32, (index / flows) as u32),
+            };
+            // Past `got` there was no buffer: the number is used up all the same.
+            let Some(&id) = ids[..got].get(offset) else {
+                continue;
+            };
             let probe = Probe {
                 flow: flow as u16,
-                sequence: (index / flows) as u32,
+                sequence,
                 timestamp: stamped,
             };
             if let Some(frame) = pool.frame_mut(id).get_mut(HEADROOM as usize..) {
@@ -250,10 +364,34 @@ pub fn run(
     if stop.load(Ordering::Relaxed) {
         measurement.interrupted = true;
     }
-    let per_flow: Vec<u64> = (0..flows)
-        .map(|flow| tried / flows + u64::from(flow < tried % flows))
-        .collect();
+    let per_flow: Vec<u64> = if random.is_some() {
+        next_sequence.iter().map(|&n| u64::from(n)).collect()
+    } else {
+        (0..flows)
+            .map(|flow| tried / flows + u64::from(flow < tried % flows))
+            .collect()
+    };
     measurement.sequence = sink.table.total(&per_flow);
+    // Round robin: frame `index` is sequence `index / flows` of flow `index % flows`.
+    let last_loss = config.then.and_then(|then| {
+        if tried < offered {
+            // Frames never tried are lost, and the last of them was due last.
+            return Some(due_seconds(
+                offered - 1,
+                first_frames,
+                config.rate,
+                then.rate,
+            ));
+        }
+        let last = (0..flows)
+            .filter_map(|flow| {
+                let sent = per_flow.get(flow as usize).copied().unwrap_or(0);
+                let sequence = sink.table.flow(flow as u32)?.last_missing(sent)?;
+                Some(sequence * flows + flow)
+            })
+            .max()?;
+        Some(due_seconds(last, first_frames, config.rate, then.rate))
+    });
     measurement.latency = sink.histogram.summary();
     measurement.arrived = sink.arrived;
     measurement.foreign = sink.foreign;
@@ -275,7 +413,7 @@ pub fn run(
         } else {
             config.seconds
         },
-        last_loss: None,
+        last_loss,
     };
     Ok(measurement)
 }
@@ -644,6 +782,113 @@ mod tests {
             run(&mut a, &mut b, &mut pool, &tagged, &config, &calm),
             Err(TrialError::Probe(_))
         ));
+    }
+
+    fn memory_pair(
+        ring_size: usize,
+    ) -> (
+        wirespeed_io::memory::MemoryPort,
+        wirespeed_io::memory::MemoryPort,
+    ) {
+        link(
+            "wst-a",
+            "wst-b",
+            &LinkConfig {
+                ring_size,
+                ..LinkConfig::default()
+            },
+        )
+    }
+
+    #[test]
+    fn a_burst_offers_exactly_its_frames_and_random_flows_number_their_own() {
+        let template = template(64, 16);
+        let mut pool = FramePool::new(16384, 2048).unwrap();
+        let (mut a, mut b) = memory_pair(4096);
+        let config = TrialConfig {
+            rate: 50_000.0,
+            seconds: 0.5,
+            frames: Some(777),
+            flow_order: FlowOrder::Random { seed: 9 },
+            linger: Duration::from_millis(10),
+            ..TrialConfig::default()
+        };
+        let m = run(
+            &mut a,
+            &mut b,
+            &mut pool,
+            &template,
+            &config,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert_eq!(m.outcome.sent, 777);
+        assert_eq!(m.outcome.received, 777);
+        // Every flow's own numbering is gapless, so nothing counts as lost or reordered.
+        assert_eq!(m.sequence.lost + m.sequence.reordered, 0);
+        // 777 frames at 50 kpps take about 15.5 ms, not the 0.5 s allowed.
+        assert!(m.outcome.seconds < 0.1, "{}", m.outcome.seconds);
+        assert_eq!(m.outcome.last_loss, None);
+        assert_eq!(pool.free_count(), pool.total());
+    }
+
+    #[test]
+    fn a_two_phase_trial_changes_rate_and_says_when_the_last_loss_was_due() {
+        let template = template(64, 4);
+        let mut pool = FramePool::new(16384, 2048).unwrap();
+        let (mut a, mut b) = memory_pair(4096);
+        let config = TrialConfig {
+            rate: 40_000.0,
+            seconds: 0.05,
+            then: Some(Phase {
+                rate: 10_000.0,
+                seconds: 0.05,
+            }),
+            linger: Duration::from_millis(10),
+            ..TrialConfig::default()
+        };
+        let calm = AtomicBool::new(false);
+        let m = run(&mut a, &mut b, &mut pool, &template, &config, &calm).unwrap();
+        // 2000 frames in the first 50 ms, 500 in the next.
+        assert_eq!(m.outcome.sent, 2_500);
+        assert_eq!(m.transmitted + m.unsent, 2_500, "{m:?}");
+        assert_eq!(m.outcome.received, m.transmitted);
+        if m.unsent == 0 {
+            assert_eq!(m.outcome.last_loss, None);
+            assert!(m.outcome.seconds >= 0.06, "{}", m.outcome.seconds);
+        } else {
+            // A test thread starved past the deadline by a busy machine: the frames it never
+            // sent are lost, and the last of them was due at the very end.
+            assert_eq!(
+                m.outcome.last_loss,
+                Some(due_seconds(2_499, 2_000, 40e3, 10e3))
+            );
+        }
+        // Drops all along: the last one is due near the end of the second phase.
+        let (mut a, b) = memory_pair(4096);
+        let mut lossy = Faulty::new(
+            b,
+            FaultConfig {
+                seed: 5,
+                drop: 0.05,
+                ..FaultConfig::default()
+            },
+        );
+        let m = run(&mut a, &mut lossy, &mut pool, &template, &config, &calm).unwrap();
+        let faults = lossy.fault_stats();
+        assert_eq!(m.outcome.lost(), faults.dropped + m.unsent);
+        let at = m.outcome.last_loss.expect("a last loss");
+        assert!((0.08..=0.1).contains(&at), "{at}");
+        assert_eq!(pool.free_count(), pool.total());
+    }
+
+    #[test]
+    fn due_times_follow_the_first_rate_then_the_second() {
+        assert_eq!(due_seconds(0, 100, 1000.0, 10.0), 0.0);
+        assert_eq!(due_seconds(50, 100, 1000.0, 10.0), 0.05);
+        assert_eq!(due_seconds(100, 100, 1000.0, 10.0), 0.1);
+        assert!((due_seconds(105, 100, 1000.0, 10.0) - 0.6).abs() < 1e-12);
+        assert_eq!(due_seconds(105, 100, 1000.0, 0.0), 0.105);
     }
 
     #[test]

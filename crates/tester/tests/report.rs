@@ -183,8 +183,9 @@ fn html_has_one_svg_per_plot_with_labels_and_no_external_urls() {
     let report = synthetic_report();
     let html = to_html(&report);
     let plots = plots(&report);
-    // Throughput twice, loss, histogram and percentiles for two frame sizes, pacing.
-    assert_eq!(plots.len(), 8);
+    // Throughput twice, loss, histogram and percentiles for two frame sizes, back-to-back
+    // bursts, pacing.
+    assert_eq!(plots.len(), 9);
     assert_eq!(html.matches("<svg").count(), plots.len());
     assert_eq!(html.matches("</svg>").count(), plots.len());
     for label in [

@@ -3,6 +3,13 @@
 //! page with its plots, a non-zero NDR marked DuT- or tester-limited, and tester counts that
 //! agree with the kernel's interface counters within 0.1 %; the lab and its calibration pair
 //! are gone afterwards.
+//!
+//! A second run makes every other test over real trials (frame loss rate, back-to-back,
+//! system recovery, two NDR searches in a row) with Poisson departures and flows drawn at
+//! random, and headless Chromium renders its HTML report into a screenshot that must be a real
+//! picture: a PNG that decodes, of the window's size, not one flat colour. Chromium may only be
+//! missing on a machine that is not root (CI is root and installs it with
+//! scripts/setup-debian.sh); the render is then skipped with the reason printed.
 
 use std::process::Command;
 
@@ -87,5 +94,165 @@ fn a_short_rfc2544_run_against_wirespeed_writes_a_checked_report() {
     );
     let links = wirespeed_lab::run("ip", &["-o", "link", "show"]).unwrap();
     assert!(!links.contains("wstrf1-c"), "{links}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Renders `html` with headless Chromium into a `width` × `height` screenshot and checks the
+/// picture; skipped (with the reason printed) only when Chromium is absent and we are not root.
+fn assert_renders(html: &std::path::Path, width: u32, height: u32) {
+    let Some(chromium) = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|name| Command::new(name).arg("--version").output().is_ok())
+    else {
+        let root = wirespeed_lab::run("id", &["-u"]).is_ok_and(|id| id.trim() == "0");
+        assert!(
+            !root,
+            "chromium is missing; scripts/setup-debian.sh installs it (Debian package chromium)"
+        );
+        eprintln!("skipping the report render: chromium is not installed and we are not root");
+        return;
+    };
+    let shot = html.with_file_name("screenshot.png");
+    let output = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            &format!("--screenshot={}", shot.display()),
+            &format!("--window-size={width},{height}"),
+        ])
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success() && shot.exists(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
+    let mut reader = decoder.read_info().expect("a PNG header");
+    let mut pixels = vec![0; reader.output_buffer_size().expect("a buffer size")];
+    let info = reader.next_frame(&mut pixels).expect("PNG pixel data");
+    assert_eq!((info.width, info.height), (width, height));
+    let pixels = &pixels[..info.buffer_size()];
+    let step = info.line_size / info.width as usize;
+    let mut colours: Vec<&[u8]> = pixels.chunks_exact(step).collect();
+    colours.sort_unstable();
+    colours.dedup();
+    // Text, tables and coloured plot lines: far more than a blank page's one colour (or the
+    // few of an error page).
+    assert!(colours.len() > 50, "{} colours only", colours.len());
+    // Mostly the white page, with ink on it.
+    let white = pixels
+        .chunks_exact(step)
+        .filter(|p| p.iter().take(3).all(|&c| c >= 0xf0))
+        .count();
+    let share = white as f64 / (width * height) as f64;
+    assert!((0.5..0.995).contains(&share), "white share {share}");
+}
+
+#[test]
+fn loss_back_to_back_recovery_and_repeated_searches_run_and_the_report_renders() {
+    if !wirespeed_lab::available_for_test() {
+        return;
+    }
+    let prefix = "wstrf2";
+    let _ = wirespeed_lab::down(prefix);
+    let out = std::env::temp_dir().join(format!("wirespeed-rfc2544-all-{}", std::process::id()));
+    let status = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args([
+            "bench",
+            "rfc2544",
+            "--tests",
+            "throughput,loss,back-to-back,recovery",
+            "--pattern",
+            "poisson",
+            "--flows",
+            "8",
+            "--random-flows",
+            "--frame-sizes",
+            "64",
+            "--trial-seconds",
+            "0.2",
+            "--calibration-seconds",
+            "0.2",
+            "--resolution",
+            "60%",
+            "--ndr-runs",
+            "2",
+            "--loss-step",
+            "50",
+            "--burst-max-seconds",
+            "0.02",
+            "--test-repeats",
+            "2",
+            "--overload-seconds",
+            "0.2",
+            "--recovery-seconds",
+            "0.2",
+            "--prefix",
+            prefix,
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&status.stdout);
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert!(status.status.success(), "{stdout}\n{stderr}");
+    let report = from_json(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let result = &report.results[0];
+    // Frame loss rate: 100 % of the starting rate first, then 50 %, each a real trial.
+    let loss = result.loss_rate.as_ref().expect("a loss curve");
+    assert_eq!(loss.points.first().map(|p| p.percent), Some(100.0));
+    assert_eq!(loss.trials.len(), loss.points.len());
+    assert!(loss.trials.iter().all(|t| t.outcome.sent > 0));
+    // Back-to-back: two searches, each burst offered exactly.
+    let b2b = result.back_to_back.as_ref().expect("back-to-back");
+    assert_eq!((b2b.bursts.len(), b2b.burst.count), (2, 2));
+    for trial in &b2b.trials {
+        let wirespeed_tester::rfc2544::Load::Burst { frames, .. } = trial.spec.load else {
+            panic!("not a burst: {trial:?}");
+        };
+        assert_eq!(trial.outcome.sent, frames);
+    }
+    // System recovery: two trials from 110 % of the NDR down to half of it.
+    let ndr = result.ndr().expect("an NDR");
+    let recovery = result.recovery.as_ref().expect("recovery");
+    assert_eq!(recovery.times.len(), 2);
+    assert!(recovery.overload_rate <= 1.1 * ndr + 1.0);
+    assert!((recovery.recovery_rate - recovery.overload_rate / 2.0).abs() < 1.0);
+    // Two searches in a row, both kept.
+    assert_eq!(result.ndr_runs.len(), 2, "{:?}", result.ndr_runs);
+    assert_eq!(result.ndr_runs[0], ndr);
+    assert!(result.ndr_difference().is_some());
+    assert!(stdout.contains("searches in a row"), "{stdout}");
+    // Timestamps: veth offers kernel software stamps, the AF_XDP trials used the TSC, whose
+    // measured resolution is reported.
+    let stamps = report.timestamps.as_ref().expect("a timestamp probe");
+    assert!(stamps.capabilities.expect("ethtool -T").software_receive);
+    assert!(stamps.used.starts_with("TSC"));
+    assert!(report.setup.timestamp_resolution_ns > 0.0);
+    assert!(report.setup.timestamp_resolution_ns <= 100.0);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for heading in [
+        "NDR repeatability",
+        "Frame loss rate",
+        "Back-to-back",
+        "System recovery",
+        "Timestamps",
+        "Frame loss vs offered load",
+    ] {
+        assert!(html.contains(heading), "{heading}");
+    }
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().ends_with("loss_rate_points"));
+    assert_renders(&out.join("report.html"), 1280, 2400);
+    let left = wirespeed_lab::list().unwrap();
+    assert!(
+        !left.iter().any(|ns| ns.starts_with(prefix)),
+        "left behind: {left:?}"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -8,6 +8,10 @@
 //! received on the RX port (which shares the pool, as AF_XDP ports of one UMEM do) are written
 //! back to the template before they return to the pool: one small copy per arrival.
 //!
+//! Flows take turns, or with `random_flows` each frame's flow is drawn from a seeded
+//! [`Rng`] (a few cycles per frame; the stamp is the same 4 bytes either way, so randomized
+//! traffic costs what one flow costs, IPv6 as much as IPv4).
+//!
 //! Pacing here is per batch from the TSC: at a set rate, batch *k* leaves no earlier than
 //! `k * batch / rate` after the start. Packet-level pacing (CBR, Poisson, bursts) with recorded
 //! departure times is the tester's own work and builds on this loop.
@@ -20,6 +24,7 @@ use wirespeed_packet::cpu::{rdtsc, tsc_hz};
 use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM, MAX_BATCH};
 
 use super::Template;
+use super::pacing::Rng;
 
 /// How to blast.
 #[derive(Clone, Debug)]
@@ -36,6 +41,8 @@ pub struct BlastConfig {
     pub queue: QueueId,
     /// After sending stops, how long to keep counting arrivals.
     pub linger: Duration,
+    /// Draw each frame's flow at random from a generator with this seed instead of in turn.
+    pub random_flows: Option<u64>,
 }
 
 impl Default for BlastConfig {
@@ -47,6 +54,7 @@ impl Default for BlastConfig {
             count: None,
             queue: 0,
             linger: Duration::from_millis(200),
+            random_flows: None,
         }
     }
 }
@@ -128,6 +136,7 @@ pub fn blast(
     let len = template.len() as u16;
     let mut result = BlastResult::default();
     let mut flow = 0u32;
+    let mut random = config.random_flows.map(Rng::new);
     let start = rdtsc();
     let mut batches = 0u64;
     let mut last_tx = start;
@@ -166,6 +175,9 @@ pub fn blast(
         let want = batch_size.min((limit - result.sent).min(batch_size as u64) as usize);
         let got = pool.alloc_bulk(&mut ids[..want]);
         for &id in &ids[..got] {
+            if let Some(rng) = &mut random {
+                flow = rng.next_u64() as u32;
+            }
             template.stamp(&mut pool.frame_mut(id)[HEADROOM as usize..], flow);
             flow = flow.wrapping_add(1);
             batch.push(Desc {
@@ -251,6 +263,75 @@ mod tests {
             batch.clear();
         }
         assert_eq!(index, 1000);
+        assert_eq!(pool.free_count(), pool.total());
+    }
+
+    #[test]
+    fn random_flows_cover_every_flow_in_no_fixed_order() {
+        let template = Template::new(&TemplateConfig {
+            // The smallest IPv6/UDP frame.
+            frame_size: 66,
+            flows: 16,
+            src_ip: "2001:db8::1".parse().unwrap(),
+            dst_ip: "2001:db8::2".parse().unwrap(),
+            ..TemplateConfig::default()
+        })
+        .unwrap();
+        let mut pool = FramePool::new(4096, 2048).unwrap();
+        prefill(&mut pool, &template);
+        let (mut tx, mut rx) = link(
+            "tx",
+            "rx",
+            &LinkConfig {
+                ring_size: 4096,
+                ..LinkConfig::default()
+            },
+        );
+        let config = BlastConfig {
+            count: Some(2000),
+            linger: Duration::ZERO,
+            random_flows: Some(7),
+            ..BlastConfig::default()
+        };
+        let result = blast(
+            &mut tx,
+            None,
+            &mut pool,
+            &template,
+            &config,
+            &AtomicBool::new(false),
+        );
+        assert_eq!(result.sent, 2000);
+        let mut batch = Batch::new(MAX_BATCH);
+        let mut expected = vec![0u8; 2048];
+        let mut per_flow = [0u32; 16];
+        let mut in_turn = 0;
+        let mut index = 0u32;
+        while rx.rx(0, &mut pool, &mut batch) > 0 {
+            for desc in batch.descs() {
+                let start = desc.offset as usize;
+                let frame = &pool.frame(desc.frame)[start..start + desc.len as usize];
+                // Each frame is exactly the template of one of the 16 flows.
+                let flow = (0..16)
+                    .find(|&f| {
+                        let len = template.write(&mut expected, f);
+                        frame == &expected[..len]
+                    })
+                    .expect("a frame of one of the flows");
+                per_flow[flow as usize] += 1;
+                in_turn += u32::from(flow == index % 16);
+                index += 1;
+                pool.release(desc.frame);
+            }
+            batch.clear();
+        }
+        assert_eq!(index, 2000);
+        // About 125 frames each; turns would put every frame in its turn.
+        assert!(
+            per_flow.iter().all(|&n| (60..200).contains(&n)),
+            "{per_flow:?}"
+        );
+        assert!(in_turn < 400, "{in_turn} frames in turn");
         assert_eq!(pool.free_count(), pool.total());
     }
 

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::{Report, wire_bits_per_second};
 
 /// Columns of [`results_csv`].
-pub const RESULT_COLUMNS: [&str; 11] = [
+pub const RESULT_COLUMNS: [&str; 15] = [
     "frame_size",
     "line_rate_fps",
     "ndr_fps",
@@ -18,6 +18,10 @@ pub const RESULT_COLUMNS: [&str; 11] = [
     "ndr_repeat_max_fps",
     "back_to_back_median_frames",
     "recovery_median_s",
+    "traffic",
+    "ndr_runs_fps",
+    "ndr_runs_difference",
+    "loss_rate_points",
 ];
 
 /// Columns of [`latency_csv`].
@@ -41,7 +45,16 @@ fn cell(value: Option<f64>) -> String {
     value.map(|v| format!("{v}")).unwrap_or_default()
 }
 
-/// One line per frame size.
+/// `text` as a CSV field: quoted (with doubled quotes) when it holds a comma or a quote.
+fn quoted(text: &str) -> String {
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// One line per frame size (and kind of traffic).
 pub fn results_csv(report: &Report) -> String {
     let mut out = RESULT_COLUMNS.join(",");
     out.push('\n');
@@ -67,6 +80,26 @@ pub fn results_csv(report: &Report) -> String {
                     .filter(|r| r.time.count > 0)
                     .map(|r| r.time.median),
             ),
+            quoted(&result.traffic),
+            // Several values in one cell, separated by spaces.
+            result
+                .ndr_runs
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            cell(result.ndr_difference()),
+            result
+                .loss_rate
+                .as_ref()
+                .map(|l| {
+                    l.points
+                        .iter()
+                        .map(|p| format!("{}:{}", p.percent, p.loss_ratio))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default(),
         ];
         let _ = writeln!(out, "{}", cells.join(","));
     }
@@ -101,4 +134,51 @@ pub fn latency_csv(report: &Report) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{FrameSizeResult, Setup};
+    use crate::rfc2544::{LossRatePoint, LossRateResult};
+
+    #[test]
+    fn traffic_repeated_ndrs_and_the_loss_curve_get_their_cells() {
+        let mut report = Report::new("csv", Setup::default());
+        report.setup.link_bits_per_second = 10e9;
+        report.results.push(FrameSizeResult {
+            frame_size: 64,
+            traffic: "Poisson (seed 1), 256 random flows".into(),
+            ndr_runs: vec![1000.0, 1010.0],
+            loss_rate: Some(LossRateResult {
+                points: vec![
+                    LossRatePoint {
+                        percent: 100.0,
+                        rate: 2000.0,
+                        loss_ratio: 0.25,
+                    },
+                    LossRatePoint {
+                        percent: 90.0,
+                        rate: 1800.0,
+                        loss_ratio: 0.0,
+                    },
+                ],
+                ..LossRateResult::default()
+            }),
+            ..FrameSizeResult::default()
+        });
+        let text = results_csv(&report);
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some(RESULT_COLUMNS.join(",").as_str()));
+        let row = lines.next().unwrap();
+        // The traffic holds a comma, so it is quoted.
+        assert!(
+            row.ends_with(
+                ",\"Poisson (seed 1), 256 random flows\",1000 1010,0.009950248756218905,100:0.25 90:0"
+            ),
+            "{row}"
+        );
+        assert_eq!(quoted("a \"b\""), "\"a \"\"b\"\"\"");
+        assert_eq!(quoted("CBR"), "CBR");
+    }
 }

@@ -4,7 +4,9 @@
 //!
 //! Plots, when the data for them is there: throughput against frame size in frames/s and in
 //! bit/s with the line-rate curve of the configured link; loss against offered load; latency
-//! histograms and percentiles against load; pacing error.
+//! histograms and percentiles against load; back-to-back burst lengths and recovery times with
+//! their spread (min, median, max) against frame size; pacing error. A run with several kinds
+//! of traffic gets one series per kind.
 
 use std::fmt::Write;
 
@@ -20,16 +22,30 @@ pub fn plots(report: &Report) -> Vec<Plot> {
         let curve: Vec<u32> = (0..=40)
             .map(|i| smallest + (largest - smallest) * i / 40)
             .collect();
-        let ndr: Vec<(f64, f64)> = report
-            .results
-            .iter()
-            .filter_map(|r| r.ndr().map(|n| (r.frame_size as f64, n)))
-            .collect();
-        let pdr: Vec<(f64, f64)> = report
-            .results
-            .iter()
-            .filter_map(|r| r.pdr().map(|n| (r.frame_size as f64, n)))
-            .collect();
+        let kinds = traffic_kinds(report);
+        let named = |name: &str, kind: &str| {
+            if kinds.len() > 1 {
+                format!("{name} ({kind})")
+            } else {
+                name.to_string()
+            }
+        };
+        let mut rates: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+        for kind in &kinds {
+            let of_kind = || report.results.iter().filter(|r| &r.traffic == kind);
+            rates.push((
+                named("NDR", kind),
+                of_kind()
+                    .filter_map(|r| r.ndr().map(|n| (r.frame_size as f64, n)))
+                    .collect(),
+            ));
+            let pdr: Vec<(f64, f64)> = of_kind()
+                .filter_map(|r| r.pdr().map(|n| (r.frame_size as f64, n)))
+                .collect();
+            if !pdr.is_empty() {
+                rates.push((named("PDR", kind), pdr));
+            }
+        }
         let link = si(report.setup.link_bits_per_second);
         for bits in [false, true] {
             let convert = |size: f64, fps: f64| {
@@ -39,18 +55,14 @@ pub fn plots(report: &Report) -> Vec<Plot> {
                     fps
                 }
             };
-            let mut series = vec![Series {
-                name: "NDR".into(),
-                points: ndr.iter().map(|&(s, f)| (s, convert(s, f))).collect(),
-                style: Style::Line,
-            }];
-            if !pdr.is_empty() {
-                series.push(Series {
-                    name: "PDR".into(),
-                    points: pdr.iter().map(|&(s, f)| (s, convert(s, f))).collect(),
+            let mut series: Vec<Series> = rates
+                .iter()
+                .map(|(name, points)| Series {
+                    name: name.clone(),
+                    points: points.iter().map(|&(s, f)| (s, convert(s, f))).collect(),
                     style: Style::Line,
-                });
-            }
+                })
+                .collect();
             series.push(Series {
                 name: format!("line rate {link}bit/s"),
                 points: curve
@@ -79,7 +91,7 @@ pub fn plots(report: &Report) -> Vec<Plot> {
         .filter_map(|r| {
             let curve = r.loss_rate.as_ref()?;
             Some(Series {
-                name: format!("{} B", r.frame_size),
+                name: r.label(),
                 points: curve
                     .points
                     .iter()
@@ -92,7 +104,7 @@ pub fn plots(report: &Report) -> Vec<Plot> {
     if !loss.is_empty() {
         plots.push(Plot {
             title: "Frame loss vs offered load".into(),
-            x_label: "offered load (% of line rate)".into(),
+            x_label: "offered load (% of the starting rate)".into(),
             y_label: "frames lost (%)".into(),
             series: loss,
             log_y: false,
@@ -111,7 +123,7 @@ pub fn plots(report: &Report) -> Vec<Plot> {
             })
             .collect();
         plots.push(Plot {
-            title: format!("Latency histogram, {} B frames", result.frame_size),
+            title: format!("Latency histogram, {}", result.label()),
             x_label: "latency (µs)".into(),
             y_label: "frames per µs (log)".into(),
             series: histograms,
@@ -135,10 +147,7 @@ pub fn plots(report: &Report) -> Vec<Plot> {
             }
         }
         plots.push(Plot {
-            title: format!(
-                "Latency percentiles vs load, {} B frames",
-                result.frame_size
-            ),
+            title: format!("Latency percentiles vs load, {}", result.label()),
             x_label: "offered load (% of line rate)".into(),
             y_label: "latency (µs, log)".into(),
             series: percentiles,
@@ -146,6 +155,25 @@ pub fn plots(report: &Report) -> Vec<Plot> {
             y_from_zero: false,
         });
     }
+    spread_plot(
+        report,
+        &mut plots,
+        "Back-to-back: longest loss-free burst vs frame size",
+        "frames",
+        |r| r.back_to_back.as_ref().map(|b| b.burst),
+    );
+    spread_plot(
+        report,
+        &mut plots,
+        "System recovery time vs frame size",
+        "seconds",
+        |r| {
+            r.recovery
+                .as_ref()
+                .filter(|rec| rec.time.count > 0)
+                .map(|rec| rec.time)
+        },
+    );
     let pacing: Vec<(f64, f64)> = report
         .results
         .iter()
@@ -173,6 +201,72 @@ pub fn plots(report: &Report) -> Vec<Plot> {
         });
     }
     plots
+}
+
+/// The kinds of traffic in `report`, in order of first appearance ("" for a run of one kind).
+fn traffic_kinds(report: &Report) -> Vec<String> {
+    let mut kinds: Vec<String> = Vec::new();
+    for result in &report.results {
+        if !kinds.contains(&result.traffic) {
+            kinds.push(result.traffic.clone());
+        }
+    }
+    kinds
+}
+
+/// A plot of a repeated measurement's min, median and max against frame size, per kind of
+/// traffic; nothing when no result has the measurement.
+fn spread_plot(
+    report: &Report,
+    plots: &mut Vec<Plot>,
+    title: &str,
+    unit: &str,
+    of: impl Fn(&super::FrameSizeResult) -> Option<crate::rfc2544::Spread>,
+) {
+    let kinds = traffic_kinds(report);
+    let mut series = Vec::new();
+    for kind in &kinds {
+        let spreads: Vec<(f64, crate::rfc2544::Spread)> = report
+            .results
+            .iter()
+            .filter(|r| &r.traffic == kind)
+            .filter_map(|r| of(r).map(|s| (r.frame_size as f64, s)))
+            .collect();
+        if spreads.is_empty() {
+            continue;
+        }
+        let stats = [
+            ("max", Style::Dashed),
+            ("median", Style::Line),
+            ("min", Style::Dashed),
+        ];
+        for (name, style) in stats {
+            let value = |s: &crate::rfc2544::Spread| match name {
+                "max" => s.max,
+                "min" => s.min,
+                _ => s.median,
+            };
+            series.push(Series {
+                name: if kinds.len() > 1 {
+                    format!("{name} ({kind})")
+                } else {
+                    name.to_string()
+                },
+                points: spreads.iter().map(|(size, s)| (*size, value(s))).collect(),
+                style,
+            });
+        }
+    }
+    if !series.is_empty() {
+        plots.push(Plot {
+            title: title.into(),
+            x_label: "frame size (bytes)".into(),
+            y_label: unit.into(),
+            series,
+            log_y: false,
+            y_from_zero: true,
+        });
+    }
 }
 
 /// A latency histogram as (bucket start in µs, frames per µs): buckets widen with the value,
@@ -203,6 +297,107 @@ fn row(out: &mut String, name: &str, value: &str) {
 
 fn number(value: Option<f64>) -> String {
     value.map(si).unwrap_or_else(|| "–".into())
+}
+
+fn yes(value: bool) -> &'static str {
+    if value { "yes" } else { "no" }
+}
+
+/// Tables of the tests beyond throughput and latency: NDR repeatability, frame loss rate,
+/// back-to-back and system recovery, each only when measured.
+fn other_tests(report: &Report, out: &mut String) {
+    let with = |has: &dyn Fn(&super::FrameSizeResult) -> bool| report.results.iter().any(has);
+    if with(&|r| r.ndr_difference().is_some()) {
+        out.push_str("<h2>NDR repeatability</h2><table><tr><th>result</th><th>NDR of each search in a row (frames/s)</th><th>(max - min) / mean</th></tr>");
+        for r in report
+            .results
+            .iter()
+            .filter(|r| r.ndr_difference().is_some())
+        {
+            let runs: Vec<String> = r.ndr_runs.iter().map(|n| si(*n)).collect();
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{:.2} %</td></tr>",
+                escape(&r.label()),
+                runs.join(", "),
+                100.0 * r.ndr_difference().unwrap_or(0.0)
+            );
+        }
+        out.push_str("</table>");
+    }
+    if with(&|r| r.loss_rate.is_some()) {
+        out.push_str("<h2>Frame loss rate</h2><table><tr><th>result</th><th>offered load (% of starting rate): frames lost</th><th>ended with two loss-free trials</th></tr>");
+        for r in &report.results {
+            let Some(loss) = &r.loss_rate else { continue };
+            let points: Vec<String> = loss
+                .points
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{:.0} % ({}): {:.4} %",
+                        p.percent,
+                        si(p.rate),
+                        100.0 * p.loss_ratio
+                    )
+                })
+                .collect();
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(&r.label()),
+                escape(&points.join("; ")),
+                yes(loss.reached_clean)
+            );
+        }
+        out.push_str("</table>");
+    }
+    if with(&|r| r.back_to_back.is_some()) {
+        out.push_str("<h2>Back-to-back (RFC 2544 §26.4, RFC 9004)</h2><table><tr><th>result</th><th>longest loss-free burst min / median / max (frames)</th><th>searches</th><th>implied buffer time (µs)</th><th>corrected for the NDR (µs)</th><th>note</th></tr>");
+        for r in &report.results {
+            let Some(b) = &r.back_to_back else { continue };
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{:.0} / {:.0} / {:.0}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+                escape(&r.label()),
+                b.burst.min,
+                b.burst.median,
+                b.burst.max,
+                b.burst.count,
+                b.implied_buffer_seconds * 1e6,
+                b.corrected_buffer_seconds
+                    .map_or("–".into(), |c| format!("{:.1}", c * 1e6)),
+                if b.unbounded {
+                    "the longest burst tried passed: no buffer limit at this rate"
+                } else {
+                    ""
+                }
+            );
+        }
+        out.push_str("</table>");
+    }
+    if with(&|r| r.recovery.is_some()) {
+        out.push_str("<h2>System recovery (RFC 2544 §26.5)</h2><table><tr><th>result</th><th>overload / reduced rate (frames/s)</th><th>recovery time min / median / max (s)</th><th>trials</th><th>note</th></tr>");
+        for r in &report.results {
+            let Some(rec) = &r.recovery else { continue };
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{} / {}</td><td>{:.4} / {:.4} / {:.4}</td><td>{}</td><td>{}</td></tr>",
+                escape(&r.label()),
+                si(rec.overload_rate),
+                si(rec.recovery_rate),
+                rec.time.min,
+                rec.time.median,
+                rec.time.max,
+                rec.times.len(),
+                if rec.not_overloaded {
+                    "a trial lost nothing in the overload: not overloaded"
+                } else {
+                    ""
+                }
+            );
+        }
+        out.push_str("</table>");
+    }
 }
 
 /// The whole page.
@@ -363,7 +558,7 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
         let _ = write!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            result.frame_size,
+            escape(&result.label()),
             si(report.line_rate(result.frame_size)),
             number(ndr),
             number(ndr.map(|n| wire_bits_per_second(n, result.frame_size))),
@@ -375,17 +570,182 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
             escape(&counters)
         );
     }
+    out.push_str("</table>");
+    other_tests(report, &mut out);
+    if let Some(probe) = &report.timestamps {
+        out.push_str("<h2>Timestamps</h2><table>");
+        row(&mut out, "RX port probed", &probe.interface);
+        let offered = probe.capabilities.map_or("unknown".to_string(), |c| {
+            format!(
+                "hardware RX {}, software RX {}{}",
+                yes(c.hardware_receive),
+                yes(c.software_receive),
+                c.phc_index
+                    .map_or(String::new(), |i| format!(", PTP clock {i}"))
+            )
+        });
+        row(&mut out, "offered (ethtool -T)", &offered);
+        row(&mut out, "used", &probe.used);
+        row(&mut out, "why", &probe.reason);
+        for clock in &probe.clocks {
+            row(
+                &mut out,
+                &clock.name,
+                &format!(
+                    "resolution {:.1} ns (smallest non-zero step of successive readings), \
+                     read cost {:.1} ns",
+                    clock.resolution_ns, clock.read_cost_ns
+                ),
+            );
+        }
+        out.push_str("</table>");
+    }
     if !report.notes.is_empty() {
-        out.push_str("</table><h2>Notes</h2><ul>");
+        out.push_str("<h2>Notes</h2><ul>");
         for note in &report.notes {
             let _ = write!(out, "<li>{}</li>", escape(note));
         }
-        out.push_str("</ul><table>");
+        out.push_str("</ul>");
     }
-    out.push_str("</table><h2>Plots</h2><div class=\"plots\">");
+    out.push_str("<h2>Plots</h2><div class=\"plots\">");
     for plot in plots(report) {
         out.push_str(&plot.render());
     }
     out.push_str("</div></body></html>\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{FrameSizeResult, Setup};
+    use crate::rfc2544::{
+        BackToBackResult, LossRatePoint, LossRateResult, RecoveryResult, Spread, ThroughputResult,
+    };
+
+    /// Two kinds of traffic at two frame sizes, every test measured.
+    fn report() -> Report {
+        let mut report = Report::new("two kinds", Setup::default());
+        report.setup.link_bits_per_second = 10e9;
+        for kind in ["CBR, 1 flow", "Poisson (seed 1), 256 random flows"] {
+            for size in [64u32, 1518] {
+                let ndr = 1e6 / size as f64 * 64.0;
+                report.results.push(FrameSizeResult {
+                    frame_size: size,
+                    traffic: kind.into(),
+                    throughput: Some(ThroughputResult {
+                        ndr: Some(ndr),
+                        ..ThroughputResult::default()
+                    }),
+                    ndr_runs: vec![ndr, ndr * 0.98],
+                    loss_rate: Some(LossRateResult {
+                        points: [100.0, 90.0, 80.0]
+                            .map(|percent| LossRatePoint {
+                                percent,
+                                rate: ndr * percent / 80.0,
+                                loss_ratio: (percent - 80.0) / 400.0,
+                            })
+                            .to_vec(),
+                        reached_clean: false,
+                        trials: Vec::new(),
+                    }),
+                    back_to_back: Some(BackToBackResult {
+                        bursts: vec![900, 1000, 1100],
+                        burst: Spread::of(&[900.0, 1000.0, 1100.0]),
+                        implied_buffer_seconds: 0.001,
+                        corrected_buffer_seconds: Some(0.0005),
+                        ..BackToBackResult::default()
+                    }),
+                    recovery: Some(RecoveryResult {
+                        overload_rate: 1.1 * ndr,
+                        recovery_rate: 0.55 * ndr,
+                        times: vec![Some(0.25), Some(0.5)],
+                        time: Spread::of(&[0.25, 0.5]),
+                        ..RecoveryResult::default()
+                    }),
+                    ..FrameSizeResult::default()
+                });
+            }
+        }
+        report
+    }
+
+    #[test]
+    fn every_kind_of_traffic_gets_its_series_and_every_test_its_table() {
+        let report = report();
+        let plots = plots(&report);
+        let titles: Vec<&str> = plots.iter().map(|p| p.title.as_str()).collect();
+        assert_eq!(
+            titles,
+            [
+                "Throughput in frames/s vs frame size",
+                "Throughput in bit/s (on the wire) vs frame size",
+                "Frame loss vs offered load",
+                "Back-to-back: longest loss-free burst vs frame size",
+                "System recovery time vs frame size",
+            ]
+        );
+        // One NDR series per kind, and the line rate.
+        let names: Vec<&str> = plots[0].series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "NDR (CBR, 1 flow)",
+                "NDR (Poisson (seed 1), 256 random flows)",
+                "line rate 10Gbit/s"
+            ]
+        );
+        assert_eq!(plots[0].series[0].points.len(), 2);
+        // One loss curve per result; min, median and max per kind for the spreads.
+        assert_eq!(plots[2].series.len(), 4);
+        assert_eq!(
+            plots[2].series[3].name,
+            "1518 B, Poisson (seed 1), 256 random flows"
+        );
+        assert_eq!(plots[3].series.len(), 6);
+        assert_eq!(plots[3].series[1].name, "median (CBR, 1 flow)");
+        assert_eq!(
+            plots[3].series[1].points,
+            [(64.0, 1000.0), (1518.0, 1000.0)]
+        );
+        assert_eq!(plots[4].series[0].points, [(64.0, 0.5), (1518.0, 0.5)]);
+        let html = to_html(&report);
+        for heading in [
+            "<h2>NDR repeatability</h2>",
+            "<h2>Frame loss rate</h2>",
+            "<h2>Back-to-back (RFC 2544 §26.4, RFC 9004)</h2>",
+            "<h2>System recovery (RFC 2544 §26.5)</h2>",
+        ] {
+            assert_eq!(html.matches(heading).count(), 1, "{heading}");
+        }
+        // (max - min) / mean of 1 and 0.98.
+        assert!(html.contains("<td>2.02 %</td>"), "NDR difference");
+        assert!(html.contains("<td>900 / 1000 / 1100</td><td>3</td><td>1000.0</td><td>500.0</td>"));
+        assert!(html.contains("<td>0.2500 / 0.3750 / 0.5000</td><td>2</td>"));
+        assert!(html.contains("100 % (1.25M): 5.0000 %"));
+        assert_eq!(
+            html.matches("<table>").count(),
+            html.matches("</table>").count()
+        );
+    }
+
+    #[test]
+    fn a_run_of_one_kind_keeps_its_plain_names_and_no_extra_tables() {
+        let mut report = report();
+        report.results.retain(|r| r.traffic == "CBR, 1 flow");
+        for result in &mut report.results {
+            result.traffic.clear();
+            result.ndr_runs.clear();
+            result.back_to_back = None;
+            result.recovery = None;
+        }
+        let plots = plots(&report);
+        assert_eq!(plots.len(), 3);
+        assert_eq!(plots[0].series[0].name, "NDR");
+        assert_eq!(plots[2].series[0].name, "64 B");
+        let html = to_html(&report);
+        assert!(!html.contains("NDR repeatability"));
+        assert!(!html.contains("Back-to-back"));
+        assert!(html.contains("<h2>Frame loss rate</h2>"));
+    }
 }

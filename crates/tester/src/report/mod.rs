@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::generator::pacing::PacingAccuracy;
 use crate::rfc2544::{
-    BackToBackResult, LossRateResult, MlrResult, RecoveryResult, ThroughputResult, line_rate,
+    BackToBackResult, LossRateResult, MlrResult, RecoveryResult, Spread, ThroughputResult,
+    line_rate,
 };
 use crate::stats::{LatencySummary, SequenceCounts};
 use crate::trial::CounterCheck;
@@ -42,6 +43,11 @@ pub struct Report {
     /// trial).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// What the RX port offers for timestamps, what was used and why, and the clocks'
+    /// measured resolution and read cost (the summary is in `setup.timestamp_source` and
+    /// `setup.timestamp_resolution_ns`).
+    #[serde(default)]
+    pub timestamps: Option<crate::timestamp::TimestampProbe>,
 }
 
 /// How the run was made.
@@ -182,12 +188,19 @@ pub struct FrameSizeResult {
     #[serde(default)]
     pub limit: Option<Limit>,
     /// The tester's own counts against the kernel's interface counters in the trial at the
-    /// NDR (the last latency trial).
+    /// NDR (the last latency trial), or in the last trial when no latency was measured.
     #[serde(default)]
     pub counters: Option<CounterCheck>,
     /// The largest relative disagreement of a single trial (tx or rx side).
     #[serde(default)]
     pub counters_max_error: Option<f64>,
+    /// The traffic of this result ("CBR, 1 flow"), when a run measures several kinds.
+    #[serde(default)]
+    pub traffic: String,
+    /// The NDR of each throughput search when the search ran more than once in a row, for
+    /// repeatability.
+    #[serde(default)]
+    pub ndr_runs: Vec<f64>,
 }
 
 impl FrameSizeResult {
@@ -199,6 +212,25 @@ impl FrameSizeResult {
                 .and_then(|m| m.targets.first())
                 .and_then(|t| t.lower)
         })
+    }
+
+    /// How far apart the repeated searches' NDRs are: (max - min) / mean, as a ratio; `None`
+    /// unless at least two searches found an NDR.
+    pub fn ndr_difference(&self) -> Option<f64> {
+        if self.ndr_runs.len() < 2 {
+            return None;
+        }
+        let spread = Spread::of(&self.ndr_runs);
+        (spread.mean > 0.0).then(|| (spread.max - spread.min) / spread.mean)
+    }
+
+    /// The result's name in tables and plot legends: frame size, and the traffic when known.
+    pub fn label(&self) -> String {
+        if self.traffic.is_empty() {
+            format!("{} B", self.frame_size)
+        } else {
+            format!("{} B, {}", self.frame_size, self.traffic)
+        }
     }
 
     /// MLRsearch's second target (the PDR), frames/s.
@@ -226,6 +258,7 @@ impl Report {
             calibration: None,
             results: Vec::new(),
             notes: Vec::new(),
+            timestamps: None,
         }
     }
 

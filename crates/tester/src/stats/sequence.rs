@@ -16,6 +16,10 @@
 //!
 //! Per frame this is a few bit operations; a jump far ahead clears the whole window at once
 //! (bounded work: at most `WINDOW / 64` words).
+//!
+//! Each flow also remembers the highest number it has counted lost, so that
+//! [`SequenceTracker::last_missing`] can say which was the last frame that did not arrive (the
+//! system recovery test maps it back to its departure time).
 
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +75,8 @@ pub struct SequenceTracker {
     next: u64,
     /// Counts so far; `lost` only holds numbers that have left the window.
     counts: SequenceCounts,
+    /// The highest number that left the window unseen.
+    last_lost: Option<u64>,
 }
 
 impl Default for SequenceTracker {
@@ -85,6 +91,7 @@ impl SequenceTracker {
             seen: [0; WORDS],
             next: 0,
             counts: SequenceCounts::default(),
+            last_lost: None,
         }
     }
 
@@ -124,12 +131,17 @@ impl SequenceTracker {
         if to - from >= WINDOW {
             // The whole window leaves, and numbers from..to-WINDOW never even entered it.
             self.counts.lost += self.pending() + (to - WINDOW - from);
+            let skipped = (to - WINDOW > from).then(|| to - WINDOW - 1);
+            if let Some(lost) = skipped.or_else(|| self.highest_unseen()) {
+                self.last_lost = Some(lost);
+            }
             self.seen = [0; WORDS];
         } else {
             for sequence in from..to {
                 // `sequence` takes the slot of `sequence - WINDOW`, which leaves.
                 if sequence >= WINDOW && !self.is_seen(sequence) {
                     self.counts.lost += 1;
+                    self.last_lost = Some(sequence - WINDOW);
                 }
                 self.set(sequence, false);
             }
@@ -177,6 +189,26 @@ impl SequenceTracker {
     /// One past the highest sequence number seen.
     pub fn next(&self) -> u64 {
         self.next
+    }
+
+    /// The highest number in the window (`next - WINDOW .. next`) not seen.
+    fn highest_unseen(&self) -> Option<u64> {
+        let low = self.next.saturating_sub(WINDOW);
+        (low..self.next).rev().find(|&s| !self.is_seen(s))
+    }
+
+    /// The highest sequence number of `0..sent` that has not arrived (a frame a reordering
+    /// further back than the window brought late still counts as missing); `None` when every
+    /// frame arrived. Bounded work: at most one scan of the window.
+    pub fn last_missing(&self, sent: u64) -> Option<u64> {
+        if sent > self.next {
+            return Some(sent - 1);
+        }
+        let low = self.next.saturating_sub(WINDOW);
+        (low..sent.min(self.next))
+            .rev()
+            .find(|&s| !self.is_seen(s))
+            .or(self.last_lost)
     }
 }
 
@@ -311,7 +343,35 @@ mod tests {
         assert_eq!(counts.received, 2);
         // Numbers 0..u64::MAX exist; two arrived.
         assert_eq!(counts.lost, u64::MAX - 2);
-        assert_eq!(std::mem::size_of::<SequenceTracker>(), 128 + 8 + 40);
+        assert_eq!(std::mem::size_of::<SequenceTracker>(), 128 + 8 + 40 + 16);
+    }
+
+    #[test]
+    fn the_last_missing_number_is_found_in_the_window_behind_it_and_after_it() {
+        let mut tracker = SequenceTracker::new();
+        for s in (0..5000).filter(|&s| s != 1234 && s != 4990) {
+            tracker.record(s);
+        }
+        // 4990 is still in the window; 1234 left it long ago.
+        assert_eq!(tracker.last_missing(5000), Some(4990));
+        tracker.record(4990);
+        assert_eq!(tracker.last_missing(5000), Some(1234));
+        // Frames sent after the highest that arrived are missing too.
+        assert_eq!(tracker.last_missing(5007), Some(5006));
+        let mut clean = SequenceTracker::new();
+        (0..3000).for_each(|s| {
+            clean.record(s);
+        });
+        assert_eq!(clean.last_missing(3000), None);
+        assert_eq!(SequenceTracker::new().last_missing(0), None);
+        // A jump further than the window: the numbers skipped are the last lost.
+        let mut jump = SequenceTracker::new();
+        jump.record(0);
+        jump.record(3 * WINDOW);
+        for s in 2 * WINDOW + 1..3 * WINDOW {
+            jump.record(s);
+        }
+        assert_eq!(jump.last_missing(3 * WINDOW + 1), Some(2 * WINDOW));
     }
 
     #[test]

@@ -1,9 +1,14 @@
-//! `wirespeed bench rfc2544`: RFC 2544 throughput and latency of one DuT in the namespace lab,
-//! with the tester calibrated on its own looped-back pair first; writes report.json,
-//! results.csv, latency.csv and report.html.
+//! `wirespeed bench rfc2544`: the RFC 2544 tests of one DuT in the namespace lab (throughput and
+//! latency by default; frame loss rate, back-to-back and system recovery on request), with the
+//! tester calibrated on its own looped-back pair first; writes report.json, results.csv,
+//! latency.csv and report.html.
 //!
 //! ```sh
 //! wirespeed bench rfc2544 --dut linux-bridge --frame-sizes 64,512,1518 --trial-seconds 5 --out reports/bridge
+//! wirespeed bench rfc2544 --tests throughput,latency,loss,back-to-back,recovery \
+//!     --pattern cbr,poisson --flows 1,256 --random-flows --frame-sizes 64 --out reports/all
+//! wirespeed bench rfc2544 --tests throughput --ndr-runs 2 --frame-sizes 64 --out reports/repeat
+//! wirespeed bench rfc2544 --calibrate-only --frame-sizes 64,1518 --out reports/calibration
 //! ```
 //!
 //! The work is [`wirespeed_tester::suite`]'s; this module turns flags into its configuration,
@@ -22,7 +27,8 @@ use wirespeed_lab::{Testbed, TestbedConfig};
 use wirespeed_tester::bench::placement::Plan;
 use wirespeed_tester::generator::pacing::Pattern;
 use wirespeed_tester::report::{Report, Setup, csv, html, json, wire_bits_per_second};
-use wirespeed_tester::suite::{Progress, Resolution, SearchKind, SuiteConfig};
+use wirespeed_tester::suite::{Progress, Resolution, SearchKind, SuiteConfig, Tests, Traffic};
+use wirespeed_tester::trial::FlowOrder;
 
 use super::bench::dut;
 
@@ -54,15 +60,21 @@ pub struct Rfc2544Args {
     /// Search resolution: frames/s, or a percentage of the starting rate (`2%`).
     #[arg(long, default_value = "2%")]
     resolution: String,
-    /// Departure pattern: `cbr` or `poisson`.
+    /// Departure patterns, comma-separated: `cbr`, `poisson` (every test runs with each).
     #[arg(long, default_value = "cbr")]
     pattern: String,
-    /// Seed of the Poisson pattern.
+    /// Seed of the Poisson pattern (and of random flows).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Flows (UDP source ports).
-    #[arg(long, default_value_t = 1)]
-    flows: u32,
+    /// Flows (UDP source ports), comma-separated counts (every test runs with each).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    flows: Vec<u32>,
+    /// Draw each frame's flow at random instead of in turn (for flow counts above 1).
+    #[arg(long)]
+    random_flows: bool,
+    /// The tests beyond throughput and latency, and NDR repeatability.
+    #[command(flatten)]
+    more: Box<MoreTests>,
     /// Loads for latency, percent of the NDR, comma-separated (latency at the NDR is always
     /// measured); empty for none.
     #[arg(long, default_value = "10,50,90")]
@@ -87,6 +99,37 @@ pub struct Rfc2544Args {
     receiver_cpu: Option<usize>,
 }
 
+/// Which tests and their settings (boxed in [`Rfc2544Args`] to keep the command small).
+#[derive(Args)]
+struct MoreTests {
+    /// Tests to run, comma-separated: throughput, latency, loss, back-to-back, recovery, or
+    /// all.
+    #[arg(long, default_value = "throughput,latency")]
+    tests: String,
+    /// Frame loss rate: step between loads, percent of the starting rate.
+    #[arg(long, default_value_t = 10.0)]
+    loss_step: f64,
+    /// Back-to-back: the longest burst tried lasts this many seconds at the starting rate.
+    #[arg(long, default_value_t = 0.5)]
+    burst_max_seconds: f64,
+    /// Back-to-back searches and recovery trials per frame size, for a spread.
+    #[arg(long, default_value_t = 3)]
+    test_repeats: u32,
+    /// System recovery: seconds of overload at 110 % of the NDR.
+    #[arg(long, default_value_t = 10.0)]
+    overload_seconds: f64,
+    /// System recovery: seconds at the reduced rate after the overload.
+    #[arg(long, default_value_t = 10.0)]
+    recovery_seconds: f64,
+    /// Throughput searches in a row per frame size; 2 or more reports how well the NDR repeats.
+    #[arg(long, default_value_t = 1)]
+    ndr_runs: u32,
+    /// Only calibrate: measure the tester on its looped-back pair (its maximum rate, pacing
+    /// and latency floor per frame size) without setting up a DuT.
+    #[arg(long)]
+    calibrate_only: bool,
+}
+
 /// Everything a run needs, from flags or from the demo.
 pub struct Options {
     pub dut: String,
@@ -101,11 +144,48 @@ impl Rfc2544Args {
             "mlr" => SearchKind::Mlr,
             other => bail!("unknown search {other:?}; use binary or mlr"),
         };
-        let pattern = match self.pattern.as_str() {
-            "cbr" => Pattern::Cbr,
-            "poisson" => Pattern::Poisson { seed: self.seed },
-            other => bail!("unknown pattern {other:?}; use cbr or poisson"),
+        let patterns = self
+            .pattern
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| match p {
+                "cbr" => Ok(Pattern::Cbr),
+                "poisson" => Ok(Pattern::Poisson { seed: self.seed }),
+                other => bail!("unknown pattern {other:?}; use cbr or poisson"),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let (Some(&pattern), Some(&flows)) = (patterns.first(), self.flows.first()) else {
+            bail!("give at least one pattern and one flow count");
         };
+        anyhow::ensure!(!self.flows.contains(&0), "flow counts are at least 1");
+        let flow_order = if self.random_flows {
+            FlowOrder::Random { seed: self.seed }
+        } else {
+            FlowOrder::RoundRobin
+        };
+        let mut traffic = Vec::new();
+        for &pattern in &patterns {
+            for &flows in &self.flows {
+                traffic.push(Traffic {
+                    pattern,
+                    flows,
+                    flow_order,
+                });
+            }
+        }
+        let tests = Tests::parse(&self.more.tests).map_err(anyhow::Error::msg)?;
+        anyhow::ensure!(
+            self.more.loss_step > 0.0 && self.more.loss_step <= 100.0,
+            "the loss step is a percentage in (0, 100]"
+        );
+        anyhow::ensure!(
+            self.more.burst_max_seconds > 0.0
+                && self.more.overload_seconds > 0.0
+                && self.more.recovery_seconds > 0.0,
+            "burst, overload and recovery lengths must be positive"
+        );
+        anyhow::ensure!(self.more.ndr_runs >= 1, "--ndr-runs is at least 1");
         let resolution = parse_resolution(&self.resolution)?;
         let latency_loads = self
             .latency_loads
@@ -137,7 +217,21 @@ impl Rfc2544Args {
                 loss_tolerance: self.loss_tolerance,
                 resolution,
                 pattern,
-                flows: self.flows,
+                flows,
+                flow_order,
+                traffic: if traffic.len() > 1 {
+                    traffic
+                } else {
+                    Vec::new()
+                },
+                tests,
+                loss_step_percent: self.more.loss_step,
+                burst_max_seconds: self.more.burst_max_seconds,
+                test_repeats: self.more.test_repeats,
+                overload_seconds: self.more.overload_seconds,
+                recovery_seconds: self.more.recovery_seconds,
+                ndr_runs: self.more.ndr_runs,
+                calibrate_only: self.more.calibrate_only,
                 latency_loads,
                 repeats: self.repeats,
                 plan: Plan {
@@ -318,6 +412,31 @@ pub fn summary_table(report: &Report) -> String {
                 .collect::<Vec<_>>()
                 .join("; ")
         );
+        if let Some(p) = &calibration.pacing {
+            let _ = writeln!(
+                out,
+                "tester pacing at 10 % of its maximum: asked {:.4} Mpps, achieved {:.4} Mpps \
+                 ({:+.3} %), gaps sd {:.1} ns, lateness mean {:.1} ns",
+                p.asked_rate / 1e6,
+                p.achieved_rate / 1e6,
+                100.0 * (p.achieved_rate - p.asked_rate) / p.asked_rate.max(1e-9),
+                p.gap_stddev_ns,
+                p.lateness_mean_ns
+            );
+        }
+    }
+    if let Some(stamps) = &report.timestamps {
+        let clocks: Vec<String> = stamps
+            .clocks
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} resolution {:.1} ns, read {:.1} ns",
+                    c.name, c.resolution_ns, c.read_cost_ns
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "timestamps: {}; {}", stamps.used, clocks.join("; "));
     }
     let _ = writeln!(
         out,
@@ -334,8 +453,8 @@ pub fn summary_table(report: &Report) -> String {
         let us = |v: u64| v as f64 / 1e3;
         let _ = writeln!(
             out,
-            "| {} B | {} | {} | {} | {} | {} | {} |",
-            result.frame_size,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            result.label(),
             ndr.map_or("-".into(), |n| format!("{:.3}", n / 1e6)),
             ndr.map_or("-".into(), |n| format!(
                 "{:.3}",
@@ -358,6 +477,61 @@ pub fn summary_table(report: &Report) -> String {
                 100.0 * c.rx_error()
             )),
         );
+    }
+    for result in &report.results {
+        let label = result.label();
+        if let Some(difference) = result.ndr_difference() {
+            let runs: Vec<String> = result
+                .ndr_runs
+                .iter()
+                .map(|n| format!("{:.4}", n / 1e6))
+                .collect();
+            let _ = writeln!(
+                out,
+                "{label}: NDR of {} searches in a row: {} Mpps, {:.2} % apart",
+                runs.len(),
+                runs.join(", "),
+                100.0 * difference
+            );
+        }
+        if let Some(loss) = &result.loss_rate {
+            let points: Vec<String> = loss
+                .points
+                .iter()
+                .map(|p| format!("{:.0} %: {:.3} %", p.percent, 100.0 * p.loss_ratio))
+                .collect();
+            let _ = writeln!(out, "{label}: frame loss rate {}", points.join(", "));
+        }
+        if let Some(b2b) = &result.back_to_back {
+            let _ = writeln!(
+                out,
+                "{label}: back-to-back burst min / median / max {:.0} / {:.0} / {:.0} frames{}, \
+                 buffer {:.1} µs{}",
+                b2b.burst.min,
+                b2b.burst.median,
+                b2b.burst.max,
+                if b2b.unbounded { " (unbounded)" } else { "" },
+                b2b.implied_buffer_seconds * 1e6,
+                b2b.corrected_buffer_seconds
+                    .map_or(String::new(), |c| format!(" (corrected {:.1} µs)", c * 1e6))
+            );
+        }
+        if let Some(recovery) = &result.recovery {
+            let _ = writeln!(
+                out,
+                "{label}: recovery after {:.3} Mpps overload: min / median / max {:.3} / {:.3} / {:.3} s over {} trials{}",
+                recovery.overload_rate / 1e6,
+                recovery.time.min,
+                recovery.time.median,
+                recovery.time.max,
+                recovery.time.count,
+                if recovery.not_overloaded {
+                    " (not overloaded in some trial)"
+                } else {
+                    ""
+                }
+            );
+        }
     }
     for note in &report.notes {
         let _ = writeln!(out, "note: {note}");
