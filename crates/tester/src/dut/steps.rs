@@ -51,6 +51,29 @@ impl Steps {
         Ok(out)
     }
 
+    /// An error naming `package` unless `program` is an executable file in a directory of
+    /// `PATH` (or the sbin directories, which a non-login root shell may lack): a DuT whose
+    /// software is missing says so before it changes anything.
+    pub fn require(&self, program: &str, package: &str) -> Result<(), DutError> {
+        let path = std::env::var("PATH").unwrap_or_default();
+        let found = path
+            .split(':')
+            .chain(["/usr/sbin", "/sbin", "/usr/bin"])
+            .filter(|dir| !dir.is_empty())
+            .any(|dir| std::path::Path::new(dir).join(program).is_file());
+        if found {
+            return Ok(());
+        }
+        Err(DutError::Start {
+            dut: self.dut.clone(),
+            step: format!("find {program}"),
+            detail: format!(
+                "{program} is not installed; install the Debian package {package} \
+                 (scripts/setup-debian.sh does)"
+            ),
+        })
+    }
+
     /// Records a line that is not a command run through [`Steps::run`] (a file written, a
     /// process started, a program attached).
     pub fn record(&mut self, line: String) {
