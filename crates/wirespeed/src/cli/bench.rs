@@ -1,4 +1,5 @@
-//! `wirespeed bench forwarding` (and `wirespeed bench rfc2544`, in [`super::rfc2544`]): wirespeed and its peers side by side in one lab, one DuT core,
+//! `wirespeed bench forwarding` (and `wirespeed bench rfc2544`, in [`super::rfc2544`], and
+//! `wirespeed bench compare`, in [`super::compare`]): wirespeed and its peers side by side in one lab, one DuT core,
 //! 64-byte frames, with the same placement of every thread for every DuT.
 //!
 //! ```sh
@@ -24,7 +25,8 @@ use wirespeed_tester::bench::{
     CEILING, ForwardingConfig, Limit, Summary, TrialRecord, run_forwarding, summarize,
 };
 use wirespeed_tester::dut::{
-    Dut, LinuxBridge, LinuxRouter, WirespeedBackend, WirespeedDut, Wiring, XdpRedirectDut,
+    Dut, LinuxBridge, LinuxRouter, LinuxRouterNft, OvsAction, OvsDut, WirespeedBackend,
+    WirespeedDut, Wiring, XdpRedirectDut,
 };
 
 #[derive(Args)]
@@ -39,6 +41,8 @@ enum BenchCommand {
     Forwarding(ForwardingArgs),
     /// RFC 2544 throughput and latency of one DuT, calibrated, with a full report.
     Rfc2544(super::rfc2544::Rfc2544Args),
+    /// The RFC 2544 throughput search on several DuTs side by side, repeats interleaved.
+    Compare(super::compare::CompareArgs),
 }
 
 #[derive(Args)]
@@ -83,23 +87,27 @@ struct ForwardingArgs {
     keep_priorities: bool,
 }
 
-/// The DuT names `--duts` accepts.
-pub const DUT_NAMES: [&str; 5] = [
+/// The DuT names `--duts` accepts (`linux-router-nft:N` gives the firewall N rules).
+pub const DUT_NAMES: [&str; 8] = [
     "wirespeed-afxdp",
     "wirespeed-afpacket",
     "linux-bridge",
     "linux-router",
+    "linux-router-nft",
     "xdp-redirect",
+    "ovs",
+    "ovs-normal",
 ];
 
 pub fn run(args: BenchArgs) -> Result<()> {
     match args.what {
         BenchCommand::Forwarding(args) => forwarding(args),
         BenchCommand::Rfc2544(args) => super::rfc2544::run(args),
+        BenchCommand::Compare(args) => super::compare::run(args),
     }
 }
 
-/// The driver for the DuT called `name` (one of [`DUT_NAMES`]).
+/// The driver for the DuT called `name` (one of [`DUT_NAMES`], or `linux-router-nft:N`).
 pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn Dut>> {
     Ok(match name {
         "wirespeed-afxdp" => Box::new(WirespeedDut::new(
@@ -115,6 +123,22 @@ pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn 
         "linux-bridge" => Box::new(LinuxBridge::new()),
         "linux-router" => Box::new(LinuxRouter::new()),
         "xdp-redirect" => Box::new(XdpRedirectDut::new()),
+        "linux-router-nft" => Box::new(LinuxRouterNft::new(LinuxRouterNft::DEFAULT_RULES)),
+        "ovs" => Box::new(OvsDut::new(OvsAction::Output, core)),
+        "ovs-normal" => Box::new(OvsDut::new(OvsAction::Normal, core)),
+        other if other.starts_with("linux-router-nft:") => {
+            let rules = other
+                .strip_prefix("linux-router-nft:")
+                .and_then(|n| n.parse::<u32>().ok())
+                .filter(|&n| n <= LinuxRouterNft::MAX_RULES)
+                .with_context(|| {
+                    format!(
+                        "{other:?}: give the rule count as linux-router-nft:N with N at most {}",
+                        LinuxRouterNft::MAX_RULES
+                    )
+                })?;
+            Box::new(LinuxRouterNft::new(rules))
+        }
         other => bail!(
             "unknown DuT {other:?}; choose from {}",
             DUT_NAMES.join(", ")
