@@ -259,3 +259,29 @@ fn ovs_that_fails_halfway_stops_its_daemons_and_names_the_step() {
     drop(lab);
     assert_lab_gone("wspof");
 }
+
+#[test]
+fn ovs_with_afpacket_ports_forwards_and_says_so() {
+    if !ready("ovs-vswitchd") {
+        return;
+    }
+    let lab = lab("wspoa");
+    let wiring = Wiring::of(&lab).unwrap();
+    let mut ovs = OvsDut::afpacket(1);
+    ovs.setup(&wiring).unwrap();
+    assert_eq!(ovs.port_type(), Some("system"));
+    assert!(ovs.description().contains("AF_PACKET, asked for"));
+    let dir = ovs.run_dir().unwrap().to_path_buf();
+    let pid = ovs.pid();
+    assert_eq!(
+        verify(&mut ovs, &wiring, 20, Duration::from_secs(8)).unwrap(),
+        20
+    );
+    let placed = check_threads(pid.unwrap(), ovs.worker_prefix(), 1).unwrap();
+    assert!(placed.iter().any(|p| p.thread.starts_with("ovs-vswitchd")));
+    ovs.teardown().unwrap();
+    let left = ovs_leftovers(&wiring, pid, &dir);
+    assert!(left.is_empty(), "{left:?}");
+    drop(lab);
+    assert_lab_gone("wspoa");
+}

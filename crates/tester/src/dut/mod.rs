@@ -12,7 +12,8 @@
 //! * [`LinuxBridge`]: a kernel bridge with `d0` and `d1` as its ports;
 //! * [`LinuxRouter`]: kernel IPv4 forwarding with a route and a static neighbour towards `t1`;
 //! * [`LinuxRouterNft`]: the same router behind an nftables forward chain of N rules;
-//! * [`OvsDut`]: Open vSwitch's user-space datapath with its own daemons, one flow `d0 -> d1`;
+//! * [`OvsDut`]: Open vSwitch's user-space datapath with its own daemons, one flow `d0 -> d1`
+//!   (or `NORMAL`), over AF_XDP ports or AF_PACKET;
 //! * [`XdpRedirectDut`]: an in-kernel XDP program on `d0` that redirects every frame to `d1`;
 //! * [`WirespeedDut`]: the real `wirespeed switch` binary as an xconnect over AF_XDP or AF_PACKET.
 //!

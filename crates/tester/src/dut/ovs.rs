@@ -5,7 +5,8 @@
 //! These kernels have no openvswitch module, so only the user-space datapath works; its ports are
 //! `type=afxdp` when this build of OvS has that type (`iface_types`) and otherwise the default
 //! netdev ports, which read and write through AF_PACKET sockets. Which one was used is in the
-//! DuT's [`Dut::description`], never chosen silently.
+//! DuT's [`Dut::description`], never chosen silently. `ovs-afpacket` asks for the default ports
+//! even where `afxdp` exists, so OvS's two I/O paths can be compared like wirespeed's.
 //!
 //! **Isolation.** The driver runs its own `ovsdb-server` and `ovs-vswitchd`, never the system's
 //! service: a fresh database, sockets, pidfiles and logs live in one directory under the temp
@@ -56,6 +57,8 @@ struct Daemon {
 #[derive(Debug)]
 pub struct OvsDut {
     action: OvsAction,
+    /// Use the netdev default ports (AF_PACKET) even where OvS has `afxdp`.
+    afpacket: bool,
     core: usize,
     steps: Steps,
     /// The directory of the database, sockets, pidfiles and logs, once created.
@@ -74,17 +77,25 @@ pub struct OvsDut {
 impl OvsDut {
     pub const NAME: &'static str = "ovs";
     pub const NAME_NORMAL: &'static str = "ovs-normal";
+    pub const NAME_AFPACKET: &'static str = "ovs-afpacket";
 
-    /// A driver whose `ovs-vswitchd` runs on `core`.
+    /// A driver whose `ovs-vswitchd` runs on `core`, with AF_XDP ports where OvS has them.
     pub fn new(action: OvsAction, core: usize) -> Self {
-        let name = match action {
-            OvsAction::Output => Self::NAME,
-            OvsAction::Normal => Self::NAME_NORMAL,
-        };
+        Self::build(action, false, core)
+    }
+
+    /// The `output:d1` driver with the netdev default ports (AF_PACKET) even where OvS has
+    /// AF_XDP ones: OvS's own AF_PACKET vs AF_XDP comparison.
+    pub fn afpacket(core: usize) -> Self {
+        Self::build(OvsAction::Output, true, core)
+    }
+
+    fn build(action: OvsAction, afpacket: bool, core: usize) -> Self {
         Self {
+            steps: Steps::new(Self::name_of(action, afpacket)),
             action,
+            afpacket,
             core,
-            steps: Steps::new(name),
             dir: None,
             daemons: Vec::new(),
             port_type: None,
@@ -92,6 +103,14 @@ impl OvsDut {
             version: String::new(),
             pid: None,
             log: String::new(),
+        }
+    }
+
+    fn name_of(action: OvsAction, afpacket: bool) -> &'static str {
+        match (action, afpacket) {
+            (OvsAction::Normal, _) => Self::NAME_NORMAL,
+            (OvsAction::Output, true) => Self::NAME_AFPACKET,
+            (OvsAction::Output, false) => Self::NAME,
         }
     }
 
@@ -298,7 +317,11 @@ impl OvsDut {
             .trim_matches(|c: char| c == '[' || c == ']' || c.is_whitespace())
             .split(',')
             .any(|t| t.trim() == "afxdp");
-        let port_type = if afxdp { "afxdp" } else { "system" };
+        let port_type = if afxdp && !self.afpacket {
+            "afxdp"
+        } else {
+            "system"
+        };
         self.port_type = Some(port_type.into());
         self.steps.record(format!(
             "# iface_types: {}; ports will be type={port_type}",
@@ -443,18 +466,19 @@ fn stop(daemon: &Daemon, steps: &mut Steps) -> Result<(), String> {
 
 impl Dut for OvsDut {
     fn name(&self) -> String {
-        match self.action {
-            OvsAction::Output => Self::NAME.into(),
-            OvsAction::Normal => Self::NAME_NORMAL.into(),
-        }
+        Self::name_of(self.action, self.afpacket).into()
     }
 
     fn description(&self) -> String {
         let ports = match self.port_type.as_deref() {
-            Some("afxdp") => "ports type=afxdp (AF_XDP)".to_string(),
-            Some(other) => {
-                format!("ports type={other} (AF_PACKET: this build of OvS has no afxdp port type)")
+            Some("afxdp") => "ports type=afxdp (AF_XDP), polled by a PMD thread".to_string(),
+            Some(other) if self.afpacket => {
+                format!("ports type={other} (AF_PACKET, asked for), polled by the main thread")
             }
+            Some(other) => format!(
+                "ports type={other} (AF_PACKET: this build of OvS has no afxdp port type), \
+                 polled by the main thread"
+            ),
             None => "ports not set up yet".to_string(),
         };
         let flow = match self.action {
@@ -468,7 +492,7 @@ impl Dut for OvsDut {
         };
         format!(
             "{version}, user-space datapath (datapath_type=netdev), {ports}, {flow}, \
-             ovs-vswitchd and its PMD thread on CPU {}",
+             every ovs-vswitchd thread on CPU {}",
             self.core
         )
     }

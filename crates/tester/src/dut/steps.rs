@@ -127,6 +127,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_missing_program_names_its_package_before_anything_runs() {
+        let steps = Steps::new("demo");
+        let error = steps
+            .require("wirespeed-no-such-program", "some-package")
+            .unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.contains("DuT demo: find wirespeed-no-such-program failed")
+                && text.contains("install the Debian package some-package"),
+            "{text}"
+        );
+        assert!(steps.log().is_empty());
+        steps.require("sh", "dash").unwrap();
+    }
+
+    #[test]
     fn a_failed_step_keeps_the_earlier_undos_and_names_itself() {
         let dir = std::env::temp_dir().join(format!("wst-steps-{}", std::process::id()));
         let marker = dir.join("made");

@@ -88,7 +88,7 @@ struct ForwardingArgs {
 }
 
 /// The DuT names `--duts` accepts (`linux-router-nft:N` gives the firewall N rules).
-pub const DUT_NAMES: [&str; 8] = [
+pub const DUT_NAMES: [&str; 9] = [
     "wirespeed-afxdp",
     "wirespeed-afpacket",
     "linux-bridge",
@@ -97,6 +97,7 @@ pub const DUT_NAMES: [&str; 8] = [
     "xdp-redirect",
     "ovs",
     "ovs-normal",
+    "ovs-afpacket",
 ];
 
 pub fn run(args: BenchArgs) -> Result<()> {
@@ -126,6 +127,7 @@ pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn 
         "linux-router-nft" => Box::new(LinuxRouterNft::new(LinuxRouterNft::DEFAULT_RULES)),
         "ovs" => Box::new(OvsDut::new(OvsAction::Output, core)),
         "ovs-normal" => Box::new(OvsDut::new(OvsAction::Normal, core)),
+        "ovs-afpacket" => Box::new(OvsDut::afpacket(core)),
         other if other.starts_with("linux-router-nft:") => {
             let rules = other
                 .strip_prefix("linux-router-nft:")

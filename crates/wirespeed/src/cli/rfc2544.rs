@@ -29,7 +29,7 @@ use super::bench::dut;
 #[derive(Args)]
 pub struct Rfc2544Args {
     /// The device under test: wirespeed-afxdp, wirespeed-afpacket, linux-bridge, linux-router,
-    /// linux-router-nft[:N], ovs, ovs-normal or xdp-redirect.
+    /// linux-router-nft[:N], ovs, ovs-normal, ovs-afpacket or xdp-redirect.
     #[arg(long, default_value = "wirespeed-afxdp")]
     dut: String,
     /// Frame sizes with FCS, bytes.
