@@ -211,6 +211,11 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         done += 1;
         eprintln!("[{done}/{total}] {}", trial_line(record));
     });
+    let descriptions: Vec<(String, String)> = duts
+        .iter()
+        .map(|d| (d.name(), d.description()))
+        .filter(|(name, description)| name != description)
+        .collect();
     let outputs: Vec<(String, String)> = duts
         .iter()
         .filter_map(|d| d.output().map(|o| (d.name(), o.to_string())))
@@ -231,6 +236,7 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         command_line: &command_line,
         lab_commands: &lab_commands,
         outputs: &outputs,
+        descriptions: &descriptions,
     };
     println!("{}", report(&results));
     if interrupted {
@@ -319,6 +325,8 @@ struct Results<'a> {
     lab_commands: &'a [String],
     /// What each program DuT printed in its last trial.
     outputs: &'a [(String, String)],
+    /// What each DuT was, where its name does not say it all (port types, rule counts).
+    descriptions: &'a [(String, String)],
 }
 
 fn report(results: &Results) -> String {
@@ -412,6 +420,12 @@ fn report(results: &Results) -> String {
         );
         for line in ratios {
             let _ = writeln!(out, "- {line}");
+        }
+    }
+    if !results.descriptions.is_empty() {
+        let _ = writeln!(out, "\nDuTs as run:");
+        for (name, description) in results.descriptions {
+            let _ = writeln!(out, "- {name}: {description}");
         }
     }
     let _ = writeln!(out, "\nPlacement as read back (first trial of each DuT):");
@@ -515,6 +529,7 @@ fn json(results: &Results) -> String {
         command_line,
         lab_commands,
         outputs,
+        descriptions,
     } = *results;
     let mut out = String::from("{\n  \"schema\": \"wirespeed.bench.forwarding/1\",\n");
     let _ = writeln!(out, "  \"command\": {},", string(command_line));
@@ -607,7 +622,13 @@ fn json(results: &Results) -> String {
         })
         .collect();
     out.push_str(&items.join(",\n"));
-    out.push_str("\n  ],\n  \"outputs\": {");
+    out.push_str("\n  ],\n  \"descriptions\": {");
+    let items: Vec<String> = descriptions
+        .iter()
+        .map(|(name, text)| format!("{}: {}", string(name), string(text)))
+        .collect();
+    out.push_str(&items.join(", "));
+    out.push_str("},\n  \"outputs\": {");
     let items: Vec<String> = outputs
         .iter()
         .map(|(name, text)| format!("{}: {}", string(name), string(text)))
