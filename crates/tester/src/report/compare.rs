@@ -534,7 +534,6 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
             format!("{} at {} MHz", setup.cpu_model, setup.cpu_mhz),
         ),
         ("traffic", setup.traffic.clone()),
-        ("settings", setup.config.clone()),
     ] {
         out.push_str("<tr><th>");
         out.push_str(&escape(name));
@@ -542,6 +541,11 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
         cell(&mut out, &value);
         out.push_str("</tr>");
     }
+    let _ = write!(
+        out,
+        "<tr><th>settings</th><td><pre>{}</pre></td></tr>",
+        escape(&setup.config)
+    );
     out.push_str(
         "</table><h2>Side by side</h2><table><tr><th>DuT</th><th>flows</th>\
 <th>frame</th><th>NDR Mpps (median)</th><th>min..max</th><th>NDRs found</th>\
