@@ -13,6 +13,11 @@
 //! size. When wirespeed's NDR reached the tester's own limit the ratio is a lower bound and is
 //! written with `≥`.
 //!
+//! The runs' latency histograms are left out ([`CompareRun::new`]); their percentiles stay.
+//! At the tester's nanosecond buckets one histogram is thousands of entries, and a comparison
+//! of six DuTs with three repeats came to 26 MB of JSON with them; `bench rfc2544` on one DuT
+//! keeps them for the plots.
+//!
 //! Renderings: JSON (the comparison plus the computed summary, versioned by
 //! [`COMPARE_SCHEMA_VERSION`]), a markdown table for the terminal, and one self-contained HTML
 //! page with a table and an SVG bar chart per (flows, frame size) whose whiskers are the spread
@@ -95,6 +100,30 @@ pub struct Ratio {
     pub ratio: f64,
     /// Ours reached the tester's limit: the true ratio is at least this.
     pub lower_bound: bool,
+}
+
+impl CompareRun {
+    /// One run, its report without latency histogram buckets (percentiles, counts and every
+    /// trial stay).
+    pub fn new(dut: String, flows: u32, repeat: u32, mut report: Report) -> CompareRun {
+        if let Some(calibration) = &mut report.calibration {
+            calibration.latency.buckets.clear();
+            for (_, summary) in &mut calibration.latency_by_size {
+                summary.buckets.clear();
+            }
+        }
+        for result in &mut report.results {
+            for at in &mut result.latency {
+                at.summary.buckets.clear();
+            }
+        }
+        CompareRun {
+            dut,
+            flows,
+            repeat,
+            report,
+        }
+    }
 }
 
 impl Comparison {
@@ -735,6 +764,40 @@ mod tests {
         assert_eq!((ovs.frame_size, ovs.repeats), (64, 3));
         assert_eq!(ovs.ndr_median, None);
         assert!(ovs.failures[0].contains("start ovs-vswitchd failed"));
+    }
+
+    #[test]
+    fn runs_keep_percentiles_but_not_histogram_buckets() {
+        let mut report = run("ovs", 0, Some(1000.0), None).report;
+        let bucket = crate::stats::LatencyBucket {
+            low_ns: 10,
+            high_ns: 10,
+            count: 3,
+        };
+        report.results[0].latency[0].summary.buckets = vec![bucket; 5];
+        report.calibration = Some(crate::report::Calibration {
+            latency: LatencySummary {
+                buckets: vec![bucket; 4],
+                p50_ns: 7,
+                ..LatencySummary::default()
+            },
+            latency_by_size: vec![(
+                64,
+                LatencySummary {
+                    buckets: vec![bucket; 4],
+                    ..LatencySummary::default()
+                },
+            )],
+            ..crate::report::Calibration::default()
+        });
+        let run = CompareRun::new("ovs".into(), 1, 0, report);
+        let calibration = run.report.calibration.as_ref().unwrap();
+        assert!(calibration.latency.buckets.is_empty());
+        assert_eq!(calibration.latency.p50_ns, 7);
+        assert!(calibration.latency_by_size[0].1.buckets.is_empty());
+        let at = &run.report.results[0].latency[0].summary;
+        assert!(at.buckets.is_empty());
+        assert_eq!((at.p50_ns, at.count), (10, 10));
     }
 
     #[test]

@@ -293,12 +293,7 @@ fn compare_one(
     } else {
         eprintln!("{head}: {}", found.join(", "));
     }
-    CompareRun {
-        dut: name,
-        flows,
-        repeat,
-        report,
-    }
+    CompareRun::new(name, flows, repeat, report)
 }
 
 fn clock(seconds: u64) -> String {
