@@ -537,7 +537,7 @@ fn cell(out: &mut String, text: &str) {
 }
 
 /// The whole page: setup, the side-by-side table, a bar chart per (flows, frame size), the
-/// ratios, what each DuT was and the commands of its first run, and the notes.
+/// ratios, what each DuT was and the commands of its first run, the settings, and the notes.
 pub fn to_html(comparison: &Comparison) -> String {
     let rows = comparison.rows();
     let title = escape(&comparison.title);
@@ -570,11 +570,6 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
         cell(&mut out, &value);
         out.push_str("</tr>");
     }
-    let _ = write!(
-        out,
-        "<tr><th>settings</th><td><pre>{}</pre></td></tr>",
-        escape(&setup.config)
-    );
     out.push_str(
         "</table><h2>Side by side</h2><table><tr><th>DuT</th><th>flows</th>\
 <th>frame</th><th>NDR Mpps (median)</th><th>min..max</th><th>NDRs found</th>\
@@ -647,6 +642,7 @@ and the ratio, are higher.</p>",
             );
         }
     }
+    let _ = write!(out, "<h2>Settings</h2><pre>{}</pre>", escape(&setup.config));
     if !comparison.notes.is_empty() || comparison.runs.iter().any(|r| !r.report.notes.is_empty()) {
         out.push_str("<h2>Notes</h2><ul>");
         for note in &comparison.notes {
