@@ -276,8 +276,9 @@ impl OvsDut {
             .trim()
             .to_string();
         let dir = std::env::temp_dir().join(format!(
-            "wirespeed-{}-ovs-{}",
+            "wirespeed-{}-{}-{}",
             wiring.prefix(),
+            self.name(),
             std::process::id()
         ));
         let dir_text = dir.to_string_lossy().to_string();
