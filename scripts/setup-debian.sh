@@ -9,6 +9,8 @@ packages=(
   ethtool       # queue counts of lab interfaces
   tshark        # third-party check that our pcap files open in Wireshark's reader
   chromium      # headless render of the HTML report (crates/wirespeed/tests/rfc2544.rs)
+  nftables      # the linux-router-nft DuT's rule set (nft -f)
+  openvswitch-switch  # the ovs DuT (its own daemons in the lab, never the system service)
 )
 
 missing=()
@@ -26,5 +28,18 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 # tshark asks whether non-root users may capture; answer once, non-interactively.
 echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+# openvswitch-switch's postinst would start the system OvS service. The ovs DuT runs its own
+# daemons with their own run directory and never needs it, so keep package scripts from starting
+# any service during this install (policy-rc.d "101: action forbidden"), unless the machine
+# already has a policy of its own, and disable the service where systemd runs.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' > "$policy"
+  chmod 755 "$policy"
+  trap 'rm -f "$policy"' EXIT
+fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ -d /run/systemd/system ] && systemctl list-unit-files openvswitch-switch.service >/dev/null 2>&1; then
+  systemctl disable --now openvswitch-switch.service >/dev/null 2>&1 || true
+fi

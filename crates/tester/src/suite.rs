@@ -500,7 +500,10 @@ fn prepare(
     verify(dut, wiring, 4, Duration::from_secs(10)).map_err(|error| error.to_string())?;
     pins.extend(place_kernel(wiring, &config.plan, commands).map_err(|e| e.to_string())?);
     if let Some(pid) = dut.pid() {
-        pins.extend(check_threads(pid, "worker", config.plan.dut_cpu).map_err(|e| e.to_string())?);
+        pins.extend(
+            check_threads(pid, dut.worker_prefix(), config.plan.dut_cpu)
+                .map_err(|e| e.to_string())?,
+        );
     }
     Ok(())
 }

@@ -155,7 +155,7 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
             "bench",
             "forwarding",
             "--duts",
-            "linux-bridge,ovs",
+            "linux-bridge,dpdk-testpmd",
             "--prefix",
             prefix,
         ])
@@ -163,6 +163,6 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
         .unwrap();
     assert!(!refused.status.success());
     let text = String::from_utf8_lossy(&refused.stderr);
-    assert!(text.contains("unknown DuT \"ovs\""), "{text}");
+    assert!(text.contains("unknown DuT \"dpdk-testpmd\""), "{text}");
     assert_lab_gone(prefix);
 }

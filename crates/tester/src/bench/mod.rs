@@ -231,7 +231,7 @@ fn measure_dut(
     placement.extend(place_kernel(wiring, plan, commands).map_err(|e| e.to_string())?);
     if let Some(pid) = dut.pid() {
         placement.extend(
-            place_process(pid, "worker", plan.dut_cpu, plan.nice, commands)
+            place_process(pid, dut.worker_prefix(), plan.dut_cpu, plan.nice, commands)
                 .map_err(|e| e.to_string())?,
         );
     }

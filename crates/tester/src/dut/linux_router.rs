@@ -42,72 +42,7 @@ impl Dut for LinuxRouter {
     }
 
     fn setup(&mut self, wiring: &Wiring) -> Result<(), DutError> {
-        let ns = wiring.dut_ns.as_str();
-        let egress = wiring.egress.dut_if.as_str();
-        let next_hop = wiring.egress.tester_ipv4.to_string();
-        let next_hop_mac = EthernetAddress(wiring.egress.tester_mac).to_string();
-        let old = self.steps.run(
-            "read net.ipv4.ip_forward",
-            &[
-                "ip",
-                "netns",
-                "exec",
-                ns,
-                "sysctl",
-                "-n",
-                "net.ipv4.ip_forward",
-            ],
-            None,
-        )?;
-        let restore = format!("net.ipv4.ip_forward={}", old.trim());
-        self.steps.run(
-            "enable IPv4 forwarding",
-            &[
-                "ip",
-                "netns",
-                "exec",
-                ns,
-                "sysctl",
-                "-qw",
-                "net.ipv4.ip_forward=1",
-            ],
-            Some(&["ip", "netns", "exec", ns, "sysctl", "-qw", &restore]),
-        )?;
-        self.steps.run(
-            &format!("add a static neighbour {next_hop} on {egress}"),
-            &[
-                "ip",
-                "-n",
-                ns,
-                "neigh",
-                "replace",
-                &next_hop,
-                "lladdr",
-                &next_hop_mac,
-                "dev",
-                egress,
-                "nud",
-                "permanent",
-            ],
-            Some(&["ip", "-n", ns, "neigh", "del", &next_hop, "dev", egress]),
-        )?;
-        self.steps.run(
-            &format!("route {GENERATOR_PREFIX} via {next_hop}"),
-            &[
-                "ip",
-                "-n",
-                ns,
-                "route",
-                "add",
-                GENERATOR_PREFIX,
-                "via",
-                &next_hop,
-                "dev",
-                egress,
-            ],
-            Some(&["ip", "-n", ns, "route", "del", GENERATOR_PREFIX]),
-        )?;
-        Ok(())
+        configure(&mut self.steps, wiring)
     }
 
     fn teardown(&mut self) -> Result<(), DutError> {
@@ -133,6 +68,77 @@ impl Drop for LinuxRouter {
             eprintln!("{error}");
         }
     }
+}
+
+/// Turns the DuT namespace of `wiring` into the router, through `steps` (shared with the drivers
+/// that build on the router, such as the nftables firewall).
+pub(crate) fn configure(steps: &mut Steps, wiring: &Wiring) -> Result<(), DutError> {
+    let ns = wiring.dut_ns.as_str();
+    let egress = wiring.egress.dut_if.as_str();
+    let next_hop = wiring.egress.tester_ipv4.to_string();
+    let next_hop_mac = EthernetAddress(wiring.egress.tester_mac).to_string();
+    let old = steps.run(
+        "read net.ipv4.ip_forward",
+        &[
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-n",
+            "net.ipv4.ip_forward",
+        ],
+        None,
+    )?;
+    let restore = format!("net.ipv4.ip_forward={}", old.trim());
+    steps.run(
+        "enable IPv4 forwarding",
+        &[
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-qw",
+            "net.ipv4.ip_forward=1",
+        ],
+        Some(&["ip", "netns", "exec", ns, "sysctl", "-qw", &restore]),
+    )?;
+    steps.run(
+        &format!("add a static neighbour {next_hop} on {egress}"),
+        &[
+            "ip",
+            "-n",
+            ns,
+            "neigh",
+            "replace",
+            &next_hop,
+            "lladdr",
+            &next_hop_mac,
+            "dev",
+            egress,
+            "nud",
+            "permanent",
+        ],
+        Some(&["ip", "-n", ns, "neigh", "del", &next_hop, "dev", egress]),
+    )?;
+    steps.run(
+        &format!("route {GENERATOR_PREFIX} via {next_hop}"),
+        &[
+            "ip",
+            "-n",
+            ns,
+            "route",
+            "add",
+            GENERATOR_PREFIX,
+            "via",
+            &next_hop,
+            "dev",
+            egress,
+        ],
+        Some(&["ip", "-n", ns, "route", "del", GENERATOR_PREFIX]),
+    )?;
+    Ok(())
 }
 
 /// `frame` (Ethernet + IPv4 without options) as a router forwards it: new MACs, TTL one lower,

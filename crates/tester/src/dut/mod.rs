@@ -11,6 +11,9 @@
 //! The drivers:
 //! * [`LinuxBridge`]: a kernel bridge with `d0` and `d1` as its ports;
 //! * [`LinuxRouter`]: kernel IPv4 forwarding with a route and a static neighbour towards `t1`;
+//! * [`LinuxRouterNft`]: the same router behind an nftables forward chain of N rules;
+//! * [`OvsDut`]: Open vSwitch's user-space datapath with its own daemons, one flow `d0 -> d1`
+//!   (or `NORMAL`), over AF_XDP ports or AF_PACKET;
 //! * [`XdpRedirectDut`]: an in-kernel XDP program on `d0` that redirects every frame to `d1`;
 //! * [`WirespeedDut`]: the real `wirespeed switch` binary as an xconnect over AF_XDP or AF_PACKET.
 //!
@@ -19,6 +22,8 @@
 
 mod linux_bridge;
 mod linux_router;
+mod linux_router_nft;
+mod ovs;
 pub mod probe;
 mod steps;
 mod wirespeed;
@@ -26,6 +31,8 @@ mod xdp_redirect;
 
 pub use linux_bridge::LinuxBridge;
 pub use linux_router::LinuxRouter;
+pub use linux_router_nft::LinuxRouterNft;
+pub use ovs::{OvsAction, OvsDut};
 pub use steps::Steps;
 pub use wirespeed::{WirespeedBackend, WirespeedDut};
 pub use xdp_redirect::XdpRedirectDut;
@@ -87,6 +94,12 @@ pub trait Dut: Send {
     /// The name used in reports and on the command line (e.g. `linux-bridge`).
     fn name(&self) -> String;
 
+    /// What exactly runs, for reports: software, version where known, and the choices the
+    /// driver made (port types, rule counts). The name alone by default.
+    fn description(&self) -> String {
+        self.name()
+    }
+
     /// Configures the DuT namespace to forward from `wiring.ingress` to `wiring.egress`. On
     /// failure what was already done stays on the undo stack, which `teardown` (or dropping the
     /// driver) runs.
@@ -119,6 +132,12 @@ pub trait Dut: Send {
     /// placement is checked).
     fn pid(&self) -> Option<u32> {
         None
+    }
+
+    /// The name prefix of the threads of [`Dut::pid`] that forward frames, whose placement the
+    /// benchmark reads back (and renices).
+    fn worker_prefix(&self) -> &str {
+        "worker"
     }
 
     /// What the DuT printed, when it is a program (for the report).

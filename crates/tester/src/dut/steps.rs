@@ -51,6 +51,29 @@ impl Steps {
         Ok(out)
     }
 
+    /// An error naming `package` unless `program` is an executable file in a directory of
+    /// `PATH` (or the sbin directories, which a non-login root shell may lack): a DuT whose
+    /// software is missing says so before it changes anything.
+    pub fn require(&self, program: &str, package: &str) -> Result<(), DutError> {
+        let path = std::env::var("PATH").unwrap_or_default();
+        let found = path
+            .split(':')
+            .chain(["/usr/sbin", "/sbin", "/usr/bin"])
+            .filter(|dir| !dir.is_empty())
+            .any(|dir| std::path::Path::new(dir).join(program).is_file());
+        if found {
+            return Ok(());
+        }
+        Err(DutError::Start {
+            dut: self.dut.clone(),
+            step: format!("find {program}"),
+            detail: format!(
+                "{program} is not installed; install the Debian package {package} \
+                 (scripts/setup-debian.sh does)"
+            ),
+        })
+    }
+
     /// Records a line that is not a command run through [`Steps::run`] (a file written, a
     /// process started, a program attached).
     pub fn record(&mut self, line: String) {
@@ -102,6 +125,22 @@ impl Steps {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_program_names_its_package_before_anything_runs() {
+        let steps = Steps::new("demo");
+        let error = steps
+            .require("wirespeed-no-such-program", "some-package")
+            .unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.contains("DuT demo: find wirespeed-no-such-program failed")
+                && text.contains("install the Debian package some-package"),
+            "{text}"
+        );
+        assert!(steps.log().is_empty());
+        steps.require("sh", "dash").unwrap();
+    }
 
     #[test]
     fn a_failed_step_keeps_the_earlier_undos_and_names_itself() {

@@ -22,6 +22,7 @@ use crate::rfc2544::{
 use crate::stats::{LatencySummary, SequenceCounts};
 use crate::trial::CounterCheck;
 
+pub mod compare;
 pub mod csv;
 pub mod html;
 pub mod json;

@@ -1,4 +1,5 @@
-//! `wirespeed bench forwarding` (and `wirespeed bench rfc2544`, in [`super::rfc2544`]): wirespeed and its peers side by side in one lab, one DuT core,
+//! `wirespeed bench forwarding` (and `wirespeed bench rfc2544`, in [`super::rfc2544`], and
+//! `wirespeed bench compare`, in [`super::compare`]): wirespeed and its peers side by side in one lab, one DuT core,
 //! 64-byte frames, with the same placement of every thread for every DuT.
 //!
 //! ```sh
@@ -24,7 +25,8 @@ use wirespeed_tester::bench::{
     CEILING, ForwardingConfig, Limit, Summary, TrialRecord, run_forwarding, summarize,
 };
 use wirespeed_tester::dut::{
-    Dut, LinuxBridge, LinuxRouter, WirespeedBackend, WirespeedDut, Wiring, XdpRedirectDut,
+    Dut, LinuxBridge, LinuxRouter, LinuxRouterNft, OvsAction, OvsDut, WirespeedBackend,
+    WirespeedDut, Wiring, XdpRedirectDut,
 };
 
 #[derive(Args)]
@@ -39,6 +41,8 @@ enum BenchCommand {
     Forwarding(ForwardingArgs),
     /// RFC 2544 throughput and latency of one DuT, calibrated, with a full report.
     Rfc2544(super::rfc2544::Rfc2544Args),
+    /// The RFC 2544 throughput search on several DuTs side by side, repeats interleaved.
+    Compare(super::compare::CompareArgs),
 }
 
 #[derive(Args)]
@@ -83,23 +87,28 @@ struct ForwardingArgs {
     keep_priorities: bool,
 }
 
-/// The DuT names `--duts` accepts.
-pub const DUT_NAMES: [&str; 5] = [
+/// The DuT names `--duts` accepts (`linux-router-nft:N` gives the firewall N rules).
+pub const DUT_NAMES: [&str; 9] = [
     "wirespeed-afxdp",
     "wirespeed-afpacket",
     "linux-bridge",
     "linux-router",
+    "linux-router-nft",
     "xdp-redirect",
+    "ovs",
+    "ovs-normal",
+    "ovs-afpacket",
 ];
 
 pub fn run(args: BenchArgs) -> Result<()> {
     match args.what {
         BenchCommand::Forwarding(args) => forwarding(args),
         BenchCommand::Rfc2544(args) => super::rfc2544::run(args),
+        BenchCommand::Compare(args) => super::compare::run(args),
     }
 }
 
-/// The driver for the DuT called `name` (one of [`DUT_NAMES`]).
+/// The driver for the DuT called `name` (one of [`DUT_NAMES`], or `linux-router-nft:N`).
 pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn Dut>> {
     Ok(match name {
         "wirespeed-afxdp" => Box::new(WirespeedDut::new(
@@ -115,6 +124,23 @@ pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn 
         "linux-bridge" => Box::new(LinuxBridge::new()),
         "linux-router" => Box::new(LinuxRouter::new()),
         "xdp-redirect" => Box::new(XdpRedirectDut::new()),
+        "linux-router-nft" => Box::new(LinuxRouterNft::new(LinuxRouterNft::DEFAULT_RULES)),
+        "ovs" => Box::new(OvsDut::new(OvsAction::Output, core)),
+        "ovs-normal" => Box::new(OvsDut::new(OvsAction::Normal, core)),
+        "ovs-afpacket" => Box::new(OvsDut::afpacket(core)),
+        other if other.starts_with("linux-router-nft:") => {
+            let rules = other
+                .strip_prefix("linux-router-nft:")
+                .and_then(|n| n.parse::<u32>().ok())
+                .filter(|&n| n <= LinuxRouterNft::MAX_RULES)
+                .with_context(|| {
+                    format!(
+                        "{other:?}: give the rule count as linux-router-nft:N with N at most {}",
+                        LinuxRouterNft::MAX_RULES
+                    )
+                })?;
+            Box::new(LinuxRouterNft::new(rules))
+        }
         other => bail!(
             "unknown DuT {other:?}; choose from {}",
             DUT_NAMES.join(", ")
@@ -185,6 +211,11 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         done += 1;
         eprintln!("[{done}/{total}] {}", trial_line(record));
     });
+    let descriptions: Vec<(String, String)> = duts
+        .iter()
+        .map(|d| (d.name(), d.description()))
+        .filter(|(name, description)| name != description)
+        .collect();
     let outputs: Vec<(String, String)> = duts
         .iter()
         .filter_map(|d| d.output().map(|o| (d.name(), o.to_string())))
@@ -205,6 +236,7 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         command_line: &command_line,
         lab_commands: &lab_commands,
         outputs: &outputs,
+        descriptions: &descriptions,
     };
     println!("{}", report(&results));
     if interrupted {
@@ -293,6 +325,8 @@ struct Results<'a> {
     lab_commands: &'a [String],
     /// What each program DuT printed in its last trial.
     outputs: &'a [(String, String)],
+    /// What each DuT was, where its name does not say it all (port types, rule counts).
+    descriptions: &'a [(String, String)],
 }
 
 fn report(results: &Results) -> String {
@@ -386,6 +420,12 @@ fn report(results: &Results) -> String {
         );
         for line in ratios {
             let _ = writeln!(out, "- {line}");
+        }
+    }
+    if !results.descriptions.is_empty() {
+        let _ = writeln!(out, "\nDuTs as run:");
+        for (name, description) in results.descriptions {
+            let _ = writeln!(out, "- {name}: {description}");
         }
     }
     let _ = writeln!(out, "\nPlacement as read back (first trial of each DuT):");
@@ -489,6 +529,7 @@ fn json(results: &Results) -> String {
         command_line,
         lab_commands,
         outputs,
+        descriptions,
     } = *results;
     let mut out = String::from("{\n  \"schema\": \"wirespeed.bench.forwarding/1\",\n");
     let _ = writeln!(out, "  \"command\": {},", string(command_line));
@@ -581,7 +622,13 @@ fn json(results: &Results) -> String {
         })
         .collect();
     out.push_str(&items.join(",\n"));
-    out.push_str("\n  ],\n  \"outputs\": {");
+    out.push_str("\n  ],\n  \"descriptions\": {");
+    let items: Vec<String> = descriptions
+        .iter()
+        .map(|(name, text)| format!("{}: {}", string(name), string(text)))
+        .collect();
+    out.push_str(&items.join(", "));
+    out.push_str("},\n  \"outputs\": {");
     let items: Vec<String> = outputs
         .iter()
         .map(|(name, text)| format!("{}: {}", string(name), string(text)))

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod build;
+pub mod compare;
 pub mod ctl;
 pub mod demo;
 pub mod generate;

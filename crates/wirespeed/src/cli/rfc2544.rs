@@ -34,8 +34,8 @@ use super::bench::dut;
 
 #[derive(Args)]
 pub struct Rfc2544Args {
-    /// The device under test: wirespeed-afxdp, wirespeed-afpacket, linux-bridge, linux-router
-    /// or xdp-redirect.
+    /// The device under test: wirespeed-afxdp, wirespeed-afpacket, linux-bridge, linux-router,
+    /// linux-router-nft[:N], ovs, ovs-normal, ovs-afpacket or xdp-redirect.
     #[arg(long, default_value = "wirespeed-afxdp")]
     dut: String,
     /// Frame sizes with FCS, bytes.
@@ -247,7 +247,7 @@ impl Rfc2544Args {
 }
 
 /// `2%` or `10000`.
-fn parse_resolution(text: &str) -> Result<Resolution> {
+pub(super) fn parse_resolution(text: &str) -> Result<Resolution> {
     let text = text.trim();
     if let Some(percent) = text.strip_suffix('%') {
         let value: f64 = percent
@@ -340,7 +340,7 @@ fn clock(seconds: u64) -> String {
 }
 
 /// What only the command knows: when, the command line, versions, the machine.
-fn setup(config_text: &str, dut_name: &str) -> Setup {
+pub(super) fn setup(config_text: &str, dut_name: &str) -> Setup {
     let output = |program: &str, args: &[&str]| {
         wirespeed_lab::run(program, args)
             .map(|s| s.trim().to_string())

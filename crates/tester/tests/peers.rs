@@ -1,0 +1,287 @@
+//! The peer DuT drivers end to end in a lab: the Linux router behind an nftables chain and Open
+//! vSwitch each forward probe frames from `t0` to `t1` exactly as their drivers predict, are torn
+//! down, and leave nothing behind (no table, no daemon, no pidfile, no run directory, no XDP
+//! program, no namespace) — also after a setup that failed halfway.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use wirespeed_lab::{Testbed, TestbedConfig, run};
+use wirespeed_tester::bench::placement::check_threads;
+use wirespeed_tester::dut::probe::verify;
+use wirespeed_tester::dut::{Dut, DutError, LinuxRouterNft, OvsAction, OvsDut, Wiring};
+
+/// Whether the lab works and `program` is installed; prints why not and returns false (panics
+/// under CI, which installs everything with scripts/setup-debian.sh).
+fn ready(program: &str) -> bool {
+    if !wirespeed_lab::available_for_test() {
+        return false;
+    }
+    let installed = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+        .iter()
+        .any(|dir| std::path::Path::new(dir).join(program).is_file());
+    if !installed {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{program} is missing; CI runs scripts/setup-debian.sh first"
+        );
+        eprintln!("skipped: {program} is not installed (run scripts/setup-debian.sh)");
+    }
+    installed
+}
+
+fn lab(prefix: &str) -> Testbed {
+    let _ = wirespeed_lab::down(prefix);
+    Testbed::up(&TestbedConfig {
+        prefix: prefix.into(),
+        pairs: 2,
+        queues: 1,
+        calibration: false,
+    })
+    .expect("lab up")
+}
+
+fn assert_lab_gone(prefix: &str) {
+    let left = wirespeed_lab::list().unwrap();
+    assert!(
+        !left.iter().any(|ns| ns.starts_with(prefix)),
+        "left behind: {left:?}"
+    );
+}
+
+fn nft_tables(wiring: &Wiring) -> String {
+    run(
+        "ip",
+        &["netns", "exec", &wiring.dut_ns, "nft", "list", "tables"],
+    )
+    .unwrap()
+}
+
+fn ip_forward(wiring: &Wiring) -> String {
+    run(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            &wiring.dut_ns,
+            "sysctl",
+            "-n",
+            "net.ipv4.ip_forward",
+        ],
+    )
+    .unwrap()
+    .trim()
+    .to_string()
+}
+
+#[test]
+fn linux_router_nft_forwards_through_every_rule_and_removes_its_table() {
+    if !ready("nft") {
+        return;
+    }
+    let lab = lab("wspnt");
+    let wiring = Wiring::of(&lab).unwrap();
+    let mut router = LinuxRouterNft::new(10_000);
+    router.setup(&wiring).unwrap();
+    let chain = run(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            &wiring.dut_ns,
+            "nft",
+            "list",
+            "chain",
+            "inet",
+            "wirespeed",
+            "forward",
+        ],
+    )
+    .unwrap();
+    assert_eq!(chain.matches("ip saddr 100.").count(), 10_000);
+    assert_eq!(
+        verify(&mut router, &wiring, 20, Duration::from_secs(5)).unwrap(),
+        20
+    );
+    // The chain's policy is drop: the frames arrived because they reached the final accept.
+    let chain = run(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            &wiring.dut_ns,
+            "nft",
+            "list",
+            "chain",
+            "inet",
+            "wirespeed",
+            "forward",
+        ],
+    )
+    .unwrap();
+    let accepted: u64 = chain
+        .split("counter packets ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(accepted >= 21, "{accepted} frames accepted");
+    assert!(router.description().contains("10000 non-matching rules"));
+    router.teardown().unwrap();
+    assert_eq!(nft_tables(&wiring).trim(), "");
+    assert_eq!(ip_forward(&wiring), "0");
+    let routes = run("ip", &["-n", &wiring.dut_ns, "route", "show"]).unwrap();
+    assert!(!routes.contains("198.19.0.0/16"), "{routes}");
+    let file = router
+        .commands()
+        .iter()
+        .find_map(|c| c.strip_prefix("cat > "))
+        .and_then(|c| c.split_whitespace().next())
+        .map(PathBuf::from)
+        .unwrap();
+    assert!(!file.exists(), "{} is left", file.display());
+    drop(lab);
+    assert_lab_gone("wspnt");
+}
+
+#[test]
+fn linux_router_nft_that_fails_halfway_removes_its_table() {
+    if !ready("nft") {
+        return;
+    }
+    let lab = lab("wspnf");
+    let mut wiring = Wiring::of(&lab).unwrap();
+    wiring.egress.dut_if = "wstnone9".into();
+    let mut router = LinuxRouterNft::new(50);
+    let error = router.setup(&wiring).unwrap_err();
+    assert!(matches!(error, DutError::Step { .. }), "{error}");
+    assert!(error.to_string().contains("linux-router-nft:50"), "{error}");
+    assert!(nft_tables(&wiring).contains("wirespeed"), "loaded before");
+    drop(router);
+    assert_eq!(nft_tables(&wiring).trim(), "");
+    assert_eq!(ip_forward(&wiring), "0");
+    drop(lab);
+    assert_lab_gone("wspnf");
+}
+
+/// Everything an OvS driver could leave behind, as a list of findings (empty when clean).
+fn ovs_leftovers(wiring: &Wiring, pid: Option<u32>, dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    if let Some(pid) = pid {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let zombie_or_gone = stat
+            .rsplit_once(')')
+            .and_then(|(_, after)| after.split_whitespace().next())
+            .is_none_or(|state| state == "Z");
+        if !zombie_or_gone {
+            found.push(format!("ovs-vswitchd pid {pid} still runs"));
+        }
+    }
+    if dir.exists() {
+        found.push(format!("{} exists", dir.display()));
+    }
+    let links = run("ip", &["-n", &wiring.dut_ns, "-br", "link"]).unwrap();
+    for line in links.lines() {
+        let name = line.split_whitespace().next().unwrap_or_default();
+        let expected = name == "lo" || name.contains("-d0") || name.contains("-d1");
+        if !expected {
+            found.push(format!("link {name}"));
+        }
+    }
+    let details = run("ip", &["-n", &wiring.dut_ns, "link", "show"]).unwrap();
+    if details.contains("prog/xdp") {
+        found.push(format!("an XDP program: {details}"));
+    }
+    found
+}
+
+#[test]
+fn ovs_forwards_with_its_own_daemons_on_the_dut_core_and_stops_them() {
+    if !ready("ovs-vswitchd") {
+        return;
+    }
+    let lab = lab("wspov");
+    let wiring = Wiring::of(&lab).unwrap();
+    let mut ovs = OvsDut::new(OvsAction::Output, 1);
+    ovs.setup(&wiring).unwrap();
+    let dir = ovs.run_dir().unwrap().to_path_buf();
+    assert!(dir.join("ovs-vswitchd.pid").exists());
+    assert!(dir.join("ovsdb-server.pid").exists());
+    let pid = ovs.pid().unwrap();
+    let description = ovs.description();
+    assert!(
+        description.contains("type=afxdp") || description.contains("AF_PACKET"),
+        "{description}"
+    );
+    assert_eq!(
+        verify(&mut ovs, &wiring, 20, Duration::from_secs(8)).unwrap(),
+        20
+    );
+    let placed = check_threads(pid, ovs.worker_prefix(), 1).unwrap();
+    assert!(placed.iter().all(|p| p.cpus == "1"), "{placed:?}");
+    assert!(
+        ovs.commands()
+            .iter()
+            .any(|c| c.contains("taskset -c 1 ovs-vswitchd"))
+    );
+    ovs.teardown().unwrap();
+    let left = ovs_leftovers(&wiring, Some(pid), &dir);
+    assert!(left.is_empty(), "{left:?}");
+    assert!(ovs.commands().iter().any(|c| c.starts_with("kill -TERM")));
+    drop(lab);
+    assert_lab_gone("wspov");
+}
+
+#[test]
+fn ovs_that_fails_halfway_stops_its_daemons_and_names_the_step() {
+    if !ready("ovs-vswitchd") {
+        return;
+    }
+    let lab = lab("wspof");
+    let mut wiring = Wiring::of(&lab).unwrap();
+    wiring.egress.dut_if = "wstnone9".into();
+    let mut ovs = OvsDut::new(OvsAction::Normal, 1);
+    let error = ovs.setup(&wiring).unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("ovs-normal") && text.contains("wstnone9"),
+        "{text}"
+    );
+    let pid = ovs.pid();
+    assert!(
+        pid.is_some(),
+        "the daemons were running when the step failed"
+    );
+    let dir = ovs.run_dir().unwrap().to_path_buf();
+    drop(ovs);
+    let left = ovs_leftovers(&wiring, pid, &dir);
+    assert!(left.is_empty(), "{left:?}");
+    drop(lab);
+    assert_lab_gone("wspof");
+}
+
+#[test]
+fn ovs_with_afpacket_ports_forwards_and_says_so() {
+    if !ready("ovs-vswitchd") {
+        return;
+    }
+    let lab = lab("wspoa");
+    let wiring = Wiring::of(&lab).unwrap();
+    let mut ovs = OvsDut::afpacket(1);
+    ovs.setup(&wiring).unwrap();
+    assert_eq!(ovs.port_type(), Some("system"));
+    assert!(ovs.description().contains("AF_PACKET, asked for"));
+    let dir = ovs.run_dir().unwrap().to_path_buf();
+    let pid = ovs.pid();
+    assert_eq!(
+        verify(&mut ovs, &wiring, 20, Duration::from_secs(8)).unwrap(),
+        20
+    );
+    let placed = check_threads(pid.unwrap(), ovs.worker_prefix(), 1).unwrap();
+    assert!(placed.iter().any(|p| p.thread.starts_with("ovs-vswitchd")));
+    ovs.teardown().unwrap();
+    let left = ovs_leftovers(&wiring, pid, &dir);
+    assert!(left.is_empty(), "{left:?}");
+    drop(lab);
+    assert_lab_gone("wspoa");
+}

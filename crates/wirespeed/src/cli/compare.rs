@@ -1,0 +1,315 @@
+//! `wirespeed bench compare`: the same RFC 2544 throughput search, and latency at the NDR, on
+//! several DuTs one after another in one lab and one run, repeats interleaved (A B C A B C ...),
+//! written as one side-by-side report.
+//!
+//! ```sh
+//! wirespeed bench compare --duts linux-bridge,linux-router,linux-router-nft,ovs,wirespeed-afxdp \
+//!     --frame-sizes 64 --flows 1,random --repeats 3 --trial-seconds 1 --out reports/compare
+//! ```
+//!
+//! Each (repeat, flow count, DuT) is one run of [`wirespeed_tester::suite`], the code behind
+//! `bench rfc2544`: calibration on the lab's looped-back pair, DuT setup, probe, placement,
+//! search, latency at the NDR, teardown. Interleaving spreads a slow drift of a shared machine
+//! over every DuT instead of biasing the one measured last. A DuT that cannot be set up (its
+//! package missing, a step failing) or forwards nothing is torn down and recorded with the
+//! reason, and the run moves on to the next DuT. Ctrl-C ends the running trial, takes the DuT
+//! and the lab down, and still writes the partial report. Output: compare.json and
+//! compare.html in `--out`, the table on stdout, progress on stderr.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use wirespeed_lab::{Testbed, TestbedConfig};
+use wirespeed_tester::bench::placement::Plan;
+use wirespeed_tester::dut::Dut;
+use wirespeed_tester::generator::pacing::Pattern;
+use wirespeed_tester::report::compare::{
+    CompareRun, ComparedDut, Comparison, summary_table, to_html, to_json,
+};
+use wirespeed_tester::suite::{Progress, SearchKind, SuiteConfig};
+
+use super::bench::dut;
+use super::rfc2544::{parse_resolution, setup};
+
+/// Flows that `--flows random` stands for.
+pub const RANDOM_FLOWS: u32 = 4096;
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// DuTs to compare, in this order within each repeat (`linux-router-nft:N` for N rules).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "linux-bridge,linux-router,linux-router-nft,ovs,wirespeed-afxdp,wirespeed-afpacket"
+    )]
+    duts: Vec<String>,
+    /// Frame sizes with FCS, bytes.
+    #[arg(long, value_delimiter = ',', default_value = "64")]
+    frame_sizes: Vec<u16>,
+    /// Flow counts: a number of UDP source ports, or `random` for 4096 of them.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    flows: Vec<String>,
+    /// Runs of every DuT, interleaved (the median and the spread are reported).
+    #[arg(long, default_value_t = 3)]
+    repeats: u32,
+    /// Seconds per search trial.
+    #[arg(long, default_value_t = 1.0)]
+    trial_seconds: f64,
+    /// Seconds per calibration trial (each run calibrates the tester first).
+    #[arg(long, default_value_t = 0.5)]
+    calibration_seconds: f64,
+    /// Search resolution: frames/s, or a percentage of the starting rate (`5%`).
+    #[arg(long, default_value = "5%")]
+    resolution: String,
+    /// Largest loss ratio that still counts as no drop (0 for RFC 2544).
+    #[arg(long, default_value_t = 0.0)]
+    loss_tolerance: f64,
+    /// Directory for compare.json and compare.html.
+    #[arg(long, default_value = "reports/compare")]
+    out: PathBuf,
+    /// Name prefix of the lab (at most 6 characters).
+    #[arg(long, default_value = "wsc")]
+    prefix: String,
+    /// Core of the generator thread.
+    #[arg(long, default_value_t = 0)]
+    generator_cpu: usize,
+    /// Core of the DuT.
+    #[arg(long, default_value_t = 1)]
+    dut_cpu: usize,
+    /// Core of the tester's receive NAPI thread (default: the DuT core).
+    #[arg(long)]
+    receiver_cpu: Option<usize>,
+}
+
+/// `1,random` -> `[1, 4096]`.
+fn parse_flows(items: &[String]) -> Result<Vec<u32>> {
+    let flows = items
+        .iter()
+        .map(|item| match item.trim() {
+            "random" => Ok(RANDOM_FLOWS),
+            text => text
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=65_536).contains(n))
+                .with_context(|| format!("flows {text:?}: give a count in 1..=65536 or `random`")),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    anyhow::ensure!(!flows.is_empty(), "give at least one flow count");
+    Ok(flows)
+}
+
+impl CompareArgs {
+    fn suite(&self) -> Result<SuiteConfig> {
+        anyhow::ensure!(
+            self.trial_seconds > 0.0 && self.calibration_seconds > 0.0,
+            "trial lengths must be positive"
+        );
+        anyhow::ensure!(
+            (0.0..1.0).contains(&self.loss_tolerance),
+            "the loss tolerance is a ratio in 0..1 (0.005 for 0.5 %)"
+        );
+        anyhow::ensure!(!self.frame_sizes.is_empty(), "give at least one frame size");
+        anyhow::ensure!(self.repeats >= 1, "give at least one repeat");
+        anyhow::ensure!(!self.duts.is_empty(), "give at least one DuT");
+        Ok(SuiteConfig {
+            frame_sizes: self.frame_sizes.clone(),
+            search: SearchKind::Binary,
+            trial_seconds: self.trial_seconds,
+            calibration_seconds: self.calibration_seconds,
+            loss_tolerance: self.loss_tolerance,
+            resolution: parse_resolution(&self.resolution)?,
+            pattern: Pattern::Cbr,
+            flows: 1,
+            // Latency at the NDR only (the suite always measures it there).
+            latency_loads: Vec::new(),
+            repeats: 0,
+            plan: Plan {
+                generator_cpu: self.generator_cpu,
+                dut_cpu: self.dut_cpu,
+                receiver_cpu: self.receiver_cpu.unwrap_or(self.dut_cpu),
+                nice: None,
+            },
+            ..SuiteConfig::default()
+        })
+    }
+}
+
+pub fn run(args: CompareArgs) -> Result<()> {
+    let suite = args.suite()?;
+    let flows = parse_flows(&args.flows)?;
+    if let Some(reason) = wirespeed_lab::unavailable_reason() {
+        bail!("a comparison builds a lab, but {reason}");
+    }
+    if args.prefix.len() > 6 {
+        bail!(
+            "prefix {:?} is longer than 6 characters: NAPI thread names (napi/<prefix>-d0-<id>) \
+             must stay distinct within the kernel's 15 bytes",
+            args.prefix
+        );
+    }
+    let plan = suite.plan;
+    let cores = wirespeed_io::thread::available_cores();
+    if plan.generator_cpu.max(plan.dut_cpu).max(plan.receiver_cpu) >= cores {
+        bail!("this machine has {cores} core(s); the placement {plan:?} needs more");
+    }
+    let binary =
+        std::env::current_exe().context("finding this executable for the wirespeed DuTs")?;
+    let mut duts = args
+        .duts
+        .iter()
+        .map(|name| dut(name.trim(), &binary, plan.dut_cpu))
+        .collect::<Result<Vec<_>>>()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("installing the signal handler")?;
+    }
+    let config_text = format!("{suite:#?}\nflows: {flows:?}\nrepeats: {}", args.repeats);
+    let mut comparison = Comparison::new(
+        format!("RFC 2544 throughput, {} side by side", args.duts.join(", ")),
+        setup(&config_text, "compare"),
+    );
+    comparison.setup.traffic = format!(
+        "CBR, UDP/IPv4, flows {flows:?} (UDP source ports cycling frame by frame; `random` = \
+         {RANDOM_FLOWS} of them in round-robin order), {} repeat(s) interleaved",
+        args.repeats
+    );
+    if args.flows.iter().any(|f| f.trim() == "random") {
+        comparison.notes.push(format!(
+            "`--flows random` ran {RANDOM_FLOWS} flows whose UDP source ports cycle in order; the \
+             generator has no per-frame random field yet"
+        ));
+    }
+    let lab = Testbed::up(&TestbedConfig {
+        prefix: args.prefix.clone(),
+        pairs: 2,
+        queues: 1,
+        calibration: true,
+    })?;
+    let total = args.repeats as usize * flows.len() * duts.len();
+    let started = Instant::now();
+    let mut done = 0;
+    'runs: for repeat in 0..args.repeats {
+        for &flow_count in &flows {
+            for device in duts.iter_mut() {
+                if stop.load(Ordering::Relaxed) {
+                    break 'runs;
+                }
+                done += 1;
+                let run = compare_one(
+                    &lab,
+                    device.as_mut(),
+                    &suite,
+                    &config_text,
+                    flow_count,
+                    repeat,
+                    &stop,
+                    &format!("{done}/{total}"),
+                    started,
+                );
+                comparison.runs.push(run);
+            }
+        }
+    }
+    comparison.duts = duts
+        .iter()
+        .map(|d| ComparedDut {
+            name: d.name(),
+            description: d.description(),
+        })
+        .collect();
+    drop(duts);
+    lab.teardown().context("taking the lab down")?;
+    if stop.load(Ordering::Relaxed) {
+        comparison
+            .notes
+            .push("interrupted (Ctrl-C): the runs are incomplete".into());
+    }
+    println!("{}", summary_table(&comparison));
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    for (name, text) in [
+        ("compare.json", to_json(&comparison)),
+        ("compare.html", to_html(&comparison)),
+    ] {
+        let path = args.out.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// One suite run of `device` at `flows`, with progress lines naming it.
+#[allow(clippy::too_many_arguments)]
+fn compare_one(
+    lab: &Testbed,
+    device: &mut dyn Dut,
+    suite: &SuiteConfig,
+    config_text: &str,
+    flows: u32,
+    repeat: u32,
+    stop: &AtomicBool,
+    position: &str,
+    started: Instant,
+) -> CompareRun {
+    let name = device.name();
+    let head = format!(
+        "[run {position}, {} elapsed] {name}, {flows} flow(s), repeat {}",
+        clock(started.elapsed().as_secs()),
+        repeat + 1
+    );
+    eprintln!("{head}: starting");
+    let config = SuiteConfig {
+        flows,
+        ..suite.clone()
+    };
+    let mut progress = |p: &Progress| eprintln!("  [{}/~{}] {}", p.done, p.total, p.line);
+    let mut report = wirespeed_tester::suite::run(
+        lab,
+        device,
+        &config,
+        setup(config_text, &name),
+        stop,
+        &mut progress,
+    );
+    let description = device.description();
+    if description != name {
+        report.setup.dut.version = format!("{}; {description}", report.setup.dut.version);
+    }
+    let found: Vec<String> = report
+        .results
+        .iter()
+        .map(|r| match r.ndr() {
+            Some(ndr) => format!("{} B NDR {:.3} Mpps", r.frame_size, ndr / 1e6),
+            None => format!("{} B no NDR", r.frame_size),
+        })
+        .collect();
+    if found.is_empty() {
+        eprintln!("{head}: FAILED: {}", report.notes.join("; "));
+    } else {
+        eprintln!("{head}: {}", found.join(", "));
+    }
+    CompareRun::new(name, flows, repeat, report)
+}
+
+fn clock(seconds: u64) -> String {
+    format!("{}:{:02}", seconds / 60, seconds % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flows_are_counts_or_random() {
+        let items = |s: &str| s.split(',').map(String::from).collect::<Vec<_>>();
+        assert_eq!(parse_flows(&items("1,random,256")).unwrap(), [1, 4096, 256]);
+        assert!(parse_flows(&items("0")).is_err());
+        assert!(parse_flows(&items("many")).is_err());
+        assert!(parse_flows(&items("65537")).is_err());
+    }
+}

@@ -1,0 +1,91 @@
+//! `wirespeed bench compare` end to end in a lab: two cheap DuTs, two repeats of tiny trials.
+//! The runs are interleaved (A B A B), the report's side-by-side table has a row per DuT with
+//! an NDR from each repeat, the JSON reads back, the HTML has the table and the chart, and the
+//! lab is gone afterwards.
+
+use std::process::Command;
+
+use wirespeed_tester::report::compare::from_json;
+
+#[test]
+fn a_short_comparison_of_two_duts_has_both_rows_and_interleaved_runs() {
+    if !wirespeed_lab::available_for_test() {
+        return;
+    }
+    let prefix = "wspcmp";
+    let _ = wirespeed_lab::down(prefix);
+    let out = std::env::temp_dir().join(format!("wirespeed-compare-{}", std::process::id()));
+    let status = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args([
+            "bench",
+            "compare",
+            "--duts",
+            "linux-bridge,linux-router",
+            "--frame-sizes",
+            "64",
+            "--repeats",
+            "2",
+            "--trial-seconds",
+            "0.2",
+            "--calibration-seconds",
+            "0.2",
+            "--resolution",
+            "50%",
+            "--prefix",
+            prefix,
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&status.stdout);
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert!(status.status.success(), "{stdout}\n{stderr}");
+    let comparison =
+        from_json(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
+    let order: Vec<(&str, u32)> = comparison
+        .runs
+        .iter()
+        .map(|r| (r.dut.as_str(), r.repeat))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("linux-bridge", 0),
+            ("linux-router", 0),
+            ("linux-bridge", 1),
+            ("linux-router", 1)
+        ]
+    );
+    let rows = comparison.rows();
+    let names: Vec<&str> = rows.iter().map(|r| r.dut.as_str()).collect();
+    assert_eq!(names, ["linux-bridge", "linux-router"]);
+    for row in &rows {
+        assert_eq!((row.flows, row.frame_size, row.repeats), (1, 64, 2));
+        assert_eq!(row.ndrs.len(), 2, "an NDR from each repeat: {row:?}");
+        assert!(row.ndr_median.unwrap() > 0.0);
+        assert!(row.p50_ns.is_some(), "latency at the NDR: {row:?}");
+    }
+    for run in &comparison.runs {
+        assert!(
+            run.report
+                .setup
+                .dut
+                .commands
+                .iter()
+                .any(|c| c.contains(prefix)),
+            "each run records its DuT's commands"
+        );
+    }
+    let html = std::fs::read_to_string(out.join("compare.html")).unwrap();
+    assert!(html.contains("<td>linux-bridge</td>") && html.contains("<td>linux-router</td>"));
+    assert!(html.contains("<svg"));
+    assert!(stdout.contains("| linux-bridge | 1 | 64 B |"), "{stdout}");
+    assert!(stdout.contains("| linux-router | 1 | 64 B |"), "{stdout}");
+    let left = wirespeed_lab::list().unwrap();
+    assert!(
+        !left.iter().any(|ns| ns.starts_with(prefix)),
+        "left behind: {left:?}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
