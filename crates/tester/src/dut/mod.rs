@@ -20,6 +20,7 @@
 mod linux_bridge;
 mod linux_router;
 pub mod probe;
+pub mod routes;
 mod steps;
 mod wirespeed;
 mod xdp_redirect;
@@ -27,6 +28,7 @@ mod xdp_redirect;
 pub use linux_bridge::LinuxBridge;
 pub use linux_router::LinuxRouter;
 pub use steps::Steps;
+pub use wirespeed::{SwitchCounters, WirespeedOptions};
 pub use wirespeed::{WirespeedBackend, WirespeedDut};
 pub use xdp_redirect::XdpRedirectDut;
 
