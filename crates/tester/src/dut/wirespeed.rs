@@ -3,7 +3,7 @@
 //!
 //! [`WirespeedOptions`] change what the switch runs for the sweeps: its batch size, the emulated
 //! per-packet task (seed 001), or the router app with a routing table. The router gets `d0` and
-//! `d1`'s addresses, a static neighbour for `t1` and the route to the lab's destinations in its
+//! `d1`'s addresses, a static neighbour for `t1` and up to [`CONFIG_ROUTES`] routes in its
 //! configuration; a larger table is written as a route file and loaded through the control
 //! socket (`wirespeed ctl route load`) before the DuT is verified, the way an operator loads a
 //! full table. The same socket gives the worker's per-stage cycle counters
@@ -25,6 +25,10 @@ use wirespeed_packet::wire::EthernetAddress;
 use super::linux_router::routed;
 use super::routes::RouteTable;
 use super::{Dut, DutError, Steps, Wiring};
+
+/// Most routes written into the configuration file (about 50 bytes each, well under the file's
+/// 1 MiB limit); larger tables are loaded with `route load`.
+pub const CONFIG_ROUTES: usize = 10_000;
 
 /// What the switch runs besides its two ports; the default is the plain xconnect with the
 /// configuration file's defaults.
@@ -196,21 +200,28 @@ impl WirespeedDut {
         let mut text = String::new();
         if let Some(routes) = &self.options.routes {
             let gateway = wiring.egress.tester_ipv4;
-            let (first, len) = routes
-                .prefixes()
-                .first()
-                .copied()
-                .unwrap_or(super::routes::LAB_DESTINATIONS);
             text.push_str(&format!(
                 "[[router.interface]]\nport = \"p0\"\naddresses = [\"{}/24\"]\n\n\
                  [[router.interface]]\nport = \"p1\"\naddresses = [\"{}/24\"]\n\n\
-                 [[router.route]]\nprefix = \"{}/{len}\"\nvia = [\"{gateway}\"]\n\n\
                  [[router.neighbour]]\nport = \"p1\"\naddress = \"{gateway}\"\nmac = \"{}\"\n",
                 wiring.ingress.dut_ipv4,
                 wiring.egress.dut_ipv4,
-                std::net::Ipv4Addr::from(first),
                 EthernetAddress(wiring.egress.tester_mac)
             ));
+            // A table that fits the configuration file goes in it; a larger one is loaded
+            // through the control socket once the switch runs (see `load_routes`), with the
+            // lab's destinations configured meanwhile so that the switch starts as a router.
+            let configured = if routes.len() <= CONFIG_ROUTES {
+                routes.prefixes()
+            } else {
+                routes.prefixes().get(..1).unwrap_or_default()
+            };
+            for &(address, len) in configured {
+                text.push_str(&format!(
+                    "\n[[router.route]]\nprefix = \"{}/{len}\"\nvia = [\"{gateway}\"]\n",
+                    std::net::Ipv4Addr::from(address)
+                ));
+            }
         } else {
             text.push_str("[xconnect]\npairs = [[\"p0\", \"p1\"]]\n");
         }
@@ -230,7 +241,7 @@ impl WirespeedDut {
             return Ok(());
         };
         self.wait_for_socket(Duration::from_secs(10))?;
-        if routes.len() <= 1 {
+        if routes.len() <= CONFIG_ROUTES {
             return Ok(());
         }
         let path = std::env::temp_dir().join(format!("{stem}.routes"));

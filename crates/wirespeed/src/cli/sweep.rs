@@ -116,7 +116,7 @@ pub struct ModelArgs {
     )]
     walk: Vec<String>,
     /// Name prefix of the lab (at most 6 characters).
-    #[arg(long, default_value = "wsmod")]
+    #[arg(long, default_value = "wsmdl")]
     prefix: String,
     #[command(flatten)]
     common: SweepCommon,
@@ -137,7 +137,7 @@ pub struct BatchArgs {
     #[arg(long, default_value_t = 2.0)]
     latency_seconds: f64,
     /// Name prefix of the lab (at most 6 characters).
-    #[arg(long, default_value = "wsbat")]
+    #[arg(long, default_value = "wszb")]
     prefix: String,
     #[command(flatten)]
     common: SweepCommon,
