@@ -82,6 +82,8 @@ pub struct PointRecord {
     pub placement: Vec<Placed>,
     /// Commands the point ran (DuT setup and teardown, placement).
     pub commands: Vec<String>,
+    /// What a program DuT printed (its final counters and drop reasons).
+    pub output: Option<String>,
 }
 
 impl PointRecord {
@@ -134,6 +136,7 @@ pub fn point<D: AsDut + ?Sized>(
         outcome: outcome.and_then(|m| torn.map(|()| m)),
         placement,
         commands: all,
+        output: dut.output().map(str::to_string),
     }
 }
 

@@ -479,3 +479,46 @@ impl Drop for WirespeedDut {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_read_from_the_total_column_of_show_counters() {
+        let reply = r#"{"ok":true,"result":{"columns":["counter","worker 0","worker 1","total"],"rows":[["rx_packets","10","20","30"],["tx_packets","9","19","28"],["dropped","1","1","2"],["cycles.rx","100","200","300"],["cycles.process","5","5","10"],["cycles.tx","7","8","15"],["cycles.idle","1000","0","1000"]]}}"#;
+        let counters = SwitchCounters::parse(reply).unwrap();
+        assert_eq!(
+            counters,
+            SwitchCounters {
+                rx_packets: 30,
+                tx_packets: 28,
+                cycles_rx: 300,
+                cycles_process: 10,
+                cycles_tx: 15,
+                cycles_idle: 1000,
+            }
+        );
+        let earlier = SwitchCounters {
+            rx_packets: 10,
+            cycles_idle: 2000,
+            ..SwitchCounters::default()
+        };
+        let since = counters.since(&earlier);
+        assert_eq!((since.rx_packets, since.cycles_idle), (20, 0));
+        // An error reply, a missing counter or a number that is not one give nothing.
+        assert_eq!(
+            SwitchCounters::parse(r#"{"ok":false,"error":"x","fix":"y"}"#),
+            None
+        );
+        assert_eq!(
+            SwitchCounters::parse(&reply.replace(r#"["cycles.idle","1000","0","1000"]"#, "[]")),
+            None
+        );
+        assert_eq!(
+            SwitchCounters::parse(&reply.replace("\"28\"", "\"-\"")),
+            None
+        );
+        assert_eq!(SwitchCounters::parse("not json"), None);
+    }
+}

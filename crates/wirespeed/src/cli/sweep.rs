@@ -355,6 +355,14 @@ fn header(schema: &str, session: &Session, lab_commands: &[String]) -> Value {
     })
 }
 
+/// The last 40 lines of what a program DuT printed (its final counters and drop reasons), kept
+/// with the point so that a loss can be read back.
+fn output_tail(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().collect();
+    let start = lines.len().saturating_sub(40);
+    lines.get(start..).unwrap_or_default().join("\n")
+}
+
 /// A point as JSON.
 fn point_json(record: &PointRecord) -> Value {
     let mut value = json!({
@@ -362,6 +370,7 @@ fn point_json(record: &PointRecord) -> Value {
         "value": record.value,
         "placement": record.placement.iter().map(|p| format!("{} on CPU {}", p.thread, p.cpus)).collect::<Vec<_>>(),
         "commands": record.commands,
+        "output": record.output.as_deref().map(output_tail),
     });
     match &record.outcome {
         Ok(m) => {
@@ -1152,6 +1161,7 @@ mod tests {
             }),
             placement: Vec::new(),
             commands: Vec::new(),
+            output: None,
         }
     }
 
