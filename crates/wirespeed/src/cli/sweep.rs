@@ -446,6 +446,15 @@ pub fn medians(records: &[PointRecord]) -> Vec<(String, f64, f64, usize)> {
         .collect()
 }
 
+/// Why the first failed run of (`dut`, `value`) failed.
+fn first_error<'a>(records: &'a [PointRecord], dut: &str, value: f64) -> Option<&'a str> {
+    records
+        .iter()
+        .filter(|r| r.dut == dut && r.value == value)
+        .find_map(|r| r.outcome.as_ref().err())
+        .map(String::as_str)
+}
+
 /// One line series per DuT from `medians`, with x mapped by `x`.
 fn series_by_dut(
     medians: &[(String, f64, f64, usize)],
@@ -561,7 +570,11 @@ pub fn fib(args: FibArgs) -> Result<()> {
     let mut table =
         String::from("| DuT | routes | median Mpps | runs |\n| --- | ---: | ---: | ---: |\n");
     for (dut, routes, pps, ok) in &medians {
-        table.push_str(&format!("| {dut} | {routes} | {:.3} | {ok} |\n", pps / 1e6));
+        let rate = match first_error(&records, dut, *routes) {
+            Some(error) if *ok == 0 => format!("failed: {}", error.replace('\n', " ")),
+            _ => format!("{:.3}", pps / 1e6),
+        };
+        table.push_str(&format!("| {dut} | {routes} | {rate} | {ok} |\n"));
     }
     println!("{table}");
     let mut result = header("wirespeed.bench.fib/1", &session, &lab_commands);
@@ -1008,7 +1021,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
     );
     let mut rows = Vec::new();
     let mut percentiles: [Vec<(f64, f64)>; 4] = Default::default();
-    for (_, size, pps, _) in &throughput {
+    for (dut, size, pps, ok) in &throughput {
         // The latency of the run whose blast was the median's (the first successful one if the
         // runs disagree).
         let latency = records
@@ -1041,10 +1054,13 @@ pub fn batch(args: BatchArgs) -> Result<()> {
                     }
                 }
             }
-            None => table.push_str(&format!(
-                "| {size} | {:.3} | - | - | - | - | - | - |\n",
-                pps / 1e6
-            )),
+            None => {
+                let rate = match first_error(&records, dut, *size) {
+                    Some(error) if *ok == 0 => format!("failed: {}", error.replace('\n', " ")),
+                    _ => format!("{:.3}", pps / 1e6),
+                };
+                table.push_str(&format!("| {size} | {rate} | - | - | - | - | - | - |\n"))
+            }
         }
         rows.push(json!({
             "batch": size,
