@@ -406,6 +406,16 @@ fn point_json(record: &PointRecord) -> Value {
     value
 }
 
+/// A point during which Ctrl-C arrived was cut short: its counts are not a result.
+fn settle(record: &mut PointRecord, session: &Session) {
+    if session.stopped() && record.outcome.is_ok() {
+        record.outcome = Err(format!(
+            "{}: interrupted before the point ended",
+            record.dut
+        ));
+    }
+}
+
 fn progress(done: usize, total: usize, record: &PointRecord, label: &str) {
     match &record.outcome {
         Ok(m) => eprintln!(
@@ -545,7 +555,7 @@ pub fn fib(args: FibArgs) -> Result<()> {
                 let template = session
                     .template(dut.as_ref())?
                     .with_destinations(destinations.clone())?;
-                let record = point(
+                let mut record = point(
                     dut.as_mut(),
                     table.len() as f64,
                     &session.wiring,
@@ -555,6 +565,7 @@ pub fn fib(args: FibArgs) -> Result<()> {
                     &session.stop,
                     &mut no_counters,
                 );
+                settle(&mut record, &session);
                 progress(
                     records.len() + 1,
                     total,
@@ -730,6 +741,7 @@ pub fn model(args: ModelArgs) -> Result<()> {
                     } else {
                         format!("{value} cyc")
                     };
+                    settle(&mut record, &session);
                     progress(done, total, &record, &label);
                     if walk {
                         curve.walk.push(record);
@@ -999,7 +1011,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
                         ..WirespeedOptions::default()
                     });
             let template = session.template(&dut)?;
-            let record = point(
+            let mut record = point(
                 &mut dut,
                 size as f64,
                 &session.wiring,
@@ -1009,6 +1021,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
                 &session.stop,
                 &mut |_: &WirespeedDut| None,
             );
+            settle(&mut record, &session);
             progress(records.len() + 1, total, &record, &format!("batch {size}"));
             records.push(record);
         }
@@ -1022,8 +1035,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
     let mut rows = Vec::new();
     let mut percentiles: [Vec<(f64, f64)>; 4] = Default::default();
     for (dut, size, pps, ok) in &throughput {
-        // The latency of the run whose blast was the median's (the first successful one if the
-        // runs disagree).
+        // The latency trial of the first successful run at this size.
         let latency = records
             .iter()
             .filter(|r| r.value == *size)
