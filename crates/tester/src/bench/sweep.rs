@@ -55,6 +55,9 @@ pub struct LatencyConfig {
 pub struct LatencyPoint {
     /// Offered rate, frames per second.
     pub rate: f64,
+    /// Frames offered (`rate × seconds`) and frames that came back.
+    pub sent: u64,
+    pub received: u64,
     /// Share of the offered frames that did not arrive.
     pub loss: f64,
     pub latency: LatencySummary,
@@ -215,6 +218,8 @@ fn latency_trial(
     };
     Ok(LatencyPoint {
         rate: latency.rate,
+        sent: outcome.sent,
+        received: outcome.received,
         loss,
         latency: lab.measurement.latency,
     })

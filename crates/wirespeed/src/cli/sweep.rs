@@ -386,6 +386,8 @@ fn point_json(record: &PointRecord) -> Value {
             if let Some(latency) = &m.latency {
                 value["latency"] = json!({
                     "rate": latency.rate,
+                    "sent": latency.sent,
+                    "received": latency.received,
                     "loss": latency.loss,
                     "summary": latency.latency,
                 });
@@ -878,6 +880,16 @@ pub fn model(args: ModelArgs) -> Result<()> {
                 });
             }
         }
+        if !walk_live.is_empty() {
+            access_series.push(Series {
+                name: format!("{} live process", curve.name),
+                points: walk_live
+                    .iter()
+                    .map(|(bytes, live)| (bytes.log2(), live.process))
+                    .collect(),
+                style: Style::Dashed,
+            });
+        }
         walk_series.extend(series_by_dut(&walk, f64::log2, 1e6));
     }
     println!("{report}");
@@ -910,7 +922,7 @@ pub fn model(args: ModelArgs) -> Result<()> {
         written.push(session.write_svg(
             "model-walk-cycles.svg",
             &Plot {
-                title: "Cycles per access of the random walk (from the model)".into(),
+                title: "Cycles per packet of the random walk (model; worker's accounting)".into(),
                 x_label: "working set, log2 bytes (14 = 16 KiB, 28 = 256 MiB)".into(),
                 y_label: "cycles".into(),
                 series: access_series,
