@@ -171,15 +171,28 @@ impl WirespeedDut {
                 "the switch is not running".into(),
             )
         })?;
-        let binary = self.binary.to_string_lossy().to_string();
-        let socket = socket.to_string_lossy().to_string();
-        let mut all = vec!["ctl", "--socket", socket.as_str()];
-        all.extend_from_slice(args);
-        wirespeed_lab::run(&binary, &all).map_err(|source| DutError::Step {
-            dut: self.name(),
-            step: format!("wirespeed ctl {}", args.join(" ")),
-            source,
-        })
+        let mut all = vec!["ctl".to_string(), "--socket".into()];
+        all.push(socket.to_string_lossy().to_string());
+        all.extend(args.iter().map(|a| a.to_string()));
+        let step = format!("wirespeed ctl {}", args.join(" "));
+        // No backtrace in the error a failed request prints: the message and the fix are the
+        // part a report needs.
+        let output = Command::new(&self.binary)
+            .args(&all)
+            .env("RUST_BACKTRACE", "0")
+            .env("RUST_LIB_BACKTRACE", "0")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|error| {
+                self.start_error(&step, format!("{}: {error}", self.binary.display()))
+            })?;
+        if !output.status.success() {
+            return Err(self.start_error(
+                &step,
+                String::from_utf8_lossy(&output.stderr).trim().to_string(),
+            ));
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).to_string())
     }
 
     /// Waits up to `timeout` for the control socket to answer `ping`.
