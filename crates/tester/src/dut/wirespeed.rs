@@ -274,7 +274,7 @@ impl WirespeedDut {
             .map(|s| s.to_string_lossy().to_string())
             .unwrap_or_default();
         self.steps.record(format!(
-            "{} ctl --socket {socket} route load {path_text}",
+            "{} ctl --socket {socket} --timeout 120 route load {path_text}",
             self.binary.display()
         ));
         self.ctl(&["--timeout", "120", "route", "load", &path_text])?;
