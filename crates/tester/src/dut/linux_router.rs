@@ -5,18 +5,10 @@
 //! needed (the tester's AF_XDP socket would swallow the requests). The tester's frames are
 //! addressed to `d0`'s MAC, as a host addresses its gateway; each leaves `d1` with `d1`'s MAC as
 //! source, `t1`'s as destination, the TTL one lower and the IPv4 header checksum updated.
-//!
-//! With a [`RouteTable`] ([`LinuxRouter::with_routes`], for the FIB-size sweep) every route of the
-//! table goes in with one `ip -batch` run (a million routes take seconds, not the hours one
-//! `ip route add` each would), tagged with protocol [`LINUX_PROTO`] so that one
-//! `ip route flush proto` takes them all out again.
 
 use wirespeed_packet::checksum;
 use wirespeed_packet::wire::EthernetAddress;
 
-use std::sync::Arc;
-
-use super::routes::{LINUX_PROTO, RouteTable};
 use super::{Dut, DutError, Steps, Wiring};
 
 /// The destination prefix the generator uses and the router routes.
@@ -26,7 +18,6 @@ pub const GENERATOR_PREFIX: &str = "198.19.0.0/16";
 #[derive(Debug)]
 pub struct LinuxRouter {
     steps: Steps,
-    routes: Option<Arc<RouteTable>>,
 }
 
 impl LinuxRouter {
@@ -35,54 +26,7 @@ impl LinuxRouter {
     pub fn new() -> Self {
         Self {
             steps: Steps::new(Self::NAME),
-            routes: None,
         }
-    }
-
-    /// The router with every route of `routes` (via `t1`) instead of the one to
-    /// [`GENERATOR_PREFIX`].
-    pub fn with_routes(mut self, routes: Arc<RouteTable>) -> Self {
-        self.routes = Some(routes);
-        self
-    }
-
-    /// Installs the table with `ip -batch`.
-    fn install(&mut self, wiring: &Wiring, routes: &RouteTable) -> Result<(), DutError> {
-        let ns = wiring.dut_ns.as_str();
-        let egress = wiring.egress.dut_if.as_str();
-        let path = std::env::temp_dir().join(format!(
-            "wirespeed-{}-linux-routes-{}.batch",
-            wiring.prefix(),
-            std::process::id()
-        ));
-        let path_text = path.to_string_lossy().to_string();
-        std::fs::write(&path, routes.ip_batch(wiring.egress.tester_ipv4, egress)).map_err(
-            |error| DutError::Start {
-                dut: self.name(),
-                step: "write the route batch".into(),
-                detail: format!("{path_text}: {error}"),
-            },
-        )?;
-        self.steps.record(format!(
-            "# {path_text}: {} lines `route add PREFIX via {} dev {egress} proto {LINUX_PROTO}`",
-            routes.len(),
-            wiring.egress.tester_ipv4
-        ));
-        self.steps.push_undo(&["rm", "-f", &path_text]);
-        // The flush goes on the stack first: a batch that fails halfway leaves routes behind.
-        let proto = LINUX_PROTO.to_string();
-        self.steps
-            .push_undo(&["ip", "-n", ns, "route", "flush", "proto", &proto]);
-        self.steps.run(
-            &format!(
-                "add {} routes via {}",
-                routes.len(),
-                wiring.egress.tester_ipv4
-            ),
-            &["ip", "-n", ns, "-batch", &path_text],
-            None,
-        )?;
-        Ok(())
     }
 }
 
@@ -147,9 +91,6 @@ impl Dut for LinuxRouter {
             ],
             Some(&["ip", "-n", ns, "neigh", "del", &next_hop, "dev", egress]),
         )?;
-        if let Some(routes) = self.routes.clone() {
-            return self.install(wiring, &routes);
-        }
         self.steps.run(
             &format!("route {GENERATOR_PREFIX} via {next_hop}"),
             &[

@@ -1,5 +1,6 @@
 //! A routing table for a router DuT: the lab's destination range plus generated prefixes, written
-//! out as wirespeed's route file or as an `ip -batch` script for the Linux router.
+//! out as wirespeed's route file or as an `ip -batch` script, and [`LinuxRouterFib`], the Linux
+//! router with such a table installed.
 //!
 //! The FIB-size sweep (seed 002 Figure 4) installs 1 to a million routes in a router DuT, all via
 //! the tester's `t1`, so that whatever the longest match is, the frame comes back to the tester.
@@ -8,10 +9,18 @@
 //! 198.18.0.0/15: a prefix inside the connected /24s of `d0` and `d1` would send the tester's own
 //! addresses (the gateway among them) elsewhere, and one equal to a connected prefix is refused
 //! by the kernel. The prefixes themselves come from the caller (the CLI draws them from the
-//! testkit's BGP-like mix), so this file stays a pure function of its input.
+//! testkit's BGP-like mix), so the table is a pure function of its input.
+//!
+//! [`LinuxRouterFib`] is [`LinuxRouter`] (which routes the lab's destinations itself) plus every
+//! other route of the table in one `ip -batch` run (a million routes take seconds, not the hours
+//! one `ip route add` each would), tagged with protocol [`LINUX_PROTO`] so that one
+//! `ip route flush proto` takes them all out again.
 
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+use super::{Dut, DutError, LinuxRouter, Steps, Wiring};
 
 /// The prefix the probe frames and one-destination templates go to: 198.19.0.0/16.
 pub const LAB_DESTINATIONS: (u32, u8) = (0xc613_0000, 16);
@@ -85,11 +94,11 @@ impl RouteTable {
         out
     }
 
-    /// An `ip -batch` script adding every route via `gateway` on `device` with protocol
-    /// [`LINUX_PROTO`].
+    /// An `ip -batch` script adding every route but [`LAB_DESTINATIONS`] (which
+    /// [`LinuxRouter`] routes itself) via `gateway` on `device` with protocol [`LINUX_PROTO`].
     pub fn ip_batch(&self, gateway: Ipv4Addr, device: &str) -> String {
         let mut out = String::with_capacity(self.prefixes.len() * 56);
-        for &(address, len) in &self.prefixes {
+        for &(address, len) in self.prefixes.iter().filter(|&&p| p != LAB_DESTINATIONS) {
             let _ = writeln!(
                 out,
                 "route add {}/{len} via {gateway} dev {device} proto {LINUX_PROTO}",
@@ -97,6 +106,110 @@ impl RouteTable {
             );
         }
         out
+    }
+}
+
+/// The Linux router with a [`RouteTable`]: [`LinuxRouter`]'s setup, then the rest of the table.
+#[derive(Debug)]
+pub struct LinuxRouterFib {
+    router: LinuxRouter,
+    routes: Arc<RouteTable>,
+    steps: Steps,
+    /// The router's commands, then this driver's.
+    log: Vec<String>,
+}
+
+impl LinuxRouterFib {
+    pub fn new(routes: Arc<RouteTable>) -> Self {
+        Self {
+            router: LinuxRouter::new(),
+            routes,
+            steps: Steps::new(LinuxRouter::NAME),
+            log: Vec::new(),
+        }
+    }
+
+    /// Installs every route of the table but the lab's destinations with `ip -batch`.
+    fn install(&mut self, wiring: &Wiring) -> Result<(), DutError> {
+        let ns = wiring.dut_ns.as_str();
+        let egress = wiring.egress.dut_if.as_str();
+        let gateway = wiring.egress.tester_ipv4;
+        let path = std::env::temp_dir().join(format!(
+            "wirespeed-{}-linux-routes-{}.batch",
+            wiring.prefix(),
+            std::process::id()
+        ));
+        let path_text = path.to_string_lossy().to_string();
+        std::fs::write(&path, self.routes.ip_batch(gateway, egress)).map_err(|error| {
+            DutError::Start {
+                dut: self.name(),
+                step: "write the route batch".into(),
+                detail: format!("{path_text}: {error}"),
+            }
+        })?;
+        self.steps.record(format!(
+            "# {path_text}: {} lines `route add PREFIX via {gateway} dev {egress} proto \
+             {LINUX_PROTO}`",
+            self.routes.len().saturating_sub(1)
+        ));
+        self.steps.push_undo(&["rm", "-f", &path_text]);
+        // The flush goes on the stack first: a batch that fails halfway leaves routes behind.
+        let proto = LINUX_PROTO.to_string();
+        self.steps
+            .push_undo(&["ip", "-n", ns, "route", "flush", "proto", &proto]);
+        self.steps.run(
+            &format!("add {} routes via {gateway}", self.routes.len()),
+            &["ip", "-n", ns, "-batch", &path_text],
+            None,
+        )?;
+        Ok(())
+    }
+
+    fn refresh_log(&mut self) {
+        self.log = self.router.commands().to_vec();
+        self.log.extend_from_slice(self.steps.log());
+    }
+}
+
+impl Dut for LinuxRouterFib {
+    fn name(&self) -> String {
+        self.router.name()
+    }
+
+    fn setup(&mut self, wiring: &Wiring) -> Result<(), DutError> {
+        let done = self
+            .router
+            .setup(wiring)
+            .and_then(|()| self.install(wiring));
+        self.refresh_log();
+        done
+    }
+
+    fn teardown(&mut self) -> Result<(), DutError> {
+        let mine = self.steps.undo_all();
+        let router = self.router.teardown();
+        self.refresh_log();
+        mine.and(router)
+    }
+
+    fn commands(&self) -> &[String] {
+        &self.log
+    }
+
+    fn destination_mac(&self, wiring: &Wiring) -> [u8; 6] {
+        self.router.destination_mac(wiring)
+    }
+
+    fn forwarded(&self, wiring: &Wiring, frame: &[u8]) -> Vec<u8> {
+        self.router.forwarded(wiring, frame)
+    }
+}
+
+impl Drop for LinuxRouterFib {
+    fn drop(&mut self) {
+        if let Err(error) = self.teardown() {
+            eprintln!("{error}");
+        }
     }
 }
 
@@ -131,10 +244,11 @@ mod tests {
             "198.19.0.0/16 via 198.18.1.1\n10.0.0.0/8 via 198.18.1.1\n\
              1.2.3.0/24 via 198.18.1.1\n11.0.0.0/8 via 198.18.1.1\n"
         );
+        // The Linux router routes the lab's destinations itself: the batch has the rest.
         let script = table.ip_batch(gateway, "lab-d1");
-        assert_eq!(script.lines().count(), 4);
+        assert_eq!(script.lines().count(), 3);
         assert_eq!(
-            script.lines().nth(2),
+            script.lines().nth(1),
             Some("route add 1.2.3.0/24 via 198.18.1.1 dev lab-d1 proto 250")
         );
         // One route is the lab's destinations alone; a short list gives what it has.

@@ -35,16 +35,16 @@ pub struct BenchArgs {
 
 #[derive(Subcommand)]
 enum BenchCommand {
-    /// Forwarding rate of wirespeed and its peers, side by side, on one DuT core.
-    Forwarding(ForwardingArgs),
-    /// RFC 2544 throughput and latency of one DuT, calibrated, with a full report.
-    Rfc2544(super::rfc2544::Rfc2544Args),
     /// Throughput of router DuTs vs routing-table size (seed 002 Figure 4).
     Fib(super::sweep::fib::FibArgs),
     /// Seed 001's cost model: throughput vs emulated work and working set, c_IO and c_busy.
     Model(super::sweep::model::ModelArgs),
     /// wirespeed's batch size vs throughput and latency percentiles.
     Batch(super::sweep::batch::BatchArgs),
+    /// Forwarding rate of wirespeed and its peers, side by side, on one DuT core.
+    Forwarding(ForwardingArgs),
+    /// RFC 2544 throughput and latency of one DuT, calibrated, with a full report.
+    Rfc2544(super::rfc2544::Rfc2544Args),
 }
 
 #[derive(Args)]
@@ -100,11 +100,11 @@ pub const DUT_NAMES: [&str; 5] = [
 
 pub fn run(args: BenchArgs) -> Result<()> {
     match args.what {
-        BenchCommand::Forwarding(args) => forwarding(args),
-        BenchCommand::Rfc2544(args) => super::rfc2544::run(args),
         BenchCommand::Fib(args) => super::sweep::fib::run(args),
         BenchCommand::Model(args) => super::sweep::model::run(args),
         BenchCommand::Batch(args) => super::sweep::batch::run(args),
+        BenchCommand::Forwarding(args) => forwarding(args),
+        BenchCommand::Rfc2544(args) => super::rfc2544::run(args),
     }
 }
 

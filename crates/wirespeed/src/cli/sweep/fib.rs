@@ -17,7 +17,7 @@ use anyhow::{Result, bail, ensure};
 use clap::Args;
 use serde_json::json;
 use wirespeed_tester::bench::sweep::point;
-use wirespeed_tester::dut::routes::RouteTable;
+use wirespeed_tester::dut::routes::{LinuxRouterFib, RouteTable};
 use wirespeed_tester::dut::{
     Dut, LinuxRouter, SwitchCounters, WirespeedBackend, WirespeedDut, WirespeedOptions,
 };
@@ -180,7 +180,7 @@ fn fib_dut(
         "wirespeed-router" | "wirespeed-router-afxdp" => wirespeed(WirespeedBackend::AfXdp),
         "wirespeed-router-afpacket" => wirespeed(WirespeedBackend::AfPacket),
         "linux-router" => match &routes {
-            Some(routes) => Box::new(LinuxRouter::new().with_routes(Arc::clone(routes))),
+            Some(routes) => Box::new(LinuxRouterFib::new(Arc::clone(routes))),
             None => Box::new(LinuxRouter::new()),
         },
         other => bail!(
