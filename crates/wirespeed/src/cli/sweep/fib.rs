@@ -10,6 +10,7 @@
 //! go to destinations spread over every installed route, so the lookups are as spread as the
 //! table. One table per size is drawn from one seed, so every DuT gets the same routes.
 
+use std::net::Ipv4Addr;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -22,6 +23,7 @@ use wirespeed_tester::dut::{
     Dut, LinuxRouter, SwitchCounters, WirespeedBackend, WirespeedDut, WirespeedOptions,
 };
 use wirespeed_tester::report::svg::Plot;
+use wirespeed_testkit::routes::{ipv4_destinations, ipv4_prefixes};
 
 use super::{
     Session, SweepCommon, finish, first_error, header, medians, parse_count, point_json, progress,
@@ -73,26 +75,34 @@ pub fn run(args: FibArgs) -> Result<()> {
     let largest = counts.iter().copied().max().unwrap_or(1);
     eprintln!("generating {largest} routes (seed {})", args.seed);
     // A few generated prefixes fall in the lab's range and are left out: draw a little more.
-    let generated =
-        wirespeed_testkit::routes::ipv4_prefixes(largest + largest / 50 + 64, args.seed);
+    let generated = ipv4_prefixes(largest + largest / 50 + 64, args.seed);
     let mut session = Session::open(&args.prefix, &args.common)?;
     let total = counts.len() * args.common.runs * args.duts.len();
-    let mut records = Vec::new();
-    let mut tables = Vec::new();
-    'sweep: for &count in &counts {
+    // Every table and its destinations first (the same for every DuT and run), then the
+    // points in interleaved order: run by run, each size, each DuT, so that a drift of a shared
+    // machine spreads over the sizes instead of bending the curve.
+    let mut prepared = Vec::with_capacity(counts.len());
+    for &count in &counts {
         let table = Arc::new(RouteTable::new(&generated, count));
-        let destinations: Vec<std::net::Ipv4Addr> = wirespeed_testkit::routes::ipv4_destinations(
+        let destinations: Vec<Ipv4Addr> = ipv4_destinations(
             table.prefixes(),
             table.len().clamp(1024, 1 << 20),
             args.seed ^ count as u64,
         )
         .into_iter()
-        .map(std::net::Ipv4Addr::from)
+        .map(Ipv4Addr::from)
         .collect();
-        tables.push(
-            json!({"asked": count, "routes": table.len(), "destinations": destinations.len()}),
-        );
-        for _ in 0..args.common.runs {
+        prepared.push((count, table, destinations));
+    }
+    let tables: Vec<_> = prepared
+        .iter()
+        .map(|(count, table, destinations)| {
+            json!({"asked": count, "routes": table.len(), "destinations": destinations.len()})
+        })
+        .collect();
+    let mut records = Vec::new();
+    'sweep: for _ in 0..args.common.runs {
+        for (_, table, destinations) in &prepared {
             for name in &args.duts {
                 if session.stopped() {
                     break 'sweep;
@@ -101,7 +111,7 @@ pub fn run(args: FibArgs) -> Result<()> {
                     name,
                     &session.binary,
                     session.config.plan.dut_cpu,
-                    Some(Arc::clone(&table)),
+                    Some(Arc::clone(table)),
                 )?;
                 let template = session
                     .template(dut.as_ref())?

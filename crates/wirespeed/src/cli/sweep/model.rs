@@ -21,7 +21,7 @@ use wirespeed_packet::cpu::tsc_hz;
 use wirespeed_tester::bench::median;
 use wirespeed_tester::bench::sweep::model::{ModelFit, fit};
 use wirespeed_tester::bench::sweep::{PointRecord, point};
-use wirespeed_tester::dut::{WirespeedDut, WirespeedOptions};
+use wirespeed_tester::dut::{WirespeedBackend, WirespeedDut, WirespeedOptions};
 use wirespeed_tester::report::svg::{Plot, Series, Style};
 
 use super::{
@@ -102,75 +102,86 @@ pub fn run(args: ModelArgs) -> Result<()> {
     let f_cpu = tsc_hz() as f64;
     let total = backends.len() * args.batch.len() * (spins.len() + walks.len()) * args.common.runs;
     let mut done = 0;
-    let mut curves = Vec::new();
-    let mut sample = |dut: &WirespeedDut| Some(dut.counters().map_err(|e| e.to_string()));
-    'sweep: for &backend in &backends {
+    let mut curves: Vec<(WirespeedBackend, usize, ModelCurve)> = Vec::new();
+    for &backend in &backends {
         for &batch in &args.batch {
-            let name = format!("{} batch {batch}", backend.config_name());
-            let mut curve = ModelCurve {
-                name: name.clone(),
-                spin: Vec::new(),
-                walk: Vec::new(),
-                fit: None,
-            };
+            curves.push((
+                backend,
+                batch,
+                ModelCurve {
+                    name: format!("{} batch {batch}", backend.config_name()),
+                    spin: Vec::new(),
+                    walk: Vec::new(),
+                    fit: None,
+                },
+            ));
+        }
+    }
+    let mut sample = |dut: &WirespeedDut| Some(dut.counters().map_err(|e| e.to_string()));
+    // Run by run, every curve and every point, so that a drift of a shared machine spreads
+    // over the whole sweep instead of bending one curve.
+    'sweep: for _ in 0..args.common.runs {
+        for (backend, batch, curve) in &mut curves {
             let points = spins
                 .iter()
                 .map(|&s| (false, s))
                 .chain(walks.iter().map(|&w| (true, w)));
             for (walk, value) in points {
-                for _ in 0..args.common.runs {
-                    if session.stopped() {
-                        curves.push(curve);
-                        break 'sweep;
-                    }
-                    let options = WirespeedOptions {
-                        batch: Some(batch),
-                        spin_cycles: if walk { 0 } else { value },
-                        walk_bytes: if walk { value } else { 0 },
-                        routes: None,
-                    };
-                    let mut dut = WirespeedDut::new(
-                        backend,
-                        session.binary.clone(),
-                        session.config.plan.dut_cpu,
-                    )
-                    .with_options(options);
-                    let template = session.template(&dut)?;
-                    let mut record = point(
-                        &mut dut,
-                        value as f64,
-                        &session.wiring,
-                        &session.config,
-                        &template,
-                        None,
-                        &session.stop,
-                        &mut sample,
-                    );
-                    record.dut = name.clone();
-                    done += 1;
-                    let label = if walk {
-                        bytes_label(value)
-                    } else {
-                        format!("{value} cyc")
-                    };
-                    settle(&mut record, &session);
-                    progress(done, total, &record, &label);
-                    if walk {
-                        curve.walk.push(record);
-                    } else {
-                        curve.spin.push(record);
-                    }
+                if session.stopped() {
+                    break 'sweep;
+                }
+                let options = WirespeedOptions {
+                    batch: Some(*batch),
+                    spin_cycles: if walk { 0 } else { value },
+                    walk_bytes: if walk { value } else { 0 },
+                    routes: None,
+                };
+                let mut dut = WirespeedDut::new(
+                    *backend,
+                    session.binary.clone(),
+                    session.config.plan.dut_cpu,
+                )
+                .with_options(options);
+                let template = session.template(&dut)?;
+                let mut record = point(
+                    &mut dut,
+                    value as f64,
+                    &session.wiring,
+                    &session.config,
+                    &template,
+                    None,
+                    &session.stop,
+                    &mut sample,
+                );
+                record.dut = curve.name.clone();
+                done += 1;
+                let label = if walk {
+                    bytes_label(value)
+                } else {
+                    format!("{value} cyc")
+                };
+                settle(&mut record, &session);
+                progress(done, total, &record, &label);
+                if walk {
+                    curve.walk.push(record);
+                } else {
+                    curve.spin.push(record);
                 }
             }
+        }
+    }
+    let curves: Vec<ModelCurve> = curves
+        .into_iter()
+        .map(|(_, _, mut curve)| {
             let measured: Vec<(f64, f64)> = medians(&curve.spin)
                 .iter()
                 .filter(|m| m.3 > 0)
                 .map(|m| (m.1, m.2))
                 .collect();
             curve.fit = fit(&measured, f_cpu);
-            curves.push(curve);
-        }
-    }
+            curve
+        })
+        .collect();
     let lab_commands = session.close()?;
     let mut result = header("wirespeed.bench.model/1", &session, &lab_commands);
     result["f_cpu"] = json!(f_cpu);
@@ -365,8 +376,12 @@ pub struct LiveCycles {
 
 /// The median live cycles per packet at each value of `records`.
 fn live_cycles(records: &[PointRecord]) -> Vec<(f64, LiveCycles)> {
-    let mut values: Vec<f64> = records.iter().map(|r| r.value).collect();
-    values.dedup();
+    let mut values: Vec<f64> = Vec::new();
+    for record in records {
+        if !values.contains(&record.value) {
+            values.push(record.value);
+        }
+    }
     values
         .into_iter()
         .filter_map(|value| {
@@ -408,6 +423,13 @@ mod tests {
 
     #[test]
     fn live_cycles_are_per_forwarded_packet() {
+        // Runs interleave the values; each value is one row.
+        let live = live_cycles(&[
+            record("a", 0.0, 1000),
+            record("a", 5.0, 1000),
+            record("a", 0.0, 3000),
+        ]);
+        assert_eq!(live.len(), 2);
         let live = live_cycles(&[record("a", 0.0, 1000), record("a", 0.0, 3000)]);
         assert_eq!(
             live,
