@@ -20,6 +20,7 @@
 //! it lost 1 % or more. Frames the tester's own RX socket dropped are counted apart.
 
 pub mod placement;
+pub mod sweep;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

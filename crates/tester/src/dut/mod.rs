@@ -25,6 +25,7 @@ mod linux_router;
 mod linux_router_nft;
 mod ovs;
 pub mod probe;
+pub mod routes;
 mod steps;
 mod wirespeed;
 mod xdp_redirect;
@@ -34,6 +35,7 @@ pub use linux_router::LinuxRouter;
 pub use linux_router_nft::LinuxRouterNft;
 pub use ovs::{OvsAction, OvsDut};
 pub use steps::Steps;
+pub use wirespeed::{SwitchCounters, WirespeedOptions};
 pub use wirespeed::{WirespeedBackend, WirespeedDut};
 pub use xdp_redirect::XdpRedirectDut;
 

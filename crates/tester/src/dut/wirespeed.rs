@@ -1,6 +1,14 @@
 //! wirespeed itself as a DuT: the real `wirespeed switch` binary, run in the DuT namespace as an
 //! xconnect between `d0` and `d1` over AF_XDP or AF_PACKET, its one worker pinned to the DuT core.
 //!
+//! [`WirespeedOptions`] change what the switch runs for the sweeps: its batch size, the emulated
+//! per-packet task (seed 001), or the router app with a routing table. The router gets `d0` and
+//! `d1`'s addresses, a static neighbour for `t1` and up to [`CONFIG_ROUTES`] routes in its
+//! configuration; a larger table is written as a route file and loaded through the control
+//! socket (`wirespeed ctl route load`) before the DuT is verified, the way an operator loads a
+//! full table. The same socket gives the worker's per-stage cycle counters
+//! ([`WirespeedDut::counters`]), which the cost-model sweep compares with its fit.
+//!
 //! The binary is the caller's (the CLI passes its own executable), so the benchmark measures
 //! exactly the program that is shipped. Its output goes to a file rather than a pipe, so a chatty
 //! switch can never block on a full pipe; at teardown it is stopped with SIGINT (the clean path
@@ -9,9 +17,84 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use wirespeed_packet::wire::EthernetAddress;
+
+use super::linux_router::routed;
+use super::routes::RouteTable;
 use super::{Dut, DutError, Steps, Wiring};
+
+/// Most routes written into the configuration file (about 50 bytes each, well under the file's
+/// 1 MiB limit); larger tables are loaded with `route load`.
+pub const CONFIG_ROUTES: usize = 10_000;
+
+/// What the switch runs besides its two ports; the default is the plain xconnect with the
+/// configuration file's defaults.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WirespeedOptions {
+    /// Packets per batch (`[switch] batch`); `None` keeps the switch's default.
+    pub batch: Option<usize>,
+    /// TSC cycles of emulated work per packet (`[task] spin_cycles`).
+    pub spin_cycles: u64,
+    /// Working set of the emulated random linked-list walk (`[task] walk_bytes`).
+    pub walk_bytes: u64,
+    /// Run the router app with this table (all via `t1`) instead of the xconnect.
+    pub routes: Option<Arc<RouteTable>>,
+}
+
+/// Cumulative counters of the switch's workers (`show counters`, summed over workers).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SwitchCounters {
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    /// TSC cycles spent receiving, processing (parse, decide, task), transmitting and polling
+    /// empty rings.
+    pub cycles_rx: u64,
+    pub cycles_process: u64,
+    pub cycles_tx: u64,
+    pub cycles_idle: u64,
+}
+
+impl SwitchCounters {
+    /// What happened between `earlier` and `self`.
+    pub fn since(&self, earlier: &SwitchCounters) -> SwitchCounters {
+        SwitchCounters {
+            rx_packets: self.rx_packets.saturating_sub(earlier.rx_packets),
+            tx_packets: self.tx_packets.saturating_sub(earlier.tx_packets),
+            cycles_rx: self.cycles_rx.saturating_sub(earlier.cycles_rx),
+            cycles_process: self.cycles_process.saturating_sub(earlier.cycles_process),
+            cycles_tx: self.cycles_tx.saturating_sub(earlier.cycles_tx),
+            cycles_idle: self.cycles_idle.saturating_sub(earlier.cycles_idle),
+        }
+    }
+
+    /// Reads the `total` column of a `show counters` reply (`{"ok":true,"result":{"columns":
+    /// [...,"total"],"rows":[["rx_packets",...,"123"],...]}}`); `None` when it is not one.
+    pub fn parse(reply: &str) -> Option<SwitchCounters> {
+        let value: serde_json::Value = serde_json::from_str(reply).ok()?;
+        if value["ok"] != serde_json::Value::Bool(true) {
+            return None;
+        }
+        let rows = value["result"]["rows"].as_array()?;
+        let total = |name: &str| -> Option<u64> {
+            let row = rows
+                .iter()
+                .filter_map(serde_json::Value::as_array)
+                .find(|row| row.first().and_then(serde_json::Value::as_str) == Some(name))?;
+            row.last()?.as_str()?.parse().ok()
+        };
+        Some(SwitchCounters {
+            rx_packets: total("rx_packets")?,
+            tx_packets: total("tx_packets")?,
+            cycles_rx: total("cycles.rx")?,
+            cycles_process: total("cycles.process")?,
+            cycles_tx: total("cycles.tx")?,
+            cycles_idle: total("cycles.idle")?,
+        })
+    }
+}
 
 /// Which kernel interface the switch's ports use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +123,9 @@ pub struct WirespeedDut {
     child: Option<Child>,
     output_path: Option<PathBuf>,
     output: String,
+    options: WirespeedOptions,
+    /// The control socket of the running switch.
+    socket: Option<PathBuf>,
 }
 
 impl WirespeedDut {
@@ -54,7 +140,145 @@ impl WirespeedDut {
             child: None,
             output_path: None,
             output: String::new(),
+            options: WirespeedOptions::default(),
+            socket: None,
         }
+    }
+
+    /// The same driver running the switch with `options`.
+    pub fn with_options(mut self, options: WirespeedOptions) -> Self {
+        self.options = options;
+        self.steps = Steps::new(&self.name());
+        self
+    }
+
+    /// The switch's counters now, read through its control socket.
+    pub fn counters(&self) -> Result<SwitchCounters, DutError> {
+        let reply = self.ctl(&["--json", "show", "counters"])?;
+        SwitchCounters::parse(&reply).ok_or_else(|| {
+            self.start_error(
+                "read the switch's counters",
+                format!("`show counters` answered {:?}", reply.trim()),
+            )
+        })
+    }
+
+    /// Runs `wirespeed ctl --socket SOCKET ARGS...` and returns what it printed.
+    fn ctl(&self, args: &[&str]) -> Result<String, DutError> {
+        let socket = self.socket.as_ref().ok_or_else(|| {
+            self.start_error(
+                "reach the control socket",
+                "the switch is not running".into(),
+            )
+        })?;
+        let mut all = vec!["ctl".to_string(), "--socket".into()];
+        all.push(socket.to_string_lossy().to_string());
+        all.extend(args.iter().map(|a| a.to_string()));
+        let step = format!("wirespeed ctl {}", args.join(" "));
+        // No backtrace in the error a failed request prints: the message and the fix are the
+        // part a report needs.
+        let output = Command::new(&self.binary)
+            .args(&all)
+            .env("RUST_BACKTRACE", "0")
+            .env("RUST_LIB_BACKTRACE", "0")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|error| {
+                self.start_error(&step, format!("{}: {error}", self.binary.display()))
+            })?;
+        if !output.status.success() {
+            return Err(self.start_error(
+                &step,
+                String::from_utf8_lossy(&output.stderr).trim().to_string(),
+            ));
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).to_string())
+    }
+
+    /// Waits up to `timeout` for the control socket to answer `ping`.
+    fn wait_for_socket(&mut self, timeout: Duration) -> Result<(), DutError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.check()?;
+            match self.ctl(&["ping"]) {
+                Ok(_) => return Ok(()),
+                Err(error) if Instant::now() >= deadline => return Err(error),
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+
+    /// The `[switch]` keys and app tables the options add.
+    fn app_config(&self, wiring: &Wiring) -> String {
+        let mut text = String::new();
+        if let Some(routes) = &self.options.routes {
+            let gateway = wiring.egress.tester_ipv4;
+            text.push_str(&format!(
+                "[[router.interface]]\nport = \"p0\"\naddresses = [\"{}/24\"]\n\n\
+                 [[router.interface]]\nport = \"p1\"\naddresses = [\"{}/24\"]\n\n\
+                 [[router.neighbour]]\nport = \"p1\"\naddress = \"{gateway}\"\nmac = \"{}\"\n",
+                wiring.ingress.dut_ipv4,
+                wiring.egress.dut_ipv4,
+                EthernetAddress(wiring.egress.tester_mac)
+            ));
+            // A table that fits the configuration file goes in it; a larger one is loaded
+            // through the control socket once the switch runs (see `load_routes`), with the
+            // lab's destinations configured meanwhile so that the switch starts as a router.
+            let configured = if routes.len() <= CONFIG_ROUTES {
+                routes.prefixes()
+            } else {
+                routes.prefixes().get(..1).unwrap_or_default()
+            };
+            for &(address, len) in configured {
+                text.push_str(&format!(
+                    "\n[[router.route]]\nprefix = \"{}/{len}\"\nvia = [\"{gateway}\"]\n",
+                    std::net::Ipv4Addr::from(address)
+                ));
+            }
+        } else {
+            text.push_str("[xconnect]\npairs = [[\"p0\", \"p1\"]]\n");
+        }
+        let options = &self.options;
+        if options.spin_cycles > 0 || options.walk_bytes > 0 {
+            text.push_str(&format!(
+                "\n[task]\nspin_cycles = {}\nwalk_bytes = {}\n",
+                options.spin_cycles, options.walk_bytes
+            ));
+        }
+        text
+    }
+
+    /// Loads a table of more than the one configured route through the control socket.
+    fn load_routes(&mut self, wiring: &Wiring, stem: &str) -> Result<(), DutError> {
+        let Some(routes) = self.options.routes.clone() else {
+            return Ok(());
+        };
+        self.wait_for_socket(Duration::from_secs(10))?;
+        if routes.len() <= CONFIG_ROUTES {
+            return Ok(());
+        }
+        let path = std::env::temp_dir().join(format!("{stem}.routes"));
+        let path_text = path.to_string_lossy().to_string();
+        std::fs::write(&path, routes.route_file(wiring.egress.tester_ipv4)).map_err(|error| {
+            self.start_error("write the route file", format!("{path_text}: {error}"))
+        })?;
+        self.steps.record(format!(
+            "# {path_text}: {} routes, `PREFIX via {}` per line",
+            routes.len(),
+            wiring.egress.tester_ipv4
+        ));
+        self.steps.push_undo(&["rm", "-f", &path_text]);
+        let socket = self
+            .socket
+            .as_ref()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default();
+        self.steps.record(format!(
+            "{} ctl --socket {socket} --timeout 120 route load {path_text}",
+            self.binary.display()
+        ));
+        self.ctl(&["--timeout", "120", "route", "load", &path_text])?;
+        Ok(())
     }
 
     /// Whether the worker runs at SCHED_FIFO priority 1. Chosen by backend, from the lab's
@@ -70,15 +294,27 @@ impl WirespeedDut {
     /// The configuration file the driver writes for `wiring`.
     pub fn config(&self, wiring: &Wiring) -> String {
         let backend = self.backend.config_name();
+        let app = if self.options.routes.is_some() {
+            "router"
+        } else {
+            "xconnect"
+        };
+        let batch = self
+            .options
+            .batch
+            .map_or(String::new(), |batch| format!("batch = {batch}\n"));
+        let socket = self.socket.as_ref().map_or(String::new(), |socket| {
+            format!("control_socket = \"{}\"\n", socket.display())
+        });
         format!(
-            "[switch]\napp = \"xconnect\"\nworkers = 1\ncores = [{core}]\nrealtime = {realtime}\n\n\
+            "[switch]\napp = \"{app}\"\nworkers = 1\ncores = [{core}]\nrealtime = {realtime}\n{batch}{socket}\n\
              [[port]]\nname = \"p0\"\nbackend = \"{backend}\"\ninterface = \"{d0}\"\n\n\
-             [[port]]\nname = \"p1\"\nbackend = \"{backend}\"\ninterface = \"{d1}\"\n\n\
-             [xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
+             [[port]]\nname = \"p1\"\nbackend = \"{backend}\"\ninterface = \"{d1}\"\n\n{app_config}",
             core = self.core,
             realtime = self.realtime(),
             d0 = wiring.ingress.dut_if,
             d1 = wiring.egress.dut_if,
+            app_config = self.app_config(wiring),
         )
     }
 
@@ -131,7 +367,11 @@ impl WirespeedDut {
 
 impl Dut for WirespeedDut {
     fn name(&self) -> String {
-        format!("wirespeed-{}", self.backend.config_name())
+        if self.options.routes.is_some() {
+            format!("wirespeed-router-{}", self.backend.config_name())
+        } else {
+            format!("wirespeed-{}", self.backend.config_name())
+        }
     }
 
     fn setup(&mut self, wiring: &Wiring) -> Result<(), DutError> {
@@ -144,6 +384,7 @@ impl Dut for WirespeedDut {
         );
         let config_path = dir.join(format!("{stem}.toml"));
         let output_path = dir.join(format!("{stem}.out"));
+        self.socket = Some(dir.join(format!("{stem}.sock")));
         let config = self.config(wiring);
         std::fs::write(&config_path, &config).map_err(|error| {
             self.start_error(
@@ -188,7 +429,7 @@ impl Dut for WirespeedDut {
             .spawn()
             .map_err(|error| self.start_error("start the switch", format!("{binary}: {error}")))?;
         self.child = Some(child);
-        Ok(())
+        self.load_routes(wiring, &stem)
     }
 
     fn teardown(&mut self) -> Result<(), DutError> {
@@ -199,6 +440,22 @@ impl Dut for WirespeedDut {
 
     fn commands(&self) -> &[String] {
         self.steps.log()
+    }
+
+    fn destination_mac(&self, wiring: &Wiring) -> [u8; 6] {
+        if self.options.routes.is_some() {
+            wiring.ingress.dut_mac
+        } else {
+            wiring.egress.tester_mac
+        }
+    }
+
+    fn forwarded(&self, wiring: &Wiring, frame: &[u8]) -> Vec<u8> {
+        if self.options.routes.is_some() {
+            routed(frame, wiring.egress.dut_mac, wiring.egress.tester_mac)
+        } else {
+            frame.to_vec()
+        }
     }
 
     fn check(&mut self) -> Result<(), DutError> {
@@ -233,5 +490,48 @@ impl Drop for WirespeedDut {
         if let Err(error) = self.teardown() {
             eprintln!("{error}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_read_from_the_total_column_of_show_counters() {
+        let reply = r#"{"ok":true,"result":{"columns":["counter","worker 0","worker 1","total"],"rows":[["rx_packets","10","20","30"],["tx_packets","9","19","28"],["dropped","1","1","2"],["cycles.rx","100","200","300"],["cycles.process","5","5","10"],["cycles.tx","7","8","15"],["cycles.idle","1000","0","1000"]]}}"#;
+        let counters = SwitchCounters::parse(reply).unwrap();
+        assert_eq!(
+            counters,
+            SwitchCounters {
+                rx_packets: 30,
+                tx_packets: 28,
+                cycles_rx: 300,
+                cycles_process: 10,
+                cycles_tx: 15,
+                cycles_idle: 1000,
+            }
+        );
+        let earlier = SwitchCounters {
+            rx_packets: 10,
+            cycles_idle: 2000,
+            ..SwitchCounters::default()
+        };
+        let since = counters.since(&earlier);
+        assert_eq!((since.rx_packets, since.cycles_idle), (20, 0));
+        // An error reply, a missing counter or a number that is not one give nothing.
+        assert_eq!(
+            SwitchCounters::parse(r#"{"ok":false,"error":"x","fix":"y"}"#),
+            None
+        );
+        assert_eq!(
+            SwitchCounters::parse(&reply.replace(r#"["cycles.idle","1000","0","1000"]"#, "[]")),
+            None
+        );
+        assert_eq!(
+            SwitchCounters::parse(&reply.replace("\"28\"", "\"-\"")),
+            None
+        );
+        assert_eq!(SwitchCounters::parse("not json"), None);
     }
 }

@@ -5,10 +5,15 @@
 //! and rewrites the UDP source port to `src_port + i`, fixing the UDP checksum with the RFC 1624
 //! incremental update: no per-packet checksum over the frame, so IPv6 is as cheap as IPv4.
 //!
+//! A template may also spread its frames over many IPv4 destinations
+//! ([`Template::with_destinations`]): frame *i* then goes to destination `i % n`, and stamping
+//! rewrites the destination address too, with both checksums again updated incrementally (the
+//! FIB-size sweep sends to addresses spread over every installed route this way).
+//!
 //! Frame sizes follow RFC 2544: they count the 4-byte FCS, which the NIC (or veth) adds, so a
 //! "64-byte frame" is 60 bytes in the buffer.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use wirespeed_packet::checksum;
 use wirespeed_packet::wire::{
@@ -67,6 +72,11 @@ pub enum TemplateError {
     NoFlows,
     #[error("VLAN id {0} is not in 1..=4094")]
     VlanId(u16),
+    #[error(
+        "a template spreads over IPv4 destinations only, and needs at least one; give IPv4 \
+         addresses and at least one destination"
+    )]
+    Destinations,
 }
 
 /// Largest buffer a template makes (a 9000-byte MTU jumbo frame with one tag).
@@ -80,6 +90,13 @@ pub struct Template {
     base_src_port: u16,
     base_checksum: u16,
     flows: u32,
+    /// Offset of the IP header.
+    ip_offset: usize,
+    /// With [`Template::with_destinations`]: the IPv4 destinations (host order) frames cycle
+    /// through; empty otherwise.
+    destinations: Vec<u32>,
+    /// The IPv4 header checksum of the frame of flow 0 (with destination 0).
+    base_ip_checksum: u16,
 }
 
 impl Template {
@@ -188,7 +205,41 @@ impl Template {
             base_src_port: config.src_port,
             base_checksum,
             flows: config.flows,
+            ip_offset: l2_len,
+            destinations: Vec::new(),
+            base_ip_checksum: 0,
         })
+    }
+
+    /// This (IPv4) template with frame *i* sent to `destinations[i % n]` instead of one
+    /// destination. The flow's UDP source port still cycles with `i % flows`.
+    pub fn with_destinations(mut self, destinations: Vec<Ipv4Addr>) -> Result<Self, TemplateError> {
+        let Some(&first) = destinations.first() else {
+            return Err(TemplateError::Destinations);
+        };
+        let udp_offset = self.udp_offset;
+        let (ip_bytes, udp_bytes) = self.bytes.split_at_mut(udp_offset);
+        // The IP header ends where UDP starts: an IPv4 template's is exactly 20 bytes.
+        let header = &mut ip_bytes[self.ip_offset..];
+        if header.len() != ipv4::HEADER_LEN || header[0] >> 4 != 4 {
+            return Err(TemplateError::Destinations);
+        }
+        let mut ip = ipv4::Packet::new_unchecked(header);
+        let src = ip.src_addr();
+        ip.set_dst_addr(first);
+        ip.fill_checksum();
+        self.base_ip_checksum = ip.checksum();
+        let mut udp_packet = udp::Packet::new_unchecked(udp_bytes);
+        udp_packet.set_src_port(self.base_src_port);
+        udp_packet.fill_checksum_v4(src, first);
+        self.base_checksum = udp_packet.checksum();
+        self.destinations = destinations.into_iter().map(u32::from).collect();
+        Ok(self)
+    }
+
+    /// The IPv4 destinations frames cycle through (empty for a one-destination template).
+    pub fn destinations(&self) -> usize {
+        self.destinations.len()
     }
 
     /// Length of every frame of this template (without FCS).
@@ -232,21 +283,33 @@ impl Template {
             return 0;
         };
         let index = flow % self.flows;
-        if index == 0 {
-            let mut packet = udp::Packet::new_unchecked(&mut out[self.udp_offset..]);
-            packet.set_src_port(self.base_src_port);
-            packet.set_checksum(self.base_checksum);
-        } else {
-            let port = self.base_src_port.wrapping_add(index as u16);
-            let mut checksum = checksum::update_word(self.base_checksum, self.base_src_port, port);
-            // In UDP a computed checksum of zero is sent as all ones (zero means "none").
-            if checksum == 0 {
-                checksum = 0xffff;
-            }
-            let mut packet = udp::Packet::new_unchecked(&mut out[self.udp_offset..]);
-            packet.set_src_port(port);
-            packet.set_checksum(checksum);
+        let port = self.base_src_port.wrapping_add(index as u16);
+        let mut udp_checksum = checksum::update_word(self.base_checksum, self.base_src_port, port);
+        if let Some(&base) = self.destinations.first() {
+            let count = self.destinations.len() as u32;
+            let destination = self
+                .destinations
+                .get((flow % count) as usize)
+                .copied()
+                .unwrap_or(base);
+            // The destination is in the IPv4 header and in the UDP pseudo-header: both sums
+            // move by the same words.
+            let ip_checksum = checksum::update_u32(self.base_ip_checksum, base, destination);
+            udp_checksum = checksum::update_u32(udp_checksum, base, destination);
+            let mut ip = ipv4::Packet::new_unchecked(&mut out[self.ip_offset..]);
+            ip.set_dst_addr(destination.into());
+            ip.set_checksum(ip_checksum);
         }
+        // In UDP a computed checksum of zero is sent as all ones (zero means "none").
+        if udp_checksum == 0 {
+            udp_checksum = 0xffff;
+        }
+        if index == 0 && self.destinations.is_empty() {
+            udp_checksum = self.base_checksum;
+        }
+        let mut packet = udp::Packet::new_unchecked(&mut out[self.udp_offset..]);
+        packet.set_src_port(port);
+        packet.set_checksum(udp_checksum);
         self.bytes.len()
     }
 }
@@ -323,6 +386,58 @@ mod tests {
         assert_eq!(&bytes[12..14], &[0x81, 0x00]);
         assert_eq!(&bytes[14..16], &[0x00, 100]);
         assert_eq!(&bytes[16..18], &[0x08, 0x00]);
+    }
+
+    #[test]
+    fn frames_spread_over_destinations_have_valid_checksums_and_cycle_through_them() {
+        let destinations: Vec<Ipv4Addr> = (0..5u32)
+            .map(|i| Ipv4Addr::from(0x0a00_0001 + i * 0x0001_0101))
+            .collect();
+        let template = Template::new(&TemplateConfig {
+            flows: 3,
+            ..TemplateConfig::default()
+        })
+        .unwrap()
+        .with_destinations(destinations.clone())
+        .unwrap();
+        assert_eq!(template.destinations(), 5);
+        assert_eq!(&template.bytes()[30..34], &destinations[0].octets());
+        let mut out = [0u8; 2048];
+        let mut fresh = [0u8; 2048];
+        for flow in 0..30u32 {
+            let len = template.write(&mut fresh, flow);
+            // Stamping over a frame of another flow gives the same bytes as writing afresh.
+            template.stamp(&mut out, flow);
+            if flow > 0 {
+                assert_eq!(out[..len], fresh[..len], "flow {flow}");
+            }
+            template.write(&mut out, flow);
+            let frame = &out[..len];
+            let ip = ipv4::Packet::new_checked(&frame[14..]).unwrap();
+            assert!(ip.verify_checksum(), "flow {flow}");
+            assert_eq!(ip.dst_addr(), destinations[(flow % 5) as usize]);
+            assert!(udp_checksum_ok(frame, false), "flow {flow}");
+            let udp = udp::Packet::new_checked(&frame[34..]).unwrap();
+            assert_eq!(udp.src_port(), 1024 + (flow % 3) as u16);
+        }
+        let v6 = Template::new(&TemplateConfig {
+            frame_size: 128,
+            src_ip: IpAddr::V6(Ipv6Addr::LOCALHOST),
+            dst_ip: IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ..TemplateConfig::default()
+        })
+        .unwrap();
+        assert_eq!(
+            v6.with_destinations(destinations).unwrap_err(),
+            TemplateError::Destinations
+        );
+        assert_eq!(
+            Template::new(&TemplateConfig::default())
+                .unwrap()
+                .with_destinations(Vec::new())
+                .unwrap_err(),
+            TemplateError::Destinations
+        );
     }
 
     #[test]

@@ -37,6 +37,12 @@ pub struct BenchArgs {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Throughput of router DuTs vs routing-table size (seed 002 Figure 4).
+    Fib(super::sweep::fib::FibArgs),
+    /// Seed 001's cost model: throughput vs emulated work and working set, c_IO and c_busy.
+    Model(super::sweep::model::ModelArgs),
+    /// wirespeed's batch size vs throughput and latency percentiles.
+    Batch(super::sweep::batch::BatchArgs),
     /// Forwarding rate of wirespeed and its peers, side by side, on one DuT core.
     Forwarding(ForwardingArgs),
     /// RFC 2544 throughput and latency of one DuT, calibrated, with a full report.
@@ -102,6 +108,9 @@ pub const DUT_NAMES: [&str; 9] = [
 
 pub fn run(args: BenchArgs) -> Result<()> {
     match args.what {
+        BenchCommand::Fib(args) => super::sweep::fib::run(args),
+        BenchCommand::Model(args) => super::sweep::model::run(args),
+        BenchCommand::Batch(args) => super::sweep::batch::run(args),
         BenchCommand::Forwarding(args) => forwarding(args),
         BenchCommand::Rfc2544(args) => super::rfc2544::run(args),
         BenchCommand::Compare(args) => super::compare::run(args),

@@ -10,4 +10,5 @@ pub mod lab;
 pub mod pcap;
 pub mod rfc2544;
 pub mod stats;
+pub mod sweep;
 pub mod switch;

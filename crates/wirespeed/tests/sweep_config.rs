@@ -1,0 +1,97 @@
+//! The configurations the sweeps give the wirespeed DuT are valid `wirespeed switch`
+//! configurations that say what the sweep asked: the router with its interfaces, the static
+//! neighbour `t1` and every route of a table that fits the file; the batch size; the emulated
+//! task. Pure: parsed with the switch's own parser, no lab needed.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+use wirespeed_control::config::{AppConfig, parse};
+use wirespeed_lab::PortPair;
+use wirespeed_tester::dut::routes::RouteTable;
+use wirespeed_tester::dut::{WirespeedBackend, WirespeedDut, WirespeedOptions, Wiring};
+
+fn pair(index: u8) -> PortPair {
+    PortPair {
+        tester_if: format!("cfg-t{index}"),
+        dut_if: format!("cfg-d{index}"),
+        tester_mac: [2, 0, 0, 0, index, 1],
+        dut_mac: [2, 0, 0, 0, index, 2],
+        tester_ipv4: Ipv4Addr::new(198, 18, index, 1),
+        dut_ipv4: Ipv4Addr::new(198, 18, index, 2),
+        tester_ipv6: Ipv6Addr::LOCALHOST,
+        dut_ipv6: Ipv6Addr::LOCALHOST,
+    }
+}
+
+fn wiring() -> Wiring {
+    Wiring {
+        tester_ns: "cfg-tester".into(),
+        dut_ns: "cfg-dut".into(),
+        ingress: pair(0),
+        egress: pair(1),
+    }
+}
+
+fn dut(options: WirespeedOptions) -> WirespeedDut {
+    WirespeedDut::new(WirespeedBackend::AfXdp, "/bin/false".into(), 1).with_options(options)
+}
+
+#[test]
+fn a_router_configuration_holds_the_whole_table_the_neighbour_and_the_batch() {
+    let generated: Vec<(u32, u8)> = (1..=300u32).map(|i| (i << 12, 20)).collect();
+    let table = Arc::new(RouteTable::new(&generated, 200));
+    let dut = dut(WirespeedOptions {
+        batch: Some(64),
+        routes: Some(Arc::clone(&table)),
+        ..WirespeedOptions::default()
+    });
+    let config = parse("router.toml", &dut.config(&wiring())).unwrap();
+    assert_eq!(config.switch.batch, 64);
+    let AppConfig::Router(router) = config.app else {
+        panic!("not a router: {:?}", config.app)
+    };
+    assert_eq!(router.interfaces.len(), 2);
+    assert_eq!(router.routes.len(), 200);
+    let gateway = IpAddr::from(Ipv4Addr::new(198, 18, 1, 1));
+    assert!(router.routes.iter().all(|r| r.via == [gateway]));
+    assert_eq!(router.neighbours.len(), 1);
+    assert_eq!(router.neighbours[0].address, gateway);
+    assert_eq!(router.neighbours[0].mac, [2, 0, 0, 0, 1, 1]);
+    assert_eq!(
+        wirespeed_tester::dut::Dut::name(&dut),
+        "wirespeed-router-afxdp"
+    );
+}
+
+#[test]
+fn a_table_too_large_for_the_file_starts_with_the_lab_route_only() {
+    let generated: Vec<(u32, u8)> = (1..=20_000u32).map(|i| (i << 8, 24)).collect();
+    let table = Arc::new(RouteTable::new(&generated, 15_000));
+    let dut = dut(WirespeedOptions {
+        routes: Some(table),
+        ..WirespeedOptions::default()
+    });
+    let AppConfig::Router(router) = parse("big.toml", &dut.config(&wiring())).unwrap().app else {
+        panic!("not a router")
+    };
+    assert_eq!(router.routes.len(), 1);
+}
+
+#[test]
+fn an_xconnect_with_the_emulated_task() {
+    let dut = dut(WirespeedOptions {
+        spin_cycles: 4000,
+        walk_bytes: 1 << 20,
+        ..WirespeedOptions::default()
+    });
+    let config = parse("task.toml", &dut.config(&wiring())).unwrap();
+    assert!(
+        matches!(config.app, AppConfig::Xconnect { .. }),
+        "{:?}",
+        config.app
+    );
+    assert_eq!(config.task.spin_cycles, 4000);
+    assert_eq!(config.task.walk_bytes, 1 << 20);
+    assert_eq!(config.switch.batch, 32);
+}
