@@ -31,6 +31,7 @@ use wirespeed_tester::report::compare::{
     CompareRun, ComparedDut, Comparison, summary_table, to_html, to_json,
 };
 use wirespeed_tester::suite::{Progress, SearchKind, SuiteConfig};
+use wirespeed_tester::trial::FlowOrder;
 
 use super::bench::dut;
 use super::rfc2544::{parse_resolution, setup};
@@ -85,16 +86,17 @@ pub struct CompareArgs {
     receiver_cpu: Option<usize>,
 }
 
-/// `1,random` -> `[1, 4096]`.
-fn parse_flows(items: &[String]) -> Result<Vec<u32>> {
+/// `1,random` -> `[(1, round robin), (4096, random)]`.
+fn parse_flows(items: &[String]) -> Result<Vec<(u32, FlowOrder)>> {
     let flows = items
         .iter()
         .map(|item| match item.trim() {
-            "random" => Ok(RANDOM_FLOWS),
+            "random" => Ok((RANDOM_FLOWS, FlowOrder::Random { seed: 1 })),
             text => text
                 .parse::<u32>()
                 .ok()
                 .filter(|n| (1..=65_536).contains(n))
+                .map(|n| (n, FlowOrder::RoundRobin))
                 .with_context(|| format!("flows {text:?}: give a count in 1..=65536 or `random`")),
         })
         .collect::<Result<Vec<_>>>()?;
@@ -174,16 +176,10 @@ pub fn run(args: CompareArgs) -> Result<()> {
         setup(&config_text, "compare"),
     );
     comparison.setup.traffic = format!(
-        "CBR, UDP/IPv4, flows {flows:?} (UDP source ports cycling frame by frame; `random` = \
-         {RANDOM_FLOWS} of them in round-robin order), {} repeat(s) interleaved",
-        args.repeats
+        "CBR, UDP/IPv4, flows {:?} (UDP source ports cycling frame by frame; `random` = \
+         {RANDOM_FLOWS} of them, each frame's drawn at random), {} repeat(s) interleaved",
+        args.flows, args.repeats
     );
-    if args.flows.iter().any(|f| f.trim() == "random") {
-        comparison.notes.push(format!(
-            "`--flows random` ran {RANDOM_FLOWS} flows whose UDP source ports cycle in order; the \
-             generator has no per-frame random field yet"
-        ));
-    }
     let lab = Testbed::up(&TestbedConfig {
         prefix: args.prefix.clone(),
         pairs: 2,
@@ -194,7 +190,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let started = Instant::now();
     let mut done = 0;
     'runs: for repeat in 0..args.repeats {
-        for &flow_count in &flows {
+        for &(flow_count, flow_order) in &flows {
             for device in duts.iter_mut() {
                 if stop.load(Ordering::Relaxed) {
                     break 'runs;
@@ -206,6 +202,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
                     &suite,
                     &config_text,
                     flow_count,
+                    flow_order,
                     repeat,
                     &stop,
                     &format!("{done}/{total}"),
@@ -251,6 +248,7 @@ fn compare_one(
     suite: &SuiteConfig,
     config_text: &str,
     flows: u32,
+    flow_order: FlowOrder,
     repeat: u32,
     stop: &AtomicBool,
     position: &str,
@@ -265,6 +263,7 @@ fn compare_one(
     eprintln!("{head}: starting");
     let config = SuiteConfig {
         flows,
+        flow_order,
         ..suite.clone()
     };
     let mut progress = |p: &Progress| eprintln!("  [{}/~{}] {}", p.done, p.total, p.line);
@@ -307,7 +306,14 @@ mod tests {
     #[test]
     fn flows_are_counts_or_random() {
         let items = |s: &str| s.split(',').map(String::from).collect::<Vec<_>>();
-        assert_eq!(parse_flows(&items("1,random,256")).unwrap(), [1, 4096, 256]);
+        assert_eq!(
+            parse_flows(&items("1,random,256")).unwrap(),
+            [
+                (1, FlowOrder::RoundRobin),
+                (4096, FlowOrder::Random { seed: 1 }),
+                (256, FlowOrder::RoundRobin)
+            ]
+        );
         assert!(parse_flows(&items("0")).is_err());
         assert!(parse_flows(&items("many")).is_err());
         assert!(parse_flows(&items("65537")).is_err());
