@@ -135,8 +135,10 @@ impl<V: Copy> FlowCache<V> {
         entry.generation == self.generation
     }
 
-    /// The value cached for `key` (whose CRC32C is `hash`).
-    #[inline]
+    /// The value cached for `key` (whose CRC32C is `hash`). Always inlined: it runs once per
+    /// packet, and as a call it spent as many instructions saving and restoring registers as
+    /// comparing the key (callgrind, openflow cache-hit bench).
+    #[inline(always)]
     pub fn lookup(&mut self, hash: u32, key: &FlowKey) -> Option<V> {
         let (first, second) = self.slots(hash);
         let key = key_words(key);
