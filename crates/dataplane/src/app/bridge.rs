@@ -23,6 +23,7 @@ use std::fmt;
 use wirespeed_packet::cpu::tsc_hz;
 use wirespeed_packet::{Batch, DropReason, MAX_BATCH, Meta};
 
+use crate::app::trace::TraceRing;
 use crate::app::{App, Context};
 use crate::stage::Parse;
 use crate::stage::bridge_forward::{BridgeForward, ForwardCounters, Forwarding};
@@ -115,14 +116,6 @@ impl fmt::Display for TraceRecord {
     }
 }
 
-/// The last traced packets, oldest overwritten first.
-#[derive(Debug, Default)]
-struct TraceRing {
-    records: Box<[TraceRecord]>,
-    next: usize,
-    len: usize,
-}
-
 /// The learning bridge app.
 #[derive(Debug)]
 pub struct Bridge {
@@ -133,7 +126,7 @@ pub struct Bridge {
     table: MacTable,
     /// Each packet's VLAN for the current batch.
     batch_vlans: Box<BatchVlans>,
-    trace: TraceRing,
+    trace: TraceRing<TraceRecord>,
 }
 
 impl Bridge {
@@ -177,22 +170,12 @@ impl Bridge {
             out_port: Meta::NO_PORT,
             drop: None,
         };
-        self.trace = TraceRing {
-            records: vec![blank; records].into_boxed_slice(),
-            next: 0,
-            len: 0,
-        };
+        self.trace = TraceRing::new(records, blank);
     }
 
     /// The traced packets, oldest first.
     pub fn trace(&self) -> Vec<TraceRecord> {
-        let ring = &self.trace;
-        let size = ring.records.len().max(1);
-        let start = (ring.next + size - ring.len) % size;
-        (0..ring.len)
-            .filter_map(|i| ring.records.get((start + i) % size))
-            .copied()
-            .collect()
+        self.trace.records()
     }
 
     fn run<const TRACE: bool>(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
@@ -214,15 +197,10 @@ impl Bridge {
             .iter()
             .zip(self.learn.trace(len))
             .zip(self.forward.trace(len));
-        let ring = &mut self.trace;
-        let size = ring.records.len();
         for ((desc, meta), ((&vlan, &learning), &forwarding)) in
             batch.descs().iter().zip(batch.meta()).zip(stages)
         {
-            let Some(slot) = ring.records.get_mut(ring.next) else {
-                return;
-            };
-            *slot = TraceRecord {
+            self.trace.push(TraceRecord {
                 now,
                 in_port: desc.port,
                 len: desc.len,
@@ -231,9 +209,7 @@ impl Bridge {
                 forwarding,
                 out_port: meta.out_port,
                 drop: meta.drop,
-            };
-            ring.next = (ring.next + 1) % size;
-            ring.len = (ring.len + 1).min(size);
+            });
         }
     }
 
@@ -278,11 +254,11 @@ impl App for Bridge {
     }
 
     fn process(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
-        if self.trace.records.is_empty() {
-            self.run::<false>(ctx, batch);
-        } else {
+        if self.trace.is_on() {
             self.run::<true>(ctx, batch);
             self.record(ctx.now, batch);
+        } else {
+            self.run::<false>(ctx, batch);
         }
     }
 

@@ -11,6 +11,7 @@
 pub mod bridge;
 pub mod openflow;
 pub mod router;
+pub mod trace;
 pub mod xconnect;
 
 use wirespeed_io::Port;
