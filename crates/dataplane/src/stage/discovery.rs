@@ -806,4 +806,48 @@ mod tests {
             EthernetAddress([0x33, 0x33, 0xff, 0x12, 0x34, 0x56])
         );
     }
+
+    #[test]
+    fn outcomes_read_as_trace_lines() {
+        let mac = EthernetAddress([2, 0, 0, 0, 0, 0xa0]);
+        let reply = Discovered::Replied {
+            protocol: Protocol::Nd,
+            addr: "2001:db8::1".parse().unwrap(),
+            mac,
+            released: 0,
+        };
+        assert_eq!(
+            reply.to_string(),
+            "nd advert 2001:db8::1 is-at 02:00:00:00:00:a0"
+        );
+        let reply = Discovered::Replied {
+            protocol: Protocol::Arp,
+            addr: "10.0.0.1".parse().unwrap(),
+            mac,
+            released: 3,
+        };
+        assert_eq!(
+            reply.to_string(),
+            "arp reply 10.0.0.1 is-at 02:00:00:00:00:a0, released 3"
+        );
+        let learned = Discovered::Learned {
+            protocol: Protocol::Nd,
+            addr: "2001:db8:1::9".parse().unwrap(),
+            mac,
+            released: 0,
+        };
+        assert_eq!(
+            learned.to_string(),
+            "nd learned 2001:db8:1::9 at 02:00:00:00:00:a0"
+        );
+        assert_eq!(
+            Discovered::Ignored(Protocol::Arp).to_string(),
+            "arp ignored"
+        );
+        assert_eq!(
+            Discovered::Malformed(Protocol::Nd).to_string(),
+            "nd malformed"
+        );
+        assert_eq!(Discovered::Skipped.to_string(), "-");
+    }
 }

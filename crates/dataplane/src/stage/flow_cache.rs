@@ -211,3 +211,53 @@ impl<V: Copy + Default> FlowLookup<V> {
 fn is_live(meta: &Meta) -> bool {
     meta.drop.is_none()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_traced_batch_says_which_tier_answered() {
+        let mut lookup = FlowLookup::<u32>::new(64, 1, 16);
+        let key = FlowKey {
+            in_port: 1,
+            ..FlowKey::default()
+        };
+        lookup.insert(1, FlowMatch::any().in_port(1), 7).unwrap();
+        let mut batch = Batch::new(4);
+        for _ in 0..2 {
+            batch.push_with_meta(
+                wirespeed_packet::Desc::default(),
+                Meta {
+                    flow_hash: key.hash(),
+                    ..Meta::EMPTY
+                },
+            );
+        }
+        batch.push_with_meta(
+            wirespeed_packet::Desc::default(),
+            Meta {
+                drop: Some(wirespeed_packet::DropReason::Truncated),
+                ..Meta::EMPTY
+            },
+        );
+        let keys = [key; 3];
+        let mut results = [None; 3];
+        lookup.process::<true>(&batch, &keys, &mut results);
+        assert_eq!(results, [Some(7), Some(7), None]);
+        let lines: Vec<String> = lookup.trace(3).iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            ["cache miss -> classifier hit, cached", "cache hit", "-"]
+        );
+        let other = FlowKey {
+            in_port: 2,
+            ..FlowKey::default()
+        };
+        assert_eq!(
+            lookup.lookup_traced::<true>(other.hash(), &other),
+            (None, Looked::Miss)
+        );
+        assert_eq!(Looked::Miss.to_string(), "cache miss -> classifier miss");
+    }
+}

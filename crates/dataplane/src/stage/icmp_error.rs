@@ -497,4 +497,26 @@ mod tests {
         let mut never = TokenBucket::new(0, 5, 1000);
         assert!(!never.take(1_000_000));
     }
+
+    #[test]
+    fn outcomes_read_as_trace_lines() {
+        let sent = Signalled::Sent {
+            kind: IcmpKind::NoRoute,
+            to: "2001:db8::2".parse().unwrap(),
+        };
+        assert_eq!(sent.to_string(), "unreachable to 2001:db8::2");
+        assert_eq!(
+            Signalled::RateLimited(IcmpKind::TimeExceeded).to_string(),
+            "time-exceeded rate-limited"
+        );
+        assert_eq!(
+            Signalled::Suppressed(IcmpKind::NoRoute).to_string(),
+            "unreachable suppressed"
+        );
+        assert_eq!(
+            Signalled::NoSource(IcmpKind::NoRoute).to_string(),
+            "unreachable not sent: no address on the port"
+        );
+        assert_eq!(Signalled::Skipped.to_string(), "-");
+    }
 }

@@ -193,3 +193,15 @@ fn echo_reply(packet: &mut [u8], meta: &Meta, mac: [u8; 6]) -> bool {
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_read_as_trace_lines() {
+        assert_eq!(Delivered::EchoReply.to_string(), "echo reply");
+        assert_eq!(Delivered::Unhandled.to_string(), "consumed (no host stack)");
+        assert_eq!(Delivered::Skipped.to_string(), "-");
+    }
+}

@@ -274,4 +274,27 @@ mod tests {
         remove_marked(&mut batch, &[true, true, true]);
         assert!(batch.is_empty());
     }
+
+    #[test]
+    fn outcomes_read_as_trace_lines() {
+        let addr: IpAddr = "10.1.0.9".parse().unwrap();
+        let held = Resolution::Held {
+            addr,
+            waiting: 3,
+            requested: false,
+        };
+        assert_eq!(held.to_string(), "held for 10.1.0.9 (3 waiting)");
+        assert_eq!(
+            Resolution::HoldFull(addr).to_string(),
+            "hold queue for 10.1.0.9 full"
+        );
+        assert_eq!(
+            Resolution::TableFull(addr).to_string(),
+            "table full, 10.1.0.9 not added"
+        );
+        assert_eq!(
+            Resolution::Rewritten(EthernetAddress([2, 0, 0, 0, 0, 0xc1])).to_string(),
+            "rewrite 02:00:00:00:00:c1"
+        );
+    }
 }
