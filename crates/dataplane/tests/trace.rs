@@ -234,6 +234,18 @@ fn the_router_traces_every_stage_of_every_packet() {
              | icmp unreachable to 10.0.0.2 | dropped (no_route)",
         ]
     );
+
+    // Hostile input is traced too: what could be read, and why it was dropped.
+    let mut tagged = udp4("192.0.2.5", 64);
+    tagged.splice(12..12, [0x81, 0x00, 0x00, 0x05]);
+    rig.exchange(0, &[vec![0xff; 13], tagged]);
+    assert_eq!(
+        router_lines(&app, &mut seen),
+        [
+            "port 0 len 13 ethertype 0x0000 | dropped (truncated)",
+            "port 0 len 64 10.0.0.2 -> 192.0.2.5 | dropped (vlan_filtered)",
+        ]
+    );
     drop(app);
     assert!(rig.finish().holds());
 }
