@@ -143,7 +143,7 @@ impl<V: Copy + Default> FlowLookup<V> {
 
     /// As [`FlowLookup::lookup`], and which tier answered (whether a classifier hit was cached
     /// is found out only with `TRACE`).
-    #[inline(always)]
+    #[inline]
     pub fn lookup_traced<const TRACE: bool>(
         &mut self,
         hash: u32,
