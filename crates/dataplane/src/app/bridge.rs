@@ -29,6 +29,7 @@ use std::fmt;
 use wirespeed_packet::cpu::tsc_hz;
 use wirespeed_packet::{Batch, DropReason, MAX_BATCH, Meta};
 
+use crate::app::trace::TraceRing;
 use crate::app::{App, CommandContext, Context, MAX_SHOW_ROWS, fields};
 use crate::command::{AppCommand, AppReply, Retired, Table};
 use crate::stage::Parse;
@@ -123,14 +124,6 @@ impl fmt::Display for TraceRecord {
     }
 }
 
-/// The last traced packets, oldest overwritten first.
-#[derive(Debug, Default)]
-struct TraceRing {
-    records: Box<[TraceRecord]>,
-    next: usize,
-    len: usize,
-}
-
 /// The learning bridge app.
 pub struct Bridge {
     parse: Parse,
@@ -143,7 +136,7 @@ pub struct Bridge {
     table: MacTable,
     /// Each packet's VLAN for the current batch.
     batch_vlans: Box<BatchVlans>,
-    trace: TraceRing,
+    trace: TraceRing<TraceRecord>,
 }
 
 impl fmt::Debug for Bridge {
@@ -258,22 +251,12 @@ impl Bridge {
             out_port: Meta::NO_PORT,
             drop: None,
         };
-        self.trace = TraceRing {
-            records: vec![blank; records].into_boxed_slice(),
-            next: 0,
-            len: 0,
-        };
+        self.trace = TraceRing::new(records, blank);
     }
 
     /// The traced packets, oldest first.
     pub fn trace(&self) -> Vec<TraceRecord> {
-        let ring = &self.trace;
-        let size = ring.records.len().max(1);
-        let start = (ring.next + size - ring.len) % size;
-        (0..ring.len)
-            .filter_map(|i| ring.records.get((start + i) % size))
-            .copied()
-            .collect()
+        self.trace.records()
     }
 
     fn run<const TRACE: bool>(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
@@ -300,15 +283,10 @@ impl Bridge {
             .iter()
             .zip(self.learn.trace(len))
             .zip(self.forward.trace(len));
-        let ring = &mut self.trace;
-        let size = ring.records.len();
         for ((desc, meta), ((&vlan, &learning), &forwarding)) in
             batch.descs().iter().zip(batch.meta()).zip(stages)
         {
-            let Some(slot) = ring.records.get_mut(ring.next) else {
-                return;
-            };
-            *slot = TraceRecord {
+            self.trace.push(TraceRecord {
                 now,
                 in_port: desc.port,
                 len: desc.len,
@@ -317,9 +295,7 @@ impl Bridge {
                 forwarding,
                 out_port: meta.out_port,
                 drop: meta.drop,
-            };
-            ring.next = (ring.next + 1) % size;
-            ring.len = (ring.len + 1).min(size);
+            });
         }
     }
 
@@ -364,11 +340,11 @@ impl App for Bridge {
     }
 
     fn process(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
-        if self.trace.records.is_empty() {
-            self.run::<false>(ctx, batch);
-        } else {
+        if self.trace.is_on() {
             self.run::<true>(ctx, batch);
             self.record(ctx.now, batch);
+        } else {
+            self.run::<false>(ctx, batch);
         }
     }
 

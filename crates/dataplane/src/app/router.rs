@@ -21,6 +21,10 @@
 //! commands onto them. The interfaces' addresses
 //! become connected routes (their subnets) and local routes (/32, /128) in the same FIBs, so one
 //! lookup tells a packet for the router from one to forward.
+//!
+//! Tracing: with [`Router::set_trace`] the stages run their `TRACE` variants and the router
+//! keeps one [`RouterTrace`] per packet (every stage's line) in a ring allocated only then;
+//! untraced batches never touch it.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -30,14 +34,15 @@ use std::time::Duration;
 use wirespeed_packet::wire::EthernetAddress;
 use wirespeed_packet::{Batch, DropReason, FramePool, MAX_BATCH};
 
+use crate::app::trace::{Arrival, Disposition, TraceRing};
 use crate::app::{App, CommandContext, Context, MAX_SHOW_ROWS, fields};
 use crate::command::{AppCommand, AppReply, Retired, Routes, Table};
 use crate::stage::Parse;
 use crate::stage::acl::{Acl, AclAction, AclConfig, AclRule};
-use crate::stage::discovery::Discovery;
-use crate::stage::icmp_error::{IcmpError, IcmpKind};
-use crate::stage::local::Local;
-use crate::stage::neighbour::Resolve;
+use crate::stage::discovery::{Discovered, Discovery};
+use crate::stage::icmp_error::{IcmpError, IcmpKind, Signalled};
+use crate::stage::local::{Delivered, Local};
+use crate::stage::neighbour::{Resolution, Resolve};
 use crate::stage::route::{Hop, Next, Route};
 use crate::table::fib::{FibError, Ipv4Prefix, Ipv6Prefix, NextHop};
 use crate::table::interfaces::Interfaces;
@@ -203,6 +208,9 @@ pub struct Router {
     /// Held packets dropped because their neighbour never answered or was aged out.
     hold_expired: u64,
     neighbours_aged: u64,
+    trace: TraceRing<RouterTrace>,
+    /// Each packet of the current batch as it arrived; written only while tracing.
+    arrivals: Box<[Arrival; MAX_BATCH]>,
 }
 
 fn cycles(duration: Duration, hz: u64) -> u64 {
@@ -244,6 +252,8 @@ impl Router {
             orphans: Vec::new(),
             hold_expired: 0,
             neighbours_aged: 0,
+            trace: TraceRing::default(),
+            arrivals: Box::new([Arrival::default(); MAX_BATCH]),
         };
         router.set_routes(&config.routes)?;
         for neighbour in &config.neighbours {
@@ -613,48 +623,11 @@ impl App for Router {
     }
 
     fn process(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
-        // The flow hash is computed only when a stage reads it (the ACL's cache, ECMP).
-        self.parse
-            .set_flow_hash(self.acl.is_some() || self.route.uses_flow_hash());
-        self.parse.process(ctx.pool, batch, ctx.keys);
-        self.housekeeping(ctx);
-        for meta in batch.meta_mut() {
-            if meta.drop.is_none() && meta.vlan_depth != 0 {
-                meta.drop = Some(DropReason::VlanFiltered);
-            }
+        if self.trace.is_on() {
+            self.run::<true>(ctx, batch);
+        } else {
+            self.run::<false>(ctx, batch);
         }
-        if let Some(acl) = &mut self.acl {
-            acl.process(batch, ctx.keys);
-        }
-        self.discovery
-            .process(ctx, &self.interfaces, &mut self.neighbours, batch);
-        let len = batch.len();
-        let next = &mut self.next[..len];
-        self.route.process(ctx.pool, batch, next);
-
-        let mut any_error = false;
-        for (error, next) in self.errors.iter_mut().zip(next.iter()) {
-            *error = match *next {
-                Next::Error(kind) => {
-                    any_error = true;
-                    Some(kind)
-                }
-                _ => None,
-            };
-        }
-        if any_error {
-            self.icmp
-                .process(ctx, &self.interfaces, batch, &self.errors[..len]);
-        }
-        self.local.process(ctx, &self.interfaces, batch, next);
-        self.resolve.process(
-            ctx,
-            &self.interfaces,
-            &mut self.neighbours,
-            &mut self.discovery,
-            batch,
-            next,
-        );
     }
 
     fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
@@ -783,6 +756,157 @@ impl App for Router {
                 Err(error) => AppReply::Refused(format!("acl: {error}")),
             },
             _ => AppReply::Unsupported,
+        }
+    }
+}
+
+/// One packet as the router's stages decided it; its `Display` is a trace line naming every
+/// stage that acted on the packet, e.g. `port 0 len 60 10.0.0.2 -> 10.1.0.2 | route forward
+/// 10.1.0.2 port 1 | neighbour rewrite 02:00:00:00:00:c1 | out port 1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouterTrace {
+    /// The batch's TSC.
+    pub now: u64,
+    pub arrival: Arrival,
+    pub discovery: Discovered,
+    pub route: Next,
+    pub icmp: Signalled,
+    pub local: Delivered,
+    pub neighbour: Resolution,
+    pub disposition: Disposition,
+}
+
+impl std::fmt::Display for RouterTrace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.arrival)?;
+        if self.discovery != Discovered::Skipped {
+            write!(f, " | {}", self.discovery)?;
+        }
+        if self.route != Next::Skip {
+            write!(f, " | route {}", self.route)?;
+        }
+        if self.icmp != Signalled::Skipped {
+            write!(f, " | icmp {}", self.icmp)?;
+        }
+        if self.local != Delivered::Skipped {
+            write!(f, " | local {}", self.local)?;
+        }
+        if self.neighbour != Resolution::Skipped {
+            write!(f, " | neighbour {}", self.neighbour)?;
+        }
+        write!(f, " | {}", self.disposition)
+    }
+}
+
+/// Tracing, and the pipeline with and without it.
+impl Router {
+    /// Keeps the decisions of the last `records` packets (0: tracing off, the default). Between
+    /// batches.
+    pub fn set_trace(&mut self, records: usize) {
+        let blank = RouterTrace {
+            now: 0,
+            arrival: Arrival::default(),
+            discovery: Discovered::Skipped,
+            route: Next::Skip,
+            icmp: Signalled::Skipped,
+            local: Delivered::Skipped,
+            neighbour: Resolution::Skipped,
+            disposition: Disposition::Held,
+        };
+        self.trace = TraceRing::new(records, blank);
+    }
+
+    /// The traced packets, oldest first.
+    pub fn trace(&self) -> Vec<RouterTrace> {
+        self.trace.records()
+    }
+
+    /// The stages over one batch; with `TRACE` their `TRACE` variants, and a record per packet.
+    fn run<const TRACE: bool>(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
+        // The flow hash is computed only when a stage reads it (the ACL's cache, ECMP).
+        self.parse
+            .set_flow_hash(self.acl.is_some() || self.route.uses_flow_hash());
+        self.parse.process(ctx.pool, batch, ctx.keys);
+        if TRACE {
+            for ((arrival, desc), key) in
+                self.arrivals.iter_mut().zip(batch.descs()).zip(&*ctx.keys)
+            {
+                *arrival = Arrival::new(desc, key);
+            }
+        }
+        self.housekeeping(ctx);
+        for meta in batch.meta_mut() {
+            if meta.drop.is_none() && meta.vlan_depth != 0 {
+                meta.drop = Some(DropReason::VlanFiltered);
+            }
+        }
+        if let Some(acl) = &mut self.acl {
+            acl.process(batch, ctx.keys);
+        }
+        self.discovery
+            .process::<TRACE>(ctx, &self.interfaces, &mut self.neighbours, batch);
+        let len = batch.len();
+        let next = &mut self.next[..len];
+        self.route.process(ctx.pool, batch, next);
+
+        let mut any_error = false;
+        for (error, next) in self.errors.iter_mut().zip(next.iter()) {
+            *error = match *next {
+                Next::Error(kind) => {
+                    any_error = true;
+                    Some(kind)
+                }
+                _ => None,
+            };
+        }
+        if any_error || TRACE {
+            self.icmp
+                .process::<TRACE>(ctx, &self.interfaces, batch, &self.errors[..len]);
+        }
+        self.local
+            .process::<TRACE>(ctx, &self.interfaces, batch, next);
+        self.resolve.process::<TRACE>(
+            ctx,
+            &self.interfaces,
+            &mut self.neighbours,
+            &mut self.discovery,
+            batch,
+            next,
+        );
+        if TRACE {
+            self.record(ctx.now, len, batch);
+        }
+    }
+
+    /// Appends a record per packet of the batch just processed (`len` packets before held ones
+    /// left it) to the trace ring.
+    fn record(&mut self, now: u64, len: usize, batch: &Batch) {
+        let mut kept = batch.meta().iter();
+        let stages = self
+            .arrivals
+            .iter()
+            .zip(self.discovery.trace(len))
+            .zip(self.next.iter())
+            .zip(self.icmp.trace(len))
+            .zip(self.local.trace(len))
+            .zip(self.resolve.trace(len));
+        for (((((&arrival, &discovery), &route), &icmp), &local), &neighbour) in stages {
+            let disposition = match neighbour {
+                Resolution::Held { .. } => Disposition::Held,
+                _ => kept
+                    .next()
+                    .map_or(Disposition::Dropped(DropReason::NoOutput), Disposition::of),
+            };
+            self.trace.push(RouterTrace {
+                now,
+                arrival,
+                discovery,
+                route,
+                icmp,
+                local,
+                neighbour,
+                disposition,
+            });
         }
     }
 }

@@ -15,13 +15,18 @@
 //! it get their destination MAC and are emitted. The same stage builds the requests the router
 //! sends to resolve a next hop ([`Discovery::request`]).
 //!
+//! Trace format ([`Discovered`], kept by `process::<true>` for [`Discovery::trace`]): `arp reply
+//! 10.0.0.1 is-at 02:..`, `nd advert 2001:db8::1 is-at 02:..`, `arp learned 10.1.0.7 at 02:..,
+//! released 2`, `arp ignored`, `nd malformed`.
+//!
 //! Every field is read through bounds-checked slices after the `wire` views' `new_checked`:
 //! malformed input is counted, never trusted and never a panic.
 
+use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
 
 use wirespeed_packet::wire::{EtherType, EthernetAddress, IpProtocol, arp, icmpv6, ipv6};
-use wirespeed_packet::{Batch, Desc, DropReason, Meta};
+use wirespeed_packet::{Batch, Desc, DropReason, MAX_BATCH, Meta};
 
 use crate::app::Context;
 use crate::stage::icmp_error::{Created, emit_created};
@@ -81,10 +86,100 @@ pub struct DiscoveryCounters {
     pub emit_overflow: u64,
 }
 
+/// Which protocol a packet of the stage spoke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    Arp,
+    Nd,
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Protocol::Arp => "arp",
+            Protocol::Nd => "nd",
+        })
+    }
+}
+
+/// What the stage did with one packet; its `Display` is the stage's trace line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Discovered {
+    /// Not ARP or ND, or decided by an earlier stage.
+    Skipped,
+    /// Answered in place: `addr` (one of the router's) is at `mac`. Learning the asker may have
+    /// released packets that waited for it.
+    Replied {
+        protocol: Protocol,
+        addr: IpAddr,
+        mac: EthernetAddress,
+        released: u16,
+    },
+    /// An entry the router asked for (or knew) became reachable at `mac`.
+    Learned {
+        protocol: Protocol,
+        addr: IpAddr,
+        mac: EthernetAddress,
+        released: u16,
+    },
+    /// Not for the router, unsolicited, or a message the router does not act on.
+    Ignored(Protocol),
+    Malformed(Protocol),
+}
+
+impl fmt::Display for Discovered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let released = match *self {
+            Discovered::Skipped => return f.write_str("-"),
+            Discovered::Ignored(protocol) => return write!(f, "{protocol} ignored"),
+            Discovered::Malformed(protocol) => return write!(f, "{protocol} malformed"),
+            Discovered::Replied {
+                protocol: Protocol::Arp,
+                addr,
+                mac,
+                released,
+            } => {
+                write!(f, "arp reply {addr} is-at {mac}")?;
+                released
+            }
+            Discovered::Replied {
+                protocol: Protocol::Nd,
+                addr,
+                mac,
+                released,
+            } => {
+                write!(f, "nd advert {addr} is-at {mac}")?;
+                released
+            }
+            Discovered::Learned {
+                protocol,
+                addr,
+                mac,
+                released,
+            } => {
+                write!(f, "{protocol} learned {addr} at {mac}")?;
+                released
+            }
+        };
+        if released > 0 {
+            write!(f, ", released {released}")?;
+        }
+        Ok(())
+    }
+}
+
 /// ARP and NDP. See the module documentation.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Discovery {
     counters: DiscoveryCounters,
+    /// What `process::<true>` did with each packet of the last batch.
+    trace: [Discovered; MAX_BATCH],
+}
+
+impl Default for Discovery {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// A packet the stage handled: what to do with it.
@@ -96,15 +191,24 @@ enum Outcome {
 
 impl Discovery {
     pub fn new() -> Self {
-        Self::default()
+        Discovery {
+            counters: DiscoveryCounters::default(),
+            trace: [Discovered::Skipped; MAX_BATCH],
+        }
     }
 
     pub fn counters(&self) -> DiscoveryCounters {
         self.counters
     }
 
-    /// Handles every undecided ARP and ICMPv6 ND packet of `batch`.
-    pub fn process(
+    /// The outcomes of the last batch processed with tracing on, packet by packet.
+    pub fn trace(&self, len: usize) -> &[Discovered] {
+        self.trace.get(..len).unwrap_or(&self.trace)
+    }
+
+    /// Handles every undecided ARP and ICMPv6 ND packet of `batch`. With `TRACE`, each outcome
+    /// is kept for [`Discovery::trace`].
+    pub fn process<const TRACE: bool>(
         &mut self,
         ctx: &mut Context<'_>,
         interfaces: &Interfaces,
@@ -112,11 +216,14 @@ impl Discovery {
         batch: &mut Batch,
     ) {
         let (descs, metas) = batch.split_mut();
-        for (desc, meta) in descs.iter_mut().zip(metas.iter_mut()) {
+        for (i, (desc, meta)) in descs.iter_mut().zip(metas.iter_mut()).enumerate() {
+            if TRACE && let Some(slot) = self.trace.get_mut(i) {
+                *slot = Discovered::Skipped;
+            }
             if meta.drop.is_some() || meta.out_port != Meta::NO_PORT {
                 continue;
             }
-            let outcome = if meta.ethertype == ETHERTYPE_ARP {
+            let (outcome, discovered) = if meta.ethertype == ETHERTYPE_ARP {
                 self.arp(ctx, interfaces, neighbours, desc, meta)
             } else if meta.flags & Meta::FLAG_IPV6 != 0
                 && meta.ip_proto == PROTO_ICMPV6
@@ -127,6 +234,9 @@ impl Discovery {
             } else {
                 continue;
             };
+            if TRACE && let Some(slot) = self.trace.get_mut(i) {
+                *slot = discovered;
+            }
             match outcome {
                 Outcome::Reply(len) => {
                     desc.len = len;
@@ -144,30 +254,31 @@ impl Discovery {
         neighbours: &mut NeighbourTable,
         desc: &Desc,
         meta: &Meta,
-    ) -> Outcome {
+    ) -> (Outcome, Discovered) {
+        const MALFORMED: Discovered = Discovered::Malformed(Protocol::Arp);
         let port = desc.port;
         let start = usize::from(desc.offset) + usize::from(meta.l3_offset);
         let end = usize::from(desc.offset) + usize::from(desc.len);
         let Some(bytes) = ctx.pool.frame(desc.frame).get(start..end) else {
             self.counters.arp_malformed += 1;
-            return Outcome::Drop(DropReason::Truncated);
+            return (Outcome::Drop(DropReason::Truncated), MALFORMED);
         };
         let request = match arp::Packet::new_checked(bytes).and_then(|p| arp::Repr::parse(&p)) {
             Ok(repr) => repr,
             Err(wirespeed_packet::wire::Error::Truncated) => {
                 self.counters.arp_malformed += 1;
-                return Outcome::Drop(DropReason::Truncated);
+                return (Outcome::Drop(DropReason::Truncated), MALFORMED);
             }
             Err(_) => {
                 self.counters.arp_malformed += 1;
-                return Outcome::Drop(DropReason::Consumed);
+                return (Outcome::Drop(DropReason::Consumed), MALFORMED);
             }
         };
         let sender_ok = request.source_hardware_addr.is_unicast()
             && request.source_hardware_addr != EthernetAddress([0; 6]);
         if !sender_ok {
             self.counters.arp_malformed += 1;
-            return Outcome::Drop(DropReason::Consumed);
+            return (Outcome::Drop(DropReason::Consumed), MALFORMED);
         }
         let sender = request.source_protocol_addr;
         let learnable = !sender.is_unspecified()
@@ -176,18 +287,24 @@ impl Discovery {
         let for_us = interfaces.owns_v4(port, request.target_protocol_addr);
         match request.operation {
             arp::Operation::Request if for_us => {
+                let mut released = 0;
                 if learnable {
-                    self.learn(
-                        ctx,
-                        neighbours,
-                        NeighbourKey::v4(sender, port),
-                        request.source_hardware_addr,
-                        true,
-                        Family::V4,
-                    );
+                    released = self
+                        .learn(
+                            ctx,
+                            neighbours,
+                            NeighbourKey::v4(sender, port),
+                            request.source_hardware_addr,
+                            true,
+                            Family::V4,
+                        )
+                        .unwrap_or(0);
                 }
                 let Some(mac) = interfaces.mac(port) else {
-                    return Outcome::Drop(DropReason::Consumed);
+                    return (
+                        Outcome::Drop(DropReason::Consumed),
+                        Discovered::Ignored(Protocol::Arp),
+                    );
                 };
                 let reply = arp::Repr {
                     operation: arp::Operation::Reply,
@@ -202,31 +319,52 @@ impl Discovery {
                     .frame_mut(desc.frame)
                     .get_mut(at..at + MIN_FRAME_LEN)
                 else {
-                    return Outcome::Drop(DropReason::Consumed);
+                    return (
+                        Outcome::Drop(DropReason::Consumed),
+                        Discovered::Ignored(Protocol::Arp),
+                    );
                 };
                 write_arp(frame, request.source_hardware_addr, mac, &reply);
                 self.counters.arp_replied += 1;
-                Outcome::Reply(MIN_FRAME_LEN as u16)
+                let replied = Discovered::Replied {
+                    protocol: Protocol::Arp,
+                    addr: IpAddr::V4(request.target_protocol_addr),
+                    mac,
+                    released,
+                };
+                (Outcome::Reply(MIN_FRAME_LEN as u16), replied)
             }
             arp::Operation::Request | arp::Operation::Reply => {
                 // Replies to our requests, and refreshes from neighbours we already know.
-                let learned = learnable
-                    && self.learn(
+                let learned = if learnable {
+                    self.learn(
                         ctx,
                         neighbours,
                         NeighbourKey::v4(sender, port),
                         request.source_hardware_addr,
                         false,
                         Family::V4,
-                    );
-                if !learned {
-                    self.counters.arp_ignored += 1;
-                }
-                Outcome::Drop(DropReason::Consumed)
+                    )
+                } else {
+                    None
+                };
+                let discovered = match learned {
+                    Some(released) => Discovered::Learned {
+                        protocol: Protocol::Arp,
+                        addr: IpAddr::V4(sender),
+                        mac: request.source_hardware_addr,
+                        released,
+                    },
+                    None => {
+                        self.counters.arp_ignored += 1;
+                        Discovered::Ignored(Protocol::Arp)
+                    }
+                };
+                (Outcome::Drop(DropReason::Consumed), discovered)
             }
             arp::Operation::Unknown(_) => {
                 self.counters.arp_malformed += 1;
-                Outcome::Drop(DropReason::Consumed)
+                (Outcome::Drop(DropReason::Consumed), MALFORMED)
             }
         }
     }
@@ -238,33 +376,40 @@ impl Discovery {
         neighbours: &mut NeighbourTable,
         desc: &Desc,
         meta: &Meta,
-    ) -> Outcome {
+    ) -> (Outcome, Discovered) {
+        const IGNORED: Discovered = Discovered::Ignored(Protocol::Nd);
         let port = desc.port;
         let Some(message) = NdMessage::parse(ctx, desc, meta) else {
             self.counters.nd_malformed += 1;
-            return Outcome::Drop(DropReason::BadL4Header);
+            return (
+                Outcome::Drop(DropReason::BadL4Header),
+                Discovered::Malformed(Protocol::Nd),
+            );
         };
         match message.kind {
             ND_NEIGHBOR_SOLICIT => {
                 if !interfaces.owns_v6(port, message.target) {
                     self.counters.nd_ignored += 1;
-                    return Outcome::Drop(DropReason::Consumed);
+                    return (Outcome::Drop(DropReason::Consumed), IGNORED);
                 }
+                let mut released = 0;
                 if let Some(lla) = message.link_layer
                     && !message.src.is_unspecified()
                     && interfaces.on_link_v6(port, message.src)
                 {
-                    self.learn(
-                        ctx,
-                        neighbours,
-                        NeighbourKey::v6(message.src, port),
-                        lla,
-                        true,
-                        Family::V6,
-                    );
+                    released = self
+                        .learn(
+                            ctx,
+                            neighbours,
+                            NeighbourKey::v6(message.src, port),
+                            lla,
+                            true,
+                            Family::V6,
+                        )
+                        .unwrap_or(0);
                 }
                 let Some(mac) = interfaces.mac(port) else {
-                    return Outcome::Drop(DropReason::Consumed);
+                    return (Outcome::Drop(DropReason::Consumed), IGNORED);
                 };
                 // Duplicate address detection probes (unspecified source) get an unsolicited
                 // advertisement to all nodes (RFC 4861 §7.2.4).
@@ -280,7 +425,7 @@ impl Discovery {
                     .frame_mut(desc.frame)
                     .get_mut(at..at + ND_FRAME_LEN)
                 else {
-                    return Outcome::Drop(DropReason::Consumed);
+                    return (Outcome::Drop(DropReason::Consumed), IGNORED);
                 };
                 write_nd(
                     frame,
@@ -296,34 +441,51 @@ impl Discovery {
                     },
                 );
                 self.counters.nd_replied += 1;
-                Outcome::Reply(ND_FRAME_LEN as u16)
+                let replied = Discovered::Replied {
+                    protocol: Protocol::Nd,
+                    addr: IpAddr::V6(message.target),
+                    mac,
+                    released,
+                };
+                (Outcome::Reply(ND_FRAME_LEN as u16), replied)
             }
             ND_NEIGHBOR_ADVERT => {
                 let learned = match message.link_layer {
-                    Some(lla) if interfaces.on_link_v6(port, message.target) => self.learn(
-                        ctx,
-                        neighbours,
-                        NeighbourKey::v6(message.target, port),
-                        lla,
-                        false,
-                        Family::V6,
-                    ),
-                    _ => false,
+                    Some(lla) if interfaces.on_link_v6(port, message.target) => self
+                        .learn(
+                            ctx,
+                            neighbours,
+                            NeighbourKey::v6(message.target, port),
+                            lla,
+                            false,
+                            Family::V6,
+                        )
+                        .map(|released| (lla, released)),
+                    _ => None,
                 };
-                if !learned {
-                    self.counters.nd_ignored += 1;
-                }
-                Outcome::Drop(DropReason::Consumed)
+                let discovered = match learned {
+                    Some((mac, released)) => Discovered::Learned {
+                        protocol: Protocol::Nd,
+                        addr: IpAddr::V6(message.target),
+                        mac,
+                        released,
+                    },
+                    None => {
+                        self.counters.nd_ignored += 1;
+                        IGNORED
+                    }
+                };
+                (Outcome::Drop(DropReason::Consumed), discovered)
             }
             _ => {
                 self.counters.nd_ignored += 1;
-                Outcome::Drop(DropReason::Consumed)
+                (Outcome::Drop(DropReason::Consumed), IGNORED)
             }
         }
     }
 
     /// Records `key` at `mac` (creating the entry only with `create`) and sends the packets that
-    /// waited for it. Returns whether an entry was updated.
+    /// waited for it. Returns how many were sent when an entry was updated, `None` otherwise.
     fn learn(
         &mut self,
         ctx: &mut Context<'_>,
@@ -332,26 +494,26 @@ impl Discovery {
         mac: EthernetAddress,
         create: bool,
         family: Family,
-    ) -> bool {
+    ) -> Option<u16> {
         match neighbours.learn(key, mac, ctx.now, create) {
             Ok(Some(slot)) => {
                 match family {
                     Family::V4 => self.counters.arp_learned += 1,
                     Family::V6 => self.counters.nd_learned += 1,
                 }
-                self.release(ctx, neighbours, slot, mac, key.port());
-                true
+                Some(self.release(ctx, neighbours, slot, mac, key.port()))
             }
-            Ok(None) => false,
+            Ok(None) => None,
             Err(Refused::TableFull | Refused::HoldFull) => {
                 self.counters.refused += 1;
-                false
+                None
             }
         }
     }
 
     /// Sends the packets waiting behind `slot` to `mac` out of `port`. They were rewritten when
-    /// they were held (source MAC, TTL); only the destination MAC was missing.
+    /// they were held (source MAC, TTL); only the destination MAC was missing. Returns how many
+    /// were sent.
     pub fn release(
         &mut self,
         ctx: &mut Context<'_>,
@@ -359,8 +521,9 @@ impl Discovery {
         slot: u32,
         mac: EthernetAddress,
         port: u16,
-    ) {
+    ) -> u16 {
         let counters = &mut self.counters;
+        let mut sent = 0u16;
         neighbours.drain(slot, |desc| {
             let at = usize::from(desc.offset);
             if let Some(dst) = ctx.pool.frame_mut(desc.frame).get_mut(at..at + 6) {
@@ -372,10 +535,12 @@ impl Discovery {
             };
             if ctx.emit(desc, meta) {
                 counters.released += 1;
+                sent = sent.saturating_add(1);
             } else {
                 counters.emit_overflow += 1;
             }
         });
+        sent
     }
 
     /// Sends an ARP request or a neighbour solicitation for `key` out of its port.
@@ -640,5 +805,49 @@ mod tests {
             multicast_mac(group),
             EthernetAddress([0x33, 0x33, 0xff, 0x12, 0x34, 0x56])
         );
+    }
+
+    #[test]
+    fn outcomes_read_as_trace_lines() {
+        let mac = EthernetAddress([2, 0, 0, 0, 0, 0xa0]);
+        let reply = Discovered::Replied {
+            protocol: Protocol::Nd,
+            addr: "2001:db8::1".parse().unwrap(),
+            mac,
+            released: 0,
+        };
+        assert_eq!(
+            reply.to_string(),
+            "nd advert 2001:db8::1 is-at 02:00:00:00:00:a0"
+        );
+        let reply = Discovered::Replied {
+            protocol: Protocol::Arp,
+            addr: "10.0.0.1".parse().unwrap(),
+            mac,
+            released: 3,
+        };
+        assert_eq!(
+            reply.to_string(),
+            "arp reply 10.0.0.1 is-at 02:00:00:00:00:a0, released 3"
+        );
+        let learned = Discovered::Learned {
+            protocol: Protocol::Nd,
+            addr: "2001:db8:1::9".parse().unwrap(),
+            mac,
+            released: 0,
+        };
+        assert_eq!(
+            learned.to_string(),
+            "nd learned 2001:db8:1::9 at 02:00:00:00:00:a0"
+        );
+        assert_eq!(
+            Discovered::Ignored(Protocol::Arp).to_string(),
+            "arp ignored"
+        );
+        assert_eq!(
+            Discovered::Malformed(Protocol::Nd).to_string(),
+            "nd malformed"
+        );
+        assert_eq!(Discovered::Skipped.to_string(), "-");
     }
 }

@@ -8,7 +8,10 @@
 //!   decides packet *i* (`None`: no rule; the caller's slow path decides), and leaves packets
 //!   that an earlier stage dropped alone;
 //! * one batch function, [`FlowLookup::process`]: first a pass that prefetches every packet's
-//!   cache slot, then the lookups, so the memory reads of a batch overlap.
+//!   cache slot, then the lookups, so the memory reads of a batch overlap;
+//! * trace format ([`Looked`], kept by `process::<true>` for [`FlowLookup::trace`]): `cache
+//!   hit`, `cache miss -> classifier hit, cached`, `cache miss -> classifier hit`, `cache miss
+//!   -> classifier miss`.
 //!
 //! A classifier hit is offered to the cache (with the cache's insertion probability). Every
 //! change of the rules through [`FlowLookup::insert`] / [`FlowLookup::remove`] /
@@ -16,8 +19,10 @@
 //! exception for rules that cannot change a cached answer (megaflows derived from the slow
 //! path, which agree with every decision already made).
 
+use std::fmt;
+
 use wirespeed_packet::flow_key::FlowKey;
-use wirespeed_packet::{Batch, Meta};
+use wirespeed_packet::{Batch, MAX_BATCH, Meta};
 
 use crate::table::classifier::{Classifier, ClassifierError, FlowMatch, RuleId};
 use crate::table::flow_cache::FlowCache;
@@ -30,12 +35,40 @@ pub struct FlowLookupCounters {
     pub misses: u64,
 }
 
+/// Which tier answered one packet's lookup; its `Display` is the stage's trace line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Looked {
+    /// Dropped by an earlier stage: not looked up.
+    Skipped,
+    CacheHit,
+    /// The classifier answered; `cached`: the answer was written into the cache.
+    ClassifierHit {
+        cached: bool,
+    },
+    /// Neither tier knew the packet: the caller's slow path decides.
+    Miss,
+}
+
+impl fmt::Display for Looked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Looked::Skipped => "-",
+            Looked::CacheHit => "cache hit",
+            Looked::ClassifierHit { cached: true } => "cache miss -> classifier hit, cached",
+            Looked::ClassifierHit { cached: false } => "cache miss -> classifier hit",
+            Looked::Miss => "cache miss -> classifier miss",
+        })
+    }
+}
+
 /// Cache plus classifier; the value of a rule (`V`) is what a lookup returns.
 pub struct FlowLookup<V: Copy + Default> {
     cache: FlowCache<V>,
     classifier: Classifier<V>,
     counters: FlowLookupCounters,
     batches: u32,
+    /// What `process::<true>` found for each packet of the last batch.
+    trace: [Looked; MAX_BATCH],
 }
 
 /// Batches between two re-rankings of the classifier's subtables.
@@ -50,7 +83,13 @@ impl<V: Copy + Default> FlowLookup<V> {
             classifier: Classifier::new(rules),
             counters: FlowLookupCounters::default(),
             batches: 0,
+            trace: [Looked::Skipped; MAX_BATCH],
         }
+    }
+
+    /// The outcomes of the last batch processed with tracing on, packet by packet.
+    pub fn trace(&self, len: usize) -> &[Looked] {
+        self.trace.get(..len).unwrap_or(&self.trace)
     }
 
     /// Adds a rule and invalidates the cache. Between batches.
@@ -99,27 +138,52 @@ impl<V: Copy + Default> FlowLookup<V> {
     /// Looks up one key (hash: its CRC32C).
     #[inline]
     pub fn lookup(&mut self, hash: u32, key: &FlowKey) -> Option<V> {
+        self.lookup_traced::<false>(hash, key).0
+    }
+
+    /// As [`FlowLookup::lookup`], and which tier answered (whether a classifier hit was cached
+    /// is found out only with `TRACE`).
+    #[inline]
+    pub fn lookup_traced<const TRACE: bool>(
+        &mut self,
+        hash: u32,
+        key: &FlowKey,
+    ) -> (Option<V>, Looked) {
         if let Some(value) = self.cache.lookup(hash, key) {
             self.counters.cache_hits += 1;
-            return Some(value);
+            return (Some(value), Looked::CacheHit);
         }
         match self.classifier.classify(key) {
             Some(id) => {
-                let value = self.classifier.data(id).copied()?;
+                let Some(value) = self.classifier.data(id).copied() else {
+                    return (None, Looked::Miss);
+                };
                 self.counters.classifier_hits += 1;
+                let before = if TRACE {
+                    self.cache.counters().inserted
+                } else {
+                    0
+                };
                 self.cache.insert(hash, key, value);
-                Some(value)
+                let cached = TRACE && self.cache.counters().inserted != before;
+                (Some(value), Looked::ClassifierHit { cached })
             }
             None => {
                 self.counters.misses += 1;
-                None
+                (None, Looked::Miss)
             }
         }
     }
 
     /// Fills `results[i]` for every packet of `batch` not dropped yet (`keys[i]` its flow key,
-    /// `meta.flow_hash` its hash); dropped packets get `None`.
-    pub fn process(&mut self, batch: &Batch, keys: &[FlowKey], results: &mut [Option<V>]) {
+    /// `meta.flow_hash` its hash); dropped packets get `None`. With `TRACE`, which tier
+    /// answered each is kept for [`FlowLookup::trace`].
+    pub fn process<const TRACE: bool>(
+        &mut self,
+        batch: &Batch,
+        keys: &[FlowKey],
+        results: &mut [Option<V>],
+    ) {
         self.batches = self.batches.wrapping_add(1);
         if self.batches.is_multiple_of(RANK_EVERY) {
             self.classifier.rank();
@@ -128,12 +192,17 @@ impl<V: Copy + Default> FlowLookup<V> {
         for meta in metas {
             self.cache.prefetch(meta.flow_hash);
         }
-        for ((meta, key), result) in metas.iter().zip(keys).zip(results.iter_mut()) {
-            *result = if is_live(meta) {
-                self.lookup(meta.flow_hash, key)
+        for (i, ((meta, key), result)) in metas.iter().zip(keys).zip(results.iter_mut()).enumerate()
+        {
+            let (found, looked) = if is_live(meta) {
+                self.lookup_traced::<TRACE>(meta.flow_hash, key)
             } else {
-                None
+                (None, Looked::Skipped)
             };
+            *result = found;
+            if TRACE && let Some(slot) = self.trace.get_mut(i) {
+                *slot = looked;
+            }
         }
     }
 }
@@ -141,4 +210,54 @@ impl<V: Copy + Default> FlowLookup<V> {
 #[inline]
 fn is_live(meta: &Meta) -> bool {
     meta.drop.is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_traced_batch_says_which_tier_answered() {
+        let mut lookup = FlowLookup::<u32>::new(64, 1, 16);
+        let key = FlowKey {
+            in_port: 1,
+            ..FlowKey::default()
+        };
+        lookup.insert(1, FlowMatch::any().in_port(1), 7).unwrap();
+        let mut batch = Batch::new(4);
+        for _ in 0..2 {
+            batch.push_with_meta(
+                wirespeed_packet::Desc::default(),
+                Meta {
+                    flow_hash: key.hash(),
+                    ..Meta::EMPTY
+                },
+            );
+        }
+        batch.push_with_meta(
+            wirespeed_packet::Desc::default(),
+            Meta {
+                drop: Some(wirespeed_packet::DropReason::Truncated),
+                ..Meta::EMPTY
+            },
+        );
+        let keys = [key; 3];
+        let mut results = [None; 3];
+        lookup.process::<true>(&batch, &keys, &mut results);
+        assert_eq!(results, [Some(7), Some(7), None]);
+        let lines: Vec<String> = lookup.trace(3).iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            ["cache miss -> classifier hit, cached", "cache hit", "-"]
+        );
+        let other = FlowKey {
+            in_port: 2,
+            ..FlowKey::default()
+        };
+        assert_eq!(
+            lookup.lookup_traced::<true>(other.hash(), &other),
+            (None, Looked::Miss)
+        );
+        assert_eq!(Looked::Miss.to_string(), "cache miss -> classifier miss");
+    }
 }

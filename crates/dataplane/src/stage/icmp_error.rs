@@ -13,16 +13,21 @@
 //! on the way back to the source in every network whose paths are symmetric, and this needs no
 //! second route and neighbour lookup (a router with asymmetric paths would look up the source).
 //!
+//! Trace format ([`Signalled`], kept by `process::<true>` for [`IcmpError::trace`]):
+//! `time-exceeded to 10.0.0.2`, `unreachable to 2001:db8::2`, `time-exceeded rate-limited`,
+//! `unreachable suppressed`, ...
+//!
 //! Never sent (RFC 1812 §4.3.2.7, RFC 4443 §2.4 (e)): about an ICMP error, a non-first IPv4
 //! fragment, a packet sent to a group MAC or a multicast/broadcast address, or from an address
 //! that does not name one host. The bucket refills at `rate` per second up to `burst`, counted
 //! in TSC cycles from the `now` the worker passes in, so a flood of expiring packets costs at
 //! most `rate` errors a second.
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use wirespeed_packet::wire::{EtherType, EthernetAddress, IpProtocol, icmpv4, icmpv6, ipv4, ipv6};
-use wirespeed_packet::{Batch, Desc, HEADROOM, Meta};
+use wirespeed_packet::{Batch, Desc, HEADROOM, MAX_BATCH, Meta};
 
 use crate::app::Context;
 use crate::table::interfaces::Interfaces;
@@ -41,6 +46,48 @@ pub enum IcmpKind {
     TimeExceeded,
     /// No route to the destination (IPv4 type 3 code 0, IPv6 type 1 code 0).
     NoRoute,
+}
+
+impl fmt::Display for IcmpKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IcmpKind::TimeExceeded => "time-exceeded",
+            IcmpKind::NoRoute => "unreachable",
+        })
+    }
+}
+
+/// What the stage did about one packet; its `Display` is the stage's trace line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signalled {
+    /// No error was due.
+    Skipped,
+    /// The error went out, to the packet's source.
+    Sent {
+        kind: IcmpKind,
+        to: IpAddr,
+    },
+    RateLimited(IcmpKind),
+    /// Not allowed (about an error, to a group address, a later fragment, ...).
+    Suppressed(IcmpKind),
+    /// The ingress port has no address of the packet's family.
+    NoSource(IcmpKind),
+    PoolEmpty(IcmpKind),
+    Overflow(IcmpKind),
+}
+
+impl fmt::Display for Signalled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Signalled::Skipped => f.write_str("-"),
+            Signalled::Sent { kind, to } => write!(f, "{kind} to {to}"),
+            Signalled::RateLimited(kind) => write!(f, "{kind} rate-limited"),
+            Signalled::Suppressed(kind) => write!(f, "{kind} suppressed"),
+            Signalled::NoSource(kind) => write!(f, "{kind} not sent: no address on the port"),
+            Signalled::PoolEmpty(kind) => write!(f, "{kind} not sent: pool empty"),
+            Signalled::Overflow(kind) => write!(f, "{kind} not sent: emit overflow"),
+        }
+    }
 }
 
 /// What the stage did.
@@ -110,6 +157,8 @@ pub struct IcmpError {
     bucket: TokenBucket,
     counters: IcmpErrorCounters,
     scratch: Box<[u8; MAX_ERROR_LEN]>,
+    /// What `process::<true>` did about each packet of the last batch.
+    trace: [Signalled; MAX_BATCH],
 }
 
 /// Why no error was built.
@@ -125,6 +174,7 @@ impl IcmpError {
             bucket: TokenBucket::new(rate, burst, hz),
             counters: IcmpErrorCounters::default(),
             scratch: Box::new([0; MAX_ERROR_LEN]),
+            trace: [Signalled::Skipped; MAX_BATCH],
         }
     }
 
@@ -132,23 +182,39 @@ impl IcmpError {
         self.counters
     }
 
+    /// The outcomes of the last batch processed with tracing on, packet by packet.
+    pub fn trace(&self, len: usize) -> &[Signalled] {
+        self.trace.get(..len).unwrap_or(&self.trace)
+    }
+
     /// Sends the error `kinds[i]` asks for about packet `i` of `batch` (as it was received:
-    /// call this before rewriting). Packets with `None` are skipped.
-    pub fn process(
+    /// call this before rewriting). Packets with `None` are skipped. With `TRACE`, each outcome
+    /// is kept for [`IcmpError::trace`].
+    pub fn process<const TRACE: bool>(
         &mut self,
         ctx: &mut Context<'_>,
         interfaces: &Interfaces,
         batch: &Batch,
         kinds: &[Option<IcmpKind>],
     ) {
-        for ((desc, meta), kind) in batch.descs().iter().zip(batch.meta()).zip(kinds) {
-            if let Some(kind) = *kind {
-                self.send(ctx, interfaces, desc, meta, kind);
+        for (i, ((desc, meta), kind)) in batch
+            .descs()
+            .iter()
+            .zip(batch.meta())
+            .zip(kinds)
+            .enumerate()
+        {
+            let signalled = match *kind {
+                Some(kind) => self.send(ctx, interfaces, desc, meta, kind),
+                None => Signalled::Skipped,
+            };
+            if TRACE && let Some(slot) = self.trace.get_mut(i) {
+                *slot = signalled;
             }
         }
     }
 
-    /// Builds and emits one error about the packet `desc`/`meta`.
+    /// Builds and emits one error about the packet `desc`/`meta`; says what became of it.
     pub fn send(
         &mut self,
         ctx: &mut Context<'_>,
@@ -156,7 +222,7 @@ impl IcmpError {
         desc: &Desc,
         meta: &Meta,
         kind: IcmpKind,
-    ) {
+    ) -> Signalled {
         let start = usize::from(desc.offset);
         let Some(packet) = ctx
             .pool
@@ -164,7 +230,7 @@ impl IcmpError {
             .get(start..start + usize::from(desc.len))
         else {
             self.counters.suppressed += 1;
-            return;
+            return Signalled::Suppressed(kind);
         };
         let built = if meta.flags & Meta::FLAG_GROUP_DST != 0 {
             Err(Skip::Suppressed)
@@ -179,24 +245,47 @@ impl IcmpError {
             Ok(len) => len,
             Err(Skip::Suppressed) => {
                 self.counters.suppressed += 1;
-                return;
+                return Signalled::Suppressed(kind);
             }
             Err(Skip::NoSource) => {
                 self.counters.no_source += 1;
-                return;
+                return Signalled::NoSource(kind);
             }
         };
         if !self.bucket.take(ctx.now) {
             self.counters.rate_limited += 1;
-            return;
+            return Signalled::RateLimited(kind);
         }
+        // The error's destination, as written into it (after the Ethernet header).
+        let to = match self.scratch.get(12..14) {
+            Some([0x86, 0xdd]) => self
+                .scratch
+                .get(14 + 24..14 + 40)
+                .and_then(|b| <[u8; 16]>::try_from(b).ok())
+                .map(|b| IpAddr::V6(Ipv6Addr::from(b))),
+            _ => self
+                .scratch
+                .get(14 + 16..14 + 20)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map(|b| IpAddr::V4(Ipv4Addr::from(b))),
+        }
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
         match emit_created(ctx, desc.port, self.scratch.get(..len).unwrap_or_default()) {
-            Created::Sent => match kind {
-                IcmpKind::TimeExceeded => self.counters.time_exceeded += 1,
-                IcmpKind::NoRoute => self.counters.unreachable += 1,
-            },
-            Created::PoolEmpty => self.counters.pool_empty += 1,
-            Created::Overflow => self.counters.emit_overflow += 1,
+            Created::Sent => {
+                match kind {
+                    IcmpKind::TimeExceeded => self.counters.time_exceeded += 1,
+                    IcmpKind::NoRoute => self.counters.unreachable += 1,
+                }
+                Signalled::Sent { kind, to }
+            }
+            Created::PoolEmpty => {
+                self.counters.pool_empty += 1;
+                Signalled::PoolEmpty(kind)
+            }
+            Created::Overflow => {
+                self.counters.emit_overflow += 1;
+                Signalled::Overflow(kind)
+            }
         }
     }
 }
@@ -407,5 +496,27 @@ mod tests {
         assert_eq!((0..10).filter(|_| bucket.take(10_000)).count(), 3);
         let mut never = TokenBucket::new(0, 5, 1000);
         assert!(!never.take(1_000_000));
+    }
+
+    #[test]
+    fn outcomes_read_as_trace_lines() {
+        let sent = Signalled::Sent {
+            kind: IcmpKind::NoRoute,
+            to: "2001:db8::2".parse().unwrap(),
+        };
+        assert_eq!(sent.to_string(), "unreachable to 2001:db8::2");
+        assert_eq!(
+            Signalled::RateLimited(IcmpKind::TimeExceeded).to_string(),
+            "time-exceeded rate-limited"
+        );
+        assert_eq!(
+            Signalled::Suppressed(IcmpKind::NoRoute).to_string(),
+            "unreachable suppressed"
+        );
+        assert_eq!(
+            Signalled::NoSource(IcmpKind::NoRoute).to_string(),
+            "unreachable not sent: no address on the port"
+        );
+        assert_eq!(Signalled::Skipped.to_string(), "-");
     }
 }

@@ -4,9 +4,13 @@
 //! echo reply in place (addresses and MACs swapped, checksums recomputed) and leaves by the
 //! port it came in on; everything else is [`DropReason::Consumed`] and counted as unhandled:
 //! the router has no host stack behind its addresses. One batch function, [`Local::process`].
+//! Trace format ([`Delivered`], kept by `process::<true>` for [`Local::trace`]): `echo reply`,
+//! `consumed (no host stack)`.
+
+use std::fmt;
 
 use wirespeed_packet::wire::{icmpv4, icmpv6, ipv4, ipv6};
-use wirespeed_packet::{Batch, DropReason, Meta};
+use wirespeed_packet::{Batch, DropReason, MAX_BATCH, Meta};
 
 use crate::app::Context;
 use crate::stage::route::Next;
@@ -26,23 +30,61 @@ pub struct LocalCounters {
     pub unhandled: u64,
 }
 
+/// What the stage did with one packet; its `Display` is the stage's trace line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivered {
+    /// Not for the router.
+    Skipped,
+    /// Answered in place.
+    EchoReply,
+    /// For the router, but nothing here handles it.
+    Unhandled,
+}
+
+impl fmt::Display for Delivered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Delivered::Skipped => "-",
+            Delivered::EchoReply => "echo reply",
+            Delivered::Unhandled => "consumed (no host stack)",
+        })
+    }
+}
+
 /// Answers pings to the router. See the module documentation.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Local {
     counters: LocalCounters,
+    /// What `process::<true>` did with each packet of the last batch.
+    trace: [Delivered; MAX_BATCH],
+}
+
+impl Default for Local {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Local {
     pub fn new() -> Self {
-        Self::default()
+        Local {
+            counters: LocalCounters::default(),
+            trace: [Delivered::Skipped; MAX_BATCH],
+        }
     }
 
     pub fn counters(&self) -> LocalCounters {
         self.counters
     }
 
-    /// Handles every packet whose `next` is [`Next::Local`].
-    pub fn process(
+    /// The outcomes of the last batch processed with tracing on, packet by packet.
+    pub fn trace(&self, len: usize) -> &[Delivered] {
+        self.trace.get(..len).unwrap_or(&self.trace)
+    }
+
+    /// Handles every packet whose `next` is [`Next::Local`]. With `TRACE`, each outcome is
+    /// kept for [`Local::trace`].
+    pub fn process<const TRACE: bool>(
         &mut self,
         ctx: &mut Context<'_>,
         interfaces: &Interfaces,
@@ -50,7 +92,10 @@ impl Local {
         next: &[Next],
     ) {
         let (descs, metas) = batch.split_mut();
-        for ((desc, meta), next) in descs.iter().zip(metas.iter_mut()).zip(next) {
+        for (i, ((desc, meta), next)) in descs.iter().zip(metas.iter_mut()).zip(next).enumerate() {
+            if TRACE && let Some(slot) = self.trace.get_mut(i) {
+                *slot = Delivered::Skipped;
+            }
             if *next != Next::Local {
                 continue;
             }
@@ -67,12 +112,17 @@ impl Local {
                 }
                 _ => false,
             };
-            if answered {
+            let delivered = if answered {
                 self.counters.echo_replies += 1;
                 meta.out_port = desc.port;
+                Delivered::EchoReply
             } else {
                 self.counters.unhandled += 1;
                 meta.drop = Some(DropReason::Consumed);
+                Delivered::Unhandled
+            };
+            if TRACE && let Some(slot) = self.trace.get_mut(i) {
+                *slot = delivered;
             }
         }
     }
@@ -142,4 +192,16 @@ fn echo_reply(packet: &mut [u8], meta: &Meta, mac: [u8; 6]) -> bool {
         eth[6..12].copy_from_slice(&mac);
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_read_as_trace_lines() {
+        assert_eq!(Delivered::EchoReply.to_string(), "echo reply");
+        assert_eq!(Delivered::Unhandled.to_string(), "consumed (no host stack)");
+        assert_eq!(Delivered::Skipped.to_string(), "-");
+    }
 }

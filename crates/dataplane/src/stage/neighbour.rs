@@ -12,6 +12,13 @@
 //! destination MAC is written ([`Discovery::release`]). Held packets leave the batch: the batch
 //! is compacted once at the end, keeping the order of the others, so the worker neither sends
 //! nor frees their frames.
+//!
+//! Trace format ([`Resolution`], kept by `process::<true>` for [`Resolve::trace`]): `rewrite
+//! 02:00:00:00:00:c1`, `held for 10.1.0.7 (1 waiting), request sent`, `hold queue for 10.1.0.7
+//! full`, `table full, 10.1.0.7 not added`.
+
+use std::fmt;
+use std::net::IpAddr;
 
 use wirespeed_packet::wire::{EthernetAddress, ipv4};
 use wirespeed_packet::{Batch, DropReason, FramePool, MAX_BATCH, Meta};
@@ -35,12 +42,57 @@ pub struct ResolveCounters {
     pub table_full: u64,
 }
 
+/// What the stage did with one packet; its `Display` is the stage's trace line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resolution {
+    /// Not to be forwarded (decided or dropped before).
+    Skipped,
+    /// Rewritten for the known neighbour at this MAC and sent.
+    Rewritten(EthernetAddress),
+    /// Waiting for `addr` to be resolved, with `waiting` packets in all (this one included);
+    /// `requested`: a request went out for it with this packet.
+    Held {
+        addr: IpAddr,
+        waiting: u16,
+        requested: bool,
+    },
+    /// Dropped: the hold queue for `addr` was full.
+    HoldFull(IpAddr),
+    /// Dropped: no entry could be made for `addr`.
+    TableFull(IpAddr),
+}
+
+impl fmt::Display for Resolution {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Resolution::Skipped => f.write_str("-"),
+            Resolution::Rewritten(mac) => write!(f, "rewrite {mac}"),
+            Resolution::Held {
+                addr,
+                waiting,
+                requested,
+            } => {
+                write!(f, "held for {addr} ({waiting} waiting)")?;
+                if requested {
+                    f.write_str(", request sent")?;
+                }
+                Ok(())
+            }
+            Resolution::HoldFull(addr) => write!(f, "hold queue for {addr} full"),
+            Resolution::TableFull(addr) => write!(f, "table full, {addr} not added"),
+        }
+    }
+}
+
 /// Neighbour resolution and the rewrite. See the module documentation.
 #[derive(Debug)]
 pub struct Resolve {
     timers: Timers,
     counters: ResolveCounters,
     held: [bool; MAX_BATCH],
+    /// What `process::<true>` did with each packet of the last batch (indexed as the batch was
+    /// before held packets left it).
+    trace: [Resolution; MAX_BATCH],
 }
 
 impl Resolve {
@@ -50,6 +102,7 @@ impl Resolve {
             timers,
             counters: ResolveCounters::default(),
             held: [false; MAX_BATCH],
+            trace: [Resolution::Skipped; MAX_BATCH],
         }
     }
 
@@ -57,9 +110,16 @@ impl Resolve {
         self.counters
     }
 
+    /// The outcomes of the last batch processed with tracing on, packet by packet, indexed as
+    /// the batch was before held packets left it.
+    pub fn trace(&self, len: usize) -> &[Resolution] {
+        self.trace.get(..len).unwrap_or(&self.trace)
+    }
+
     /// Sends or holds every packet whose `next` is [`Next::Forward`]; held packets are removed
-    /// from `batch` before returning.
-    pub fn process(
+    /// from `batch` before returning. With `TRACE`, each outcome is kept for
+    /// [`Resolve::trace`].
+    pub fn process<const TRACE: bool>(
         &mut self,
         ctx: &mut Context<'_>,
         interfaces: &Interfaces,
@@ -70,13 +130,17 @@ impl Resolve {
     ) {
         let mut any_held = false;
         let (descs, metas) = batch.split_mut();
-        for (((desc, meta), next), held) in descs
+        for (i, (((desc, meta), next), held)) in descs
             .iter()
             .zip(metas.iter_mut())
             .zip(next)
             .zip(self.held.iter_mut())
+            .enumerate()
         {
             *held = false;
+            if TRACE && let Some(slot) = self.trace.get_mut(i) {
+                *slot = Resolution::Skipped;
+            }
             let Next::Forward(key) = *next else {
                 continue;
             };
@@ -87,6 +151,9 @@ impl Resolve {
                     rewrite(ctx.pool, desc, meta, Some(mac), src_mac);
                     meta.out_port = port;
                     self.counters.forwarded += 1;
+                    if TRACE && let Some(slot) = self.trace.get_mut(i) {
+                        *slot = Resolution::Rewritten(mac);
+                    }
                     continue;
                 }
                 Lookup::Pending(slot) => slot,
@@ -95,21 +162,38 @@ impl Resolve {
                     Err(_) => {
                         self.counters.table_full += 1;
                         meta.drop = Some(DropReason::NoNeighbour);
+                        if TRACE && let Some(slot) = self.trace.get_mut(i) {
+                            *slot = Resolution::TableFull(key.addr());
+                        }
                         continue;
                     }
                 },
             };
-            if neighbours.request_due(slot, ctx.now, &self.timers) {
+            let requested = neighbours.request_due(slot, ctx.now, &self.timers);
+            if requested {
                 discovery.request(ctx, interfaces, key);
             }
             rewrite(ctx.pool, desc, meta, None, src_mac);
-            if neighbours.hold(slot, *desc).is_ok() {
+            let resolution = if neighbours.hold(slot, *desc).is_ok() {
                 self.counters.held += 1;
                 *held = true;
                 any_held = true;
+                Resolution::Held {
+                    addr: key.addr(),
+                    waiting: if TRACE {
+                        neighbours.entry(slot).map_or(0, |entry| entry.held)
+                    } else {
+                        0
+                    },
+                    requested,
+                }
             } else {
                 self.counters.hold_full += 1;
                 meta.drop = Some(DropReason::NoNeighbour);
+                Resolution::HoldFull(key.addr())
+            };
+            if TRACE && let Some(slot) = self.trace.get_mut(i) {
+                *slot = resolution;
             }
         }
         if any_held {
@@ -189,5 +273,28 @@ mod tests {
         assert_eq!(frames, [0, 2, 5]);
         remove_marked(&mut batch, &[true, true, true]);
         assert!(batch.is_empty());
+    }
+
+    #[test]
+    fn outcomes_read_as_trace_lines() {
+        let addr: IpAddr = "10.1.0.9".parse().unwrap();
+        let held = Resolution::Held {
+            addr,
+            waiting: 3,
+            requested: false,
+        };
+        assert_eq!(held.to_string(), "held for 10.1.0.9 (3 waiting)");
+        assert_eq!(
+            Resolution::HoldFull(addr).to_string(),
+            "hold queue for 10.1.0.9 full"
+        );
+        assert_eq!(
+            Resolution::TableFull(addr).to_string(),
+            "table full, 10.1.0.9 not added"
+        );
+        assert_eq!(
+            Resolution::Rewritten(EthernetAddress([2, 0, 0, 0, 0, 0xc1])).to_string(),
+            "rewrite 02:00:00:00:00:c1"
+        );
     }
 }

@@ -28,18 +28,26 @@
 //! All methods that change tables are called between batches (by the worker's owner);
 //! [`App::command`] maps the control socket's `flow add`, `flow del` and `show flows` onto
 //! them, reading rules written as text with [`crate::app::fields`].
+//!
+//! Tracing: with [`OpenFlow::set_trace`] the lookup stage runs its `TRACE` variant and the app
+//! keeps one [`OpenFlowTrace`] per packet (which tier answered, what the slow path did, where
+//! the packet went) in a ring allocated only then; [`OpenFlow::packet_trace`] reads it
+//! (`trace(key)` is the slow path's table-by-table walk of one key).
 
 pub mod action;
 pub mod table;
+
+use std::fmt;
 
 use wirespeed_packet::cpu::tsc_hz;
 use wirespeed_packet::{Batch, Desc, DropReason, HEADROOM, MAX_BATCH, Meta};
 
 use crate::app::fields::{self, ParsedFlow};
+use crate::app::trace::{Arrival, Disposition, TraceRing};
 use crate::app::{App, CommandContext, Context, MAX_SHOW_ROWS};
 use crate::command::{AppCommand, AppReply, Table};
 use crate::stage::Parse;
-use crate::stage::flow_cache::FlowLookup;
+use crate::stage::flow_cache::{FlowLookup, Looked};
 use crate::table::classifier::{Classifier, FlowMatch, RuleId};
 
 pub use action::{Action, SetField};
@@ -133,6 +141,7 @@ pub struct OpenFlow {
     megaflows_full: bool,
     expired: Vec<(u8, RuleId)>,
     counters: OpenFlowCounters,
+    trace: TraceRing<OpenFlowTrace>,
 }
 
 /// Bytes of the copy buffer: the largest frame a pool has.
@@ -167,6 +176,7 @@ impl OpenFlow {
             megaflows_full: false,
             expired: Vec::new(),
             counters: OpenFlowCounters::default(),
+            trace: TraceRing::default(),
             config: OpenFlowConfig { tables, ..config },
         }
     }
@@ -590,59 +600,10 @@ impl App for OpenFlow {
     }
 
     fn process(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
-        self.housekeeping(ctx.now);
-        self.parse.process(ctx.pool, batch, ctx.keys);
-        let count = batch.len();
-        let Some(results) = self.batch_results.get_mut(..count) else {
-            return;
-        };
-        self.lookup.process(batch, ctx.keys, results);
-        let (descs, metas) = batch.split_mut();
-        for i in 0..count {
-            let (Some(desc), Some(meta), Some(result)) = (
-                descs.get_mut(i),
-                metas.get_mut(i),
-                self.batch_results.get(i).copied(),
-            ) else {
-                break;
-            };
-            if meta.drop.is_some() {
-                continue;
-            }
-            let source = match result {
-                Some(slot) => Source::Stored(slot as usize),
-                None => {
-                    let Some(key) = ctx.keys.get(i) else {
-                        break;
-                    };
-                    // A miss may have been resolved by an earlier packet of the same batch:
-                    // look again before walking the tables (only misses pay this).
-                    match self.lookup.lookup(meta.flow_hash, key) {
-                        Some(slot) => Source::Stored(slot as usize),
-                        None => self.upcall(key),
-                    }
-                }
-            };
-            let resolved = match source {
-                Source::Stored(slot) => self.results.get_mut(slot),
-                Source::Scratch => Some(&mut self.scratch),
-            };
-            let Some(resolved) = resolved else {
-                meta.drop = Some(DropReason::NoOutput);
-                continue;
-            };
-            resolved.packets += 1;
-            resolved.bytes += u64::from(desc.len);
-            resolved.last_used = ctx.now;
-            let mut effects = Effects {
-                counters: &mut self.counters,
-                copy: &mut self.copy,
-                ports: self.config.ports,
-            };
-            effects.execute(resolved, ctx, desc, meta);
-            if let Source::Scratch = source {
-                self.scratch.fold_into(&mut self.pipeline.tables);
-            }
+        if self.trace.is_on() {
+            self.run::<true>(ctx, batch);
+        } else {
+            self.run::<false>(ctx, batch);
         }
     }
 
@@ -691,5 +652,188 @@ impl App for OpenFlow {
             AppCommand::ShowFlows => AppReply::Table(self.flow_table(ctx)),
             _ => AppReply::Unsupported,
         }
+    }
+}
+
+/// The pipeline with and without tracing.
+impl OpenFlow {
+    /// The fast path over one batch, the slow path for what it misses; with `TRACE`, a record
+    /// per packet.
+    fn run<const TRACE: bool>(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
+        self.housekeeping(ctx.now);
+        self.parse.process(ctx.pool, batch, ctx.keys);
+        let count = batch.len();
+        let Some(results) = self.batch_results.get_mut(..count) else {
+            return;
+        };
+        self.lookup.process::<TRACE>(batch, ctx.keys, results);
+        let (descs, metas) = batch.split_mut();
+        for i in 0..count {
+            let (Some(desc), Some(meta), Some(result)) = (
+                descs.get_mut(i),
+                metas.get_mut(i),
+                self.batch_results.get(i).copied(),
+            ) else {
+                break;
+            };
+            let arrival = if TRACE {
+                ctx.keys.get(i).map(|key| Arrival::new(desc, key))
+            } else {
+                None
+            };
+            if meta.drop.is_some() {
+                if TRACE {
+                    self.record(ctx.now, i, arrival, SlowPath::Skipped, false, meta);
+                }
+                continue;
+            }
+            let (source, path) = match result {
+                Some(slot) => (Source::Stored(slot as usize), SlowPath::Skipped),
+                None => {
+                    let Some(key) = ctx.keys.get(i) else {
+                        break;
+                    };
+                    // A miss may have been resolved by an earlier packet of the same batch:
+                    // look again before walking the tables (only misses pay this).
+                    match self.lookup.lookup(meta.flow_hash, key) {
+                        Some(slot) => (Source::Stored(slot as usize), SlowPath::Relooked),
+                        None => match self.upcall(key) {
+                            Source::Stored(slot) => (Source::Stored(slot), SlowPath::Installed),
+                            Source::Scratch => (Source::Scratch, SlowPath::Refused),
+                        },
+                    }
+                }
+            };
+            let resolved = match source {
+                Source::Stored(slot) => self.results.get_mut(slot),
+                Source::Scratch => Some(&mut self.scratch),
+            };
+            let Some(resolved) = resolved else {
+                meta.drop = Some(DropReason::NoOutput);
+                if TRACE {
+                    self.record(ctx.now, i, arrival, path, false, meta);
+                }
+                continue;
+            };
+            let table_miss = resolved.miss;
+            resolved.packets += 1;
+            resolved.bytes += u64::from(desc.len);
+            resolved.last_used = ctx.now;
+            let mut effects = Effects {
+                counters: &mut self.counters,
+                copy: &mut self.copy,
+                ports: self.config.ports,
+            };
+            effects.execute(resolved, ctx, desc, meta);
+            if let Source::Scratch = source {
+                self.scratch.fold_into(&mut self.pipeline.tables);
+            }
+            if TRACE {
+                self.record(ctx.now, i, arrival, path, table_miss, meta);
+            }
+        }
+    }
+}
+
+/// What the slow path did for one packet; its `Display` is the trace line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlowPath {
+    /// Not needed: the fast path answered (or the packet was dropped before).
+    Skipped,
+    /// Missed, then found under a megaflow an earlier packet of the same batch installed.
+    Relooked,
+    /// The tables decided; their result was installed as a megaflow.
+    Installed,
+    /// The tables decided; the megaflow table was full, so the next such packet comes here too.
+    Refused,
+}
+
+impl fmt::Display for SlowPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SlowPath::Skipped => "-",
+            SlowPath::Relooked => "megaflow of an earlier packet of the batch",
+            SlowPath::Installed => "slow path, megaflow installed",
+            SlowPath::Refused => "slow path, megaflow table full",
+        })
+    }
+}
+
+/// One packet as the OpenFlow app decided it; its `Display` is a trace line, e.g. `port 0 len
+/// 60 10.0.0.2 -> 10.1.0.2 | cache miss -> classifier miss | slow path, megaflow installed |
+/// out port 1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenFlowTrace {
+    /// The batch's TSC.
+    pub now: u64,
+    pub arrival: Arrival,
+    pub lookup: Looked,
+    pub slow_path: SlowPath,
+    /// A table missed (the miss action decided).
+    pub table_miss: bool,
+    pub disposition: Disposition,
+}
+
+impl fmt::Display for OpenFlowTrace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.arrival)?;
+        if self.lookup != Looked::Skipped {
+            write!(f, " | {}", self.lookup)?;
+        }
+        if self.slow_path != SlowPath::Skipped {
+            write!(f, " | {}", self.slow_path)?;
+        }
+        if self.table_miss {
+            f.write_str(" | table miss")?;
+        }
+        write!(f, " | {}", self.disposition)
+    }
+}
+
+/// Tracing.
+impl OpenFlow {
+    /// Keeps the decisions of the last `records` packets (0: tracing off, the default). Between
+    /// batches.
+    pub fn set_trace(&mut self, records: usize) {
+        let blank = OpenFlowTrace {
+            now: 0,
+            arrival: Arrival::default(),
+            lookup: Looked::Skipped,
+            slow_path: SlowPath::Skipped,
+            table_miss: false,
+            disposition: Disposition::Held,
+        };
+        self.trace = TraceRing::new(records, blank);
+    }
+
+    /// The traced packets, oldest first.
+    pub fn packet_trace(&self) -> Vec<OpenFlowTrace> {
+        self.trace.records()
+    }
+
+    /// Keeps the record of packet `i` of the batch being processed.
+    fn record(
+        &mut self,
+        now: u64,
+        i: usize,
+        arrival: Option<Arrival>,
+        slow_path: SlowPath,
+        table_miss: bool,
+        meta: &Meta,
+    ) {
+        let lookup = self
+            .lookup
+            .trace(i + 1)
+            .get(i)
+            .copied()
+            .unwrap_or(Looked::Skipped);
+        self.trace.push(OpenFlowTrace {
+            now,
+            arrival: arrival.unwrap_or_default(),
+            lookup,
+            slow_path,
+            table_miss,
+            disposition: Disposition::of(meta),
+        });
     }
 }
