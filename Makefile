@@ -21,7 +21,8 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-# The main job: build wirespeed, forward a generated capture through it, print the counters.
+# The main job: build wirespeed, check it on a capture, then an RFC 2544 run against it in a
+# namespace lab, with a summary table and a report in reports/demo.
 demo: build
 	./target/release/wirespeed demo --out reports/demo
 
