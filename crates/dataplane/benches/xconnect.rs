@@ -27,13 +27,8 @@ struct Rig {
     carry: Batch,
 }
 
-fn rig(batch: usize, flows: u32) -> Rig {
-    let config = LinkConfig {
-        ring_size: 4096,
-        ..LinkConfig::default()
-    };
-    let (mut g0, p0) = link("g0", "p0", &config);
-    let (p1, g1) = link("p1", "g1", &config);
+/// A busy-polling xconnect worker from p0 to p1 (p1 only transmits).
+fn xconnect_worker(batch: usize, pool: FramePool, p0: MemoryPort, p1: MemoryPort) -> Worker {
     let ports = vec![
         WorkerPort {
             port: Box::new(p0),
@@ -51,16 +46,27 @@ fn rig(batch: usize, flows: u32) -> Rig {
         drain_cycles: u64::MAX,
         idle: Idle::Busy,
     };
-    let pool = FramePool::new(8192, 2048).expect("pool");
-    let mut worker = Worker::new(
+    Worker::new(
         worker_config,
         pool,
         ports,
         Box::new(Xconnect::new(&[(0, 1)], None)),
-    );
-    send(&mut g0, worker.pool_mut(), &frames(flows));
+    )
+}
+
+const RING_SIZE: LinkConfig = LinkConfig {
+    queues: 1,
+    ring_size: 4096,
+    mtu: 1500,
+};
+
+fn rig(batch: usize, flows: u32) -> Rig {
+    let (mut g0, p0) = link("g0", "p0", &RING_SIZE);
+    let (p1, g1) = link("p1", "g1", &RING_SIZE);
+    let mut pool = FramePool::new(8192, 2048).expect("pool");
+    send(&mut g0, &mut pool, &frames(flows));
     Rig {
-        worker,
+        worker: xconnect_worker(batch, pool, p0, p1),
         g0,
         g1,
         carry: Batch::new(MAX_BATCH),
@@ -85,36 +91,10 @@ fn frames(flows: u32) -> Vec<Vec<u8>> {
 
 /// A worker whose p1 is cabled back to its p0, with 1024 frames in flight.
 fn looped(batch: usize, flows: u32) -> Worker {
-    let config = LinkConfig {
-        ring_size: 4096,
-        ..LinkConfig::default()
-    };
-    let (p0, mut p1) = link("p0", "p1", &config);
+    let (p0, mut p1) = link("p0", "p1", &RING_SIZE);
     let mut pool = FramePool::new(8192, 2048).expect("pool");
     send(&mut p1, &mut pool, &frames(flows));
-    let ports = vec![
-        WorkerPort {
-            port: Box::new(p0),
-            rx_queues: vec![0],
-            tx_queue: 0,
-        },
-        WorkerPort {
-            port: Box::new(p1),
-            rx_queues: vec![],
-            tx_queue: 0,
-        },
-    ];
-    let worker_config = WorkerConfig {
-        batch_size: batch,
-        drain_cycles: u64::MAX,
-        idle: Idle::Busy,
-    };
-    Worker::new(
-        worker_config,
-        pool,
-        ports,
-        Box::new(Xconnect::new(&[(0, 1)], None)),
-    )
+    xconnect_worker(batch, pool, p0, p1)
 }
 
 impl Rig {
@@ -147,12 +127,8 @@ fn xconnect(c: &mut Criterion) {
             |b, &batch| {
                 // The same ring traffic as the worker's rx and tx plus the recirculation, with no
                 // worker: what the memory ports themselves cost.
-                let config = LinkConfig {
-                    ring_size: 4096,
-                    ..LinkConfig::default()
-                };
-                let (mut h0, mut q0) = link("h0", "q0", &config);
-                let (mut q1, mut h1) = link("q1", "h1", &config);
+                let (mut h0, mut q0) = link("h0", "q0", &RING_SIZE);
+                let (mut q1, mut h1) = link("q1", "h1", &RING_SIZE);
                 let pool = &mut FramePool::new(8192, 2048).expect("pool");
                 send(&mut h0, pool, &frames(1));
                 let mut carry = Batch::new(MAX_BATCH);

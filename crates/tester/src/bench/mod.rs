@@ -237,7 +237,7 @@ fn measure_dut(
         );
     }
     let template = template(wiring, dut.destination_mac(wiring), config, flows)?;
-    let (measurement, generator) = generate(wiring, &template, config, stop)?;
+    let (measurement, generator) = generate(wiring, &template, config, LINGER, stop)?;
     placement.push(generator);
     dut.check().map_err(|error| error.to_string())?;
     Ok(measurement)
@@ -257,7 +257,7 @@ fn ceiling_trial(
         .and_then(|placed| {
             placement.extend(placed);
             let template = template(wiring, wiring.egress.tester_mac, config, flows)?;
-            let (measurement, generator) = generate(wiring, &template, config, stop)?;
+            let (measurement, generator) = generate(wiring, &template, config, LINGER, stop)?;
             placement.push(generator);
             Ok(measurement)
         });
@@ -288,18 +288,23 @@ fn template(
     .map_err(|error| error.to_string())
 }
 
-/// Blasts `template` from `t0` and counts on `t1`, in a thread pinned to the generator core that
-/// opened its ports in the tester namespace.
-fn generate(
+/// How long the forwarding trials keep counting arrivals after the generator stops (frames
+/// still inside the DuT).
+const LINGER: Duration = Duration::from_millis(200);
+
+/// Blasts `template` from `t0` and counts on `t1` while it sends and for `linger` after, in a
+/// thread pinned to the generator core that opened its ports in the tester namespace.
+pub(crate) fn generate(
     wiring: &Wiring,
     template: &Template,
     config: &ForwardingConfig,
+    linger: Duration,
     stop: &AtomicBool,
 ) -> Result<(Measurement, Placed), String> {
     let blast_config = BlastConfig {
         batch: config.batch,
         duration: Duration::from_secs_f64(config.seconds),
-        linger: Duration::from_millis(200),
+        linger,
         ..BlastConfig::default()
     };
     let cpu = config.plan.generator_cpu;

@@ -22,17 +22,15 @@ pub mod model;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use wirespeed_io::Port;
-
-use crate::dut::probe::{TesterPorts, verify};
+use crate::dut::probe::verify;
 use crate::dut::{Dut, SwitchCounters, Wiring};
+use crate::generator::Template;
 use crate::generator::pacing::Pattern;
-use crate::generator::{BlastConfig, Template, blast, prefill};
 use crate::stats::LatencySummary;
 use crate::trial::{TrialConfig, TrialPorts, run_in_lab};
 
-use super::placement::{Placed, place_kernel, place_process, place_this_thread};
-use super::{ForwardingConfig, Measurement};
+use super::placement::{Placed, place_kernel, place_process};
+use super::{ForwardingConfig, Measurement, generate};
 
 /// A driver seen as a [`Dut`], whether it is a concrete driver or already a `dyn Dut` (so that a
 /// sweep can keep its concrete type and still read counters only that type has).
@@ -179,7 +177,9 @@ fn measure<D: AsDut + ?Sized>(
         }
     }
     let before = sample(dut).transpose()?;
-    let (forwarding, generator) = generate(wiring, template, config, stop)?;
+    // Only what arrives while the generator sends counts: a tail would credit a slow DuT with
+    // the frames it still had queued.
+    let (forwarding, generator) = generate(wiring, template, config, Duration::ZERO, stop)?;
     placement.push(generator);
     let after = sample(dut).transpose()?;
     dut.as_dut().check().map_err(|error| error.to_string())?;
@@ -196,51 +196,6 @@ fn measure<D: AsDut + ?Sized>(
         forwarding,
         latency,
         counters,
-    })
-}
-
-/// Blasts `template` from `t0` for `config.seconds` and counts what arrives on `t1` while it
-/// sends, in a thread pinned to the generator core that opened its ports in the tester namespace.
-fn generate(
-    wiring: &Wiring,
-    template: &Template,
-    config: &ForwardingConfig,
-    stop: &AtomicBool,
-) -> Result<(Measurement, Placed), String> {
-    let blast_config = BlastConfig {
-        batch: config.batch,
-        duration: Duration::from_secs_f64(config.seconds),
-        linger: Duration::ZERO,
-        ..BlastConfig::default()
-    };
-    let cpu = config.plan.generator_cpu;
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| -> Result<(Measurement, Placed), String> {
-                wirespeed_io::thread::pin_to_core(cpu)
-                    .map_err(|error| format!("pinning the generator to CPU {cpu}: {error}"))?;
-                let placed = place_this_thread("generator", config.plan.nice)
-                    .map_err(|error| error.to_string())?;
-                if placed.cpus != cpu.to_string() {
-                    return Err(format!(
-                        "the generator should run on CPU {cpu} but may run on {}",
-                        placed.cpus
-                    ));
-                }
-                let mut ports = TesterPorts::open(wiring, 16384)?;
-                prefill(&mut ports.pool, template);
-                let TesterPorts { t0, t1, pool, .. } = &mut ports;
-                let before = t1.stats().rx_dropped;
-                let result = blast(t0, Some(t1), pool, template, &blast_config, stop);
-                let measurement = Measurement {
-                    tester_dropped: t1.stats().rx_dropped.saturating_sub(before),
-                    ..result.into()
-                };
-                ports.release_all();
-                Ok((measurement, placed))
-            })
-            .join()
-            .map_err(|_| "the generator thread panicked".to_string())?
     })
 }
 
