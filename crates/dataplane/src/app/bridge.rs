@@ -33,7 +33,7 @@ use crate::app::trace::TraceRing;
 use crate::app::{App, CommandContext, Context, MAX_SHOW_ROWS, fields};
 use crate::command::{AppCommand, AppReply, Retired, Table};
 use crate::stage::Parse;
-use crate::stage::acl::{Acl, AclAction, AclConfig, AclRule};
+use crate::stage::acl::{Acl, AclConfig, AclRule};
 use crate::stage::bridge_forward::{BridgeForward, ForwardCounters, Forwarding};
 use crate::stage::learn::{Learn, LearnCounters, Learning};
 use crate::stage::parse::ParseCounters;
@@ -189,19 +189,7 @@ impl Bridge {
     /// Replaces the ACL's rules, keeping its default action (permit when there was no ACL:
     /// the stage is created then). Between batches.
     pub fn set_acl(&mut self, rules: &[AclRule]) {
-        match &mut self.acl {
-            Some(acl) => {
-                let default = acl.default_action();
-                acl.set_rules(rules, default);
-            }
-            None => {
-                self.acl = Some(Acl::new(&AclConfig {
-                    rules: rules.to_vec(),
-                    default: AclAction::Permit,
-                    ..AclConfig::default()
-                }))
-            }
-        }
+        crate::stage::acl::replace_rules(&mut self.acl, rules);
     }
 
     /// The ACL stage, when there is one.

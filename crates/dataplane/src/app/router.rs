@@ -38,7 +38,7 @@ use crate::app::trace::{Arrival, Disposition, TraceRing};
 use crate::app::{App, CommandContext, Context, MAX_SHOW_ROWS, fields};
 use crate::command::{AppCommand, AppReply, Retired, Routes, Table};
 use crate::stage::Parse;
-use crate::stage::acl::{Acl, AclAction, AclConfig, AclRule};
+use crate::stage::acl::{Acl, AclConfig, AclRule};
 use crate::stage::discovery::{Discovered, Discovery};
 use crate::stage::icmp_error::{IcmpError, IcmpKind, Signalled};
 use crate::stage::local::{Delivered, Local};
@@ -501,19 +501,7 @@ impl Router {
     /// Replaces the ACL's rules, keeping its default action (permit when no ACL was
     /// configured: the stage is created then). Between batches.
     pub fn set_acl(&mut self, rules: &[AclRule]) {
-        match &mut self.acl {
-            Some(acl) => {
-                let default = acl.default_action();
-                acl.set_rules(rules, default);
-            }
-            None => {
-                self.acl = Some(Acl::new(&AclConfig {
-                    rules: rules.to_vec(),
-                    default: AclAction::Permit,
-                    ..AclConfig::default()
-                }))
-            }
-        }
+        crate::stage::acl::replace_rules(&mut self.acl, rules);
     }
 
     /// The ACL stage, when there is one.

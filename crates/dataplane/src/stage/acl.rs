@@ -344,3 +344,21 @@ impl Acl {
         out.push(("acl.default_hits", self.default_hits));
     }
 }
+
+/// Replaces the rules of the ACL in `slot`, keeping its default action; with no ACL yet, creates
+/// one that permits what no rule matches. What `acl load` does for every app that has an ACL.
+pub fn replace_rules(slot: &mut Option<Acl>, rules: &[AclRule]) {
+    match slot {
+        Some(acl) => {
+            let default = acl.default_action();
+            acl.set_rules(rules, default);
+        }
+        None => {
+            *slot = Some(Acl::new(&AclConfig {
+                rules: rules.to_vec(),
+                default: AclAction::Permit,
+                ..AclConfig::default()
+            }))
+        }
+    }
+}
