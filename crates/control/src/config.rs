@@ -67,6 +67,7 @@ use serde::Deserialize;
 use toml::Spanned;
 use wirespeed_dataplane::app::fields;
 use wirespeed_dataplane::command::{AclAction, AclRule, FlowRule};
+use wirespeed_io::afpacket::RxRingKind;
 use wirespeed_packet::wire::EthernetAddress;
 
 /// A configuration error: where it is, what is wrong, how to fix it.
@@ -206,6 +207,8 @@ pub enum BackendConfig {
     },
     AfPacket {
         interface: String,
+        /// The RX ring's layout (`rx_ring = "v3"`, the default, or `"v2"`).
+        rx_ring: RxRingKind,
     },
     Pcap {
         rx: Option<PathBuf>,
@@ -452,6 +455,7 @@ struct RawPort {
     queues: Option<Spanned<Vec<u16>>>,
     zero_copy: Option<Spanned<bool>>,
     xdp_mode: Option<Spanned<XdpMode>>,
+    rx_ring: Option<Spanned<String>>,
     rx: Option<Spanned<PathBuf>>,
     tx: Option<Spanned<PathBuf>>,
 }
@@ -767,6 +771,12 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
                 )?;
                 let interface = interface.get_ref().clone();
                 if port.backend.get_ref() == "afxdp" {
+                    only(
+                        port.rx_ring.is_some(),
+                        span_of(port.rx_ring.as_ref().map(|r| r.span())),
+                        "rx_ring",
+                        "afpacket",
+                    )?;
                     BackendConfig::AfXdp {
                         interface,
                         queues: port.queues.map(Spanned::into_inner),
@@ -777,12 +787,29 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
                     for (span, field) in afxdp_only.iter().flatten() {
                         only(true, span.clone(), field, "afxdp")?;
                     }
-                    BackendConfig::AfPacket { interface }
+                    let rx_ring = match &port.rx_ring {
+                        None => RxRingKind::default(),
+                        Some(kind) => kind.get_ref().parse().map_err(|problem: String| {
+                            at.error(
+                                kind.span(),
+                                &key("rx_ring"),
+                                &problem,
+                                "write rx_ring = \"v3\" or rx_ring = \"v2\"",
+                            )
+                        })?,
+                    };
+                    BackendConfig::AfPacket { interface, rx_ring }
                 }
             }
             "pcap" => {
                 let interface = port.interface.as_ref().map(|i| (i.span(), "interface"));
-                for (span, field) in afxdp_only.iter().flatten().chain(&interface) {
+                let rx_ring = port.rx_ring.as_ref().map(|r| (r.span(), "rx_ring"));
+                for (span, field) in afxdp_only
+                    .iter()
+                    .flatten()
+                    .chain(&interface)
+                    .chain(&rx_ring)
+                {
                     only(true, span.clone(), field, "afxdp or afpacket")?;
                 }
                 if port.rx.is_none() && port.tx.is_none() {
@@ -1574,6 +1601,45 @@ pairs = [["in", "out"]]
         assert_eq!(error.key, "port[2].interface");
         let error = error_of(&GOOD.replace("backend = \"afxdp\"", "backend = \"dpdk\""));
         assert!(error.message.contains("unknown backend \"dpdk\""));
+        let error = error_of(&GOOD.replace("queues = [0, 1]", "rx_ring = \"v2\""));
+        assert_eq!(error.key, "port[2].rx_ring");
+        assert!(
+            error.message.contains("applies only to afpacket"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn an_afpacket_port_takes_its_rx_ring_layout() {
+        let afpacket = GOOD.replace(
+            "backend = \"afxdp\"\ninterface = \"ws-d0\"\nqueues = [0, 1]",
+            "backend = \"afpacket\"\ninterface = \"ws-d0\"",
+        );
+        let config = parse("good.toml", &afpacket).unwrap();
+        assert_eq!(
+            config.ports[2].backend,
+            BackendConfig::AfPacket {
+                interface: "ws-d0".into(),
+                rx_ring: RxRingKind::Blocks
+            }
+        );
+        let slots = afpacket.replace(
+            "interface = \"ws-d0\"",
+            "interface = \"ws-d0\"\nrx_ring = \"v2\"",
+        );
+        let config = parse("good.toml", &slots).unwrap();
+        assert_eq!(
+            config.ports[2].backend,
+            BackendConfig::AfPacket {
+                interface: "ws-d0".into(),
+                rx_ring: RxRingKind::Slots
+            }
+        );
+        let error = error_of(&slots.replace("\"v2\"", "\"v4\""));
+        assert_eq!(error.key, "port[2].rx_ring");
+        assert_eq!(error.line, 20);
+        assert!(error.message.contains("\"v4\""), "{error}");
+        assert!(error.fix.contains("rx_ring = \"v3\""), "{error}");
     }
 
     #[test]

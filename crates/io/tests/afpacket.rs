@@ -10,7 +10,7 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use wirespeed_io::afpacket::{AfPacketConfig, AfPacketError, AfPacketPort};
+use wirespeed_io::afpacket::{AfPacketConfig, AfPacketError, AfPacketPort, RxRingKind};
 use wirespeed_io::wait::wait_readable;
 use wirespeed_io::{Backend, Port};
 use wirespeed_lab::{Testbed, TestbedConfig, enter, run};
@@ -284,18 +284,33 @@ fn fill(pool: &mut FramePool, batch: &mut Batch, frames: &[Vec<u8>]) {
 
 #[test]
 fn rx_delivers_every_frame_byte_for_byte() {
-    let Some(lab) = lab("wstpkt1", 1, 1) else {
+    rx_delivers_every_frame_byte_for_byte_with("wstpkt1", RxRingKind::Blocks);
+}
+
+#[test]
+fn rx_delivers_every_frame_byte_for_byte_through_a_v2_ring() {
+    rx_delivers_every_frame_byte_for_byte_with("wstpkta", RxRingKind::Slots);
+}
+
+fn rx_delivers_every_frame_byte_for_byte_with(prefix: &str, rx_ring: RxRingKind) {
+    let Some(lab) = lab(prefix, 1, 1) else {
         return;
     };
     let pair = &lab.pairs[0];
-    let mut port =
-        open_in(&lab.dut_ns, "d0", &pair.dut_if, &AfPacketConfig::default()).expect("open");
+    let config = AfPacketConfig {
+        rx_ring,
+        ..AfPacketConfig::default()
+    };
+    let mut port = open_in(&lab.dut_ns, "d0", &pair.dut_if, &config).expect("open");
     assert_eq!(port.info().backend, Backend::AfPacket);
     assert_eq!(port.info().mac, pair.dut_mac);
     assert_eq!(port.info().mtu, 1500);
     assert_eq!(
         port.info().mode,
-        "tpacket_v3 rx, v2 tx, qdisc bypass, no fanout"
+        format!(
+            "tpacket_{} rx, v2 tx, qdisc bypass, no fanout",
+            rx_ring.name()
+        )
     );
 
     let tester = RawSocket::open(&lab.tester_ns, &pair.tester_if);
@@ -326,7 +341,16 @@ fn rx_delivers_every_frame_byte_for_byte() {
 
 #[test]
 fn rx_keeps_packets_in_the_ring_when_the_pool_is_empty_and_counts_oversize() {
-    let Some(lab) = lab("wstpkt6", 1, 1) else {
+    keeps_packets_in_the_ring_when_the_pool_is_empty_with("wstpkt6", RxRingKind::Blocks);
+}
+
+#[test]
+fn rx_keeps_packets_in_a_v2_ring_when_the_pool_is_empty_and_counts_oversize() {
+    keeps_packets_in_the_ring_when_the_pool_is_empty_with("wstpktb", RxRingKind::Slots);
+}
+
+fn keeps_packets_in_the_ring_when_the_pool_is_empty_with(prefix: &str, rx_ring: RxRingKind) {
+    let Some(lab) = lab(prefix, 1, 1) else {
         return;
     };
     let pair = &lab.pairs[0];
@@ -358,6 +382,7 @@ fn rx_keeps_packets_in_the_ring_when_the_pool_is_empty_and_counts_oversize() {
     )
     .unwrap();
     let config = AfPacketConfig {
+        rx_ring,
         frame_size: 4096,
         ..AfPacketConfig::default()
     };

@@ -45,6 +45,9 @@ fn wirespeed_forwards(prefix: &str, backend: WirespeedBackend) {
         output.contains(&format!("({})", backend.config_name())),
         "{output}"
     );
+    if backend == WirespeedBackend::AfPacketV2 {
+        assert!(output.contains("tpacket_v2 rx"), "{output}");
+    }
     let config_line = dut
         .commands()
         .iter()
@@ -75,6 +78,11 @@ fn wirespeed_dut_forwards_over_afxdp() {
 #[test]
 fn wirespeed_dut_forwards_over_afpacket() {
     wirespeed_forwards("wstbp", WirespeedBackend::AfPacket);
+}
+
+#[test]
+fn wirespeed_dut_forwards_over_afpacket_with_a_v2_ring() {
+    wirespeed_forwards("wstb2", WirespeedBackend::AfPacketV2);
 }
 
 #[test]

@@ -2,11 +2,14 @@
 //!
 //! Each queue of an [`AfPacketPort`] is two packet sockets bound to the interface:
 //!
-//! - **RX**: a `TPACKET_V3` ring. The kernel fills blocks of many packets and hands a whole block
-//!   to user space (when it is full, or after [`AfPacketConfig::block_timeout_ms`] so that a
-//!   lightly loaded port still delivers promptly); the worker walks the block and gives it back by
-//!   resetting its status. One status check per block instead of per packet is what makes V3 the
-//!   fastest packet-socket ring for receiving.
+//! - **RX**: a `TPACKET_V3` ring by default. The kernel fills blocks of many packets and hands a
+//!   whole block to user space (when it is full, or after [`AfPacketConfig::block_timeout_ms`] so
+//!   that a lightly loaded port still delivers promptly); the worker walks the block and gives it
+//!   back by resetting its status. One status check per block instead of per packet is what makes
+//!   V3 the fastest packet-socket ring for receiving, but below the rate that fills a block within
+//!   the timeout every packet waits for it (milliseconds: the unit of the timeout). Where latency
+//!   matters more, [`RxRingKind::Slots`] takes a `TPACKET_V2` ring instead: one packet per slot,
+//!   each handed over as soon as the kernel has written it.
 //! - **TX**: a `TPACKET_V2` ring on a second socket with `PACKET_QDISC_BYPASS`: the worker fills
 //!   slots and kicks the kernel once per batch with `sendto(MSG_DONTWAIT)`. V2 rather than V3
 //!   because the V3 TX ring is a plain slot ring too (the block layout applies to RX only), so V3
@@ -103,9 +106,48 @@ impl std::str::FromStr for FanoutMode {
     }
 }
 
+/// The layout of the RX ring, i.e. the `TPACKET` version of the RX socket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RxRingKind {
+    /// `TPACKET_V3`: packets packed into blocks handed over whole, when full or after
+    /// [`AfPacketConfig::block_timeout_ms`]. Fewest status checks; adds up to the timeout of
+    /// latency at low rates.
+    #[default]
+    Blocks,
+    /// `TPACKET_V2`: one packet per slot of `frame_size` bytes, handed over at once.
+    Slots,
+}
+
+impl RxRingKind {
+    /// The name used in configuration and in [`crate::PortInfo::mode`].
+    pub fn name(self) -> &'static str {
+        match self {
+            RxRingKind::Blocks => "v3",
+            RxRingKind::Slots => "v2",
+        }
+    }
+}
+
+impl std::str::FromStr for RxRingKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "v3" => Ok(RxRingKind::Blocks),
+            "v2" => Ok(RxRingKind::Slots),
+            other => Err(format!(
+                "unknown RX ring {other:?}; use \"v3\" (blocks: throughput) or \"v2\" (slots: latency)"
+            )),
+        }
+    }
+}
+
 /// How to open an AF_PACKET port.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AfPacketConfig {
+    /// The RX ring's layout. With [`RxRingKind::Slots`] the ring has `block_size / frame_size`
+    /// slots per block and `block_timeout_ms` does not apply.
+    pub rx_ring: RxRingKind,
     /// Bytes per RX ring block: a multiple of the page size and a power of two, at least
     /// `frame_size`, at most 4 MiB. A block holds about `block_size / (len + 64)` packets.
     pub block_size: u32,
@@ -133,6 +175,7 @@ pub struct AfPacketConfig {
 impl Default for AfPacketConfig {
     fn default() -> Self {
         Self {
+            rx_ring: RxRingKind::Blocks,
             block_size: 1 << 16,
             block_count: 64,
             block_timeout_ms: 2,

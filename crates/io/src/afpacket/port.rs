@@ -14,7 +14,7 @@ use wirespeed_packet::{Batch, Desc, FramePool};
 
 use super::ring::{RxRing, TxRing};
 use super::socket::{self, Interface, Mapping};
-use super::{AfPacketConfig, AfPacketError, FanoutMode};
+use super::{AfPacketConfig, AfPacketError, FanoutMode, RxRingKind};
 use crate::port::{Backend, Port, PortInfo, PortStats, QueueId};
 
 /// Smallest frame either path accepts: an Ethernet header.
@@ -36,7 +36,8 @@ pub struct AfPacketCounters {
     pub tx_malformed: u64,
     /// Packets the RX ring delivered that the host itself sent, skipped.
     pub rx_outgoing_skipped: u64,
-    /// RX blocks given back early because their headers did not add up (also in `rx_errors`).
+    /// RX blocks (V3) or slots (V2) given back early because their headers did not add up
+    /// (also in `rx_errors`).
     pub rx_corrupt_blocks: u64,
 }
 
@@ -159,7 +160,10 @@ impl AfPacketPort {
                 mtu: link.mtu.min(u16::MAX as u32) as u16,
                 queues: config.queues,
                 link_up: link.up,
-                mode: format!("tpacket_v3 rx, v2 tx, qdisc bypass, {fanout}"),
+                mode: format!(
+                    "tpacket_{} rx, v2 tx, qdisc bypass, {fanout}",
+                    config.rx_ring.name()
+                ),
             },
             queues: opened,
             stats: PortStats::default(),
@@ -174,7 +178,7 @@ impl AfPacketPort {
             .queues
             .iter()
             .flatten()
-            .map(|queue| queue.rx.corrupt_blocks)
+            .map(|queue| queue.rx.corrupt())
             .sum();
         counters
     }
@@ -207,32 +211,55 @@ fn open_queue(
     let step = |operation: &'static str| move |error| (operation, error);
     let sol = libc::SOL_PACKET;
 
-    // RX: TPACKET_V3 ring, bound to every protocol, outgoing packets ignored.
+    // RX: a V3 (blocks) or V2 (slots) ring, bound to every protocol, outgoing packets ignored.
+    let frames_per_block = config.block_size / config.frame_size;
+    let (version, name) = match config.rx_ring {
+        RxRingKind::Blocks => (libc::tpacket_versions::TPACKET_V3, "setting TPACKET_V3"),
+        RxRingKind::Slots => (
+            libc::tpacket_versions::TPACKET_V2,
+            "setting TPACKET_V2 for RX",
+        ),
+    };
     socket::set_option(
         &rx_socket,
         sol,
         libc::PACKET_VERSION,
-        &(libc::tpacket_versions::TPACKET_V3 as libc::c_int),
+        &(version as libc::c_int),
     )
-    .map_err(step("setting TPACKET_V3"))?;
-    let frames_per_block = config.block_size / config.frame_size;
-    let request = libc::tpacket_req3 {
-        tp_block_size: config.block_size,
-        tp_block_nr: config.block_count,
-        tp_frame_size: config.frame_size,
-        tp_frame_nr: frames_per_block * config.block_count,
-        tp_retire_blk_tov: config.block_timeout_ms,
-        tp_sizeof_priv: 0,
-        tp_feature_req_word: 0,
-    };
-    socket::set_option(&rx_socket, sol, libc::PACKET_RX_RING, &request)
-        .map_err(step("creating the RX ring (PACKET_RX_RING)"))?;
+    .map_err(step(name))?;
+    let frame_nr = frames_per_block * config.block_count;
+    match config.rx_ring {
+        RxRingKind::Blocks => {
+            let request = libc::tpacket_req3 {
+                tp_block_size: config.block_size,
+                tp_block_nr: config.block_count,
+                tp_frame_size: config.frame_size,
+                tp_frame_nr: frame_nr,
+                tp_retire_blk_tov: config.block_timeout_ms,
+                tp_sizeof_priv: 0,
+                tp_feature_req_word: 0,
+            };
+            socket::set_option(&rx_socket, sol, libc::PACKET_RX_RING, &request)
+        }
+        RxRingKind::Slots => {
+            let request = libc::tpacket_req {
+                tp_block_size: config.block_size,
+                tp_block_nr: config.block_count,
+                tp_frame_size: config.frame_size,
+                tp_frame_nr: frame_nr,
+            };
+            socket::set_option(&rx_socket, sol, libc::PACKET_RX_RING, &request)
+        }
+    }
+    .map_err(step("creating the RX ring (PACKET_RX_RING)"))?;
     let rx_len = config.block_size as usize * config.block_count as usize;
     let rx_map = Mapping::new(&rx_socket, rx_len).map_err(step("mapping the RX ring"))?;
     let rx = RxRing::new(
+        config.rx_ring,
         rx_map,
         config.block_size as usize,
         config.block_count as usize,
+        config.frame_size as usize,
     );
     if config.queues == 1 {
         // Older kernels lack the option; the packet type check in the ring still applies.
@@ -296,7 +323,7 @@ fn open_queue(
         tx_map,
         slot_size as usize,
         tx_block as usize,
-        slots as usize,
+        tx_blocks as usize,
     );
     socket::bind(&tx_socket, link.index, 0).map_err(step("binding the TX socket"))?;
 
@@ -447,7 +474,7 @@ impl Port for AfPacketPort {
             ring.kernel_drops
                 .set(ring.kernel_drops.get() + socket::kernel_drops(&ring.rx_socket));
             stats.rx_dropped += ring.kernel_drops.get();
-            stats.rx_errors += ring.rx.corrupt_blocks;
+            stats.rx_errors += ring.rx.corrupt();
         }
         stats
     }

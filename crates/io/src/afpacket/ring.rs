@@ -1,10 +1,12 @@
-//! The two rings a queue shares with the kernel: the `TPACKET_V3` RX ring and the `TPACKET_V2`
-//! TX ring (kernel Documentation/networking/packet_mmap.rst).
+//! The rings a queue shares with the kernel: the RX ring, `TPACKET_V3` blocks or `TPACKET_V2`
+//! slots ([`RxRingKind`]), and the `TPACKET_V2` TX ring (kernel
+//! Documentation/networking/packet_mmap.rst).
 //!
 //! This is the only place that reads and writes memory the kernel writes too. Ownership is
-//! handed back and forth by one status word: for RX, `block_status` of each block (the kernel
+//! handed back and forth by one status word: for V3 RX, `block_status` of each block (the kernel
 //! sets `TP_STATUS_USER` when a block is ready; user space stores `TP_STATUS_KERNEL` with Release
-//! ordering when it has consumed the block), for TX, `tp_status` of each slot (user space stores
+//! ordering when it has consumed the block), for V2 RX the same per slot (`tp_status`), for TX,
+//! `tp_status` of each slot (user space stores
 //! `TP_STATUS_SEND_REQUEST` with Release after filling the slot; the kernel returns it to
 //! `TP_STATUS_AVAILABLE` when the packet has left). Statuses are read with Acquire, so the
 //! contents written before a status change are visible after it.
@@ -15,6 +17,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use super::RxRingKind;
 use super::socket::Mapping;
 
 /// Offset of `block_status` in a V3 block descriptor.
@@ -23,6 +26,11 @@ const BLOCK_HEADER: usize = std::mem::offset_of!(libc::tpacket_block_desc, hdr);
 const PACKET_HEADER: usize = libc::TPACKET3_HDRLEN;
 /// Offset of the `sockaddr_ll` after a V3 packet header.
 const PACKET_ADDRESS: usize = PACKET_HEADER - size_of::<libc::sockaddr_ll>();
+/// Size of the V2 per-packet header plus the `sockaddr_ll` after it: where a received
+/// packet's data may begin at the earliest.
+const SLOT_HEADER: usize = libc::TPACKET2_HDRLEN;
+/// Offset of the `sockaddr_ll` after a V2 packet header.
+const SLOT_ADDRESS: usize = SLOT_HEADER - size_of::<libc::sockaddr_ll>();
 /// Where a V2 TX slot's data begins (`TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)`): the
 /// kernel's fixed offset when `PACKET_TX_HAS_OFF` is not set.
 const TX_DATA: usize = libc::TPACKET2_HDRLEN - size_of::<libc::sockaddr_ll>();
@@ -60,8 +68,57 @@ struct Located {
     outgoing: bool,
 }
 
+/// The RX ring of a queue, in the layout its socket was configured with.
+pub(crate) enum RxRing {
+    Blocks(BlockRing),
+    Slots(SlotRing),
+}
+
+impl RxRing {
+    /// Wraps a mapped RX ring of `block_count` blocks of `block_size` bytes, laid out as `kind`;
+    /// `frame_size` is the V2 slot size.
+    pub(crate) fn new(
+        kind: RxRingKind,
+        map: Mapping,
+        block_size: usize,
+        block_count: usize,
+        frame_size: usize,
+    ) -> RxRing {
+        match kind {
+            RxRingKind::Blocks => RxRing::Blocks(BlockRing::new(map, block_size, block_count)),
+            RxRingKind::Slots => {
+                RxRing::Slots(SlotRing::new(map, block_size, block_count, frame_size))
+            }
+        }
+    }
+
+    /// The next received packet, left in the ring until [`RxRing::advance`].
+    pub(crate) fn peek(&mut self) -> Option<RxPacket<'_>> {
+        match self {
+            RxRing::Blocks(ring) => ring.peek(),
+            RxRing::Slots(ring) => ring.peek(),
+        }
+    }
+
+    /// Consumes the packet [`RxRing::peek`] returned.
+    pub(crate) fn advance(&mut self) {
+        match self {
+            RxRing::Blocks(ring) => ring.advance(),
+            RxRing::Slots(ring) => ring.advance(),
+        }
+    }
+
+    /// Blocks or slots given back early because their headers did not add up.
+    pub(crate) fn corrupt(&self) -> u64 {
+        match self {
+            RxRing::Blocks(ring) => ring.corrupt_blocks,
+            RxRing::Slots(ring) => ring.corrupt_slots,
+        }
+    }
+}
+
 /// A `TPACKET_V3` RX ring: `block_count` blocks of `block_size` bytes.
-pub(crate) struct RxRing {
+pub(crate) struct BlockRing {
     map: Mapping,
     block_size: usize,
     block_count: usize,
@@ -79,11 +136,11 @@ pub(crate) struct RxRing {
     pub corrupt_blocks: u64,
 }
 
-impl RxRing {
+impl BlockRing {
     /// Wraps a mapped RX ring; `map.len()` must be `block_size * block_count`.
-    pub(crate) fn new(map: Mapping, block_size: usize, block_count: usize) -> RxRing {
+    fn new(map: Mapping, block_size: usize, block_count: usize) -> BlockRing {
         debug_assert_eq!(map.len(), block_size * block_count);
-        RxRing {
+        BlockRing {
             map,
             block_size,
             block_count,
@@ -191,8 +248,8 @@ impl RxRing {
         None
     }
 
-    /// The next received packet, left in the ring until [`RxRing::advance`].
-    pub(crate) fn peek(&mut self) -> Option<RxPacket<'_>> {
+    /// The next received packet, left in the ring until [`BlockRing::advance`].
+    fn peek(&mut self) -> Option<RxPacket<'_>> {
         let located = self.locate()?;
         // SAFETY: `locate` checked `data + snaplen` against the block, which is inside the
         // mapping; the block stays ours (the kernel does not write it) until `release_block`,
@@ -208,8 +265,8 @@ impl RxRing {
         })
     }
 
-    /// Consumes the packet [`RxRing::peek`] returned; gives its block back if it was the last.
-    pub(crate) fn advance(&mut self) {
+    /// Consumes the packet [`BlockRing::peek`] returned; gives its block back if it was the last.
+    fn advance(&mut self) {
         if self.offset == 0 {
             return;
         }
@@ -222,42 +279,168 @@ impl RxRing {
     }
 }
 
-/// A `TPACKET_V2` TX ring of `slots` slots of `slot_size` bytes, `slots_per_block` per block.
-pub(crate) struct TxRing {
-    map: Mapping,
+/// Where the slots of a V2 ring lie: `slots_per_block` slots of `slot_size` bytes at the start
+/// of each block of `block_size` bytes (a slot never straddles two blocks).
+#[derive(Clone, Copy)]
+struct SlotLayout {
     slot_size: usize,
     block_size: usize,
     slots_per_block: usize,
     slots: usize,
+}
+
+impl SlotLayout {
+    fn new(slot_size: usize, block_size: usize, block_count: usize) -> SlotLayout {
+        let slots_per_block = (block_size / slot_size).max(1);
+        SlotLayout {
+            slot_size,
+            block_size,
+            slots_per_block,
+            slots: slots_per_block * block_count,
+        }
+    }
+
+    /// Offset of slot `index` (< `slots`) in the mapping.
+    fn offset(&self, index: usize) -> usize {
+        (index / self.slots_per_block) * self.block_size
+            + (index % self.slots_per_block) * self.slot_size
+    }
+}
+
+/// A `TPACKET_V2` RX ring: one packet per slot of `frame_size` bytes, `block_size /
+/// frame_size` slots per block. The kernel hands over each slot as soon as it has written it,
+/// so a packet waits for no block to fill or time out: the latency of V2, for one status check
+/// per packet instead of per block.
+pub(crate) struct SlotRing {
+    map: Mapping,
+    layout: SlotLayout,
+    /// The slot the worker reads next (the kernel fills them in the same order).
+    head: usize,
+    /// Slots given back early because their headers were inconsistent.
+    pub corrupt_slots: u64,
+}
+
+impl SlotRing {
+    /// Wraps a mapped RX ring; `map.len()` must be `block_size * block_count`.
+    fn new(map: Mapping, block_size: usize, block_count: usize, slot_size: usize) -> SlotRing {
+        debug_assert_eq!(map.len(), block_size * block_count);
+        SlotRing {
+            map,
+            layout: SlotLayout::new(slot_size, block_size, block_count),
+            head: 0,
+            corrupt_slots: 0,
+        }
+    }
+
+    fn slot(&self) -> *mut u8 {
+        // SAFETY: `head < slots`, so the slot lies inside the mapping.
+        unsafe { self.map.ptr().add(self.layout.offset(self.head)) }
+    }
+
+    fn status(&self) -> &AtomicU32 {
+        // SAFETY: slots start at multiples of 16 inside the mapping; `tp_status` is their first
+        // word; the mapping lives as long as `self`.
+        unsafe { status_word(self.slot()) }
+    }
+
+    /// Gives the current slot back to the kernel and moves to the next.
+    fn release_slot(&mut self) {
+        self.status()
+            .store(libc::TP_STATUS_KERNEL, Ordering::Release);
+        self.head = (self.head + 1) % self.layout.slots;
+    }
+
+    /// The next received packet, left in the ring until [`SlotRing::advance`]. A slot whose
+    /// header does not add up is counted and given back.
+    fn peek(&mut self) -> Option<RxPacket<'_>> {
+        // Each turn either returns or gives a slot back, so one lap of the ring is the bound.
+        for _ in 0..=self.layout.slots {
+            let status = self.status().load(Ordering::Acquire);
+            if status & libc::TP_STATUS_USER == 0 {
+                return None;
+            }
+            let slot = self.slot();
+            // SAFETY: the slot is ours (TP_STATUS_USER, acquired above) and its headers lie
+            // inside it (`SLOT_HEADER` <= the smallest slot, 2048 bytes); read_unaligned makes
+            // no alignment assumption.
+            let (header, address) = unsafe {
+                (
+                    slot.cast::<libc::tpacket2_hdr>().read_unaligned(),
+                    slot.add(SLOT_ADDRESS)
+                        .cast::<libc::sockaddr_ll>()
+                        .read_unaligned(),
+                )
+            };
+            let data = header.tp_mac as usize;
+            let snaplen = header.tp_snaplen as usize;
+            if data < SLOT_HEADER || data + snaplen > self.layout.slot_size {
+                self.corrupt_slots += 1;
+                self.release_slot();
+                continue;
+            }
+            let vlan = (status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
+                let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                    header.tp_vlan_tpid
+                } else {
+                    0x8100
+                };
+                (tpid, header.tp_vlan_tci)
+            });
+            // SAFETY: `data + snaplen <= slot_size` was checked, so the bytes are inside the
+            // slot; the slot stays ours until `release_slot`, which needs `&mut self` and so
+            // cannot run while the slice is borrowed.
+            let bytes = unsafe { std::slice::from_raw_parts(slot.add(data), snaplen) };
+            return Some(RxPacket {
+                data: bytes,
+                wire_len: header.tp_len,
+                vlan,
+                outgoing: address.sll_pkttype == libc::PACKET_OUTGOING,
+            });
+        }
+        None
+    }
+
+    /// Consumes the packet [`SlotRing::peek`] returned.
+    fn advance(&mut self) {
+        if self.status().load(Ordering::Relaxed) & libc::TP_STATUS_USER != 0 {
+            self.release_slot();
+        }
+    }
+}
+
+/// A `TPACKET_V2` TX ring: `block_count` blocks of `block_size` bytes, cut into slots of
+/// `slot_size` bytes.
+pub(crate) struct TxRing {
+    map: Mapping,
+    layout: SlotLayout,
     /// The slot the worker fills next (the kernel sends in the same order).
     head: usize,
 }
 
 impl TxRing {
-    /// Wraps a mapped TX ring; `map.len()` must be `block_size * slots / slots_per_block`.
-    pub(crate) fn new(map: Mapping, slot_size: usize, block_size: usize, slots: usize) -> TxRing {
-        let slots_per_block = (block_size / slot_size).max(1);
-        debug_assert_eq!(map.len(), block_size * (slots / slots_per_block));
+    /// Wraps a mapped TX ring; `map.len()` must be `block_size * block_count`.
+    pub(crate) fn new(
+        map: Mapping,
+        slot_size: usize,
+        block_size: usize,
+        block_count: usize,
+    ) -> TxRing {
+        debug_assert_eq!(map.len(), block_size * block_count);
         TxRing {
             map,
-            slot_size,
-            block_size,
-            slots_per_block,
-            slots,
+            layout: SlotLayout::new(slot_size, block_size, block_count),
             head: 0,
         }
     }
 
     /// Largest frame a slot holds.
     pub(crate) fn capacity(&self) -> usize {
-        self.slot_size - TX_DATA
+        self.layout.slot_size - TX_DATA
     }
 
     fn slot(&self, index: usize) -> *mut u8 {
-        let offset = (index / self.slots_per_block) * self.block_size
-            + (index % self.slots_per_block) * self.slot_size;
         // SAFETY: `index < slots`, so the slot lies inside the mapping.
-        unsafe { self.map.ptr().add(offset) }
+        unsafe { self.map.ptr().add(self.layout.offset(index)) }
     }
 
     /// Copies `frame` into the next slot and marks it for sending; `false` (and nothing
@@ -289,7 +472,7 @@ impl TxRing {
                 .write_unaligned(len);
         }
         status.store(libc::TP_STATUS_SEND_REQUEST, Ordering::Release);
-        self.head = (self.head + 1) % self.slots;
+        self.head = (self.head + 1) % self.layout.slots;
         true
     }
 }

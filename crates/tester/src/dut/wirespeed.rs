@@ -100,15 +100,35 @@ impl SwitchCounters {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WirespeedBackend {
     AfXdp,
+    /// AF_PACKET with the default `TPACKET_V3` RX ring (blocks).
     AfPacket,
+    /// AF_PACKET with a `TPACKET_V2` RX ring (`rx_ring = "v2"`: slots, no block timeout).
+    AfPacketV2,
 }
 
 impl WirespeedBackend {
+    /// The name in DuT names (`wirespeed-<name>`) and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            WirespeedBackend::AfXdp => "afxdp",
+            WirespeedBackend::AfPacket => "afpacket",
+            WirespeedBackend::AfPacketV2 => "afpacket-v2",
+        }
+    }
+
     /// The backend's name in a configuration file.
     pub fn config_name(self) -> &'static str {
         match self {
             WirespeedBackend::AfXdp => "afxdp",
-            WirespeedBackend::AfPacket => "afpacket",
+            WirespeedBackend::AfPacket | WirespeedBackend::AfPacketV2 => "afpacket",
+        }
+    }
+
+    /// Port keys beyond `backend` and `interface` this variant sets, one per line.
+    fn port_keys(self) -> &'static str {
+        match self {
+            WirespeedBackend::AfPacketV2 => "rx_ring = \"v2\"\n",
+            WirespeedBackend::AfXdp | WirespeedBackend::AfPacket => "",
         }
     }
 }
@@ -131,7 +151,7 @@ pub struct WirespeedDut {
 impl WirespeedDut {
     /// A driver that runs `binary` with its worker on `core`.
     pub fn new(backend: WirespeedBackend, binary: PathBuf, core: usize) -> Self {
-        let name = format!("wirespeed-{}", backend.config_name());
+        let name = format!("wirespeed-{}", backend.name());
         Self {
             backend,
             binary,
@@ -294,6 +314,7 @@ impl WirespeedDut {
     /// The configuration file the driver writes for `wiring`.
     pub fn config(&self, wiring: &Wiring) -> String {
         let backend = self.backend.config_name();
+        let port_keys = self.backend.port_keys();
         let app = if self.options.routes.is_some() {
             "router"
         } else {
@@ -308,8 +329,8 @@ impl WirespeedDut {
         });
         format!(
             "[switch]\napp = \"{app}\"\nworkers = 1\ncores = [{core}]\nrealtime = {realtime}\n{batch}{socket}\n\
-             [[port]]\nname = \"p0\"\nbackend = \"{backend}\"\ninterface = \"{d0}\"\n\n\
-             [[port]]\nname = \"p1\"\nbackend = \"{backend}\"\ninterface = \"{d1}\"\n\n{app_config}",
+             [[port]]\nname = \"p0\"\nbackend = \"{backend}\"\ninterface = \"{d0}\"\n{port_keys}\n\
+             [[port]]\nname = \"p1\"\nbackend = \"{backend}\"\ninterface = \"{d1}\"\n{port_keys}\n{app_config}",
             core = self.core,
             realtime = self.realtime(),
             d0 = wiring.ingress.dut_if,
@@ -368,9 +389,9 @@ impl WirespeedDut {
 impl Dut for WirespeedDut {
     fn name(&self) -> String {
         if self.options.routes.is_some() {
-            format!("wirespeed-router-{}", self.backend.config_name())
+            format!("wirespeed-router-{}", self.backend.name())
         } else {
-            format!("wirespeed-{}", self.backend.config_name())
+            format!("wirespeed-{}", self.backend.name())
         }
     }
 
@@ -379,7 +400,7 @@ impl Dut for WirespeedDut {
         let stem = format!(
             "wirespeed-{}-{}-{}",
             wiring.prefix(),
-            self.backend.config_name(),
+            self.backend.name(),
             std::process::id()
         );
         let config_path = dir.join(format!("{stem}.toml"));

@@ -94,9 +94,10 @@ struct ForwardingArgs {
 }
 
 /// The DuT names `--duts` accepts (`linux-router-nft:N` gives the firewall N rules).
-pub const DUT_NAMES: [&str; 9] = [
+pub const DUT_NAMES: [&str; 10] = [
     "wirespeed-afxdp",
     "wirespeed-afpacket",
+    "wirespeed-afpacket-v2",
     "linux-bridge",
     "linux-router",
     "linux-router-nft",
@@ -127,6 +128,11 @@ pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn 
         )),
         "wirespeed-afpacket" => Box::new(WirespeedDut::new(
             WirespeedBackend::AfPacket,
+            binary.into(),
+            core,
+        )),
+        "wirespeed-afpacket-v2" => Box::new(WirespeedDut::new(
+            WirespeedBackend::AfPacketV2,
             binary.into(),
             core,
         )),

@@ -29,7 +29,7 @@ use wirespeed_dataplane::stage::Task;
 use wirespeed_dataplane::stage::acl::{AclAction, AclConfig};
 use wirespeed_dataplane::stage::vlan::VlanMode;
 use wirespeed_dataplane::worker::{Idle, Worker, WorkerConfig, WorkerPort};
-use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
+use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort, RxRingKind};
 use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, QueueSelection, Umem, XdpAttachment, XdpMode};
 use wirespeed_io::pcap::PcapPort;
 use wirespeed_io::{Port, PortInfo, PortStats, QueueId};
@@ -331,11 +331,12 @@ fn open(
                 tx_queue: 0,
             })
         }
-        (BackendConfig::AfPacket { interface }, _) => {
+        (BackendConfig::AfPacket { interface, rx_ring }, _) => {
             let workers = config.switch.workers;
             open_afpacket(
                 &port.name,
                 interface,
+                *rx_ring,
                 config.switch.frame_size,
                 worker,
                 workers,
@@ -368,7 +369,14 @@ pub fn open_interface(
     umem: &Umem,
 ) -> Result<WorkerPort> {
     match backend {
-        KernelBackend::Afpacket => open_afpacket(name, interface, pool.frame_size(), 0, 1),
+        KernelBackend::Afpacket => open_afpacket(
+            name,
+            interface,
+            RxRingKind::default(),
+            pool.frame_size(),
+            0,
+            1,
+        ),
         KernelBackend::Afxdp => open_afxdp(
             name,
             interface,
@@ -472,12 +480,14 @@ impl<P: Port> Port for Named<P> {
 fn open_afpacket(
     name: &str,
     interface: &str,
+    rx_ring: RxRingKind,
     frame_size: u32,
     worker: usize,
     workers: usize,
 ) -> Result<WorkerPort> {
     let (worker, workers) = (worker as u16, workers as u16);
     let config = AfPacketConfig {
+        rx_ring,
         frame_size,
         queues: workers,
         promiscuous: true,

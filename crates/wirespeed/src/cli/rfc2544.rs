@@ -34,8 +34,9 @@ use super::bench::dut;
 
 #[derive(Args)]
 pub struct Rfc2544Args {
-    /// The device under test: wirespeed-afxdp, wirespeed-afpacket, linux-bridge, linux-router,
-    /// linux-router-nft[:N], ovs, ovs-normal, ovs-afpacket or xdp-redirect.
+    /// The device under test: wirespeed-afxdp, wirespeed-afpacket, wirespeed-afpacket-v2,
+    /// linux-bridge, linux-router, linux-router-nft[:N], ovs, ovs-normal, ovs-afpacket or
+    /// xdp-redirect.
     #[arg(long, default_value = "wirespeed-afxdp")]
     dut: String,
     /// Frame sizes with FCS, bytes.

@@ -145,7 +145,7 @@ pub fn run(args: BatchArgs) -> Result<()> {
     }
     println!("{table}");
     let mut result = header("wirespeed.bench.batch/1", &session, &lab_commands);
-    result["backend"] = json!(backend.config_name());
+    result["backend"] = json!(backend.name());
     result["latency_rate"] = json!(rate);
     result["latency_seconds"] = json!(args.latency_seconds);
     result["summary"] = json!(rows);
@@ -154,10 +154,7 @@ pub fn run(args: BatchArgs) -> Result<()> {
     let throughput_svg = session.write_svg(
         "batch-throughput.svg",
         &Plot {
-            title: format!(
-                "Throughput vs batch size (wirespeed {})",
-                backend.config_name()
-            ),
+            title: format!("Throughput vs batch size (wirespeed {})", backend.name()),
             x_label: "batch size, log2 (3 = 8, 8 = 256)".into(),
             y_label: "Mpps".into(),
             series: series_by_dut(&throughput, f64::log2, 1e6),

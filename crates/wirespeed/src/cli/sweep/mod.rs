@@ -409,7 +409,8 @@ fn backend(name: &str) -> Result<WirespeedBackend> {
     match name {
         "afxdp" => Ok(WirespeedBackend::AfXdp),
         "afpacket" => Ok(WirespeedBackend::AfPacket),
-        other => bail!("unknown backend {other:?}; choose afxdp or afpacket"),
+        "afpacket-v2" => Ok(WirespeedBackend::AfPacketV2),
+        other => bail!("unknown backend {other:?}; choose afxdp, afpacket or afpacket-v2"),
     }
 }
 

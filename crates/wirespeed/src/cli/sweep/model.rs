@@ -109,7 +109,7 @@ pub fn run(args: ModelArgs) -> Result<()> {
                 backend,
                 batch,
                 ModelCurve {
-                    name: format!("{} batch {batch}", backend.config_name()),
+                    name: format!("{} batch {batch}", backend.name()),
                     spin: Vec::new(),
                     walk: Vec::new(),
                     fit: None,
