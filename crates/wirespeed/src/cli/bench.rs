@@ -25,7 +25,7 @@ use wirespeed_tester::bench::{
     CEILING, ForwardingConfig, Limit, Summary, TrialRecord, run_forwarding, summarize,
 };
 use wirespeed_tester::dut::{
-    Dut, LinuxBridge, LinuxRouter, LinuxRouterNft, OvsAction, OvsDut, WirespeedBackend,
+    Dut, LinuxBridge, LinuxRouter, LinuxRouterNft, OvsAction, OvsDut, TestpmdDut, WirespeedBackend,
     WirespeedDut, Wiring, XdpRedirectDut,
 };
 
@@ -94,7 +94,7 @@ struct ForwardingArgs {
 }
 
 /// The DuT names `--duts` accepts (`linux-router-nft:N` gives the firewall N rules).
-pub const DUT_NAMES: [&str; 9] = [
+pub const DUT_NAMES: [&str; 10] = [
     "wirespeed-afxdp",
     "wirespeed-afpacket",
     "linux-bridge",
@@ -104,6 +104,7 @@ pub const DUT_NAMES: [&str; 9] = [
     "ovs",
     "ovs-normal",
     "ovs-afpacket",
+    "dpdk-testpmd",
 ];
 
 pub fn run(args: BenchArgs) -> Result<()> {
@@ -137,6 +138,7 @@ pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn 
         "ovs" => Box::new(OvsDut::new(OvsAction::Output, core)),
         "ovs-normal" => Box::new(OvsDut::new(OvsAction::Normal, core)),
         "ovs-afpacket" => Box::new(OvsDut::afpacket(core)),
+        "dpdk-testpmd" => Box::new(TestpmdDut::new(core)),
         other if other.starts_with("linux-router-nft:") => {
             let rules = other
                 .strip_prefix("linux-router-nft:")
