@@ -49,6 +49,8 @@ enum BenchCommand {
     Rfc2544(super::rfc2544::Rfc2544Args),
     /// The RFC 2544 throughput search on several DuTs side by side, repeats interleaved.
     Compare(super::compare::CompareArgs),
+    /// Traffic generators side by side on one veth: DPDK testpmd txonly vs wirespeed's own.
+    Generator(super::sweep::generator::GeneratorArgs),
 }
 
 #[derive(Args)]
@@ -115,6 +117,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         BenchCommand::Forwarding(args) => forwarding(args),
         BenchCommand::Rfc2544(args) => super::rfc2544::run(args),
         BenchCommand::Compare(args) => super::compare::run(args),
+        BenchCommand::Generator(args) => super::sweep::generator::run(args),
     }
 }
 
