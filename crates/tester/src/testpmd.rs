@@ -55,6 +55,8 @@ pub const WORKER_PREFIX: &str = "rte-worker";
 const STARTED: &str = "Press enter to exit";
 /// mbufs in testpmd's pool: the fill and TX rings of two AF_XDP ports take 2048 each.
 const MBUFS: u32 = 16384;
+/// Longest wait for testpmd to start forwarding.
+pub const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// Longest wait for a clean exit after standard input closes.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most bytes of testpmd's output kept for reports (its own log lines, the final statistics).
@@ -63,14 +65,15 @@ const OUTPUT_LIMIT: u64 = 1 << 20;
 /// What one testpmd run does.
 #[derive(Clone, Debug)]
 pub struct Launch<'a> {
+    /// The lab's name prefix ([`crate::dut::Wiring::prefix`]): with the handle's name and this
+    /// process's id it makes EAL's file prefix, unique per lab and run.
+    pub lab: &'a str,
     /// The namespace it runs in.
     pub namespace: &'a str,
     /// One `net_af_xdp` port per interface, port *i* on `interfaces[i]`.
     pub interfaces: &'a [String],
     /// The core of every testpmd thread (main lcore, forwarding lcore, EAL's threads).
     pub core: usize,
-    /// Names the runtime directory and the output file: unique per lab and user of testpmd.
-    pub tag: &'a str,
     /// testpmd's own arguments after `--`, besides `--auto-start` and the pool size.
     pub application: &'a [String],
 }
@@ -86,6 +89,8 @@ pub struct Testpmd {
     stdin: Option<ChildStdin>,
     output_path: Option<PathBuf>,
     output: String,
+    /// DPDK's version as the first run printed it (kept after the stop, for reports).
+    version: String,
 }
 
 impl Testpmd {
@@ -98,12 +103,22 @@ impl Testpmd {
             stdin: None,
             output_path: None,
             output: String::new(),
+            version: String::new(),
         }
     }
 
-    /// Starts testpmd as `launch` says and waits until it forwards (up to `timeout`). On error
-    /// whatever was done stays on the undo stack for [`Testpmd::stop`].
-    pub fn start(&mut self, launch: &Launch, timeout: Duration) -> Result<(), DutError> {
+    /// Starts testpmd as `launch` says and waits until it forwards (EAL and the AF_XDP ports
+    /// take about a second; at most [`START_TIMEOUT`]). On error whatever was done stays on the
+    /// undo stack for [`Testpmd::stop`].
+    pub fn start(&mut self, launch: &Launch) -> Result<(), DutError> {
+        let started = self.launch(launch);
+        if self.version.is_empty() {
+            self.version = printed_version(&self.output).to_string();
+        }
+        started
+    }
+
+    fn launch(&mut self, launch: &Launch) -> Result<(), DutError> {
         self.steps.require(PROGRAM, PACKAGE)?;
         self.steps.require("taskset", "util-linux")?;
         if !af_xdp_driver_installed(Path::new("/usr/lib")) {
@@ -118,7 +133,12 @@ impl Testpmd {
         for interface in launch.interfaces {
             self.prepare_interface(launch.namespace, interface)?;
         }
-        let file_prefix = format!("wirespeed-{}-{}", launch.tag, std::process::id());
+        let file_prefix = format!(
+            "wirespeed-{}-{}-{}",
+            launch.lab,
+            self.name,
+            std::process::id()
+        );
         let runtime_dir = format!("/var/run/dpdk/{file_prefix}");
         self.steps.push_undo(&["rm", "-rf", &runtime_dir]);
         let output_path = std::env::temp_dir().join(format!("{file_prefix}.out"));
@@ -152,7 +172,7 @@ impl Testpmd {
             .map_err(|error| self.error("start dpdk-testpmd", format!("{program}: {error}")))?;
         self.stdin = child.stdin.take();
         self.child = Some(child);
-        self.wait_started(timeout)
+        self.wait_started(START_TIMEOUT)
     }
 
     /// Refuses an interface that is missing or already carries an XDP program (whose removal
@@ -301,13 +321,14 @@ impl Testpmd {
         self.steps.log()
     }
 
-    /// DPDK's version as testpmd printed it (`-v`), e.g. `DPDK 22.11.11`; empty before.
+    /// DPDK's version as testpmd printed it (`-v`), e.g. `DPDK 22.11.11`; `DPDK` before a
+    /// start got that far.
     pub fn version(&self) -> &str {
-        self.output
-            .lines()
-            .find_map(|line| line.split_once("RTE Version: '"))
-            .and_then(|(_, rest)| rest.split_once('\''))
-            .map_or("", |(version, _)| version)
+        if self.version.is_empty() {
+            "DPDK"
+        } else {
+            &self.version
+        }
     }
 }
 
@@ -359,6 +380,15 @@ fn arguments(launch: &Launch, file_prefix: &str) -> Vec<String> {
     args.push("--auto-start".into());
     args.push(format!("--total-num-mbufs={MBUFS}"));
     args
+}
+
+/// The version in EAL's `RTE Version: 'DPDK 22.11.11'` line of `output`; empty without one.
+fn printed_version(output: &str) -> &str {
+    output
+        .lines()
+        .find_map(|line| line.split_once("RTE Version: '"))
+        .and_then(|(_, rest)| rest.split_once('\''))
+        .map_or("", |(version, _)| version)
 }
 
 /// Whether `ip link show` output lists the PROMISC flag.
@@ -436,17 +466,17 @@ mod tests {
         let interfaces = vec!["ws-d0".to_string(), "ws-d1".to_string()];
         let application = vec!["--forward-mode=io".to_string()];
         let launch = Launch {
+            lab: "ws",
             namespace: "ws-dut",
             interfaces: &interfaces,
             core: 1,
-            tag: "ws-dut",
             application: &application,
         };
-        let args = arguments(&launch, "wirespeed-ws-dut-42").join(" ");
+        let args = arguments(&launch, "wirespeed-ws-dpdk-testpmd-42").join(" ");
         assert_eq!(
             args,
             "ip netns exec ws-dut taskset -c 1 stdbuf -oL dpdk-testpmd -v --lcores 0@1,1@1 --no-huge -m 256 \
-             --no-pci --no-shconf --no-telemetry --file-prefix wirespeed-ws-dut-42 \
+             --no-pci --no-shconf --no-telemetry --file-prefix wirespeed-ws-dpdk-testpmd-42 \
              --vdev net_af_xdp0,iface=ws-d0,start_queue=0,queue_count=1 \
              --vdev net_af_xdp1,iface=ws-d1,start_queue=0,queue_count=1 \
              -- --forward-mode=io --auto-start --total-num-mbufs=16384"
@@ -478,10 +508,10 @@ mod tests {
             ForwardTotals::parse(&output.replace("12345678", "many")),
             None
         );
+        assert_eq!(printed_version(output), "DPDK 22.11.11");
+        assert_eq!(printed_version("EAL: RTE Version: 'DPDK"), "");
         let mut testpmd = Testpmd::new("demo");
-        assert_eq!(testpmd.version(), "");
-        testpmd.output = output.into();
-        assert_eq!(testpmd.version(), "DPDK 22.11.11");
+        assert_eq!(testpmd.version(), "DPDK");
         // Never started: stopping does nothing and succeeds.
         testpmd.stop().unwrap();
     }

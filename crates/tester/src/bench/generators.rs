@@ -11,6 +11,12 @@
 //! accounting enters the figure. Trials are interleaved (A B C A B C ...), as in the
 //! forwarding benchmark, and each generator gets the median and range of its runs.
 //!
+//! **Who was the limit.** The sink is `d0`'s NAPI thread: when it is busy all the window, the
+//! veth pushes back (kernel ≥ 6.16 stops `t0`'s queue while `d0`'s ring is full) and the rate is
+//! the sink's, whatever the generator could do. Each trial therefore also reports the share of
+//! the window that thread was on the CPU (its `utime + stime` in /proc): near 100 % the figure
+//! is a ceiling of the sink, not a measure of the generator.
+//!
 //! **A check on both sides.** Over the whole trial (start to stop) the generator's own count of
 //! frames sent is compared with the kernel's count of frames `t0` transmitted: the two must
 //! agree (the lab kernels' own few frames aside), or the figure is not to be trusted.
@@ -19,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::median;
-use super::placement::{Placed, Plan, place_kernel};
+use super::placement::{Placed, Plan, napi_threads, place_kernel};
 use crate::dut::Wiring;
 use crate::generator::{Backend, Spec};
 use crate::trial::InterfaceCounters;
@@ -57,6 +63,8 @@ pub struct GeneratorMeasurement {
     pub received: u64,
     /// The window's measured length.
     pub seconds: f64,
+    /// Share of the window `d0`'s NAPI threads (the sink) ran, 0..=1 per thread summed.
+    pub sink_busy: f64,
     /// Frames the generator says it sent, start to stop.
     pub generator_sent: u64,
     /// Frames the kernel counted out of `t0`, start to stop.
@@ -185,12 +193,20 @@ fn window(
     let t0_before = InterfaceCounters::read(ns, t0)?;
     placement.extend(generator.start(wiring, &spec)?);
     sleep(config.warm_up, stop);
+    let sink: Vec<u32> = napi_threads(d0).into_iter().map(|(pid, _)| pid).collect();
+    let sink_ticks = || sink.iter().filter_map(|&pid| cpu_ticks(pid)).sum::<u64>();
     let (first, opened) = read_timed(dut_ns, d0)?;
+    let ticks_before = sink_ticks();
     sleep(Duration::from_secs_f64(config.seconds), stop);
+    let ticks_after = sink_ticks();
     let (last, closed) = read_timed(dut_ns, d0)?;
+    let seconds = closed.duration_since(opened).as_secs_f64();
     let measurement = GeneratorMeasurement {
         received: last.rx_packets.saturating_sub(first.rx_packets),
-        seconds: closed.duration_since(opened).as_secs_f64(),
+        seconds,
+        sink_busy: ticks_after.saturating_sub(ticks_before) as f64
+            / CLOCK_TICKS_PER_SECOND
+            / seconds.max(f64::EPSILON),
         ..GeneratorMeasurement::default()
     };
     Ok((measurement, t0_before))
@@ -203,6 +219,26 @@ fn read_timed(ns: &str, interface: &str) -> Result<(InterfaceCounters, Instant),
     let counters = InterfaceCounters::read(ns, interface)?;
     let middle = before + before.elapsed() / 2;
     Ok((counters, middle))
+}
+
+/// The unit of /proc's CPU times (`USER_HZ`, 100 on every Linux architecture's ABI).
+const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
+
+/// CPU time task `pid` has used (`utime + stime`, fields 14 and 15 of /proc/PID/stat), in
+/// clock ticks; `None` when it is gone.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_cpu_ticks(&stat)
+}
+
+/// `utime + stime` of a /proc/PID/stat line (the fields after the `)` closing the name, which
+/// may itself hold spaces and parentheses).
+fn parse_cpu_ticks(stat: &str) -> Option<u64> {
+    let (_, after_name) = stat.rsplit_once(')')?;
+    let mut fields = after_name.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
 }
 
 /// Sleeps `duration`, or less once `stop` is set.
@@ -228,6 +264,8 @@ pub struct GeneratorSummary {
     pub max_pps: f64,
     /// The largest disagreement between the generator's and the kernel's count in any trial.
     pub worst_count_error: f64,
+    /// The median share of the window the sink's NAPI thread ran.
+    pub sink_busy_median: f64,
     /// Why trials failed.
     pub errors: Vec<String>,
 }
@@ -259,6 +297,7 @@ pub fn summarize_generators(records: &[GeneratorRecord]) -> Vec<GeneratorSummary
                     .iter()
                     .map(GeneratorMeasurement::count_error)
                     .fold(0.0, f64::max),
+                sink_busy_median: median(&ok.iter().map(|m| m.sink_busy).collect::<Vec<_>>()),
                 errors: of_name.filter_map(|r| r.outcome.clone().err()).collect(),
             }
         })
@@ -276,6 +315,7 @@ mod tests {
             outcome: Ok(GeneratorMeasurement {
                 received,
                 seconds: 2.0,
+                sink_busy: received as f64 / 1000.0,
                 generator_sent,
                 kernel_sent: 1000,
             }),
@@ -302,6 +342,7 @@ mod tests {
         assert_eq!((a.generator.as_str(), a.trials), ("a", 3));
         assert_eq!((a.median_pps, a.min_pps, a.max_pps), (200.0, 100.0, 300.0));
         assert!((a.worst_count_error - 0.01).abs() < 1e-12);
+        assert_eq!(a.sink_busy_median, 0.4);
         let b = &summaries[1];
         assert_eq!((b.trials, b.median_pps), (1, 50.0));
         assert_eq!(b.errors, vec!["b: testpmd exited".to_string()]);
@@ -312,5 +353,16 @@ mod tests {
             ..nothing
         };
         assert_eq!(phantom.count_error(), 1.0);
+    }
+
+    #[test]
+    fn cpu_ticks_are_read_after_the_name_whatever_it_holds() {
+        let stat = "712 (napi/ws-d0 (x) 1) S 2 0 0 0 -1 2129984 0 0 0 0 250 1375 0 0 0 -20 1 0";
+        assert_eq!(parse_cpu_ticks(stat), Some(1625));
+        assert_eq!(parse_cpu_ticks("712 (short) S 2"), None);
+        assert_eq!(parse_cpu_ticks("no parenthesis"), None);
+        // This very thread has a stat file.
+        let pid = std::process::id();
+        assert!(cpu_ticks(pid).is_some());
     }
 }

@@ -12,21 +12,14 @@
 //! instead of a probe timeout. Teardown (also on drop, also after a failed setup) stops it and
 //! leaves no process, no XDP program, no promiscuous flag and no `/var/run/dpdk` directory.
 
-use std::time::Duration;
-
 use super::{Dut, DutError, Wiring};
 use crate::testpmd::{Launch, Testpmd, WORKER_PREFIX};
-
-/// Longest wait for testpmd to start forwarding (EAL and two AF_XDP ports take about a second).
-const START_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The testpmd DuT driver.
 #[derive(Debug)]
 pub struct TestpmdDut {
     core: usize,
     testpmd: Testpmd,
-    /// DPDK's version, once a run printed it (kept across teardowns for the report).
-    version: String,
 }
 
 impl TestpmdDut {
@@ -37,7 +30,6 @@ impl TestpmdDut {
         Self {
             core,
             testpmd: Testpmd::new(Self::NAME),
-            version: String::new(),
         }
     }
 }
@@ -48,15 +40,11 @@ impl Dut for TestpmdDut {
     }
 
     fn description(&self) -> String {
-        let version = if self.version.is_empty() {
-            "DPDK"
-        } else {
-            &self.version
-        };
         format!(
-            "{version} dpdk-testpmd --forward-mode=io between net_af_xdp ports on d0 and d1 \
+            "{} dpdk-testpmd --forward-mode=io between net_af_xdp ports on d0 and d1 \
              (AF_XDP copy mode, libxdp's default XDP program), main and forwarding lcore \
              and every EAL thread on CPU {}, forwarding lcore busy-polling at normal priority",
+            self.testpmd.version(),
             self.core
         )
     }
@@ -64,21 +52,13 @@ impl Dut for TestpmdDut {
     fn setup(&mut self, wiring: &Wiring) -> Result<(), DutError> {
         let interfaces = [wiring.ingress.dut_if.clone(), wiring.egress.dut_if.clone()];
         let application = ["--forward-mode=io".to_string()];
-        let tag = format!("{}-{}", wiring.prefix(), Self::NAME);
-        let started = self.testpmd.start(
-            &Launch {
-                namespace: &wiring.dut_ns,
-                interfaces: &interfaces,
-                core: self.core,
-                tag: &tag,
-                application: &application,
-            },
-            START_TIMEOUT,
-        );
-        if self.version.is_empty() {
-            self.version = self.testpmd.version().to_string();
-        }
-        started
+        self.testpmd.start(&Launch {
+            lab: wiring.prefix(),
+            namespace: &wiring.dut_ns,
+            interfaces: &interfaces,
+            core: self.core,
+            application: &application,
+        })
     }
 
     fn teardown(&mut self) -> Result<(), DutError> {

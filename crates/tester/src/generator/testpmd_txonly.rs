@@ -8,8 +8,6 @@
 //! destination MAC (`--eth-peer`). Its count is the `TX-packets` total testpmd prints when it
 //! stops: what its AF_XDP TX ring took.
 
-use std::time::Duration;
-
 use wirespeed_packet::wire::EthernetAddress;
 
 use super::backend::{Backend, Spec};
@@ -17,14 +15,10 @@ use crate::bench::placement::{Placed, place_process};
 use crate::dut::Wiring;
 use crate::testpmd::{ForwardTotals, Launch, Testpmd, WORKER_PREFIX};
 
-/// Longest wait for testpmd to start sending.
-const START_TIMEOUT: Duration = Duration::from_secs(20);
-
 /// The testpmd txonly backend.
 #[derive(Debug)]
 pub struct TestpmdTxonly {
     testpmd: Testpmd,
-    version: String,
     /// Placement commands of the last start.
     placement_commands: Vec<String>,
 }
@@ -35,7 +29,6 @@ impl TestpmdTxonly {
     pub fn new() -> Self {
         Self {
             testpmd: Testpmd::new(Self::NAME),
-            version: String::new(),
             placement_commands: Vec::new(),
         }
     }
@@ -53,14 +46,10 @@ impl Backend for TestpmdTxonly {
     }
 
     fn description(&self) -> String {
-        let version = if self.version.is_empty() {
-            "DPDK"
-        } else {
-            &self.version
-        };
         format!(
-            "{version} dpdk-testpmd --forward-mode=txonly on a net_af_xdp port (AF_XDP copy \
-             mode), burst 32, one flow; main and forwarding lcore on the generator core"
+            "{} dpdk-testpmd --forward-mode=txonly on a net_af_xdp port (AF_XDP copy mode), \
+             burst 32, one flow; main and forwarding lcore on the generator core",
+            self.testpmd.version()
         )
     }
 
@@ -72,21 +61,15 @@ impl Backend for TestpmdTxonly {
             format!("--txpkts={}", spec.frame_size.saturating_sub(4)),
             format!("--eth-peer=0,{}", EthernetAddress(spec.dst_mac)),
         ];
-        let tag = format!("{}-{}", wiring.prefix(), Self::NAME);
-        let started = self.testpmd.start(
-            &Launch {
+        self.testpmd
+            .start(&Launch {
+                lab: wiring.prefix(),
                 namespace: &wiring.tester_ns,
                 interfaces: &interfaces,
                 core: spec.core,
-                tag: &tag,
                 application: &application,
-            },
-            START_TIMEOUT,
-        );
-        if self.version.is_empty() {
-            self.version = self.testpmd.version().to_string();
-        }
-        started.map_err(|error| error.to_string())?;
+            })
+            .map_err(|error| error.to_string())?;
         let pid = self
             .testpmd
             .pid()

@@ -462,7 +462,8 @@ fn report(results: &Results) -> String {
     out
 }
 
-fn placed(p: &wirespeed_tester::bench::placement::Placed) -> String {
+/// A thread's placement as the reports print it.
+pub(crate) fn placed(p: &wirespeed_tester::bench::placement::Placed) -> String {
     match p.nice {
         Some(nice) => format!("{} on CPU {} nice {nice}", p.thread, p.cpus),
         None => format!("{} on CPU {}", p.thread, p.cpus),

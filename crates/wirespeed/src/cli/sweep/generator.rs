@@ -24,6 +24,7 @@ use wirespeed_tester::bench::generators::{
 use wirespeed_tester::generator::{Backend, TestpmdTxonly, backend};
 
 use super::{Session, SweepCommon, finish, header};
+use crate::cli::bench::placed;
 
 #[derive(Args)]
 pub struct GeneratorArgs {
@@ -103,10 +104,11 @@ fn trial_line(record: &GeneratorRecord) -> String {
     let head = format!("run {} {:<16}", record.run + 1, record.generator);
     match &record.outcome {
         Ok(m) => format!(
-            "{head} {:.3} Mpps into d0 over {:.2} s; sent {} by its own count, {} by t0's \
-             (differ by {:.3} %)",
+            "{head} {:.3} Mpps into d0 over {:.2} s (d0's NAPI busy {:.0} %); sent {} by its \
+             own count, {} by t0's (differ by {:.3} %)",
             m.pps() / 1e6,
             m.seconds,
+            100.0 * m.sink_busy,
             m.generator_sent,
             m.kernel_sent,
             100.0 * m.count_error()
@@ -137,15 +139,15 @@ fn report(
     );
     let _ = writeln!(
         out,
-        "| generator | median Mpps | min..max Mpps | trials | own count vs kernel's (worst) |"
+        "| generator | median Mpps | min..max Mpps | trials | sink (d0's NAPI) busy | own count vs kernel's (worst) |"
     );
-    let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: |");
+    let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: | ---: |");
     for s in summaries {
         if s.trials == 0 {
             let reason = s.errors.first().map_or("", String::as_str);
             let _ = writeln!(
                 out,
-                "| {} | - | - | 0 | failed: {} |",
+                "| {} | - | - | 0 | - | failed: {} |",
                 s.generator,
                 reason.replace('\n', " ")
             );
@@ -153,12 +155,13 @@ fn report(
         }
         let _ = writeln!(
             out,
-            "| {} | {:.3} | {:.3}..{:.3} | {} | {:.3} % |",
+            "| {} | {:.3} | {:.3}..{:.3} | {} | {:.0} % | {:.3} % |",
             s.generator,
             s.median_pps / 1e6,
             s.min_pps / 1e6,
             s.max_pps / 1e6,
             s.trials,
+            100.0 * s.sink_busy_median,
             100.0 * s.worst_count_error
         );
     }
@@ -207,13 +210,6 @@ fn report(
     out
 }
 
-fn placed(p: &wirespeed_tester::bench::placement::Placed) -> String {
-    match p.nice {
-        Some(nice) => format!("{} on CPU {} nice {nice}", p.thread, p.cpus),
-        None => format!("{} on CPU {}", p.thread, p.cpus),
-    }
-}
-
 fn summary_json(s: &GeneratorSummary) -> Value {
     json!({
         "generator": s.generator,
@@ -222,6 +218,7 @@ fn summary_json(s: &GeneratorSummary) -> Value {
         "min_pps": s.min_pps,
         "max_pps": s.max_pps,
         "worst_count_error": s.worst_count_error,
+        "sink_busy_median": s.sink_busy_median,
         "errors": s.errors,
     })
 }
@@ -237,6 +234,7 @@ fn record_json(record: &GeneratorRecord) -> Value {
         Ok(m) => {
             value["received"] = json!(m.received);
             value["seconds"] = json!(m.seconds);
+            value["sink_busy"] = json!(m.sink_busy);
             value["pps"] = json!(m.pps());
             value["generator_sent"] = json!(m.generator_sent);
             value["kernel_sent"] = json!(m.kernel_sent);
