@@ -28,7 +28,8 @@
 //! * Without `--interactive`, testpmd starts forwarding, prints "Press enter to exit" and reads
 //!   standard input. The process gets a pipe it never writes: closing it is the clean stop
 //!   (testpmd then stops forwarding, prints its statistics and closes its ports); SIGKILL after
-//!   10 s if it does not exit. Its standard output goes to a file, where the C library would
+//!   10 s if it does not exit. Should the tester itself die, the pipe closes with it and
+//!   testpmd stops the same way. Its standard output goes to a file, where the C library would
 //!   hold "Press enter to exit" in a 4 KiB buffer until the exit: `stdbuf -oL` makes it
 //!   line-buffered, so the start can wait for that line. (`ip netns exec`, `taskset` and
 //!   `stdbuf` each exec the next program: the child's pid is testpmd's.)
