@@ -529,6 +529,22 @@ mod tests {
     }
 
     #[test]
+    fn the_af_xdp_driver_is_looked_for_where_debians_eal_loads_drivers() {
+        let lib = std::env::temp_dir().join(format!("wirespeed-pmds-{}", std::process::id()));
+        let pmds = lib.join("x86_64-linux-gnu/dpdk/pmds-23.0");
+        std::fs::create_dir_all(&pmds).unwrap();
+        std::fs::write(pmds.join("librte_net_null.so.23.0"), b"").unwrap();
+        assert!(!af_xdp_driver_installed(&lib), "another driver is not it");
+        std::fs::write(pmds.join("librte_net_af_xdp.so.23.0"), b"").unwrap();
+        assert!(af_xdp_driver_installed(&lib));
+        std::fs::remove_dir_all(&lib).unwrap();
+        assert!(
+            !af_xdp_driver_installed(&lib),
+            "a missing directory has no driver"
+        );
+    }
+
+    #[test]
     fn output_tails_keep_the_last_forty_lines() {
         let text: String = (0..100).map(|i| format!("line {i}\n")).collect();
         let kept = tail(&text);
