@@ -11,6 +11,8 @@ packages=(
   chromium      # headless render of the HTML report (crates/wirespeed/tests/rfc2544.rs)
   nftables      # the linux-router-nft DuT's rule set (nft -f)
   openvswitch-switch  # the ovs DuT (its own daemons in the lab, never the system service)
+  dpdk-dev            # dpdk-testpmd: the dpdk-testpmd DuT and the testpmd-txonly generator
+  librte-net-af-xdp23 # DPDK's AF_XDP poll-mode driver (net_af_xdp), which testpmd loads
 )
 
 missing=()

@@ -11,6 +11,8 @@
 //! * [`bench`]: the forwarding benchmark: DuTs side by side with one placement of threads.
 //! * [`suite`]: the RFC 2544 suite in the lab: calibration, searches, latency, the report.
 //! * [`trial`]: one paced trial over real ports with probes, and its check against the kernel.
+//! * [`testpmd`]: DPDK's testpmd as a process (the `dpdk-testpmd` DuT and the `testpmd-txonly`
+//!   generator run it), always stopped and cleaned up.
 //! * [`timestamp`]: which timestamp source the RX port offers and the clocks' measured
 //!   resolution and read cost.
 #![deny(unsafe_code)]
@@ -22,5 +24,6 @@ pub mod report;
 pub mod rfc2544;
 pub mod stats;
 pub mod suite;
+pub mod testpmd;
 pub mod timestamp;
 pub mod trial;

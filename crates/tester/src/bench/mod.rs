@@ -19,6 +19,7 @@
 //! (backpressure)* when it lost under 1 % but held the generator below that; *DuT (drops)* when
 //! it lost 1 % or more. Frames the tester's own RX socket dropped are counted apart.
 
+pub mod generators;
 pub mod placement;
 pub mod sweep;
 

@@ -15,6 +15,7 @@
 //! * [`OvsDut`]: Open vSwitch's user-space datapath with its own daemons, one flow `d0 -> d1`
 //!   (or `NORMAL`), over AF_XDP ports or AF_PACKET;
 //! * [`XdpRedirectDut`]: an in-kernel XDP program on `d0` that redirects every frame to `d1`;
+//! * [`TestpmdDut`]: DPDK's testpmd forwarding `d0 <-> d1` over its AF_XDP poll-mode driver;
 //! * [`WirespeedDut`]: the real `wirespeed switch` binary as an xconnect over AF_XDP or AF_PACKET.
 //!
 //! [`probe::verify`] proves a DuT forwards before it is measured: probe frames sent on `t0` must
@@ -27,6 +28,7 @@ mod ovs;
 pub mod probe;
 pub mod routes;
 mod steps;
+mod testpmd;
 mod wirespeed;
 mod xdp_redirect;
 
@@ -35,6 +37,7 @@ pub use linux_router::LinuxRouter;
 pub use linux_router_nft::LinuxRouterNft;
 pub use ovs::{OvsAction, OvsDut};
 pub use steps::Steps;
+pub use testpmd::TestpmdDut;
 pub use wirespeed::{SwitchCounters, WirespeedOptions};
 pub use wirespeed::{WirespeedBackend, WirespeedDut};
 pub use xdp_redirect::XdpRedirectDut;

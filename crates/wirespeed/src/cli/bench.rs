@@ -25,7 +25,7 @@ use wirespeed_tester::bench::{
     CEILING, ForwardingConfig, Limit, Summary, TrialRecord, run_forwarding, summarize,
 };
 use wirespeed_tester::dut::{
-    Dut, LinuxBridge, LinuxRouter, LinuxRouterNft, OvsAction, OvsDut, WirespeedBackend,
+    Dut, LinuxBridge, LinuxRouter, LinuxRouterNft, OvsAction, OvsDut, TestpmdDut, WirespeedBackend,
     WirespeedDut, Wiring, XdpRedirectDut,
 };
 
@@ -49,6 +49,8 @@ enum BenchCommand {
     Rfc2544(super::rfc2544::Rfc2544Args),
     /// The RFC 2544 throughput search on several DuTs side by side, repeats interleaved.
     Compare(super::compare::CompareArgs),
+    /// Traffic generators side by side on one veth: DPDK testpmd txonly vs wirespeed's own.
+    Generator(super::sweep::generator::GeneratorArgs),
 }
 
 #[derive(Args)]
@@ -105,6 +107,7 @@ pub const DUT_NAMES: [&str; 10] = [
     "ovs",
     "ovs-normal",
     "ovs-afpacket",
+    "dpdk-testpmd",
 ];
 
 pub fn run(args: BenchArgs) -> Result<()> {
@@ -115,6 +118,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         BenchCommand::Forwarding(args) => forwarding(args),
         BenchCommand::Rfc2544(args) => super::rfc2544::run(args),
         BenchCommand::Compare(args) => super::compare::run(args),
+        BenchCommand::Generator(args) => super::sweep::generator::run(args),
     }
 }
 
@@ -143,6 +147,7 @@ pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn 
         "ovs" => Box::new(OvsDut::new(OvsAction::Output, core)),
         "ovs-normal" => Box::new(OvsDut::new(OvsAction::Normal, core)),
         "ovs-afpacket" => Box::new(OvsDut::afpacket(core)),
+        "dpdk-testpmd" => Box::new(TestpmdDut::new(core)),
         other if other.starts_with("linux-router-nft:") => {
             let rules = other
                 .strip_prefix("linux-router-nft:")
@@ -463,7 +468,8 @@ fn report(results: &Results) -> String {
     out
 }
 
-fn placed(p: &wirespeed_tester::bench::placement::Placed) -> String {
+/// A thread's placement as the reports print it.
+pub(crate) fn placed(p: &wirespeed_tester::bench::placement::Placed) -> String {
     match p.nice {
         Some(nice) => format!("{} on CPU {} nice {nice}", p.thread, p.cpus),
         None => format!("{} on CPU {}", p.thread, p.cpus),

@@ -4,7 +4,9 @@
 //!
 //! * [`fib`] (seed 002 Figure 4): a router DuT's throughput against its routing-table size;
 //! * [`model`] (seed 001 §4, Figures 2 and 3): the cost model fitted to wirespeed's own backends;
-//! * [`batch`] (seed 001 §5.5–5.6): wirespeed's batch size against throughput and latency.
+//! * [`batch`] (seed 001 §5.5–5.6): wirespeed's batch size against throughput and latency;
+//! * [`generator`]: not a sweep but the same session: traffic generators side by side (DPDK
+//!   testpmd txonly and wirespeed's own) on the same veth.
 //!
 //! Every point is one DuT set up, verified, placed and blasted at full rate like `bench
 //! forwarding`'s trials ([`wirespeed_tester::bench::sweep::point`]); with `--runs` above 1 the
@@ -13,6 +15,7 @@
 
 pub mod batch;
 pub mod fib;
+pub mod generator;
 pub mod model;
 
 use std::path::PathBuf;

@@ -1,0 +1,193 @@
+//! wirespeed's own generator ([`blast`]) as a [`Backend`]: a thread of this process, pinned to
+//! the generator core, sends pre-filled frames out of `t0` over an AF_XDP socket (copy mode, as
+//! veth allows) or an AF_PACKET socket (TX ring, qdisc bypass) until it is stopped; its count is
+//! what the socket took.
+//!
+//! The thread opens its socket inside the tester namespace and reports back once it is about
+//! to send, so [`Backend::start`] returns with frames flowing or with the reason they do not.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use wirespeed_io::Port;
+use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
+use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, Umem};
+use wirespeed_packet::FramePool;
+
+use super::backend::{Backend, Spec};
+use super::{BlastConfig, Template, TemplateConfig, blast, prefill};
+use crate::bench::placement::{Placed, place_this_thread};
+use crate::dut::Wiring;
+
+/// Frames in the generator's pool (as the forwarding benchmark's generator has).
+const FRAMES: u32 = 16384;
+/// Frames per TX batch (as the forwarding benchmark's generator sends).
+const BATCH: usize = 64;
+/// Longest wait for the thread to open its socket.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The kernel interface the generator sends through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Socket {
+    AfXdp,
+    AfPacket,
+}
+
+/// The in-process generator backend.
+#[derive(Debug)]
+pub struct InProcess {
+    socket: Socket,
+    stop: Arc<AtomicBool>,
+    /// The sending thread; it returns the frames its socket took.
+    thread: Option<JoinHandle<Result<u64, String>>>,
+}
+
+impl InProcess {
+    pub fn new(socket: Socket) -> Self {
+        Self {
+            socket,
+            stop: Arc::new(AtomicBool::new(false)),
+            thread: None,
+        }
+    }
+}
+
+impl Backend for InProcess {
+    fn name(&self) -> String {
+        match self.socket {
+            Socket::AfXdp => "afxdp",
+            Socket::AfPacket => "afpacket",
+        }
+        .into()
+    }
+
+    fn description(&self) -> String {
+        let socket = match self.socket {
+            Socket::AfXdp => "an AF_XDP socket (copy mode)",
+            Socket::AfPacket => "an AF_PACKET socket (TX ring, qdisc bypass)",
+        };
+        format!(
+            "wirespeed's generator (tester::generator::blast) in a thread of this process, \
+             batches of {BATCH} pre-filled frames through {socket}"
+        )
+    }
+
+    fn start(&mut self, wiring: &Wiring, spec: &Spec) -> Result<Vec<Placed>, String> {
+        self.stop()?;
+        self.stop.store(false, Ordering::Relaxed);
+        let template = Template::new(&TemplateConfig {
+            frame_size: spec.frame_size,
+            src_mac: wiring.ingress.tester_mac,
+            dst_mac: spec.dst_mac,
+            ..TemplateConfig::default()
+        })
+        .map_err(|error| error.to_string())?;
+        let (ready, started) = mpsc::channel();
+        let namespace = wiring.tester_ns.clone();
+        let interface = wiring.ingress.tester_if.clone();
+        let (socket, spec, stop) = (self.socket, spec.clone(), Arc::clone(&self.stop));
+        let thread = std::thread::Builder::new()
+            .name(format!("gen-{}", self.name()))
+            .spawn(move || {
+                let opened = open(socket, &namespace, &interface, &spec, &template);
+                let (mut port, mut pool, umem, placed) = match opened {
+                    Ok(opened) => opened,
+                    Err(error) => {
+                        let _ = ready.send(Err(error.clone()));
+                        return Err(error);
+                    }
+                };
+                let _ = ready.send(Ok(placed));
+                let config = BlastConfig {
+                    batch: BATCH,
+                    duration: Duration::from_secs(24 * 3600),
+                    linger: Duration::ZERO,
+                    ..BlastConfig::default()
+                };
+                let result = blast(port.as_mut(), None, &mut pool, &template, &config, &stop);
+                port.release_all(&mut pool);
+                // The socket closes before its UMEM goes away.
+                drop(port);
+                drop(umem);
+                Ok(result.sent)
+            })
+            .map_err(|error| format!("starting the generator thread: {error}"))?;
+        self.thread = Some(thread);
+        match started.recv_timeout(START_TIMEOUT) {
+            Ok(Ok(placed)) => Ok(vec![placed]),
+            Ok(Err(error)) => Err(error),
+            Err(_) => Err(format!(
+                "the generator thread did not open {} within {} s",
+                wiring.ingress.tester_if,
+                START_TIMEOUT.as_secs()
+            )),
+        }
+    }
+
+    fn stop(&mut self) -> Result<u64, String> {
+        let Some(thread) = self.thread.take() else {
+            return Ok(0);
+        };
+        self.stop.store(true, Ordering::Relaxed);
+        thread
+            .join()
+            .map_err(|_| "the generator thread panicked".to_string())?
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+/// What the sending thread holds: the port, its pool, the UMEM an AF_XDP port needs alive
+/// (dropped after the port), and the thread's placement.
+type Opened = (Box<dyn Port>, FramePool, Umem, Placed);
+
+/// Pins and renices the calling thread, fills a pool with `template` and opens `interface` in
+/// `namespace` with `socket`.
+fn open(
+    socket: Socket,
+    namespace: &str,
+    interface: &str,
+    spec: &Spec,
+    template: &Template,
+) -> Result<Opened, String> {
+    let core = spec.core;
+    wirespeed_io::thread::pin_to_core(core)
+        .map_err(|error| format!("pinning the generator to CPU {core}: {error}"))?;
+    let placed = place_this_thread("generator", spec.nice).map_err(|error| error.to_string())?;
+    if placed.cpus != core.to_string() {
+        return Err(format!(
+            "the generator should run on CPU {core} but may run on {}",
+            placed.cpus
+        ));
+    }
+    let mut pool =
+        FramePool::new(FRAMES, 2048).map_err(|error| format!("generator pool: {error}"))?;
+    prefill(&mut pool, template);
+    let umem = Umem::new(&pool);
+    let _inside = wirespeed_lab::enter(namespace)
+        .map_err(|error| format!("entering {namespace}: {error}"))?;
+    let port: Box<dyn Port> = match socket {
+        Socket::AfXdp => {
+            let config = AfXdpConfig {
+                zero_copy: false,
+                ..AfXdpConfig::default()
+            };
+            Box::new(
+                AfXdpPort::open(interface, &config, &umem, &mut pool)
+                    .map_err(|error| error.to_string())?,
+            )
+        }
+        Socket::AfPacket => Box::new(
+            AfPacketPort::open("t0", interface, &AfPacketConfig::default())
+                .map_err(|error| error.to_string())?,
+        ),
+    };
+    Ok((port, pool, umem, placed))
+}
