@@ -96,7 +96,7 @@ struct ForwardingArgs {
 }
 
 /// The DuT names `--duts` accepts (`linux-router-nft:N` gives the firewall N rules).
-pub const DUT_NAMES: [&str; 10] = [
+pub const DUT_NAMES: [&str; 11] = [
     "wirespeed-afxdp",
     "wirespeed-afpacket",
     "wirespeed-afpacket-v2",
