@@ -8,7 +8,11 @@
 //! * the **generator** thread (AF_XDP TX on `t0`, RX on `t1`) is pinned to `generator_cpu` (0);
 //! * the **DuT's ingress NAPI**, `d0`'s, gets NAPI (GRO on; an XDP program, where a DuT attaches
 //!   one, also enables it), threaded NAPI, and its `napi/<d0>-<id>` kthread pinned to `dut_cpu`
-//!   (1). For every DuT this is where the DuT's receive starts: the bridge's and the router's
+//!   (1). The sender `t0` gets TSO and GSO off: veth passes a frame to the peer's NAPI only when
+//!   the sending device has no TSO (`veth_skb_is_eligible_for_gro`), and otherwise queues it to
+//!   the backlog of the *sending* CPU, which put the bridge's, the router's and AF_PACKET's
+//!   receive on the generator's core until 2026-11-23 (an XDP program on `d0` turns `t0`'s TSO
+//!   off by itself, so AF_XDP DuTs and the XDP redirect always ran on the DuT core). For every DuT this is where the DuT's receive starts: the bridge's and the router's
 //!   whole forwarding path (GRO, bridge or FIB lookup, transmit into `d1`) runs in this thread;
 //!   for `xdp-redirect` the XDP program and the redirect; for wirespeed over AF_XDP the copy of
 //!   each frame into the switch's UMEM, over AF_PACKET the copy into its packet ring;
@@ -102,6 +106,17 @@ pub fn place_kernel(
     log: &mut Vec<String>,
 ) -> Result<Vec<Placed>, PlacementError> {
     let mut placed = Vec::new();
+    // veth hands a frame to the receiving side's NAPI only if the sender has no TSO (or the
+    // receiver an XDP program, which turns the sender's TSO off by itself); otherwise `d0`'s
+    // whole receive, and a kernel DuT's forwarding, runs in softirq on the generator's core.
+    let sender = &wiring.ingress.tester_if;
+    let offloads = ["-K", sender.as_str(), "tso", "off", "gso", "off"];
+    log.push(format!(
+        "ip netns exec {} ethtool {}",
+        wiring.tester_ns,
+        offloads.join(" ")
+    ));
+    run_in(&wiring.tester_ns, "ethtool", &offloads)?;
     for (ns, interface, cpu) in [
         (&wiring.dut_ns, &wiring.ingress.dut_if, plan.dut_cpu),
         (
