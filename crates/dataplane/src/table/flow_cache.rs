@@ -126,10 +126,11 @@ impl<V: Copy> FlowCache<V> {
     #[inline(always)]
     pub fn lookup(&mut self, hash: u32, key: &FlowKey) -> Option<V> {
         let (first, second) = self.slots(hash);
-        let key = key.words();
         for slot in [first, second] {
             let entry = &self.entries[slot];
-            if entry.hash == hash && self.valid(entry) && same_words(&entry.key, &key) {
+            // The key's words are read here, after the hash matched, not held across both
+            // probes (which spilled them to the stack in the batch loop).
+            if entry.hash == hash && self.valid(entry) && same_words(&entry.key, &key.words()) {
                 self.counters.hits += 1;
                 return Some(entry.value);
             }

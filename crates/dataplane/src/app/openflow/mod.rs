@@ -675,23 +675,6 @@ impl App for OpenFlow {
     }
 }
 
-/// Packets in a row that used the same stored result: their counts are written to it once,
-/// when the row ends (a train of one flow updates its counters once per batch).
-#[derive(Clone, Copy)]
-struct Row {
-    slot: usize,
-    packets: u64,
-    bytes: u64,
-}
-
-impl Row {
-    const NONE: Row = Row {
-        slot: usize::MAX,
-        packets: 0,
-        bytes: 0,
-    };
-}
-
 /// The pipeline with and without tracing.
 impl OpenFlow {
     /// The fast path over one batch, the slow path for what it misses; with `TRACE`, a record
@@ -703,7 +686,6 @@ impl OpenFlow {
             .lookup
             .process::<TRACE>(batch, ctx.keys, &mut self.batch_groups);
         let (descs, metas) = batch.split_mut();
-        let mut row = Row::NONE;
         for g in 0..made {
             let Some(&group) = self.batch_groups.get(g) else {
                 break;
@@ -753,49 +735,51 @@ impl OpenFlow {
                     }
                 }
             };
-            if slot != row.slot {
-                self.credit(row, ctx.now);
-                row = Row { slot, ..Row::NONE };
-            }
-            let Some(resolved) = self.results.get(slot) else {
+            let Some(resolved) = self.results.get_mut(slot) else {
                 for meta in metas.iter_mut() {
                     meta.drop = Some(DropReason::NoOutput);
                 }
                 continue;
             };
-            row.packets += group.len as u64;
             let mut effects = Effects {
                 counters: &mut self.counters,
                 copy: &mut self.copy,
                 ports: self.config.ports,
             };
-            if !TRACE {
-                row.bytes += effects.apply(resolved, ctx, descs, metas);
-                continue;
-            }
-            // Traced: packet by packet, each recorded as it arrived and as it was decided.
-            for (i, (desc, meta)) in descs.iter_mut().zip(metas.iter_mut()).enumerate() {
-                let at = group.start + i;
-                let arrival = ctx.keys.get(at).map(|key| Arrival::new(desc, key));
-                row.bytes += effects.apply(
-                    resolved,
-                    ctx,
-                    std::slice::from_mut(desc),
-                    std::slice::from_mut(meta),
-                );
-                let record = self.lookup.trace(at + 1).get(at).copied();
-                push_record(
-                    &mut self.trace,
-                    ctx.now,
-                    arrival,
-                    record,
-                    path,
-                    resolved.miss,
-                    meta,
-                );
+            let bytes = if TRACE {
+                // Packet by packet, each recorded as it arrived and as it was decided.
+                let mut bytes = 0;
+                for (i, (desc, meta)) in descs.iter_mut().zip(metas.iter_mut()).enumerate() {
+                    let at = group.start + i;
+                    let arrival = ctx.keys.get(at).map(|key| Arrival::new(desc, key));
+                    bytes += effects.apply(
+                        resolved,
+                        ctx,
+                        std::slice::from_mut(desc),
+                        std::slice::from_mut(meta),
+                    );
+                    let record = self.lookup.trace(at + 1).get(at).copied();
+                    push_record(
+                        &mut self.trace,
+                        ctx.now,
+                        arrival,
+                        record,
+                        path,
+                        resolved.miss,
+                        meta,
+                    );
+                }
+                bytes
+            } else {
+                effects.apply(resolved, ctx, descs, metas)
+            };
+            // Once per group: a train of one flow writes its counters once.
+            let packets = group.len as u64;
+            resolved.count(packets, bytes, ctx.now);
+            if resolved.miss {
+                self.counters.table_misses += packets;
             }
         }
-        self.credit(row, ctx.now);
     }
 
     /// The slow part for packet `i`, which the fast path missed: its stored result's slot and
@@ -838,18 +822,6 @@ impl OpenFlow {
         Err(SlowPath::Refused)
     }
 
-    /// Writes a row's counts into its stored result (and its table misses into the app's).
-    fn credit(&mut self, row: Row, now: u64) {
-        if row.packets == 0 {
-            return;
-        }
-        if let Some(resolved) = self.results.get_mut(row.slot) {
-            resolved.count(row.packets, row.bytes, now);
-            if resolved.miss {
-                self.counters.table_misses += row.packets;
-            }
-        }
-    }
 }
 
 /// What the slow path did for one packet; its `Display` is the trace line.
