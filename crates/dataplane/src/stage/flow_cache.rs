@@ -9,13 +9,13 @@
 //!   decides; or dropped by an earlier stage, left alone). A train of packets with equal keys
 //!   that the cache answered is one group, so that the caller updates its counters and runs
 //!   its actions once per group (Open vSwitch's `packet_batch_per_flow`);
-//! * one batch function, [`FlowLookup::process`]: first a pass that hashes every packet's key
-//!   into `Meta::flow_hash` and prefetches its cache slot, then the lookups, so the memory
-//!   reads of a batch overlap. A key equal to the previous packet's is neither hashed (it has
-//!   that packet's hash) nor, when the cache answered that packet, probed (it gets the same
-//!   answer): a train of one flow costs one hash and one probe per batch, which is why the
-//!   stage hashes the keys itself and the parse before it need not
-//!   (`Parse::without_flow_hash`);
+//! * one batch function, [`FlowLookup::process`], in two passes. The first cuts the batch
+//!   into runs of consecutive packets with equal keys, hashes each run's key once into its
+//!   packets' `Meta::flow_hash` (which is why the parse before need not:
+//!   `Parse::without_flow_hash`) and prefetches its cache slot; the second looks the runs up,
+//!   so the memory reads of a batch overlap. Within a run, once the cache answered a packet
+//!   the rest takes that answer without a probe: a train of one flow costs one hash and one
+//!   probe per batch;
 //! * trace format ([`Looked`], kept by `process::<true>` for [`FlowLookup::trace`]): `cache
 //!   hit`, `cache miss -> classifier hit, cached`, `cache miss -> classifier hit`, `cache miss
 //!   -> classifier miss`.
@@ -95,8 +95,8 @@ pub struct FlowLookup<V: Copy + Default> {
     batches: u32,
     /// What `process::<true>` found for each packet of the last batch.
     trace: [Looked; MAX_BATCH],
-    /// Per packet of the batch being looked up: its key equals the previous live packet's.
-    repeats: [bool; MAX_BATCH],
+    /// The runs of the batch being looked up (see `cut_runs`).
+    runs: [Run; MAX_BATCH],
 }
 
 /// Batches between two re-rankings of the classifier's subtables.
@@ -112,7 +112,7 @@ impl<V: Copy + Default> FlowLookup<V> {
             counters: FlowLookupCounters::default(),
             batches: 0,
             trace: [Looked::Skipped; MAX_BATCH],
-            repeats: [false; MAX_BATCH],
+            runs: [Run::default(); MAX_BATCH],
         }
     }
 
@@ -233,57 +233,107 @@ impl<V: Copy + Default> FlowLookup<V> {
         let metas = batch.meta_mut();
         let count = metas.len().min(keys.len()).min(groups.len());
         let (metas, keys) = (&mut metas[..count], &keys[..count]);
-        self.hash_and_prefetch(metas, keys);
+        let runs = self.cut_runs(metas, keys);
         let mut made = 0;
-        // Whether the last group is a train the cache answered, which a repeat of its key joins.
-        let mut train = false;
-        for (i, (meta, key)) in metas.iter().zip(keys).enumerate() {
-            let looked = if !is_live(meta) {
-                train = false;
-                made += push(groups, made, i, None);
-                Looked::Skipped
-            } else if train && self.repeats[i] {
-                self.counters.cache_hits += 1;
-                if let Some(last) = made.checked_sub(1).and_then(|last| groups.get_mut(last)) {
-                    last.len += 1;
-                }
-                Looked::CacheHit
-            } else {
-                let (value, looked) = self.lookup_traced::<TRACE>(meta.flow_hash, key);
-                train = looked == Looked::CacheHit;
-                made += push(groups, made, i, value);
-                looked
+        for r in 0..runs {
+            let Some(&run) = self.runs.get(r) else {
+                break;
             };
-            if TRACE && let Some(slot) = self.trace.get_mut(i) {
-                *slot = looked;
+            let (Some(first), Some(key)) = (metas.get(run.start), keys.get(run.start)) else {
+                break;
+            };
+            if !run.live {
+                made += push(groups, made, run.start, None);
+                if TRACE && let Some(slot) = self.trace.get_mut(run.start) {
+                    *slot = Looked::Skipped;
+                }
+                continue;
+            }
+            // Every packet of the run has this key. Each is looked up until the cache answers
+            // one; the rest of the run then joins that packet's group without a probe.
+            let hash = first.flow_hash;
+            let end = run.start + run.len;
+            for i in run.start..end {
+                let (value, looked) = self.lookup_traced::<TRACE>(hash, key);
+                made += push(groups, made, i, value);
+                if TRACE && let Some(slot) = self.trace.get_mut(i) {
+                    *slot = looked;
+                }
+                if looked == Looked::CacheHit && i + 1 < end {
+                    let rest = end - i - 1;
+                    self.counters.cache_hits += rest as u64;
+                    if let Some(last) = made.checked_sub(1).and_then(|last| groups.get_mut(last)) {
+                        last.len += rest;
+                    }
+                    if TRACE && let Some(slots) = self.trace.get_mut(i + 1..end) {
+                        slots.fill(Looked::CacheHit);
+                    }
+                }
+                if looked == Looked::CacheHit {
+                    break;
+                }
             }
         }
         made
     }
 
-    /// Hashes the keys of the live packets, each only when it differs from the previous live
-    /// packet's key (an equal key has that packet's hash; the repeat is noted in `repeats`),
-    /// and prefetches the first cache slot of every new hash, so the probes that follow
-    /// overlap their memory reads.
-    fn hash_and_prefetch(&mut self, metas: &mut [Meta], keys: &[FlowKey]) {
-        let mut previous: Option<(&FlowKey, u32)> = None;
-        for ((meta, key), repeat) in metas.iter_mut().zip(keys).zip(self.repeats.iter_mut()) {
+    /// Cuts the batch into runs in `self.runs` (a dropped packet alone, or consecutive live
+    /// packets with equal keys) and returns how many. Each run's key is hashed once, into the
+    /// `meta.flow_hash` of all its packets, and its first cache slot prefetched, so that the
+    /// probes that follow overlap their memory reads.
+    fn cut_runs(&mut self, metas: &mut [Meta], keys: &[FlowKey]) -> usize {
+        let mut made = 0;
+        // The key and hash of the run still open.
+        let mut open: Option<(&FlowKey, u32)> = None;
+        for (i, (meta, key)) in metas.iter_mut().zip(keys).enumerate() {
             if !is_live(meta) {
+                open = None;
+                made += push_run(&mut self.runs, made, i, false);
                 continue;
             }
-            *repeat = match previous {
+            match open {
                 Some((before, hash)) if same_key(before, key) => {
                     meta.flow_hash = hash;
-                    true
+                    if let Some(run) = made.checked_sub(1).and_then(|last| self.runs.get_mut(last))
+                    {
+                        run.len += 1;
+                    }
                 }
                 _ => {
-                    meta.flow_hash = key.hash();
-                    self.cache.prefetch(meta.flow_hash);
-                    false
+                    let hash = key.hash();
+                    meta.flow_hash = hash;
+                    self.cache.prefetch(hash);
+                    open = Some((key, hash));
+                    made += push_run(&mut self.runs, made, i, true);
                 }
-            };
-            previous = Some((key, meta.flow_hash));
+            }
         }
+        made
+    }
+}
+
+/// Consecutive packets of a batch that share one lookup: a dropped packet alone, or live
+/// packets with equal keys.
+#[derive(Clone, Copy, Debug, Default)]
+struct Run {
+    start: usize,
+    len: usize,
+    live: bool,
+}
+
+/// Opens a run of packet `start` at `runs[at]`; returns how many runs it added.
+#[inline]
+fn push_run(runs: &mut [Run], at: usize, start: usize, live: bool) -> usize {
+    match runs.get_mut(at) {
+        Some(run) => {
+            *run = Run {
+                start,
+                len: 1,
+                live,
+            };
+            1
+        }
+        None => 0,
     }
 }
 

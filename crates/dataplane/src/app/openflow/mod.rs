@@ -821,7 +821,6 @@ impl OpenFlow {
         self.scratch.fold_into(&mut self.pipeline.tables);
         Err(SlowPath::Refused)
     }
-
 }
 
 /// What the slow path did for one packet; its `Display` is the trace line.
