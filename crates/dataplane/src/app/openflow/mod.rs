@@ -15,12 +15,17 @@
 //! the next batch (counted), so the long-lived flows get back in after one packet each. Stored results are
 //! slots reused after a flush, so after warm-up nothing is allocated per packet.
 //!
-//! Per packet, the resolved actions run in order: rewrites in place, an output that is not the
-//! last one sends a copy (a new frame via [`Context::emit`]), the last output moves the packet
-//! itself. Packets, bytes and the time of last use are counted per stored result (one write
-//! per packet, whatever the number of tables) and folded into every flow entry that matched
-//! before flows are read, expired or removed, as Open vSwitch pushes its datapath flows'
-//! statistics up to the OpenFlow flows.
+//! The lookup stage hands the batch over as groups ([`FlowGroup`]): a train of packets with
+//! equal keys that the cache answered is one group (Open vSwitch's `packet_batch_per_flow`),
+//! so its stored result is fetched once and its counters written once. Each stored result
+//! carries a `Plan` decided by the slow path: one output and nothing else (the common case)
+//! is a store of the out port per packet; no output is a drop; anything else runs the actions
+//! in order, packet by packet: rewrites in place, an output that is not the last one sends a
+//! copy (a new frame via [`Context::emit`]), the last output moves the packet itself. Packets,
+//! bytes and the time of last use are counted per stored result (one write per group, whatever
+//! the number of tables) and folded into every flow entry that matched before flows are read,
+//! expired or removed, as Open vSwitch pushes its datapath flows' statistics up to the OpenFlow
+//! flows.
 //! Idle and hard timeouts are in seconds, converted to TSC ticks with the rate taken at
 //! construction; expired flows are removed at the start of a batch, at most every tenth of a
 //! second, never per packet.
