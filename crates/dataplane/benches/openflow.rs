@@ -3,6 +3,10 @@
 //!
 //! * `xconnect`: the ceiling (parse + a port lookup).
 //! * `openflow_cache_hit`: one flow, every packet an exact-match cache hit.
+//! * `openflow_cache_hit_64_flows` / `openflow_cache_hit_1024_flows`: as many flows (UDP source
+//!   ports), each with a flow entry of its own (so each is its own megaflow and stored result),
+//!   in a shuffled order: every packet an exact-match cache hit, but neighbours almost never
+//!   share a flow, so nothing is saved by trains of one flow.
 //! * `openflow_megaflow_hit`: the cache off, every packet a megaflow classifier hit.
 //! * `openflow_tables_1000r_10m`: cache and megaflows off, every packet walks a table of 1000
 //!   rules over 10 masks (none matching) plus a catch-all: the classifier's miss path, 11 probes.
@@ -25,18 +29,33 @@ use wirespeed_testkit::rig::Rig;
 
 const BATCH: usize = 32;
 
-/// Builds the app a case measures.
-type MakeApp = fn() -> Box<dyn App>;
+/// Builds the loaded rig a case measures.
+type MakeRig = fn() -> Rig;
 
-/// 1024 frames of 64 bytes, one flow.
-fn frames() -> Vec<Vec<u8>> {
+/// Frames in circulation.
+const FRAMES: u32 = 1024;
+
+/// `FRAMES` frames of 64 bytes spread evenly over `flows` flows (UDP source ports
+/// `TemplateConfig::default().src_port + i`), shuffled with a fixed seed when there is more
+/// than one.
+fn frames(flows: u32) -> Vec<Vec<u8>> {
     let template = Template::new(&TemplateConfig {
-        flows: 1,
+        flows,
         ..TemplateConfig::default()
     })
     .expect("template");
+    let mut order: Vec<u32> = (0..FRAMES).collect();
+    // Fisher-Yates with xorshift32: the same order in every run.
+    let mut rng = 0x9e37_79b9u32;
+    for i in (1..order.len()).rev() {
+        rng ^= rng << 13;
+        rng ^= rng >> 17;
+        rng ^= rng << 5;
+        order.swap(i, rng as usize % (i + 1));
+    }
     let mut scratch = [0u8; 2048];
-    (0..1024)
+    order
+        .into_iter()
         .map(|i| {
             let len = template.write(&mut scratch, i);
             scratch[..len].to_vec()
@@ -45,8 +64,12 @@ fn frames() -> Vec<Vec<u8>> {
 }
 
 fn loaded(app: Box<dyn App>) -> Rig {
+    loaded_with(app, 1)
+}
+
+fn loaded_with(app: Box<dyn App>, flows: u32) -> Rig {
     let mut rig = Rig::new(app, 2, BATCH);
-    rig.send(0, &frames());
+    rig.send(0, &frames(flows));
     // Every case must forward everything: a case that drops would measure the wrong path.
     for _ in 0..64 {
         rig.worker.poll_once();
@@ -58,6 +81,42 @@ fn loaded(app: Box<dyn App>) -> Rig {
         "{counters:?}"
     );
     rig
+}
+
+/// A cache-hit case of `flows` flows: asserts that after the warm-up every packet hits the
+/// exact-match cache, so the case measures what its name says.
+fn loaded_cache_hits(flows: u32) -> Rig {
+    let mut app = openflow(1, 4096, false);
+    let base = TemplateConfig::default().src_port;
+    for flow in 0..flows {
+        let port = base.wrapping_add(flow as u16);
+        app.add_flow(
+            0,
+            FlowEntry::new(10, FlowMatch::any().l4_src(port), vec![Action::Output(1)]),
+        )
+        .expect("per-flow rule");
+    }
+    let mut rig = loaded_with(Box::new(app), flows);
+    let hits_before = app_counter(&rig, "openflow.cache_hits");
+    let sent_before = rig.worker.counters().tx_packets;
+    for _ in 0..64 {
+        rig.worker.poll_once();
+        rig.recirculate(1, 0);
+    }
+    let hits = app_counter(&rig, "openflow.cache_hits") - hits_before;
+    let sent = rig.worker.counters().tx_packets - sent_before;
+    assert!(
+        sent > 0 && hits == sent,
+        "{hits} cache hits for {sent} packets"
+    );
+    rig
+}
+
+fn app_counter(rig: &Rig, name: &str) -> u64 {
+    rig.app_counters()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map_or(0, |(_, value)| value)
 }
 
 fn openflow(cache_insert_one_in: u32, megaflows: usize, rules: bool) -> OpenFlow {
@@ -138,21 +197,27 @@ fn firewall(cache_insert_one_in: u32) -> Firewall {
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("openflow_64B_batch32");
     group.throughput(Throughput::Elements(BATCH as u64));
-    let cases: [(&str, MakeApp); 6] = [
-        ("xconnect", || Box::new(Xconnect::new(&[(0, 1)], None))),
-        ("openflow_cache_hit", || Box::new(openflow(1, 1024, false))),
+    let cases: [(&str, MakeRig); 8] = [
+        ("xconnect", || {
+            loaded(Box::new(Xconnect::new(&[(0, 1)], None)))
+        }),
+        ("openflow_cache_hit", || {
+            loaded(Box::new(openflow(1, 1024, false)))
+        }),
+        ("openflow_cache_hit_64_flows", || loaded_cache_hits(64)),
+        ("openflow_cache_hit_1024_flows", || loaded_cache_hits(1024)),
         ("openflow_megaflow_hit", || {
-            Box::new(openflow(0, 1024, false))
+            loaded(Box::new(openflow(0, 1024, false)))
         }),
         ("openflow_tables_1000r_10m", || {
-            Box::new(openflow(0, 0, true))
+            loaded(Box::new(openflow(0, 0, true)))
         }),
-        ("acl_1000_cached", || Box::new(firewall(1))),
-        ("acl_1000_scan", || Box::new(firewall(0))),
+        ("acl_1000_cached", || loaded(Box::new(firewall(1)))),
+        ("acl_1000_scan", || loaded(Box::new(firewall(0)))),
     ];
     for (name, make) in cases {
         group.bench_function(name, |b| {
-            let mut rig = loaded(make());
+            let mut rig = make();
             b.iter(|| {
                 rig.worker.poll_once();
                 rig.recirculate(1, 0);

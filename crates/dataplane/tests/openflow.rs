@@ -501,6 +501,111 @@ fn per_flow_counters_count_packets_and_bytes_on_every_tier() {
     direct.finish();
 }
 
+/// Trains of one flow are decided per group (one lookup, counters once, an output written to
+/// every packet of the train): interleaved with other flows, malformed frames and table
+/// misses, the same packets give the same bytes, ports, order, drops and per-flow counters as
+/// through an app that walks its tables for every packet.
+#[test]
+fn trains_and_interleaved_flows_decide_like_the_tables_packet_for_packet() {
+    let build = |fast: bool| {
+        let mut app = OpenFlow::new(OpenFlowConfig {
+            cache_insert_one_in: u32::from(fast),
+            megaflows: if fast { 1024 } else { 0 },
+            ..config(3)
+        });
+        let flow = |port: u16, actions: Vec<Action>| {
+            FlowEntry::new(10, FlowMatch::any().l4_src(port), actions)
+        };
+        let rules = [
+            flow(1, vec![Action::Output(1)]),
+            flow(2, vec![Action::Output(2)]),
+            // A rewrite, a copy to port 1, then the packet itself to port 2.
+            flow(
+                3,
+                vec![
+                    Action::SetField(SetField::EthDst(NEW_MAC)),
+                    Action::Output(1),
+                    Action::DecTtl,
+                    Action::Output(2),
+                ],
+            ),
+            flow(4, vec![Action::Drop]),
+        ];
+        for rule in rules {
+            app.add_flow(0, rule).unwrap();
+        }
+        Direct::new(app)
+    };
+    let frame = |src_port: u16, payload: usize| {
+        base()
+            .with_l4(L4::Udp {
+                src_port,
+                dst_port: 9,
+            })
+            .payload_len(payload)
+            .build()
+    };
+    // Flow 5 has no rule (a table miss); a truncated frame is dropped by the parse.
+    let truncated = frame(1, 0)[..20].to_vec();
+    let pattern: [(u16, usize); 16] = [
+        (1, 20),
+        (1, 21),
+        (1, 22),
+        (2, 20),
+        (1, 23),
+        (3, 20),
+        (3, 30),
+        (2, 21),
+        (4, 20),
+        (1, 24),
+        (5, 20),
+        (5, 20),
+        (2, 22),
+        (2, 22),
+        (3, 40),
+        (1, 25),
+    ];
+    let mut batches: Vec<Vec<Vec<u8>>> = Vec::new();
+    for round in 0..6 {
+        let mut frames: Vec<Vec<u8>> = pattern.iter().map(|&(f, len)| frame(f, len)).collect();
+        // A malformed frame inside a train of flow 1, at a different place each round.
+        frames.insert(1 + round, truncated.clone());
+        batches.push(frames);
+    }
+    // One long train of one flow.
+    batches.push((0..30).map(|i| frame(1, 20 + i)).collect());
+    let mut fast = build(true);
+    let mut slow = build(false);
+    let mut forwarded = 0;
+    for frames in &batches {
+        let decided = fast.run(1, 0, frames);
+        assert_eq!(decided, slow.run(1, 0, frames));
+        forwarded += decided.0.len();
+    }
+    // The long train: every packet to port 1, unchanged, in the order it came.
+    let train = batches.last().unwrap();
+    let (sent, dropped) = fast.run(1, 0, train);
+    let expected: Vec<(u16, Vec<u8>)> = train.iter().map(|f| (1, f.clone())).collect();
+    assert_eq!((sent, dropped), (expected, vec![]));
+    slow.run(1, 0, train);
+    assert!(forwarded > 100, "{forwarded}");
+    let counts = |direct: &mut Direct| {
+        direct
+            .app
+            .flows()
+            .into_iter()
+            .map(|f| (f.entry.matcher, f.packets, f.bytes))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(counts(&mut fast), counts(&mut slow));
+    let (f, s) = (fast.app.counters(), slow.app.counters());
+    assert_eq!(f.cache_hits + f.classifier_hits + f.slow_path, s.slow_path);
+    assert_eq!((f.table_misses, f.copies), (s.table_misses, s.copies));
+    assert!(f.cache_hits > f.slow_path * 4, "{f:?}");
+    fast.finish();
+    slow.finish();
+}
+
 #[test]
 fn idle_and_hard_timeouts_remove_flows_and_their_cached_decisions() {
     // 1000 ticks per second.

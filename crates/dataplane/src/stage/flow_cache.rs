@@ -4,11 +4,18 @@
 //! Anatomy:
 //! * counters: `cache_hits`, `classifier_hits`, `misses` (they never overlap: each looked-up
 //!   packet adds to exactly one);
-//! * dispositions: none of its own — it fills `results[i]` with the value of the rule that
-//!   decides packet *i* (`None`: no rule; the caller's slow path decides), and leaves packets
-//!   that an earlier stage dropped alone;
-//! * one batch function, [`FlowLookup::process`]: first a pass that prefetches every packet's
-//!   cache slot, then the lookups, so the memory reads of a batch overlap;
+//! * dispositions: none of its own — it cuts the batch into [`FlowGroup`]s, each with the
+//!   value of the rule that decides its packets (`None`: no rule, the caller's slow path
+//!   decides; or dropped by an earlier stage, left alone). A train of packets with equal keys
+//!   that the cache answered is one group, so that the caller updates its counters and runs
+//!   its actions once per group (Open vSwitch's `packet_batch_per_flow`);
+//! * one batch function, [`FlowLookup::process`], in two passes. The first cuts the batch
+//!   into runs of consecutive packets with equal keys, hashes each run's key once into its
+//!   packets' `Meta::flow_hash` (which is why the parse before need not:
+//!   `Parse::without_flow_hash`) and prefetches its cache slot; the second looks the runs up,
+//!   so the memory reads of a batch overlap. Within a run, once the cache answered a packet
+//!   the rest takes that answer without a probe: a train of one flow costs one hash and one
+//!   probe per batch;
 //! * trace format ([`Looked`], kept by `process::<true>` for [`FlowLookup::trace`]): `cache
 //!   hit`, `cache miss -> classifier hit, cached`, `cache miss -> classifier hit`, `cache miss
 //!   -> classifier miss`.
@@ -25,11 +32,12 @@ use wirespeed_packet::flow_key::FlowKey;
 use wirespeed_packet::{Batch, MAX_BATCH, Meta};
 
 use crate::table::classifier::{Classifier, ClassifierError, FlowMatch, RuleId};
-use crate::table::flow_cache::FlowCache;
+use crate::table::flow_cache::{FlowCache, same_key};
 
 /// Counters of the flow lookup stage.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FlowLookupCounters {
+    /// Packets the cache answered (with a probe, or as a repeat of the packet before).
     pub cache_hits: u64,
     pub classifier_hits: u64,
     pub misses: u64,
@@ -61,6 +69,24 @@ impl fmt::Display for Looked {
     }
 }
 
+/// Packets `start..start + len` of a batch, decided alike: either one packet (dropped before:
+/// `value` is `None`; or looked up: `value` is its answer, `None` when no tier knew it), or a
+/// train of live packets with equal keys whose first the cache answered (`value`), the others
+/// taking that answer without a probe. The batch's groups are its packets in order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowGroup<V> {
+    pub start: usize,
+    pub len: usize,
+    pub value: Option<V>,
+}
+
+impl<V> FlowGroup<V> {
+    /// The packets of the group.
+    pub fn packets(&self) -> std::ops::Range<usize> {
+        self.start..self.start + self.len
+    }
+}
+
 /// Cache plus classifier; the value of a rule (`V`) is what a lookup returns.
 pub struct FlowLookup<V: Copy + Default> {
     cache: FlowCache<V>,
@@ -69,6 +95,8 @@ pub struct FlowLookup<V: Copy + Default> {
     batches: u32,
     /// What `process::<true>` found for each packet of the last batch.
     trace: [Looked; MAX_BATCH],
+    /// The runs of the batch being looked up (see `cut_runs`).
+    runs: [Run; MAX_BATCH],
 }
 
 /// Batches between two re-rankings of the classifier's subtables.
@@ -84,6 +112,7 @@ impl<V: Copy + Default> FlowLookup<V> {
             counters: FlowLookupCounters::default(),
             batches: 0,
             trace: [Looked::Skipped; MAX_BATCH],
+            runs: [Run::default(); MAX_BATCH],
         }
     }
 
@@ -143,7 +172,7 @@ impl<V: Copy + Default> FlowLookup<V> {
 
     /// As [`FlowLookup::lookup`], and which tier answered (whether a classifier hit was cached
     /// is found out only with `TRACE`).
-    #[inline]
+    #[inline(always)]
     pub fn lookup_traced<const TRACE: bool>(
         &mut self,
         hash: u32,
@@ -153,6 +182,17 @@ impl<V: Copy + Default> FlowLookup<V> {
             self.counters.cache_hits += 1;
             return (Some(value), Looked::CacheHit);
         }
+        self.lookup_uncached::<TRACE>(hash, key)
+    }
+
+    /// The classifier's part of a lookup the cache missed; out of line, so that only the
+    /// cache's part is inlined into the batch loop.
+    #[inline(never)]
+    fn lookup_uncached<const TRACE: bool>(
+        &mut self,
+        hash: u32,
+        key: &FlowKey,
+    ) -> (Option<V>, Looked) {
         match self.classifier.classify(key) {
             Some(id) => {
                 let Some(value) = self.classifier.data(id).copied() else {
@@ -175,35 +215,141 @@ impl<V: Copy + Default> FlowLookup<V> {
         }
     }
 
-    /// Fills `results[i]` for every packet of `batch` not dropped yet (`keys[i]` its flow key,
-    /// `meta.flow_hash` its hash); dropped packets get `None`. With `TRACE`, which tier
-    /// answered each is kept for [`FlowLookup::trace`].
+    /// Looks up every packet of `batch` not dropped yet (`keys[i]` its flow key) and writes the
+    /// batch, in order, as [`FlowGroup`]s into `groups` (which must hold a batch: `MAX_BATCH`);
+    /// returns how many. Sets every live packet's `meta.flow_hash` (the parse before need not:
+    /// see the module's doc). With `TRACE`, which tier answered each packet is kept for
+    /// [`FlowLookup::trace`].
     pub fn process<const TRACE: bool>(
         &mut self,
-        batch: &Batch,
+        batch: &mut Batch,
         keys: &[FlowKey],
-        results: &mut [Option<V>],
-    ) {
+        groups: &mut [FlowGroup<V>],
+    ) -> usize {
         self.batches = self.batches.wrapping_add(1);
         if self.batches.is_multiple_of(RANK_EVERY) {
             self.classifier.rank();
         }
-        let metas = batch.meta();
-        for meta in metas {
-            self.cache.prefetch(meta.flow_hash);
-        }
-        for (i, ((meta, key), result)) in metas.iter().zip(keys).zip(results.iter_mut()).enumerate()
-        {
-            let (found, looked) = if is_live(meta) {
-                self.lookup_traced::<TRACE>(meta.flow_hash, key)
-            } else {
-                (None, Looked::Skipped)
+        let metas = batch.meta_mut();
+        let count = metas.len().min(keys.len()).min(groups.len());
+        let (metas, keys) = (&mut metas[..count], &keys[..count]);
+        let runs = self.cut_runs(metas, keys);
+        let mut made = 0;
+        for r in 0..runs {
+            let Some(&run) = self.runs.get(r) else {
+                break;
             };
-            *result = found;
-            if TRACE && let Some(slot) = self.trace.get_mut(i) {
-                *slot = looked;
+            let (Some(first), Some(key)) = (metas.get(run.start), keys.get(run.start)) else {
+                break;
+            };
+            if !run.live {
+                made += push(groups, made, run.start, None);
+                if TRACE && let Some(slot) = self.trace.get_mut(run.start) {
+                    *slot = Looked::Skipped;
+                }
+                continue;
+            }
+            // Every packet of the run has this key. Each is looked up until the cache answers
+            // one; the rest of the run then joins that packet's group without a probe.
+            let hash = first.flow_hash;
+            let end = run.start + run.len;
+            for i in run.start..end {
+                let (value, looked) = self.lookup_traced::<TRACE>(hash, key);
+                made += push(groups, made, i, value);
+                if TRACE && let Some(slot) = self.trace.get_mut(i) {
+                    *slot = looked;
+                }
+                if looked == Looked::CacheHit && i + 1 < end {
+                    let rest = end - i - 1;
+                    self.counters.cache_hits += rest as u64;
+                    if let Some(last) = made.checked_sub(1).and_then(|last| groups.get_mut(last)) {
+                        last.len += rest;
+                    }
+                    if TRACE && let Some(slots) = self.trace.get_mut(i + 1..end) {
+                        slots.fill(Looked::CacheHit);
+                    }
+                }
+                if looked == Looked::CacheHit {
+                    break;
+                }
             }
         }
+        made
+    }
+
+    /// Cuts the batch into runs in `self.runs` (a dropped packet alone, or consecutive live
+    /// packets with equal keys) and returns how many. Each run's key is hashed once, into the
+    /// `meta.flow_hash` of all its packets, and its first cache slot prefetched, so that the
+    /// probes that follow overlap their memory reads.
+    fn cut_runs(&mut self, metas: &mut [Meta], keys: &[FlowKey]) -> usize {
+        let mut made = 0;
+        // The key and hash of the run still open.
+        let mut open: Option<(&FlowKey, u32)> = None;
+        for (i, (meta, key)) in metas.iter_mut().zip(keys).enumerate() {
+            if !is_live(meta) {
+                open = None;
+                made += push_run(&mut self.runs, made, i, false);
+                continue;
+            }
+            match open {
+                Some((before, hash)) if same_key(before, key) => {
+                    meta.flow_hash = hash;
+                    if let Some(run) = made.checked_sub(1).and_then(|last| self.runs.get_mut(last))
+                    {
+                        run.len += 1;
+                    }
+                }
+                _ => {
+                    let hash = key.hash();
+                    meta.flow_hash = hash;
+                    self.cache.prefetch(hash);
+                    open = Some((key, hash));
+                    made += push_run(&mut self.runs, made, i, true);
+                }
+            }
+        }
+        made
+    }
+}
+
+/// Consecutive packets of a batch that share one lookup: a dropped packet alone, or live
+/// packets with equal keys.
+#[derive(Clone, Copy, Debug, Default)]
+struct Run {
+    start: usize,
+    len: usize,
+    live: bool,
+}
+
+/// Opens a run of packet `start` at `runs[at]`; returns how many runs it added.
+#[inline]
+fn push_run(runs: &mut [Run], at: usize, start: usize, live: bool) -> usize {
+    match runs.get_mut(at) {
+        Some(run) => {
+            *run = Run {
+                start,
+                len: 1,
+                live,
+            };
+            1
+        }
+        None => 0,
+    }
+}
+
+/// Writes a group of packet `start` alone at `groups[at]`; returns how many groups it added.
+#[inline]
+fn push<V>(groups: &mut [FlowGroup<V>], at: usize, start: usize, value: Option<V>) -> usize {
+    match groups.get_mut(at) {
+        Some(group) => {
+            *group = FlowGroup {
+                start,
+                len: 1,
+                value,
+            };
+            1
+        }
+        None => 0,
     }
 }
 
@@ -226,13 +372,7 @@ mod tests {
         lookup.insert(1, FlowMatch::any().in_port(1), 7).unwrap();
         let mut batch = Batch::new(4);
         for _ in 0..2 {
-            batch.push_with_meta(
-                wirespeed_packet::Desc::default(),
-                Meta {
-                    flow_hash: key.hash(),
-                    ..Meta::EMPTY
-                },
-            );
+            batch.push_with_meta(wirespeed_packet::Desc::default(), Meta::EMPTY);
         }
         batch.push_with_meta(
             wirespeed_packet::Desc::default(),
@@ -242,9 +382,19 @@ mod tests {
             },
         );
         let keys = [key; 3];
-        let mut results = [None; 3];
-        lookup.process::<true>(&batch, &keys, &mut results);
-        assert_eq!(results, [Some(7), Some(7), None]);
+        let mut groups = [FlowGroup::default(); MAX_BATCH];
+        let made = lookup.process::<true>(&mut batch, &keys, &mut groups);
+        assert!(batch.meta()[..2].iter().all(|m| m.flow_hash == key.hash()));
+        // The first packet is a classifier hit, so the second (a cache hit) starts a group.
+        let group = |start, value| FlowGroup {
+            start,
+            len: 1,
+            value,
+        };
+        assert_eq!(
+            groups[..made],
+            [group(0, Some(7)), group(1, Some(7)), group(2, None)]
+        );
         let lines: Vec<String> = lookup.trace(3).iter().map(ToString::to_string).collect();
         assert_eq!(
             lines,

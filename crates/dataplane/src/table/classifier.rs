@@ -29,7 +29,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use wirespeed_packet::flow_key::FlowKey;
 use wirespeed_packet::wire::EthernetAddress;
 
-use crate::table::flow_cache::{Words, key_words};
+use crate::table::flow_cache::Words;
 
 /// A wildcard match: a packet's key `k` matches when `k & mask == key`.
 ///
@@ -300,13 +300,13 @@ struct Rule<T> {
     data: T,
 }
 
-/// A masked key as the seven words of [`key_words`]: the map key of a subtable.
+/// A masked key as the seven words of [`FlowKey::words`]: the map key of a subtable.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Masked(Words);
 
 impl Masked {
     fn of(key: &FlowKey) -> Self {
-        Masked(key_words(key))
+        Masked(key.words())
     }
 }
 
@@ -445,7 +445,7 @@ impl<T> Classifier<T> {
                     None => {
                         self.subtables.push(Subtable {
                             mask: matcher.mask,
-                            mask_words: key_words(&matcher.mask),
+                            mask_words: matcher.mask.words(),
                             map: HashMap::with_hasher(BuildPass),
                             rules: 0,
                             max_priority: 0,
@@ -456,7 +456,7 @@ impl<T> Classifier<T> {
                 };
                 let table = &mut self.subtables[index];
                 table.mask = matcher.mask;
-                table.mask_words = key_words(&matcher.mask);
+                table.mask_words = matcher.mask.words();
                 table.hits = 0;
                 table.max_priority = 0;
                 self.order.push(index);
@@ -609,7 +609,7 @@ impl<T> Classifier<T> {
         consulted: &mut FlowKey,
     ) -> Option<RuleId> {
         self.counters.lookups += 1;
-        let words = key_words(key);
+        let words = key.words();
         let mut best: Option<(u32, u64, u32, usize)> = None;
         for &index in &self.order {
             let table = &self.subtables[index];

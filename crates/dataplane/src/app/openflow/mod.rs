@@ -15,12 +15,17 @@
 //! the next batch (counted), so the long-lived flows get back in after one packet each. Stored results are
 //! slots reused after a flush, so after warm-up nothing is allocated per packet.
 //!
-//! Per packet, the resolved actions run in order: rewrites in place, an output that is not the
-//! last one sends a copy (a new frame via [`Context::emit`]), the last output moves the packet
-//! itself. Packets, bytes and the time of last use are counted per stored result (one write
-//! per packet, whatever the number of tables) and folded into every flow entry that matched
-//! before flows are read, expired or removed, as Open vSwitch pushes its datapath flows'
-//! statistics up to the OpenFlow flows.
+//! The lookup stage hands the batch over as groups ([`FlowGroup`]): a train of packets with
+//! equal keys that the cache answered is one group (Open vSwitch's `packet_batch_per_flow`),
+//! so its stored result is fetched once and its counters written once. Each stored result
+//! carries a `Plan` decided by the slow path: one output and nothing else (the common case)
+//! is a store of the out port per packet; no output is a drop; anything else runs the actions
+//! in order, packet by packet: rewrites in place, an output that is not the last one sends a
+//! copy (a new frame via [`Context::emit`]), the last output moves the packet itself. Packets,
+//! bytes and the time of last use are counted per stored result (one write per group, whatever
+//! the number of tables) and folded into every flow entry that matched before flows are read,
+//! expired or removed, as Open vSwitch pushes its datapath flows' statistics up to the OpenFlow
+//! flows.
 //! Idle and hard timeouts are in seconds, converted to TSC ticks with the rate taken at
 //! construction; expired flows are removed at the start of a batch, at most every tenth of a
 //! second, never per packet.
@@ -47,12 +52,12 @@ use crate::app::trace::{Arrival, Disposition, TraceRing};
 use crate::app::{App, CommandContext, Context, MAX_SHOW_ROWS};
 use crate::command::{AppCommand, AppReply, Table};
 use crate::stage::Parse;
-use crate::stage::flow_cache::{FlowLookup, Looked};
+use crate::stage::flow_cache::{FlowGroup, FlowLookup, Looked};
 use crate::table::classifier::{Classifier, FlowMatch, RuleId};
 
 pub use action::{Action, SetField};
 pub use table::{FlowEntry, FlowError, FlowInfo, MAX_FLOW_ACTIONS, MissAction, Trace, TraceStep};
-use table::{FlowState, Pipeline, Resolved};
+use table::{FlowState, Pipeline, Plan, Resolved};
 
 /// The OpenFlow app's configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,13 +118,6 @@ pub struct OpenFlowCounters {
     pub pool_empty: u64,
 }
 
-/// Where a packet's resolved actions are.
-#[derive(Clone, Copy)]
-enum Source {
-    Stored(usize),
-    Scratch,
-}
-
 /// The OpenFlow match-action pipeline.
 pub struct OpenFlow {
     config: OpenFlowConfig,
@@ -130,7 +128,8 @@ pub struct OpenFlow {
     results: Vec<Resolved>,
     stored: usize,
     scratch: Resolved,
-    batch_results: Box<[Option<u32>]>,
+    /// The lookup stage's groups of the batch being processed.
+    batch_groups: Box<[FlowGroup<u32>]>,
     copy: Box<[u8]>,
     ticks_per_second: u64,
     next_sweep: u64,
@@ -152,7 +151,8 @@ impl OpenFlow {
         let tables = config.tables.max(1);
         let ticks_per_second = config.tsc_hz.unwrap_or_else(tsc_hz).max(1);
         Self {
-            parse: Parse::new(),
+            // The lookup stage hashes the keys itself, once per run of equal keys.
+            parse: Parse::without_flow_hash(),
             lookup: FlowLookup::new(
                 config.cache_entries,
                 config.cache_insert_one_in,
@@ -167,7 +167,7 @@ impl OpenFlow {
             results: Vec::new(),
             stored: 0,
             scratch: Resolved::default(),
-            batch_results: vec![None; MAX_BATCH].into_boxed_slice(),
+            batch_groups: vec![FlowGroup::default(); MAX_BATCH].into_boxed_slice(),
             copy: vec![0; COPY_BUFFER].into_boxed_slice(),
             ticks_per_second,
             next_sweep: 0,
@@ -460,8 +460,9 @@ impl OpenFlow {
     }
 
     /// The slow path for one packet: walks the tables, stores the result and installs its
-    /// megaflow when there is room.
-    fn upcall(&mut self, key: &wirespeed_packet::FlowKey) -> Source {
+    /// megaflow when there is room. Returns the stored result's slot, or `None` when there
+    /// was no room and the result is in `scratch`.
+    fn upcall(&mut self, key: &wirespeed_packet::FlowKey) -> Option<usize> {
         self.counters.slow_path += 1;
         let capacity = self.config.megaflows;
         if self.stored < capacity {
@@ -473,17 +474,17 @@ impl OpenFlow {
             let matcher = FlowMatch::new(*key, consulted);
             if self.lookup.install(matcher, slot as u32).is_ok() {
                 self.stored += 1;
-                return Source::Stored(slot);
+                return Some(slot);
             }
             self.counters.megaflows_refused += 1;
             self.megaflows_full = true;
             std::mem::swap(&mut self.results[slot], &mut self.scratch);
-            return Source::Scratch;
+            return None;
         }
         self.counters.megaflows_refused += 1;
         self.megaflows_full = capacity > 0;
         self.pipeline.resolve(key, &mut self.scratch);
-        Source::Scratch
+        None
     }
 }
 
@@ -495,31 +496,55 @@ struct Effects<'a> {
 }
 
 impl Effects<'_> {
-    /// Runs `resolved` on one packet.
-    fn execute(
+    /// Decides the packets of one group by `resolved`'s plan (an output or a drop is one store
+    /// per packet; anything else runs the actions packet by packet); returns the group's bytes
+    /// as they arrived.
+    #[inline(always)]
+    fn apply(
         &mut self,
         resolved: &Resolved,
+        ctx: &mut Context<'_>,
+        descs: &mut [Desc],
+        metas: &mut [Meta],
+    ) -> u64 {
+        let mut bytes = 0;
+        match resolved.plan {
+            Plan::Output(port) => {
+                for (desc, meta) in descs.iter().zip(metas) {
+                    bytes += u64::from(desc.len);
+                    meta.out_port = port;
+                }
+            }
+            Plan::Discard(reason) => {
+                for (desc, meta) in descs.iter().zip(metas) {
+                    bytes += u64::from(desc.len);
+                    meta.drop = Some(reason);
+                }
+            }
+            Plan::Actions => {
+                for (desc, meta) in descs.iter_mut().zip(metas) {
+                    bytes += u64::from(desc.len);
+                    self.execute(&resolved.actions, ctx, desc, meta);
+                }
+            }
+        }
+        bytes
+    }
+
+    /// Runs `actions` (a [`Plan::Actions`] result: at least one, ending with an output) on one
+    /// packet.
+    fn execute(
+        &mut self,
+        actions: &[Action],
         ctx: &mut Context<'_>,
         desc: &mut Desc,
         meta: &mut Meta,
     ) {
-        if resolved.miss {
-            self.counters.table_misses += 1;
-        }
-        if let [Action::Output(port)] = resolved.actions.as_slice() {
-            // The common case: one output and nothing to rewrite.
-            meta.out_port = *port;
-            return;
-        }
-        let Some(last) = resolved.actions.len().checked_sub(1) else {
-            meta.drop = Some(if resolved.miss {
-                DropReason::TableMiss
-            } else {
-                DropReason::NoOutput
-            });
+        let Some(last) = actions.len().checked_sub(1) else {
+            meta.drop = Some(DropReason::NoOutput);
             return;
         };
-        for (i, action) in resolved.actions.iter().enumerate() {
+        for (i, action) in actions.iter().enumerate() {
             let final_action = i == last;
             match *action {
                 Action::Output(port) => {
@@ -662,76 +687,144 @@ impl OpenFlow {
     fn run<const TRACE: bool>(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
         self.housekeeping(ctx.now);
         self.parse.process(ctx.pool, batch, ctx.keys);
-        let count = batch.len();
-        let Some(results) = self.batch_results.get_mut(..count) else {
-            return;
-        };
-        self.lookup.process::<TRACE>(batch, ctx.keys, results);
+        let made = self
+            .lookup
+            .process::<TRACE>(batch, ctx.keys, &mut self.batch_groups);
         let (descs, metas) = batch.split_mut();
-        for i in 0..count {
-            let (Some(desc), Some(meta), Some(result)) = (
-                descs.get_mut(i),
-                metas.get_mut(i),
-                self.batch_results.get(i).copied(),
+        for g in 0..made {
+            let Some(&group) = self.batch_groups.get(g) else {
+                break;
+            };
+            let (Some(descs), Some(metas)) = (
+                descs.get_mut(group.packets()),
+                metas.get_mut(group.packets()),
             ) else {
                 break;
             };
-            let arrival = if TRACE {
-                ctx.keys.get(i).map(|key| Arrival::new(desc, key))
-            } else {
-                None
-            };
-            if meta.drop.is_some() {
-                if TRACE {
-                    self.record(ctx.now, i, arrival, SlowPath::Skipped, false, meta);
-                }
-                continue;
-            }
-            let (source, path) = match result {
-                Some(slot) => (Source::Stored(slot as usize), SlowPath::Skipped),
+            let (slot, path) = match group.value {
+                Some(slot) => (slot as usize, SlowPath::Skipped),
                 None => {
-                    let Some(key) = ctx.keys.get(i) else {
-                        break;
+                    // One packet: dropped before, or missed by the fast path.
+                    let (Some(desc), Some(meta)) = (descs.first_mut(), metas.first_mut()) else {
+                        continue;
                     };
-                    // A miss may have been resolved by an earlier packet of the same batch:
-                    // look again before walking the tables (only misses pay this).
-                    match self.lookup.lookup(meta.flow_hash, key) {
-                        Some(slot) => (Source::Stored(slot as usize), SlowPath::Relooked),
-                        None => match self.upcall(key) {
-                            Source::Stored(slot) => (Source::Stored(slot), SlowPath::Installed),
-                            Source::Scratch => (Source::Scratch, SlowPath::Refused),
-                        },
+                    let arrival = if TRACE {
+                        ctx.keys.get(group.start).map(|key| Arrival::new(desc, key))
+                    } else {
+                        None
+                    };
+                    let found = if meta.drop.is_some() {
+                        Err(SlowPath::Skipped)
+                    } else {
+                        self.resolve_miss(ctx, group.start, desc, meta)
+                    };
+                    match found {
+                        Ok(found) => found,
+                        Err(path) => {
+                            if TRACE {
+                                let table_miss = path == SlowPath::Refused && self.scratch.miss;
+                                let at = group.start;
+                                let looked = self.lookup.trace(at + 1).get(at).copied();
+                                push_record(
+                                    &mut self.trace,
+                                    ctx.now,
+                                    arrival,
+                                    looked,
+                                    path,
+                                    table_miss,
+                                    meta,
+                                );
+                            }
+                            continue;
+                        }
                     }
                 }
             };
-            let resolved = match source {
-                Source::Stored(slot) => self.results.get_mut(slot),
-                Source::Scratch => Some(&mut self.scratch),
-            };
-            let Some(resolved) = resolved else {
-                meta.drop = Some(DropReason::NoOutput);
-                if TRACE {
-                    self.record(ctx.now, i, arrival, path, false, meta);
+            let Some(resolved) = self.results.get_mut(slot) else {
+                for meta in metas.iter_mut() {
+                    meta.drop = Some(DropReason::NoOutput);
                 }
                 continue;
             };
-            let table_miss = resolved.miss;
-            resolved.packets += 1;
-            resolved.bytes += u64::from(desc.len);
-            resolved.last_used = ctx.now;
             let mut effects = Effects {
                 counters: &mut self.counters,
                 copy: &mut self.copy,
                 ports: self.config.ports,
             };
-            effects.execute(resolved, ctx, desc, meta);
-            if let Source::Scratch = source {
-                self.scratch.fold_into(&mut self.pipeline.tables);
-            }
-            if TRACE {
-                self.record(ctx.now, i, arrival, path, table_miss, meta);
+            let bytes = if TRACE {
+                // Packet by packet, each recorded as it arrived and as it was decided.
+                let mut bytes = 0;
+                for (i, (desc, meta)) in descs.iter_mut().zip(metas.iter_mut()).enumerate() {
+                    let at = group.start + i;
+                    let arrival = ctx.keys.get(at).map(|key| Arrival::new(desc, key));
+                    bytes += effects.apply(
+                        resolved,
+                        ctx,
+                        std::slice::from_mut(desc),
+                        std::slice::from_mut(meta),
+                    );
+                    let record = self.lookup.trace(at + 1).get(at).copied();
+                    push_record(
+                        &mut self.trace,
+                        ctx.now,
+                        arrival,
+                        record,
+                        path,
+                        resolved.miss,
+                        meta,
+                    );
+                }
+                bytes
+            } else {
+                effects.apply(resolved, ctx, descs, metas)
+            };
+            // Once per group: a train of one flow writes its counters once.
+            let packets = group.len as u64;
+            resolved.count(packets, bytes, ctx.now);
+            if resolved.miss {
+                self.counters.table_misses += packets;
             }
         }
+    }
+
+    /// The slow part for packet `i`, which the fast path missed: its stored result's slot and
+    /// how it was found (a megaflow an earlier packet of the batch installed, or one installed
+    /// now). `Err(SlowPath::Refused)` when no megaflow could be stored: the packet has then
+    /// been decided from the scratch result, and its counts folded into its flows, already.
+    fn resolve_miss(
+        &mut self,
+        ctx: &mut Context<'_>,
+        i: usize,
+        desc: &mut Desc,
+        meta: &mut Meta,
+    ) -> Result<(usize, SlowPath), SlowPath> {
+        let Some(key) = ctx.keys.get(i) else {
+            meta.drop = Some(DropReason::NoOutput);
+            return Err(SlowPath::Skipped);
+        };
+        // A miss may have been resolved by an earlier packet of the same batch: look again
+        // before walking the tables (only misses pay this).
+        if let Some(slot) = self.lookup.lookup(meta.flow_hash, key) {
+            return Ok((slot as usize, SlowPath::Relooked));
+        }
+        if let Some(slot) = self.upcall(key) {
+            return Ok((slot, SlowPath::Installed));
+        }
+        self.counters.table_misses += u64::from(self.scratch.miss);
+        let bytes = Effects {
+            counters: &mut self.counters,
+            copy: &mut self.copy,
+            ports: self.config.ports,
+        }
+        .apply(
+            &self.scratch,
+            ctx,
+            std::slice::from_mut(desc),
+            std::slice::from_mut(meta),
+        );
+        self.scratch.count(1, bytes, ctx.now);
+        self.scratch.fold_into(&mut self.pipeline.tables);
+        Err(SlowPath::Refused)
     }
 }
 
@@ -810,30 +903,24 @@ impl OpenFlow {
     pub fn packet_trace(&self) -> Vec<OpenFlowTrace> {
         self.trace.records()
     }
+}
 
-    /// Keeps the record of packet `i` of the batch being processed.
-    fn record(
-        &mut self,
-        now: u64,
-        i: usize,
-        arrival: Option<Arrival>,
-        slow_path: SlowPath,
-        table_miss: bool,
-        meta: &Meta,
-    ) {
-        let lookup = self
-            .lookup
-            .trace(i + 1)
-            .get(i)
-            .copied()
-            .unwrap_or(Looked::Skipped);
-        self.trace.push(OpenFlowTrace {
-            now,
-            arrival: arrival.unwrap_or_default(),
-            lookup,
-            slow_path,
-            table_miss,
-            disposition: Disposition::of(meta),
-        });
-    }
+/// Keeps the record of one packet (`looked`: what the lookup stage found for it).
+fn push_record(
+    trace: &mut TraceRing<OpenFlowTrace>,
+    now: u64,
+    arrival: Option<Arrival>,
+    looked: Option<Looked>,
+    slow_path: SlowPath,
+    table_miss: bool,
+    meta: &Meta,
+) {
+    trace.push(OpenFlowTrace {
+        now,
+        arrival: arrival.unwrap_or_default(),
+        lookup: looked.unwrap_or(Looked::Skipped),
+        slow_path,
+        table_miss,
+        disposition: Disposition::of(meta),
+    });
 }

@@ -8,6 +8,7 @@
 //! pipeline, the flow entries to credit, and the fields the walk consulted: the megaflow the
 //! fast path caches.
 
+use wirespeed_packet::DropReason;
 use wirespeed_packet::flow_key::FlowKey;
 
 use crate::app::openflow::action::Action;
@@ -117,11 +118,37 @@ pub enum MissAction {
     Output(u16),
 }
 
+/// How the fast path carries out a [`Resolved`], decided once when the slow path stores it, so
+/// that the common answers cost a store per packet instead of a walk over the action list.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// One output and nothing to rewrite: only the packet's out port is set.
+    Output(u16),
+    /// No output at all: the packet is dropped for this reason.
+    Discard(DropReason),
+    /// Anything else (rewrites, copies, flood): the actions run one by one.
+    #[default]
+    Actions,
+}
+
+impl Plan {
+    fn of(actions: &[Action], miss: bool) -> Self {
+        match actions {
+            [Action::Output(port)] => Plan::Output(*port),
+            [] if miss => Plan::Discard(DropReason::TableMiss),
+            [] => Plan::Discard(DropReason::NoOutput),
+            _ => Plan::Actions,
+        }
+    }
+}
+
 /// The whole pipeline's answer for one flow.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Resolved {
     /// Rewrites and outputs, ending with the last output (nothing after it could matter).
     pub actions: Vec<Action>,
+    /// `actions` as the fast path runs them.
+    pub plan: Plan,
     /// Flow entries that matched: (table, rule).
     pub flows: Vec<(u8, RuleId)>,
     /// A table missed.
@@ -134,6 +161,14 @@ pub(crate) struct Resolved {
 }
 
 impl Resolved {
+    /// Counts `packets` packets of `bytes` bytes in all, the last of them at TSC `now`.
+    #[inline]
+    pub fn count(&mut self, packets: u64, bytes: u64, now: u64) {
+        self.packets += packets;
+        self.bytes += bytes;
+        self.last_used = now;
+    }
+
     /// Adds the pending counts to the flow entries that matched and starts again from zero.
     pub fn fold_into(&mut self, tables: &mut [Classifier<FlowState>]) {
         if self.packets == 0 {
@@ -241,6 +276,13 @@ impl Pipeline {
 
     /// Walks the tables for `key` into `out`; returns the consulted fields (the megaflow mask).
     pub fn resolve(&mut self, key: &FlowKey, out: &mut Resolved) -> FlowKey {
+        let consulted = self.walk(key, out);
+        out.plan = Plan::of(&out.actions, out.miss);
+        consulted
+    }
+
+    /// The walk of [`Pipeline::resolve`], without the plan.
+    fn walk(&mut self, key: &FlowKey, out: &mut Resolved) -> FlowKey {
         out.actions.clear();
         out.flows.clear();
         out.miss = false;
