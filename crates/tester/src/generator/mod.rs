@@ -1,6 +1,7 @@
 //! Traffic generation: templates and the loop that sends them.
 
 pub mod blast;
+pub mod live;
 pub mod pacing;
 pub mod probe;
 pub mod template;
