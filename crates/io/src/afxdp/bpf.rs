@@ -69,6 +69,19 @@ pub(crate) const fn load_map(dst: u8, map: RawFd) -> [Insn; 2] {
     ]
 }
 
+/// `r0 = bpf_map_lookup_elem(map, fp + key_offset)`, the key already on the stack there; r0 is
+/// NULL or the value's address (the verifier wants NULL checked before any use).
+pub(crate) const fn map_lookup(map: RawFd, key_offset: i16) -> [Insn; 5] {
+    let [load_low, load_high] = load_map(1, map);
+    [
+        load_low,
+        load_high,
+        insn(ALU64_MOV_X, 2, 10, 0, 0),
+        insn(ALU64_ADD_K, 2, 0, 0, key_offset as i32),
+        insn(JMP_CALL, 0, 0, 0, BPF_FUNC_MAP_LOOKUP_ELEM),
+    ]
+}
+
 // Opcode parts (linux/bpf_common.h, linux/bpf.h): instruction class, operand size, addressing
 // mode, ALU/jump operation, source. BPF_W (32-bit), BPF_K (immediate) and BPF_ADD are
 // 0 and left out.
