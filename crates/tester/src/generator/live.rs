@@ -9,9 +9,10 @@
 //! the template's (valid for IPv4 and IPv6) and the program does no arithmetic.
 //!
 //! Each system call has a fixed cost besides its frames: measured on this kernel (6.18, 2-vCPU
-//! VM), about 27 ms per call whether it sends 64 frames or 16,384 (the kernel sets up and tears
-//! down a page pool per call, and waits for other CPUs while doing so; the thread sleeps
-//! meanwhile). Calls of 16,384 frames made the generator 4x slower than calls of a million. So
+//! VM), about 27 ms per call whether it sends 64 frames or 16,384. The kernel sets up and tears
+//! down a page pool per call, and the thread is off the CPU for most of that time, which points
+//! at a wait such as an RCU grace period in the tear-down (not confirmed). Calls of 16,384
+//! frames made the generator 8x slower than calls sized as below. So
 //! calls here are sized in *time*: each sends what the generator does in `call_seconds`
 //! (measured from the calls before it; the first sends `FIRST_CALL` frames), and the last is
 //! trimmed to the time left.
