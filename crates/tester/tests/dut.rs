@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use wirespeed_lab::{Testbed, TestbedConfig, run};
 use wirespeed_tester::bench::placement::{Plan, napi_threads, place_kernel};
-use wirespeed_tester::bench::{ForwardingConfig, trial};
+use wirespeed_tester::bench::{ForwardingConfig, Generator, trial};
 use wirespeed_tester::dut::probe::verify;
 use wirespeed_tester::dut::{Dut, DutError, LinuxBridge, LinuxRouter, Wiring, XdpRedirectDut};
 
@@ -185,6 +185,71 @@ fn placement_pins_the_napi_threads_and_a_short_trial_counts_forwarded_frames() {
     );
     drop(lab);
     assert_lab_gone("wstdp");
+}
+
+/// A packet counter of `interface` in namespace `ns` (/sys of that namespace).
+fn counter(ns: &str, interface: &str, name: &str) -> u64 {
+    let path = format!("/sys/class/net/{interface}/statistics/{name}");
+    run("ip", &["netns", "exec", ns, "cat", &path])
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn an_xdp_live_trial_counts_with_the_sink_what_the_kernel_counts_and_detaches_it() {
+    if !wirespeed_lab::available_for_test() {
+        return;
+    }
+    let lab = lab("wstdl");
+    let wiring = Wiring::of(&lab).unwrap();
+    let mut log = Vec::new();
+    place_kernel(&wiring, &Plan::default(), &mut log).unwrap();
+    let config = ForwardingConfig {
+        flows: vec![4],
+        runs: 1,
+        seconds: 0.3,
+        generator: Generator::XdpLive,
+        ..ForwardingConfig::default()
+    };
+    let (tester, t0, t1) = (
+        &wiring.tester_ns,
+        &wiring.ingress.tester_if,
+        &wiring.egress.tester_if,
+    );
+    let before = (
+        counter(tester, t0, "tx_packets") + counter(tester, t0, "tx_dropped"),
+        counter(tester, t1, "rx_packets"),
+    );
+    let mut router: Box<dyn Dut> = Box::new(LinuxRouter::new());
+    let record = trial(
+        router.as_mut(),
+        &wiring,
+        &config,
+        4,
+        0,
+        &AtomicBool::new(false),
+    );
+    let measured = record.outcome.clone().unwrap();
+    let offered = counter(tester, t0, "tx_packets") + counter(tester, t0, "tx_dropped") - before.0;
+    let arrived = counter(tester, t1, "rx_packets") - before.1;
+    assert!(measured.sent > 0 && measured.received > 0, "{record:?}");
+    // The probe's frames and the lab's own chatter pass t0 and t1 too: a few hundred at most.
+    assert!(
+        offered.abs_diff(measured.sent) <= 300 + measured.sent / 1000,
+        "sent {} frames, t0 transmitted or dropped {offered}",
+        measured.sent
+    );
+    assert!(
+        arrived.abs_diff(measured.received) <= 300 + measured.received / 1000,
+        "the sink counted {}, t1 received {arrived}",
+        measured.received
+    );
+    let t1_link = run("ip", &["-n", tester, "-d", "link", "show", "dev", t1]).unwrap();
+    assert!(!t1_link.contains("prog/xdp"), "the sink stayed: {t1_link}");
+    drop(lab);
+    assert_lab_gone("wstdl");
 }
 
 #[test]

@@ -14,7 +14,11 @@
 //! * `ledger`: which frames the kernel holds, so that every one comes back;
 //! * [`AfXdpPort`]: all of it behind the [`Port`] trait;
 //! * [`XdpRedirect`]: no socket at all, an in-kernel redirect from one interface to another,
-//!   the reference a user-space forwarder is measured against.
+//!   the reference a user-space forwarder is measured against;
+//! * [`XdpLiveGenerator`]: no socket either, frames made and sent inside the kernel by
+//!   `BPF_PROG_TEST_RUN` in live-frame mode, the tester's fastest generator;
+//! * [`XdpSink`]: an XDP program that counts and drops what arrives, the cheapest receiver;
+//! * `bpf`: the system call, instruction encoding and loader these programs share.
 //!
 //! A worker makes one [`Umem`] from its pool, opens its ports with it, and on shutdown calls
 //! [`Port::release_all`] on every port before dropping the pool:
@@ -63,18 +67,26 @@
 //! [`Port::release_all`]: crate::Port::release_all
 
 mod attachment;
+mod bpf;
 mod config;
 mod interface;
 mod ledger;
+mod live;
 mod port;
 mod program;
 mod redirect;
 mod ring;
+mod sink;
 mod socket;
 pub mod umem;
 
 pub use attachment::XdpAttachment;
 pub use config::{AfXdpConfig, AfXdpError, DEFAULT_RING_SIZE, QueueSelection, XdpMode};
+pub use live::{
+    LiveError, LiveFlowOrder, LiveFlows, MAX_LIVE_BATCH, MAX_LIVE_FLOWS, MAX_LIVE_FRAME,
+    XdpLiveGenerator,
+};
 pub use port::AfXdpPort;
 pub use redirect::XdpRedirect;
+pub use sink::{SinkCounts, XdpSink};
 pub use umem::Umem;

@@ -16,7 +16,14 @@
 //! [`XdpRedirect`](super::XdpRedirect) (`r1 = ifindex; r2 = 0; call bpf_redirect; exit`), which
 //! sends every frame of one interface out of another without leaving the kernel.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+use super::bpf::{
+    ALU64_MOV_K, BPF_FUNC_REDIRECT, BPF_FUNC_REDIRECT_MAP, BPF_LINK_CREATE, BPF_MAP_DELETE_ELEM,
+    BPF_MAP_TYPE_XSKMAP, BPF_XDP, Insn, JMP_CALL, JMP_EXIT, LDX_MEM_W, LinkCreateAttr,
+    MapUpdateAttr, XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE, XDP_MD_RX_QUEUE_INDEX, XDP_PASS, bpf,
+    create_map, insn, load, load_map, owned, update_map,
+};
 
 /// Which XDP attach mode to use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -31,72 +38,15 @@ pub enum XdpMode {
     Generic,
 }
 
-// bpf(2) commands, map and program types, attach type and helper numbers (linux/bpf.h).
-const BPF_MAP_CREATE: libc::c_long = 0;
-const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
-const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
-const BPF_PROG_LOAD: libc::c_long = 5;
-const BPF_LINK_CREATE: libc::c_long = 28;
-const BPF_MAP_TYPE_XSKMAP: u32 = 17;
-const BPF_PROG_TYPE_XDP: u32 = 6;
-const BPF_XDP: u32 = 37;
-const BPF_FUNC_REDIRECT: i32 = 23;
-const BPF_FUNC_REDIRECT_MAP: i32 = 51;
-const BPF_PSEUDO_MAP_FD: u8 = 1;
-const BPF_ANY: u64 = 0;
-// XDP attach flags (linux/if_link.h) and actions.
-const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
-const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
-const XDP_PASS: i32 = 2;
-/// Offset of `rx_queue_index` in `struct xdp_md` (data, data_end, data_meta, ingress_ifindex
-/// come first, four u32s).
-const XDP_MD_RX_QUEUE_INDEX: i16 = 16;
-
-/// One BPF instruction (`struct bpf_insn`): opcode, destination and source registers (4 bits
-/// each, destination in the low nibble on little-endian), offset, immediate.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Insn {
-    code: u8,
-    regs: u8,
-    off: i16,
-    imm: i32,
-}
-
-const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
-    Insn {
-        code,
-        regs: (src << 4) | (dst & 0x0f),
-        off,
-        imm,
-    }
-}
-
-// Opcode parts (linux/bpf_common.h, linux/bpf.h): instruction class, operand size, addressing
-// mode, ALU/jump operation, source. BPF_W (32-bit) and BPF_K (immediate) are 0 and left out.
-const BPF_LD: u8 = 0x00;
-const BPF_LDX: u8 = 0x01;
-const BPF_JMP: u8 = 0x05;
-const BPF_ALU64: u8 = 0x07;
-const BPF_DW: u8 = 0x18;
-const BPF_MEM: u8 = 0x60;
-const BPF_MOV: u8 = 0xb0;
-const BPF_CALL: u8 = 0x80;
-const BPF_EXIT: u8 = 0x90;
-const LDX_MEM_W: u8 = BPF_LDX | BPF_MEM;
-const LD_IMM_DW: u8 = BPF_LD | BPF_DW;
-const ALU64_MOV_K: u8 = BPF_ALU64 | BPF_MOV;
-const JMP_CALL: u8 = BPF_JMP | BPF_CALL;
-const JMP_EXIT: u8 = BPF_JMP | BPF_EXIT;
-
 /// The program, with the XSKMAP's descriptor in the 64-bit load of the map.
 fn redirect_program(map_fd: RawFd) -> [Insn; 6] {
+    let map = load_map(1, map_fd);
     [
         // r2 = ((struct xdp_md *)r1)->rx_queue_index
         insn(LDX_MEM_W, 2, 1, XDP_MD_RX_QUEUE_INDEX, 0),
         // r1 = the XSKMAP (two slots: low and high 32 bits of the map reference)
-        insn(LD_IMM_DW, 1, BPF_PSEUDO_MAP_FD, 0, map_fd),
-        insn(0, 0, 0, 0, 0),
+        map[0],
+        map[1],
         // r3 = XDP_PASS: the action when the queue has no socket
         insn(ALU64_MOV_K, 3, 0, 0, XDP_PASS),
         // r0 = bpf_redirect_map(r1, r2, r3)
@@ -107,7 +57,7 @@ fn redirect_program(map_fd: RawFd) -> [Insn; 6] {
 
 /// The program that sends every frame out of interface `ifindex` (`bpf_redirect` with no flags
 /// returns `XDP_REDIRECT`; the redirect happens when the driver flushes after the program).
-fn redirect_to_interface_program(ifindex: u32) -> [Insn; 4] {
+pub(crate) fn redirect_to_interface_program(ifindex: u32) -> [Insn; 4] {
     [
         // r1 = the target interface (the immediate is the u32's bits)
         insn(ALU64_MOV_K, 1, 0, 0, ifindex as i32),
@@ -117,111 +67,6 @@ fn redirect_to_interface_program(ifindex: u32) -> [Insn; 4] {
         insn(JMP_CALL, 0, 0, 0, BPF_FUNC_REDIRECT),
         insn(JMP_EXIT, 0, 0, 0, 0),
     ]
-}
-
-/// `union bpf_attr` for BPF_MAP_CREATE (the fields we set; the kernel zero-fills the rest).
-#[repr(C)]
-#[derive(Default)]
-struct MapCreateAttr {
-    map_type: u32,
-    key_size: u32,
-    value_size: u32,
-    max_entries: u32,
-    map_flags: u32,
-    inner_map_fd: u32,
-    numa_node: u32,
-    map_name: [u8; 16],
-}
-
-/// `union bpf_attr` for BPF_MAP_UPDATE_ELEM and BPF_MAP_DELETE_ELEM (which ignores `value`).
-#[repr(C)]
-struct MapUpdateAttr {
-    map_fd: u32,
-    _pad: u32,
-    key: u64,
-    value: u64,
-    flags: u64,
-}
-
-/// `union bpf_attr` for BPF_PROG_LOAD, up to `prog_name`.
-#[repr(C)]
-#[derive(Default)]
-struct ProgLoadAttr {
-    prog_type: u32,
-    insn_cnt: u32,
-    insns: u64,
-    license: u64,
-    log_level: u32,
-    log_size: u32,
-    log_buf: u64,
-    kern_version: u32,
-    prog_flags: u32,
-    prog_name: [u8; 16],
-    prog_ifindex: u32,
-    expected_attach_type: u32,
-}
-
-/// `union bpf_attr` for BPF_LINK_CREATE, without the per-type tail.
-#[repr(C)]
-#[derive(Default)]
-struct LinkCreateAttr {
-    prog_fd: u32,
-    target_ifindex: u32,
-    attach_type: u32,
-    flags: u32,
-}
-
-/// Calls `bpf(cmd, attr, sizeof attr)`; returns the new descriptor (or 0) or the errno.
-fn bpf<A>(cmd: libc::c_long, attr: &mut A) -> std::io::Result<libc::c_long> {
-    // SAFETY: `attr` is a live, initialised `#[repr(C)]` prefix of `union bpf_attr` matching
-    // `cmd`, and its size is passed so the kernel reads no further (it treats the rest as zero);
-    // every pointer inside it points at memory that outlives the call.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            cmd,
-            attr as *mut A,
-            std::mem::size_of::<A>() as libc::c_uint,
-        )
-    };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(rc)
-}
-
-/// Loads `program` as an XDP program; on failure loads it again with the verifier's log on, so
-/// the error says why (the log is off the first time: a log that overflows its buffer fails the
-/// load).
-fn load(program: &[Insn]) -> Result<OwnedFd, ProgramError> {
-    let license = c"Dual MIT/GPL";
-    let mut attr = ProgLoadAttr {
-        prog_type: BPF_PROG_TYPE_XDP,
-        insn_cnt: program.len() as u32,
-        insns: program.as_ptr() as u64,
-        license: license.as_ptr() as u64,
-        expected_attach_type: BPF_XDP,
-        ..ProgLoadAttr::default()
-    };
-    attr.prog_name[..9].copy_from_slice(b"wirespeed");
-    let error = match bpf(BPF_PROG_LOAD, &mut attr) {
-        Ok(fd) => return Ok(owned(fd)),
-        Err(error) => error,
-    };
-    let mut log = vec![0u8; 64 * 1024];
-    attr.log_level = 1;
-    attr.log_size = log.len() as u32;
-    attr.log_buf = log.as_mut_ptr() as u64;
-    let _ = bpf(BPF_PROG_LOAD, &mut attr).map(owned);
-    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-    let text = String::from_utf8_lossy(&log[..end]).trim().to_string();
-    Err(ProgramError::Load(error, text))
-}
-
-fn owned(fd: libc::c_long) -> OwnedFd {
-    // SAFETY: `fd` was just returned by a successful bpf() call that creates a descriptor, and
-    // nothing else owns it.
-    unsafe { OwnedFd::from_raw_fd(fd as RawFd) }
 }
 
 /// Why a step of setting up the XDP program failed.
@@ -251,7 +96,11 @@ pub(crate) struct AttachedProgram {
 
 impl AttachedProgram {
     /// Loads `program` and attaches it to `ifindex` in `mode`.
-    fn attach(program: &[Insn], ifindex: u32, mode: XdpMode) -> Result<Self, ProgramError> {
+    pub(crate) fn attach(
+        program: &[Insn],
+        ifindex: u32,
+        mode: XdpMode,
+    ) -> Result<Self, ProgramError> {
         let program = load(program)?;
         let link = |flags: u32| {
             let mut attr = LinkCreateAttr {
@@ -316,32 +165,14 @@ pub(crate) struct XdpProgram {
 impl XdpProgram {
     /// Creates a map of `queues` slots and the program, and attaches it to `ifindex` in `mode`.
     pub(crate) fn attach(ifindex: u32, queues: u32, mode: XdpMode) -> Result<Self, ProgramError> {
-        let mut map_attr = MapCreateAttr {
-            map_type: BPF_MAP_TYPE_XSKMAP,
-            key_size: 4,
-            value_size: 4,
-            max_entries: queues.max(1),
-            ..MapCreateAttr::default()
-        };
-        map_attr.map_name[..9].copy_from_slice(b"wirespeed");
-        let map = owned(bpf(BPF_MAP_CREATE, &mut map_attr).map_err(ProgramError::Map)?);
+        let map = create_map(BPF_MAP_TYPE_XSKMAP, 4, queues.max(1))?;
         let attached = AttachedProgram::attach(&redirect_program(map.as_raw_fd()), ifindex, mode)?;
         Ok(Self { attached, map })
     }
 
     /// Points slot `queue` of the map at socket `socket` (which must be bound).
     pub(crate) fn insert(&self, queue: u32, socket: RawFd) -> Result<(), ProgramError> {
-        let key = queue;
-        let value = socket as u32;
-        let mut attr = MapUpdateAttr {
-            map_fd: self.map.as_raw_fd() as u32,
-            _pad: 0,
-            key: &key as *const u32 as u64,
-            value: &value as *const u32 as u64,
-            flags: BPF_ANY,
-        };
-        bpf(BPF_MAP_UPDATE_ELEM, &mut attr).map_err(ProgramError::Insert)?;
-        Ok(())
+        update_map(&self.map, queue, &(socket as u32).to_ne_bytes()).map_err(ProgramError::Insert)
     }
 
     /// Empties slot `queue` of the map: the queue's frames go to the kernel stack again. An
@@ -420,14 +251,7 @@ mod tests {
             eprintln!("skipped: loading BPF needs root");
             return;
         }
-        let mut map_attr = MapCreateAttr {
-            map_type: BPF_MAP_TYPE_XSKMAP,
-            key_size: 4,
-            value_size: 4,
-            max_entries: 4,
-            ..MapCreateAttr::default()
-        };
-        let map = owned(bpf(BPF_MAP_CREATE, &mut map_attr).expect("XSKMAP"));
+        let map = create_map(BPF_MAP_TYPE_XSKMAP, 4, 4).expect("XSKMAP");
         match load(&redirect_program(map.as_raw_fd())) {
             Ok(_program) => {}
             Err(ProgramError::Load(error, log)) => panic!("load failed: {error}: {log}"),

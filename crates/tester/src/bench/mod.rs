@@ -18,6 +18,16 @@
 //! 1 % of what it was offered and was offered at least 90 % of the ceiling; *DuT
 //! (backpressure)* when it lost under 1 % but held the generator below that; *DuT (drops)* when
 //! it lost 1 % or more. Frames the tester's own RX socket dropped are counted apart.
+//!
+//! **Generators.** [`Generator::Afxdp`] sends over an AF_XDP socket on `t0` (copy mode: an skb
+//! per frame) and receives on one on `t1`, in one thread. [`Generator::XdpLive`] sends from
+//! inside the kernel (see [`crate::generator::live`]) and counts arrivals with the XDP counting
+//! sink on `t1`. Two things change with it besides the sender's speed: `t1`'s NAPI (on the
+//! receiver core, by default the DuT core) only counts and drops instead of copying every frame
+//! into the tester's UMEM, so a DuT keeps more of its core; and veth does not push back on
+//! frames sent by `ndo_xdp_xmit`: when `d0`'s ring is full they are dropped (counted in `t0`'s
+//! `tx_dropped`), so a DuT that cannot keep up shows as *DuT (drops)* rather than as
+//! backpressure, as behind a real NIC.
 
 pub mod generators;
 pub mod placement;
@@ -30,8 +40,10 @@ use wirespeed_io::Port;
 
 use crate::dut::probe::{TesterPorts, verify};
 use crate::dut::{Dut, Wiring};
+use crate::generator::live::{self, LiveConfig};
 use crate::generator::{BlastConfig, BlastResult, Template, TemplateConfig, blast, prefill};
 use placement::{Placed, Plan, place_kernel, place_process, place_this_thread};
+use wirespeed_io::afxdp::{MAX_LIVE_BATCH, XdpMode, XdpSink};
 
 /// The name under which the generator's ceiling trials are recorded.
 pub const CEILING: &str = "generator-ceiling";
@@ -52,6 +64,27 @@ pub struct ForwardingConfig {
     pub plan: Plan,
     /// Whether each run measures the generator's ceiling too.
     pub ceiling: bool,
+    /// What sends and counts.
+    pub generator: Generator,
+}
+
+/// The tester's sender and receiver for the forwarding trials (see the module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Generator {
+    /// AF_XDP sockets on `t0` and `t1`, one thread.
+    #[default]
+    Afxdp,
+    /// The in-kernel live-frame sender on `t0`, the XDP counting sink on `t1`.
+    XdpLive,
+}
+
+impl Generator {
+    pub fn name(self) -> &'static str {
+        match self {
+            Generator::Afxdp => "afxdp",
+            Generator::XdpLive => "xdp-live",
+        }
+    }
 }
 
 impl Default for ForwardingConfig {
@@ -64,6 +97,7 @@ impl Default for ForwardingConfig {
             batch: 64,
             plan: Plan::default(),
             ceiling: true,
+            generator: Generator::default(),
         }
     }
 }
@@ -322,6 +356,10 @@ pub(crate) fn generate(
                         placed.cpus
                     ));
                 }
+                if config.generator == Generator::XdpLive {
+                    let measurement = send_live(wiring, template, config, linger, stop)?;
+                    return Ok((measurement, placed));
+                }
                 let mut ports = TesterPorts::open(wiring, 16384)?;
                 prefill(&mut ports.pool, template);
                 let TesterPorts { t0, t1, pool, .. } = &mut ports;
@@ -336,6 +374,41 @@ pub(crate) fn generate(
             })
             .join()
             .map_err(|_| "the generator thread panicked".to_string())?
+    })
+}
+
+/// [`Generator::XdpLive`]'s trial, in the calling (placed) thread: sends from `t0` inside the
+/// kernel and counts on `t1` with the XDP sink, while sending and for `linger` after.
+fn send_live(
+    wiring: &Wiring,
+    template: &Template,
+    config: &ForwardingConfig,
+    linger: Duration,
+    stop: &AtomicBool,
+) -> Result<Measurement, String> {
+    // The kernel resolves the redirect's target in the sending thread's namespace.
+    let _tester_ns = wirespeed_lab::enter(&wiring.tester_ns)
+        .map_err(|error| format!("entering {}: {error}", wiring.tester_ns))?;
+    let live_config = LiveConfig {
+        batch: (config.batch as u32).clamp(1, MAX_LIVE_BATCH),
+        duration: Duration::from_secs_f64(config.seconds),
+        ..LiveConfig::default()
+    };
+    let generator =
+        live::open(&wiring.ingress.tester_if, template, &live_config).map_err(|e| e.to_string())?;
+    let sink = XdpSink::attach(&wiring.egress.tester_if, XdpMode::Auto)
+        .map_err(|error| error.to_string())?;
+    let counted = || {
+        sink.counts()
+            .map(|counts| counts.packets)
+            .map_err(|error| format!("reading the XDP sink on {}: {error}", sink.interface()))
+    };
+    let before = counted()?;
+    let result = live::send(&generator, &live_config, stop).map_err(|e| e.to_string())?;
+    std::thread::sleep(linger);
+    Ok(Measurement {
+        received: counted()? - before,
+        ..result.into()
     })
 }
 

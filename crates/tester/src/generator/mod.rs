@@ -3,6 +3,7 @@
 pub mod backend;
 pub mod blast;
 mod in_process;
+pub mod live;
 pub mod pacing;
 pub mod probe;
 pub mod template;

@@ -262,6 +262,15 @@ impl Template {
         &self.bytes
     }
 
+    /// Offsets of the two 16-bit fields in which the frames of different flows differ (the UDP
+    /// source port and checksum), for senders that stamp flows themselves (the in-kernel live
+    /// generator); `None` when frames spread over destinations, which changes more.
+    pub fn flow_fields(&self) -> Option<[usize; 2]> {
+        self.destinations
+            .is_empty()
+            .then_some([self.udp_offset, self.udp_offset + 6])
+    }
+
     /// Writes the frame of flow `flow % flows` to the front of `out`; returns its length, or 0
     /// when `out` is too short.
     #[inline]

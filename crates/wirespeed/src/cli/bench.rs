@@ -22,7 +22,7 @@ use clap::{Args, Subcommand};
 use wirespeed_lab::{Testbed, TestbedConfig};
 use wirespeed_tester::bench::placement::Plan;
 use wirespeed_tester::bench::{
-    CEILING, ForwardingConfig, Limit, Summary, TrialRecord, run_forwarding, summarize,
+    CEILING, ForwardingConfig, Generator, Limit, Summary, TrialRecord, run_forwarding, summarize,
 };
 use wirespeed_tester::dut::{
     Dut, LinuxBridge, LinuxRouter, LinuxRouterNft, OvsAction, OvsDut, TestpmdDut, WirespeedBackend,
@@ -93,6 +93,20 @@ struct ForwardingArgs {
     /// Leave thread priorities alone (no renice).
     #[arg(long)]
     keep_priorities: bool,
+    /// The tester's sender and receiver: afxdp (AF_XDP sockets on t0 and t1) or xdp-live
+    /// (in-kernel live-frame sender on t0, XDP counting sink on t1).
+    #[arg(long, default_value = "afxdp")]
+    generator: GeneratorArg,
+    /// Generator batch: frames per AF_XDP transmit, or per kernel flush for xdp-live (at most
+    /// 256).
+    #[arg(long, default_value_t = 64)]
+    batch: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum GeneratorArg {
+    Afxdp,
+    XdpLive,
 }
 
 /// The DuT names `--duts` accepts (`linux-router-nft:N` gives the firewall N rules).
@@ -216,6 +230,11 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         runs: args.runs,
         seconds: args.seconds,
         plan,
+        batch: args.batch,
+        generator: match args.generator {
+            GeneratorArg::Afxdp => Generator::Afxdp,
+            GeneratorArg::XdpLive => Generator::XdpLive,
+        },
         ..ForwardingConfig::default()
     };
     let lab = Testbed::up(&TestbedConfig {
@@ -373,11 +392,13 @@ fn report(results: &Results) -> String {
     );
     let _ = writeln!(
         out,
-        "{} B frames, {} s trials, {} run(s), median of the runs; placement: generator on CPU {}, \
-         DuT and d0's NAPI on CPU {}, t1's NAPI (tester receive) on CPU {}; {}\n",
+        "{} B frames, {} s trials, {} run(s), median of the runs; generator {}; placement: \
+         generator on CPU {}, DuT and d0's NAPI on CPU {}, t1's NAPI (tester receive) on CPU {}; \
+         {}\n",
         config.frame_size,
         config.seconds,
         config.runs,
+        config.generator.name(),
         config.plan.generator_cpu,
         config.plan.dut_cpu,
         config.plan.receiver_cpu,
@@ -568,8 +589,8 @@ fn json(results: &Results) -> String {
     let _ = writeln!(
         out,
         "  \"config\": {{\"frame_size\": {}, \"seconds\": {}, \"runs\": {}, \"flows\": [{}], \
-         \"batch\": {}, \"generator_cpu\": {}, \"dut_cpu\": {}, \"receiver_cpu\": {}, \
-         \"nice\": {}}},",
+         \"batch\": {}, \"generator\": {}, \"generator_cpu\": {}, \"dut_cpu\": {}, \
+         \"receiver_cpu\": {}, \"nice\": {}}},",
         config.frame_size,
         number(config.seconds),
         config.runs,
@@ -580,6 +601,7 @@ fn json(results: &Results) -> String {
             .collect::<Vec<_>>()
             .join(", "),
         config.batch,
+        string(config.generator.name()),
         config.plan.generator_cpu,
         config.plan.dut_cpu,
         config.plan.receiver_cpu,

@@ -7,7 +7,13 @@
 //! ip netns exec ws-tester wirespeed gen --backend afxdp --tx ws-t0 --rx ws-t1 --size 64 --flows 256
 //! ip netns exec ws-tester wirespeed gen --tx ws-t0 --size 66 --ipv6 --flows 65536 --random-flows
 //! ip netns exec ws-tester wirespeed gen --tx ws-t0 --rx ws-t1 --rate-percent 10,50,90 --pattern cbr
+//! ip netns exec ws-tester wirespeed gen --backend xdp-live --tx ws-c0 --rx ws-c1 --flows 256
 //! ```
+//!
+//! `--backend xdp-live` sends from inside the kernel (`BPF_PROG_TEST_RUN` with live frames, see
+//! `wirespeed_tester::generator::live`) and counts arrivals on `--rx` with the XDP counting sink;
+//! it prints what the TX interface's counters say was transmitted and dropped, since the kernel
+//! call itself does not say.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -18,26 +24,34 @@ use std::net::IpAddr;
 use anyhow::{Context, Result, bail, ensure};
 use clap::Args;
 use wirespeed_io::Port;
-use wirespeed_io::afxdp::Umem;
+use wirespeed_io::afxdp::{Umem, XdpMode, XdpSink};
 use wirespeed_packet::FramePool;
 use wirespeed_packet::wire::EthernetAddress;
+use wirespeed_tester::generator::live::{self, LiveConfig};
 use wirespeed_tester::generator::pacing::Pattern;
-use wirespeed_tester::generator::{BlastConfig, Template, TemplateConfig, blast, prefill};
+use wirespeed_tester::generator::{
+    BlastConfig, BlastResult, Template, TemplateConfig, blast, prefill,
+};
 use wirespeed_tester::trial::{self, FlowOrder, TrialConfig, TrialMeasurement};
 
 use super::build::{KernelBackend, open_interface};
 
 #[derive(Args)]
 pub struct GenArgs {
-    /// How to send and receive: afxdp or afpacket.
+    /// How to send and receive: afxdp, afpacket, or xdp-live (in-kernel sender, XDP sink).
     #[arg(long, default_value = "afxdp")]
-    backend: KernelBackend,
+    backend: GenBackend,
     /// Interface to send on.
     #[arg(long)]
     tx: String,
     /// Interface to count arrivals on.
     #[arg(long)]
     rx: Option<String>,
+    /// Count arrivals on `--rx` with the XDP counting sink (count and drop in the kernel)
+    /// instead of a port of the backend: the same, cheapest receiver for every backend
+    /// (xdp-live always counts so).
+    #[arg(long)]
+    rx_sink: bool,
     /// Frame size including FCS (64..1518).
     #[arg(long, default_value_t = 64)]
     size: u16,
@@ -50,7 +64,7 @@ pub struct GenArgs {
     /// Seconds to send.
     #[arg(long, default_value_t = 5.0)]
     duration: f64,
-    /// Packets per batch.
+    /// Packets per batch (xdp-live: per kernel flush, at most 256).
     #[arg(long, default_value_t = 64)]
     batch: usize,
     /// Pin the generator to this core.
@@ -76,6 +90,14 @@ pub struct GenArgs {
     /// Seconds per paced trial.
     #[arg(long, default_value_t = 2.0)]
     trial_seconds: f64,
+}
+
+/// The generator's backends: a port of the data plane's, or the in-kernel live-frame sender.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum GenBackend {
+    Afxdp,
+    Afpacket,
+    XdpLive,
 }
 
 pub fn run(args: GenArgs) -> Result<()> {
@@ -130,13 +152,29 @@ fn generate(args: &GenArgs) -> Result<String> {
         dst_ip,
         ..TemplateConfig::default()
     })?;
+    let live = args.backend == GenBackend::XdpLive;
+    if live || args.rx_sink {
+        ensure!(
+            args.rate_percent.is_empty(),
+            "paced trials (--rate-percent) need the user-space generator's probes and receiver; \
+             use --backend afxdp or afpacket without --rx-sink"
+        );
+    }
+    let backend = match args.backend {
+        GenBackend::Afxdp => KernelBackend::Afxdp,
+        GenBackend::Afpacket => KernelBackend::Afpacket,
+        GenBackend::XdpLive => return generate_live(args, &template),
+    };
     let mut pool = FramePool::new(16384, 2048)?;
     prefill(&mut pool, &template);
     let umem = Umem::new(&pool);
-    let mut tx = open_interface(args.backend, "tx", &args.tx, &mut pool, &umem)?;
+    let mut tx = open_interface(backend, "tx", &args.tx, &mut pool, &umem)?;
+    let sink = Sink::attach(args)?;
     let mut rx = match &args.rx {
-        Some(name) => Some(open_interface(args.backend, "rx", name, &mut pool, &umem)?),
-        None => None,
+        Some(name) if sink.is_none() => {
+            Some(open_interface(backend, "rx", name, &mut pool, &umem)?)
+        }
+        _ => None,
     };
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -153,7 +191,7 @@ fn generate(args: &GenArgs) -> Result<String> {
         Some(port) => Some(port.port.as_mut()),
         None => None,
     };
-    let result = blast(
+    let mut result = blast(
         tx.port.as_mut(),
         rx_port,
         &mut pool,
@@ -161,6 +199,9 @@ fn generate(args: &GenArgs) -> Result<String> {
         &config,
         &stop,
     );
+    if let Some(sink) = &sink {
+        result.received = sink.received()?;
+    }
     let mut out = format!(
         "sent {} frames of {} B in {:.3} s: {:.3} Mpps ({} refused by the TX ring)",
         result.sent,
@@ -170,12 +211,7 @@ fn generate(args: &GenArgs) -> Result<String> {
         result.refused
     );
     if args.rx.is_some() {
-        out.push_str(&format!(
-            "\nreceived {}: {:.3} Mpps, loss {:.3} %",
-            result.received,
-            result.rx_pps() / 1e6,
-            100.0 * result.loss()
-        ));
+        out.push_str(&received_line(&result, sink.as_ref()));
     }
     if let Some(rx) = &mut rx {
         // The maximum is what arrived: what the generator sends and its own sink takes.
@@ -216,6 +252,96 @@ fn generate(args: &GenArgs) -> Result<String> {
         rx.port.release_all(&mut pool);
     }
     Ok(out)
+}
+
+/// `--backend xdp-live`: the kernel sends, the XDP sink on `--rx` counts.
+fn generate_live(args: &GenArgs, template: &Template) -> Result<String> {
+    ensure!(
+        (1..=256).contains(&args.batch),
+        "--batch {} is not in 1..=256 (the kernel's largest live-frame batch)",
+        args.batch
+    );
+    let config = LiveConfig {
+        batch: args.batch as u32,
+        rate_pps: args.rate_mpps.map(|m| m * 1e6),
+        duration: Duration::from_secs_f64(args.duration),
+        random_flows: args.random_flows,
+        ..LiveConfig::default()
+    };
+    let generator = live::open(&args.tx, template, &config)?;
+    let sink = Sink::attach(args)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+    let counters = || -> Result<(u64, u64)> {
+        let read = |name: &str| -> Result<u64> {
+            let path = format!("/sys/class/net/{}/statistics/{name}", args.tx);
+            let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+            Ok(text.trim().parse()?)
+        };
+        Ok((read("tx_packets")?, read("tx_dropped")?))
+    };
+    let before = counters()?;
+    let mut result = live::send(&generator, &config, &stop)?;
+    if let Some(sink) = &sink {
+        result.received = sink.received()?;
+    }
+    let after = counters()?;
+    let mut out = format!(
+        "sent {} frames of {} B in {:.3} s: {:.3} Mpps; {} says {} transmitted, {} dropped",
+        result.sent,
+        args.size,
+        result.seconds,
+        result.tx_pps() / 1e6,
+        args.tx,
+        after.0 - before.0,
+        after.1 - before.1
+    );
+    if args.rx.is_some() {
+        out.push_str(&received_line(&result, sink.as_ref()));
+    }
+    Ok(out)
+}
+
+/// The XDP counting sink on `--rx`, when the backend or `--rx-sink` asks for it, and its count
+/// when it was attached.
+struct Sink {
+    sink: XdpSink,
+    before: u64,
+}
+
+impl Sink {
+    fn attach(args: &GenArgs) -> Result<Option<Sink>> {
+        let wanted = args.rx_sink || args.backend == GenBackend::XdpLive;
+        let Some(rx) = args.rx.as_deref().filter(|_| wanted) else {
+            return Ok(None);
+        };
+        let sink = XdpSink::attach(rx, XdpMode::Auto)?;
+        let before = sink.counts()?.packets;
+        Ok(Some(Sink { sink, before }))
+    }
+
+    /// Frames counted since it was attached, after a pause for the ones still on their way (a
+    /// NAPI poll on another core).
+    fn received(&self) -> Result<u64> {
+        std::thread::sleep(Duration::from_millis(100));
+        Ok(self.sink.counts()?.packets - self.before)
+    }
+}
+
+/// "received N (where): R Mpps, loss L %".
+fn received_line(result: &BlastResult, sink: Option<&Sink>) -> String {
+    let by = sink.map_or(String::new(), |sink| {
+        format!(" (XDP sink on {})", sink.sink.interface())
+    });
+    format!(
+        "\nreceived {}{by}: {:.3} Mpps, loss {:.3} %",
+        result.received,
+        result.rx_pps() / 1e6,
+        // The lab kernels' own frames are counted too and can exceed a zero loss by a few.
+        100.0 * result.loss().max(0.0)
+    )
 }
 
 /// One paced trial's figures: asked and achieved rate, their error, the gaps' spread, loss and

@@ -22,6 +22,10 @@ enum LabAction {
         /// RX/TX queues per veth.
         #[arg(long, default_value_t = 1)]
         queues: u16,
+        /// Also the looped-back calibration pair `{prefix}-c0` <-> `{prefix}-c1`, both ends in
+        /// the tester namespace (the generator measured alone).
+        #[arg(long)]
+        calibration: bool,
     },
     /// Remove the lab with this prefix, also the leftovers of a killed run.
     Down {
@@ -41,12 +45,13 @@ pub fn run(args: LabArgs) -> Result<()> {
             prefix,
             pairs,
             queues,
+            calibration,
         } => {
             let lab = Testbed::up(&TestbedConfig {
                 prefix: prefix.clone(),
                 pairs,
                 queues,
-                calibration: false,
+                calibration,
             })?;
             for command in lab.commands() {
                 println!("+ {command}");

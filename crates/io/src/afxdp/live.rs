@@ -1,0 +1,436 @@
+//! [`XdpLiveGenerator`]: a traffic generator inside the kernel. One frame is handed to
+//! `bpf(BPF_PROG_TEST_RUN)` with `BPF_F_TEST_XDP_LIVE_FRAMES`; the kernel runs a small XDP
+//! program over copies of it `repeat` times, and each run's verdict is carried out for real:
+//! our program returns `XDP_REDIRECT` to the target interface, so the frames leave through the
+//! target's `ndo_xdp_xmit` in bulk, without a socket, an skb or a copy from user space.
+//!
+//! Why: over AF_XDP in copy mode (all a veth offers) every transmitted frame becomes an skb, and
+//! a veth peer with an XDP program copies it once more; the generator is then the slowest part
+//! of the lab. Here a veth's `ndo_xdp_xmit` puts the frames straight into the peer's ring.
+//!
+//! The kernel's semantics (Documentation/bpf/bpf_prog_run.rst, net/bpf/test_run.c, Linux ≥
+//! 5.18), and what they mean here:
+//! * Runs happen in batches of `batch_size` (1..=256) frames; a batch's redirected frames are
+//!   flushed to the device together at its end.
+//! * Frames live in page-pool pages initialised once with the frame given; recycled pages keep
+//!   whatever the program wrote into them. So the program writes the per-flow fields in full on
+//!   every run (never incrementally), and every frame is exactly the frame given with its
+//!   flow's fields.
+//! * The redirect's ifindex is looked up in the network namespace of the *calling thread* (the
+//!   runs see the loopback device of that namespace as their ingress). Create the generator and
+//!   call [`XdpLiveGenerator::send`] from a thread in the target's namespace.
+//! * The call does not say how many frames the device took: a failed redirect (for a veth: the
+//!   peer has no NAPI, or its ring of 256 frames is full) only skips that frame. "Sent" here is
+//!   therefore "frames run and redirected"; what the device transmitted and dropped is in its
+//!   counters. Measured on kernel 6.18 with a veth target: the frames a peer took count in the
+//!   target's `tx_packets` (and the peer's `rx_packets`), the ones it refused in the target's
+//!   `tx_dropped` (`ethtool -S`: `tx_queue_0_xdp_xmit_errors`). The peer must run NAPI: an XDP
+//!   program attached to it (e.g. [`XdpSink`](super::XdpSink)) or GRO on.
+//! * A pending signal ends a call early with `EINTR`; how many of its frames ran is unknown.
+//!
+//! Flows. With more than one flow the program stamps two 16-bit fields per frame from a table
+//! the caller fills (for the tester's UDP templates: the source port and the UDP checksum, each
+//! flow's pair precomputed, so IPv4 and IPv6 checksums stay valid with no arithmetic in the
+//! program). The flow of each frame is either the next in turn, from a per-CPU counter (exact
+//! round robin per CPU; pin the calling thread), or drawn with `bpf_get_prandom_u32`. With one
+//! flow the program is the four-instruction redirect of [`XdpRedirect`](super::XdpRedirect).
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+use super::bpf::{
+    ALU64_ADD_K, ALU64_MOD_K, ALU64_MOV_K, ALU64_MOV_X, BPF_FUNC_GET_PRANDOM_U32,
+    BPF_MAP_TYPE_ARRAY, BPF_MAP_TYPE_PERCPU_ARRAY, BPF_PROG_TEST_RUN, Insn, JMP_CALL, JMP_JEQ_K,
+    JMP_JGT_X, JMP_JLT_K, LDX_MEM_DW, LDX_MEM_H, LDX_MEM_W, ST_MEM_W, STX_MEM_DW, STX_MEM_H,
+    STX_MEM_W, XDP_MD_DATA, XDP_MD_DATA_END, bpf, create_map, insn, load, map_lookup, update_map,
+};
+use super::config::AfXdpError;
+use super::port::{program_error, query_interface};
+use super::program::redirect_to_interface_program;
+
+/// `BPF_F_TEST_XDP_LIVE_FRAMES` (linux/bpf.h).
+const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
+/// The kernel's largest batch (`TEST_XDP_MAX_BATCH`).
+pub const MAX_LIVE_BATCH: u32 = 256;
+/// The most flows the program varies (the tester's flows are UDP source ports).
+pub const MAX_LIVE_FLOWS: usize = 65536;
+/// The largest frame we hand over: a live frame must fit one 4 KiB page with the kernel's 256
+/// bytes of XDP headroom, its page-pool header and the skb tail room (about 3.4 KiB are left).
+pub const MAX_LIVE_FRAME: usize = 3072;
+
+/// How a frame's flow is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LiveFlowOrder {
+    /// Flow 0, 1, 2, ... per CPU.
+    RoundRobin,
+    /// Uniformly at random (`bpf_get_prandom_u32() % flows`).
+    Random,
+}
+
+/// How frames differ between flows: two 16-bit fields at fixed offsets, and their bytes (as on
+/// the wire) for each flow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveFlows {
+    /// Offsets of the two fields in the frame.
+    pub offsets: [u16; 2],
+    /// Per flow, the bytes of the first field then of the second.
+    pub values: Vec<[u8; 4]>,
+    pub order: LiveFlowOrder,
+}
+
+/// Why a live generator could not be made or run.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error(transparent)]
+    Setup(#[from] AfXdpError),
+    #[error(
+        "a live frame must be 14 to {MAX_LIVE_FRAME} bytes (it must fit one page with the \
+         kernel's headroom); this one is {0} bytes"
+    )]
+    FrameSize(usize),
+    #[error(
+        "live flows: give 1 to {MAX_LIVE_FLOWS} flows whose two fields lie inside the \
+         {frame}-byte frame; got {flows} flows at offsets {offsets:?}"
+    )]
+    Flows {
+        flows: usize,
+        offsets: [u16; 2],
+        frame: usize,
+    },
+    #[error("batch size {0} is not in 1..={MAX_LIVE_BATCH}")]
+    BatchSize(u32),
+    #[error("filling the flow table: {0}")]
+    FlowTable(std::io::Error),
+    #[error(
+        "bpf(BPF_PROG_TEST_RUN) with live frames failed: {0}; Linux 5.18 or later and root \
+         (CAP_BPF, CAP_NET_ADMIN) are needed"
+    )]
+    Run(std::io::Error),
+    #[error("interrupted by a signal")]
+    Interrupted,
+}
+
+/// The loaded generator program, its maps, and the frame it sends. Dropping it frees them;
+/// nothing is attached to any interface.
+#[derive(Debug)]
+pub struct XdpLiveGenerator {
+    program: OwnedFd,
+    /// The flow counter and the flow table, when there are flows (the program holds references
+    /// too; kept for clarity of ownership).
+    _maps: Vec<OwnedFd>,
+    frame: Vec<u8>,
+    batch_size: u32,
+    target: String,
+    flows: usize,
+}
+
+impl XdpLiveGenerator {
+    /// Loads the program that sends `frame`, varied over `flows` if given, out of interface
+    /// `target` of the calling thread's namespace, `batch_size` frames per flush.
+    pub fn new(
+        target: &str,
+        frame: &[u8],
+        flows: Option<&LiveFlows>,
+        batch_size: u32,
+    ) -> Result<XdpLiveGenerator, LiveError> {
+        if !(14..=MAX_LIVE_FRAME).contains(&frame.len()) {
+            return Err(LiveError::FrameSize(frame.len()));
+        }
+        if !(1..=MAX_LIVE_BATCH).contains(&batch_size) {
+            return Err(LiveError::BatchSize(batch_size));
+        }
+        if let Some(flows) = flows {
+            let fits = flows
+                .offsets
+                .iter()
+                .all(|&offset| offset as usize + 2 <= frame.len());
+            if !fits || flows.values.is_empty() || flows.values.len() > MAX_LIVE_FLOWS {
+                return Err(LiveError::Flows {
+                    flows: flows.values.len(),
+                    offsets: flows.offsets,
+                    frame: frame.len(),
+                });
+            }
+        }
+        let ifindex = query_interface(target)?.ifindex;
+        let setup = |error| LiveError::Setup(program_error(target, error));
+        let (program, maps) = match flows {
+            Some(flows) if flows.values.len() > 1 => {
+                let counter = create_map(BPF_MAP_TYPE_PERCPU_ARRAY, 8, 1).map_err(setup)?;
+                let table =
+                    create_map(BPF_MAP_TYPE_ARRAY, 4, flows.values.len() as u32).map_err(setup)?;
+                for (flow, value) in flows.values.iter().enumerate() {
+                    update_map(&table, flow as u32, value).map_err(LiveError::FlowTable)?;
+                }
+                let code = flow_program(
+                    ifindex,
+                    counter.as_raw_fd(),
+                    table.as_raw_fd(),
+                    flows,
+                    frame.len(),
+                );
+                (load(&code).map_err(setup)?, vec![counter, table])
+            }
+            _ => {
+                let code = redirect_to_interface_program(ifindex);
+                (load(&code).map_err(setup)?, Vec::new())
+            }
+        };
+        let mut frame = frame.to_vec();
+        // Flow 0's fields, so that the page-pool pages start as flow 0 (round robin's first).
+        if let Some(flows) = flows {
+            for (i, &offset) in flows.offsets.iter().enumerate() {
+                let at = offset as usize;
+                frame[at..at + 2].copy_from_slice(&flows.values[0][2 * i..2 * i + 2]);
+            }
+        }
+        Ok(XdpLiveGenerator {
+            program,
+            _maps: maps,
+            frame,
+            batch_size,
+            target: target.to_string(),
+            flows: flows.map_or(1, |flows| flows.values.len()),
+        })
+    }
+
+    /// Runs the program over `frames` frames (one system call; the kernel flushes every
+    /// `batch_size`). Returns when they have all been handed to the target; see the module
+    /// documentation for what the kernel counts as transmitted.
+    pub fn send(&self, frames: u32) -> Result<(), LiveError> {
+        if frames == 0 {
+            return Ok(());
+        }
+        let mut attr = TestRunAttr {
+            prog_fd: self.program.as_raw_fd() as u32,
+            data_size_in: self.frame.len() as u32,
+            data_in: self.frame.as_ptr() as u64,
+            repeat: frames,
+            flags: BPF_F_TEST_XDP_LIVE_FRAMES,
+            batch_size: self.batch_size,
+            ..TestRunAttr::default()
+        };
+        match bpf(BPF_PROG_TEST_RUN, &mut attr) {
+            Ok(_) => Ok(()),
+            Err(error) if error.raw_os_error() == Some(libc::EINTR) => Err(LiveError::Interrupted),
+            Err(error) => Err(LiveError::Run(error)),
+        }
+    }
+
+    /// The interface frames leave by.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// How many flows the frames cycle through.
+    pub fn flows(&self) -> usize {
+        self.flows
+    }
+
+    /// The frame as it starts (flow 0).
+    pub fn frame(&self) -> &[u8] {
+        &self.frame
+    }
+}
+
+/// `union bpf_attr` for BPF_PROG_TEST_RUN (the `test` struct).
+#[repr(C)]
+#[derive(Default)]
+struct TestRunAttr {
+    prog_fd: u32,
+    retval: u32,
+    data_size_in: u32,
+    data_size_out: u32,
+    data_in: u64,
+    data_out: u64,
+    repeat: u32,
+    duration: u32,
+    ctx_size_in: u32,
+    ctx_size_out: u32,
+    ctx_in: u64,
+    ctx_out: u64,
+    flags: u32,
+    cpu: u32,
+    batch_size: u32,
+    _pad: u32,
+}
+
+/// Instructions with forward jumps to the final redirect, patched once its position is known.
+struct Assembler {
+    code: Vec<Insn>,
+    /// Indices of jumps whose target is the redirect.
+    to_redirect: Vec<usize>,
+}
+
+impl Assembler {
+    fn push(&mut self, insns: &[Insn]) {
+        self.code.extend_from_slice(insns);
+    }
+
+    /// A conditional jump to the redirect.
+    fn jump_to_redirect(&mut self, jump: Insn) {
+        self.to_redirect.push(self.code.len());
+        self.code.push(jump);
+    }
+
+    /// Appends the redirect and points every recorded jump at it.
+    fn finish_with(mut self, redirect: &[Insn]) -> Vec<Insn> {
+        let target = self.code.len();
+        for &at in &self.to_redirect {
+            self.code[at].off = (target - at - 1) as i16;
+        }
+        self.code.extend_from_slice(redirect);
+        self.code
+    }
+}
+
+/// The generator program with flows:
+///
+/// ```text
+/// flow = round robin ? counter[cpu]++ (wrapping at flows) : prandom() % flows
+/// value = table[flow]
+/// if data + end of the fields <= data_end: store value's two fields into the frame
+/// return bpf_redirect(ifindex, 0)
+/// ```
+fn flow_program(
+    ifindex: u32,
+    counter: RawFd,
+    table: RawFd,
+    flows: &LiveFlows,
+    frame_len: usize,
+) -> Vec<Insn> {
+    let count = flows.values.len() as i32;
+    let mut asm = Assembler {
+        code: Vec::with_capacity(40),
+        to_redirect: Vec::new(),
+    };
+    // r6 = ctx, kept across the calls
+    asm.push(&[insn(ALU64_MOV_X, 6, 1, 0, 0)]);
+    match flows.order {
+        LiveFlowOrder::RoundRobin => {
+            // r0 = &counter[0] of this CPU
+            asm.push(&[insn(ST_MEM_W, 10, 0, -4, 0)]);
+            asm.push(&map_lookup(counter, -4));
+            asm.jump_to_redirect(insn(JMP_JEQ_K, 0, 0, 0, 0));
+            asm.push(&[
+                // r7 = this frame's flow; the counter moves on to the next, wrapping to 0
+                insn(LDX_MEM_DW, 7, 0, 0, 0),
+                insn(ALU64_MOV_X, 1, 7, 0, 0),
+                insn(ALU64_ADD_K, 1, 0, 0, 1),
+                insn(JMP_JLT_K, 1, 0, 1, count),
+                insn(ALU64_MOV_K, 1, 0, 0, 0),
+                insn(STX_MEM_DW, 0, 1, 0, 0),
+                // key = flow
+                insn(STX_MEM_W, 10, 7, -8, 0),
+            ]);
+        }
+        LiveFlowOrder::Random => asm.push(&[
+            insn(JMP_CALL, 0, 0, 0, BPF_FUNC_GET_PRANDOM_U32),
+            insn(ALU64_MOD_K, 0, 0, 0, count),
+            insn(STX_MEM_W, 10, 0, -8, 0),
+        ]),
+    }
+    // r0 = &table[flow]
+    asm.push(&map_lookup(table, -8));
+    asm.jump_to_redirect(insn(JMP_JEQ_K, 0, 0, 0, 0));
+    let [first, second] = flows.offsets.map(|offset| offset as i16);
+    let end = (first.max(second) + 2).min(frame_len as i16);
+    asm.push(&[
+        insn(LDX_MEM_H, 3, 0, 0, 0),
+        insn(LDX_MEM_H, 4, 0, 2, 0),
+        // The verifier (and a program that shortened the frame) needs the bounds check.
+        insn(LDX_MEM_W, 1, 6, XDP_MD_DATA, 0),
+        insn(LDX_MEM_W, 2, 6, XDP_MD_DATA_END, 0),
+        insn(ALU64_MOV_X, 5, 1, 0, 0),
+        insn(ALU64_ADD_K, 5, 0, 0, end as i32),
+    ]);
+    asm.jump_to_redirect(insn(JMP_JGT_X, 5, 2, 0, 0));
+    asm.push(&[
+        insn(STX_MEM_H, 1, 3, first, 0),
+        insn(STX_MEM_H, 1, 4, second, 0),
+    ]);
+    asm.finish_with(&redirect_to_interface_program(ifindex))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flows(order: LiveFlowOrder) -> LiveFlows {
+        LiveFlows {
+            offsets: [34, 40],
+            values: vec![[0, 1, 2, 3]; 5],
+            order,
+        }
+    }
+
+    #[test]
+    fn every_early_exit_jumps_to_the_redirect() {
+        for order in [LiveFlowOrder::RoundRobin, LiveFlowOrder::Random] {
+            let code = flow_program(9, 3, 4, &flows(order), 60);
+            let redirect = code.len() - 4;
+            assert_eq!(code[redirect..], redirect_to_interface_program(9));
+            let mut jumps = 0;
+            for (at, instruction) in code.iter().enumerate() {
+                if matches!(instruction.code, JMP_JEQ_K | JMP_JGT_X) {
+                    assert_eq!(at + 1 + instruction.off as usize, redirect, "jump at {at}");
+                    jumps += 1;
+                }
+            }
+            let expected = if order == LiveFlowOrder::RoundRobin {
+                3
+            } else {
+                2
+            };
+            assert_eq!(jumps, expected);
+        }
+    }
+
+    #[test]
+    fn the_round_robin_counter_wraps_at_the_flow_count() {
+        let code = flow_program(9, 3, 4, &flows(LiveFlowOrder::RoundRobin), 60);
+        let wrap = code
+            .iter()
+            .position(|insn| insn.code == JMP_JLT_K)
+            .expect("the wrap");
+        assert_eq!((code[wrap].imm, code[wrap].off), (5, 1));
+        assert_eq!(code[wrap + 1], insn(ALU64_MOV_K, 1, 0, 0, 0));
+    }
+
+    #[test]
+    fn both_flow_programs_pass_the_verifier_when_root() {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: loading BPF needs root");
+            return;
+        }
+        let counter = create_map(BPF_MAP_TYPE_PERCPU_ARRAY, 8, 1).expect("counter");
+        let table = create_map(BPF_MAP_TYPE_ARRAY, 4, 5).expect("table");
+        for order in [LiveFlowOrder::RoundRobin, LiveFlowOrder::Random] {
+            let code = flow_program(1, counter.as_raw_fd(), table.as_raw_fd(), &flows(order), 60);
+            if let Err(error) = load(&code) {
+                panic!("{order:?}: {error:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_frames_flows_and_batches_are_refused_before_any_system_call() {
+        let frame = [0u8; 60];
+        assert!(matches!(
+            XdpLiveGenerator::new("lo", &[0; 10], None, 64),
+            Err(LiveError::FrameSize(10))
+        ));
+        assert!(matches!(
+            XdpLiveGenerator::new("lo", &frame, None, 0),
+            Err(LiveError::BatchSize(0))
+        ));
+        let outside = LiveFlows {
+            offsets: [34, 59],
+            ..flows(LiveFlowOrder::Random)
+        };
+        assert!(matches!(
+            XdpLiveGenerator::new("lo", &frame, Some(&outside), 64),
+            Err(LiveError::Flows { .. })
+        ));
+    }
+}
