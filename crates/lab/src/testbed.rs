@@ -11,6 +11,17 @@
 //! `{prefix}-c0` and `{prefix}-c1` (MACs 02:57:53:00:c0:01 and ...:c1:01, no addresses): the
 //! tester sends on one end and receives on the other to measure itself without a DuT (its own
 //! maximum rate and latency floor, DESIGN.md §6 "Calibration"). It is removed like the rest.
+//!
+//! **Backpressure.** Every veth gets a `pfifo` root qdisc instead of the default `noqueue`. A
+//! veth hands frames to its peer through a 256-slot ring; since Linux 6.16 a full ring stops
+//! the sender's TX queue and pushes back, but only when the device has a qdisc: with `noqueue`
+//! the frame is dropped (counted as the sender's `tx_dropped`). In the lab that made the
+//! NDR measure how often a NAPI thread on a shared core fell 256 frames behind: an AF_XDP
+//! sender (the tester, or a DuT) lost frames it had already handed to the kernel, while a
+//! real NIC would have held them in its TX ring. With the qdisc, the frame stays in the
+//! sender's AF_XDP TX ring (or the qdisc, for the kernel's own forwarding) until the peer
+//! catches up, as on hardware; what is lost then shows where it is lost (a full TX ring the
+//! sender counts, or a queue of the DuT), not in a counter no test reads.
 
 use crate::command::{CommandError, run};
 
@@ -239,6 +250,7 @@ impl Testbed {
                     ],
                     None,
                 )?;
+                self.backpressure(ns, ifname)?;
                 self.step(&["ip", "-n", ns, "link", "set", ifname, "up"], None)?;
             }
             self.pairs.push(pair);
@@ -284,10 +296,22 @@ impl Testbed {
                 &["ip", "-n", &ns, "link", "set", ifname, "address", &mac],
                 None,
             )?;
+            self.backpressure(&ns, ifname)?;
             self.step(&["ip", "-n", &ns, "link", "set", ifname, "up"], None)?;
         }
         self.calibration = Some(pair);
         Ok(())
+    }
+
+    /// Gives `ifname` a qdisc, so that its full peer ring pushes back instead of dropping (see
+    /// the module documentation).
+    fn backpressure(&mut self, ns: &str, ifname: &str) -> Result<(), TestbedError> {
+        self.step(
+            &[
+                "tc", "-n", ns, "qdisc", "replace", "dev", ifname, "root", "pfifo", "limit", "1000",
+            ],
+            None,
+        )
     }
 
     /// Runs one setup command, records it, and pushes its undo command if it has one.
@@ -413,6 +437,16 @@ mod tests {
                 &["-n", &lab.dut_ns, "-d", "link", "show", "wstlab1-d0"],
             );
             assert!(details.unwrap().contains("numrxqueues 2"));
+            // Every veth has a qdisc, so a full peer ring pushes back instead of dropping.
+            for (ns, ifname) in lab.pairs.iter().flat_map(|pair| {
+                [
+                    (&lab.tester_ns, &pair.tester_if),
+                    (&lab.dut_ns, &pair.dut_if),
+                ]
+            }) {
+                let qdisc = crate::run("tc", &["-n", ns, "qdisc", "show", "dev", ifname]);
+                assert!(qdisc.unwrap().contains("qdisc pfifo"), "{ifname}");
+            }
             assert!(
                 Testbed::up(&config).is_err(),
                 "a second lab with one prefix must fail"

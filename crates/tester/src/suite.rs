@@ -221,6 +221,9 @@ pub struct SuiteConfig {
     pub ndr_runs: u32,
     /// Measure the tester on its looped-back pair and stop: no DuT is set up.
     pub calibrate_only: bool,
+    /// After each trial's last departure, the longest wait for frames still inside the DuT
+    /// (the trial stops waiting once everything it sent has arrived).
+    pub drain_seconds: f64,
 }
 
 impl Default for SuiteConfig {
@@ -248,6 +251,7 @@ impl Default for SuiteConfig {
             recovery_seconds: 10.0,
             ndr_runs: 1,
             calibrate_only: false,
+            drain_seconds: 0.1,
         }
     }
 }
@@ -514,6 +518,7 @@ fn trial_config(config: &SuiteConfig, rate: f64, seconds: f64) -> TrialConfig {
         seconds,
         pattern: config.pattern,
         flow_order: config.flow_order,
+        linger: Duration::from_secs_f64(config.drain_seconds.max(0.0)),
         ..TrialConfig::default()
     }
 }
@@ -545,11 +550,18 @@ pub fn load_config(config: &SuiteConfig, load: Load) -> TrialConfig {
 fn describe(what: &str, size: u16, trial: &LabTrial) -> String {
     let m = &trial.measurement;
     format!(
-        "{size} B {what}: offered {:.3} Mpps, received {:.3} Mpps, loss {:.4} %, p50 {:.1} µs",
+        "{size} B {what}: offered {:.3} Mpps, received {:.3} Mpps, loss {:.4} % \
+         ({} lost: {} refused by the tester's TX ring, {} not sent in time, {} dropped by its \
+         RX socket), p50 {:.1} µs, last arrival {:.1} ms after sending",
         m.outcome.sent as f64 / m.outcome.seconds.max(1e-9) / 1e6,
         m.outcome.received_rate() / 1e6,
         100.0 * m.outcome.loss_ratio(),
-        m.latency.p50_ns as f64 / 1e3
+        m.outcome.lost(),
+        m.refused,
+        m.unsent,
+        m.receiver_dropped,
+        m.latency.p50_ns as f64 / 1e3,
+        m.drain_seconds * 1e3
     )
 }
 

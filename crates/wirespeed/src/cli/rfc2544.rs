@@ -124,6 +124,10 @@ struct MoreTests {
     /// Throughput searches in a row per frame size; 2 or more reports how well the NDR repeats.
     #[arg(long, default_value_t = 1)]
     ndr_runs: u32,
+    /// After each trial, the longest wait in seconds for frames still inside the DuT (a trial
+    /// stops waiting as soon as everything it sent has arrived; RFC 2544 §23 waits 2 s).
+    #[arg(long, default_value_t = 0.1)]
+    drain_seconds: f64,
     /// Only calibrate: measure the tester on its looped-back pair (its maximum rate, pacing
     /// and latency floor per frame size) without setting up a DuT.
     #[arg(long)]
@@ -186,6 +190,10 @@ impl Rfc2544Args {
             "burst, overload and recovery lengths must be positive"
         );
         anyhow::ensure!(self.more.ndr_runs >= 1, "--ndr-runs is at least 1");
+        anyhow::ensure!(
+            (0.0..=60.0).contains(&self.more.drain_seconds),
+            "--drain-seconds is between 0 and 60"
+        );
         let resolution = parse_resolution(&self.resolution)?;
         let latency_loads = self
             .latency_loads
@@ -232,6 +240,7 @@ impl Rfc2544Args {
                 recovery_seconds: self.more.recovery_seconds,
                 ndr_runs: self.more.ndr_runs,
                 calibrate_only: self.more.calibrate_only,
+                drain_seconds: self.more.drain_seconds,
                 latency_loads,
                 repeats: self.repeats,
                 plan: Plan {
