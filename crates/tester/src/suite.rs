@@ -221,6 +221,9 @@ pub struct SuiteConfig {
     pub ndr_runs: u32,
     /// Measure the tester on its looped-back pair and stop: no DuT is set up.
     pub calibrate_only: bool,
+    /// Binary search: times a failed trial is run again at the same rate before the rate
+    /// counts as failed ([`crate::rfc2544::search`], "Retries").
+    pub retries: u32,
     /// After each trial's last departure, the longest wait for frames still inside the DuT
     /// (the trial stops waiting once everything it sent has arrived).
     pub drain_seconds: f64,
@@ -251,6 +254,7 @@ impl Default for SuiteConfig {
             recovery_seconds: 10.0,
             ndr_runs: 1,
             calibrate_only: false,
+            retries: 0,
             drain_seconds: 0.1,
         }
     }
@@ -329,7 +333,11 @@ pub fn estimate_trials(config: &SuiteConfig) -> usize {
     }
     .clamp(1e-6, 1.0);
     let search = match config.search {
-        SearchKind::Binary => (1.0 / share).log2().ceil() as usize + 1,
+        // About half the rates fail, and a failing rate costs its retries too.
+        SearchKind::Binary => {
+            let steps = (1.0 / share).log2().ceil() as usize + 1;
+            steps + steps.div_ceil(2) * config.retries as usize
+        }
         SearchKind::Mlr => 2 * ((1.0 / share).log2().ceil() as usize + 1),
     };
     if config.calibrate_only {
@@ -746,7 +754,8 @@ fn frame_size(
                     loss_tolerance: config.loss_tolerance,
                     resolution,
                     repeats: config.repeats,
-                    max_trials: 40,
+                    retries: config.retries,
+                    max_trials: 40 * (1 + config.retries.min(9)),
                 };
                 let mut found_search =
                     throughput(&search, |spec| trial(spec, &what, &mut gathered));

@@ -57,6 +57,11 @@ pub struct Rfc2544Args {
     /// Largest loss ratio that still counts as no drop (0 for RFC 2544).
     #[arg(long, default_value_t = 0.0)]
     loss_tolerance: f64,
+    /// Binary search: times a trial that lost frames is run again at the same rate before the
+    /// rate counts as failed (0: one trial per rate, as RFC 2544 has it). A stall of a shared
+    /// core then has to hit every attempt to pull the NDR down.
+    #[arg(long, default_value_t = 0)]
+    retries: u32,
     /// Search resolution: frames/s, or a percentage of the starting rate (`2%`).
     #[arg(long, default_value = "2%")]
     resolution: String,
@@ -190,6 +195,7 @@ impl Rfc2544Args {
             "burst, overload and recovery lengths must be positive"
         );
         anyhow::ensure!(self.more.ndr_runs >= 1, "--ndr-runs is at least 1");
+        anyhow::ensure!(self.retries <= 9, "--retries is at most 9");
         anyhow::ensure!(
             (0.0..=60.0).contains(&self.more.drain_seconds),
             "--drain-seconds is between 0 and 60"
@@ -241,6 +247,7 @@ impl Rfc2544Args {
                 ndr_runs: self.more.ndr_runs,
                 calibrate_only: self.more.calibrate_only,
                 drain_seconds: self.more.drain_seconds,
+                retries: self.retries,
                 latency_loads,
                 repeats: self.repeats,
                 plan: Plan {
