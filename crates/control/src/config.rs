@@ -203,6 +203,8 @@ pub enum BackendConfig {
         queues: Option<Vec<u16>>,
         zero_copy: bool,
         xdp_mode: XdpMode,
+        /// Ring sizes asked for; the backend's defaults where `None`.
+        rings: RingSizes,
     },
     AfPacket {
         interface: String,
@@ -211,6 +213,18 @@ pub enum BackendConfig {
         rx: Option<PathBuf>,
         tx: Option<PathBuf>,
     },
+}
+
+/// Sizes of an AF_XDP socket's four rings, each a power of two from 64 to 65536 when set
+/// (`None`: the backend's default). Larger rings absorb longer stalls of the other side (the
+/// kernel's NAPI thread filling RX, the peer draining TX) at the cost of frames held and
+/// latency under overload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RingSizes {
+    pub rx: Option<u32>,
+    pub tx: Option<u32>,
+    pub fill: Option<u32>,
+    pub completion: Option<u32>,
 }
 
 /// How the XDP program is attached.
@@ -452,6 +466,10 @@ struct RawPort {
     queues: Option<Spanned<Vec<u16>>>,
     zero_copy: Option<Spanned<bool>>,
     xdp_mode: Option<Spanned<XdpMode>>,
+    rx_ring: Option<Spanned<u32>>,
+    tx_ring: Option<Spanned<u32>>,
+    fill_ring: Option<Spanned<u32>>,
+    completion_ring: Option<Spanned<u32>>,
     rx: Option<Spanned<PathBuf>>,
     tx: Option<Spanned<PathBuf>>,
 }
@@ -742,7 +760,29 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
             port.queues.as_ref().map(|q| (q.span(), "queues")),
             port.zero_copy.as_ref().map(|z| (z.span(), "zero_copy")),
             port.xdp_mode.as_ref().map(|x| (x.span(), "xdp_mode")),
+            port.rx_ring.as_ref().map(|r| (r.span(), "rx_ring")),
+            port.tx_ring.as_ref().map(|r| (r.span(), "tx_ring")),
+            port.fill_ring.as_ref().map(|r| (r.span(), "fill_ring")),
+            port.completion_ring
+                .as_ref()
+                .map(|r| (r.span(), "completion_ring")),
         ];
+        let ring = |size: &Option<Spanned<u32>>, field: &str| -> Result<Option<u32>, ConfigError> {
+            match size {
+                Some(size)
+                    if !size.get_ref().is_power_of_two()
+                        || !(64..=65536).contains(size.get_ref()) =>
+                {
+                    Err(at.error(
+                        size.span(),
+                        &key(field),
+                        "a ring size is a power of two from 64 to 65536",
+                        "use e.g. 2048 (the default) or 4096",
+                    ))
+                }
+                size => Ok(size.as_ref().map(|s| *s.get_ref())),
+            }
+        };
         let backend = match port.backend.get_ref().as_str() {
             "afxdp" | "afpacket" => {
                 let Some(interface) = &port.interface else {
@@ -772,6 +812,12 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
                         queues: port.queues.map(Spanned::into_inner),
                         zero_copy: port.zero_copy.is_some_and(|z| *z.get_ref()),
                         xdp_mode: port.xdp_mode.map_or(XdpMode::Auto, Spanned::into_inner),
+                        rings: RingSizes {
+                            rx: ring(&port.rx_ring, "rx_ring")?,
+                            tx: ring(&port.tx_ring, "tx_ring")?,
+                            fill: ring(&port.fill_ring, "fill_ring")?,
+                            completion: ring(&port.completion_ring, "completion_ring")?,
+                        },
                     }
                 } else {
                     for (span, field) in afxdp_only.iter().flatten() {
@@ -1483,9 +1529,39 @@ pairs = [["in", "out"]]
                 interface: "ws-d0".into(),
                 queues: Some(vec![0, 1]),
                 zero_copy: false,
-                xdp_mode: XdpMode::Auto
+                xdp_mode: XdpMode::Auto,
+                rings: RingSizes::default(),
             }
         );
+    }
+
+    #[test]
+    fn afxdp_ring_sizes_are_read_and_checked() {
+        let sized = GOOD.replace(
+            "queues = [0, 1]",
+            "queues = [0, 1]\ntx_ring = 8192\ncompletion_ring = 8192\nfill_ring = 4096",
+        );
+        let config = parse("good.toml", &sized).unwrap();
+        let BackendConfig::AfXdp { rings, .. } = config.ports[2].backend else {
+            panic!("an AF_XDP port");
+        };
+        assert_eq!(
+            rings,
+            RingSizes {
+                rx: None,
+                tx: Some(8192),
+                fill: Some(4096),
+                completion: Some(8192),
+            }
+        );
+        for bad in ["3000", "32", "131072"] {
+            let error = error_of(&GOOD.replace("queues = [0, 1]", &format!("rx_ring = {bad}")));
+            assert_eq!(error.key, "port[2].rx_ring", "{bad}");
+            assert!(error.message.contains("power of two"), "{error}");
+        }
+        // Only AF_XDP ports have these rings.
+        let error = error_of(&GOOD.replace("rx = \"in.pcap\"", "rx = \"in.pcap\"\ntx_ring = 4096"));
+        assert_eq!(error.key, "port[0].tx_ring");
     }
 
     #[test]
