@@ -481,11 +481,10 @@ impl StallingDut {
     }
 }
 
-/// Runs two searches in a row on one stalling DuT per seed and counts the pairs whose NDRs
-/// agree within `within` (relative to the larger); also checks that no NDR exceeds the capacity.
-fn agreeing_pairs(retries: u32, stall_probability: f64, seeds: u64, within: f64) -> u64 {
-    let capacity = 380_000.0;
-    let config = ThroughputConfig {
+/// A search as the lab runs one at 64 B: from the tester's 1.5 Mpps down, 1-second trials,
+/// a 1 % resolution, no repeats, and a trial cap that leaves room for the retries.
+fn lab_like(retries: u32) -> ThroughputConfig {
+    ThroughputConfig {
         max_rate: 1_500_000.0,
         min_rate: 15_000.0,
         trial_seconds: 1.0,
@@ -494,7 +493,14 @@ fn agreeing_pairs(retries: u32, stall_probability: f64, seeds: u64, within: f64)
         retries,
         max_trials: 40 * (1 + retries),
         ..ThroughputConfig::default()
-    };
+    }
+}
+
+/// Runs two searches in a row on one stalling DuT per seed and counts the pairs whose NDRs
+/// agree within `within` (relative to the larger); also checks that no NDR exceeds the capacity.
+fn agreeing_pairs(retries: u32, stall_probability: f64, seeds: u64, within: f64) -> u64 {
+    let capacity = 380_000.0;
+    let config = lab_like(retries);
     let mut agreeing = 0;
     for seed in 0..seeds {
         let mut dut = StallingDut {
@@ -540,15 +546,7 @@ fn retries_cost_trials_only_where_a_rate_fails_and_keep_every_attempt() {
         stall_frames: 0,
         rng: Rng::new(1),
     };
-    let config = ThroughputConfig {
-        max_rate: 1_500_000.0,
-        min_rate: 15_000.0,
-        trial_seconds: 1.0,
-        resolution: 15_000.0,
-        repeats: 0,
-        retries: 2,
-        ..ThroughputConfig::default()
-    };
+    let config = lab_like(2);
     let result = throughput(&config, |spec| dut.trial(spec));
     let ndr = result.ndr.unwrap();
     assert!(ndr <= 380_000.0 && ndr >= 380_000.0 - 15_000.0, "{ndr}");
