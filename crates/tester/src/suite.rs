@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use wirespeed_lab::Testbed;
 
-use crate::bench::placement::{Placed, Plan, check_threads, place_kernel, place_napi};
+use crate::bench::placement::{Placed, Plan, check_threads, place_kernel, place_napi_niced};
 use crate::dut::probe::verify;
 use crate::dut::{Dut, Wiring};
 use crate::generator::pacing::Pattern;
@@ -527,6 +527,7 @@ fn trial_config(config: &SuiteConfig, rate: f64, seconds: f64) -> TrialConfig {
         pattern: config.pattern,
         flow_order: config.flow_order,
         linger: Duration::from_secs_f64(config.drain_seconds.max(0.0)),
+        generator_nice: config.plan.nice,
         ..TrialConfig::default()
     }
 }
@@ -583,10 +584,11 @@ fn calibrate(
     commands: &mut Vec<String>,
 ) -> Result<Calibration, String> {
     pins.extend(
-        place_napi(
+        place_napi_niced(
             &lab.tester_ns,
             &pair.receiver_if,
             config.plan.receiver_cpu,
+            config.plan.nice,
             commands,
         )
         .map_err(|error| error.to_string())?,

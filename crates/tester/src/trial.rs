@@ -42,7 +42,7 @@ use wirespeed_io::{Port, QueueId};
 use wirespeed_packet::cpu::{rdtsc, tsc_hz};
 use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM, MAX_BATCH};
 
-use crate::bench::placement::{Placed, this_thread};
+use crate::bench::placement::{Placed, place_this_thread};
 use crate::dut::probe::TesterPorts;
 use crate::generator::pacing::{PacingAccuracy, PacingError, Pattern, Rng, Schedule};
 use crate::generator::probe::{self, PROBE_LEN, Probe, ProbeError, ProbeWriter};
@@ -84,6 +84,10 @@ pub struct TrialConfig {
     pub then: Option<Phase>,
     /// Which flow each frame belongs to.
     pub flow_order: FlowOrder,
+    /// Nice value of the generator thread in a lab trial, `None` to leave it alone. A
+    /// generator that other jobs preempt sends what fell due meanwhile in one burst when it
+    /// runs again, and that burst, not the DuT, overflows the rings.
+    pub generator_nice: Option<i32>,
 }
 
 impl Default for TrialConfig {
@@ -98,6 +102,7 @@ impl Default for TrialConfig {
             frames: None,
             then: None,
             flow_order: FlowOrder::RoundRobin,
+            generator_nice: None,
         }
     }
 }
@@ -627,7 +632,8 @@ pub fn run_in_lab(
             .spawn(|| -> Result<LabTrial, String> {
                 wirespeed_io::thread::pin_to_core(cpu)
                     .map_err(|error| format!("pinning the generator to CPU {cpu}: {error}"))?;
-                let generator = this_thread("generator");
+                let generator = place_this_thread("generator", config.generator_nice)
+                    .map_err(|error| error.to_string())?;
                 let mut tester = TesterPorts::open_interfaces(
                     &ports.namespace,
                     &ports.sender_if,

@@ -99,6 +99,12 @@ pub struct Rfc2544Args {
     /// Core of the DuT.
     #[arg(long, default_value_t = 1)]
     dut_cpu: usize,
+    /// Nice value of the generator thread and the NAPI threads of the DuT's ingress and the
+    /// tester's receive (`off`: leave them alone). At -20 other jobs on a shared machine barely
+    /// preempt them: a preempted generator sends in bursts, a preempted NAPI thread stalls the
+    /// path, and either shows as DuT loss. The DuT's own threads keep their priority.
+    #[arg(long, default_value = "-20", allow_hyphen_values = true)]
+    nice: String,
     /// Core of the tester's receive NAPI thread (default: the DuT core).
     #[arg(long)]
     receiver_cpu: Option<usize>,
@@ -201,6 +207,16 @@ impl Rfc2544Args {
             "--drain-seconds is between 0 and 60"
         );
         let resolution = parse_resolution(&self.resolution)?;
+        let nice = match self.nice.trim() {
+            "off" => None,
+            text => {
+                let nice: i32 = text
+                    .parse()
+                    .with_context(|| format!("--nice {text:?} is neither a number nor off"))?;
+                anyhow::ensure!((-20..=19).contains(&nice), "--nice is -20..=19 or off");
+                Some(nice)
+            }
+        };
         let latency_loads = self
             .latency_loads
             .split(',')
@@ -254,7 +270,7 @@ impl Rfc2544Args {
                     generator_cpu: self.generator_cpu,
                     dut_cpu: self.dut_cpu,
                     receiver_cpu: self.receiver_cpu.unwrap_or(self.dut_cpu),
-                    nice: None,
+                    nice,
                 },
                 ..SuiteConfig::default()
             },
