@@ -43,7 +43,7 @@ use wirespeed_packet::cpu::{rdtsc, tsc_hz};
 use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM, MAX_BATCH};
 
 use crate::bench::placement::{Placed, place_this_thread};
-use crate::dut::probe::TesterPorts;
+use crate::dut::probe::{RECEIVER_RING, TesterPorts};
 use crate::generator::pacing::{PacingAccuracy, PacingError, Pattern, Rng, Schedule};
 use crate::generator::probe::{self, PROBE_LEN, Probe, ProbeError, ProbeWriter};
 use crate::generator::{Template, prefill};
@@ -639,6 +639,7 @@ pub fn run_in_lab(
                     &ports.sender_if,
                     &ports.receiver_if,
                     16384,
+                    RECEIVER_RING,
                 )?;
                 let mode = tester.t0.info().mode.clone();
                 let counters =
