@@ -549,7 +549,7 @@ fn retries_cost_trials_only_where_a_rate_fails_and_keep_every_attempt() {
     let config = lab_like(2);
     let result = throughput(&config, |spec| dut.trial(spec));
     let ndr = result.ndr.unwrap();
-    assert!(ndr <= 380_000.0 && ndr >= 380_000.0 - 15_000.0, "{ndr}");
+    assert!((380_000.0 - 15_000.0..=380_000.0).contains(&ndr), "{ndr}");
     // A clean DuT: every rate that failed was tried three times, every rate that passed once.
     let mut rates: Vec<f64> = result.trials.iter().map(|t| t.spec.load.rate()).collect();
     rates.dedup();
