@@ -697,13 +697,15 @@ mod tests {
                 ..LinkConfig::default()
             },
         );
-        // A low rate, so that even an unoptimised test build on a busy machine keeps up.
+        // A low rate, so that even an unoptimised test build on a busy machine keeps up. The
+        // linger is only an upper bound: once every frame is back the trial stops waiting.
         let config = TrialConfig {
             rate: 20_000.0,
             seconds: 0.1,
-            linger: Duration::from_millis(10),
+            linger: Duration::from_secs(60),
             ..TrialConfig::default()
         };
+        let started = std::time::Instant::now();
         let m = run(
             &mut a,
             &mut b,
@@ -713,6 +715,12 @@ mod tests {
             &AtomicBool::new(false),
         )
         .unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "waited out the linger"
+        );
+        assert!(m.drain_seconds < 30.0, "{}", m.drain_seconds);
+        assert_eq!(m.receiver_dropped, 0);
         assert_eq!(m.outcome.sent, 2_000);
         assert_eq!(m.transmitted + m.refused + m.unsent, 2_000);
         // The memory link never refuses: everything left and came back, in order.
