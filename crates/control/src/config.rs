@@ -204,16 +204,30 @@ pub enum BackendConfig {
         queues: Option<Vec<u16>>,
         zero_copy: bool,
         xdp_mode: XdpMode,
+        /// Ring sizes asked for; the backend's defaults where `None`.
+        rings: RingSizes,
     },
     AfPacket {
         interface: String,
-        /// The RX ring's layout (`rx_ring = "v3"`, the default, or `"v2"`).
-        rx_ring: RxRingKind,
+        /// The RX ring's layout (`rx_tpacket = "v3"`, the default, or `"v2"`).
+        rx_tpacket: RxRingKind,
     },
     Pcap {
         rx: Option<PathBuf>,
         tx: Option<PathBuf>,
     },
+}
+
+/// Sizes of an AF_XDP socket's four rings, each a power of two from 64 to 65536 when set
+/// (`None`: the backend's default). Larger rings absorb longer stalls of the other side (the
+/// kernel's NAPI thread filling RX, the peer draining TX) at the cost of frames held and
+/// latency under overload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RingSizes {
+    pub rx: Option<u32>,
+    pub tx: Option<u32>,
+    pub fill: Option<u32>,
+    pub completion: Option<u32>,
 }
 
 /// How the XDP program is attached.
@@ -455,7 +469,11 @@ struct RawPort {
     queues: Option<Spanned<Vec<u16>>>,
     zero_copy: Option<Spanned<bool>>,
     xdp_mode: Option<Spanned<XdpMode>>,
-    rx_ring: Option<Spanned<String>>,
+    rx_tpacket: Option<Spanned<String>>,
+    rx_ring: Option<Spanned<u32>>,
+    tx_ring: Option<Spanned<u32>>,
+    fill_ring: Option<Spanned<u32>>,
+    completion_ring: Option<Spanned<u32>>,
     rx: Option<Spanned<PathBuf>>,
     tx: Option<Spanned<PathBuf>>,
 }
@@ -746,7 +764,29 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
             port.queues.as_ref().map(|q| (q.span(), "queues")),
             port.zero_copy.as_ref().map(|z| (z.span(), "zero_copy")),
             port.xdp_mode.as_ref().map(|x| (x.span(), "xdp_mode")),
+            port.rx_ring.as_ref().map(|r| (r.span(), "rx_ring")),
+            port.tx_ring.as_ref().map(|r| (r.span(), "tx_ring")),
+            port.fill_ring.as_ref().map(|r| (r.span(), "fill_ring")),
+            port.completion_ring
+                .as_ref()
+                .map(|r| (r.span(), "completion_ring")),
         ];
+        let ring = |size: &Option<Spanned<u32>>, field: &str| -> Result<Option<u32>, ConfigError> {
+            match size {
+                Some(size)
+                    if !size.get_ref().is_power_of_two()
+                        || !(64..=65536).contains(size.get_ref()) =>
+                {
+                    Err(at.error(
+                        size.span(),
+                        &key(field),
+                        "a ring size is a power of two from 64 to 65536",
+                        "use e.g. 2048 (the default) or 4096",
+                    ))
+                }
+                size => Ok(size.as_ref().map(|s| *s.get_ref())),
+            }
+        };
         let backend = match port.backend.get_ref().as_str() {
             "afxdp" | "afpacket" => {
                 let Some(interface) = &port.interface else {
@@ -772,9 +812,9 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
                 let interface = interface.get_ref().clone();
                 if port.backend.get_ref() == "afxdp" {
                     only(
-                        port.rx_ring.is_some(),
-                        span_of(port.rx_ring.as_ref().map(|r| r.span())),
-                        "rx_ring",
+                        port.rx_tpacket.is_some(),
+                        span_of(port.rx_tpacket.as_ref().map(|r| r.span())),
+                        "rx_tpacket",
                         "afpacket",
                     )?;
                     BackendConfig::AfXdp {
@@ -782,33 +822,42 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
                         queues: port.queues.map(Spanned::into_inner),
                         zero_copy: port.zero_copy.is_some_and(|z| *z.get_ref()),
                         xdp_mode: port.xdp_mode.map_or(XdpMode::Auto, Spanned::into_inner),
+                        rings: RingSizes {
+                            rx: ring(&port.rx_ring, "rx_ring")?,
+                            tx: ring(&port.tx_ring, "tx_ring")?,
+                            fill: ring(&port.fill_ring, "fill_ring")?,
+                            completion: ring(&port.completion_ring, "completion_ring")?,
+                        },
                     }
                 } else {
                     for (span, field) in afxdp_only.iter().flatten() {
                         only(true, span.clone(), field, "afxdp")?;
                     }
-                    let rx_ring = match &port.rx_ring {
+                    let rx_tpacket = match &port.rx_tpacket {
                         None => RxRingKind::default(),
                         Some(kind) => kind.get_ref().parse().map_err(|problem: String| {
                             at.error(
                                 kind.span(),
-                                &key("rx_ring"),
+                                &key("rx_tpacket"),
                                 &problem,
-                                "write rx_ring = \"v3\" or rx_ring = \"v2\"",
+                                "write rx_tpacket = \"v3\" or rx_tpacket = \"v2\"",
                             )
                         })?,
                     };
-                    BackendConfig::AfPacket { interface, rx_ring }
+                    BackendConfig::AfPacket {
+                        interface,
+                        rx_tpacket,
+                    }
                 }
             }
             "pcap" => {
                 let interface = port.interface.as_ref().map(|i| (i.span(), "interface"));
-                let rx_ring = port.rx_ring.as_ref().map(|r| (r.span(), "rx_ring"));
+                let rx_tpacket = port.rx_tpacket.as_ref().map(|r| (r.span(), "rx_tpacket"));
                 for (span, field) in afxdp_only
                     .iter()
                     .flatten()
                     .chain(&interface)
-                    .chain(&rx_ring)
+                    .chain(&rx_tpacket)
                 {
                     only(true, span.clone(), field, "afxdp or afpacket")?;
                 }
@@ -1510,9 +1559,39 @@ pairs = [["in", "out"]]
                 interface: "ws-d0".into(),
                 queues: Some(vec![0, 1]),
                 zero_copy: false,
-                xdp_mode: XdpMode::Auto
+                xdp_mode: XdpMode::Auto,
+                rings: RingSizes::default(),
             }
         );
+    }
+
+    #[test]
+    fn afxdp_ring_sizes_are_read_and_checked() {
+        let sized = GOOD.replace(
+            "queues = [0, 1]",
+            "queues = [0, 1]\ntx_ring = 8192\ncompletion_ring = 8192\nfill_ring = 4096",
+        );
+        let config = parse("good.toml", &sized).unwrap();
+        let BackendConfig::AfXdp { rings, .. } = config.ports[2].backend else {
+            panic!("an AF_XDP port");
+        };
+        assert_eq!(
+            rings,
+            RingSizes {
+                rx: None,
+                tx: Some(8192),
+                fill: Some(4096),
+                completion: Some(8192),
+            }
+        );
+        for bad in ["3000", "32", "131072"] {
+            let error = error_of(&GOOD.replace("queues = [0, 1]", &format!("rx_ring = {bad}")));
+            assert_eq!(error.key, "port[2].rx_ring", "{bad}");
+            assert!(error.message.contains("power of two"), "{error}");
+        }
+        // Only AF_XDP ports have these rings.
+        let error = error_of(&GOOD.replace("rx = \"in.pcap\"", "rx = \"in.pcap\"\ntx_ring = 4096"));
+        assert_eq!(error.key, "port[0].tx_ring");
     }
 
     #[test]
@@ -1610,7 +1689,7 @@ pairs = [["in", "out"]]
     }
 
     #[test]
-    fn an_afpacket_port_takes_its_rx_ring_layout() {
+    fn an_afpacket_port_takes_its_rx_tpacket_version() {
         let afpacket = GOOD.replace(
             "backend = \"afxdp\"\ninterface = \"ws-d0\"\nqueues = [0, 1]",
             "backend = \"afpacket\"\ninterface = \"ws-d0\"",
@@ -1620,26 +1699,26 @@ pairs = [["in", "out"]]
             config.ports[2].backend,
             BackendConfig::AfPacket {
                 interface: "ws-d0".into(),
-                rx_ring: RxRingKind::Blocks
+                rx_tpacket: RxRingKind::Blocks
             }
         );
         let slots = afpacket.replace(
             "interface = \"ws-d0\"",
-            "interface = \"ws-d0\"\nrx_ring = \"v2\"",
+            "interface = \"ws-d0\"\nrx_tpacket = \"v2\"",
         );
         let config = parse("good.toml", &slots).unwrap();
         assert_eq!(
             config.ports[2].backend,
             BackendConfig::AfPacket {
                 interface: "ws-d0".into(),
-                rx_ring: RxRingKind::Slots
+                rx_tpacket: RxRingKind::Slots
             }
         );
         let error = error_of(&slots.replace("\"v2\"", "\"v4\""));
-        assert_eq!(error.key, "port[2].rx_ring");
+        assert_eq!(error.key, "port[2].rx_tpacket");
         assert_eq!(error.line, 20);
         assert!(error.message.contains("\"v4\""), "{error}");
-        assert!(error.fix.contains("rx_ring = \"v3\""), "{error}");
+        assert!(error.fix.contains("rx_tpacket = \"v3\""), "{error}");
     }
 
     #[test]

@@ -11,6 +11,18 @@
 //! `{prefix}-c0` and `{prefix}-c1` (MACs 02:57:53:00:c0:01 and ...:c1:01, no addresses): the
 //! tester sends on one end and receives on the other to measure itself without a DuT (its own
 //! maximum rate and latency floor, DESIGN.md §6 "Calibration"). It is removed like the rest.
+//!
+//! **Backpressure** ([`Testbed::backpressure`], asked for by the RFC 2544 suite). A veth hands
+//! frames to its peer through a 256-slot ring; since Linux 6.16 a full ring stops the sender's
+//! TX queue and pushes back, but only when the device has a qdisc: with the default `noqueue`
+//! the frame is dropped (counted as the sender's `tx_dropped`). In the lab that made the NDR
+//! measure how often a NAPI thread on a shared core fell 256 frames behind: an AF_XDP sender
+//! (the tester, or a DuT) lost frames it had already handed to the kernel, while a real NIC
+//! would have held them in its TX ring. With a `pfifo` qdisc on every veth, the frame stays
+//! in the sender's AF_XDP TX ring (or the qdisc, for the kernel's own forwarding) until the
+//! peer catches up, as on hardware; what is lost then shows where it is lost (a full TX ring
+//! the sender counts, or a queue of the DuT), not in a counter no test reads. The other
+//! benchmarks keep `noqueue`, so their figures stay comparable with the ones already taken.
 
 use crate::command::{CommandError, run};
 
@@ -290,6 +302,31 @@ impl Testbed {
         Ok(())
     }
 
+    /// Gives every veth of the testbed (the calibration pair's too) a `pfifo` qdisc, so that
+    /// a full peer ring pushes back instead of dropping (see the module documentation). The
+    /// qdiscs go away with the links.
+    pub fn backpressure(&mut self) -> Result<(), TestbedError> {
+        let mut links: Vec<(String, String)> = Vec::new();
+        for pair in &self.pairs {
+            links.push((self.tester_ns.clone(), pair.tester_if.clone()));
+            links.push((self.dut_ns.clone(), pair.dut_if.clone()));
+        }
+        if let Some(pair) = &self.calibration {
+            links.push((self.tester_ns.clone(), pair.sender_if.clone()));
+            links.push((self.tester_ns.clone(), pair.receiver_if.clone()));
+        }
+        for (ns, ifname) in links {
+            self.step(
+                &[
+                    "tc", "-n", &ns, "qdisc", "replace", "dev", &ifname, "root", "pfifo", "limit",
+                    "1000",
+                ],
+                None,
+            )?;
+        }
+        Ok(())
+    }
+
     /// Runs one setup command, records it, and pushes its undo command if it has one.
     fn step(&mut self, command: &[&str], undo: Option<&[&str]>) -> Result<(), TestbedError> {
         self.log.push(command.join(" "));
@@ -401,7 +438,7 @@ mod tests {
         };
         let _ = down(&config.prefix);
         {
-            let lab = Testbed::up(&config).expect("lab up");
+            let mut lab = Testbed::up(&config).expect("lab up");
             assert_eq!(lab.pairs.len(), 2);
             // The DuT answers a ping from the tester over each pair: the wiring is right.
             for pair in &lab.pairs {
@@ -413,6 +450,18 @@ mod tests {
                 &["-n", &lab.dut_ns, "-d", "link", "show", "wstlab1-d0"],
             );
             assert!(details.unwrap().contains("numrxqueues 2"));
+            // Asked for, every veth gets a qdisc, so a full peer ring pushes back instead of
+            // dropping.
+            lab.backpressure().expect("qdiscs");
+            for (ns, ifname) in lab.pairs.iter().flat_map(|pair| {
+                [
+                    (&lab.tester_ns, &pair.tester_if),
+                    (&lab.dut_ns, &pair.dut_if),
+                ]
+            }) {
+                let qdisc = crate::run("tc", &["-n", ns, "qdisc", "show", "dev", ifname]);
+                assert!(qdisc.unwrap().contains("qdisc pfifo"), "{ifname}");
+            }
             assert!(
                 Testbed::up(&config).is_err(),
                 "a second lab with one prefix must fail"

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use wirespeed_lab::Testbed;
 
-use crate::bench::placement::{Placed, Plan, check_threads, place_kernel, place_napi};
+use crate::bench::placement::{Placed, Plan, check_threads, place_kernel, place_napi_niced};
 use crate::dut::probe::verify;
 use crate::dut::{Dut, Wiring};
 use crate::generator::pacing::Pattern;
@@ -221,6 +221,12 @@ pub struct SuiteConfig {
     pub ndr_runs: u32,
     /// Measure the tester on its looped-back pair and stop: no DuT is set up.
     pub calibrate_only: bool,
+    /// Binary search: times a failed trial is run again at the same rate before the rate
+    /// counts as failed ([`crate::rfc2544::search`], "Retries").
+    pub retries: u32,
+    /// After each trial's last departure, the longest wait for frames still inside the DuT
+    /// (the trial stops waiting once everything it sent has arrived).
+    pub drain_seconds: f64,
 }
 
 impl Default for SuiteConfig {
@@ -248,6 +254,8 @@ impl Default for SuiteConfig {
             recovery_seconds: 10.0,
             ndr_runs: 1,
             calibrate_only: false,
+            retries: 0,
+            drain_seconds: 0.1,
         }
     }
 }
@@ -325,7 +333,11 @@ pub fn estimate_trials(config: &SuiteConfig) -> usize {
     }
     .clamp(1e-6, 1.0);
     let search = match config.search {
-        SearchKind::Binary => (1.0 / share).log2().ceil() as usize + 1,
+        // About half the rates fail, and a failing rate costs its retries too.
+        SearchKind::Binary => {
+            let steps = (1.0 / share).log2().ceil() as usize + 1;
+            steps + steps.div_ceil(2) * config.retries as usize
+        }
         SearchKind::Mlr => 2 * ((1.0 / share).log2().ceil() as usize + 1),
     };
     if config.calibrate_only {
@@ -514,6 +526,8 @@ fn trial_config(config: &SuiteConfig, rate: f64, seconds: f64) -> TrialConfig {
         seconds,
         pattern: config.pattern,
         flow_order: config.flow_order,
+        linger: Duration::from_secs_f64(config.drain_seconds.max(0.0)),
+        generator_nice: config.plan.nice,
         ..TrialConfig::default()
     }
 }
@@ -545,11 +559,18 @@ pub fn load_config(config: &SuiteConfig, load: Load) -> TrialConfig {
 fn describe(what: &str, size: u16, trial: &LabTrial) -> String {
     let m = &trial.measurement;
     format!(
-        "{size} B {what}: offered {:.3} Mpps, received {:.3} Mpps, loss {:.4} %, p50 {:.1} µs",
+        "{size} B {what}: offered {:.3} Mpps, received {:.3} Mpps, loss {:.4} % \
+         ({} lost: {} refused by the tester's TX ring, {} not sent in time, {} dropped by its \
+         RX socket), p50 {:.1} µs, last arrival {:.1} ms after sending",
         m.outcome.sent as f64 / m.outcome.seconds.max(1e-9) / 1e6,
         m.outcome.received_rate() / 1e6,
         100.0 * m.outcome.loss_ratio(),
-        m.latency.p50_ns as f64 / 1e3
+        m.outcome.lost(),
+        m.refused,
+        m.unsent,
+        m.receiver_dropped,
+        m.latency.p50_ns as f64 / 1e3,
+        m.drain_seconds * 1e3
     )
 }
 
@@ -563,10 +584,11 @@ fn calibrate(
     commands: &mut Vec<String>,
 ) -> Result<Calibration, String> {
     pins.extend(
-        place_napi(
+        place_napi_niced(
             &lab.tester_ns,
             &pair.receiver_if,
             config.plan.receiver_cpu,
+            config.plan.nice,
             commands,
         )
         .map_err(|error| error.to_string())?,
@@ -734,7 +756,8 @@ fn frame_size(
                     loss_tolerance: config.loss_tolerance,
                     resolution,
                     repeats: config.repeats,
-                    max_trials: 40,
+                    retries: config.retries,
+                    max_trials: 40 * (1 + config.retries.min(9)),
                 };
                 let mut found_search =
                     throughput(&search, |spec| trial(spec, &what, &mut gathered));

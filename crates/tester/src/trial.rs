@@ -42,8 +42,8 @@ use wirespeed_io::{Port, QueueId};
 use wirespeed_packet::cpu::{rdtsc, tsc_hz};
 use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM, MAX_BATCH};
 
-use crate::bench::placement::{Placed, this_thread};
-use crate::dut::probe::TesterPorts;
+use crate::bench::placement::{Placed, place_this_thread};
+use crate::dut::probe::{RECEIVER_RING, TesterPorts};
 use crate::generator::pacing::{PacingAccuracy, PacingError, Pattern, Rng, Schedule};
 use crate::generator::probe::{self, PROBE_LEN, Probe, ProbeError, ProbeWriter};
 use crate::generator::{Template, prefill};
@@ -71,7 +71,9 @@ pub struct TrialConfig {
     pub pattern: Pattern,
     /// Largest number of due frames handed to the port at once.
     pub batch: usize,
-    /// After the last departure, how long to keep receiving.
+    /// After the last departure, the longest to keep receiving for frames still inside the
+    /// DuT (RFC 2544 §23 waits 2 s). Receiving stops earlier once as many of this trial's
+    /// probes have arrived as the TX port took, so a trial without loss does not wait.
     pub linger: Duration,
     /// TX queue to send on (the RX port is read on queue 0).
     pub queue: QueueId,
@@ -82,6 +84,10 @@ pub struct TrialConfig {
     pub then: Option<Phase>,
     /// Which flow each frame belongs to.
     pub flow_order: FlowOrder,
+    /// Nice value of the generator thread in a lab trial, `None` to leave it alone. A
+    /// generator that other jobs preempt sends what fell due meanwhile in one burst when it
+    /// runs again, and that burst, not the DuT, overflows the rings.
+    pub generator_nice: Option<i32>,
 }
 
 impl Default for TrialConfig {
@@ -96,6 +102,7 @@ impl Default for TrialConfig {
             frames: None,
             then: None,
             flow_order: FlowOrder::RoundRobin,
+            generator_nice: None,
         }
     }
 }
@@ -177,6 +184,15 @@ pub struct TrialMeasurement {
     pub foreign: u64,
     /// Probes stamped before this trial started.
     pub stale: u64,
+    /// Seconds from the end of sending to the arrival of this trial's last probe (0 when
+    /// nothing arrived after sending ended): how long the DuT held frames back.
+    #[serde(default)]
+    pub drain_seconds: f64,
+    /// Frames the receiving port's backend dropped during the trial (for AF_XDP the kernel's
+    /// `XDP_STATISTICS`: RX ring full, fill ring empty, dropped): lost in the tester, not in
+    /// the DuT.
+    #[serde(default)]
+    pub receiver_dropped: u64,
     pub sequence: SequenceCounts,
     pub latency: LatencySummary,
     pub pacing: PacingAccuracy,
@@ -214,12 +230,15 @@ pub fn run(
         Schedule::new(config.pattern, then.rate, hz, 0)?;
     }
     prefill(pool, template);
+    let receiver_dropped_before = rx.stats().rx_dropped;
     let mut sink = Sink {
         table: SequenceTable::new(flows),
         histogram: LatencyHistogram::new(),
         arrived: 0,
         foreign: 0,
         stale: 0,
+        fresh: 0,
+        last_fresh: 0,
         ns_per_cycle: 1e9 / hz as f64,
         trial_start: rdtsc(),
         incoming: Batch::new(MAX_BATCH),
@@ -355,8 +374,9 @@ pub fn run(
     }
     let tried = handed_out;
     measurement.unsent = offered.saturating_sub(tried);
-    let linger_end = rdtsc() + (config.linger.as_secs_f64() * hz as f64) as u64;
-    while rdtsc() < linger_end {
+    let sending_ended = rdtsc();
+    let linger_end = sending_ended + (config.linger.as_secs_f64() * hz as f64) as u64;
+    while rdtsc() < linger_end && sink.fresh < measurement.transmitted {
         tx.poll(pool);
         sink.receive(rx, pool, template);
         std::hint::spin_loop();
@@ -396,6 +416,11 @@ pub fn run(
     measurement.arrived = sink.arrived;
     measurement.foreign = sink.foreign;
     measurement.stale = sink.stale;
+    measurement.drain_seconds = sink.last_fresh.saturating_sub(sending_ended) as f64 / hz as f64;
+    measurement.receiver_dropped = rx
+        .stats()
+        .rx_dropped
+        .saturating_sub(receiver_dropped_before);
     let mut pacing = PacingAccuracy::measure(config.rate, hz, &departures, &scheduled);
     let seconds = match first {
         Some(first) if last > first => (last - first) as f64 / hz as f64,
@@ -425,6 +450,9 @@ struct Sink {
     arrived: u64,
     foreign: u64,
     stale: u64,
+    /// Probes of this trial that arrived (duplicates included), and the TSC of the last one.
+    fresh: u64,
+    last_fresh: u64,
     ns_per_cycle: f64,
     trial_start: u64,
     incoming: Batch,
@@ -450,6 +478,8 @@ impl Sink {
                         self.histogram
                             .record((cycles as f64 * self.ns_per_cycle) as u64);
                         self.table.record(probe.flow.into(), probe.sequence.into());
+                        self.fresh += 1;
+                        self.last_fresh = now;
                     }
                     Ok(_) => self.stale += 1,
                     Err(_) => self.foreign += 1,
@@ -602,12 +632,14 @@ pub fn run_in_lab(
             .spawn(|| -> Result<LabTrial, String> {
                 wirespeed_io::thread::pin_to_core(cpu)
                     .map_err(|error| format!("pinning the generator to CPU {cpu}: {error}"))?;
-                let generator = this_thread("generator");
+                let generator = place_this_thread("generator", config.generator_nice)
+                    .map_err(|error| error.to_string())?;
                 let mut tester = TesterPorts::open_interfaces(
                     &ports.namespace,
                     &ports.sender_if,
                     &ports.receiver_if,
                     16384,
+                    RECEIVER_RING,
                 )?;
                 let mode = tester.t0.info().mode.clone();
                 let counters =
@@ -665,13 +697,15 @@ mod tests {
                 ..LinkConfig::default()
             },
         );
-        // A low rate, so that even an unoptimised test build on a busy machine keeps up.
+        // A low rate, so that even an unoptimised test build on a busy machine keeps up. The
+        // linger is only an upper bound: once every frame is back the trial stops waiting.
         let config = TrialConfig {
             rate: 20_000.0,
             seconds: 0.1,
-            linger: Duration::from_millis(10),
+            linger: Duration::from_secs(60),
             ..TrialConfig::default()
         };
+        let started = std::time::Instant::now();
         let m = run(
             &mut a,
             &mut b,
@@ -681,6 +715,12 @@ mod tests {
             &AtomicBool::new(false),
         )
         .unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "waited out the linger"
+        );
+        assert!(m.drain_seconds < 30.0, "{}", m.drain_seconds);
+        assert_eq!(m.receiver_dropped, 0);
         assert_eq!(m.outcome.sent, 2_000);
         assert_eq!(m.transmitted + m.refused + m.unsent, 2_000);
         // The memory link never refuses: everything left and came back, in order.

@@ -451,3 +451,123 @@ fn recovery_time_is_the_last_loss_after_the_drop() {
     assert_eq!(result.times, [None, None, None]);
     assert_eq!(result.time.count, 0);
 }
+
+/// A DuT that forwards every frame up to `capacity` but, in a fraction `stall_probability` of
+/// its trials at any rate, stalls once and loses `stall_frames` (a NAPI thread or the worker
+/// losing its shared core for a moment); above the capacity it loses the excess every time.
+struct StallingDut {
+    capacity: f64,
+    stall_probability: f64,
+    stall_frames: u64,
+    rng: Rng,
+}
+
+impl StallingDut {
+    fn trial(&mut self, spec: TrialSpec) -> TrialOutcome {
+        let Load::Rate { rate, seconds } = spec.load else {
+            unreachable!("rate trials only")
+        };
+        let sent = (rate * seconds).round() as u64;
+        let mut received = sent.min((self.capacity * seconds) as u64);
+        if self.rng.chance(self.stall_probability) {
+            received = received.saturating_sub(self.stall_frames);
+        }
+        TrialOutcome {
+            sent,
+            received,
+            seconds,
+            last_loss: None,
+        }
+    }
+}
+
+/// A search as the lab runs one at 64 B: from the tester's 1.5 Mpps down, 1-second trials,
+/// a 1 % resolution, no repeats, and a trial cap that leaves room for the retries.
+fn lab_like(retries: u32) -> ThroughputConfig {
+    ThroughputConfig {
+        max_rate: 1_500_000.0,
+        min_rate: 15_000.0,
+        trial_seconds: 1.0,
+        resolution: 15_000.0,
+        repeats: 0,
+        retries,
+        max_trials: 40 * (1 + retries),
+        ..ThroughputConfig::default()
+    }
+}
+
+/// Runs two searches in a row on one stalling DuT per seed and counts the pairs whose NDRs
+/// agree within `within` (relative to the larger); also checks that no NDR exceeds the capacity.
+fn agreeing_pairs(retries: u32, stall_probability: f64, seeds: u64, within: f64) -> u64 {
+    let capacity = 380_000.0;
+    let config = lab_like(retries);
+    let mut agreeing = 0;
+    for seed in 0..seeds {
+        let mut dut = StallingDut {
+            capacity,
+            stall_probability,
+            stall_frames: 5,
+            rng: Rng::new(seed),
+        };
+        let first = throughput(&config, |spec| dut.trial(spec));
+        let second = throughput(&config, |spec| dut.trial(spec));
+        let (a, b) = (first.ndr.unwrap_or(0.0), second.ndr.unwrap_or(0.0));
+        for (ndr, result) in [(a, &first), (b, &second)] {
+            assert!(ndr <= capacity, "seed {seed}: NDR {ndr} above the capacity");
+            assert!(!result.truncated, "seed {seed}");
+        }
+        if (a - b).abs() <= within * a.max(b) {
+            agreeing += 1;
+        }
+    }
+    agreeing
+}
+
+#[test]
+fn retries_make_two_searches_agree_on_a_dut_that_stalls_at_random() {
+    // One trial in five loses a few frames to a stall. One trial per rate (RFC 2544): most
+    // pairs of searches disagree, because each walks down past the first stall it meets.
+    let without = agreeing_pairs(0, 0.2, 200, 0.03);
+    assert!(
+        without < 100,
+        "{without} of 200 pairs agreed without retries"
+    );
+    // Three retries: a rate below the capacity fails only when four trials in a row stall
+    // (0.2^4 = 0.16 %), so nearly every pair lands on the same step of the search.
+    let with = agreeing_pairs(3, 0.2, 200, 0.03);
+    assert!(with >= 190, "{with} of 200 pairs agreed with 3 retries");
+}
+
+#[test]
+fn retries_cost_trials_only_where_a_rate_fails_and_keep_every_attempt() {
+    let mut dut = StallingDut {
+        capacity: 380_000.0,
+        stall_probability: 0.0,
+        stall_frames: 0,
+        rng: Rng::new(1),
+    };
+    let config = lab_like(2);
+    let result = throughput(&config, |spec| dut.trial(spec));
+    let ndr = result.ndr.unwrap();
+    assert!((380_000.0 - 15_000.0..=380_000.0).contains(&ndr), "{ndr}");
+    // A clean DuT: every rate that failed was tried three times, every rate that passed once.
+    let mut rates: Vec<f64> = result.trials.iter().map(|t| t.spec.load.rate()).collect();
+    rates.dedup();
+    for rate in rates {
+        let attempts = result
+            .trials
+            .iter()
+            .filter(|t| t.spec.load.rate() == rate)
+            .count();
+        let expected = if rate <= ndr { 1 } else { 3 };
+        assert_eq!(attempts, expected, "rate {rate}");
+    }
+    // The trial cap counts retries too.
+    let capped = ThroughputConfig {
+        max_trials: 5,
+        ..config
+    };
+    let result = throughput(&capped, |spec| dut.trial(spec));
+    assert!(result.truncated);
+    assert_eq!(result.trials.len(), 5);
+}

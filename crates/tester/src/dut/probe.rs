@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use wirespeed_io::Port;
-use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, Umem};
+use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, DEFAULT_RING_SIZE, Umem};
 use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM, MAX_BATCH};
 
 use super::{Dut, DutError, Wiring};
@@ -21,6 +21,13 @@ use crate::generator::{Template, TemplateConfig};
 pub const PROBE_PORT: u16 = 8;
 /// UDP destination port of the frames [`verify`] sends until the DuT forwards one.
 pub const READY_PORT: u16 = 7;
+
+/// RX and fill ring size of the receiving port of a paced trial ([`crate::trial`]): the
+/// generator thread also receives, so between two of its receive calls (a TX batch, a
+/// preemption) the kernel must be able to park this many frames; with the default 2048 a
+/// 0.3 Mpps stream filled the ring in a 7 ms gap, and the tester counted its own drops as the
+/// DuT's loss.
+pub const RECEIVER_RING: u32 = 8192;
 
 /// The tester's two AF_XDP ports (`t0` sends, `t1` receives) on one UMEM.
 pub struct TesterPorts {
@@ -33,19 +40,22 @@ pub struct TesterPorts {
 
 impl TesterPorts {
     /// Opens `t0` and `t1` of `wiring` from the tester namespace with a pool of `frames`
-    /// 2048-byte frames; the calling thread returns to its namespace afterwards. The two fill
-    /// rings take 4096 frames, so `frames` must be well above that (8192 at least).
+    /// 2048-byte frames and the default ring sizes; the calling thread returns to its namespace
+    /// afterwards. The rings take 8192 frames, so `frames` must be at least that.
     pub fn open(wiring: &Wiring, frames: u32) -> Result<TesterPorts, String> {
         Self::open_interfaces(
             &wiring.tester_ns,
             &wiring.ingress.tester_if,
             &wiring.egress.tester_if,
             frames,
+            DEFAULT_RING_SIZE,
         )
     }
 
     /// Opens `sender` (as `t0`) and `receiver` (as `t1`) in namespace `ns`, as [`open`] does
-    /// (the calibration uses the looped-back pair this way).
+    /// (the calibration uses the looped-back pair this way), with RX and fill rings of
+    /// `receiver_ring` frames on `t1`; `frames` must cover both fill rings and `t0`'s TX and
+    /// completion rings.
     ///
     /// [`open`]: TesterPorts::open
     pub fn open_interfaces(
@@ -53,25 +63,37 @@ impl TesterPorts {
         sender: &str,
         receiver: &str,
         frames: u32,
+        receiver_ring: u32,
     ) -> Result<TesterPorts, String> {
-        if frames < 8192 {
+        let sender_config = AfXdpConfig {
+            zero_copy: false,
+            ..AfXdpConfig::default()
+        };
+        let receiver_config = AfXdpConfig {
+            rx_size: receiver_ring,
+            fill_size: receiver_ring,
+            ..sender_config.clone()
+        };
+        // Both fill rings are filled at once; the sender needs its TX and completion rings' worth
+        // on top.
+        let least = sender_config.fill_size
+            + receiver_config.fill_size
+            + sender_config.tx_size
+            + sender_config.completion_size;
+        if frames < least {
             return Err(format!(
-                "a tester pool of {frames} frames is too small: the fill rings of t0 and t1 \
-                 hold 4096; use 8192 or more"
+                "a tester pool of {frames} frames is too small: the fill rings of t0 and t1 and \
+                 the frames in flight on t0 take {least}; use {least} or more"
             ));
         }
         let mut pool =
             FramePool::new(frames, 2048).map_err(|error| format!("tester frame pool: {error}"))?;
         let umem = Umem::new(&pool);
-        let config = AfXdpConfig {
-            zero_copy: false,
-            ..AfXdpConfig::default()
-        };
         let _inside =
             wirespeed_lab::enter(ns).map_err(|error| format!("entering {ns}: {error}"))?;
-        let t0 = AfXdpPort::open(sender, &config, &umem, &mut pool)
+        let t0 = AfXdpPort::open(sender, &sender_config, &umem, &mut pool)
             .map_err(|error| error.to_string())?;
-        let t1 = AfXdpPort::open(receiver, &config, &umem, &mut pool)
+        let t1 = AfXdpPort::open(receiver, &receiver_config, &umem, &mut pool)
             .map_err(|error| error.to_string())?;
         Ok(TesterPorts {
             t0,

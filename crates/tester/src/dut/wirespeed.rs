@@ -102,7 +102,7 @@ pub enum WirespeedBackend {
     AfXdp,
     /// AF_PACKET with the default `TPACKET_V3` RX ring (blocks).
     AfPacket,
-    /// AF_PACKET with a `TPACKET_V2` RX ring (`rx_ring = "v2"`: slots, no block timeout).
+    /// AF_PACKET with a `TPACKET_V2` RX ring (`rx_tpacket = "v2"`: slots, no block timeout).
     AfPacketV2,
 }
 
@@ -127,7 +127,7 @@ impl WirespeedBackend {
     /// Port keys beyond `backend` and `interface` this variant sets, one per line.
     fn port_keys(self) -> &'static str {
         match self {
-            WirespeedBackend::AfPacketV2 => "rx_ring = \"v2\"\n",
+            WirespeedBackend::AfPacketV2 => "rx_tpacket = \"v2\"\n",
             WirespeedBackend::AfXdp | WirespeedBackend::AfPacket => "",
         }
     }

@@ -7,6 +7,17 @@
 //! answer is always a rate that was measured and passed, never an interpolation; when nothing
 //! passes down to the minimum rate there is no answer (`ndr: None`). The final rate is then
 //! measured `repeats` more times so the report gives a spread.
+//!
+//! **Retries.** On a DuT that shares its cores (a VM, a laptop, the namespace lab) a trial far
+//! below the capacity can lose a few frames to one scheduling stall, and a single such trial
+//! sends the binary search down for good: two searches in a row then disagree by tens of
+//! percent. With `retries` > 0 a trial that loses more than the tolerance is run again at the
+//! same rate, up to `retries` more times, and the rate fails only when every one of its trials
+//! lost. A DuT that loses in a fraction *p* of its trials at a rate it can carry then fails that
+//! rate with probability *p*^(retries + 1) instead of *p*; a rate above the capacity still fails
+//! every time, so retries never carry the answer above what the DuT forwards without loss. The
+//! answer stays a zero-loss (within the tolerance) rate: a rate that passed, measured; every
+//! failed attempt is kept in `trials` for the report.
 
 use serde::{Deserialize, Serialize};
 
@@ -27,7 +38,10 @@ pub struct ThroughputConfig {
     pub resolution: f64,
     /// How many times to measure the final rate again for the spread (0 for none).
     pub repeats: u32,
-    /// Safety stop: never run more search trials than this.
+    /// Times a failed trial is run again at the same rate before the rate counts as failed
+    /// (0 for RFC 2544's one trial per rate).
+    pub retries: u32,
+    /// Safety stop: never run more search trials (retries included) than this.
     pub max_trials: u32,
 }
 
@@ -40,6 +54,7 @@ impl Default for ThroughputConfig {
             loss_tolerance: 0.0,
             resolution: 10_000.0,
             repeats: 3,
+            retries: 0,
             max_trials: 64,
         }
     }
@@ -72,9 +87,18 @@ pub fn throughput(
     let seconds = config.trial_seconds;
     let passes = |outcome: TrialOutcome| outcome.loss_ratio() <= config.loss_tolerance;
     let mut count = 0;
+    // Whether `rate` passes in one of its first trial and retries (each one counted).
     let mut measure = |rate: f64, trials: &mut Vec<Trial>, count: &mut u32| {
-        *count += 1;
-        passes(run(&mut trial, trials, Load::Rate { rate, seconds }, 0))
+        for _ in 0..=config.retries {
+            *count += 1;
+            if passes(run(&mut trial, trials, Load::Rate { rate, seconds }, 0)) {
+                return true;
+            }
+            if *count >= config.max_trials {
+                break;
+            }
+        }
+        false
     };
 
     // The highest rate known to pass, the lowest known to fail.

@@ -331,22 +331,38 @@ fn open(
                 tx_queue: 0,
             })
         }
-        (BackendConfig::AfPacket { interface, rx_ring }, _) => {
+        (
+            BackendConfig::AfPacket {
+                interface,
+                rx_tpacket,
+            },
+            _,
+        ) => {
             let workers = config.switch.workers;
             open_afpacket(
                 &port.name,
                 interface,
-                *rx_ring,
+                *rx_tpacket,
                 config.switch.frame_size,
                 worker,
                 workers,
             )
         }
-        (BackendConfig::AfXdp { zero_copy, .. }, Some(share)) => {
+        (
+            BackendConfig::AfXdp {
+                zero_copy, rings, ..
+            },
+            Some(share),
+        ) => {
+            let default = AfXdpConfig::default();
             let afxdp = AfXdpConfig {
                 queues: QueueSelection::List(share.of_worker(worker, config.switch.workers)),
                 zero_copy: *zero_copy,
-                ..AfXdpConfig::default()
+                rx_size: rings.rx.unwrap_or(default.rx_size),
+                tx_size: rings.tx.unwrap_or(default.tx_size),
+                fill_size: rings.fill.unwrap_or(default.fill_size),
+                completion_size: rings.completion.unwrap_or(default.completion_size),
+                ..default
             };
             let opened = AfXdpPort::open_shared(&share.attachment, &afxdp, umem, pool)
                 .with_context(|| format!("port {} (worker {worker})", port.name))?;

@@ -22,6 +22,7 @@ use clap::Args;
 use wirespeed_io::Port;
 use wirespeed_io::pcap::PcapPort;
 use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM};
+use wirespeed_tester::bench::placement::Plan;
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_tester::suite::{Resolution, SuiteConfig};
 
@@ -154,6 +155,12 @@ pub fn run(args: DemoArgs) -> Result<()> {
             calibration_seconds: 0.5,
             resolution: Resolution::Relative(0.05),
             latency_loads: vec![10.0, 50.0, 90.0],
+            // The tester's receive on its own core, as `bench rfc2544` places it (why: its
+            // `--receiver-cpu`).
+            plan: Plan {
+                receiver_cpu: 0,
+                ..Plan::default()
+            },
             ..SuiteConfig::default()
         },
     };

@@ -58,6 +58,11 @@ pub struct Rfc2544Args {
     /// Largest loss ratio that still counts as no drop (0 for RFC 2544).
     #[arg(long, default_value_t = 0.0)]
     loss_tolerance: f64,
+    /// Binary search: times a trial that lost frames is run again at the same rate before the
+    /// rate counts as failed (0: one trial per rate, as RFC 2544 has it). A stall of a shared
+    /// core then has to hit every attempt to pull the NDR down.
+    #[arg(long, default_value_t = 0)]
+    retries: u32,
     /// Search resolution: frames/s, or a percentage of the starting rate (`2%`).
     #[arg(long, default_value = "2%")]
     resolution: String,
@@ -95,7 +100,17 @@ pub struct Rfc2544Args {
     /// Core of the DuT.
     #[arg(long, default_value_t = 1)]
     dut_cpu: usize,
-    /// Core of the tester's receive NAPI thread (default: the DuT core).
+    /// Nice value of the generator thread and the NAPI threads of the DuT's ingress and the
+    /// tester's receive (`off`: leave them alone). At -20 other jobs on a shared machine barely
+    /// preempt them: a preempted generator sends in bursts, a preempted NAPI thread stalls the
+    /// path, and either shows as DuT loss. The DuT's own threads keep their priority.
+    #[arg(long, default_value = "-20", allow_hyphen_values = true)]
+    nice: String,
+    /// Core of the tester's receive NAPI thread (default: the generator's core). Not the DuT
+    /// core: the lab's veths push back (see `wirespeed_lab::Testbed::backpressure`), so a DuT
+    /// can only transmit as fast as this thread drains, and a DuT worker at SCHED_FIFO on the
+    /// same core would starve the very thread its transmissions wait for (measured: NDR 0.08
+    /// instead of 0.3 Mpps).
     #[arg(long)]
     receiver_cpu: Option<usize>,
 }
@@ -125,6 +140,10 @@ struct MoreTests {
     /// Throughput searches in a row per frame size; 2 or more reports how well the NDR repeats.
     #[arg(long, default_value_t = 1)]
     ndr_runs: u32,
+    /// After each trial, the longest wait in seconds for frames still inside the DuT (a trial
+    /// stops waiting as soon as everything it sent has arrived; RFC 2544 §23 waits 2 s).
+    #[arg(long, default_value_t = 0.1)]
+    drain_seconds: f64,
     /// Only calibrate: measure the tester on its looped-back pair (its maximum rate, pacing
     /// and latency floor per frame size) without setting up a DuT.
     #[arg(long)]
@@ -187,7 +206,22 @@ impl Rfc2544Args {
             "burst, overload and recovery lengths must be positive"
         );
         anyhow::ensure!(self.more.ndr_runs >= 1, "--ndr-runs is at least 1");
+        anyhow::ensure!(self.retries <= 9, "--retries is at most 9");
+        anyhow::ensure!(
+            (0.0..=60.0).contains(&self.more.drain_seconds),
+            "--drain-seconds is between 0 and 60"
+        );
         let resolution = parse_resolution(&self.resolution)?;
+        let nice = match self.nice.trim() {
+            "off" => None,
+            text => {
+                let nice: i32 = text
+                    .parse()
+                    .with_context(|| format!("--nice {text:?} is neither a number nor off"))?;
+                anyhow::ensure!((-20..=19).contains(&nice), "--nice is -20..=19 or off");
+                Some(nice)
+            }
+        };
         let latency_loads = self
             .latency_loads
             .split(',')
@@ -233,13 +267,15 @@ impl Rfc2544Args {
                 recovery_seconds: self.more.recovery_seconds,
                 ndr_runs: self.more.ndr_runs,
                 calibrate_only: self.more.calibrate_only,
+                drain_seconds: self.more.drain_seconds,
+                retries: self.retries,
                 latency_loads,
                 repeats: self.repeats,
                 plan: Plan {
                     generator_cpu: self.generator_cpu,
                     dut_cpu: self.dut_cpu,
-                    receiver_cpu: self.receiver_cpu.unwrap_or(self.dut_cpu),
-                    nice: None,
+                    receiver_cpu: self.receiver_cpu.unwrap_or(self.generator_cpu),
+                    nice,
                 },
                 ..SuiteConfig::default()
             },
@@ -307,12 +343,13 @@ pub fn execute(options: &Options, config_text: &str, stop: &AtomicBool) -> Resul
         std::env::current_exe().context("finding this executable for the wirespeed DuTs")?;
     let mut device = dut(&options.dut, &binary, plan.dut_cpu)?;
     let setup = setup(config_text, &options.dut);
-    let lab = Testbed::up(&TestbedConfig {
+    let mut lab = Testbed::up(&TestbedConfig {
         prefix: options.prefix.clone(),
         pairs: 2,
         queues: 1,
         calibration: true,
     })?;
+    lab.backpressure()?;
     let mut progress = |p: &Progress| {
         eprintln!(
             "[{}/~{} {} elapsed, ETA {}] {}",
