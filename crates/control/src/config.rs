@@ -1680,8 +1680,8 @@ pairs = [["in", "out"]]
         assert_eq!(error.key, "port[2].interface");
         let error = error_of(&GOOD.replace("backend = \"afxdp\"", "backend = \"dpdk\""));
         assert!(error.message.contains("unknown backend \"dpdk\""));
-        let error = error_of(&GOOD.replace("queues = [0, 1]", "rx_ring = \"v2\""));
-        assert_eq!(error.key, "port[2].rx_ring");
+        let error = error_of(&GOOD.replace("queues = [0, 1]", "rx_tpacket = \"v2\""));
+        assert_eq!(error.key, "port[2].rx_tpacket");
         assert!(
             error.message.contains("applies only to afpacket"),
             "{error}"
