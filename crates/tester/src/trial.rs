@@ -509,6 +509,9 @@ impl Sink {
 pub struct InterfaceCounters {
     pub rx_packets: u64,
     pub tx_packets: u64,
+    /// Packets the interface took to send and dropped (a veth: the peer's ring was full).
+    #[serde(default)]
+    pub tx_dropped: u64,
 }
 
 impl InterfaceCounters {
@@ -529,6 +532,7 @@ pub fn parse_counters(json: &str) -> Option<InterfaceCounters> {
     Some(InterfaceCounters {
         rx_packets: stats.get("rx")?.get("packets")?.as_u64()?,
         tx_packets: stats.get("tx")?.get("packets")?.as_u64()?,
+        tx_dropped: stats.get("tx")?.get("dropped")?.as_u64()?,
     })
 }
 
@@ -933,12 +937,13 @@ mod tests {
 
     #[test]
     fn counters_parse_from_ip_json_and_agreement_is_relative() {
-        let json = r#"[{"ifname":"wst-t0","stats64":{"rx":{"bytes":1,"packets":12},"tx":{"bytes":2,"packets":3456}}}]"#;
+        let json = r#"[{"ifname":"wst-t0","stats64":{"rx":{"bytes":1,"packets":12,"dropped":0},"tx":{"bytes":2,"packets":3456,"dropped":78}}}]"#;
         assert_eq!(
             parse_counters(json),
             Some(InterfaceCounters {
                 rx_packets: 12,
-                tx_packets: 3456
+                tx_packets: 3456,
+                tx_dropped: 78
             })
         );
         assert_eq!(parse_counters("[]"), None);

@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use wirespeed_io::Port;
+use wirespeed_io::afxdp::DEFAULT_RING_SIZE;
 use wirespeed_lab::{Testbed, TestbedConfig, enter};
 use wirespeed_packet::wire::{ethernet, ipv4, ipv6};
 use wirespeed_packet::{Batch, checksum};
@@ -57,9 +58,14 @@ fn live_frames_are_the_templates_frames_in_turn_with_valid_checksums() {
     let pair = lab.calibration.clone().expect("a calibration pair");
     // Round robin is per CPU: the sending thread stays on one.
     wirespeed_io::thread::pin_to_core(0).expect("pin");
-    let mut ports =
-        TesterPorts::open_interfaces(&lab.tester_ns, &pair.sender_if, &pair.receiver_if, 8192)
-            .expect("AF_XDP ports on c0 and c1");
+    let mut ports = TesterPorts::open_interfaces(
+        &lab.tester_ns,
+        &pair.sender_if,
+        &pair.receiver_if,
+        8192,
+        DEFAULT_RING_SIZE,
+    )
+    .expect("AF_XDP ports on c0 and c1");
     let ipv4 = TemplateConfig {
         src_mac: pair.sender_mac,
         dst_mac: pair.receiver_mac,

@@ -200,7 +200,7 @@ fn generators_report_rates_that_agree_with_the_kernels_counters() {
             "bench",
             "generator",
             "--generators",
-            "testpmd-txonly,afxdp,afpacket",
+            "testpmd-txonly,afxdp,afpacket,xdp-live",
             "--runs",
             "1",
             "--seconds",
@@ -226,7 +226,11 @@ fn generators_report_rates_that_agree_with_the_kernels_counters() {
         .iter()
         .map(|t| t["generator"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["testpmd-txonly", "afxdp", "afpacket"], "{json}");
+    assert_eq!(
+        names,
+        ["testpmd-txonly", "afxdp", "afpacket", "xdp-live"],
+        "{json}"
+    );
     for trial in trials {
         assert!(trial.get("error").is_none(), "{trial}");
         let received = trial["received"].as_u64().unwrap();

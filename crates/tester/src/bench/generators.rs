@@ -73,7 +73,8 @@ pub struct GeneratorMeasurement {
     pub generator_softirq: f64,
     /// Frames the generator says it sent, start to stop.
     pub generator_sent: u64,
-    /// Frames the kernel counted out of `t0`, start to stop.
+    /// Frames the kernel took from the generator on `t0`, start to stop: sent, or dropped
+    /// because `d0`'s ring was full (veth counts those in `tx_dropped`).
     pub kernel_sent: u64,
 }
 
@@ -164,7 +165,8 @@ pub fn trial(
     let outcome = windowed.and_then(|(mut measurement, t0_before)| {
         measurement.generator_sent = stopped?;
         let t0_after = InterfaceCounters::read(t0.0, t0.1)?;
-        measurement.kernel_sent = t0_after.tx_packets.saturating_sub(t0_before.tx_packets);
+        measurement.kernel_sent = (t0_after.tx_packets + t0_after.tx_dropped)
+            .saturating_sub(t0_before.tx_packets + t0_before.tx_dropped);
         Ok(measurement)
     });
     commands.extend(generator.commands());

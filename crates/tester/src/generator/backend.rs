@@ -10,11 +10,11 @@
 use crate::bench::placement::Placed;
 use crate::dut::Wiring;
 
-use super::in_process::{InProcess, Socket};
+use super::in_process::{InProcess, Sender, Socket};
 use super::testpmd_txonly::TestpmdTxonly;
 
 /// The names `backend` accepts.
-pub const BACKEND_NAMES: [&str; 3] = ["testpmd-txonly", "afxdp", "afpacket"];
+pub const BACKEND_NAMES: [&str; 4] = ["testpmd-txonly", "afxdp", "afpacket", "xdp-live"];
 
 /// What every backend sends, and from where.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,8 +56,9 @@ pub trait Backend: Send {
 pub fn backend(name: &str) -> Result<Box<dyn Backend>, String> {
     match name {
         "testpmd-txonly" => Ok(Box::new(TestpmdTxonly::new())),
-        "afxdp" => Ok(Box::new(InProcess::new(Socket::AfXdp))),
-        "afpacket" => Ok(Box::new(InProcess::new(Socket::AfPacket))),
+        "afxdp" => Ok(Box::new(InProcess::new(Sender::Socket(Socket::AfXdp)))),
+        "afpacket" => Ok(Box::new(InProcess::new(Sender::Socket(Socket::AfPacket)))),
+        "xdp-live" => Ok(Box::new(InProcess::new(Sender::XdpLive))),
         other => Err(format!(
             "unknown generator {other:?}; choose from {}",
             BACKEND_NAMES.join(", ")
@@ -75,6 +76,9 @@ mod tests {
             assert_eq!(backend(name).unwrap().name(), name);
         }
         let error = backend("pktgen").err().unwrap();
-        assert!(error.contains("testpmd-txonly, afxdp, afpacket"), "{error}");
+        assert!(
+            error.contains("testpmd-txonly, afxdp, afpacket, xdp-live"),
+            "{error}"
+        );
     }
 }

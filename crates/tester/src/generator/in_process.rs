@@ -1,7 +1,9 @@
-//! wirespeed's own generator ([`blast`]) as a [`Backend`]: a thread of this process, pinned to
-//! the generator core, sends pre-filled frames out of `t0` over an AF_XDP socket (copy mode, as
-//! veth allows) or an AF_PACKET socket (TX ring, qdisc bypass) until it is stopped; its count is
-//! what the socket took.
+//! wirespeed's own generators as a [`Backend`]: a thread of this process, pinned to the
+//! generator core, sends out of `t0` until it is stopped, either pre-filled frames over an
+//! AF_XDP socket (copy mode, as veth allows) or an AF_PACKET socket (TX ring, qdisc bypass)
+//! with [`blast`], its count being what the socket took, or the template's frame run by the
+//! kernel itself with [`live`] (`xdp-live`: `BPF_PROG_TEST_RUN` with live frames, no socket and
+//! no skb), its count being the frames the calls ran.
 //!
 //! The thread opens its socket inside the tester namespace and reports back once it is about
 //! to send, so [`Backend::start`] returns with frames flowing or with the reason they do not.
@@ -18,6 +20,7 @@ use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, Umem};
 use wirespeed_packet::FramePool;
 
 use super::backend::{Backend, Spec};
+use super::live::{self, LiveConfig};
 use super::{BlastConfig, Template, TemplateConfig, blast, prefill};
 use crate::bench::placement::{Placed, place_this_thread};
 use crate::dut::Wiring;
@@ -26,10 +29,21 @@ use crate::dut::Wiring;
 const FRAMES: u32 = 16384;
 /// Frames per TX batch (as the forwarding benchmark's generator sends).
 const BATCH: usize = 64;
+/// Sending lasts until the backend is stopped; this only bounds it.
+const FOREVER: Duration = Duration::from_secs(24 * 3600);
 /// Longest wait for the thread to open its socket.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The kernel interface the generator sends through.
+/// How the generator sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sender {
+    /// [`blast`] through a socket.
+    Socket(Socket),
+    /// No socket: the in-kernel live-frame generator ([`live`]).
+    XdpLive,
+}
+
+/// The kernel interface [`blast`] sends through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Socket {
     AfXdp,
@@ -39,16 +53,16 @@ pub enum Socket {
 /// The in-process generator backend.
 #[derive(Debug)]
 pub struct InProcess {
-    socket: Socket,
+    sender: Sender,
     stop: Arc<AtomicBool>,
     /// The sending thread; it returns the frames its socket took.
     thread: Option<JoinHandle<Result<u64, String>>>,
 }
 
 impl InProcess {
-    pub fn new(socket: Socket) -> Self {
+    pub fn new(sender: Sender) -> Self {
         Self {
-            socket,
+            sender,
             stop: Arc::new(AtomicBool::new(false)),
             thread: None,
         }
@@ -57,17 +71,25 @@ impl InProcess {
 
 impl Backend for InProcess {
     fn name(&self) -> String {
-        match self.socket {
-            Socket::AfXdp => "afxdp",
-            Socket::AfPacket => "afpacket",
+        match self.sender {
+            Sender::Socket(Socket::AfXdp) => "afxdp",
+            Sender::Socket(Socket::AfPacket) => "afpacket",
+            Sender::XdpLive => "xdp-live",
         }
         .into()
     }
 
     fn description(&self) -> String {
-        let socket = match self.socket {
-            Socket::AfXdp => "an AF_XDP socket (copy mode)",
-            Socket::AfPacket => "an AF_PACKET socket (TX ring, qdisc bypass)",
+        let socket = match self.sender {
+            Sender::Socket(Socket::AfXdp) => "an AF_XDP socket (copy mode)",
+            Sender::Socket(Socket::AfPacket) => "an AF_PACKET socket (TX ring, qdisc bypass)",
+            Sender::XdpLive => {
+                return "wirespeed's in-kernel generator (tester::generator::live) in a thread \
+                        of this process: the template's frame run by BPF_PROG_TEST_RUN with \
+                        live frames, an XDP program redirecting it out of the interface, calls \
+                        of 0.25 s of frames"
+                    .into();
+            }
         };
         format!(
             "wirespeed's generator (tester::generator::blast) in a thread of this process, \
@@ -88,10 +110,16 @@ impl Backend for InProcess {
         let (ready, started) = mpsc::channel();
         let namespace = wiring.tester_ns.clone();
         let interface = wiring.ingress.tester_if.clone();
-        let (socket, spec, stop) = (self.socket, spec.clone(), Arc::clone(&self.stop));
+        let (sender, spec, stop) = (self.sender, spec.clone(), Arc::clone(&self.stop));
         let thread = std::thread::Builder::new()
             .name(format!("gen-{}", self.name()))
             .spawn(move || {
+                let socket = match sender {
+                    Sender::Socket(socket) => socket,
+                    Sender::XdpLive => {
+                        return run_live(&namespace, &interface, &spec, &template, &ready, &stop);
+                    }
+                };
                 let opened = open(socket, &namespace, &interface, &spec, &template);
                 let (mut port, mut pool, umem, placed) = match opened {
                     Ok(opened) => opened,
@@ -103,7 +131,7 @@ impl Backend for InProcess {
                 let _ = ready.send(Ok(placed));
                 let config = BlastConfig {
                     batch: BATCH,
-                    duration: Duration::from_secs(24 * 3600),
+                    duration: FOREVER,
                     linger: Duration::ZERO,
                     ..BlastConfig::default()
                 };
@@ -148,15 +176,8 @@ impl Drop for InProcess {
 /// (dropped after the port), and the thread's placement.
 type Opened = (Box<dyn Port>, FramePool, Umem, Placed);
 
-/// Pins and renices the calling thread, fills a pool with `template` and opens `interface` in
-/// `namespace` with `socket`.
-fn open(
-    socket: Socket,
-    namespace: &str,
-    interface: &str,
-    spec: &Spec,
-    template: &Template,
-) -> Result<Opened, String> {
+/// Pins and renices the calling thread; returns it as read back.
+fn pin(spec: &Spec) -> Result<Placed, String> {
     let core = spec.core;
     wirespeed_io::thread::pin_to_core(core)
         .map_err(|error| format!("pinning the generator to CPU {core}: {error}"))?;
@@ -167,6 +188,54 @@ fn open(
             placed.cpus
         ));
     }
+    Ok(placed)
+}
+
+/// The sending thread of `xdp-live`: pins itself, loads the generator for `interface` inside
+/// `namespace` (whose interfaces the kernel's redirect resolves in, so the thread stays there),
+/// says it is ready and sends until `stop`; returns the frames its calls ran.
+fn run_live(
+    namespace: &str,
+    interface: &str,
+    spec: &Spec,
+    template: &Template,
+    ready: &mpsc::Sender<Result<Placed, String>>,
+    stop: &AtomicBool,
+) -> Result<u64, String> {
+    let config = LiveConfig {
+        duration: FOREVER,
+        ..LiveConfig::default()
+    };
+    let opened = pin(spec).and_then(|placed| {
+        let inside = wirespeed_lab::enter(namespace)
+            .map_err(|error| format!("entering {namespace}: {error}"))?;
+        let generator =
+            live::open(interface, template, &config).map_err(|error| error.to_string())?;
+        Ok((placed, inside, generator))
+    });
+    let (placed, _inside, generator) = match opened {
+        Ok(opened) => opened,
+        Err(error) => {
+            let _ = ready.send(Err(error.clone()));
+            return Err(error);
+        }
+    };
+    let _ = ready.send(Ok(placed));
+    live::send(&generator, &config, stop)
+        .map(|result| result.sent)
+        .map_err(|error| error.to_string())
+}
+
+/// Pins and renices the calling thread, fills a pool with `template` and opens `interface` in
+/// `namespace` with `socket`.
+fn open(
+    socket: Socket,
+    namespace: &str,
+    interface: &str,
+    spec: &Spec,
+    template: &Template,
+) -> Result<Opened, String> {
+    let placed = pin(spec)?;
     let mut pool =
         FramePool::new(FRAMES, 2048).map_err(|error| format!("generator pool: {error}"))?;
     prefill(&mut pool, template);
