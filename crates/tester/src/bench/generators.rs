@@ -2,27 +2,24 @@
 //! through `t0`, measured the same way for all of them.
 //!
 //! **Method.** The lab's placement is the forwarding benchmark's ([`place_kernel`]): `d0` has
-//! GRO and threaded NAPI on the DuT core, and drops the frames in its stack (they are addressed
-//! to `t1`'s MAC). A trial starts one generator pinned to the generator core, lets it run for a
-//! warm-up, then reads `d0`'s receive counter (`ip -s -j link show`, the kernel's count) at the
-//! start and at the end of a window of N seconds: the rate is frames over the window's measured
-//! length. The same counter, the same window and the same sink for every generator, so no
-//! generator's own accounting enters the figure. Trials are interleaved (A B C A B C ...), as in
-//! the forwarding benchmark, and each generator gets the median and range of its runs.
+//! threaded NAPI on the DuT core, and the sender `t0` has TSO off so that veth hands every frame
+//! to that NAPI thread whatever built it. On `d0` sits the XDP counting sink ([`XdpSink`]): it
+//! counts and drops each frame in `d0`'s NAPI poll, before any skb, so the receive side costs
+//! as little as a receiver can, runs on the other core, and is the same for every generator. A
+//! trial starts one generator pinned to the generator core, lets it run for a warm-up, then
+//! reads the sink's count at the start and at the end of a window of N seconds: the rate is
+//! frames over the window's measured length. Trials are interleaved (A B C A B C ...), as in the
+//! forwarding benchmark, and each generator gets the median and range of its runs. Frames that
+//! find `d0`'s ring (256 slots) full are dropped by veth and not counted: the figure is what
+//! arrived, not what was attempted.
 //!
-//! **Where the sink runs.** veth hands a frame to the peer's NAPI only when the skb may be
-//! aggregated: with TSO on the sending device (the lab's default) that excludes skbs built by
-//! AF_XDP and AF_PACKET transmits, which go to the *sender's* backlog instead, so `d0`'s receive
-//! and drop run in softirq on the generator core, for every generator here alike (measured:
-//! `d0`'s NAPI thread got no CPU time while 1.1 Mpps went through; with `tso off` on `t0` it
-//! ran and pushed the generator back to 0.65 Mpps). Each trial reports both: the share of the
-//! window `d0`'s NAPI thread ran, and the share of the generator core spent in softirq
-//! (/proc/stat). The figure is what one core does generating *and* receiving through the
-//! kernel's transmit path.
+//! Each trial also reports the share of the window `d0`'s NAPI thread ran and the share of the
+//! generator core spent in softirq (/proc/stat), which shows where the kernel's work went.
 //!
 //! **A check on both sides.** Over the whole trial (start to stop) the generator's own count of
-//! frames sent is compared with the kernel's count of frames `t0` transmitted: the two must
-//! agree (the lab kernels' own few frames aside), or the figure is not to be trusted.
+//! frames sent is compared with the kernel's count of frames `t0` took (transmitted, or dropped
+//! at `d0`'s full ring): the two must agree (the lab kernels' own few frames aside), or the
+//! figure is not to be trusted.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -32,6 +29,7 @@ use super::placement::{Placed, Plan, napi_threads, place_kernel};
 use crate::dut::Wiring;
 use crate::generator::{Backend, Spec};
 use crate::trial::InterfaceCounters;
+use wirespeed_io::afxdp::{XdpMode, XdpSink};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -62,14 +60,14 @@ impl Default for GeneratorConfig {
 /// Counts of one trial.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct GeneratorMeasurement {
-    /// Frames `d0` received during the window (the kernel's count).
+    /// Frames the sink on `d0` counted during the window.
     pub received: u64,
     /// The window's measured length.
     pub seconds: f64,
     /// Share of the window `d0`'s NAPI threads ran, 0..=1 per thread summed.
     pub napi_busy: f64,
-    /// Share of the window the generator core spent in softirq (where `d0`'s receive runs
-    /// when veth bypasses its NAPI).
+    /// Share of the window the generator core spent in softirq (where `d0`'s receive would
+    /// run if veth bypassed its NAPI).
     pub generator_softirq: f64,
     /// Frames the generator says it sent, start to stop.
     pub generator_sent: u64,
@@ -198,21 +196,30 @@ fn window(
     };
     let (ns, t0) = (&wiring.tester_ns, &wiring.ingress.tester_if);
     let (dut_ns, d0) = (&wiring.dut_ns, &wiring.ingress.dut_if);
+    let sink = {
+        let _inside =
+            wirespeed_lab::enter(dut_ns).map_err(|error| format!("entering {dut_ns}: {error}"))?;
+        XdpSink::attach(d0, XdpMode::Auto).map_err(|error| error.to_string())?
+    };
+    commands.push(format!(
+        "(in {dut_ns}) XDP counting sink on {d0}, {} mode",
+        sink.mode()
+    ));
     let t0_before = InterfaceCounters::read(ns, t0)?;
     placement.extend(generator.start(wiring, &spec)?);
     sleep(config.warm_up, stop);
     let napi: Vec<u32> = napi_threads(d0).into_iter().map(|(pid, _)| pid).collect();
     let napi_ticks = || napi.iter().filter_map(|&pid| cpu_ticks(pid)).sum::<u64>();
     let softirq_ticks = || softirq_ticks(plan.generator_cpu).unwrap_or(0);
-    let (first, opened) = read_timed(dut_ns, d0)?;
+    let (first, opened) = read_timed(&sink)?;
     let before = (napi_ticks(), softirq_ticks());
     sleep(Duration::from_secs_f64(config.seconds), stop);
     let after = (napi_ticks(), softirq_ticks());
-    let (last, closed) = read_timed(dut_ns, d0)?;
+    let (last, closed) = read_timed(&sink)?;
     let seconds = closed.duration_since(opened).as_secs_f64();
     let share = |ticks: u64| ticks as f64 / CLOCK_TICKS_PER_SECOND / seconds.max(f64::EPSILON);
     let measurement = GeneratorMeasurement {
-        received: last.rx_packets.saturating_sub(first.rx_packets),
+        received: last.saturating_sub(first),
         seconds,
         napi_busy: share(after.0.saturating_sub(before.0)),
         generator_softirq: share(after.1.saturating_sub(before.1)),
@@ -221,13 +228,12 @@ fn window(
     Ok((measurement, t0_before))
 }
 
-/// `interface`'s counters and when they were read: the middle of the `ip` command's run, which
-/// takes milliseconds (more on a loaded machine) and reads the counters somewhere inside it.
-fn read_timed(ns: &str, interface: &str) -> Result<(InterfaceCounters, Instant), String> {
-    let before = Instant::now();
-    let counters = InterfaceCounters::read(ns, interface)?;
-    let middle = before + before.elapsed() / 2;
-    Ok((counters, middle))
+/// The sink's packet count and when it was read (one system call, microseconds).
+fn read_timed(sink: &XdpSink) -> Result<(u64, Instant), String> {
+    let counts = sink
+        .counts()
+        .map_err(|error| format!("reading the sink on {}: {error}", sink.interface()))?;
+    Ok((counts.packets, Instant::now()))
 }
 
 /// The unit of /proc's CPU times (`USER_HZ`, 100 on every Linux architecture's ABI).
