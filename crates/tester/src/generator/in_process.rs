@@ -31,6 +31,10 @@ const FRAMES: u32 = 16384;
 const BATCH: usize = 64;
 /// Sending lasts until the backend is stopped; this only bounds it.
 const FOREVER: Duration = Duration::from_secs(24 * 3600);
+/// After the stop, how long the socket is kicked so that the frames still in its TX ring
+/// (up to 2048) leave before it closes, and the count of what the socket took is what `t0`
+/// sent (2048 frames take about 2 ms at the generators' rates).
+const DRAIN: Duration = Duration::from_millis(50);
 /// Longest wait for the thread to open its socket.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -132,7 +136,7 @@ impl Backend for InProcess {
                 let config = BlastConfig {
                     batch: BATCH,
                     duration: FOREVER,
-                    linger: Duration::ZERO,
+                    linger: DRAIN,
                     ..BlastConfig::default()
                 };
                 let result = blast(port.as_mut(), None, &mut pool, &template, &config, &stop);

@@ -105,13 +105,15 @@ fn trial_line(record: &GeneratorRecord) -> String {
     match &record.outcome {
         Ok(m) => format!(
             "{head} {:.3} Mpps into d0 over {:.2} s (generator core {:.0} % in softirq, d0's \
-             NAPI thread {:.0} % busy); sent {} by its own count, {} by t0's (differ by {:.3} %)",
+             NAPI thread {:.0} % busy); sent {} by its own count, {} by t0's and {} dropped there \
+             (outside by {:.3} %)",
             m.pps() / 1e6,
             m.seconds,
             100.0 * m.generator_softirq,
             100.0 * m.napi_busy,
             m.generator_sent,
             m.kernel_sent,
+            m.kernel_dropped,
             100.0 * m.count_error()
         ),
         Err(error) => format!("{head} FAILED: {error}"),
@@ -244,6 +246,7 @@ fn record_json(record: &GeneratorRecord) -> Value {
             value["pps"] = json!(m.pps());
             value["generator_sent"] = json!(m.generator_sent);
             value["kernel_sent"] = json!(m.kernel_sent);
+            value["kernel_dropped"] = json!(m.kernel_dropped);
         }
         Err(error) => value["error"] = json!(error),
     }
