@@ -857,6 +857,7 @@ impl Router {
             ctx,
             &self.interfaces,
             &mut self.neighbours,
+            self.route.adjacencies_mut(),
             &mut self.discovery,
             batch,
             next,

@@ -30,6 +30,7 @@ use wirespeed_packet::checksum;
 use wirespeed_packet::{Batch, DropReason, FramePool, MAX_BATCH, Meta};
 
 use crate::stage::icmp_error::IcmpKind;
+use crate::table::adjacency::Adjacencies;
 use crate::table::fib::{EcmpGroups, FibError, Ipv4Fib, Ipv4Prefix, Ipv6Fib, Ipv6Prefix, NextHop};
 use crate::table::neighbour::NeighbourKey;
 
@@ -51,8 +52,13 @@ pub enum Next {
     Skip,
     /// For the router itself.
     Local,
-    /// To be sent to this neighbour (MAC still to be found).
-    Forward(NeighbourKey),
+    /// To be sent to `neighbour`; `hop`: the gateway hop whose adjacency may hold the rewrite
+    /// ([`Adjacencies`]), `None` for a destination on a connected subnet (the neighbour is the
+    /// destination itself, found in the neighbour table).
+    Forward {
+        neighbour: NeighbourKey,
+        hop: Option<u32>,
+    },
     /// Dropped; an ICMP error of this kind is due to the source.
     Error(IcmpKind),
 }
@@ -63,7 +69,9 @@ impl std::fmt::Display for Next {
         match self {
             Next::Skip => f.write_str("-"),
             Next::Local => f.write_str("local"),
-            Next::Forward(key) => write!(f, "forward {} port {}", key.addr(), key.port()),
+            Next::Forward { neighbour, .. } => {
+                write!(f, "forward {} port {}", neighbour.addr(), neighbour.port())
+            }
             Next::Error(IcmpKind::TimeExceeded) => f.write_str("icmp time-exceeded"),
             Next::Error(IcmpKind::NoRoute) => f.write_str("icmp unreachable"),
         }
@@ -98,12 +106,14 @@ pub struct RouteCounters {
     pub options: u64,
 }
 
-/// FIBs, ECMP groups and the hop table, and the batch pass over them.
+/// FIBs, ECMP groups, the hop table and its adjacencies, and the batch pass over them.
 pub struct Route {
     fib4: Ipv4Fib,
     fib6: Ipv6Fib,
     ecmp: EcmpGroups,
     hops: Vec<Hop>,
+    /// Indexed like `hops`; grown and reset with it, read and refreshed by the neighbour stage.
+    adjacencies: Adjacencies,
     hop_ids: HashMap<Hop, u32>,
     groups: HashMap<Vec<u32>, NextHop>,
     options: OptionsPolicy,
@@ -146,6 +156,7 @@ impl Route {
             fib6: Ipv6Fib::new(),
             ecmp: EcmpGroups::new(),
             hops: Vec::new(),
+            adjacencies: Adjacencies::new(),
             hop_ids: HashMap::new(),
             groups: HashMap::new(),
             options,
@@ -175,6 +186,11 @@ impl Route {
         &self.fib6
     }
 
+    /// The adjacencies of the hops, for the neighbour stage to apply and refresh.
+    pub fn adjacencies_mut(&mut self) -> &mut Adjacencies {
+        &mut self.adjacencies
+    }
+
     /// The hop a next-hop id names.
     pub fn hop(&self, id: u32) -> Option<Hop> {
         self.hops.get(id as usize).copied()
@@ -194,6 +210,7 @@ impl Route {
                         max: NextHop::MAX_ID,
                     })?;
                     self.hops.push(*hop);
+                    self.adjacencies.grow(self.hops.len());
                     self.hop_ids.insert(*hop, id);
                     id
                 }
@@ -272,6 +289,7 @@ impl Route {
             .map(|(id, hop)| (*hop, id as u32))
             .collect();
         self.hops = hops;
+        self.adjacencies.reset(self.hops.len());
         self.ecmp = EcmpGroups::new();
         self.groups.clear();
         let old4 = std::mem::replace(&mut self.fib4, fib4);
@@ -318,7 +336,13 @@ impl Route {
                     meta.drop = Some(DropReason::Ipv4Options);
                     continue;
                 }
-                if !ip.get(..header_len).is_some_and(checksum::is_valid) {
+                // The common 20-byte header is summed with its length known at compile time.
+                let valid = if header_len == 20 {
+                    checksum::is_valid(h)
+                } else {
+                    ip.get(..header_len).is_some_and(checksum::is_valid)
+                };
+                if !valid {
                     counters.bad_checksum += 1;
                     meta.drop = Some(DropReason::BadIpv4Checksum);
                     continue;
@@ -329,6 +353,9 @@ impl Route {
                     continue;
                 }
                 let dst = u32::from_be_bytes([h[16], h[17], h[18], h[19]]);
+                // The lookup comes after the whole batch is checked: its cache miss overlaps
+                // with that work.
+                fib4.prefetch(dst);
                 if martian_v4(dst) || meta.flags & Meta::FLAG_GROUP_DST != 0 {
                     counters.not_routable += 1;
                     meta.drop = Some(DropReason::NoRoute);
@@ -423,8 +450,8 @@ fn decide(
     };
     let hop = found
         .and_then(|nh| ecmp.resolve(nh, meta.flow_hash))
-        .and_then(|id| hops.get(id as usize));
-    let Some(&hop) = hop else {
+        .and_then(|id| Some((id, *hops.get(id as usize)?)));
+    let Some((id, hop)) = hop else {
         counters.no_route += 1;
         meta.drop = Some(DropReason::NoRoute);
         *next = Next::Error(IcmpKind::NoRoute);
@@ -441,11 +468,17 @@ fn decide(
         *next = Next::Error(IcmpKind::TimeExceeded);
         return;
     }
-    *next = Next::Forward(match hop {
-        Hop::Gateway(key) => key,
-        Hop::Connected(port) => neighbour(port),
+    *next = match hop {
+        Hop::Gateway(key) => Next::Forward {
+            neighbour: key,
+            hop: Some(id),
+        },
+        Hop::Connected(port) => Next::Forward {
+            neighbour: neighbour(port),
+            hop: None,
+        },
         Hop::Local => return,
-    });
+    };
 }
 
 #[cfg(test)]
@@ -510,7 +543,11 @@ mod tests {
     #[test]
     fn decisions_trace() {
         let key = NeighbourKey::v4(Ipv4Addr::new(10, 1, 0, 2), 1);
-        assert_eq!(Next::Forward(key).to_string(), "forward 10.1.0.2 port 1");
+        let forward = Next::Forward {
+            neighbour: key,
+            hop: Some(3),
+        };
+        assert_eq!(forward.to_string(), "forward 10.1.0.2 port 1");
         assert_eq!(Next::Local.to_string(), "local");
         assert_eq!(
             Next::Error(IcmpKind::TimeExceeded).to_string(),

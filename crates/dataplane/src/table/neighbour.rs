@@ -15,6 +15,13 @@
 //! sweep visits a fixed number of slab slots per call, so its cost per batch is constant.
 //!
 //! Time is a TSC reading passed in by the caller; the table never reads a clock.
+//!
+//! The table is the source of truth for every MAC the router writes, but the forwarding path
+//! does not ask it per packet: it keeps a pre-built rewrite per gateway
+//! ([`crate::table::adjacency`]) stamped with the table's [`NeighbourTable::generation`]. Every
+//! change that can alter a resolved answer (a MAC learned or changed, an entry made static,
+//! removed or aged out) advances the generation, so every stamped rewrite goes stale at once and
+//! is rebuilt from the table on its next use.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -188,6 +195,9 @@ pub struct NeighbourTable {
     held_free: Vec<u32>,
     hold_per_neighbour: u16,
     sweep_at: usize,
+    /// Advanced by every change that can alter a resolved answer; starts at 1, so 0 never
+    /// matches.
+    generation: u64,
 }
 
 impl NeighbourTable {
@@ -220,7 +230,15 @@ impl NeighbourTable {
             held_free: (0..hold_total as u32).rev().collect(),
             hold_per_neighbour,
             sweep_at: 0,
+            generation: 1,
         }
+    }
+
+    /// Changes with every entry that becomes resolved, changes its MAC, or goes away: an answer
+    /// taken from the table under one generation holds as long as the generation is the same.
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Entries in use.
@@ -322,6 +340,9 @@ impl NeighbourTable {
             ..Neighbour::VACANT
         })?;
         if let Some(entry) = self.entries.get_mut(slot as usize) {
+            if entry.mac != mac || entry.state != NeighbourState::Static {
+                self.generation += 1;
+            }
             entry.mac = mac;
             entry.state = NeighbourState::Static;
         }
@@ -348,6 +369,9 @@ impl NeighbourTable {
         };
         if entry.state == NeighbourState::Static {
             return Ok(None);
+        }
+        if entry.mac != mac || entry.state != NeighbourState::Reachable {
+            self.generation += 1;
         }
         entry.mac = mac;
         entry.state = NeighbourState::Reachable;
@@ -429,6 +453,7 @@ impl NeighbourTable {
             *entry = Neighbour::VACANT;
         }
         self.free.push(slot);
+        self.generation += 1;
     }
 
     /// Deletes the entry for `key`; its waiting packets go to `out`. Returns whether it existed.
