@@ -815,6 +815,7 @@ impl Router {
         self.parse
             .set_flow_hash(self.acl.is_some() || self.route.uses_flow_hash());
         self.parse.process(ctx.pool, batch, ctx.keys);
+        self.route.prefetch(ctx.pool, batch);
         if TRACE {
             for ((arrival, desc), key) in
                 self.arrivals.iter_mut().zip(batch.descs()).zip(&*ctx.keys)

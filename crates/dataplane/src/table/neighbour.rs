@@ -604,6 +604,42 @@ mod tests {
     }
 
     #[test]
+    fn the_generation_moves_with_every_change_of_a_resolved_answer_only() {
+        let mut table = NeighbourTable::new(8, 2, 8);
+        let (a, b) = (
+            EthernetAddress([2, 0, 0, 0, 0, 1]),
+            EthernetAddress([2, 0, 0, 0, 0, 2]),
+        );
+        let mut seen = table.generation();
+        let mut changed = |table: &NeighbourTable| {
+            let moved = table.generation() != seen;
+            seen = table.generation();
+            moved
+        };
+        let slot = table.insert_incomplete(key(1), 0).unwrap();
+        assert!(!changed(&table), "an incomplete entry resolves nothing");
+        table.learn(key(1), a, 5, false).unwrap();
+        assert!(changed(&table), "resolved");
+        table.learn(key(1), a, 9, false).unwrap();
+        assert!(!changed(&table), "confirmed at the same MAC");
+        table.learn(key(1), b, 9, false).unwrap();
+        assert!(changed(&table), "moved to another MAC");
+        table.set_static(key(1), b).unwrap();
+        assert!(changed(&table), "made static");
+        table.set_static(key(1), b).unwrap();
+        assert!(!changed(&table), "the same static entry again");
+        table.remove(slot, |_| {});
+        assert!(changed(&table), "removed");
+        table.learn(key(2), a, 0, true).unwrap();
+        assert!(changed(&table), "learned");
+        for _ in 0..2 {
+            table.sweep(TIMERS.aging, &TIMERS, |_| {});
+        }
+        assert!(table.is_empty());
+        assert!(changed(&table), "aged out");
+    }
+
+    #[test]
     fn static_entries_are_not_learned_over_nor_aged() {
         let mut table = NeighbourTable::new(4, 2, 4);
         let mac = EthernetAddress([2, 0, 0, 0, 0, 1]);
