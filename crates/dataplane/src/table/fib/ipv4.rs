@@ -343,9 +343,10 @@ impl Ipv4Fib {
     /// The lookups of a batch are independent, so the CPU keeps many tbl24 misses in flight at
     /// once when they come back to back in one tight loop. Measured at 1M routes (benches/fib.rs,
     /// same run): this loop 126 M lookups/s, a DPDK-style split (read every tbl24 entry of a
-    /// 32-address step into an array, then follow the groups) 54 M/s: without a prefetch
-    /// instruction (this crate denies `unsafe`) the split only adds instructions per lookup, and
-    /// the oldest outstanding load holds the reorder buffer either way.
+    /// 32-address step into an array, then follow the groups) 54 M/s: the split only adds
+    /// instructions per lookup, and the oldest outstanding load holds the reorder buffer either
+    /// way. Prefetching pays only when there is other work between it and the lookup
+    /// ([`Ipv4Fib::prefetch`]).
     pub fn lookup_batch(&self, addrs: &[u32], out: &mut [Option<NextHop>]) {
         for (result, &addr) in out.iter_mut().zip(addrs) {
             *result = self.lookup(addr);
