@@ -603,6 +603,16 @@ mod tests {
     }
 
     #[test]
+    fn a_decision_fits_in_28_bytes() {
+        // Written and read once per packet by three stages: keep it small.
+        assert!(
+            std::mem::size_of::<Next>() <= 28,
+            "{}",
+            std::mem::size_of::<Next>()
+        );
+    }
+
+    #[test]
     fn decisions_trace() {
         let key = NeighbourKey::v4(Ipv4Addr::new(10, 1, 0, 2), 1);
         let forward = Next::Forward {
