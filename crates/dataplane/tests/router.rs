@@ -708,22 +708,24 @@ fn with_options(frame: &[u8]) -> Vec<u8> {
     out
 }
 
-#[test]
-fn answers_pings_to_its_address_and_consumes_other_local_traffic() {
-    let mut rig = rig();
-    let ping = FrameBuilder::ipv4_udp()
+/// An echo request from the host on port 0 to `dst`, to be finished by the caller.
+fn echo_request(dst: &str) -> FrameBuilder {
+    FrameBuilder::ipv4_udp()
         .with_l3(L3::Ipv4 {
             src: v4("10.0.0.2"),
-            dst: v4("10.2.0.1"),
+            dst: v4(dst),
         })
         .with_l4(L4::Echo {
             ident: 7,
             seq_no: 1,
         })
         .macs(HOST_MAC, ROUTER[0])
-        .ttl(1)
-        .payload_len(12)
-        .build();
+}
+
+#[test]
+fn answers_pings_to_its_address_and_consumes_other_local_traffic() {
+    let mut rig = rig();
+    let ping = echo_request("10.2.0.1").ttl(1).payload_len(12).build();
     let out = rig.exchange(0, std::slice::from_ref(&ping));
     assert_eq!(out[0].len(), 1);
     let reply = &out[0][0];
@@ -1007,18 +1009,7 @@ fn skipped_passes_change_nothing_in_batches_mixing_forwarded_packets_and_excepti
     let plain = |n: u16| udp4("192.0.2.5", 64, n);
     let mut bad_checksum = udp4("192.0.2.6", 64, 9);
     bad_checksum[14 + 10] ^= 0x5a;
-    let ping = FrameBuilder::ipv4_udp()
-        .with_l3(L3::Ipv4 {
-            src: v4("10.0.0.2"),
-            dst: v4("10.0.0.1"),
-        })
-        .with_l4(L4::Echo {
-            ident: 7,
-            seq_no: 1,
-        })
-        .macs(HOST_MAC, ROUTER[0])
-        .payload_len(18)
-        .build();
+    let ping = echo_request("10.0.0.1").payload_len(18).build();
     let arp = arp_request(HOST_MAC, v4("10.0.0.2"), v4("10.0.0.1"));
     let mixed = vec![
         plain(1),
