@@ -20,7 +20,7 @@ use wirespeed_dataplane::stage::vlan::VlanMode;
 use wirespeed_dataplane::table::fib::{Ipv4Fib, Ipv4Prefix, Ipv6Fib, Ipv6Prefix, NextHop};
 use wirespeed_packet::DropReason;
 use wirespeed_packet::wire::{EthernetAddress, ipv4};
-use wirespeed_testkit::frames::{FrameBuilder, L3, L4};
+use wirespeed_testkit::frames::{FrameBuilder, L3, L4, arp_request};
 use wirespeed_testkit::rig::Rig;
 
 const fn mac(last: u8) -> EthernetAddress {
@@ -413,6 +413,102 @@ fn neighbours_are_added_removed_and_shown() {
         AppCommand::NeighbourRemove(v4("10.1.0.9").into()),
     ));
     assert!(why.contains("no neighbour"), "{why}");
+    finish(rig);
+}
+
+/// The rewrite a gateway's packets get is kept per route next hop (an adjacency) but must follow
+/// the neighbour table: a new MAC for the gateway, given by `neighbour add` or learned from the
+/// wire, is used from the very next packet, and a gateway deleted while routes point at it gets
+/// its packets held and asked for again, never sent to the old MAC.
+#[test]
+fn gateway_rewrites_follow_their_neighbour_through_changes_and_removal() {
+    let (mut rig, mut control) = router_rig(router_config());
+    done(call(
+        &mut rig,
+        &mut control,
+        AppCommand::RouteAddV4 {
+            prefix: prefix4("203.0.113.0", 24),
+            via: v4("10.1.0.2"),
+        },
+    ));
+    let frames = [udp4("203.0.113.5", 53), udp4("203.0.113.6", 54)];
+    let to = |next: EthernetAddress| -> Vec<Vec<u8>> {
+        frames
+            .iter()
+            .map(|frame| forwarded4(frame, ROUTER[1], next))
+            .collect()
+    };
+    let out = rig.exchange(0, &frames);
+    assert_eq!(out[1], to(G1), "the configured MAC");
+
+    // `neighbour add` over the static entry: a new MAC from the next packet on.
+    let add = |mac: EthernetAddress| {
+        AppCommand::NeighbourAdd(Neighbour {
+            addr: v4("10.1.0.2").into(),
+            mac: mac.0,
+            port: "p1".into(),
+        })
+    };
+    done(call(&mut rig, &mut control, add(mac(0x77))));
+    let out = rig.exchange(0, &frames);
+    assert_eq!(out[1], to(mac(0x77)), "the changed static MAC");
+
+    // Deleted while the route points at it: the packet waits and the router asks.
+    done(call(
+        &mut rig,
+        &mut control,
+        AppCommand::NeighbourRemove(v4("10.1.0.2").into()),
+    ));
+    let out = rig.exchange(0, &frames[..1]);
+    let request = arp_request(ROUTER[1], v4("10.1.0.1"), v4("10.1.0.2"));
+    assert_eq!(out[1].len(), 1, "only the ARP request, the packet held");
+    assert_eq!(out[1][0][..6], EthernetAddress::BROADCAST.0);
+    assert_eq!(out[1][0][12..42], request[12..42], "who-has 10.1.0.2");
+
+    // The gateway asks for the router's address from a new MAC: it is learned, the packet that
+    // waited leaves with that MAC (after the router's ARP reply), and so do the next ones.
+    let learned = mac(0x88);
+    let out = rig.exchange(1, &[arp_request(learned, v4("10.1.0.2"), v4("10.1.0.1"))]);
+    assert_eq!(out[1].len(), 2, "{:?}", out[1]);
+    assert_eq!(&out[1][0][12..14], &[0x08, 0x06], "the ARP reply");
+    assert_eq!(out[1][1], to(learned)[0], "the held packet");
+    let out = rig.exchange(0, &frames);
+    assert_eq!(out[1], to(learned), "the learned MAC");
+
+    // A learned neighbour that moves to another MAC is followed too.
+    let moved = mac(0x99);
+    let out = rig.exchange(1, &[arp_request(moved, v4("10.1.0.2"), v4("10.1.0.1"))]);
+    assert_eq!(out[1].len(), 1, "the ARP reply");
+    let out = rig.exchange(0, &frames);
+    assert_eq!(out[1], to(moved), "the new learned MAC");
+    assert_eq!(drops(&rig, DropReason::NoNeighbour), 0);
+    finish(rig);
+}
+
+/// A route load replaces the hop table, so a hop id may name another gateway afterwards: no
+/// rewrite cached under the old table may survive it.
+#[test]
+fn a_loaded_fib_forgets_the_rewrites_of_the_hop_table_it_replaced() {
+    let (mut rig, mut control) = router_rig(router_config());
+    done(call(
+        &mut rig,
+        &mut control,
+        AppCommand::RouteAddV4 {
+            prefix: prefix4("192.0.2.0", 24),
+            via: v4("10.1.0.2"),
+        },
+    ));
+    let frame = udp4("192.0.2.7", 53);
+    let out = rig.exchange(0, std::slice::from_ref(&frame));
+    assert_eq!(out[1], [forwarded4(&frame, ROUTER[1], G1)]);
+    // Hop ids 0..=3 were the router itself and the three connected subnets, 4 the gateway G1;
+    // in the loaded table id 4 is G2.
+    let gateways = ["10.2.0.9", "10.2.0.8", "10.2.0.7", "10.2.0.6", "10.2.0.2"];
+    let routes = loaded(&[("192.0.2.0", 24, 4)], &[], &gateways);
+    done(call(&mut rig, &mut control, AppCommand::ReplaceFib(routes)));
+    let out = rig.exchange(0, std::slice::from_ref(&frame));
+    assert!(out[1].is_empty(), "{:?}", out[1]);
+    assert_eq!(out[2], [forwarded4(&frame, ROUTER[2], G2)]);
     finish(rig);
 }
 

@@ -708,22 +708,24 @@ fn with_options(frame: &[u8]) -> Vec<u8> {
     out
 }
 
-#[test]
-fn answers_pings_to_its_address_and_consumes_other_local_traffic() {
-    let mut rig = rig();
-    let ping = FrameBuilder::ipv4_udp()
+/// An echo request from the host on port 0 to `dst`, to be finished by the caller.
+fn echo_request(dst: &str) -> FrameBuilder {
+    FrameBuilder::ipv4_udp()
         .with_l3(L3::Ipv4 {
             src: v4("10.0.0.2"),
-            dst: v4("10.2.0.1"),
+            dst: v4(dst),
         })
         .with_l4(L4::Echo {
             ident: 7,
             seq_no: 1,
         })
         .macs(HOST_MAC, ROUTER[0])
-        .ttl(1)
-        .payload_len(12)
-        .build();
+}
+
+#[test]
+fn answers_pings_to_its_address_and_consumes_other_local_traffic() {
+    let mut rig = rig();
+    let ping = echo_request("10.2.0.1").ttl(1).payload_len(12).build();
     let out = rig.exchange(0, std::slice::from_ref(&ping));
     assert_eq!(out[0].len(), 1);
     let reply = &out[0][0];
@@ -984,4 +986,81 @@ fn routes_change_between_batches_and_bad_ones_are_refused() {
     }
     .to_string();
     assert!(message.contains("give its port"), "{message}");
+}
+
+/// What every port put out after each exchange through a router built from `config()`,
+/// traced (every stage's pass over every batch) or not (passes no packet needs are skipped).
+fn outputs_of(traced: bool, exchanges: &[(usize, Vec<Vec<u8>>)]) -> Vec<Vec<Vec<Vec<u8>>>> {
+    let mut router = Router::new(config()).unwrap();
+    if traced {
+        router.set_trace(64);
+    }
+    let mut rig = Rig::new(Box::new(router), 3, 32);
+    let out = exchanges
+        .iter()
+        .map(|(port, frames)| rig.exchange(*port, frames))
+        .collect();
+    finish(rig);
+    out
+}
+
+#[test]
+fn skipped_passes_change_nothing_in_batches_mixing_forwarded_packets_and_exceptions() {
+    let plain = |n: u16| udp4("192.0.2.5", 64, n);
+    let mut bad_checksum = udp4("192.0.2.6", 64, 9);
+    bad_checksum[14 + 10] ^= 0x5a;
+    let ping = echo_request("10.0.0.1").payload_len(18).build();
+    let arp = arp_request(HOST_MAC, v4("10.0.0.2"), v4("10.0.0.1"));
+    let mixed = vec![
+        plain(1),
+        udp4("192.0.2.7", 1, 2),
+        plain(3),
+        bad_checksum,
+        with_options(&plain(4)),
+        plain(5),
+        udp4("203.0.113.5", 64, 6),
+        arp.clone(),
+        plain(7),
+        ping.clone(),
+        udp6("2001:db8:100::5", 64),
+        udp6("2001:db8:100::6", 1),
+        plain(8),
+        udp4("255.255.255.255", 64, 10),
+    ];
+    let forwarded: Vec<Vec<u8>> = (1..=4).map(plain).collect();
+    let exchanges = vec![
+        (0, forwarded.clone()),
+        (0, mixed),
+        (0, forwarded.clone()),
+        (0, vec![plain(1), arp, plain(2)]),
+        (0, vec![plain(1), ping, plain(2)]),
+        (0, vec![plain(1), udp4("192.0.2.9", 1, 2), plain(2)]),
+    ];
+    let skipping = outputs_of(false, &exchanges);
+    assert_eq!(skipping, outputs_of(true, &exchanges));
+    // And the forwarded ones are right, in order, with exceptions among them or not.
+    let expected: Vec<Vec<u8>> = forwarded
+        .iter()
+        .map(|f| forwarded4(f, ROUTER[1], G1_MAC))
+        .collect();
+    assert_eq!(skipping[0][1], expected);
+    assert_eq!(skipping[2][1], expected);
+    let among: Vec<Vec<u8>> = [1, 3, 5, 7, 8]
+        .map(|n| forwarded4(&plain(n), ROUTER[1], G1_MAC))
+        .to_vec();
+    let is_arp = |frame: &&Vec<u8>| frame[12..14] == [0x08, 0x06];
+    let (requests, routed): (Vec<&Vec<u8>>, Vec<&Vec<u8>>) =
+        skipping[1][1].iter().partition(is_arp);
+    assert_eq!(routed, among.iter().collect::<Vec<_>>());
+    // Every exception did what it does: the ARP request for 10.1.0.9 on port 1; back on port 0
+    // the ARP reply, the echo reply, and time-exceeded for the IPv4 and the IPv6 packet (the
+    // bad checksum, the options and the broadcast destination are dropped silently); the IPv6
+    // packet to G2 on port 2.
+    assert_eq!(requests.len(), 1);
+    assert_eq!(skipping[1][0].len(), 4);
+    assert_eq!(skipping[1][0].iter().filter(is_arp).count(), 1);
+    assert_eq!(
+        skipping[1][2],
+        [forwarded6(&udp6("2001:db8:100::5", 64), ROUTER[2], G2_MAC)]
+    );
 }

@@ -9,12 +9,16 @@
 //! * [`flow_key`]: the fields a forwarding decision depends on, and their CRC32C hash.
 //! * [`mod@parse`]: the hot-path parser that fills a packet's [`Meta`] and [`FlowKey`] in one pass.
 //!
-//! `unsafe` is confined to the pool (memory shared with the kernel) and the CRC32C instruction.
+//! * [`memory`]: huge-page advice for the large lookup tables of the data plane.
+//!
+//! `unsafe` is confined to the pool (memory shared with the kernel), the CRC32C instruction, the
+//! TSC and prefetch ([`cpu`]) and the huge-page advice ([`memory`]).
 
 pub mod batch;
 pub mod checksum;
 pub mod cpu;
 pub mod flow_key;
+pub mod memory;
 pub mod parse;
 pub mod pool;
 pub mod wire;

@@ -12,6 +12,10 @@
 //! 6. [`Local`] answers pings to the router; other local traffic is consumed and counted.
 //! 7. [`Resolve`] rewrites MACs and TTL for known neighbours and holds the rest while it asks.
 //!
+//! Stages 3, 5 and 6 run over a batch only when one of its packets needs them (an ARP or
+//! ICMPv6 frame, an error due, a packet for the router): plain forwarded traffic skips their
+//! passes. Traced batches run every pass.
+//!
 //! An optional [`Acl`] stage runs right after parse (the "Linux router with firewall" case):
 //! without one configured the router does not even test for it per packet, only per batch.
 //!
@@ -815,6 +819,7 @@ impl Router {
         self.parse
             .set_flow_hash(self.acl.is_some() || self.route.uses_flow_hash());
         self.parse.process(ctx.pool, batch, ctx.keys);
+        self.route.prefetch(ctx.pool, batch);
         if TRACE {
             for ((arrival, desc), key) in
                 self.arrivals.iter_mut().zip(batch.descs()).zip(&*ctx.keys)
@@ -823,26 +828,37 @@ impl Router {
             }
         }
         self.housekeeping(ctx);
+        // The passes of discovery, ICMP errors and local delivery run only over batches that
+        // hold a packet for them (traced batches run every pass, so each stage keeps its line):
+        // a batch of plain forwarded traffic pays one flag test per packet for all three.
+        let mut any_discovery = false;
         for meta in batch.meta_mut() {
             if meta.drop.is_none() && meta.vlan_depth != 0 {
                 meta.drop = Some(DropReason::VlanFiltered);
             }
+            any_discovery |= Discovery::may_handle(meta);
         }
         if let Some(acl) = &mut self.acl {
             acl.process(batch, ctx.keys);
         }
-        self.discovery
-            .process::<TRACE>(ctx, &self.interfaces, &mut self.neighbours, batch);
+        if any_discovery || TRACE {
+            self.discovery
+                .process::<TRACE>(ctx, &self.interfaces, &mut self.neighbours, batch);
+        }
         let len = batch.len();
         let next = &mut self.next[..len];
         self.route.process(ctx.pool, batch, next);
 
-        let mut any_error = false;
+        let (mut any_error, mut any_local) = (false, false);
         for (error, next) in self.errors.iter_mut().zip(next.iter()) {
             *error = match *next {
                 Next::Error(kind) => {
                     any_error = true;
                     Some(kind)
+                }
+                Next::Local => {
+                    any_local = true;
+                    None
                 }
                 _ => None,
             };
@@ -851,12 +867,15 @@ impl Router {
             self.icmp
                 .process::<TRACE>(ctx, &self.interfaces, batch, &self.errors[..len]);
         }
-        self.local
-            .process::<TRACE>(ctx, &self.interfaces, batch, next);
+        if any_local || TRACE {
+            self.local
+                .process::<TRACE>(ctx, &self.interfaces, batch, next);
+        }
         self.resolve.process::<TRACE>(
             ctx,
             &self.interfaces,
             &mut self.neighbours,
+            self.route.adjacencies_mut(),
             &mut self.discovery,
             batch,
             next,

@@ -206,6 +206,17 @@ impl Discovery {
         self.trace.get(..len).unwrap_or(&self.trace)
     }
 
+    /// Whether this stage may have something to do with the packet `meta` describes: an ARP
+    /// frame, or an ICMPv6 message (perhaps ND). The router skips the stage's pass over a batch
+    /// in which no packet qualifies; a packet that does is looked at exactly as before.
+    #[inline]
+    pub fn may_handle(meta: &Meta) -> bool {
+        meta.ethertype == ETHERTYPE_ARP
+            || (meta.flags & Meta::FLAG_IPV6 != 0
+                && meta.ip_proto == PROTO_ICMPV6
+                && meta.l4_offset != 0)
+    }
+
     /// Handles every undecided ARP and ICMPv6 ND packet of `batch`. With `TRACE`, each outcome
     /// is kept for [`Discovery::trace`].
     pub fn process<const TRACE: bool>(
@@ -223,13 +234,12 @@ impl Discovery {
             if meta.drop.is_some() || meta.out_port != Meta::NO_PORT {
                 continue;
             }
+            if !Self::may_handle(meta) {
+                continue;
+            }
             let (outcome, discovered) = if meta.ethertype == ETHERTYPE_ARP {
                 self.arp(ctx, interfaces, neighbours, desc, meta)
-            } else if meta.flags & Meta::FLAG_IPV6 != 0
-                && meta.ip_proto == PROTO_ICMPV6
-                && meta.l4_offset != 0
-                && is_nd(ctx, desc, meta)
-            {
+            } else if is_nd(ctx, desc, meta) {
                 self.nd(ctx, interfaces, neighbours, desc, meta)
             } else {
                 continue;

@@ -3,6 +3,11 @@
 //! minus one (IPv4 with the RFC 1624 incremental checksum update) — or holds the packet while
 //! the neighbour is being resolved.
 //!
+//! A packet for a gateway whose adjacency is current ([`Adjacencies`]) is rewritten from it
+//! without asking the neighbour table: that is every forwarded packet but the first after a
+//! neighbour changed. The others ask the table (one hash probe), and a gateway found resolved
+//! gets its adjacency rebuilt for the packets after it.
+//!
 //! Counters: [`ResolveCounters`]. Dispositions: out by the neighbour's port; held (the packet
 //! leaves the batch and its frame waits in the neighbour table; an ARP request or neighbour
 //! solicitation goes out, paced per neighbour); [`DropReason::NoNeighbour`] when the
@@ -26,6 +31,7 @@ use wirespeed_packet::{Batch, DropReason, FramePool, MAX_BATCH, Meta};
 use crate::app::Context;
 use crate::stage::discovery::Discovery;
 use crate::stage::route::Next;
+use crate::table::adjacency::Adjacencies;
 use crate::table::interfaces::Interfaces;
 use crate::table::neighbour::{Lookup, NeighbourTable, Timers};
 
@@ -117,17 +123,21 @@ impl Resolve {
     }
 
     /// Sends or holds every packet whose `next` is [`Next::Forward`]; held packets are removed
-    /// from `batch` before returning. With `TRACE`, each outcome is kept for
+    /// from `batch` before returning. Gateways' rewrites come from `adjacencies` while they are
+    /// current and are rebuilt there when not. With `TRACE`, each outcome is kept for
     /// [`Resolve::trace`].
+    #[allow(clippy::too_many_arguments)]
     pub fn process<const TRACE: bool>(
         &mut self,
         ctx: &mut Context<'_>,
         interfaces: &Interfaces,
         neighbours: &mut NeighbourTable,
+        adjacencies: &mut Adjacencies,
         discovery: &mut Discovery,
         batch: &mut Batch,
         next: &[Next],
     ) {
+        let generation = neighbours.generation();
         let mut any_held = false;
         let (descs, metas) = batch.split_mut();
         for (i, (((desc, meta), next), held)) in descs
@@ -141,13 +151,29 @@ impl Resolve {
             if TRACE && let Some(slot) = self.trace.get_mut(i) {
                 *slot = Resolution::Skipped;
             }
-            let Next::Forward(key) = *next else {
+            let Next::Forward {
+                neighbour: key,
+                hop,
+            } = *next
+            else {
                 continue;
             };
+            if let Some(adjacency) = hop.and_then(|hop| adjacencies.current(hop, generation)) {
+                rewrite(ctx.pool, desc, meta, Some(adjacency.dst), adjacency.src);
+                meta.out_port = adjacency.port;
+                self.counters.forwarded += 1;
+                if TRACE && let Some(slot) = self.trace.get_mut(i) {
+                    *slot = Resolution::Rewritten(adjacency.dst);
+                }
+                continue;
+            }
             let port = key.port();
             let src_mac = interfaces.mac(port).unwrap_or(EthernetAddress([0; 6]));
             let slot = match neighbours.lookup(&key) {
                 Lookup::Resolved(mac) => {
+                    if let Some(hop) = hop {
+                        adjacencies.refresh(hop, generation, mac, src_mac, port);
+                    }
                     rewrite(ctx.pool, desc, meta, Some(mac), src_mac);
                     meta.out_port = port;
                     self.counters.forwarded += 1;
@@ -202,7 +228,8 @@ impl Resolve {
     }
 }
 
-/// Writes the MACs (the destination only when known) and decrements the TTL / hop limit.
+/// Writes the MACs (the destination only when known) and decrements the TTL / hop limit. The
+/// route stage checked the IPv4 header (length, checksum, TTL above 1).
 #[inline(always)]
 fn rewrite(
     pool: &mut FramePool,
@@ -226,11 +253,11 @@ fn rewrite(
     }
     let l3 = usize::from(meta.l3_offset);
     if meta.flags & Meta::FLAG_IPV4 != 0 {
-        if let Some(mut ip) = packet
+        if let Some(header) = packet
             .get_mut(l3..)
-            .and_then(|ip| ipv4::Packet::new_checked(ip).ok())
+            .and_then(|ip| ip.first_chunk_mut::<{ ipv4::HEADER_LEN }>())
         {
-            ip.decrement_ttl();
+            ipv4::Packet::new_unchecked(&mut header[..]).decrement_ttl();
         }
     } else if let Some(hop_limit) = packet.get_mut(l3 + 7) {
         *hop_limit = hop_limit.saturating_sub(1);

@@ -30,6 +30,7 @@ use wirespeed_packet::checksum;
 use wirespeed_packet::{Batch, DropReason, FramePool, MAX_BATCH, Meta};
 
 use crate::stage::icmp_error::IcmpKind;
+use crate::table::adjacency::Adjacencies;
 use crate::table::fib::{EcmpGroups, FibError, Ipv4Fib, Ipv4Prefix, Ipv6Fib, Ipv6Prefix, NextHop};
 use crate::table::neighbour::NeighbourKey;
 
@@ -51,8 +52,13 @@ pub enum Next {
     Skip,
     /// For the router itself.
     Local,
-    /// To be sent to this neighbour (MAC still to be found).
-    Forward(NeighbourKey),
+    /// To be sent to `neighbour`; `hop`: the gateway hop whose adjacency may hold the rewrite
+    /// ([`Adjacencies`]), `None` for a destination on a connected subnet (the neighbour is the
+    /// destination itself, found in the neighbour table).
+    Forward {
+        neighbour: NeighbourKey,
+        hop: Option<u32>,
+    },
     /// Dropped; an ICMP error of this kind is due to the source.
     Error(IcmpKind),
 }
@@ -63,7 +69,9 @@ impl std::fmt::Display for Next {
         match self {
             Next::Skip => f.write_str("-"),
             Next::Local => f.write_str("local"),
-            Next::Forward(key) => write!(f, "forward {} port {}", key.addr(), key.port()),
+            Next::Forward { neighbour, .. } => {
+                write!(f, "forward {} port {}", neighbour.addr(), neighbour.port())
+            }
             Next::Error(IcmpKind::TimeExceeded) => f.write_str("icmp time-exceeded"),
             Next::Error(IcmpKind::NoRoute) => f.write_str("icmp unreachable"),
         }
@@ -98,12 +106,14 @@ pub struct RouteCounters {
     pub options: u64,
 }
 
-/// FIBs, ECMP groups and the hop table, and the batch pass over them.
+/// FIBs, ECMP groups, the hop table and its adjacencies, and the batch pass over them.
 pub struct Route {
     fib4: Ipv4Fib,
     fib6: Ipv6Fib,
     ecmp: EcmpGroups,
     hops: Vec<Hop>,
+    /// Indexed like `hops`; grown and reset with it, read and refreshed by the neighbour stage.
+    adjacencies: Adjacencies,
     hop_ids: HashMap<Hop, u32>,
     groups: HashMap<Vec<u32>, NextHop>,
     options: OptionsPolicy,
@@ -138,6 +148,29 @@ pub fn martian_v6(src: u128) -> bool {
     src <= 1 || src >> 120 == 0xff || src >> 32 == 0xffff || src >> 118 == 0xfe80 >> 6
 }
 
+/// Whether a 20-byte IPv4 header (no options) carries a valid checksum: its five 32-bit words
+/// summed in a `u64` and folded to 16 bits give 0xffff. [`checksum::is_valid`] does the same
+/// for any length; this one is a handful of instructions with no loop, for every packet.
+#[inline(always)]
+fn header_checksum_is_valid(header: &[u8; 20]) -> bool {
+    let word = |at: usize| {
+        u64::from(u32::from_ne_bytes([
+            header[at],
+            header[at + 1],
+            header[at + 2],
+            header[at + 3],
+        ]))
+    };
+    // Five words stay below 2^35; byte order does not matter to a ones' complement sum, and
+    // 0xffff reads the same either way (RFC 1071 §2(B)).
+    let sum = word(0) + word(4) + word(8) + word(12) + word(16);
+    let sum = (sum & 0xffff_ffff) + (sum >> 32);
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = (sum & 0xffff) + (sum >> 16);
+    sum == 0xffff
+}
+
 impl Route {
     /// Empty tables; IPv4 options handled by `options`.
     pub fn new(options: OptionsPolicy) -> Self {
@@ -146,6 +179,7 @@ impl Route {
             fib6: Ipv6Fib::new(),
             ecmp: EcmpGroups::new(),
             hops: Vec::new(),
+            adjacencies: Adjacencies::new(),
             hop_ids: HashMap::new(),
             groups: HashMap::new(),
             options,
@@ -175,6 +209,11 @@ impl Route {
         &self.fib6
     }
 
+    /// The adjacencies of the hops, for the neighbour stage to apply and refresh.
+    pub fn adjacencies_mut(&mut self) -> &mut Adjacencies {
+        &mut self.adjacencies
+    }
+
     /// The hop a next-hop id names.
     pub fn hop(&self, id: u32) -> Option<Hop> {
         self.hops.get(id as usize).copied()
@@ -194,6 +233,7 @@ impl Route {
                         max: NextHop::MAX_ID,
                     })?;
                     self.hops.push(*hop);
+                    self.adjacencies.grow(self.hops.len());
                     self.hop_ids.insert(*hop, id);
                     id
                 }
@@ -272,11 +312,32 @@ impl Route {
             .map(|(id, hop)| (*hop, id as u32))
             .collect();
         self.hops = hops;
+        self.adjacencies.reset(self.hops.len());
         self.ecmp = EcmpGroups::new();
         self.groups.clear();
         let old4 = std::mem::replace(&mut self.fib4, fib4);
         let old6 = std::mem::replace(&mut self.fib6, fib6);
         (old4, old6)
+    }
+
+    /// Starts loading the FIB entry of every IPv4 packet of `batch`, to be called as soon as the
+    /// batch is parsed: the lookups in [`Route::process`] come after the other stages' passes,
+    /// which then run while the entries arrive from memory (at a million routes nearly every
+    /// lookup misses the caches).
+    pub fn prefetch(&self, pool: &FramePool, batch: &Batch) {
+        for (desc, meta) in batch.descs().iter().zip(batch.meta()) {
+            if meta.flags & Meta::FLAG_IPV4 == 0 || meta.drop.is_some() {
+                continue;
+            }
+            let at = usize::from(desc.offset) + usize::from(meta.l3_offset) + 16;
+            if let Some(dst) = pool
+                .frame(desc.frame)
+                .get(at..)
+                .and_then(<[u8]>::first_chunk)
+            {
+                self.fib4.prefetch(u32::from_be_bytes(*dst));
+            }
+        }
     }
 
     /// Decides every undecided IP packet of `batch` into `next` (see the module documentation).
@@ -318,7 +379,12 @@ impl Route {
                     meta.drop = Some(DropReason::Ipv4Options);
                     continue;
                 }
-                if !ip.get(..header_len).is_some_and(checksum::is_valid) {
+                let valid = if header_len == 20 {
+                    header_checksum_is_valid(h)
+                } else {
+                    ip.get(..header_len).is_some_and(checksum::is_valid)
+                };
+                if !valid {
                     counters.bad_checksum += 1;
                     meta.drop = Some(DropReason::BadIpv4Checksum);
                     continue;
@@ -423,8 +489,8 @@ fn decide(
     };
     let hop = found
         .and_then(|nh| ecmp.resolve(nh, meta.flow_hash))
-        .and_then(|id| hops.get(id as usize));
-    let Some(&hop) = hop else {
+        .and_then(|id| Some((id, *hops.get(id as usize)?)));
+    let Some((id, hop)) = hop else {
         counters.no_route += 1;
         meta.drop = Some(DropReason::NoRoute);
         *next = Next::Error(IcmpKind::NoRoute);
@@ -441,16 +507,45 @@ fn decide(
         *next = Next::Error(IcmpKind::TimeExceeded);
         return;
     }
-    *next = Next::Forward(match hop {
-        Hop::Gateway(key) => key,
-        Hop::Connected(port) => neighbour(port),
+    *next = match hop {
+        Hop::Gateway(key) => Next::Forward {
+            neighbour: key,
+            hop: Some(id),
+        },
+        Hop::Connected(port) => Next::Forward {
+            neighbour: neighbour(port),
+            hop: None,
+        },
         Hop::Local => return,
-    });
+    };
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_short_header_checksum_agrees_with_the_general_one() {
+        let mut header = [
+            0x45, 0, 0, 46, 0x12, 0x34, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 2, 192, 0, 2, 5,
+        ];
+        let sum = checksum::internet_checksum(&header);
+        header[10..12].copy_from_slice(&sum.to_be_bytes());
+        assert!(header_checksum_is_valid(&header));
+        for byte in 0..20 {
+            for bit in 0..8 {
+                let mut bad = header;
+                bad[byte] ^= 1 << bit;
+                assert_eq!(
+                    header_checksum_is_valid(&bad),
+                    checksum::is_valid(&bad),
+                    "byte {byte} bit {bit}"
+                );
+            }
+        }
+        let ones = [0xff; 20];
+        assert_eq!(header_checksum_is_valid(&ones), checksum::is_valid(&ones));
+    }
 
     #[test]
     fn martians() {
@@ -508,9 +603,23 @@ mod tests {
     }
 
     #[test]
+    fn a_decision_fits_in_28_bytes() {
+        // Written and read once per packet by three stages: keep it small.
+        assert!(
+            std::mem::size_of::<Next>() <= 28,
+            "{}",
+            std::mem::size_of::<Next>()
+        );
+    }
+
+    #[test]
     fn decisions_trace() {
         let key = NeighbourKey::v4(Ipv4Addr::new(10, 1, 0, 2), 1);
-        assert_eq!(Next::Forward(key).to_string(), "forward 10.1.0.2 port 1");
+        let forward = Next::Forward {
+            neighbour: key,
+            hop: Some(3),
+        };
+        assert_eq!(forward.to_string(), "forward 10.1.0.2 port 1");
         assert_eq!(Next::Local.to_string(), "local");
         assert_eq!(
             Next::Error(IcmpKind::TimeExceeded).to_string(),

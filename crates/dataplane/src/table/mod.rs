@@ -1,5 +1,6 @@
 //! Lookup tables used by the stages.
 
+pub mod adjacency;
 pub mod classifier;
 pub mod fib;
 pub mod flow_cache;

@@ -15,6 +15,13 @@
 //! sweep visits a fixed number of slab slots per call, so its cost per batch is constant.
 //!
 //! Time is a TSC reading passed in by the caller; the table never reads a clock.
+//!
+//! The table is the source of truth for every MAC the router writes, but the forwarding path
+//! does not ask it per packet: it keeps a pre-built rewrite per gateway
+//! ([`crate::table::adjacency`]) stamped with the table's [`NeighbourTable::generation`]. Every
+//! change that can alter a resolved answer (a MAC learned or changed, an entry made static,
+//! removed or aged out) advances the generation, so every stamped rewrite goes stale at once and
+//! is rebuilt from the table on its next use.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -27,8 +34,12 @@ const EMPTY: u32 = u32::MAX;
 /// several links).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct NeighbourKey {
-    /// IPv4 addresses are stored IPv4-mapped (`::ffff:a.b.c.d`).
-    addr: u128,
+    /// IPv4 addresses are stored IPv4-mapped (`::ffff:a.b.c.d`). Bytes rather than a `u128`
+    /// keep the key 2-byte aligned, so the route stage's per-packet [`Next`] that carries one
+    /// is 28 bytes instead of 48.
+    ///
+    /// [`Next`]: crate::stage::route::Next
+    addr: [u8; 16],
     port: u16,
     v4: bool,
 }
@@ -38,7 +49,7 @@ impl NeighbourKey {
     #[inline]
     pub fn v4(addr: Ipv4Addr, port: u16) -> Self {
         NeighbourKey {
-            addr: addr.to_ipv6_mapped().to_bits(),
+            addr: addr.to_ipv6_mapped().octets(),
             port,
             v4: true,
         }
@@ -48,7 +59,7 @@ impl NeighbourKey {
     #[inline]
     pub fn v6(addr: Ipv6Addr, port: u16) -> Self {
         NeighbourKey {
-            addr: addr.to_bits(),
+            addr: addr.octets(),
             port,
             v4: false,
         }
@@ -56,7 +67,7 @@ impl NeighbourKey {
 
     /// The neighbour's IP address.
     pub fn addr(&self) -> IpAddr {
-        let v6 = Ipv6Addr::from_bits(self.addr);
+        let v6 = Ipv6Addr::from(self.addr);
         match (self.v4, v6.to_ipv4_mapped()) {
             (true, Some(v4)) => IpAddr::V4(v4),
             _ => IpAddr::V6(v6),
@@ -70,7 +81,8 @@ impl NeighbourKey {
 
     #[inline]
     fn hash(&self) -> u64 {
-        let folded = (self.addr as u64) ^ ((self.addr >> 64) as u64).rotate_left(29);
+        let addr = u128::from_be_bytes(self.addr);
+        let folded = (addr as u64) ^ ((addr >> 64) as u64).rotate_left(29);
         let mixed = (folded ^ u64::from(self.port) << 48 ^ u64::from(self.v4))
             .wrapping_mul(0x9e37_79b9_7f4a_7c15);
         mixed ^ (mixed >> 32)
@@ -111,7 +123,7 @@ pub struct Neighbour {
 impl Neighbour {
     const VACANT: Neighbour = Neighbour {
         key: NeighbourKey {
-            addr: 0,
+            addr: [0; 16],
             port: 0,
             v4: false,
         },
@@ -188,6 +200,9 @@ pub struct NeighbourTable {
     held_free: Vec<u32>,
     hold_per_neighbour: u16,
     sweep_at: usize,
+    /// Advanced by every change that can alter a resolved answer; starts at 1, so 0 never
+    /// matches.
+    generation: u64,
 }
 
 impl NeighbourTable {
@@ -220,7 +235,15 @@ impl NeighbourTable {
             held_free: (0..hold_total as u32).rev().collect(),
             hold_per_neighbour,
             sweep_at: 0,
+            generation: 1,
         }
+    }
+
+    /// Changes with every entry that becomes resolved, changes its MAC, or goes away: an answer
+    /// taken from the table under one generation holds as long as the generation is the same.
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Entries in use.
@@ -322,6 +345,9 @@ impl NeighbourTable {
             ..Neighbour::VACANT
         })?;
         if let Some(entry) = self.entries.get_mut(slot as usize) {
+            if entry.mac != mac || entry.state != NeighbourState::Static {
+                self.generation += 1;
+            }
             entry.mac = mac;
             entry.state = NeighbourState::Static;
         }
@@ -348,6 +374,9 @@ impl NeighbourTable {
         };
         if entry.state == NeighbourState::Static {
             return Ok(None);
+        }
+        if entry.mac != mac || entry.state != NeighbourState::Reachable {
+            self.generation += 1;
         }
         entry.mac = mac;
         entry.state = NeighbourState::Reachable;
@@ -429,6 +458,7 @@ impl NeighbourTable {
             *entry = Neighbour::VACANT;
         }
         self.free.push(slot);
+        self.generation += 1;
     }
 
     /// Deletes the entry for `key`; its waiting packets go to `out`. Returns whether it existed.
@@ -576,6 +606,42 @@ mod tests {
         assert_eq!(table.held_packets(), 1);
         table.hold(other, desc(11)).unwrap();
         assert_eq!(table.learn(key(3), mac, 5, false), Ok(None), "no create");
+    }
+
+    #[test]
+    fn the_generation_moves_with_every_change_of_a_resolved_answer_only() {
+        let mut table = NeighbourTable::new(8, 2, 8);
+        let (a, b) = (
+            EthernetAddress([2, 0, 0, 0, 0, 1]),
+            EthernetAddress([2, 0, 0, 0, 0, 2]),
+        );
+        let mut seen = table.generation();
+        let mut changed = |table: &NeighbourTable| {
+            let moved = table.generation() != seen;
+            seen = table.generation();
+            moved
+        };
+        let slot = table.insert_incomplete(key(1), 0).unwrap();
+        assert!(!changed(&table), "an incomplete entry resolves nothing");
+        table.learn(key(1), a, 5, false).unwrap();
+        assert!(changed(&table), "resolved");
+        table.learn(key(1), a, 9, false).unwrap();
+        assert!(!changed(&table), "confirmed at the same MAC");
+        table.learn(key(1), b, 9, false).unwrap();
+        assert!(changed(&table), "moved to another MAC");
+        table.set_static(key(1), b).unwrap();
+        assert!(changed(&table), "made static");
+        table.set_static(key(1), b).unwrap();
+        assert!(!changed(&table), "the same static entry again");
+        table.remove(slot, |_| {});
+        assert!(changed(&table), "removed");
+        table.learn(key(2), a, 0, true).unwrap();
+        assert!(changed(&table), "learned");
+        for _ in 0..2 {
+            table.sweep(TIMERS.aging, &TIMERS, |_| {});
+        }
+        assert!(table.is_empty());
+        assert!(changed(&table), "aged out");
     }
 
     #[test]

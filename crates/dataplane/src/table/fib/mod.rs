@@ -13,8 +13,10 @@
 //! misses of many destinations in flight together. How, was measured (benches/fib.rs): the IPv6
 //! trie walks a step of [`LOOKUP_STEP`] destinations level by level in lockstep (2.4x the single
 //! lookups at 200k routes); DIR-24-8 needs at most two reads, and a tight loop of independent
-//! reads overlapped them better than a DPDK-style index-then-read split. The crate denies
-//! `unsafe`, which rules out the prefetch intrinsic (a `#[target_feature]` function).
+//! reads overlapped them better than a DPDK-style index-then-read split. A caller that knows its
+//! destinations well before it looks them up (the router, right after the parse) starts their
+//! tbl24 reads with `Ipv4Fib::prefetch` (`wirespeed_packet::cpu::prefetch`), and tbl24 asks for
+//! transparent huge pages so that random reads into it do not miss the TLB as well.
 
 mod ecmp;
 mod ipv4;
