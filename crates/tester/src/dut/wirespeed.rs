@@ -301,17 +301,14 @@ impl WirespeedDut {
         Ok(())
     }
 
-    /// Whether the worker runs at SCHED_FIFO priority 1. Chosen by backend, from the lab's
-    /// measurements (docs/benchmarks.md): with the ingress NAPI thread on the worker's core, an
-    /// AF_XDP worker at normal priority loses the core to the thread that fills its ring and
-    /// collapses under overload (0.007 Mpps), while at FIFO it drains the ring first (0.33–0.39
-    /// Mpps); an AF_PACKET worker needs that kernel work done for it and forwards less at FIFO
-    /// (0.52 -> 0.35 Mpps).
-    pub fn realtime(&self) -> bool {
-        matches!(self.backend, WirespeedBackend::AfXdp)
-    }
-
     /// The configuration file the driver writes for `wiring`.
+    ///
+    /// The worker runs at SCHED_FIFO priority 1 whatever the backend, from the lab's
+    /// measurements (docs/benchmarks.md): with the ingress NAPI thread on the worker's core, a
+    /// worker at normal priority loses the core to the thread that fills its ring and collapses
+    /// under overload: AF_XDP 0.007 Mpps against 0.33–0.45 at FIFO, AF_PACKET (V3 RX) 0.012
+    /// against 0.20–0.23 (2026-11-23, once the placement really put AF_PACKET's receive on the
+    /// DuT core; before, it ran on the generator's core and FIFO looked worse for AF_PACKET).
     pub fn config(&self, wiring: &Wiring) -> String {
         let backend = self.backend.config_name();
         let port_keys = self.backend.port_keys();
@@ -328,11 +325,10 @@ impl WirespeedDut {
             format!("control_socket = \"{}\"\n", socket.display())
         });
         format!(
-            "[switch]\napp = \"{app}\"\nworkers = 1\ncores = [{core}]\nrealtime = {realtime}\n{batch}{socket}\n\
+            "[switch]\napp = \"{app}\"\nworkers = 1\ncores = [{core}]\nrealtime = true\n{batch}{socket}\n\
              [[port]]\nname = \"p0\"\nbackend = \"{backend}\"\ninterface = \"{d0}\"\n{port_keys}\n\
              [[port]]\nname = \"p1\"\nbackend = \"{backend}\"\ninterface = \"{d1}\"\n{port_keys}\n{app_config}",
             core = self.core,
-            realtime = self.realtime(),
             d0 = wiring.ingress.dut_if,
             d1 = wiring.egress.dut_if,
             app_config = self.app_config(wiring),
