@@ -11,7 +11,8 @@
 //! idle = "adaptive"     # "busy": spin; "adaptive": sleep in poll(2) after empty polls
 //! drain_us = 50         # longest a packet waits in a TX batch under load
 //! realtime = "auto"     # SCHED_FIFO for workers (above the kernel's NAPI threads): true,
-//!                       # false, or "auto" (FIFO for workers whose ports are all AF_XDP)
+//!                       # false, or "auto" (FIFO for workers whose ports are all AF_XDP or
+//!                       # AF_PACKET)
 //! control_socket = "/run/wirespeed/switch.sock"  # default: /run/wirespeed/<config stem>.sock;
 //!                       # "" runs without one
 //!
@@ -161,7 +162,8 @@ pub enum IdleMode {
 /// own core and forwards less at FIFO. `Auto` applies that rule per worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Realtime {
-    /// FIFO for a worker whose ports are all AF_XDP; normal priority for the others.
+    /// FIFO for a worker whose ports are all AF_XDP or AF_PACKET; normal priority for the
+    /// others (capture file ports).
     Auto,
     /// FIFO for every worker (an error when the process may not).
     On,

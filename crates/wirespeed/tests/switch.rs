@@ -99,7 +99,7 @@ fn switch_forwards_over_afpacket() {
     forwards_both_ways(
         "wstsw1",
         "backend = \"afpacket\"",
-        "worker 0: any core, normal priority (realtime = \"auto\"",
+        "worker 0: any core, SCHED_FIFO 1 (realtime = \"auto\": socket ports",
     );
 }
 
@@ -108,7 +108,7 @@ fn switch_forwards_over_afxdp() {
     forwards_both_ways(
         "wstsw2",
         "backend = \"afxdp\"",
-        "worker 0: any core, SCHED_FIFO 1 (realtime = \"auto\"",
+        "worker 0: any core, SCHED_FIFO 1 (realtime = \"auto\": socket ports",
     );
 }
 

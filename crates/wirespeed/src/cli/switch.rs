@@ -110,12 +110,13 @@ pub struct Placement {
 pub enum Priority {
     /// SCHED_FIFO 1 because the config says so: failing to get it is an error.
     Fifo,
-    /// SCHED_FIFO 1 chosen by `realtime = "auto"` (all ports AF_XDP): failing to get it is
-    /// reported and the worker runs at normal priority.
+    /// SCHED_FIFO 1 chosen by `realtime = "auto"` (every port an AF_XDP or AF_PACKET socket):
+    /// failing to get it is reported and the worker runs at normal priority.
     AutoFifo,
     /// Normal priority because the config says so.
     Normal,
-    /// Normal priority chosen by `realtime = "auto"` (a port that is not AF_XDP).
+    /// Normal priority chosen by `realtime = "auto"` (a capture file port, which never waits
+    /// for the kernel).
     AutoNormal,
 }
 
@@ -124,13 +125,14 @@ impl Priority {
         match self {
             Priority::Fifo => "SCHED_FIFO 1 (realtime = true)",
             Priority::AutoFifo => {
-                "SCHED_FIFO 1 (realtime = \"auto\": AF_XDP ports; the worker drains its rings \
-                 before the kernel's NAPI thread on the same core refills them)"
+                "SCHED_FIFO 1 (realtime = \"auto\": socket ports; the worker drains its rings \
+                 before the kernel's NAPI thread on the same core refills them, and sleeps \
+                 when they are empty)"
             }
             Priority::Normal => "normal priority (realtime = false)",
             Priority::AutoNormal => {
-                "normal priority (realtime = \"auto\": a port that is not AF_XDP needs the \
-                 kernel's softirq time on this core)"
+                "normal priority (realtime = \"auto\": a capture file port, which a worker at \
+                 FIFO would read without ever yielding the core)"
             }
         }
     }
@@ -142,12 +144,15 @@ fn priority(setting: Realtime, worker: &Worker) -> Priority {
         Realtime::On => Priority::Fifo,
         Realtime::Off => Priority::Normal,
         Realtime::Auto => {
+            // Measured in the lab with the ingress NAPI thread on the worker's core, under
+            // overload: at normal priority an AF_XDP worker forwards 0.007 Mpps, at FIFO
+            // 0.33-0.45; an AF_PACKET worker 0.012 and 0.20-0.23 (docs/benchmarks.md).
             let ports = worker.ports();
-            let all_afxdp = !ports.is_empty()
+            let all_sockets = !ports.is_empty()
                 && ports
                     .iter()
-                    .all(|port| port.info().backend == Backend::AfXdp);
-            if all_afxdp {
+                    .all(|port| matches!(port.info().backend, Backend::AfXdp | Backend::AfPacket));
+            if all_sockets {
                 Priority::AutoFifo
             } else {
                 Priority::AutoNormal
