@@ -46,3 +46,17 @@ pub fn available_for_test() -> bool {
         }
     }
 }
+
+/// For tests: the testbed `config` describes, built afresh (leftovers of a killed run with the
+/// same prefix removed first), or `None` where [`available_for_test`] says the lab cannot be
+/// built. A testbed that fails to come up fails the test.
+pub fn up_for_test(config: &TestbedConfig) -> Option<Testbed> {
+    if !available_for_test() {
+        return None;
+    }
+    let _ = down(&config.prefix);
+    match Testbed::up(config) {
+        Ok(testbed) => Some(testbed),
+        Err(error) => panic!("lab {} up: {error}", config.prefix),
+    }
+}

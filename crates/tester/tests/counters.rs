@@ -8,7 +8,7 @@
 
 use std::sync::atomic::AtomicBool;
 
-use wirespeed_lab::{Testbed, TestbedConfig, run};
+use wirespeed_lab::{TestbedConfig, run};
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_tester::trial::{TrialConfig, TrialPorts, run_in_lab};
 
@@ -31,18 +31,15 @@ fn within(tester: u64, kernel: u64, share: f64) -> bool {
 
 #[test]
 fn tester_counts_agree_with_the_kernels_interface_counters() {
-    if !wirespeed_lab::available_for_test() {
-        return;
-    }
     let prefix = "wstcnt";
-    let _ = wirespeed_lab::down(prefix);
-    let lab = Testbed::up(&TestbedConfig {
+    let Some(lab) = wirespeed_lab::up_for_test(&TestbedConfig {
         prefix: prefix.into(),
         pairs: 1,
         queues: 1,
         calibration: true,
-    })
-    .expect("lab up");
+    }) else {
+        return;
+    };
     let pair = lab.calibration.clone().expect("a calibration pair");
     let ports = TrialPorts::looped(&lab.tester_ns, &pair);
     let template = Template::new(&TemplateConfig {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use wirespeed_io::Port;
 use wirespeed_io::afxdp::DEFAULT_RING_SIZE;
-use wirespeed_lab::{Testbed, TestbedConfig, enter};
+use wirespeed_lab::{TestbedConfig, enter};
 use wirespeed_packet::wire::{ethernet, ipv4, ipv6};
 use wirespeed_packet::{Batch, checksum};
 use wirespeed_tester::dut::probe::TesterPorts;
@@ -43,18 +43,15 @@ fn udp_checksum_valid(frame: &[u8]) -> bool {
 
 #[test]
 fn live_frames_are_the_templates_frames_in_turn_with_valid_checksums() {
-    if !wirespeed_lab::available_for_test() {
-        return;
-    }
     let prefix = "wstlg";
-    let _ = wirespeed_lab::down(prefix);
-    let lab = Testbed::up(&TestbedConfig {
+    let Some(lab) = wirespeed_lab::up_for_test(&TestbedConfig {
         prefix: prefix.into(),
         pairs: 1,
         queues: 1,
         calibration: true,
-    })
-    .expect("lab up");
+    }) else {
+        return;
+    };
     let pair = lab.calibration.clone().expect("a calibration pair");
     // Round robin is per CPU: the sending thread stays on one.
     wirespeed_io::thread::pin_to_core(0).expect("pin");

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use wirespeed_lab::{Testbed, TestbedConfig, run};
+use wirespeed_lab::{TestbedConfig, run};
 
 /// The first number after `label` in `text`.
 fn number_after(text: &str, label: &str) -> u64 {
@@ -22,18 +22,15 @@ fn number_after(text: &str, label: &str) -> u64 {
 
 #[test]
 fn xdp_live_sends_what_the_sink_and_the_kernel_count_and_names_a_missing_interface() {
-    if !wirespeed_lab::available_for_test() {
-        return;
-    }
     let prefix = "wstgl";
-    let _ = wirespeed_lab::down(prefix);
-    let lab = Testbed::up(&TestbedConfig {
+    let Some(lab) = wirespeed_lab::up_for_test(&TestbedConfig {
         prefix: prefix.into(),
         pairs: 1,
         queues: 1,
         calibration: true,
-    })
-    .expect("lab up");
+    }) else {
+        return;
+    };
     let pair = lab.calibration.clone().expect("a calibration pair");
     let mac = pair
         .receiver_mac
