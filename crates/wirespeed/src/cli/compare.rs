@@ -9,7 +9,8 @@
 //!
 //! Each (repeat, flow count, DuT) is one run of [`wirespeed_tester::suite`], the code behind
 //! `bench rfc2544`: calibration on the lab's looped-back pair, DuT setup, probe, placement,
-//! search, latency at the NDR, teardown. Interleaving spreads a slow drift of a shared machine
+//! search, latency at the NDR, teardown, in the same lab (veths that push back) with the same
+//! placement. Interleaving spreads a slow drift of a shared machine
 //! over every DuT instead of biasing the one measured last. A DuT that cannot be set up (its
 //! package missing, a step failing) or forwards nothing is torn down and recorded with the
 //! reason, and the run moves on to the next DuT. Ctrl-C ends the running trial, takes the DuT
@@ -23,7 +24,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use wirespeed_lab::{Testbed, TestbedConfig};
+use wirespeed_lab::Testbed;
 use wirespeed_tester::bench::placement::Plan;
 use wirespeed_tester::dut::Dut;
 use wirespeed_tester::generator::pacing::Pattern;
@@ -34,7 +35,7 @@ use wirespeed_tester::suite::{Progress, SearchKind, SuiteConfig};
 use wirespeed_tester::trial::FlowOrder;
 
 use super::bench::dut;
-use super::rfc2544::{parse_resolution, setup};
+use super::rfc2544::{parse_nice, parse_resolution, setup, suite_lab};
 
 /// Flows that `--flows random` stands for.
 pub const RANDOM_FLOWS: u32 = 4096;
@@ -81,9 +82,19 @@ pub struct CompareArgs {
     /// Core of the DuT.
     #[arg(long, default_value_t = 1)]
     dut_cpu: usize,
-    /// Core of the tester's receive NAPI thread (default: the DuT core).
+    /// Core of the tester's receive NAPI thread (default: the generator's core, as in `bench
+    /// rfc2544`: the veths push back, so a DuT worker at SCHED_FIFO on the same core would
+    /// starve the very thread its transmissions wait for).
     #[arg(long)]
     receiver_cpu: Option<usize>,
+    /// Nice value of the generator thread and the NAPI threads of the DuT's ingress and the
+    /// tester's receive (`off`: leave them alone), as in `bench rfc2544`.
+    #[arg(long, default_value = "-20", allow_hyphen_values = true)]
+    nice: String,
+    /// Times a failed search trial is run again before its rate counts as failed (a trial
+    /// that loses to a one-off stall of a shared machine then does not end the search).
+    #[arg(long, default_value_t = 0)]
+    retries: u32,
 }
 
 /// `1,random` -> `[(1, round robin), (4096, random)]`.
@@ -117,6 +128,7 @@ impl CompareArgs {
         anyhow::ensure!(!self.frame_sizes.is_empty(), "give at least one frame size");
         anyhow::ensure!(self.repeats >= 1, "give at least one repeat");
         anyhow::ensure!(!self.duts.is_empty(), "give at least one DuT");
+        anyhow::ensure!(self.retries <= 9, "--retries is at most 9");
         Ok(SuiteConfig {
             frame_sizes: self.frame_sizes.clone(),
             search: SearchKind::Binary,
@@ -132,9 +144,10 @@ impl CompareArgs {
             plan: Plan {
                 generator_cpu: self.generator_cpu,
                 dut_cpu: self.dut_cpu,
-                receiver_cpu: self.receiver_cpu.unwrap_or(self.dut_cpu),
-                nice: None,
+                receiver_cpu: self.receiver_cpu.unwrap_or(self.generator_cpu),
+                nice: parse_nice(&self.nice)?,
             },
+            retries: self.retries,
             ..SuiteConfig::default()
         })
     }
@@ -180,12 +193,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
          {RANDOM_FLOWS} of them, each frame's drawn at random), {} repeat(s) interleaved",
         args.flows, args.repeats
     );
-    let lab = Testbed::up(&TestbedConfig {
-        prefix: args.prefix.clone(),
-        pairs: 2,
-        queues: 1,
-        calibration: true,
-    })?;
+    let lab = suite_lab(&args.prefix)?;
     let total = args.repeats as usize * flows.len() * duts.len();
     let started = Instant::now();
     let mut done = 0;

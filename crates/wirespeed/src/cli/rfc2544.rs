@@ -212,16 +212,7 @@ impl Rfc2544Args {
             "--drain-seconds is between 0 and 60"
         );
         let resolution = parse_resolution(&self.resolution)?;
-        let nice = match self.nice.trim() {
-            "off" => None,
-            text => {
-                let nice: i32 = text
-                    .parse()
-                    .with_context(|| format!("--nice {text:?} is neither a number nor off"))?;
-                anyhow::ensure!((-20..=19).contains(&nice), "--nice is -20..=19 or off");
-                Some(nice)
-            }
-        };
+        let nice = parse_nice(&self.nice)?;
         let latency_loads = self
             .latency_loads
             .split(',')
@@ -281,6 +272,34 @@ impl Rfc2544Args {
             },
         })
     }
+}
+
+/// `-20` or `off` (leave priorities alone).
+pub(super) fn parse_nice(text: &str) -> Result<Option<i32>> {
+    match text.trim() {
+        "off" => Ok(None),
+        text => {
+            let nice: i32 = text
+                .parse()
+                .with_context(|| format!("--nice {text:?} is neither a number nor off"))?;
+            anyhow::ensure!((-20..=19).contains(&nice), "--nice is -20..=19 or off");
+            Ok(Some(nice))
+        }
+    }
+}
+
+/// The lab every suite run measures in: two tester <-> DuT pairs, the looped-back calibration
+/// pair, and veths that push back ([`Testbed::backpressure`]) so a trial's loss is the DuT's
+/// and not a NAPI thread of a shared core falling 256 frames behind.
+pub(super) fn suite_lab(prefix: &str) -> Result<Testbed> {
+    let mut lab = Testbed::up(&TestbedConfig {
+        prefix: prefix.to_owned(),
+        pairs: 2,
+        queues: 1,
+        calibration: true,
+    })?;
+    lab.backpressure()?;
+    Ok(lab)
 }
 
 /// `2%` or `10000`.
@@ -343,13 +362,7 @@ pub fn execute(options: &Options, config_text: &str, stop: &AtomicBool) -> Resul
         std::env::current_exe().context("finding this executable for the wirespeed DuTs")?;
     let mut device = dut(&options.dut, &binary, plan.dut_cpu)?;
     let setup = setup(config_text, &options.dut);
-    let mut lab = Testbed::up(&TestbedConfig {
-        prefix: options.prefix.clone(),
-        pairs: 2,
-        queues: 1,
-        calibration: true,
-    })?;
-    lab.backpressure()?;
+    let lab = suite_lab(&options.prefix)?;
     let mut progress = |p: &Progress| {
         eprintln!(
             "[{}/~{} {} elapsed, ETA {}] {}",
