@@ -103,6 +103,14 @@ pub trait Port: Send {
     /// the kernel). The worker calls it once per loop iteration; the default does nothing.
     fn poll(&mut self, _pool: &mut FramePool) {}
 
+    /// Whether frames handed to `tx` still wait for the kernel to take them (copy-mode AF_XDP
+    /// transmits at most 32 per kick; an AF_PACKET ring can be left with a kick pending). A
+    /// worker does not sleep while any port has a backlog: nothing would send it until the
+    /// next frame arrives. The default says `false`.
+    fn tx_backlog(&mut self) -> bool {
+        false
+    }
+
     /// A descriptor that polls readable when `queue` has frames to receive, for a worker that
     /// sleeps in `poll(2)` when idle instead of spinning ([`crate::wait::wait_readable`]).
     /// `None` (the default) when the backend has none; such a port is simply polled.

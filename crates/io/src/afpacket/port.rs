@@ -455,6 +455,10 @@ impl Port for AfPacketPort {
         }
     }
 
+    fn tx_backlog(&mut self) -> bool {
+        self.queues.iter().flatten().any(|ring| ring.kick_pending)
+    }
+
     fn rx_fd(&self, queue: QueueId) -> Option<RawFd> {
         match self.queues.get(queue as usize) {
             Some(Some(ring)) => Some(ring.rx_socket.as_raw_fd()),

@@ -504,6 +504,13 @@ impl Port for AfXdpPort {
         }
     }
 
+    fn tx_backlog(&mut self) -> bool {
+        self.sockets
+            .iter_mut()
+            .flatten()
+            .any(|socket| socket.tx.pending() > 0)
+    }
+
     fn rx_fd(&self, queue: QueueId) -> Option<RawFd> {
         self.sockets
             .get(queue as usize)?

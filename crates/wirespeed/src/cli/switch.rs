@@ -55,6 +55,11 @@ pub fn run(args: SwitchArgs) -> Result<()> {
             .map(|worker| priority(config.switch.realtime, worker))
             .collect(),
     };
+    for (worker, priority) in workers.iter_mut().zip(&placement.realtime) {
+        if matches!(priority, Priority::Fifo | Priority::AutoFifo) {
+            worker.sleep_at_first_empty_poll();
+        }
+    }
     for (index, priority) in placement.realtime.iter().enumerate() {
         let core = placement
             .cores
@@ -123,11 +128,11 @@ pub enum Priority {
 impl Priority {
     fn describe(self) -> &'static str {
         match self {
-            Priority::Fifo => "SCHED_FIFO 1 (realtime = true)",
+            Priority::Fifo => "SCHED_FIFO 1 (realtime = true; sleeps at the first empty poll)",
             Priority::AutoFifo => {
                 "SCHED_FIFO 1 (realtime = \"auto\": socket ports; the worker drains its rings \
                  before the kernel's NAPI thread on the same core refills them, and sleeps \
-                 when they are empty)"
+                 at the first empty poll)"
             }
             Priority::Normal => "normal priority (realtime = false)",
             Priority::AutoNormal => {
