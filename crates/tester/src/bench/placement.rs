@@ -36,6 +36,14 @@
 //! themselves, so the kernel shares the DuT core between a DuT's worker and its NAPI threads as
 //! it would on an idle machine. (SCHED_FIFO would shield them too, but it would also let a
 //! polling worker starve the NAPI thread it depends on, changing what is measured.)
+//!
+//! A thread's nice value only weighs it against the threads of its own *autogroup* (with
+//! `kernel.sched_autogroup_enabled = 1`, each session is one scheduling group, and groups share
+//! a core equally whatever the nice values inside them). So a nice -20 generator still got only
+//! an equal share against another session's compiler. [`SessionShield`] gives the benchmark's own
+//! session the same nice value while it runs (and restores it after), and [`place_process`]
+//! gives a DuT that runs in a session of its own (a daemon) its group's value too. NAPI threads
+//! are kernel threads, outside every autogroup, and are weighed by their own nice value.
 
 use wirespeed_lab::{CommandError, run, run_in};
 
@@ -192,6 +200,7 @@ pub fn place_process(
     log: &mut Vec<String>,
 ) -> Result<Vec<Placed>, PlacementError> {
     let mut placed = Vec::new();
+    renice_autogroup(pid, nice, log);
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Err(PlacementError::NotPinned {
             thread: format!("process {pid}"),
@@ -242,6 +251,67 @@ pub fn place_this_thread(name: &str, nice: Option<i32>) -> Result<Placed, Placem
         });
     }
     Ok(placed)
+}
+
+/// The benchmark's session (autogroup) at the plan's nice value while this lives; the value it
+/// had before comes back on drop. Without autogroups (or without a nice value) it does nothing.
+#[derive(Debug)]
+pub struct SessionShield {
+    restore: Option<i32>,
+}
+
+impl SessionShield {
+    /// Raises (or lowers) this process's autogroup to `nice`. Failing to is not an error: the
+    /// benchmark then runs as it did before autogroups were taken into account, and says so.
+    pub fn new(nice: Option<i32>) -> Self {
+        let Some(nice) = nice else {
+            return Self { restore: None };
+        };
+        let Some((_, previous)) = autogroup("self") else {
+            return Self { restore: None };
+        };
+        if let Err(error) = std::fs::write("/proc/self/autogroup", nice.to_string()) {
+            eprintln!(
+                "note: could not give this session (autogroup) nice {nice}: {error}; other \
+                 sessions' jobs will take equal turns with the benchmark's threads"
+            );
+            return Self { restore: None };
+        }
+        Self {
+            restore: Some(previous),
+        }
+    }
+}
+
+impl Drop for SessionShield {
+    fn drop(&mut self) {
+        if let Some(previous) = self.restore {
+            let _ = std::fs::write("/proc/self/autogroup", previous.to_string());
+        }
+    }
+}
+
+/// The autogroup of process `pid` (`self` for this one) and its nice value, from
+/// `/proc/<pid>/autogroup` (`/autogroup-212 nice 0`); `None` without autogroups.
+fn autogroup(pid: &str) -> Option<(String, i32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/autogroup")).ok()?;
+    let mut words = text.split_whitespace();
+    let group = words.next()?.to_owned();
+    let nice = words.nth(1)?.parse().ok()?;
+    Some((group, nice))
+}
+
+/// Gives the autogroup of `pid` nice value `nice` when it is not this process's own (a DuT
+/// daemon in a session of its own); this process's group is the [`SessionShield`]'s to set.
+fn renice_autogroup(pid: u32, nice: Option<i32>, log: &mut Vec<String>) {
+    let (Some(nice), Some((theirs, _))) = (nice, autogroup(&pid.to_string())) else {
+        return;
+    };
+    if autogroup("self").is_some_and(|(ours, _)| ours == theirs) {
+        return;
+    }
+    log.push(format!("echo {nice} > /proc/{pid}/autogroup  # {theirs}"));
+    let _ = std::fs::write(format!("/proc/{pid}/autogroup"), nice.to_string());
 }
 
 fn renice(tid: u32, nice: Option<i32>, log: &mut Vec<String>) -> Result<(), PlacementError> {
@@ -336,6 +406,26 @@ pub fn napi_threads(interface: &str) -> Vec<(u32, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_session_shield_sets_this_sessions_nice_and_gives_the_old_one_back() {
+        let Some((_, before)) = autogroup("self") else {
+            eprintln!("skipped: this kernel has no autogroups (kernel.sched_autogroup_enabled)");
+            return;
+        };
+        if wirespeed_lab::unavailable_reason().is_some() {
+            eprintln!("skipped: giving a session its nice value back needs root");
+            return;
+        }
+        let nice = if before == 5 { 6 } else { 5 };
+        let shield = SessionShield::new(Some(nice));
+        assert_eq!(autogroup("self").map(|(_, n)| n), Some(nice));
+        drop(shield);
+        assert_eq!(autogroup("self").map(|(_, n)| n), Some(before));
+        let untouched = SessionShield::new(None);
+        assert_eq!(autogroup("self").map(|(_, n)| n), Some(before));
+        drop(untouched);
+    }
 
     #[test]
     fn the_calling_thread_reads_back_its_own_pinning() {

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use wirespeed_lab::{Testbed, TestbedConfig};
-use wirespeed_tester::bench::placement::Plan;
+use wirespeed_tester::bench::placement::{Plan, SessionShield};
 use wirespeed_tester::bench::{
     CEILING, ForwardingConfig, Generator, Limit, Summary, TrialRecord, run_forwarding, summarize,
 };
@@ -204,6 +204,7 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         "--nice {} is outside -20..=19",
         args.nice
     );
+    let _shield = SessionShield::new(plan.nice);
     let cores = wirespeed_io::thread::available_cores();
     if plan.generator_cpu.max(plan.dut_cpu).max(plan.receiver_cpu) >= cores {
         bail!("this machine has {cores} core(s); the placement {plan:?} needs more");

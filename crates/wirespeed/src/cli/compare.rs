@@ -25,7 +25,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use wirespeed_lab::Testbed;
-use wirespeed_tester::bench::placement::Plan;
+use wirespeed_tester::bench::placement::{Plan, SessionShield};
 use wirespeed_tester::dut::Dut;
 use wirespeed_tester::generator::pacing::Pattern;
 use wirespeed_tester::report::compare::{
@@ -167,6 +167,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
         );
     }
     let plan = suite.plan;
+    let _shield = SessionShield::new(plan.nice);
     let cores = wirespeed_io::thread::available_cores();
     if plan.generator_cpu.max(plan.dut_cpu).max(plan.receiver_cpu) >= cores {
         bail!("this machine has {cores} core(s); the placement {plan:?} needs more");

@@ -24,7 +24,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use wirespeed_lab::{Testbed, TestbedConfig};
-use wirespeed_tester::bench::placement::Plan;
+use wirespeed_tester::bench::placement::{Plan, SessionShield};
 use wirespeed_tester::generator::pacing::Pattern;
 use wirespeed_tester::report::{Report, Setup, csv, html, json, wire_bits_per_second};
 use wirespeed_tester::suite::{Progress, Resolution, SearchKind, SuiteConfig, Tests, Traffic};
@@ -354,6 +354,7 @@ pub fn execute(options: &Options, config_text: &str, stop: &AtomicBool) -> Resul
         );
     }
     let plan = options.suite.plan;
+    let _shield = SessionShield::new(plan.nice);
     let cores = wirespeed_io::thread::available_cores();
     if plan.generator_cpu.max(plan.dut_cpu).max(plan.receiver_cpu) >= cores {
         bail!("this machine has {cores} core(s); the placement {plan:?} needs more");

@@ -27,7 +27,7 @@ use clap::Args;
 use serde_json::{Value, json};
 use wirespeed_lab::{Testbed, TestbedConfig};
 use wirespeed_packet::cpu::tsc_hz;
-use wirespeed_tester::bench::placement::Plan;
+use wirespeed_tester::bench::placement::{Plan, SessionShield};
 use wirespeed_tester::bench::sweep::PointRecord;
 use wirespeed_tester::bench::{ForwardingConfig, median};
 use wirespeed_tester::dut::{Dut, WirespeedBackend, Wiring};
@@ -113,6 +113,8 @@ pub fn bytes_label(bytes: u64) -> String {
 /// The lab, the signal flag and the trial settings one sweep runs with.
 struct Session {
     lab: Option<Testbed>,
+    /// The sweep's session at the plan's nice value while it runs.
+    _shield: SessionShield,
     wiring: Wiring,
     stop: Arc<AtomicBool>,
     config: ForwardingConfig,
@@ -178,6 +180,7 @@ impl Session {
         let wiring = Wiring::of(&lab).context("the lab has two pairs")?;
         Ok(Session {
             lab: Some(lab),
+            _shield: SessionShield::new(plan.nice),
             wiring,
             stop,
             config,
