@@ -35,6 +35,15 @@ use wirespeed_packet::{Batch, DropReason, FramePool, MAX_BATCH};
 use crate::app::{App, CommandContext, Context};
 use crate::command::{COMMAND_EVERY, Command, ReplyBody, WorkerEnd};
 
+/// Empty iterations an adaptive worker adds to its spins while a port still has frames the kernel
+/// has not taken ([`Port::tx_backlog`]): each one kicks the kernel again.
+const BACKLOG_SPINS: u32 = 64;
+
+/// How long a worker sleeps when a backlog outlasts [`BACKLOG_SPINS`]: the kernel keeps refusing
+/// the frames (the peer's queue is full), and a worker at SCHED_FIFO that kept kicking would
+/// starve the very thread that drains that queue when it runs on the same core.
+const BACKLOG_SLEEP: Duration = Duration::from_millis(1);
+
 /// Iterations between two publications of the counters.
 pub const PUBLISH_EVERY: u64 = 4096;
 
@@ -414,12 +423,18 @@ impl Worker {
         let Idle::Adaptive { spins, timeout } = self.config.idle else {
             return;
         };
-        if self.empty_streak < spins
-            || self.fds.is_empty()
-            || self.ports.iter_mut().any(|port| port.tx_backlog())
-        {
+        if self.empty_streak < spins || self.fds.is_empty() {
             return;
         }
+        let backlog = self.ports.iter_mut().any(|port| port.tx_backlog());
+        if backlog && self.empty_streak < spins.saturating_add(BACKLOG_SPINS) {
+            return;
+        }
+        let timeout = if backlog {
+            timeout.min(BACKLOG_SLEEP)
+        } else {
+            timeout
+        };
         // Commands are answered before a sleep and right after it, not up to `timeout` late.
         self.serve_commands();
         let t0 = rdtsc();
