@@ -482,6 +482,7 @@ pub fn run(
     }
     report.setup.dut.name = dut.name();
     report.setup.dut.commands = dut.commands().get(logged..).unwrap_or_default().to_vec();
+    report.setup.dut.output = dut.output().unwrap_or_default().to_owned();
     report.setup.config.push_str(&format!(
         "\n# lab and placement commands\n{}",
         commands.join("\n")

@@ -79,6 +79,7 @@ fn synthetic_report() -> Report {
                 "ip link add wstbr0 type bridge".into(),
                 "ip link set wstdut0 master wstbr0".into(),
             ],
+            output: String::new(),
         },
         versions: [("wirespeed".to_string(), "0.1.0".to_string())].into(),
         kernel: "6.18.0".into(),
@@ -275,4 +276,18 @@ fn csv_has_its_columns_and_one_line_per_result() {
             .iter()
             .all(|l| l.split(',').count() == LATENCY_COLUMNS.len())
     );
+}
+
+#[test]
+fn a_programs_output_is_kept_in_the_json_and_shown_in_the_html() {
+    let mut report = synthetic_report();
+    assert!(
+        !to_html(&report).contains("DuT output"),
+        "a kernel DuT has none"
+    );
+    report.setup.dut.output = "drops by reason:\n  tx_full  4148 <- ring".into();
+    let html = to_html(&report);
+    assert!(html.contains("<h3>DuT output</h3><pre>drops by reason:\n  tx_full  4148 &lt;- ring"));
+    let back = from_json(&to_json(&report)).unwrap();
+    assert_eq!(back.setup.dut.output, report.setup.dut.output);
 }

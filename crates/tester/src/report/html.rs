@@ -460,6 +460,10 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
     row(&mut out, "traffic", &setup.traffic);
     out.push_str("</table><h3>DuT commands</h3><pre>");
     out.push_str(&escape(&setup.dut.commands.join("\n")));
+    if !setup.dut.output.is_empty() {
+        out.push_str("</pre><h3>DuT output</h3><pre>");
+        out.push_str(&escape(&setup.dut.output));
+    }
     out.push_str("</pre><h3>Configuration</h3><pre>");
     out.push_str(&escape(&setup.config));
     out.push_str("</pre>");

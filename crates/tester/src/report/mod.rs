@@ -91,6 +91,11 @@ pub struct DutSetup {
     pub version: String,
     /// Every command run to set it up, in order.
     pub commands: Vec<String>,
+    /// What the DuT printed by the time it stopped, when it is a program (wirespeed's final
+    /// tables: packets, drops by reason, cycles per packet), so the report says where it lost
+    /// frames; empty for the kernel's DuTs.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output: String,
 }
 
 /// One thread's core.
