@@ -8,20 +8,15 @@
 
 use std::sync::atomic::AtomicBool;
 
-use wirespeed_lab::{TestbedConfig, run};
+use wirespeed_lab::TestbedConfig;
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_tester::trial::{TrialConfig, TrialPorts, run_in_lab};
 
+mod common;
+
 /// Packet counters of one interface from sysfs, as seen inside namespace `ns`.
 fn sysfs(ns: &str, interface: &str) -> (u64, u64) {
-    let read = |name: &str| -> u64 {
-        let path = format!("/sys/class/net/{interface}/statistics/{name}");
-        run("ip", &["netns", "exec", ns, "cat", &path])
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    };
+    let read = |name| common::interface_counter(ns, interface, name);
     (read("tx_packets"), read("rx_packets"))
 }
 
@@ -100,9 +95,5 @@ fn tester_counts_agree_with_the_kernels_interface_counters() {
         }
     }
     lab.teardown().unwrap();
-    let left = wirespeed_lab::list().unwrap();
-    assert!(
-        !left.iter().any(|ns| ns.starts_with(prefix)),
-        "left behind: {left:?}"
-    );
+    wirespeed_lab::assert_gone_for_test(prefix);
 }

@@ -1,0 +1,36 @@
+//! What the tester's lab tests share: their two-pair lab, and reading the kernel's view of a
+//! DuT namespace (forwarding switch, interface counters) to check what a driver did.
+#![allow(dead_code)] // each test file uses its own part of this module
+
+use wirespeed_lab::{Testbed, TestbedConfig, run};
+
+/// A fresh lab of two port pairs with one queue each, named `prefix` (see
+/// [`wirespeed_lab::up_for_test`]: `None`, after printing why, where it cannot be built).
+pub fn lab(prefix: &str) -> Option<Testbed> {
+    wirespeed_lab::up_for_test(&TestbedConfig {
+        prefix: prefix.into(),
+        ..TestbedConfig::default()
+    })
+}
+
+/// `net.ipv4.ip_forward` inside namespace `ns` ("0" or "1"): the router drivers must restore it.
+pub fn ip_forward(ns: &str) -> String {
+    run(
+        "ip",
+        &["netns", "exec", ns, "sysctl", "-n", "net.ipv4.ip_forward"],
+    )
+    .unwrap()
+    .trim()
+    .to_string()
+}
+
+/// The packet counter `name` (`tx_packets`, `rx_packets`, ...) of `interface`, read from /sys
+/// inside namespace `ns`: the kernel's count, independent of the tester's own.
+pub fn interface_counter(ns: &str, interface: &str, name: &str) -> u64 {
+    let path = format!("/sys/class/net/{interface}/statistics/{name}");
+    run("ip", &["netns", "exec", ns, "cat", &path])
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
