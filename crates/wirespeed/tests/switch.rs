@@ -85,12 +85,7 @@ fn forwards_both_ways_with(prefix: &str, config: impl Fn(&Testbed) -> String) ->
     assert!(out.contains("conservation holds"), "{out}");
     assert!(out.contains("drops by reason"), "{out}");
     drop(lab);
-    assert!(
-        !wirespeed_lab::list()
-            .unwrap()
-            .iter()
-            .any(|ns| ns.starts_with(prefix))
-    );
+    wirespeed_lab::assert_gone_for_test(prefix);
     Some(out)
 }
 
@@ -240,12 +235,7 @@ fn switch_spreads_a_two_queue_port_over_two_workers() {
     }
     t0.release_all(&mut pool);
     drop(lab);
-    assert!(
-        !wirespeed_lab::list()
-            .unwrap()
-            .iter()
-            .any(|ns| ns.starts_with(prefix))
-    );
+    wirespeed_lab::assert_gone_for_test(prefix);
 }
 
 /// More workers than an AF_XDP port has queues: refused before anything runs, saying what to do.
@@ -350,12 +340,7 @@ fn switch_stops_cleanly_mid_traffic_and_leaves_nothing_after_sigkill() {
     let (success, out) = switch.interrupt();
     assert!(success && out.contains("conservation holds"), "{out}");
     drop(lab);
-    assert!(
-        !wirespeed_lab::list()
-            .unwrap()
-            .iter()
-            .any(|ns| ns.starts_with(prefix))
-    );
+    wirespeed_lab::assert_gone_for_test(prefix);
 }
 
 #[test]
