@@ -12,7 +12,6 @@
 //! pool; and with `ip -d link show` showing no XDP program left on the interface.
 
 use std::io::{BufRead, BufReader};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,178 +20,25 @@ use wirespeed_io::afxdp::{
 };
 use wirespeed_io::wait::wait_readable;
 use wirespeed_io::{Backend, Port, QueueId};
-use wirespeed_lab::{Testbed, TestbedConfig, available_for_test, enter, run, run_in};
+use wirespeed_lab::{enter, run, run_in};
 use wirespeed_packet::batch::HEADROOM;
 use wirespeed_packet::{Batch, Desc, FramePool};
 
-const ETHERTYPE: [u8; 2] = [0x88, 0xb5];
-const SIGNATURE: &[u8; 5] = b"WSXDP";
+mod common;
+use common::*;
+
 const POOL_FRAMES: u32 = 16384;
-const TIMEOUT: Duration = Duration::from_secs(2);
-
-fn lab(prefix: &str, pairs: u16, queues: u16) -> Testbed {
-    let _ = wirespeed_lab::down(prefix);
-    Testbed::up(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs,
-        queues,
-        calibration: false,
-    })
-    .expect("lab up")
-}
-
-/// A test frame: Ethernet header with ethertype 0x88b5, signature, sequence number, pattern.
-fn test_frame(dst: [u8; 6], src: [u8; 6], seq: u32, len: usize) -> Vec<u8> {
-    let mut frame = Vec::with_capacity(len);
-    frame.extend_from_slice(&dst);
-    frame.extend_from_slice(&src);
-    frame.extend_from_slice(&ETHERTYPE);
-    frame.extend_from_slice(SIGNATURE);
-    frame.extend_from_slice(&seq.to_be_bytes());
-    while frame.len() < len {
-        frame.push((frame.len() as u32).wrapping_mul(7).wrapping_add(seq) as u8);
-    }
-    frame
-}
-
-/// The sequence number of a test frame; `None` for anything else.
-fn seq_of(frame: &[u8]) -> Option<u32> {
-    if frame.len() < 23 || frame[12..14] != ETHERTYPE || &frame[14..19] != SIGNATURE {
-        return None;
-    }
-    Some(u32::from_be_bytes([
-        frame[19], frame[20], frame[21], frame[22],
-    ]))
-}
 
 fn frame_len(seq: u32) -> usize {
     60 + (seq as usize * 97) % 1455
 }
 
-/// An AF_PACKET socket bound to one interface of a namespace: the tester's independent view.
-struct RawSocket {
-    fd: OwnedFd,
-}
-
-impl RawSocket {
-    fn open(netns: &str, ifname: &str) -> RawSocket {
-        let _guard = enter(netns).expect("enter namespace");
-        let protocol = (libc::ETH_P_ALL as u16).to_be();
-        // SAFETY: socket(2) has no memory preconditions; checked below.
-        let raw = unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                protocol as i32,
-            )
-        };
-        assert!(raw >= 0, "{}", std::io::Error::last_os_error());
-        // SAFETY: a fresh descriptor nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        let name = std::ffi::CString::new(ifname).unwrap();
-        // SAFETY: `name` is a NUL-terminated string that lives across the call.
-        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
-        assert_ne!(ifindex, 0, "{ifname} not found in {netns}");
-        // SAFETY: sockaddr_ll is plain integers; all-zero is valid.
-        let mut address: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        address.sll_family = libc::AF_PACKET as u16;
-        address.sll_protocol = protocol;
-        address.sll_ifindex = ifindex as i32;
-        // SAFETY: `address` is a valid sockaddr_ll and its size is passed.
-        let rc = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&address as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
-        // Room for every frame a test sends before it reads (the default holds ~90 large ones).
-        let size: libc::c_int = 16 << 20;
-        // SAFETY: `size` is a live c_int and its size is passed.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUFFORCE,
-                (&size as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
-        RawSocket { fd }
-    }
-
-    fn send(&self, frame: &[u8]) {
-        for _ in 0..2000 {
-            // SAFETY: `frame` is a live buffer of `frame.len()` bytes.
-            let rc = unsafe {
-                libc::send(
-                    self.fd.as_raw_fd(),
-                    frame.as_ptr().cast(),
-                    frame.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if rc == frame.len() as isize {
-                return;
-            }
-            let error = std::io::Error::last_os_error();
-            match error.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::ENOBUFS) => {
-                    std::thread::sleep(Duration::from_millis(1))
-                }
-                _ => panic!("send: {error}"),
-            }
-        }
-        panic!("send: the interface stayed busy for 2 s");
-    }
-
-    /// The next frame received (not one this socket's interface sent), or `None` at `deadline`.
-    fn recv(&self, deadline: Instant) -> Option<Vec<u8>> {
-        let mut buffer = vec![0u8; 65536];
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return None;
-            }
-            wait_readable(&[self.fd.as_raw_fd()], left).expect("poll");
-            // SAFETY: sockaddr_ll is plain integers; all-zero is valid.
-            let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-            let mut from_len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-            // SAFETY: `buffer` is writable for its length; `from`/`from_len` describe a
-            // sockaddr_ll the kernel may fill.
-            let rc = unsafe {
-                libc::recvfrom(
-                    self.fd.as_raw_fd(),
-                    buffer.as_mut_ptr().cast(),
-                    buffer.len(),
-                    libc::MSG_DONTWAIT,
-                    (&mut from as *mut libc::sockaddr_ll).cast(),
-                    &mut from_len,
-                )
-            };
-            if rc < 0 || from.sll_pkttype == libc::PACKET_OUTGOING {
-                continue;
-            }
-            return Some(buffer[..rc as usize].to_vec());
-        }
-    }
-
-    /// Test frames received until `count` have arrived or `TIMEOUT` passes, by sequence number.
-    fn collect(&self, count: usize) -> Vec<Vec<u8>> {
-        let deadline = Instant::now() + TIMEOUT;
-        let mut frames = Vec::new();
-        while frames.len() < count {
-            match self.recv(deadline) {
-                Some(frame) if seq_of(&frame).is_some() => frames.push(frame),
-                Some(_) => {}
-                None => break,
-            }
-        }
-        frames.sort_by_key(|frame| seq_of(frame));
-        frames
-    }
+/// Test frames `socket` receives until `count` arrived or [`DEADLINE`] passed, by sequence
+/// number (the frames of two queues may interleave).
+fn receive_sorted(socket: &RawSocket, count: usize) -> Vec<Vec<u8>> {
+    let mut frames = socket.receive(count);
+    frames.sort_by_key(|frame| seq_of(frame));
+    frames
 }
 
 /// Opens an AF_XDP port on `ifname` inside namespace `netns`.
@@ -207,17 +53,11 @@ fn open_in(
     AfXdpPort::open(ifname, config, umem, pool)
 }
 
-/// Whether `ip -d link show` reports an XDP program on the interface.
-fn xdp_attached(netns: &str, ifname: &str) -> bool {
-    let out = run("ip", &["-n", netns, "-d", "link", "show", "dev", ifname]).expect("ip link");
-    out.contains("prog/xdp") || out.contains(" xdp")
-}
-
-/// Whether the XDP program is gone from the interface within `TIMEOUT`. Closing the link's
+/// Whether the XDP program is gone from the interface within `DEADLINE`. Closing the link's
 /// descriptor detaches it at once, unless another thread of this test process forked (to run `ip`)
 /// at that moment: the child holds a copy of the descriptor until it execs.
 fn xdp_detached(netns: &str, ifname: &str) -> bool {
-    let deadline = Instant::now() + TIMEOUT;
+    let deadline = Instant::now() + DEADLINE;
     while xdp_attached(netns, ifname) {
         if Instant::now() > deadline {
             return false;
@@ -227,7 +67,7 @@ fn xdp_detached(netns: &str, ifname: &str) -> bool {
     true
 }
 
-/// Receives test frames on the given queues of `port` until `count` arrived or `TIMEOUT`
+/// Receives test frames on the given queues of `port` until `count` arrived or `DEADLINE`
 /// passes; other frames go straight back to the pool. Returns the descriptors, in arrival order.
 fn receive(
     port: &mut AfXdpPort,
@@ -235,7 +75,7 @@ fn receive(
     pool: &mut FramePool,
     count: usize,
 ) -> Vec<Desc> {
-    let deadline = Instant::now() + TIMEOUT;
+    let deadline = Instant::now() + DEADLINE;
     let mut batch = Batch::new(64);
     let mut got = Vec::new();
     while got.len() < count && Instant::now() < deadline {
@@ -261,15 +101,10 @@ fn receive(
     got
 }
 
-fn bytes_of(pool: &FramePool, desc: &Desc) -> Vec<u8> {
-    let start = desc.offset as usize;
-    pool.frame(desc.frame)[start..start + desc.len as usize].to_vec()
-}
-
 /// Polls the port until every transmitted frame has completed (the port holds only its fill
-/// rings' frames again) or `TIMEOUT` passes.
+/// rings' frames again) or `DEADLINE` passes.
 fn drain_completions(port: &mut AfXdpPort, pool: &mut FramePool, resting: usize) {
-    let deadline = Instant::now() + TIMEOUT;
+    let deadline = Instant::now() + DEADLINE;
     while port.frames_held() > resting && Instant::now() < deadline {
         port.poll(pool);
         std::thread::sleep(Duration::from_millis(1));
@@ -284,10 +119,9 @@ fn close(mut port: AfXdpPort, pool: &mut FramePool) {
 
 #[test]
 fn receives_and_transmits_byte_for_byte() {
-    if !available_for_test() {
+    let Some(lab) = lab("wstxdp1", 1, 1) else {
         return;
-    }
-    let lab = lab("wstxdp1", 1, 1);
+    };
     let pair = &lab.pairs[0];
     let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
     let umem = Umem::new(&pool);
@@ -317,7 +151,7 @@ fn receives_and_transmits_byte_for_byte() {
     let tester = RawSocket::open(&lab.tester_ns, &pair.tester_if);
     let count = 100;
     let sent: Vec<Vec<u8>> = (0..count)
-        .map(|seq| test_frame(pair.dut_mac, pair.tester_mac, seq, frame_len(seq)))
+        .map(|seq| test_frame(pair.dut_mac, pair.tester_mac, seq, frame_len(seq), None))
         .collect();
     for frame in &sent {
         tester.send(frame);
@@ -338,32 +172,12 @@ fn receives_and_transmits_byte_for_byte() {
     }
 
     // AF_XDP -> tester: frames built in the pool arrive byte for byte.
-    let mut batch = Batch::new(64);
     let outgoing: Vec<Vec<u8>> = (1000..1000 + count)
-        .map(|seq| test_frame(pair.tester_mac, pair.dut_mac, seq, frame_len(seq)))
+        .map(|seq| test_frame(pair.tester_mac, pair.dut_mac, seq, frame_len(seq), None))
         .collect();
-    for chunk in outgoing.chunks(32) {
-        for frame in chunk {
-            let id = pool.alloc().unwrap();
-            let start = HEADROOM as usize;
-            pool.frame_mut(id)[start..start + frame.len()].copy_from_slice(frame);
-            assert!(batch.push(Desc {
-                frame: id,
-                offset: HEADROOM,
-                len: frame.len() as u16,
-                port: 0,
-                queue: 0,
-            }));
-        }
-        while !batch.is_empty() {
-            port.tx(0, &mut pool, &mut batch);
-            port.poll(&mut pool);
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    drain_completions(&mut port, &mut pool, fill);
-    assert_eq!(port.frames_held(), fill, "transmissions did not complete");
-    let arrived = tester.collect(outgoing.len());
+    transmit(&mut port, 0, &mut pool, &outgoing);
+    assert_eq!(port.frames_held(), fill);
+    let arrived = receive_sorted(&tester, outgoing.len());
     assert_eq!(arrived.len(), outgoing.len(), "frames lost on the way out");
     assert_eq!(arrived, outgoing);
 
@@ -380,10 +194,9 @@ fn receives_and_transmits_byte_for_byte() {
 
 #[test]
 fn forwards_between_two_ports_sharing_the_umem() {
-    if !available_for_test() {
+    let Some(lab) = lab("wstxdp2", 2, 1) else {
         return;
-    }
-    let lab = lab("wstxdp2", 2, 1);
+    };
     let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
     let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
     let umem = Umem::new(&pool);
@@ -404,7 +217,7 @@ fn forwards_between_two_ports_sharing_the_umem() {
     let t1 = RawSocket::open(&lab.tester_ns, &p1.tester_if);
     let count = 200u32;
     let sent: Vec<Vec<u8>> = (0..count)
-        .map(|seq| test_frame(p1.tester_mac, p0.tester_mac, seq, frame_len(seq)))
+        .map(|seq| test_frame(p1.tester_mac, p0.tester_mac, seq, frame_len(seq), None))
         .collect();
     let mut forwarded = 0;
     let mut batch = Batch::new(64);
@@ -430,7 +243,7 @@ fn forwards_between_two_ports_sharing_the_umem() {
     }
     assert_eq!(forwarded, count);
     drain_completions(&mut d1, &mut pool, fill);
-    let arrived = t1.collect(sent.len());
+    let arrived = receive_sorted(&t1, sent.len());
     assert_eq!(arrived.len(), sent.len(), "frames lost in forwarding");
     assert_eq!(arrived, sent);
     assert_eq!(d0.stats().tx_packets, 0);
@@ -448,10 +261,9 @@ fn forwards_between_two_ports_sharing_the_umem() {
 
 #[test]
 fn opens_one_socket_per_queue() {
-    if !available_for_test() {
+    let Some(lab) = lab("wstxdp3", 1, 2) else {
         return;
-    }
-    let lab = lab("wstxdp3", 1, 2);
+    };
     let pair = &lab.pairs[0];
     let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
     let umem = Umem::new(&pool);
@@ -483,6 +295,7 @@ fn opens_one_socket_per_queue() {
             pair.tester_mac,
             seq,
             frame_len(seq),
+            None,
         ));
     }
     let received = receive(&mut port, &[0, 1], &mut pool, count as usize);
@@ -504,10 +317,9 @@ fn opens_one_socket_per_queue() {
 
 #[test]
 fn refuses_bad_input_with_errors_naming_the_port_and_the_fix() {
-    if !available_for_test() {
+    let Some(lab) = lab("wstxdp4", 1, 1) else {
         return;
-    }
-    let lab = lab("wstxdp4", 1, 1);
+    };
     let ifname = lab.pairs[0].dut_if.clone();
     let ns = lab.dut_ns.clone();
     let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
@@ -642,10 +454,9 @@ fn killed_process_leaves_nothing_attached() {
             std::thread::sleep(Duration::from_secs(1));
         }
     }
-    if !available_for_test() {
+    let Some(lab) = lab("wstxdp5", 1, 1) else {
         return;
-    }
-    let lab = lab("wstxdp5", 1, 1);
+    };
     let (ns, ifname) = (lab.dut_ns.clone(), lab.pairs[0].dut_if.clone());
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
@@ -733,14 +544,13 @@ fn blast(
 #[test]
 #[ignore]
 fn measure_forwarding_busy_poll_vs_wakeup() {
-    if !available_for_test() {
-        return;
-    }
     let seconds: u64 = std::env::var("WIRESPEED_MEASURE_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3);
-    let lab = lab("wstxdpm", 2, 1);
+    let Some(lab) = lab("wstxdpm", 2, 1) else {
+        return;
+    };
     let (p0, p1) = (lab.pairs[0].clone(), lab.pairs[1].clone());
     let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
     let umem = Umem::new(&pool);
@@ -758,7 +568,7 @@ fn measure_forwarding_busy_poll_vs_wakeup() {
         let sender = {
             let stop = stop.clone();
             let (ns, ifname) = (lab.tester_ns.clone(), p0.tester_if.clone());
-            let frame = test_frame(p1.tester_mac, p0.tester_mac, 0, 60);
+            let frame = test_frame(p1.tester_mac, p0.tester_mac, 0, 60, None);
             let config = config.clone();
             std::thread::spawn(move || blast(&ns, &ifname, &config, &frame, &stop))
         };
@@ -832,10 +642,9 @@ fn unprivileged_open_says_which_capabilities() {
         }
         return;
     }
-    if !available_for_test() {
+    let Some(lab) = lab("wstxdp6", 1, 1) else {
         return;
-    }
-    let lab = lab("wstxdp6", 1, 1);
+    };
     let ifname = lab.pairs[0].dut_if.clone();
     let output = Command::new(std::env::current_exe().unwrap())
         .args([
@@ -862,10 +671,9 @@ fn unprivileged_open_says_which_capabilities() {
 /// byte for byte, and the program gone when the handle is dropped.
 #[test]
 fn redirects_in_the_kernel_from_one_interface_to_another() {
-    if !available_for_test() {
+    let Some(lab) = lab("wstxdp7", 2, 1) else {
         return;
-    }
-    let lab = lab("wstxdp7", 2, 1);
+    };
     let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
     // A veth delivers redirected frames only to a peer running NAPI (see XdpRedirect's docs).
     run_in(
@@ -888,7 +696,7 @@ fn redirects_in_the_kernel_from_one_interface_to_another() {
     let t1 = RawSocket::open(&lab.tester_ns, &p1.tester_if);
     let count = 200u32;
     let sent: Vec<Vec<u8>> = (0..count)
-        .map(|seq| test_frame(p1.tester_mac, p0.tester_mac, seq, frame_len(seq)))
+        .map(|seq| test_frame(p1.tester_mac, p0.tester_mac, seq, frame_len(seq), None))
         .collect();
     for chunk in sent.chunks(50) {
         for frame in chunk {
@@ -896,7 +704,7 @@ fn redirects_in_the_kernel_from_one_interface_to_another() {
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-    let arrived = t1.collect(sent.len());
+    let arrived = receive_sorted(&t1, sent.len());
     assert_eq!(arrived.len(), sent.len(), "frames lost in the redirect");
     assert_eq!(arrived, sent);
 
@@ -909,18 +717,7 @@ fn transmit(port: &mut AfXdpPort, queue: QueueId, pool: &mut FramePool, frames: 
     let resting = port.frames_held();
     let mut batch = Batch::new(64);
     for chunk in frames.chunks(32) {
-        for frame in chunk {
-            let id = pool.alloc().expect("a free frame");
-            let start = HEADROOM as usize;
-            pool.frame_mut(id)[start..start + frame.len()].copy_from_slice(frame);
-            assert!(batch.push(Desc {
-                frame: id,
-                offset: HEADROOM,
-                len: frame.len() as u16,
-                port: 0,
-                queue,
-            }));
-        }
+        fill(pool, &mut batch, chunk, queue);
         while !batch.is_empty() {
             port.tx(queue, pool, &mut batch);
             port.poll(pool);
@@ -954,10 +751,9 @@ fn seqs_of(received: &[Desc], pool: &mut FramePool) -> Vec<u32> {
 /// any user holds it and is gone after the last.
 #[test]
 fn two_workers_share_one_interface_by_queues() {
-    if !available_for_test() {
+    let Some(lab) = lab("wstxdp8", 1, 2) else {
         return;
-    }
-    let lab = lab("wstxdp8", 1, 2);
+    };
     let pair = &lab.pairs[0];
     let config = |queue: QueueId| AfXdpConfig {
         queues: QueueSelection::List(vec![queue]),
@@ -1041,7 +837,7 @@ fn two_workers_share_one_interface_by_queues() {
     for queue in [0u16, 1] {
         let first = queue as u32 * 1000;
         let frames: Vec<Vec<u8>> = (first..first + count)
-            .map(|seq| test_frame(pair.dut_mac, pair.tester_mac, seq, frame_len(seq)))
+            .map(|seq| test_frame(pair.dut_mac, pair.tester_mac, seq, frame_len(seq), None))
             .collect();
         transmit(&mut tester, queue, &mut tester_pool, &frames);
     }
@@ -1061,7 +857,7 @@ fn two_workers_share_one_interface_by_queues() {
     for (queue, (port, pool)) in workers.iter_mut().zip(pools.iter_mut()).enumerate() {
         let first = 5000 + queue as u32 * 1000;
         let frames: Vec<Vec<u8>> = (first..first + count)
-            .map(|seq| test_frame(pair.tester_mac, pair.dut_mac, seq, frame_len(seq)))
+            .map(|seq| test_frame(pair.tester_mac, pair.dut_mac, seq, frame_len(seq), None))
             .collect();
         transmit(port, queue as QueueId, pool, &frames);
         sent.extend(frames);
