@@ -84,14 +84,8 @@ fn receive_port(
         for desc in batch.descs() {
             assert_eq!(desc.offset, HEADROOM);
             assert_eq!(desc.queue, queue);
-            let start = desc.offset as usize;
-            let bytes = &pool.frame(desc.frame)[start..start + desc.len as usize];
-            if is_test_frame(bytes) {
-                frames.push(bytes.to_vec());
-            }
-            pool.release(desc.frame);
         }
-        batch.clear();
+        frames.extend(take_test_frames(pool, &mut batch));
     }
     frames
 }
@@ -169,32 +163,8 @@ fn keeps_packets_in_the_ring_when_the_pool_is_empty_with(prefix: &str, rx_ring: 
     };
     let pair = &lab.pairs[0];
     // 4096-byte frames in the ring allow an MTU of 3818, a 2048-byte pool holds 1792 bytes.
-    run(
-        "ip",
-        &[
-            "-n",
-            &lab.tester_ns,
-            "link",
-            "set",
-            &pair.tester_if,
-            "mtu",
-            "3000",
-        ],
-    )
-    .unwrap();
-    run(
-        "ip",
-        &[
-            "-n",
-            &lab.dut_ns,
-            "link",
-            "set",
-            &pair.dut_if,
-            "mtu",
-            "3000",
-        ],
-    )
-    .unwrap();
+    set_mtu(&lab.tester_ns, &pair.tester_if, 3000);
+    set_mtu(&lab.dut_ns, &pair.dut_if, 3000);
     let config = AfPacketConfig {
         rx_ring,
         frame_size: 4096,
@@ -224,15 +194,7 @@ fn keeps_packets_in_the_ring_when_the_pool_is_empty_with(prefix: &str, rx_ring: 
     assert_eq!(pool.free_count(), 0);
     assert_eq!(port.rx(0, &mut pool, &mut batch), 0, "no frame, no receive");
     // The hosts' own chatter may be among the first frames; only ours are compared.
-    for desc in batch.descs() {
-        let start = desc.offset as usize;
-        let bytes = &pool.frame(desc.frame)[start..start + desc.len as usize];
-        if is_test_frame(bytes) {
-            held.push(bytes.to_vec());
-        }
-        pool.release(desc.frame);
-    }
-    batch.clear();
+    held.extend(take_test_frames(&mut pool, &mut batch));
     let rest = sent.len() - held.len();
     held.extend(receive_port(&mut port, 0, &mut pool, rest));
     assert_same_frames(&held, &sent);
@@ -483,14 +445,8 @@ fn fanout_spreads_flows_over_both_queues_and_loses_none() {
             got += port.rx(queue as u16, &mut pool, &mut batch);
             for desc in batch.descs() {
                 assert_eq!(desc.queue, queue as u16);
-                let start = desc.offset as usize;
-                let bytes = &pool.frame(desc.frame)[start..start + desc.len as usize];
-                if is_test_frame(bytes) {
-                    frames.push(bytes.to_vec());
-                }
-                pool.release(desc.frame);
             }
-            batch.clear();
+            frames.extend(take_test_frames(&mut pool, &mut batch));
         }
         if got == 0 {
             wait_readable(&fds, Duration::from_millis(10)).unwrap();
@@ -584,19 +540,7 @@ fn bad_input_is_refused_before_anything_starts() {
     };
     assert!(matches!(error, AfPacketError::Queues { .. }), "{error}");
 
-    run(
-        "ip",
-        &[
-            "-n",
-            &lab.dut_ns,
-            "link",
-            "set",
-            &pair.dut_if,
-            "mtu",
-            "9000",
-        ],
-    )
-    .unwrap();
+    set_mtu(&lab.dut_ns, &pair.dut_if, 9000);
     let error = open_in(&lab.dut_ns, "p9", &pair.dut_if, &default)
         .err()
         .unwrap();

@@ -20,7 +20,7 @@ use wirespeed_io::afxdp::{
 };
 use wirespeed_io::wait::wait_readable;
 use wirespeed_io::{Backend, Port, QueueId};
-use wirespeed_lab::{enter, run, run_in};
+use wirespeed_lab::{enter, run_in};
 use wirespeed_packet::batch::HEADROOM;
 use wirespeed_packet::{Batch, Desc, FramePool};
 
@@ -387,7 +387,7 @@ fn refuses_bad_input_with_errors_naming_the_port_and_the_fix() {
     close(port, &mut pool);
 
     // Frames of a 9000-byte MTU do not fit 2048-byte frames.
-    run("ip", &["-n", &ns, "link", "set", &ifname, "mtu", "9000"]).expect("set mtu");
+    set_mtu(&ns, &ifname, 9000);
     let error = open_in(&ns, &ifname, &config, &umem, &mut pool).unwrap_err();
     assert!(
         matches!(
@@ -407,7 +407,7 @@ fn refuses_bad_input_with_errors_naming_the_port_and_the_fix() {
     );
 
     // Loopback has no native XDP.
-    run("ip", &["-n", &ns, "link", "set", "lo", "mtu", "1500"]).expect("set lo mtu");
+    set_mtu(&ns, "lo", 1500);
     let native = AfXdpConfig {
         xdp_mode: XdpMode::Native,
         ..AfXdpConfig::default()
@@ -437,18 +437,36 @@ fn refuses_bad_input_with_errors_naming_the_port_and_the_fix() {
     assert!(xdp_detached(&ns, "lo"));
 }
 
+/// This test binary again, running only `test` as a child that opens a port on `ifname` in
+/// namespace `ns`; `env` tells the child those two (see [`child_target`]).
+fn rerun_as_child(test: &str, env: &str, ns: &str, ifname: &str) -> Command {
+    let mut child = Command::new(std::env::current_exe().unwrap());
+    child
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(env, format!("{ns} {ifname}"));
+    child
+}
+
+/// In a child that [`rerun_as_child`] started with `env`: the namespace and interface it was
+/// given, with a pool and its UMEM to open a port with; `None` in the test itself.
+fn child_target(env: &str) -> Option<(String, String, FramePool, Umem)> {
+    let target = std::env::var(env).ok()?;
+    let (ns, ifname) = target.split_once(' ').expect("namespace and interface");
+    let pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
+    let umem = Umem::new(&pool);
+    Some((ns.to_string(), ifname.to_string(), pool, umem))
+}
+
 /// Set in the child process of `killed_process_leaves_nothing_attached`: "namespace interface".
 const CHILD_ENV: &str = "WIRESPEED_AFXDP_TEST_CHILD";
 const CHILD_READY: &str = "wirespeed-afxdp-child-ready";
 
 #[test]
 fn killed_process_leaves_nothing_attached() {
-    if let Ok(target) = std::env::var(CHILD_ENV) {
+    if let Some((ns, ifname, mut pool, umem)) = child_target(CHILD_ENV) {
         // The child: open the port, say so, and wait to be killed.
-        let (ns, ifname) = target.split_once(' ').expect("namespace and interface");
-        let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-        let umem = Umem::new(&pool);
-        let _port = open_in(ns, ifname, &AfXdpConfig::default(), &umem, &mut pool).expect("open");
+        let config = AfXdpConfig::default();
+        let _port = open_in(&ns, &ifname, &config, &umem, &mut pool).expect("open");
         println!("{CHILD_READY}");
         loop {
             std::thread::sleep(Duration::from_secs(1));
@@ -458,17 +476,15 @@ fn killed_process_leaves_nothing_attached() {
         return;
     };
     let (ns, ifname) = (lab.dut_ns.clone(), lab.pairs[0].dut_if.clone());
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "killed_process_leaves_nothing_attached",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, format!("{ns} {ifname}"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn child");
+    let mut child = rerun_as_child(
+        "killed_process_leaves_nothing_attached",
+        CHILD_ENV,
+        &ns,
+        &ifname,
+    )
+    .stdout(Stdio::piped())
+    .spawn()
+    .expect("spawn child");
     let stdout = child.stdout.take().unwrap();
     let ready = BufReader::new(stdout)
         .lines()
@@ -624,16 +640,13 @@ const UNPRIVILEGED_MARK: &str = "wirespeed-afxdp-child-error:";
 
 #[test]
 fn unprivileged_open_says_which_capabilities() {
-    if let Ok(target) = std::env::var(UNPRIVILEGED_ENV) {
+    if let Some((ns, ifname, mut pool, umem)) = child_target(UNPRIVILEGED_ENV) {
         // The child: enter the namespace as root, become nobody, try to open.
-        let (ns, ifname) = target.split_once(' ').expect("namespace and interface");
-        let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-        let umem = Umem::new(&pool);
-        let guard = enter(ns).expect("enter namespace");
+        let guard = enter(&ns).expect("enter namespace");
         // SAFETY: setgid/setuid have no memory preconditions; nobody's ids exist everywhere.
         let (gid, uid) = unsafe { (libc::setgid(65534), libc::setuid(65534)) };
         assert_eq!((gid, uid), (0, 0), "{}", std::io::Error::last_os_error());
-        let result = AfXdpPort::open(ifname, &AfXdpConfig::default(), &umem, &mut pool);
+        let result = AfXdpPort::open(&ifname, &AfXdpConfig::default(), &umem, &mut pool);
         // Without privileges the thread cannot go back to its namespace; it ends here anyway.
         std::mem::forget(guard);
         match result {
@@ -646,16 +659,14 @@ fn unprivileged_open_says_which_capabilities() {
         return;
     };
     let ifname = lab.pairs[0].dut_if.clone();
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "unprivileged_open_says_which_capabilities",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(UNPRIVILEGED_ENV, format!("{} {ifname}", lab.dut_ns))
-        .output()
-        .expect("run child");
+    let output = rerun_as_child(
+        "unprivileged_open_says_which_capabilities",
+        UNPRIVILEGED_ENV,
+        &lab.dut_ns,
+        &ifname,
+    )
+    .output()
+    .expect("run child");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let line = stdout
         .lines()

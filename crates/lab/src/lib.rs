@@ -98,3 +98,14 @@ pub fn installed_for_test(program: &str) -> bool {
     }
     installed
 }
+
+/// For tests: the packet counter `name` (`tx_packets`, `rx_packets`, ...) of `interface`, read
+/// from /sys inside namespace `ns`: the kernel's count, to check a count of one's own against.
+pub fn interface_counter_for_test(ns: &str, interface: &str, name: &str) -> u64 {
+    let path = format!("/sys/class/net/{interface}/statistics/{name}");
+    run("ip", &["netns", "exec", ns, "cat", &path])
+        .expect("read an interface counter")
+        .trim()
+        .parse()
+        .expect("a number")
+}

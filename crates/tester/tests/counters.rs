@@ -12,11 +12,9 @@ use wirespeed_lab::TestbedConfig;
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_tester::trial::{TrialConfig, TrialPorts, run_in_lab};
 
-mod common;
-
 /// Packet counters of one interface from sysfs, as seen inside namespace `ns`.
 fn sysfs(ns: &str, interface: &str) -> (u64, u64) {
-    let read = |name| common::interface_counter(ns, interface, name);
+    let read = |name| wirespeed_lab::interface_counter_for_test(ns, interface, name);
     (read("tx_packets"), read("rx_packets"))
 }
 

@@ -6,14 +6,14 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use wirespeed_lab::{assert_gone_for_test, run};
+use wirespeed_lab::{assert_gone_for_test, interface_counter_for_test, run};
 use wirespeed_tester::bench::placement::{Plan, napi_threads, place_kernel};
 use wirespeed_tester::bench::{ForwardingConfig, Generator, trial};
 use wirespeed_tester::dut::probe::verify;
 use wirespeed_tester::dut::{Dut, DutError, LinuxBridge, LinuxRouter, Wiring, XdpRedirectDut};
 
 mod common;
-use common::{interface_counter, ip_forward, lab};
+use common::{ip_forward, lab};
 
 fn links(wiring: &Wiring, kind: &str) -> String {
     run(
@@ -173,8 +173,9 @@ fn an_xdp_live_trial_counts_with_the_sink_what_the_kernel_counts_and_detaches_it
         &wiring.egress.tester_if,
     );
     let before = (
-        interface_counter(tester, t0, "tx_packets") + interface_counter(tester, t0, "tx_dropped"),
-        interface_counter(tester, t1, "rx_packets"),
+        interface_counter_for_test(tester, t0, "tx_packets")
+            + interface_counter_for_test(tester, t0, "tx_dropped"),
+        interface_counter_for_test(tester, t1, "rx_packets"),
     );
     let mut router: Box<dyn Dut> = Box::new(LinuxRouter::new());
     let record = trial(
@@ -186,10 +187,10 @@ fn an_xdp_live_trial_counts_with_the_sink_what_the_kernel_counts_and_detaches_it
         &AtomicBool::new(false),
     );
     let measured = record.outcome.clone().unwrap();
-    let offered = interface_counter(tester, t0, "tx_packets")
-        + interface_counter(tester, t0, "tx_dropped")
+    let offered = interface_counter_for_test(tester, t0, "tx_packets")
+        + interface_counter_for_test(tester, t0, "tx_dropped")
         - before.0;
-    let arrived = interface_counter(tester, t1, "rx_packets") - before.1;
+    let arrived = interface_counter_for_test(tester, t1, "rx_packets") - before.1;
     assert!(measured.sent > 0 && measured.received > 0, "{record:?}");
     // The probe's frames and the lab's own chatter pass t0 and t1 too: a few hundred at most.
     assert!(

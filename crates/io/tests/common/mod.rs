@@ -103,6 +103,27 @@ pub fn fill(pool: &mut FramePool, batch: &mut Batch, frames: &[Vec<u8>], queue: 
     }
 }
 
+/// The test frames in `batch`, copied out in order; every frame of the batch goes back to
+/// `pool` (the hosts' chatter too) and the batch is left empty.
+pub fn take_test_frames(pool: &mut FramePool, batch: &mut Batch) -> Vec<Vec<u8>> {
+    let mut frames = Vec::new();
+    for desc in batch.descs() {
+        let bytes = bytes_of(pool, desc);
+        if is_test_frame(&bytes) {
+            frames.push(bytes);
+        }
+        pool.release(desc.frame);
+    }
+    batch.clear();
+    frames
+}
+
+/// Sets the MTU of `interface` in namespace `netns`.
+pub fn set_mtu(netns: &str, interface: &str, mtu: u32) {
+    let mtu = mtu.to_string();
+    run("ip", &["-n", netns, "link", "set", interface, "mtu", &mtu]).expect("set mtu");
+}
+
 /// Whether `ip -d link show` reports an XDP program on `interface` of namespace `netns`.
 pub fn xdp_attached(netns: &str, interface: &str) -> bool {
     let out = run("ip", &["-n", netns, "-d", "link", "show", "dev", interface]).expect("ip link");

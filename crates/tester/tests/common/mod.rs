@@ -1,5 +1,5 @@
-//! What the tester's lab tests share: their two-pair lab, and reading the kernel's view of a
-//! DuT namespace (forwarding switch, interface counters) to check what a driver did.
+//! What the tester's lab tests share: their two-pair lab, and the forwarding switch of a DuT
+//! namespace, which the router drivers must set and restore.
 #![allow(dead_code)] // each test file uses its own part of this module
 
 use wirespeed_lab::{Testbed, TestbedConfig, run};
@@ -22,15 +22,4 @@ pub fn ip_forward(ns: &str) -> String {
     .unwrap()
     .trim()
     .to_string()
-}
-
-/// The packet counter `name` (`tx_packets`, `rx_packets`, ...) of `interface`, read from /sys
-/// inside namespace `ns`: the kernel's count, independent of the tester's own.
-pub fn interface_counter(ns: &str, interface: &str, name: &str) -> u64 {
-    let path = format!("/sys/class/net/{interface}/statistics/{name}");
-    run("ip", &["netns", "exec", ns, "cat", &path])
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
 }
