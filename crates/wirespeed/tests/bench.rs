@@ -152,12 +152,11 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
 #[test]
 fn generators_report_rates_that_agree_with_the_kernels_counters() {
     let prefix = "wstgn";
-    if !wirespeed_lab::installed_for_test("dpdk-testpmd") || !wirespeed_lab::clear_for_test(prefix)
-    {
+    if !wirespeed_lab::installed_for_test("dpdk-testpmd") {
         return;
     }
-    let out = std::env::temp_dir().join(format!("wirespeed-generator-test-{}", std::process::id()));
-    let (stdout, _) = common::bench(
+    let Some((stdout, _, out)) = common::bench_out(
+        prefix,
         &[
             "generator",
             "--generators",
@@ -169,10 +168,9 @@ fn generators_report_rates_that_agree_with_the_kernels_counters() {
             "--warm-up",
             "0.5",
         ],
-        prefix,
-        "--out",
-        &out,
-    );
+    ) else {
+        return;
+    };
     assert!(stdout.contains("Relative to testpmd-txonly"), "{stdout}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("generators.json")).unwrap())

@@ -10,11 +10,8 @@ mod common;
 #[test]
 fn a_short_comparison_of_two_duts_has_both_rows_and_interleaved_runs() {
     let prefix = "wspcmp";
-    if !wirespeed_lab::clear_for_test(prefix) {
-        return;
-    }
-    let out = std::env::temp_dir().join(format!("wirespeed-compare-{}", std::process::id()));
-    let (stdout, _) = common::bench(
+    let Some((stdout, _, out)) = common::bench_out(
+        prefix,
         &[
             "compare",
             "--duts",
@@ -30,10 +27,9 @@ fn a_short_comparison_of_two_duts_has_both_rows_and_interleaved_runs() {
             "--resolution",
             "50%",
         ],
-        prefix,
-        "--out",
-        &out,
-    );
+    ) else {
+        return;
+    };
     let comparison =
         from_json(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
     let order: Vec<(&str, u32)> = comparison

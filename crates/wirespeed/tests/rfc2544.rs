@@ -21,11 +21,8 @@ mod common;
 fn a_short_rfc2544_run_against_wirespeed_writes_a_checked_report() {
     // At most 6 characters: NAPI thread names must keep the interface whole (see the CLI).
     let prefix = "wstrf1";
-    if !wirespeed_lab::clear_for_test(prefix) {
-        return;
-    }
-    let out = std::env::temp_dir().join(format!("wirespeed-rfc2544-{}", std::process::id()));
-    let (stdout, stderr) = common::bench(
+    let Some((stdout, stderr, out)) = common::bench_out(
+        prefix,
         &[
             "rfc2544",
             "--dut",
@@ -41,10 +38,9 @@ fn a_short_rfc2544_run_against_wirespeed_writes_a_checked_report() {
             "--latency-loads",
             "",
         ],
-        prefix,
-        "--out",
-        &out,
-    );
+    ) else {
+        return;
+    };
     // Progress lines with an ETA went to stderr.
     assert!(stderr.contains("ETA"), "{stderr}");
     let report = from_json(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
@@ -146,11 +142,8 @@ fn assert_renders(html: &std::path::Path, width: u32, height: u32) {
 #[test]
 fn loss_back_to_back_recovery_and_repeated_searches_run_and_the_report_renders() {
     let prefix = "wstrf2";
-    if !wirespeed_lab::clear_for_test(prefix) {
-        return;
-    }
-    let out = std::env::temp_dir().join(format!("wirespeed-rfc2544-all-{}", std::process::id()));
-    let (stdout, _) = common::bench(
+    let Some((stdout, _, out)) = common::bench_out(
+        prefix,
         &[
             "rfc2544",
             "--tests",
@@ -181,10 +174,9 @@ fn loss_back_to_back_recovery_and_repeated_searches_run_and_the_report_renders()
             "--recovery-seconds",
             "0.2",
         ],
-        prefix,
-        "--out",
-        &out,
-    );
+    ) else {
+        return;
+    };
     let report = from_json(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     let result = &report.results[0];
     // Frame loss rate: 100 % of the starting rate first, then 50 %, each a real trial.

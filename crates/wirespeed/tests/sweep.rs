@@ -12,17 +12,7 @@ mod common;
 /// Runs `wirespeed bench ARGS --seconds 0.4 --prefix PREFIX --out DIR`, checks it left no lab,
 /// and returns the parsed `json` file and DIR.
 fn sweep(prefix: &str, args: &[&str], json: &str) -> Option<(Value, PathBuf)> {
-    if !wirespeed_lab::clear_for_test(prefix) {
-        return None;
-    }
-    let out = std::env::temp_dir().join(format!("wirespeed-test-{prefix}"));
-    let _ = std::fs::remove_dir_all(&out);
-    common::bench(
-        &[args, &["--seconds", "0.4"]].concat(),
-        prefix,
-        "--out",
-        &out,
-    );
+    let (_, _, out) = common::bench_out(prefix, &[args, &["--seconds", "0.4"]].concat())?;
     wirespeed_lab::assert_gone_for_test(prefix);
     let text = std::fs::read_to_string(out.join(json)).unwrap();
     Some((serde_json::from_str(&text).unwrap(), out))

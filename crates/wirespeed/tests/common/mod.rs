@@ -181,6 +181,20 @@ pub fn lab_with(prefix: &str, pairs: u16, queues: u16) -> Option<(Testbed, PathB
     Some((lab, dir))
 }
 
+/// For a test of a `wirespeed bench` command that builds its own lab named `prefix`: after
+/// [`wirespeed_lab::clear_for_test`], runs `wirespeed bench ARGS --prefix PREFIX --out DIR` into
+/// a fresh scratch directory (see [`bench`]) and returns (stdout, stderr, DIR); `None`, after
+/// printing why, where no lab can be built here.
+pub fn bench_out(prefix: &str, args: &[&str]) -> Option<(String, String, PathBuf)> {
+    if !wirespeed_lab::clear_for_test(prefix) {
+        return None;
+    }
+    let out = std::env::temp_dir().join(format!("wirespeed-{prefix}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let (stdout, stderr) = bench(args, prefix, "--out", &out);
+    Some((stdout, stderr, out))
+}
+
 /// Runs `wirespeed bench ARGS --prefix PREFIX OUTPUT_OPTION OUTPUT` (the lab the command builds
 /// and where its results go), asserts it succeeded, showing everything it printed otherwise, and
 /// returns (stdout, stderr) for the test to check.
