@@ -72,6 +72,17 @@ pub fn up_for_test(config: &TestbedConfig) -> Option<Testbed> {
     }
 }
 
+/// For tests of the tester alone: a fresh testbed of one port pair and the looped-back
+/// calibration pair, which the tests send over (see [`up_for_test`]).
+pub fn calibration_for_test(prefix: &str) -> Option<Testbed> {
+    up_for_test(&TestbedConfig {
+        prefix: prefix.into(),
+        pairs: 1,
+        queues: 1,
+        calibration: true,
+    })
+}
+
 /// For tests: asserts that no namespace whose name starts with `prefix` is left, naming what is.
 /// A test calls it after dropping its testbed, to show the undo stack removed everything.
 pub fn assert_gone_for_test(prefix: &str) {

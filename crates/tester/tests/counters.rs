@@ -8,7 +8,6 @@
 
 use std::sync::atomic::AtomicBool;
 
-use wirespeed_lab::TestbedConfig;
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_tester::trial::{TrialConfig, TrialPorts, run_in_lab};
 
@@ -25,12 +24,7 @@ fn within(tester: u64, kernel: u64, share: f64) -> bool {
 #[test]
 fn tester_counts_agree_with_the_kernels_interface_counters() {
     let prefix = "wstcnt";
-    let Some(lab) = wirespeed_lab::up_for_test(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs: 1,
-        queues: 1,
-        calibration: true,
-    }) else {
+    let Some(lab) = wirespeed_lab::calibration_for_test(prefix) else {
         return;
     };
     let pair = lab.calibration.clone().expect("a calibration pair");
