@@ -33,6 +33,13 @@ fn frame_len(seq: u32) -> usize {
     60 + (seq as usize * 97) % 1455
 }
 
+/// A pool of [`POOL_FRAMES`] 2048-byte frames and the UMEM that registers it for AF_XDP ports.
+fn pool_and_umem() -> (FramePool, Umem) {
+    let pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
+    let umem = Umem::new(&pool);
+    (pool, umem)
+}
+
 /// Test frames `socket` receives until `count` arrived or [`DEADLINE`] passed, by sequence
 /// number (the frames of two queues may interleave).
 fn receive_sorted(socket: &RawSocket, count: usize) -> Vec<Vec<u8>> {
@@ -123,8 +130,7 @@ fn receives_and_transmits_byte_for_byte() {
         return;
     };
     let pair = &lab.pairs[0];
-    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let umem = Umem::new(&pool);
+    let (mut pool, umem) = pool_and_umem();
     let config = AfXdpConfig::default();
     let mut port = open_in(&lab.dut_ns, &pair.dut_if, &config, &umem, &mut pool).expect("open");
     let fill = config.fill_size as usize;
@@ -198,8 +204,7 @@ fn forwards_between_two_ports_sharing_the_umem() {
         return;
     };
     let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
-    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let umem = Umem::new(&pool);
+    let (mut pool, umem) = pool_and_umem();
     let config = AfXdpConfig {
         zero_copy: false,
         ..AfXdpConfig::default()
@@ -265,8 +270,7 @@ fn opens_one_socket_per_queue() {
         return;
     };
     let pair = &lab.pairs[0];
-    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let umem = Umem::new(&pool);
+    let (mut pool, umem) = pool_and_umem();
     let config = AfXdpConfig {
         queues: QueueSelection::All,
         fill_size: 1024,
@@ -322,8 +326,7 @@ fn refuses_bad_input_with_errors_naming_the_port_and_the_fix() {
     };
     let ifname = lab.pairs[0].dut_if.clone();
     let ns = lab.dut_ns.clone();
-    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let umem = Umem::new(&pool);
+    let (mut pool, umem) = pool_and_umem();
     let config = AfXdpConfig::default();
 
     let error = open_in(&ns, "wstxdp4-nope", &config, &umem, &mut pool).unwrap_err();
@@ -452,8 +455,7 @@ fn rerun_as_child(test: &str, env: &str, ns: &str, ifname: &str) -> Command {
 fn child_target(env: &str) -> Option<(String, String, FramePool, Umem)> {
     let target = std::env::var(env).ok()?;
     let (ns, ifname) = target.split_once(' ').expect("namespace and interface");
-    let pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let umem = Umem::new(&pool);
+    let (pool, umem) = pool_and_umem();
     Some((ns.to_string(), ifname.to_string(), pool, umem))
 }
 
@@ -507,8 +509,7 @@ fn killed_process_leaves_nothing_attached() {
     );
 
     // The interface is free for a new open.
-    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let umem = Umem::new(&pool);
+    let (mut pool, umem) = pool_and_umem();
     let port = open_in(&ns, &ifname, &AfXdpConfig::default(), &umem, &mut pool).expect("reopen");
     close(port, &mut pool);
     assert_eq!(pool.free_count(), pool.total());
@@ -523,8 +524,7 @@ fn blast(
     frame: &[u8],
     stop: &std::sync::atomic::AtomicBool,
 ) -> u64 {
-    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let umem = Umem::new(&pool);
+    let (mut pool, umem) = pool_and_umem();
     let mut port = open_in(netns, ifname, config, &umem, &mut pool).expect("open sender");
     let mut batch = Batch::new(64);
     let mut sent = 0u64;
@@ -568,8 +568,7 @@ fn measure_forwarding_busy_poll_vs_wakeup() {
         return;
     };
     let (p0, p1) = (lab.pairs[0].clone(), lab.pairs[1].clone());
-    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let umem = Umem::new(&pool);
+    let (mut pool, umem) = pool_and_umem();
     let config = AfXdpConfig {
         zero_copy: false,
         ..AfXdpConfig::default()
@@ -829,8 +828,7 @@ fn two_workers_share_one_interface_by_queues() {
     assert_eq!(spare.free_count(), spare.total());
 
     // The tester sends on each of its queues; a veth delivers on the peer's queue of that number.
-    let mut tester_pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let tester_umem = Umem::new(&tester_pool);
+    let (mut tester_pool, tester_umem) = pool_and_umem();
     let tester_config = AfXdpConfig {
         zero_copy: false,
         fill_size: 512,

@@ -192,16 +192,10 @@ impl RawSocket {
 
     /// Sends `frame`, waiting while the device queue is full (veth peer busy), for 2 s at most.
     pub fn send(&self, frame: &[u8]) {
+        let (fd, flags) = (self.fd.as_raw_fd(), libc::MSG_DONTWAIT);
         for _ in 0..2000 {
             // SAFETY: `frame` is a live buffer of the length passed.
-            let rc = unsafe {
-                libc::send(
-                    self.fd.as_raw_fd(),
-                    frame.as_ptr().cast(),
-                    frame.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
+            let rc = unsafe { libc::send(fd, frame.as_ptr().cast(), frame.len(), flags) };
             if rc == frame.len() as isize {
                 return;
             }
