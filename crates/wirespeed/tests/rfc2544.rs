@@ -17,6 +17,18 @@ use wirespeed_tester::report::json::from_json;
 
 mod common;
 
+/// One frame size, 0.2-second trials and a coarse search: enough to run every step for real.
+const TINY_SEARCH: &[&str] = &[
+    "--frame-sizes",
+    "64",
+    "--trial-seconds",
+    "0.2",
+    "--calibration-seconds",
+    "0.2",
+    "--resolution",
+    "60%",
+];
+
 #[test]
 fn a_short_rfc2544_run_against_wirespeed_writes_a_checked_report() {
     // At most 6 characters: NAPI thread names must keep the interface whole (see the CLI).
@@ -24,20 +36,10 @@ fn a_short_rfc2544_run_against_wirespeed_writes_a_checked_report() {
     let Some((stdout, stderr, out)) = common::bench_out(
         prefix,
         &[
-            "rfc2544",
-            "--dut",
-            "wirespeed-afxdp",
-            "--frame-sizes",
-            "64",
-            "--trial-seconds",
-            "0.2",
-            "--calibration-seconds",
-            "0.2",
-            "--resolution",
-            "60%",
-            "--latency-loads",
-            "",
-        ],
+            &["rfc2544", "--dut", "wirespeed-afxdp", "--latency-loads", ""],
+            TINY_SEARCH,
+        ]
+        .concat(),
     ) else {
         return;
     };
@@ -145,35 +147,31 @@ fn loss_back_to_back_recovery_and_repeated_searches_run_and_the_report_renders()
     let Some((stdout, _, out)) = common::bench_out(
         prefix,
         &[
-            "rfc2544",
-            "--tests",
-            "throughput,loss,back-to-back,recovery",
-            "--pattern",
-            "poisson",
-            "--flows",
-            "8",
-            "--random-flows",
-            "--frame-sizes",
-            "64",
-            "--trial-seconds",
-            "0.2",
-            "--calibration-seconds",
-            "0.2",
-            "--resolution",
-            "60%",
-            "--ndr-runs",
-            "2",
-            "--loss-step",
-            "50",
-            "--burst-max-seconds",
-            "0.02",
-            "--test-repeats",
-            "2",
-            "--overload-seconds",
-            "0.2",
-            "--recovery-seconds",
-            "0.2",
-        ],
+            &[
+                "rfc2544",
+                "--tests",
+                "throughput,loss,back-to-back,recovery",
+                "--pattern",
+                "poisson",
+                "--flows",
+                "8",
+                "--random-flows",
+                "--ndr-runs",
+                "2",
+                "--loss-step",
+                "50",
+                "--burst-max-seconds",
+                "0.02",
+                "--test-repeats",
+                "2",
+                "--overload-seconds",
+                "0.2",
+                "--recovery-seconds",
+                "0.2",
+            ],
+            TINY_SEARCH,
+        ]
+        .concat(),
     ) else {
         return;
     };
