@@ -189,7 +189,9 @@ pub fn bench_out(prefix: &str, args: &[&str]) -> Option<(String, String, PathBuf
     if !wirespeed_lab::clear_for_test(prefix) {
         return None;
     }
-    let out = std::env::temp_dir().join(format!("wirespeed-{prefix}-{}", std::process::id()));
+    // Named like `lab`'s scratch directory: the prefix is the test's own, and a rerun replaces
+    // what a failed run left.
+    let out = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
     let _ = std::fs::remove_dir_all(&out);
     let (stdout, stderr) = bench(args, prefix, "--out", &out);
     Some((stdout, stderr, out))
