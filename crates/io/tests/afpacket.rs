@@ -7,59 +7,17 @@
 //! namespace; the oracle on the tester side is a plain `AF_PACKET` socket, not the code under
 //! test. On two shared cores delivery takes time, so receiving polls with a deadline.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use wirespeed_io::afpacket::{AfPacketConfig, AfPacketError, AfPacketPort, RxRingKind};
 use wirespeed_io::wait::wait_readable;
 use wirespeed_io::{Backend, Port};
-use wirespeed_lab::{Testbed, TestbedConfig, enter, run};
+use wirespeed_lab::{enter, run};
 use wirespeed_packet::batch::HEADROOM;
 use wirespeed_packet::{Batch, Desc, FramePool};
 
-/// IEEE 802 local experimental ethertype: the hosts' kernels ignore it.
-const TEST_ETHERTYPE: u16 = 0x88b5;
-const MAGIC: &[u8; 8] = b"WSAFPKT!";
-const DEADLINE: Duration = Duration::from_secs(2);
-
-fn lab(prefix: &str, pairs: u16, queues: u16) -> Option<Testbed> {
-    if !wirespeed_lab::available_for_test() {
-        return None;
-    }
-    let _ = wirespeed_lab::down(prefix);
-    let config = TestbedConfig {
-        prefix: prefix.into(),
-        pairs,
-        queues,
-        calibration: false,
-    };
-    Some(Testbed::up(&config).expect("lab up"))
-}
-
-/// A test frame: Ethernet header, optionally one 802.1Q tag, magic, sequence number, pattern.
-fn test_frame(dst: [u8; 6], src: [u8; 6], seq: u32, len: usize, vlan: Option<u16>) -> Vec<u8> {
-    let mut frame = Vec::with_capacity(len);
-    frame.extend_from_slice(&dst);
-    frame.extend_from_slice(&src);
-    if let Some(tci) = vlan {
-        frame.extend_from_slice(&0x8100u16.to_be_bytes());
-        frame.extend_from_slice(&tci.to_be_bytes());
-    }
-    frame.extend_from_slice(&TEST_ETHERTYPE.to_be_bytes());
-    frame.extend_from_slice(MAGIC);
-    frame.extend_from_slice(&seq.to_be_bytes());
-    let mut byte = seq as u8;
-    while frame.len() < len {
-        frame.push(byte);
-        byte = byte.wrapping_mul(31).wrapping_add(7);
-    }
-    frame
-}
-
-/// Whether `frame` is one of ours (and not the hosts' IPv6 chatter).
-fn is_test_frame(frame: &[u8]) -> bool {
-    frame.windows(MAGIC.len()).take(64).any(|w| w == MAGIC)
-}
+mod common;
+use common::*;
 
 /// A UDP/IPv4 frame of flow `flow` (its source port), carrying the magic and `seq`.
 fn udp_frame(dst: [u8; 6], src: [u8; 6], flow: u16, seq: u32) -> Vec<u8> {
@@ -95,114 +53,6 @@ fn udp_frame(dst: [u8; 6], src: [u8; 6], flow: u16, seq: u32) -> Vec<u8> {
     frame
 }
 
-/// The oracle: a plain raw packet socket on one interface of one namespace.
-struct RawSocket {
-    fd: OwnedFd,
-}
-
-impl RawSocket {
-    fn open(netns: &str, interface: &str) -> RawSocket {
-        let _inside = enter(netns).expect("enter namespace");
-        let protocol = (libc::ETH_P_ALL as u16).to_be();
-        // SAFETY: socket has no memory preconditions; the result is checked.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, protocol as i32) };
-        assert!(fd >= 0, "raw socket: {}", std::io::Error::last_os_error());
-        // SAFETY: `fd` was just created and is owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let name = std::ffi::CString::new(interface).unwrap();
-        // SAFETY: `name` is a valid NUL-terminated string.
-        let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
-        assert!(index > 0, "no interface {interface} in {netns}");
-        let raw = RawSocket { fd };
-        raw.option(libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, 1);
-        raw.option(libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 16 << 20);
-        // SAFETY: sockaddr_ll is plain old data; all-zero is valid.
-        let mut address: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        address.sll_family = libc::AF_PACKET as u16;
-        address.sll_protocol = protocol;
-        address.sll_ifindex = index as i32;
-        // SAFETY: `address` is a valid sockaddr_ll of the given length.
-        let rc = unsafe {
-            libc::bind(
-                raw.fd.as_raw_fd(),
-                (&address as *const libc::sockaddr_ll).cast(),
-                size_of::<libc::sockaddr_ll>() as u32,
-            )
-        };
-        assert_eq!(rc, 0, "bind: {}", std::io::Error::last_os_error());
-        raw
-    }
-
-    fn option(&self, level: i32, name: i32, value: i32) {
-        // SAFETY: `value` is a live i32 of the length passed.
-        let rc = unsafe {
-            libc::setsockopt(
-                self.fd.as_raw_fd(),
-                level,
-                name,
-                (&value as *const i32).cast(),
-                4,
-            )
-        };
-        assert_eq!(rc, 0, "setsockopt: {}", std::io::Error::last_os_error());
-    }
-
-    fn send(&self, frame: &[u8]) {
-        loop {
-            // SAFETY: `frame` is a live buffer of the length passed.
-            let rc =
-                unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
-            if rc == frame.len() as isize {
-                return;
-            }
-            let error = std::io::Error::last_os_error();
-            // A full device queue (veth peer busy): give the other side a moment.
-            assert!(
-                matches!(
-                    error.raw_os_error(),
-                    Some(libc::ENOBUFS) | Some(libc::EAGAIN)
-                ),
-                "send: {error}"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-
-    /// Test frames received until `count` arrived or the deadline passed.
-    fn receive(&self, count: usize) -> Vec<Vec<u8>> {
-        self.receive_until(count, DEADLINE)
-    }
-
-    /// Test frames received within `time`.
-    fn receive_for(&self, time: Duration) -> Vec<Vec<u8>> {
-        self.receive_until(usize::MAX, time)
-    }
-
-    fn receive_until(&self, count: usize, time: Duration) -> Vec<Vec<u8>> {
-        let mut frames = Vec::new();
-        let mut buffer = vec![0u8; 4096];
-        let deadline = Instant::now() + time;
-        while frames.len() < count && Instant::now() < deadline {
-            if wait_readable(&[self.fd.as_raw_fd()], Duration::from_millis(20)).unwrap() == 0 {
-                continue;
-            }
-            // SAFETY: `buffer` is a live, writable buffer of the length passed.
-            let rc = unsafe {
-                libc::recv(
-                    self.fd.as_raw_fd(),
-                    buffer.as_mut_ptr().cast(),
-                    buffer.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if rc > 0 && is_test_frame(&buffer[..rc as usize]) {
-                frames.push(buffer[..rc as usize].to_vec());
-            }
-        }
-        frames
-    }
-}
-
 /// Opens `interface` in namespace `netns` as an AF_PACKET port.
 fn open_in(
     netns: &str,
@@ -234,52 +84,10 @@ fn receive_port(
         for desc in batch.descs() {
             assert_eq!(desc.offset, HEADROOM);
             assert_eq!(desc.queue, queue);
-            let start = desc.offset as usize;
-            let bytes = &pool.frame(desc.frame)[start..start + desc.len as usize];
-            if is_test_frame(bytes) {
-                frames.push(bytes.to_vec());
-            }
-            pool.release(desc.frame);
         }
-        batch.clear();
+        frames.extend(take_test_frames(pool, &mut batch));
     }
     frames
-}
-
-/// Asserts that `got` is `want`, frame for frame and byte for byte, without printing frames.
-fn assert_same_frames(got: &[Vec<u8>], want: &[Vec<u8>]) {
-    let seq = |frame: &[u8]| {
-        let at = frame.windows(MAGIC.len()).position(|w| w == MAGIC);
-        at.and_then(|at| frame.get(at + 8..at + 12))
-            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    for (index, (got, want)) in got.iter().zip(want).enumerate() {
-        assert!(
-            got == want,
-            "frame {index} differs: got seq {:?} of {} bytes, want seq {:?} of {} bytes",
-            seq(got),
-            got.len(),
-            seq(want),
-            want.len()
-        );
-    }
-    assert_eq!(got.len(), want.len(), "frames lost (or extra)");
-}
-
-/// Puts `frames` into pool frames at HEADROOM and appends them to `batch`.
-fn fill(pool: &mut FramePool, batch: &mut Batch, frames: &[Vec<u8>]) {
-    for bytes in frames {
-        let frame = pool.alloc().expect("free frame");
-        let start = HEADROOM as usize;
-        pool.frame_mut(frame)[start..start + bytes.len()].copy_from_slice(bytes);
-        assert!(batch.push(Desc {
-            frame,
-            offset: HEADROOM,
-            len: bytes.len() as u16,
-            port: 0,
-            queue: 0,
-        }));
-    }
 }
 
 #[test]
@@ -355,32 +163,8 @@ fn keeps_packets_in_the_ring_when_the_pool_is_empty_with(prefix: &str, rx_ring: 
     };
     let pair = &lab.pairs[0];
     // 4096-byte frames in the ring allow an MTU of 3818, a 2048-byte pool holds 1792 bytes.
-    run(
-        "ip",
-        &[
-            "-n",
-            &lab.tester_ns,
-            "link",
-            "set",
-            &pair.tester_if,
-            "mtu",
-            "3000",
-        ],
-    )
-    .unwrap();
-    run(
-        "ip",
-        &[
-            "-n",
-            &lab.dut_ns,
-            "link",
-            "set",
-            &pair.dut_if,
-            "mtu",
-            "3000",
-        ],
-    )
-    .unwrap();
+    set_mtu(&lab.tester_ns, &pair.tester_if, 3000);
+    set_mtu(&lab.dut_ns, &pair.dut_if, 3000);
     let config = AfPacketConfig {
         rx_ring,
         frame_size: 4096,
@@ -410,15 +194,7 @@ fn keeps_packets_in_the_ring_when_the_pool_is_empty_with(prefix: &str, rx_ring: 
     assert_eq!(pool.free_count(), 0);
     assert_eq!(port.rx(0, &mut pool, &mut batch), 0, "no frame, no receive");
     // The hosts' own chatter may be among the first frames; only ours are compared.
-    for desc in batch.descs() {
-        let start = desc.offset as usize;
-        let bytes = &pool.frame(desc.frame)[start..start + desc.len as usize];
-        if is_test_frame(bytes) {
-            held.push(bytes.to_vec());
-        }
-        pool.release(desc.frame);
-    }
-    batch.clear();
+    held.extend(take_test_frames(&mut pool, &mut batch));
     let rest = sent.len() - held.len();
     held.extend(receive_port(&mut port, 0, &mut pool, rest));
     assert_same_frames(&held, &sent);
@@ -444,7 +220,7 @@ fn tx_frames_arrive_byte_for_byte() {
     let mut pool = FramePool::new(256, 2048).unwrap();
     let mut batch = Batch::new(32);
     for chunk in sent.chunks(32) {
-        fill(&mut pool, &mut batch, chunk);
+        fill(&mut pool, &mut batch, chunk, 0);
         let deadline = Instant::now() + DEADLINE;
         while !batch.is_empty() && Instant::now() < deadline {
             port.tx(0, &mut pool, &mut batch);
@@ -481,7 +257,7 @@ fn tx_takes_and_counts_malformed_descriptors() {
     let mut pool = FramePool::new(16, 2048).unwrap();
     let mut batch = Batch::new(8);
     let good = test_frame(pair.tester_mac, pair.dut_mac, 1, 100, None);
-    fill(&mut pool, &mut batch, std::slice::from_ref(&good));
+    fill(&mut pool, &mut batch, std::slice::from_ref(&good), 0);
     // A descriptor running past the end of its frame, and one shorter than an Ethernet header.
     let past_end = pool.alloc().unwrap();
     batch.push(Desc {
@@ -546,7 +322,7 @@ fn tx_bursts_never_block_and_lose_nothing_through_the_peer_ring() {
         let frames: Vec<Vec<u8>> = (0..256u32)
             .map(|i| test_frame(pair.tester_mac, pair.dut_mac, round * 256 + i, 64, None))
             .collect();
-        fill(&mut pool, &mut batch, &frames);
+        fill(&mut pool, &mut batch, &frames, 0);
         offered += batch.len() as u64;
         port.tx(0, &mut pool, &mut batch);
         // What the ring refused is the caller's to drop.
@@ -669,14 +445,8 @@ fn fanout_spreads_flows_over_both_queues_and_loses_none() {
             got += port.rx(queue as u16, &mut pool, &mut batch);
             for desc in batch.descs() {
                 assert_eq!(desc.queue, queue as u16);
-                let start = desc.offset as usize;
-                let bytes = &pool.frame(desc.frame)[start..start + desc.len as usize];
-                if is_test_frame(bytes) {
-                    frames.push(bytes.to_vec());
-                }
-                pool.release(desc.frame);
             }
-            batch.clear();
+            frames.extend(take_test_frames(&mut pool, &mut batch));
         }
         if got == 0 {
             wait_readable(&fds, Duration::from_millis(10)).unwrap();
@@ -770,19 +540,7 @@ fn bad_input_is_refused_before_anything_starts() {
     };
     assert!(matches!(error, AfPacketError::Queues { .. }), "{error}");
 
-    run(
-        "ip",
-        &[
-            "-n",
-            &lab.dut_ns,
-            "link",
-            "set",
-            &pair.dut_if,
-            "mtu",
-            "9000",
-        ],
-    )
-    .unwrap();
+    set_mtu(&lab.dut_ns, &pair.dut_if, 9000);
     let error = open_in(&lab.dut_ns, "p9", &pair.dut_if, &default)
         .err()
         .unwrap();
@@ -868,7 +626,7 @@ fn measure_forwarding_rate() {
             let mut batch = Batch::new(64);
             while !stop.load(Ordering::Relaxed) {
                 let frames = vec![template.clone(); batch.room()];
-                fill(&mut pool, &mut batch, &frames);
+                fill(&mut pool, &mut batch, &frames, 0);
                 port.tx(0, &mut pool, &mut batch);
                 for desc in batch.descs() {
                     pool.release(desc.frame);

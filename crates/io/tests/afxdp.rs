@@ -12,7 +12,6 @@
 //! pool; and with `ip -d link show` showing no XDP program left on the interface.
 
 use std::io::{BufRead, BufReader};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,178 +20,32 @@ use wirespeed_io::afxdp::{
 };
 use wirespeed_io::wait::wait_readable;
 use wirespeed_io::{Backend, Port, QueueId};
-use wirespeed_lab::{Testbed, TestbedConfig, available_for_test, enter, run, run_in};
+use wirespeed_lab::{enter, run_in};
 use wirespeed_packet::batch::HEADROOM;
 use wirespeed_packet::{Batch, Desc, FramePool};
 
-const ETHERTYPE: [u8; 2] = [0x88, 0xb5];
-const SIGNATURE: &[u8; 5] = b"WSXDP";
+mod common;
+use common::*;
+
 const POOL_FRAMES: u32 = 16384;
-const TIMEOUT: Duration = Duration::from_secs(2);
-
-fn lab(prefix: &str, pairs: u16, queues: u16) -> Testbed {
-    let _ = wirespeed_lab::down(prefix);
-    Testbed::up(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs,
-        queues,
-        calibration: false,
-    })
-    .expect("lab up")
-}
-
-/// A test frame: Ethernet header with ethertype 0x88b5, signature, sequence number, pattern.
-fn test_frame(dst: [u8; 6], src: [u8; 6], seq: u32, len: usize) -> Vec<u8> {
-    let mut frame = Vec::with_capacity(len);
-    frame.extend_from_slice(&dst);
-    frame.extend_from_slice(&src);
-    frame.extend_from_slice(&ETHERTYPE);
-    frame.extend_from_slice(SIGNATURE);
-    frame.extend_from_slice(&seq.to_be_bytes());
-    while frame.len() < len {
-        frame.push((frame.len() as u32).wrapping_mul(7).wrapping_add(seq) as u8);
-    }
-    frame
-}
-
-/// The sequence number of a test frame; `None` for anything else.
-fn seq_of(frame: &[u8]) -> Option<u32> {
-    if frame.len() < 23 || frame[12..14] != ETHERTYPE || &frame[14..19] != SIGNATURE {
-        return None;
-    }
-    Some(u32::from_be_bytes([
-        frame[19], frame[20], frame[21], frame[22],
-    ]))
-}
 
 fn frame_len(seq: u32) -> usize {
     60 + (seq as usize * 97) % 1455
 }
 
-/// An AF_PACKET socket bound to one interface of a namespace: the tester's independent view.
-struct RawSocket {
-    fd: OwnedFd,
+/// A pool of [`POOL_FRAMES`] 2048-byte frames and the UMEM that registers it for AF_XDP ports.
+fn pool_and_umem() -> (FramePool, Umem) {
+    let pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
+    let umem = Umem::new(&pool);
+    (pool, umem)
 }
 
-impl RawSocket {
-    fn open(netns: &str, ifname: &str) -> RawSocket {
-        let _guard = enter(netns).expect("enter namespace");
-        let protocol = (libc::ETH_P_ALL as u16).to_be();
-        // SAFETY: socket(2) has no memory preconditions; checked below.
-        let raw = unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                protocol as i32,
-            )
-        };
-        assert!(raw >= 0, "{}", std::io::Error::last_os_error());
-        // SAFETY: a fresh descriptor nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        let name = std::ffi::CString::new(ifname).unwrap();
-        // SAFETY: `name` is a NUL-terminated string that lives across the call.
-        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
-        assert_ne!(ifindex, 0, "{ifname} not found in {netns}");
-        // SAFETY: sockaddr_ll is plain integers; all-zero is valid.
-        let mut address: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        address.sll_family = libc::AF_PACKET as u16;
-        address.sll_protocol = protocol;
-        address.sll_ifindex = ifindex as i32;
-        // SAFETY: `address` is a valid sockaddr_ll and its size is passed.
-        let rc = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&address as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
-        // Room for every frame a test sends before it reads (the default holds ~90 large ones).
-        let size: libc::c_int = 16 << 20;
-        // SAFETY: `size` is a live c_int and its size is passed.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUFFORCE,
-                (&size as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
-        RawSocket { fd }
-    }
-
-    fn send(&self, frame: &[u8]) {
-        for _ in 0..2000 {
-            // SAFETY: `frame` is a live buffer of `frame.len()` bytes.
-            let rc = unsafe {
-                libc::send(
-                    self.fd.as_raw_fd(),
-                    frame.as_ptr().cast(),
-                    frame.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if rc == frame.len() as isize {
-                return;
-            }
-            let error = std::io::Error::last_os_error();
-            match error.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::ENOBUFS) => {
-                    std::thread::sleep(Duration::from_millis(1))
-                }
-                _ => panic!("send: {error}"),
-            }
-        }
-        panic!("send: the interface stayed busy for 2 s");
-    }
-
-    /// The next frame received (not one this socket's interface sent), or `None` at `deadline`.
-    fn recv(&self, deadline: Instant) -> Option<Vec<u8>> {
-        let mut buffer = vec![0u8; 65536];
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return None;
-            }
-            wait_readable(&[self.fd.as_raw_fd()], left).expect("poll");
-            // SAFETY: sockaddr_ll is plain integers; all-zero is valid.
-            let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-            let mut from_len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-            // SAFETY: `buffer` is writable for its length; `from`/`from_len` describe a
-            // sockaddr_ll the kernel may fill.
-            let rc = unsafe {
-                libc::recvfrom(
-                    self.fd.as_raw_fd(),
-                    buffer.as_mut_ptr().cast(),
-                    buffer.len(),
-                    libc::MSG_DONTWAIT,
-                    (&mut from as *mut libc::sockaddr_ll).cast(),
-                    &mut from_len,
-                )
-            };
-            if rc < 0 || from.sll_pkttype == libc::PACKET_OUTGOING {
-                continue;
-            }
-            return Some(buffer[..rc as usize].to_vec());
-        }
-    }
-
-    /// Test frames received until `count` have arrived or `TIMEOUT` passes, by sequence number.
-    fn collect(&self, count: usize) -> Vec<Vec<u8>> {
-        let deadline = Instant::now() + TIMEOUT;
-        let mut frames = Vec::new();
-        while frames.len() < count {
-            match self.recv(deadline) {
-                Some(frame) if seq_of(&frame).is_some() => frames.push(frame),
-                Some(_) => {}
-                None => break,
-            }
-        }
-        frames.sort_by_key(|frame| seq_of(frame));
-        frames
-    }
+/// Test frames `socket` receives until `count` arrived or [`DEADLINE`] passed, by sequence
+/// number (the frames of two queues may interleave).
+fn receive_sorted(socket: &RawSocket, count: usize) -> Vec<Vec<u8>> {
+    let mut frames = socket.receive(count);
+    frames.sort_by_key(|frame| seq_of(frame));
+    frames
 }
 
 /// Opens an AF_XDP port on `ifname` inside namespace `netns`.
@@ -207,17 +60,11 @@ fn open_in(
     AfXdpPort::open(ifname, config, umem, pool)
 }
 
-/// Whether `ip -d link show` reports an XDP program on the interface.
-fn xdp_attached(netns: &str, ifname: &str) -> bool {
-    let out = run("ip", &["-n", netns, "-d", "link", "show", "dev", ifname]).expect("ip link");
-    out.contains("prog/xdp") || out.contains(" xdp")
-}
-
-/// Whether the XDP program is gone from the interface within `TIMEOUT`. Closing the link's
+/// Whether the XDP program is gone from the interface within `DEADLINE`. Closing the link's
 /// descriptor detaches it at once, unless another thread of this test process forked (to run `ip`)
 /// at that moment: the child holds a copy of the descriptor until it execs.
 fn xdp_detached(netns: &str, ifname: &str) -> bool {
-    let deadline = Instant::now() + TIMEOUT;
+    let deadline = Instant::now() + DEADLINE;
     while xdp_attached(netns, ifname) {
         if Instant::now() > deadline {
             return false;
@@ -227,7 +74,7 @@ fn xdp_detached(netns: &str, ifname: &str) -> bool {
     true
 }
 
-/// Receives test frames on the given queues of `port` until `count` arrived or `TIMEOUT`
+/// Receives test frames on the given queues of `port` until `count` arrived or `DEADLINE`
 /// passes; other frames go straight back to the pool. Returns the descriptors, in arrival order.
 fn receive(
     port: &mut AfXdpPort,
@@ -235,7 +82,7 @@ fn receive(
     pool: &mut FramePool,
     count: usize,
 ) -> Vec<Desc> {
-    let deadline = Instant::now() + TIMEOUT;
+    let deadline = Instant::now() + DEADLINE;
     let mut batch = Batch::new(64);
     let mut got = Vec::new();
     while got.len() < count && Instant::now() < deadline {
@@ -261,15 +108,10 @@ fn receive(
     got
 }
 
-fn bytes_of(pool: &FramePool, desc: &Desc) -> Vec<u8> {
-    let start = desc.offset as usize;
-    pool.frame(desc.frame)[start..start + desc.len as usize].to_vec()
-}
-
 /// Polls the port until every transmitted frame has completed (the port holds only its fill
-/// rings' frames again) or `TIMEOUT` passes.
+/// rings' frames again) or `DEADLINE` passes.
 fn drain_completions(port: &mut AfXdpPort, pool: &mut FramePool, resting: usize) {
-    let deadline = Instant::now() + TIMEOUT;
+    let deadline = Instant::now() + DEADLINE;
     while port.frames_held() > resting && Instant::now() < deadline {
         port.poll(pool);
         std::thread::sleep(Duration::from_millis(1));
@@ -284,13 +126,11 @@ fn close(mut port: AfXdpPort, pool: &mut FramePool) {
 
 #[test]
 fn receives_and_transmits_byte_for_byte() {
-    if !available_for_test() {
+    let Some(lab) = lab("wstxdp1", 1, 1) else {
         return;
-    }
-    let lab = lab("wstxdp1", 1, 1);
+    };
     let pair = &lab.pairs[0];
-    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let umem = Umem::new(&pool);
+    let (mut pool, umem) = pool_and_umem();
     let config = AfXdpConfig::default();
     let mut port = open_in(&lab.dut_ns, &pair.dut_if, &config, &umem, &mut pool).expect("open");
     let fill = config.fill_size as usize;
@@ -317,7 +157,7 @@ fn receives_and_transmits_byte_for_byte() {
     let tester = RawSocket::open(&lab.tester_ns, &pair.tester_if);
     let count = 100;
     let sent: Vec<Vec<u8>> = (0..count)
-        .map(|seq| test_frame(pair.dut_mac, pair.tester_mac, seq, frame_len(seq)))
+        .map(|seq| test_frame(pair.dut_mac, pair.tester_mac, seq, frame_len(seq), None))
         .collect();
     for frame in &sent {
         tester.send(frame);
@@ -338,32 +178,12 @@ fn receives_and_transmits_byte_for_byte() {
     }
 
     // AF_XDP -> tester: frames built in the pool arrive byte for byte.
-    let mut batch = Batch::new(64);
     let outgoing: Vec<Vec<u8>> = (1000..1000 + count)
-        .map(|seq| test_frame(pair.tester_mac, pair.dut_mac, seq, frame_len(seq)))
+        .map(|seq| test_frame(pair.tester_mac, pair.dut_mac, seq, frame_len(seq), None))
         .collect();
-    for chunk in outgoing.chunks(32) {
-        for frame in chunk {
-            let id = pool.alloc().unwrap();
-            let start = HEADROOM as usize;
-            pool.frame_mut(id)[start..start + frame.len()].copy_from_slice(frame);
-            assert!(batch.push(Desc {
-                frame: id,
-                offset: HEADROOM,
-                len: frame.len() as u16,
-                port: 0,
-                queue: 0,
-            }));
-        }
-        while !batch.is_empty() {
-            port.tx(0, &mut pool, &mut batch);
-            port.poll(&mut pool);
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    drain_completions(&mut port, &mut pool, fill);
-    assert_eq!(port.frames_held(), fill, "transmissions did not complete");
-    let arrived = tester.collect(outgoing.len());
+    transmit(&mut port, 0, &mut pool, &outgoing);
+    assert_eq!(port.frames_held(), fill);
+    let arrived = receive_sorted(&tester, outgoing.len());
     assert_eq!(arrived.len(), outgoing.len(), "frames lost on the way out");
     assert_eq!(arrived, outgoing);
 
@@ -380,13 +200,11 @@ fn receives_and_transmits_byte_for_byte() {
 
 #[test]
 fn forwards_between_two_ports_sharing_the_umem() {
-    if !available_for_test() {
+    let Some(lab) = lab("wstxdp2", 2, 1) else {
         return;
-    }
-    let lab = lab("wstxdp2", 2, 1);
+    };
     let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
-    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let umem = Umem::new(&pool);
+    let (mut pool, umem) = pool_and_umem();
     let config = AfXdpConfig {
         zero_copy: false,
         ..AfXdpConfig::default()
@@ -404,7 +222,7 @@ fn forwards_between_two_ports_sharing_the_umem() {
     let t1 = RawSocket::open(&lab.tester_ns, &p1.tester_if);
     let count = 200u32;
     let sent: Vec<Vec<u8>> = (0..count)
-        .map(|seq| test_frame(p1.tester_mac, p0.tester_mac, seq, frame_len(seq)))
+        .map(|seq| test_frame(p1.tester_mac, p0.tester_mac, seq, frame_len(seq), None))
         .collect();
     let mut forwarded = 0;
     let mut batch = Batch::new(64);
@@ -430,7 +248,7 @@ fn forwards_between_two_ports_sharing_the_umem() {
     }
     assert_eq!(forwarded, count);
     drain_completions(&mut d1, &mut pool, fill);
-    let arrived = t1.collect(sent.len());
+    let arrived = receive_sorted(&t1, sent.len());
     assert_eq!(arrived.len(), sent.len(), "frames lost in forwarding");
     assert_eq!(arrived, sent);
     assert_eq!(d0.stats().tx_packets, 0);
@@ -448,13 +266,11 @@ fn forwards_between_two_ports_sharing_the_umem() {
 
 #[test]
 fn opens_one_socket_per_queue() {
-    if !available_for_test() {
+    let Some(lab) = lab("wstxdp3", 1, 2) else {
         return;
-    }
-    let lab = lab("wstxdp3", 1, 2);
+    };
     let pair = &lab.pairs[0];
-    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let umem = Umem::new(&pool);
+    let (mut pool, umem) = pool_and_umem();
     let config = AfXdpConfig {
         queues: QueueSelection::All,
         fill_size: 1024,
@@ -483,6 +299,7 @@ fn opens_one_socket_per_queue() {
             pair.tester_mac,
             seq,
             frame_len(seq),
+            None,
         ));
     }
     let received = receive(&mut port, &[0, 1], &mut pool, count as usize);
@@ -504,14 +321,12 @@ fn opens_one_socket_per_queue() {
 
 #[test]
 fn refuses_bad_input_with_errors_naming_the_port_and_the_fix() {
-    if !available_for_test() {
+    let Some(lab) = lab("wstxdp4", 1, 1) else {
         return;
-    }
-    let lab = lab("wstxdp4", 1, 1);
+    };
     let ifname = lab.pairs[0].dut_if.clone();
     let ns = lab.dut_ns.clone();
-    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let umem = Umem::new(&pool);
+    let (mut pool, umem) = pool_and_umem();
     let config = AfXdpConfig::default();
 
     let error = open_in(&ns, "wstxdp4-nope", &config, &umem, &mut pool).unwrap_err();
@@ -575,7 +390,7 @@ fn refuses_bad_input_with_errors_naming_the_port_and_the_fix() {
     close(port, &mut pool);
 
     // Frames of a 9000-byte MTU do not fit 2048-byte frames.
-    run("ip", &["-n", &ns, "link", "set", &ifname, "mtu", "9000"]).expect("set mtu");
+    set_mtu(&ns, &ifname, 9000);
     let error = open_in(&ns, &ifname, &config, &umem, &mut pool).unwrap_err();
     assert!(
         matches!(
@@ -595,7 +410,7 @@ fn refuses_bad_input_with_errors_naming_the_port_and_the_fix() {
     );
 
     // Loopback has no native XDP.
-    run("ip", &["-n", &ns, "link", "set", "lo", "mtu", "1500"]).expect("set lo mtu");
+    set_mtu(&ns, "lo", 1500);
     let native = AfXdpConfig {
         xdp_mode: XdpMode::Native,
         ..AfXdpConfig::default()
@@ -625,39 +440,53 @@ fn refuses_bad_input_with_errors_naming_the_port_and_the_fix() {
     assert!(xdp_detached(&ns, "lo"));
 }
 
+/// This test binary again, running only `test` as a child that opens a port on `ifname` in
+/// namespace `ns`; `env` tells the child those two (see [`child_target`]).
+fn rerun_as_child(test: &str, env: &str, ns: &str, ifname: &str) -> Command {
+    let mut child = Command::new(std::env::current_exe().unwrap());
+    child
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(env, format!("{ns} {ifname}"));
+    child
+}
+
+/// In a child that [`rerun_as_child`] started with `env`: the namespace and interface it was
+/// given, with a pool and its UMEM to open a port with; `None` in the test itself.
+fn child_target(env: &str) -> Option<(String, String, FramePool, Umem)> {
+    let target = std::env::var(env).ok()?;
+    let (ns, ifname) = target.split_once(' ').expect("namespace and interface");
+    let (pool, umem) = pool_and_umem();
+    Some((ns.to_string(), ifname.to_string(), pool, umem))
+}
+
 /// Set in the child process of `killed_process_leaves_nothing_attached`: "namespace interface".
 const CHILD_ENV: &str = "WIRESPEED_AFXDP_TEST_CHILD";
 const CHILD_READY: &str = "wirespeed-afxdp-child-ready";
 
 #[test]
 fn killed_process_leaves_nothing_attached() {
-    if let Ok(target) = std::env::var(CHILD_ENV) {
+    if let Some((ns, ifname, mut pool, umem)) = child_target(CHILD_ENV) {
         // The child: open the port, say so, and wait to be killed.
-        let (ns, ifname) = target.split_once(' ').expect("namespace and interface");
-        let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-        let umem = Umem::new(&pool);
-        let _port = open_in(ns, ifname, &AfXdpConfig::default(), &umem, &mut pool).expect("open");
+        let config = AfXdpConfig::default();
+        let _port = open_in(&ns, &ifname, &config, &umem, &mut pool).expect("open");
         println!("{CHILD_READY}");
         loop {
             std::thread::sleep(Duration::from_secs(1));
         }
     }
-    if !available_for_test() {
+    let Some(lab) = lab("wstxdp5", 1, 1) else {
         return;
-    }
-    let lab = lab("wstxdp5", 1, 1);
+    };
     let (ns, ifname) = (lab.dut_ns.clone(), lab.pairs[0].dut_if.clone());
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "killed_process_leaves_nothing_attached",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, format!("{ns} {ifname}"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn child");
+    let mut child = rerun_as_child(
+        "killed_process_leaves_nothing_attached",
+        CHILD_ENV,
+        &ns,
+        &ifname,
+    )
+    .stdout(Stdio::piped())
+    .spawn()
+    .expect("spawn child");
     let stdout = child.stdout.take().unwrap();
     let ready = BufReader::new(stdout)
         .lines()
@@ -680,8 +509,7 @@ fn killed_process_leaves_nothing_attached() {
     );
 
     // The interface is free for a new open.
-    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let umem = Umem::new(&pool);
+    let (mut pool, umem) = pool_and_umem();
     let port = open_in(&ns, &ifname, &AfXdpConfig::default(), &umem, &mut pool).expect("reopen");
     close(port, &mut pool);
     assert_eq!(pool.free_count(), pool.total());
@@ -696,8 +524,7 @@ fn blast(
     frame: &[u8],
     stop: &std::sync::atomic::AtomicBool,
 ) -> u64 {
-    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let umem = Umem::new(&pool);
+    let (mut pool, umem) = pool_and_umem();
     let mut port = open_in(netns, ifname, config, &umem, &mut pool).expect("open sender");
     let mut batch = Batch::new(64);
     let mut sent = 0u64;
@@ -733,17 +560,15 @@ fn blast(
 #[test]
 #[ignore]
 fn measure_forwarding_busy_poll_vs_wakeup() {
-    if !available_for_test() {
-        return;
-    }
     let seconds: u64 = std::env::var("WIRESPEED_MEASURE_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3);
-    let lab = lab("wstxdpm", 2, 1);
+    let Some(lab) = lab("wstxdpm", 2, 1) else {
+        return;
+    };
     let (p0, p1) = (lab.pairs[0].clone(), lab.pairs[1].clone());
-    let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let umem = Umem::new(&pool);
+    let (mut pool, umem) = pool_and_umem();
     let config = AfXdpConfig {
         zero_copy: false,
         ..AfXdpConfig::default()
@@ -758,7 +583,7 @@ fn measure_forwarding_busy_poll_vs_wakeup() {
         let sender = {
             let stop = stop.clone();
             let (ns, ifname) = (lab.tester_ns.clone(), p0.tester_if.clone());
-            let frame = test_frame(p1.tester_mac, p0.tester_mac, 0, 60);
+            let frame = test_frame(p1.tester_mac, p0.tester_mac, 0, 60, None);
             let config = config.clone();
             std::thread::spawn(move || blast(&ns, &ifname, &config, &frame, &stop))
         };
@@ -814,16 +639,13 @@ const UNPRIVILEGED_MARK: &str = "wirespeed-afxdp-child-error:";
 
 #[test]
 fn unprivileged_open_says_which_capabilities() {
-    if let Ok(target) = std::env::var(UNPRIVILEGED_ENV) {
+    if let Some((ns, ifname, mut pool, umem)) = child_target(UNPRIVILEGED_ENV) {
         // The child: enter the namespace as root, become nobody, try to open.
-        let (ns, ifname) = target.split_once(' ').expect("namespace and interface");
-        let mut pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-        let umem = Umem::new(&pool);
-        let guard = enter(ns).expect("enter namespace");
+        let guard = enter(&ns).expect("enter namespace");
         // SAFETY: setgid/setuid have no memory preconditions; nobody's ids exist everywhere.
         let (gid, uid) = unsafe { (libc::setgid(65534), libc::setuid(65534)) };
         assert_eq!((gid, uid), (0, 0), "{}", std::io::Error::last_os_error());
-        let result = AfXdpPort::open(ifname, &AfXdpConfig::default(), &umem, &mut pool);
+        let result = AfXdpPort::open(&ifname, &AfXdpConfig::default(), &umem, &mut pool);
         // Without privileges the thread cannot go back to its namespace; it ends here anyway.
         std::mem::forget(guard);
         match result {
@@ -832,21 +654,18 @@ fn unprivileged_open_says_which_capabilities() {
         }
         return;
     }
-    if !available_for_test() {
+    let Some(lab) = lab("wstxdp6", 1, 1) else {
         return;
-    }
-    let lab = lab("wstxdp6", 1, 1);
+    };
     let ifname = lab.pairs[0].dut_if.clone();
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "unprivileged_open_says_which_capabilities",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(UNPRIVILEGED_ENV, format!("{} {ifname}", lab.dut_ns))
-        .output()
-        .expect("run child");
+    let output = rerun_as_child(
+        "unprivileged_open_says_which_capabilities",
+        UNPRIVILEGED_ENV,
+        &lab.dut_ns,
+        &ifname,
+    )
+    .output()
+    .expect("run child");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let line = stdout
         .lines()
@@ -862,10 +681,9 @@ fn unprivileged_open_says_which_capabilities() {
 /// byte for byte, and the program gone when the handle is dropped.
 #[test]
 fn redirects_in_the_kernel_from_one_interface_to_another() {
-    if !available_for_test() {
+    let Some(lab) = lab("wstxdp7", 2, 1) else {
         return;
-    }
-    let lab = lab("wstxdp7", 2, 1);
+    };
     let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
     // A veth delivers redirected frames only to a peer running NAPI (see XdpRedirect's docs).
     run_in(
@@ -888,7 +706,7 @@ fn redirects_in_the_kernel_from_one_interface_to_another() {
     let t1 = RawSocket::open(&lab.tester_ns, &p1.tester_if);
     let count = 200u32;
     let sent: Vec<Vec<u8>> = (0..count)
-        .map(|seq| test_frame(p1.tester_mac, p0.tester_mac, seq, frame_len(seq)))
+        .map(|seq| test_frame(p1.tester_mac, p0.tester_mac, seq, frame_len(seq), None))
         .collect();
     for chunk in sent.chunks(50) {
         for frame in chunk {
@@ -896,7 +714,7 @@ fn redirects_in_the_kernel_from_one_interface_to_another() {
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-    let arrived = t1.collect(sent.len());
+    let arrived = receive_sorted(&t1, sent.len());
     assert_eq!(arrived.len(), sent.len(), "frames lost in the redirect");
     assert_eq!(arrived, sent);
 
@@ -909,18 +727,7 @@ fn transmit(port: &mut AfXdpPort, queue: QueueId, pool: &mut FramePool, frames: 
     let resting = port.frames_held();
     let mut batch = Batch::new(64);
     for chunk in frames.chunks(32) {
-        for frame in chunk {
-            let id = pool.alloc().expect("a free frame");
-            let start = HEADROOM as usize;
-            pool.frame_mut(id)[start..start + frame.len()].copy_from_slice(frame);
-            assert!(batch.push(Desc {
-                frame: id,
-                offset: HEADROOM,
-                len: frame.len() as u16,
-                port: 0,
-                queue,
-            }));
-        }
+        fill(pool, &mut batch, chunk, queue);
         while !batch.is_empty() {
             port.tx(queue, pool, &mut batch);
             port.poll(pool);
@@ -954,10 +761,9 @@ fn seqs_of(received: &[Desc], pool: &mut FramePool) -> Vec<u32> {
 /// any user holds it and is gone after the last.
 #[test]
 fn two_workers_share_one_interface_by_queues() {
-    if !available_for_test() {
+    let Some(lab) = lab("wstxdp8", 1, 2) else {
         return;
-    }
-    let lab = lab("wstxdp8", 1, 2);
+    };
     let pair = &lab.pairs[0];
     let config = |queue: QueueId| AfXdpConfig {
         queues: QueueSelection::List(vec![queue]),
@@ -1022,8 +828,7 @@ fn two_workers_share_one_interface_by_queues() {
     assert_eq!(spare.free_count(), spare.total());
 
     // The tester sends on each of its queues; a veth delivers on the peer's queue of that number.
-    let mut tester_pool = FramePool::new(POOL_FRAMES, 2048).unwrap();
-    let tester_umem = Umem::new(&tester_pool);
+    let (mut tester_pool, tester_umem) = pool_and_umem();
     let tester_config = AfXdpConfig {
         zero_copy: false,
         fill_size: 512,
@@ -1041,7 +846,7 @@ fn two_workers_share_one_interface_by_queues() {
     for queue in [0u16, 1] {
         let first = queue as u32 * 1000;
         let frames: Vec<Vec<u8>> = (first..first + count)
-            .map(|seq| test_frame(pair.dut_mac, pair.tester_mac, seq, frame_len(seq)))
+            .map(|seq| test_frame(pair.dut_mac, pair.tester_mac, seq, frame_len(seq), None))
             .collect();
         transmit(&mut tester, queue, &mut tester_pool, &frames);
     }
@@ -1061,7 +866,7 @@ fn two_workers_share_one_interface_by_queues() {
     for (queue, (port, pool)) in workers.iter_mut().zip(pools.iter_mut()).enumerate() {
         let first = 5000 + queue as u32 * 1000;
         let frames: Vec<Vec<u8>> = (first..first + count)
-            .map(|seq| test_frame(pair.tester_mac, pair.dut_mac, seq, frame_len(seq)))
+            .map(|seq| test_frame(pair.tester_mac, pair.dut_mac, seq, frame_len(seq), None))
             .collect();
         transmit(port, queue as QueueId, pool, &frames);
         sent.extend(frames);

@@ -11,7 +11,9 @@ use wirespeed_io::Port;
 use wirespeed_io::memory::{LinkConfig, MemoryPort, link};
 use wirespeed_io::pcap::{PcapPort, PcapReader, PcapWriter};
 use wirespeed_io::wrap::{FaultConfig, FaultStats, Faulty, Traced};
-use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM};
+use wirespeed_packet::{Batch, FramePool};
+
+mod common;
 
 /// Frame `i`: its first byte is `i`, its length varies from 20 to 1500.
 fn frame_bytes(i: usize) -> Vec<u8> {
@@ -25,26 +27,11 @@ fn frames(count: usize) -> Vec<Vec<u8>> {
     (0..count).map(frame_bytes).collect()
 }
 
-/// Puts `frames` in a batch, each in a frame of the pool at `HEADROOM`.
-fn fill(pool: &mut FramePool, batch: &mut Batch, frames: &[Vec<u8>]) {
-    for bytes in frames {
-        let frame = pool.alloc().unwrap();
-        let start = HEADROOM as usize;
-        pool.frame_mut(frame)[start..start + bytes.len()].copy_from_slice(bytes);
-        assert!(batch.push(Desc {
-            frame,
-            offset: HEADROOM,
-            len: bytes.len() as u16,
-            ..Desc::default()
-        }));
-    }
-}
-
 /// Sends `frames` from `port` in batches of 32; asserts every frame was taken.
 fn send(pool: &mut FramePool, port: &mut impl Port, frames: &[Vec<u8>]) {
     for chunk in frames.chunks(32) {
         let mut batch = Batch::new(32);
-        fill(pool, &mut batch, chunk);
+        common::fill(pool, &mut batch, chunk, 0);
         assert_eq!(port.tx(0, pool, &mut batch), chunk.len());
     }
 }
@@ -279,7 +266,7 @@ fn frames_refused_on_tx_go_back_to_the_caller() {
         },
     );
     let mut batch = Batch::new(8);
-    fill(&mut pool, &mut batch, &frames(3));
+    common::fill(&mut pool, &mut batch, &frames(3), 0);
     // Six frames after duplication; the ring takes four, two come back.
     let taken = a.tx(0, &mut pool, &mut batch);
     assert_eq!(batch.len(), 2);
@@ -347,7 +334,7 @@ fn traced_writes_exactly_the_frames_that_passed() {
     let mut b = Traced::new(b, Some(&b_rx), None).unwrap();
     let sent = frames(6);
     let mut batch = Batch::new(8);
-    fill(&mut pool, &mut batch, &sent);
+    common::fill(&mut pool, &mut batch, &sent, 0);
     // The ring takes four of six: only those four are in the TX trace.
     assert_eq!(a.tx(0, &mut pool, &mut batch), 4);
     let refused = drain_batch(&mut pool, &mut batch);
@@ -428,7 +415,7 @@ proptest! {
         let mut received = Batch::new(batch_size);
         for _ in 0..200 {
             while next < sent.len() && !batch.is_full() && pool.free_count() > 2 {
-                fill(&mut pool, &mut batch, &sent[next..next + 1]);
+                common::fill(&mut pool, &mut batch, &sent[next..next + 1], 0);
                 next += 1;
             }
             a.tx(0, &mut pool, &mut batch);

@@ -15,8 +15,11 @@ use wirespeed_io::afxdp::{
     AfXdpConfig, AfXdpError, AfXdpPort, LiveError, LiveFlowOrder, LiveFlows, Umem,
     XdpLiveGenerator, XdpMode, XdpSink,
 };
-use wirespeed_lab::{Testbed, TestbedConfig, available_for_test, enter, run};
+use wirespeed_lab::{enter, interface_counter_for_test};
 use wirespeed_packet::{Batch, FramePool};
+
+mod common;
+use common::xdp_attached;
 
 const FLOW_OFFSETS: [u16; 2] = [20, 26];
 const TIMEOUT: Duration = Duration::from_secs(3);
@@ -58,20 +61,6 @@ fn expected(frame: &[u8], flows: &LiveFlows, flow: usize) -> Vec<u8> {
     bytes
 }
 
-fn counter(ns: &str, interface: &str, name: &str) -> u64 {
-    let path = format!("/sys/class/net/{interface}/statistics/{name}");
-    run("ip", &["netns", "exec", ns, "cat", &path])
-        .expect("read a counter")
-        .trim()
-        .parse()
-        .expect("a number")
-}
-
-fn xdp_attached(ns: &str, interface: &str) -> bool {
-    let out = run("ip", &["-n", ns, "-d", "link", "show", "dev", interface]).expect("ip link");
-    out.contains("prog/xdp") || out.contains(" xdp")
-}
-
 /// Test frames `port` receives on queue 0 until `count` arrived or `TIMEOUT` passes, as bytes.
 fn receive(port: &mut AfXdpPort, pool: &mut FramePool, count: usize) -> Vec<Vec<u8>> {
     let deadline = Instant::now() + TIMEOUT;
@@ -96,18 +85,9 @@ fn receive(port: &mut AfXdpPort, pool: &mut FramePool, count: usize) -> Vec<Vec<
 
 #[test]
 fn live_frames_arrive_byte_for_byte_and_the_sink_counts_what_the_kernel_counts() {
-    if !available_for_test() {
+    let Some(lab) = common::lab("wstlive", 1, 1) else {
         return;
-    }
-    let prefix = "wstlive";
-    let _ = wirespeed_lab::down(prefix);
-    let lab = Testbed::up(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs: 1,
-        queues: 1,
-        calibration: false,
-    })
-    .expect("lab up");
+    };
     let pair = &lab.pairs[0];
     let (tester, dut) = (lab.tester_ns.as_str(), lab.dut_ns.as_str());
     // Round robin is per CPU: the sending thread stays on one.
@@ -192,9 +172,9 @@ fn live_frames_arrive_byte_for_byte_and_the_sink_counts_what_the_kernel_counts()
     assert_eq!(sink.mode(), "native");
     assert!(xdp_attached(dut, &pair.dut_if));
     let before = (
-        counter(tester, &pair.tester_if, "tx_packets"),
-        counter(tester, &pair.tester_if, "tx_dropped"),
-        counter(dut, &pair.dut_if, "rx_packets"),
+        interface_counter_for_test(tester, &pair.tester_if, "tx_packets"),
+        interface_counter_for_test(tester, &pair.tester_if, "tx_dropped"),
+        interface_counter_for_test(dut, &pair.dut_if, "rx_packets"),
     );
     let sent = 20 * 10_000u64;
     {
@@ -207,9 +187,9 @@ fn live_frames_arrive_byte_for_byte_and_the_sink_counts_what_the_kernel_counts()
     }
     std::thread::sleep(Duration::from_millis(200));
     let counts = sink.counts().expect("counts");
-    let tx = counter(tester, &pair.tester_if, "tx_packets") - before.0;
-    let dropped = counter(tester, &pair.tester_if, "tx_dropped") - before.1;
-    let rx = counter(dut, &pair.dut_if, "rx_packets") - before.2;
+    let tx = interface_counter_for_test(tester, &pair.tester_if, "tx_packets") - before.0;
+    let dropped = interface_counter_for_test(tester, &pair.tester_if, "tx_dropped") - before.1;
+    let rx = interface_counter_for_test(dut, &pair.dut_if, "rx_packets") - before.2;
     eprintln!(
         "sent {sent}: sink {} packets {} bytes; t0 tx {tx} dropped {dropped}; d0 rx {rx}",
         counts.packets, counts.bytes

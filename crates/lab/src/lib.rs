@@ -47,16 +47,76 @@ pub fn available_for_test() -> bool {
     }
 }
 
-/// For tests: the testbed `config` describes, built afresh (leftovers of a killed run with the
-/// same prefix removed first), or `None` where [`available_for_test`] says the lab cannot be
-/// built. A testbed that fails to come up fails the test.
-pub fn up_for_test(config: &TestbedConfig) -> Option<Testbed> {
+/// For tests that build their lab through something else (the binary's `bench` commands):
+/// `true` when [`available_for_test`] says the lab can be built, with the leftovers of a killed
+/// run under `prefix` removed, so the run starts from nothing and a later
+/// [`assert_gone_for_test`] sees only what this run left.
+pub fn clear_for_test(prefix: &str) -> bool {
     if !available_for_test() {
+        return false;
+    }
+    let _ = down(prefix);
+    true
+}
+
+/// For tests: the testbed `config` describes, built afresh (see [`clear_for_test`]), or `None`
+/// where [`available_for_test`] says the lab cannot be built. A testbed that fails to come up
+/// fails the test.
+pub fn up_for_test(config: &TestbedConfig) -> Option<Testbed> {
+    if !clear_for_test(&config.prefix) {
         return None;
     }
-    let _ = down(&config.prefix);
     match Testbed::up(config) {
         Ok(testbed) => Some(testbed),
         Err(error) => panic!("lab {} up: {error}", config.prefix),
     }
+}
+
+/// For tests of the tester alone: a fresh testbed of one port pair and the looped-back
+/// calibration pair, which the tests send over (see [`up_for_test`]).
+pub fn calibration_for_test(prefix: &str) -> Option<Testbed> {
+    up_for_test(&TestbedConfig {
+        prefix: prefix.into(),
+        pairs: 1,
+        queues: 1,
+        calibration: true,
+    })
+}
+
+/// For tests: asserts that no namespace whose name starts with `prefix` is left, naming what is.
+/// A test calls it after dropping its testbed, to show the undo stack removed everything.
+pub fn assert_gone_for_test(prefix: &str) {
+    let left = list().expect("list network namespaces");
+    assert!(
+        !left.iter().any(|ns| ns.starts_with(prefix)),
+        "left behind: {left:?}"
+    );
+}
+
+/// For tests of a third-party program (nft, Open vSwitch, DPDK testpmd): `true` when `program`
+/// is installed in a system directory; otherwise prints why the test is skipped and returns
+/// `false`, or panics under CI, which installs everything with scripts/setup-debian.sh.
+pub fn installed_for_test(program: &str) -> bool {
+    let installed = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+        .iter()
+        .any(|dir| std::path::Path::new(dir).join(program).is_file());
+    if !installed {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{program} is missing; CI runs scripts/setup-debian.sh first"
+        );
+        eprintln!("skipped: {program} is not installed (run scripts/setup-debian.sh)");
+    }
+    installed
+}
+
+/// For tests: the packet counter `name` (`tx_packets`, `rx_packets`, ...) of `interface`, read
+/// from /sys inside namespace `ns`: the kernel's count, to check a count of one's own against.
+pub fn interface_counter_for_test(ns: &str, interface: &str, name: &str) -> u64 {
+    let path = format!("/sys/class/net/{interface}/statistics/{name}");
+    run("ip", &["netns", "exec", ns, "cat", &path])
+        .expect("read an interface counter")
+        .trim()
+        .parse()
+        .expect("a number")
 }

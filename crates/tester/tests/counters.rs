@@ -8,20 +8,12 @@
 
 use std::sync::atomic::AtomicBool;
 
-use wirespeed_lab::{TestbedConfig, run};
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_tester::trial::{TrialConfig, TrialPorts, run_in_lab};
 
 /// Packet counters of one interface from sysfs, as seen inside namespace `ns`.
 fn sysfs(ns: &str, interface: &str) -> (u64, u64) {
-    let read = |name: &str| -> u64 {
-        let path = format!("/sys/class/net/{interface}/statistics/{name}");
-        run("ip", &["netns", "exec", ns, "cat", &path])
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    };
+    let read = |name| wirespeed_lab::interface_counter_for_test(ns, interface, name);
     (read("tx_packets"), read("rx_packets"))
 }
 
@@ -32,12 +24,7 @@ fn within(tester: u64, kernel: u64, share: f64) -> bool {
 #[test]
 fn tester_counts_agree_with_the_kernels_interface_counters() {
     let prefix = "wstcnt";
-    let Some(lab) = wirespeed_lab::up_for_test(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs: 1,
-        queues: 1,
-        calibration: true,
-    }) else {
+    let Some(lab) = wirespeed_lab::calibration_for_test(prefix) else {
         return;
     };
     let pair = lab.calibration.clone().expect("a calibration pair");
@@ -100,9 +87,5 @@ fn tester_counts_agree_with_the_kernels_interface_counters() {
         }
     }
     lab.teardown().unwrap();
-    let left = wirespeed_lab::list().unwrap();
-    assert!(
-        !left.iter().any(|ns| ns.starts_with(prefix)),
-        "left behind: {left:?}"
-    );
+    wirespeed_lab::assert_gone_for_test(prefix);
 }

@@ -6,30 +6,14 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use wirespeed_lab::{Testbed, TestbedConfig, run};
+use wirespeed_lab::{assert_gone_for_test, interface_counter_for_test, run};
 use wirespeed_tester::bench::placement::{Plan, napi_threads, place_kernel};
 use wirespeed_tester::bench::{ForwardingConfig, Generator, trial};
 use wirespeed_tester::dut::probe::verify;
 use wirespeed_tester::dut::{Dut, DutError, LinuxBridge, LinuxRouter, Wiring, XdpRedirectDut};
 
-fn lab(prefix: &str) -> Testbed {
-    let _ = wirespeed_lab::down(prefix);
-    Testbed::up(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs: 2,
-        queues: 1,
-        calibration: false,
-    })
-    .expect("lab up")
-}
-
-fn assert_lab_gone(prefix: &str) {
-    let left = wirespeed_lab::list().unwrap();
-    assert!(
-        !left.iter().any(|ns| ns.starts_with(prefix)),
-        "left behind: {left:?}"
-    );
-}
+mod common;
+use common::{ip_forward, lab};
 
 fn links(wiring: &Wiring, kind: &str) -> String {
     run(
@@ -41,10 +25,9 @@ fn links(wiring: &Wiring, kind: &str) -> String {
 
 #[test]
 fn linux_bridge_forwards_unchanged_frames_and_leaves_nothing() {
-    if !wirespeed_lab::available_for_test() {
+    let Some(lab) = lab("wstdb") else {
         return;
-    }
-    let lab = lab("wstdb");
+    };
     let wiring = Wiring::of(&lab).unwrap();
     let mut bridge = LinuxBridge::new();
     bridge.setup(&wiring).unwrap();
@@ -59,32 +42,16 @@ fn linux_bridge_forwards_unchanged_frames_and_leaves_nothing() {
     assert!(!d0.contains("master"), "{d0}");
     assert!(bridge.commands().iter().any(|c| c.contains("type bridge")));
     drop(lab);
-    assert_lab_gone("wstdb");
+    assert_gone_for_test("wstdb");
 }
 
 #[test]
 fn linux_router_rewrites_macs_and_ttl_and_restores_the_namespace() {
-    if !wirespeed_lab::available_for_test() {
+    let Some(lab) = lab("wstdr") else {
         return;
-    }
-    let lab = lab("wstdr");
-    let wiring = Wiring::of(&lab).unwrap();
-    let forwarding = || {
-        run(
-            "ip",
-            &[
-                "netns",
-                "exec",
-                &wiring.dut_ns,
-                "sysctl",
-                "-n",
-                "net.ipv4.ip_forward",
-            ],
-        )
-        .unwrap()
-        .trim()
-        .to_string()
     };
+    let wiring = Wiring::of(&lab).unwrap();
+    let forwarding = || ip_forward(&wiring.dut_ns);
     assert_eq!(forwarding(), "0");
     let mut router = LinuxRouter::new();
     router.setup(&wiring).unwrap();
@@ -108,15 +75,14 @@ fn linux_router_rewrites_macs_and_ttl_and_restores_the_namespace() {
     let neighbours = run("ip", &["-n", &wiring.dut_ns, "neigh", "show"]).unwrap();
     assert!(!neighbours.contains("PERMANENT"), "{neighbours}");
     drop(lab);
-    assert_lab_gone("wstdr");
+    assert_gone_for_test("wstdr");
 }
 
 #[test]
 fn a_setup_that_fails_halfway_undoes_itself_and_names_the_step() {
-    if !wirespeed_lab::available_for_test() {
+    let Some(lab) = lab("wstdf") else {
         return;
-    }
-    let lab = lab("wstdf");
+    };
     let mut wiring = Wiring::of(&lab).unwrap();
     wiring.egress.dut_if = "wstnone9".into();
     let mut bridge = LinuxBridge::new();
@@ -134,15 +100,14 @@ fn a_setup_that_fails_halfway_undoes_itself_and_names_the_step() {
     let d0 = run("ip", &["-n", &wiring.dut_ns, "link", "show", "wstdf-d0"]).unwrap();
     assert!(!d0.contains("master"), "{d0}");
     drop(lab);
-    assert_lab_gone("wstdf");
+    assert_gone_for_test("wstdf");
 }
 
 #[test]
 fn placement_pins_the_napi_threads_and_a_short_trial_counts_forwarded_frames() {
-    if !wirespeed_lab::available_for_test() {
+    let Some(lab) = lab("wstdp") else {
         return;
-    }
-    let lab = lab("wstdp");
+    };
     let wiring = Wiring::of(&lab).unwrap();
     let plan = Plan::default();
     let mut log = Vec::new();
@@ -184,25 +149,14 @@ fn placement_pins_the_napi_threads_and_a_short_trial_counts_forwarded_frames() {
         "the trial tore the DuT down"
     );
     drop(lab);
-    assert_lab_gone("wstdp");
-}
-
-/// A packet counter of `interface` in namespace `ns` (/sys of that namespace).
-fn counter(ns: &str, interface: &str, name: &str) -> u64 {
-    let path = format!("/sys/class/net/{interface}/statistics/{name}");
-    run("ip", &["netns", "exec", ns, "cat", &path])
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
+    assert_gone_for_test("wstdp");
 }
 
 #[test]
 fn an_xdp_live_trial_counts_with_the_sink_what_the_kernel_counts_and_detaches_it() {
-    if !wirespeed_lab::available_for_test() {
+    let Some(lab) = lab("wstdl") else {
         return;
-    }
-    let lab = lab("wstdl");
+    };
     let wiring = Wiring::of(&lab).unwrap();
     let mut log = Vec::new();
     place_kernel(&wiring, &Plan::default(), &mut log).unwrap();
@@ -219,8 +173,9 @@ fn an_xdp_live_trial_counts_with_the_sink_what_the_kernel_counts_and_detaches_it
         &wiring.egress.tester_if,
     );
     let before = (
-        counter(tester, t0, "tx_packets") + counter(tester, t0, "tx_dropped"),
-        counter(tester, t1, "rx_packets"),
+        interface_counter_for_test(tester, t0, "tx_packets")
+            + interface_counter_for_test(tester, t0, "tx_dropped"),
+        interface_counter_for_test(tester, t1, "rx_packets"),
     );
     let mut router: Box<dyn Dut> = Box::new(LinuxRouter::new());
     let record = trial(
@@ -232,8 +187,10 @@ fn an_xdp_live_trial_counts_with_the_sink_what_the_kernel_counts_and_detaches_it
         &AtomicBool::new(false),
     );
     let measured = record.outcome.clone().unwrap();
-    let offered = counter(tester, t0, "tx_packets") + counter(tester, t0, "tx_dropped") - before.0;
-    let arrived = counter(tester, t1, "rx_packets") - before.1;
+    let offered = interface_counter_for_test(tester, t0, "tx_packets")
+        + interface_counter_for_test(tester, t0, "tx_dropped")
+        - before.0;
+    let arrived = interface_counter_for_test(tester, t1, "rx_packets") - before.1;
     assert!(measured.sent > 0 && measured.received > 0, "{record:?}");
     // The probe's frames and the lab's own chatter pass t0 and t1 too: a few hundred at most.
     assert!(
@@ -249,15 +206,14 @@ fn an_xdp_live_trial_counts_with_the_sink_what_the_kernel_counts_and_detaches_it
     let t1_link = run("ip", &["-n", tester, "-d", "link", "show", "dev", t1]).unwrap();
     assert!(!t1_link.contains("prog/xdp"), "the sink stayed: {t1_link}");
     drop(lab);
-    assert_lab_gone("wstdl");
+    assert_gone_for_test("wstdl");
 }
 
 #[test]
 fn xdp_redirect_forwards_unchanged_frames_and_detaches() {
-    if !wirespeed_lab::available_for_test() {
+    let Some(lab) = lab("wstdx") else {
         return;
-    }
-    let lab = lab("wstdx");
+    };
     let wiring = Wiring::of(&lab).unwrap();
     let xdp_on_d0 = || {
         run("ip", &["-n", &wiring.dut_ns, "link", "show", "wstdx-d0"])
@@ -275,5 +231,5 @@ fn xdp_redirect_forwards_unchanged_frames_and_detaches() {
     assert!(!xdp_on_d0(), "the program is detached");
     assert!(redirect.commands()[0].contains("XdpRedirect::attach"));
     drop(lab);
-    assert_lab_gone("wstdx");
+    assert_gone_for_test("wstdx");
 }

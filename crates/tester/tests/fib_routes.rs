@@ -6,12 +6,14 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wirespeed_lab::{Testbed, TestbedConfig, run};
+use wirespeed_lab::run;
 use wirespeed_tester::dut::probe::TesterPorts;
 use wirespeed_tester::dut::routes::{LINUX_PROTO, LinuxRouterFib, RouteTable};
 use wirespeed_tester::dut::{Dut, Wiring};
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_testkit::routes::{ipv4_destinations, ipv4_prefixes};
+
+mod common;
 
 fn bulk_routes(wiring: &Wiring) -> usize {
     let proto = LINUX_PROTO.to_string();
@@ -26,18 +28,9 @@ fn bulk_routes(wiring: &Wiring) -> usize {
 
 #[test]
 fn the_linux_router_installs_forwards_over_and_removes_a_thousand_routes() {
-    if !wirespeed_lab::available_for_test() {
+    let Some(lab) = common::lab("wsxlr") else {
         return;
-    }
-    let prefix = "wsxlr";
-    let _ = wirespeed_lab::down(prefix);
-    let lab = Testbed::up(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs: 2,
-        queues: 1,
-        calibration: false,
-    })
-    .unwrap();
+    };
     let wiring = Wiring::of(&lab).unwrap();
     let table = Arc::new(RouteTable::new(&ipv4_prefixes(1100, 7), 1000));
     assert_eq!(table.len(), 1000);

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use wirespeed_io::Port;
 use wirespeed_io::afxdp::DEFAULT_RING_SIZE;
-use wirespeed_lab::{TestbedConfig, enter};
+use wirespeed_lab::enter;
 use wirespeed_packet::wire::{ethernet, ipv4, ipv6};
 use wirespeed_packet::{Batch, checksum};
 use wirespeed_tester::dut::probe::TesterPorts;
@@ -44,12 +44,7 @@ fn udp_checksum_valid(frame: &[u8]) -> bool {
 #[test]
 fn live_frames_are_the_templates_frames_in_turn_with_valid_checksums() {
     let prefix = "wstlg";
-    let Some(lab) = wirespeed_lab::up_for_test(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs: 1,
-        queues: 1,
-        calibration: true,
-    }) else {
+    let Some(lab) = wirespeed_lab::calibration_for_test(prefix) else {
         return;
     };
     let pair = lab.calibration.clone().expect("a calibration pair");

@@ -7,47 +7,21 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use wirespeed_lab::{Testbed, TestbedConfig, run};
+use wirespeed_lab::{Testbed, assert_gone_for_test, run};
 use wirespeed_tester::bench::placement::check_threads;
 use wirespeed_tester::dut::probe::verify;
 use wirespeed_tester::dut::{Dut, DutError, LinuxRouterNft, OvsAction, OvsDut, TestpmdDut, Wiring};
 
-/// Whether the lab works and `program` is installed; prints why not and returns false (panics
-/// under CI, which installs everything with scripts/setup-debian.sh).
-fn ready(program: &str) -> bool {
-    if !wirespeed_lab::available_for_test() {
-        return false;
-    }
-    let installed = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
-        .iter()
-        .any(|dir| std::path::Path::new(dir).join(program).is_file());
-    if !installed {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{program} is missing; CI runs scripts/setup-debian.sh first"
-        );
-        eprintln!("skipped: {program} is not installed (run scripts/setup-debian.sh)");
-    }
-    installed
-}
+mod common;
+use common::ip_forward;
 
-fn lab(prefix: &str) -> Testbed {
-    let _ = wirespeed_lab::down(prefix);
-    Testbed::up(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs: 2,
-        queues: 1,
-        calibration: false,
-    })
-    .expect("lab up")
-}
-
-fn assert_lab_gone(prefix: &str) {
-    let left = wirespeed_lab::list().unwrap();
-    assert!(
-        !left.iter().any(|ns| ns.starts_with(prefix)),
-        "left behind: {left:?}"
-    );
+/// The lab of a test of `program`'s driver (see [`common::lab`]), or `None`, after printing why,
+/// where the lab cannot be built or `program` is not installed (CI fails instead).
+fn lab_if_installed(program: &str, prefix: &str) -> Option<Testbed> {
+    if !wirespeed_lab::available_for_test() || !wirespeed_lab::installed_for_test(program) {
+        return None;
+    }
+    common::lab(prefix)
 }
 
 fn nft_tables(wiring: &Wiring) -> String {
@@ -58,38 +32,14 @@ fn nft_tables(wiring: &Wiring) -> String {
     .unwrap()
 }
 
-fn ip_forward(wiring: &Wiring) -> String {
+/// The router's forward chain as `nft` lists it, rules and counters.
+fn nft_forward_chain(wiring: &Wiring) -> String {
     run(
         "ip",
         &[
             "netns",
             "exec",
             &wiring.dut_ns,
-            "sysctl",
-            "-n",
-            "net.ipv4.ip_forward",
-        ],
-    )
-    .unwrap()
-    .trim()
-    .to_string()
-}
-
-#[test]
-fn linux_router_nft_forwards_through_every_rule_and_removes_its_table() {
-    if !ready("nft") {
-        return;
-    }
-    let lab = lab("wspnt");
-    let wiring = Wiring::of(&lab).unwrap();
-    let mut router = LinuxRouterNft::new(10_000);
-    router.setup(&wiring).unwrap();
-    let chain = run(
-        "ip",
-        &[
-            "netns",
-            "exec",
-            &wiring.dut_ns,
             "nft",
             "list",
             "chain",
@@ -98,28 +48,25 @@ fn linux_router_nft_forwards_through_every_rule_and_removes_its_table() {
             "forward",
         ],
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn linux_router_nft_forwards_through_every_rule_and_removes_its_table() {
+    let Some(lab) = lab_if_installed("nft", "wspnt") else {
+        return;
+    };
+    let wiring = Wiring::of(&lab).unwrap();
+    let mut router = LinuxRouterNft::new(10_000);
+    router.setup(&wiring).unwrap();
+    let chain = nft_forward_chain(&wiring);
     assert_eq!(chain.matches("ip saddr 100.").count(), 10_000);
     assert_eq!(
         verify(&mut router, &wiring, 20, Duration::from_secs(5)).unwrap(),
         20
     );
     // The chain's policy is drop: the frames arrived because they reached the final accept.
-    let chain = run(
-        "ip",
-        &[
-            "netns",
-            "exec",
-            &wiring.dut_ns,
-            "nft",
-            "list",
-            "chain",
-            "inet",
-            "wirespeed",
-            "forward",
-        ],
-    )
-    .unwrap();
+    let chain = nft_forward_chain(&wiring);
     let accepted: u64 = chain
         .split("counter packets ")
         .nth(1)
@@ -130,7 +77,7 @@ fn linux_router_nft_forwards_through_every_rule_and_removes_its_table() {
     assert!(router.description().contains("10000 non-matching rules"));
     router.teardown().unwrap();
     assert_eq!(nft_tables(&wiring).trim(), "");
-    assert_eq!(ip_forward(&wiring), "0");
+    assert_eq!(ip_forward(&wiring.dut_ns), "0");
     let routes = run("ip", &["-n", &wiring.dut_ns, "route", "show"]).unwrap();
     assert!(!routes.contains("198.19.0.0/16"), "{routes}");
     let file = router
@@ -142,15 +89,14 @@ fn linux_router_nft_forwards_through_every_rule_and_removes_its_table() {
         .unwrap();
     assert!(!file.exists(), "{} is left", file.display());
     drop(lab);
-    assert_lab_gone("wspnt");
+    assert_gone_for_test("wspnt");
 }
 
 #[test]
 fn linux_router_nft_that_fails_halfway_removes_its_table() {
-    if !ready("nft") {
+    let Some(lab) = lab_if_installed("nft", "wspnf") else {
         return;
-    }
-    let lab = lab("wspnf");
+    };
     let mut wiring = Wiring::of(&lab).unwrap();
     wiring.egress.dut_if = "wstnone9".into();
     let mut router = LinuxRouterNft::new(50);
@@ -160,9 +106,9 @@ fn linux_router_nft_that_fails_halfway_removes_its_table() {
     assert!(nft_tables(&wiring).contains("wirespeed"), "loaded before");
     drop(router);
     assert_eq!(nft_tables(&wiring).trim(), "");
-    assert_eq!(ip_forward(&wiring), "0");
+    assert_eq!(ip_forward(&wiring.dut_ns), "0");
     drop(lab);
-    assert_lab_gone("wspnf");
+    assert_gone_for_test("wspnf");
 }
 
 /// Everything an OvS driver could leave behind, as a list of findings (empty when clean).
@@ -198,10 +144,9 @@ fn ovs_leftovers(wiring: &Wiring, pid: Option<u32>, dir: &std::path::Path) -> Ve
 
 #[test]
 fn ovs_forwards_with_its_own_daemons_on_the_dut_core_and_stops_them() {
-    if !ready("ovs-vswitchd") {
+    let Some(lab) = lab_if_installed("ovs-vswitchd", "wspov") else {
         return;
-    }
-    let lab = lab("wspov");
+    };
     let wiring = Wiring::of(&lab).unwrap();
     let mut ovs = OvsDut::new(OvsAction::Output, 1);
     ovs.setup(&wiring).unwrap();
@@ -230,15 +175,14 @@ fn ovs_forwards_with_its_own_daemons_on_the_dut_core_and_stops_them() {
     assert!(left.is_empty(), "{left:?}");
     assert!(ovs.commands().iter().any(|c| c.starts_with("kill -TERM")));
     drop(lab);
-    assert_lab_gone("wspov");
+    assert_gone_for_test("wspov");
 }
 
 #[test]
 fn ovs_that_fails_halfway_stops_its_daemons_and_names_the_step() {
-    if !ready("ovs-vswitchd") {
+    let Some(lab) = lab_if_installed("ovs-vswitchd", "wspof") else {
         return;
-    }
-    let lab = lab("wspof");
+    };
     let mut wiring = Wiring::of(&lab).unwrap();
     wiring.egress.dut_if = "wstnone9".into();
     let mut ovs = OvsDut::new(OvsAction::Normal, 1);
@@ -258,15 +202,14 @@ fn ovs_that_fails_halfway_stops_its_daemons_and_names_the_step() {
     let left = ovs_leftovers(&wiring, pid, &dir);
     assert!(left.is_empty(), "{left:?}");
     drop(lab);
-    assert_lab_gone("wspof");
+    assert_gone_for_test("wspof");
 }
 
 #[test]
 fn ovs_with_afpacket_ports_forwards_and_says_so() {
-    if !ready("ovs-vswitchd") {
+    let Some(lab) = lab_if_installed("ovs-vswitchd", "wspoa") else {
         return;
-    }
-    let lab = lab("wspoa");
+    };
     let wiring = Wiring::of(&lab).unwrap();
     let mut ovs = OvsDut::afpacket(1);
     ovs.setup(&wiring).unwrap();
@@ -284,7 +227,7 @@ fn ovs_with_afpacket_ports_forwards_and_says_so() {
     let left = ovs_leftovers(&wiring, pid, &dir);
     assert!(left.is_empty(), "{left:?}");
     drop(lab);
-    assert_lab_gone("wspoa");
+    assert_gone_for_test("wspoa");
 }
 
 /// The EAL runtime directory testpmd gets in a lab with DuT namespace `wiring.dut_ns`.
@@ -317,10 +260,9 @@ fn testpmd_leftovers(wiring: &Wiring, pid: Option<u32>) -> Vec<String> {
 
 #[test]
 fn testpmd_forwards_probes_byte_for_byte_on_the_dut_core_and_leaves_nothing() {
-    if !ready("dpdk-testpmd") {
+    let Some(lab) = lab_if_installed("dpdk-testpmd", "wsdpf") else {
         return;
-    }
-    let lab = lab("wsdpf");
+    };
     let wiring = Wiring::of(&lab).unwrap();
     let mut testpmd = TestpmdDut::new(1);
     testpmd.setup(&wiring).unwrap();
@@ -353,20 +295,14 @@ fn testpmd_forwards_probes_byte_for_byte_on_the_dut_core_and_leaves_nothing() {
     // Teardown twice is harmless.
     testpmd.teardown().unwrap();
     drop(lab);
-    assert!(
-        !wirespeed_lab::list()
-            .unwrap()
-            .iter()
-            .any(|ns| ns.starts_with("wsdpf"))
-    );
+    assert_gone_for_test("wsdpf");
 }
 
 #[test]
 fn testpmd_that_cannot_start_cleans_up_and_says_why() {
-    if !ready("dpdk-testpmd") {
+    let Some(lab) = lab_if_installed("dpdk-testpmd", "wsdpx") else {
         return;
-    }
-    let lab = lab("wsdpx");
+    };
     let wiring = Wiring::of(&lab).unwrap();
 
     // An interface that does not exist: refused before testpmd runs.
@@ -396,5 +332,5 @@ fn testpmd_that_cannot_start_cleans_up_and_says_why() {
     let left = testpmd_leftovers(&wiring, None);
     assert!(left.is_empty(), "{left:?}");
     drop(lab);
-    assert_lab_gone("wsdpx");
+    assert_gone_for_test("wsdpx");
 }

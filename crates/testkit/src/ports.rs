@@ -12,24 +12,35 @@ pub fn send(port: &mut dyn Port, pool: &mut FramePool, frames: &[Vec<u8>]) -> us
     let mut taken = 0;
     for chunk in frames.chunks(wirespeed_packet::MAX_BATCH) {
         let mut batch = Batch::new(chunk.len());
-        for bytes in chunk {
-            let frame = pool.alloc().expect("test pool has a free frame");
-            let start = HEADROOM as usize;
-            pool.frame_mut(frame)[start..start + bytes.len()].copy_from_slice(bytes);
-            batch.push(Desc {
-                frame,
-                offset: HEADROOM,
-                len: bytes.len() as u16,
-                port: 0,
-                queue: 0,
-            });
-        }
+        push_copies(pool, &mut batch, chunk, 0);
         taken += port.tx(0, pool, &mut batch);
         for desc in batch.descs() {
             pool.release(desc.frame);
         }
     }
     taken
+}
+
+/// Copies each frame into a fresh pool frame (at `HEADROOM`) and appends it to `batch` for
+/// `queue`, ready to transmit.
+///
+/// # Panics
+/// If the pool runs out of frames, a frame is longer than a pool frame or the batch is full: a
+/// test setup error.
+pub fn push_copies(pool: &mut FramePool, batch: &mut Batch, frames: &[Vec<u8>], queue: u16) {
+    for bytes in frames {
+        let frame = pool.alloc().expect("test pool has a free frame");
+        let start = HEADROOM as usize;
+        pool.frame_mut(frame)[start..start + bytes.len()].copy_from_slice(bytes);
+        let pushed = batch.push(Desc {
+            frame,
+            offset: HEADROOM,
+            len: bytes.len() as u16,
+            port: 0,
+            queue,
+        });
+        assert!(pushed, "the batch has room for every frame");
+    }
 }
 
 /// Receives everything waiting on queue 0 of `port`, copies the bytes out and releases the

@@ -9,30 +9,16 @@
 use std::process::Command;
 use std::time::Duration;
 
-use wirespeed_lab::{Testbed, TestbedConfig, run};
+use wirespeed_lab::{assert_gone_for_test, run};
 use wirespeed_tester::dut::probe::verify;
 use wirespeed_tester::dut::{Dut, WirespeedBackend, WirespeedDut, Wiring};
 
-fn assert_lab_gone(prefix: &str) {
-    let left = wirespeed_lab::list().unwrap();
-    assert!(
-        !left.iter().any(|ns| ns.starts_with(prefix)),
-        "left behind: {left:?}"
-    );
-}
+mod common;
 
 fn wirespeed_forwards(prefix: &str, backend: WirespeedBackend) {
-    if !wirespeed_lab::available_for_test() {
+    let Some(lab) = common::testbed(prefix, 2, 1) else {
         return;
-    }
-    let _ = wirespeed_lab::down(prefix);
-    let lab = Testbed::up(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs: 2,
-        queues: 1,
-        calibration: false,
-    })
-    .unwrap();
+    };
     let wiring = Wiring::of(&lab).unwrap();
     let mut dut = WirespeedDut::new(backend, env!("CARGO_BIN_EXE_wirespeed").into(), 1);
     dut.setup(&wiring).unwrap();
@@ -70,7 +56,7 @@ fn wirespeed_forwards(prefix: &str, backend: WirespeedBackend) {
     .unwrap();
     assert!(!d0.contains("xdp"), "{d0}");
     drop(lab);
-    assert_lab_gone(prefix);
+    assert_gone_for_test(prefix);
 }
 
 #[test]
@@ -90,18 +76,10 @@ fn wirespeed_dut_forwards_over_afpacket_with_a_v2_ring() {
 
 #[test]
 fn a_wirespeed_dut_that_exits_is_reported_by_name_with_its_output() {
-    if !wirespeed_lab::available_for_test() {
-        return;
-    }
     let prefix = "wstbe";
-    let _ = wirespeed_lab::down(prefix);
-    let lab = Testbed::up(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs: 2,
-        queues: 1,
-        calibration: false,
-    })
-    .unwrap();
+    let Some(lab) = common::testbed(prefix, 2, 1) else {
+        return;
+    };
     let mut wiring = Wiring::of(&lab).unwrap();
     wiring.ingress.dut_if = "wstnone8".into();
     let mut dut = WirespeedDut::new(
@@ -118,20 +96,18 @@ fn a_wirespeed_dut_that_exits_is_reported_by_name_with_its_output() {
     );
     drop(dut);
     drop(lab);
-    assert_lab_gone(prefix);
+    assert_gone_for_test(prefix);
 }
 
 #[test]
 fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
-    if !wirespeed_lab::available_for_test() {
+    let prefix = "wstbc";
+    if !wirespeed_lab::clear_for_test(prefix) {
         return;
     }
-    let prefix = "wstbc";
-    let _ = wirespeed_lab::down(prefix);
     let json = std::env::temp_dir().join("wirespeed-wstbc.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
-        .args([
-            "bench",
+    let (stdout, _) = common::bench(
+        &[
             "forwarding",
             "--duts",
             "linux-bridge",
@@ -141,16 +117,11 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
             "1",
             "--seconds",
             "0.2",
-            "--prefix",
-            prefix,
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+        ],
+        prefix,
+        "--json",
+        &json,
+    );
     assert!(stdout.contains("| DuT | flows | median Mpps |"), "{stdout}");
     assert!(stdout.contains("| linux-bridge | 1 | "), "{stdout}");
     assert!(stdout.contains("generator on CPU 0 nice -20"), "{stdout}");
@@ -159,7 +130,7 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
     assert!(written.contains("\"dut\": \"linux-bridge\""));
     assert!(written.contains("type bridge"));
     let _ = std::fs::remove_file(&json);
-    assert_lab_gone(prefix);
+    assert_gone_for_test(prefix);
 
     let refused = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
         .args([
@@ -175,29 +146,18 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
     assert!(!refused.status.success());
     let text = String::from_utf8_lossy(&refused.stderr);
     assert!(text.contains("unknown DuT \"vpp\""), "{text}");
-    assert_lab_gone(prefix);
+    assert_gone_for_test(prefix);
 }
 
 #[test]
 fn generators_report_rates_that_agree_with_the_kernels_counters() {
-    if !wirespeed_lab::available_for_test() {
-        return;
-    }
-    let testpmd = std::path::Path::new("/usr/bin/dpdk-testpmd").is_file();
-    if !testpmd {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "dpdk-testpmd is missing; CI runs scripts/setup-debian.sh first"
-        );
-        eprintln!("skipped: dpdk-testpmd is not installed (run scripts/setup-debian.sh)");
-        return;
-    }
     let prefix = "wstgn";
-    let _ = wirespeed_lab::down(prefix);
-    let out = std::env::temp_dir().join(format!("wirespeed-generator-test-{}", std::process::id()));
-    let output = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
-        .args([
-            "bench",
+    if !wirespeed_lab::installed_for_test("dpdk-testpmd") {
+        return;
+    }
+    let Some((stdout, _, out)) = common::bench_out(
+        prefix,
+        &[
             "generator",
             "--generators",
             "testpmd-txonly,afxdp,afpacket,xdp-live",
@@ -207,16 +167,10 @@ fn generators_report_rates_that_agree_with_the_kernels_counters() {
             "1",
             "--warm-up",
             "0.5",
-            "--prefix",
-            prefix,
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+        ],
+    ) else {
+        return;
+    };
     assert!(stdout.contains("Relative to testpmd-txonly"), "{stdout}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("generators.json")).unwrap())
@@ -261,7 +215,7 @@ fn generators_report_rates_that_agree_with_the_kernels_counters() {
                 .starts_with(&format!("wirespeed-{prefix}-"))))
             .unwrap_or(false)
     );
-    assert_lab_gone(prefix);
+    assert_gone_for_test(prefix);
     std::fs::remove_dir_all(&out).unwrap();
 }
 
@@ -285,5 +239,5 @@ fn an_unknown_generator_is_refused_before_any_lab_is_built() {
             && stderr.contains("testpmd-txonly, afxdp, afpacket"),
         "{stderr}"
     );
-    assert_lab_gone("wstgx");
+    assert_gone_for_test("wstgx");
 }

@@ -3,21 +3,16 @@
 //! an NDR from each repeat, the JSON reads back, the HTML has the table and the chart, and the
 //! lab is gone afterwards.
 
-use std::process::Command;
-
 use wirespeed_tester::report::compare::from_json;
+
+mod common;
 
 #[test]
 fn a_short_comparison_of_two_duts_has_both_rows_and_interleaved_runs() {
-    if !wirespeed_lab::available_for_test() {
-        return;
-    }
     let prefix = "wspcmp";
-    let _ = wirespeed_lab::down(prefix);
-    let out = std::env::temp_dir().join(format!("wirespeed-compare-{}", std::process::id()));
-    let status = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
-        .args([
-            "bench",
+    let Some((stdout, _, out)) = common::bench_out(
+        prefix,
+        &[
             "compare",
             "--duts",
             "linux-bridge,linux-router",
@@ -31,16 +26,10 @@ fn a_short_comparison_of_two_duts_has_both_rows_and_interleaved_runs() {
             "0.2",
             "--resolution",
             "50%",
-            "--prefix",
-            prefix,
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&status.stdout);
-    let stderr = String::from_utf8_lossy(&status.stderr);
-    assert!(status.status.success(), "{stdout}\n{stderr}");
+        ],
+    ) else {
+        return;
+    };
     let comparison =
         from_json(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
     let order: Vec<(&str, u32)> = comparison
@@ -82,10 +71,6 @@ fn a_short_comparison_of_two_duts_has_both_rows_and_interleaved_runs() {
     assert!(html.contains("<svg"));
     assert!(stdout.contains("| linux-bridge | 1 | 64 B |"), "{stdout}");
     assert!(stdout.contains("| linux-router | 1 | 64 B |"), "{stdout}");
-    let left = wirespeed_lab::list().unwrap();
-    assert!(
-        !left.iter().any(|ns| ns.starts_with(prefix)),
-        "left behind: {left:?}"
-    );
+    wirespeed_lab::assert_gone_for_test(prefix);
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use wirespeed_packet::FramePool;
@@ -48,24 +48,7 @@ fn ctl_talks_to_a_forwarding_switch_that_survives_garbage() {
         lab.pairs[0].dut_if,
         lab.pairs[1].dut_if
     );
-    let path = dir.join("switch.toml");
-    std::fs::write(&path, config).unwrap();
-    let mut switch = Switch(Some(
-        Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &lab.dut_ns,
-                env!("CARGO_BIN_EXE_wirespeed"),
-                "switch",
-                "--config",
-            ])
-            .arg(&path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    ));
+    let mut switch = Switch::start(&lab, &config, &dir);
 
     let mut pool = FramePool::new(4096, 2048).unwrap();
     let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
@@ -162,10 +145,5 @@ fn ctl_talks_to_a_forwarding_switch_that_survives_garbage() {
         "the socket file stayed after the switch stopped"
     );
     drop(lab);
-    assert!(
-        !wirespeed_lab::list()
-            .unwrap()
-            .iter()
-            .any(|ns| ns.starts_with(prefix))
-    );
+    wirespeed_lab::assert_gone_for_test(prefix);
 }

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use wirespeed_lab::{TestbedConfig, run};
+use wirespeed_lab::run;
 
 /// The first number after `label` in `text`.
 fn number_after(text: &str, label: &str) -> u64 {
@@ -23,12 +23,7 @@ fn number_after(text: &str, label: &str) -> u64 {
 #[test]
 fn xdp_live_sends_what_the_sink_and_the_kernel_count_and_names_a_missing_interface() {
     let prefix = "wstgl";
-    let Some(lab) = wirespeed_lab::up_for_test(&TestbedConfig {
-        prefix: prefix.into(),
-        pairs: 1,
-        queues: 1,
-        calibration: true,
-    }) else {
+    let Some(lab) = wirespeed_lab::calibration_for_test(prefix) else {
         return;
     };
     let pair = lab.calibration.clone().expect("a calibration pair");

@@ -15,41 +15,34 @@ use std::process::Command;
 
 use wirespeed_tester::report::json::from_json;
 
+mod common;
+
+/// One frame size, 0.2-second trials and a coarse search: enough to run every step for real.
+const TINY_SEARCH: &[&str] = &[
+    "--frame-sizes",
+    "64",
+    "--trial-seconds",
+    "0.2",
+    "--calibration-seconds",
+    "0.2",
+    "--resolution",
+    "60%",
+];
+
 #[test]
 fn a_short_rfc2544_run_against_wirespeed_writes_a_checked_report() {
-    if !wirespeed_lab::available_for_test() {
-        return;
-    }
     // At most 6 characters: NAPI thread names must keep the interface whole (see the CLI).
     let prefix = "wstrf1";
-    let _ = wirespeed_lab::down(prefix);
-    let out = std::env::temp_dir().join(format!("wirespeed-rfc2544-{}", std::process::id()));
-    let status = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
-        .args([
-            "bench",
-            "rfc2544",
-            "--dut",
-            "wirespeed-afxdp",
-            "--frame-sizes",
-            "64",
-            "--trial-seconds",
-            "0.2",
-            "--calibration-seconds",
-            "0.2",
-            "--resolution",
-            "60%",
-            "--latency-loads",
-            "",
-            "--prefix",
-            prefix,
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&status.stdout);
-    let stderr = String::from_utf8_lossy(&status.stderr);
-    assert!(status.status.success(), "{stdout}\n{stderr}");
+    let Some((stdout, stderr, out)) = common::bench_out(
+        prefix,
+        &[
+            &["rfc2544", "--dut", "wirespeed-afxdp", "--latency-loads", ""],
+            TINY_SEARCH,
+        ]
+        .concat(),
+    ) else {
+        return;
+    };
     // Progress lines with an ETA went to stderr.
     assert!(stderr.contains("ETA"), "{stderr}");
     let report = from_json(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
@@ -87,11 +80,7 @@ fn a_short_rfc2544_run_against_wirespeed_writes_a_checked_report() {
         assert!(out.join(name).exists(), "{name}");
     }
     assert!(stdout.contains("| 64 B |"), "{stdout}");
-    let left = wirespeed_lab::list().unwrap();
-    assert!(
-        !left.iter().any(|ns| ns.starts_with(prefix)),
-        "left behind: {left:?}"
-    );
+    wirespeed_lab::assert_gone_for_test(prefix);
     let links = wirespeed_lab::run("ip", &["-o", "link", "show"]).unwrap();
     assert!(!links.contains("wstrf1-c"), "{links}");
     let _ = std::fs::remove_dir_all(&out);
@@ -154,53 +143,38 @@ fn assert_renders(html: &std::path::Path, width: u32, height: u32) {
 
 #[test]
 fn loss_back_to_back_recovery_and_repeated_searches_run_and_the_report_renders() {
-    if !wirespeed_lab::available_for_test() {
-        return;
-    }
     let prefix = "wstrf2";
-    let _ = wirespeed_lab::down(prefix);
-    let out = std::env::temp_dir().join(format!("wirespeed-rfc2544-all-{}", std::process::id()));
-    let status = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
-        .args([
-            "bench",
-            "rfc2544",
-            "--tests",
-            "throughput,loss,back-to-back,recovery",
-            "--pattern",
-            "poisson",
-            "--flows",
-            "8",
-            "--random-flows",
-            "--frame-sizes",
-            "64",
-            "--trial-seconds",
-            "0.2",
-            "--calibration-seconds",
-            "0.2",
-            "--resolution",
-            "60%",
-            "--ndr-runs",
-            "2",
-            "--loss-step",
-            "50",
-            "--burst-max-seconds",
-            "0.02",
-            "--test-repeats",
-            "2",
-            "--overload-seconds",
-            "0.2",
-            "--recovery-seconds",
-            "0.2",
-            "--prefix",
-            prefix,
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&status.stdout);
-    let stderr = String::from_utf8_lossy(&status.stderr);
-    assert!(status.status.success(), "{stdout}\n{stderr}");
+    let Some((stdout, _, out)) = common::bench_out(
+        prefix,
+        &[
+            &[
+                "rfc2544",
+                "--tests",
+                "throughput,loss,back-to-back,recovery",
+                "--pattern",
+                "poisson",
+                "--flows",
+                "8",
+                "--random-flows",
+                "--ndr-runs",
+                "2",
+                "--loss-step",
+                "50",
+                "--burst-max-seconds",
+                "0.02",
+                "--test-repeats",
+                "2",
+                "--overload-seconds",
+                "0.2",
+                "--recovery-seconds",
+                "0.2",
+            ],
+            TINY_SEARCH,
+        ]
+        .concat(),
+    ) else {
+        return;
+    };
     let report = from_json(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     let result = &report.results[0];
     // Frame loss rate: 100 % of the starting rate first, then 50 %, each a real trial.
@@ -249,10 +223,6 @@ fn loss_back_to_back_recovery_and_repeated_searches_run_and_the_report_renders()
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
     assert!(csv.lines().next().unwrap().ends_with("loss_rate_points"));
     assert_renders(&out.join("report.html"), 1280, 2400);
-    let left = wirespeed_lab::list().unwrap();
-    assert!(
-        !left.iter().any(|ns| ns.starts_with(prefix)),
-        "left behind: {left:?}"
-    );
+    wirespeed_lab::assert_gone_for_test(prefix);
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -4,33 +4,16 @@
 //! Root-only: without the rights to build a lab they print why and pass (CI runs them as root).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
-/// Runs `wirespeed bench ARGS --prefix PREFIX --out DIR` and returns the parsed `json` file.
+mod common;
+
+/// Runs `wirespeed bench ARGS --seconds 0.4 --prefix PREFIX --out DIR`, checks it left no lab,
+/// and returns the parsed `json` file and DIR.
 fn sweep(prefix: &str, args: &[&str], json: &str) -> Option<(Value, PathBuf)> {
-    if !wirespeed_lab::available_for_test() {
-        return None;
-    }
-    let _ = wirespeed_lab::down(prefix);
-    let out = std::env::temp_dir().join(format!("wirespeed-test-{prefix}"));
-    let _ = std::fs::remove_dir_all(&out);
-    let output = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
-        .arg("bench")
-        .args(args)
-        .args(["--seconds", "0.4", "--prefix", prefix, "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
-    let left = wirespeed_lab::list().unwrap();
-    assert!(
-        !left.iter().any(|ns| ns.starts_with(prefix)),
-        "left behind: {left:?}"
-    );
+    let (_, _, out) = common::bench_out(prefix, &[args, &["--seconds", "0.4"]].concat())?;
+    wirespeed_lab::assert_gone_for_test(prefix);
     let text = std::fs::read_to_string(out.join(json)).unwrap();
     Some((serde_json::from_str(&text).unwrap(), out))
 }

@@ -1,6 +1,7 @@
 //! `wirespeed switch` end to end: the real binary forwards between the lab's DuT interfaces
 //! while the test sends and receives from the tester namespace; Ctrl-C stops it cleanly.
 
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -8,9 +9,9 @@ use wirespeed_io::afpacket::AfPacketPort;
 use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, Umem};
 use wirespeed_io::{Port, QueueId};
 use wirespeed_lab::Testbed;
-use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM};
+use wirespeed_packet::{Batch, FramePool};
 use wirespeed_tester::generator::{Template, TemplateConfig};
-use wirespeed_testkit::ports::{receive, send};
+use wirespeed_testkit::ports::{push_copies, receive, send};
 
 mod common;
 use common::*;
@@ -36,6 +37,27 @@ fn wait_until_forwarding(t0: &mut AfPacketPort, t1: &mut AfPacketPort, pool: &mu
         );
         send(t0, pool, &probe);
     }
+}
+
+/// Writes `config` to `path` and runs `wirespeed switch --config PATH` on it (inside namespace
+/// `ns` when given); asserts the switch refused to start and returns what it said on stderr.
+fn refused(path: &Path, config: &str, ns: Option<&str>) -> String {
+    std::fs::write(path, config).unwrap();
+    let mut command = match ns {
+        Some(ns) => {
+            let mut command = Command::new("ip");
+            command.args(["netns", "exec", ns, env!("CARGO_BIN_EXE_wirespeed")]);
+            command
+        }
+        None => Command::new(env!("CARGO_BIN_EXE_wirespeed")),
+    };
+    let out = command
+        .args(["switch", "--config"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the switch started");
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Whether an XDP program is attached to `interface` in namespace `ns`.
@@ -85,12 +107,7 @@ fn forwards_both_ways_with(prefix: &str, config: impl Fn(&Testbed) -> String) ->
     assert!(out.contains("conservation holds"), "{out}");
     assert!(out.contains("drops by reason"), "{out}");
     drop(lab);
-    assert!(
-        !wirespeed_lab::list()
-            .unwrap()
-            .iter()
-            .any(|ns| ns.starts_with(prefix))
-    );
+    wirespeed_lab::assert_gone_for_test(prefix);
     Some(out)
 }
 
@@ -117,18 +134,7 @@ fn switch_forwards_over_afxdp() {
 fn send_on_queue(port: &mut AfXdpPort, pool: &mut FramePool, queue: QueueId, frames: &[Vec<u8>]) {
     let mut batch = Batch::new(32);
     for chunk in frames.chunks(32) {
-        for bytes in chunk {
-            let frame = pool.alloc().expect("tester pool has a free frame");
-            let start = HEADROOM as usize;
-            pool.frame_mut(frame)[start..start + bytes.len()].copy_from_slice(bytes);
-            batch.push(Desc {
-                frame,
-                offset: HEADROOM,
-                len: bytes.len() as u16,
-                port: 0,
-                queue,
-            });
-        }
+        push_copies(pool, &mut batch, chunk, queue);
         let deadline = Instant::now() + Duration::from_secs(3);
         while !batch.is_empty() {
             assert!(Instant::now() < deadline, "t0 queue {queue} took no frames");
@@ -240,12 +246,7 @@ fn switch_spreads_a_two_queue_port_over_two_workers() {
     }
     t0.release_all(&mut pool);
     drop(lab);
-    assert!(
-        !wirespeed_lab::list()
-            .unwrap()
-            .iter()
-            .any(|ns| ns.starts_with(prefix))
-    );
+    wirespeed_lab::assert_gone_for_test(prefix);
 }
 
 /// More workers than an AF_XDP port has queues: refused before anything runs, saying what to do.
@@ -255,31 +256,14 @@ fn switch_refuses_more_workers_than_afxdp_queues() {
     let Some((lab, dir)) = lab(prefix, 1) else {
         return;
     };
-    let path = dir.join("switch.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[switch]\napp = \"xconnect\"\nworkers = 2\n\n\
-             [[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
-             [[port]]\nname = \"p1\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
-             [xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
-            lab.pairs[0].dut_if, lab.pairs[1].dut_if
-        ),
-    )
-    .unwrap();
-    let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &lab.dut_ns,
-            env!("CARGO_BIN_EXE_wirespeed"),
-        ])
-        .args(["switch", "--config"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let text = String::from_utf8_lossy(&out.stderr);
+    let config = format!(
+        "[switch]\napp = \"xconnect\"\nworkers = 2\n\n\
+         [[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [[port]]\nname = \"p1\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
+        lab.pairs[0].dut_if, lab.pairs[1].dut_if
+    );
+    let text = refused(&dir.join("switch.toml"), &config, Some(&lab.dut_ns));
     assert!(
         text.contains("port p0: 1 AF_XDP queue(s)")
             && text.contains(&format!("ethtool -L {} combined 2", lab.pairs[0].dut_if))
@@ -350,12 +334,7 @@ fn switch_stops_cleanly_mid_traffic_and_leaves_nothing_after_sigkill() {
     let (success, out) = switch.interrupt();
     assert!(success && out.contains("conservation holds"), "{out}");
     drop(lab);
-    assert!(
-        !wirespeed_lab::list()
-            .unwrap()
-            .iter()
-            .any(|ns| ns.starts_with(prefix))
-    );
+    wirespeed_lab::assert_gone_for_test(prefix);
 }
 
 #[test]
@@ -379,12 +358,6 @@ fn switch_routes_over_afxdp() {
         return;
     };
     let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
-    let mac = |m: [u8; 6]| {
-        m.iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<Vec<_>>()
-            .join(":")
-    };
     // The generator's frames go from 198.18.0.1 to 198.19.0.1: routed via the tester's t1.
     let config = format!(
         "[switch]\napp = \"router\"\n\n[[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
@@ -399,7 +372,7 @@ fn switch_routes_over_afxdp() {
         p1.dut_ipv4,
         p1.tester_ipv4,
         p1.tester_ipv4,
-        mac(p1.tester_mac)
+        mac_text(p1.tester_mac)
     );
     let mut switch = Switch::start(&lab, &config, &dir);
     let mut pool = FramePool::new(4096, 2048).unwrap();
@@ -432,20 +405,12 @@ fn switch_routes_over_afxdp() {
 fn switch_refuses_a_missing_interface_before_starting() {
     let dir = std::env::temp_dir().join("wirespeed-wstsw0");
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("bad.toml");
-    std::fs::write(
-        &path,
+    let text = refused(
+        &dir.join("bad.toml"),
         "[switch]\napp = \"xconnect\"\n\n[[port]]\nname = \"p0\"\nbackend = \"afpacket\"\ninterface = \"wst-none0\"\n\n\
          [[port]]\nname = \"p1\"\nbackend = \"afpacket\"\ninterface = \"wst-none1\"\n\n[xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
-    )
-    .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
-        .args(["switch", "--config"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let text = String::from_utf8_lossy(&out.stderr);
+        None,
+    );
     assert!(text.contains("p0") && text.contains("wst-none0"), "{text}");
 }
 
@@ -453,15 +418,11 @@ fn switch_refuses_a_missing_interface_before_starting() {
 fn switch_names_the_line_of_a_config_error() {
     let dir = std::env::temp_dir().join("wirespeed-wstsw0c");
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("bad.toml");
-    std::fs::write(&path, "[switch]\napp = \"xconnect\"\nbatch = 9999\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
-        .args(["switch", "--config"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let text = String::from_utf8_lossy(&out.stderr);
+    let text = refused(
+        &dir.join("bad.toml"),
+        "[switch]\napp = \"xconnect\"\nbatch = 9999\n",
+        None,
+    );
     assert!(
         text.contains("bad.toml:3:9") && text.contains("switch.batch"),
         "{text}"

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test file uses its own part of this module
 
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -155,41 +156,62 @@ pub fn assert_same(got: &[Vec<u8>], want: &[Vec<u8>]) {
     }
 }
 
-/// A fresh lab with `prefix` (leftovers of a killed run removed first) and a scratch directory
-/// for its files; `None`, after printing why, where namespaces cannot be made outside CI.
-pub fn lab(prefix: &str, queues: u16) -> Option<(Testbed, std::path::PathBuf)> {
-    if !wirespeed_lab::available_for_test() {
-        return None;
-    }
-    let _ = wirespeed_lab::down(prefix);
-    let config = TestbedConfig {
+/// A fresh testbed of `pairs` port pairs with `queues` queues each, named `prefix` (see
+/// [`wirespeed_lab::up_for_test`]: `None`, after printing why, where it cannot be built).
+pub fn testbed(prefix: &str, pairs: u16, queues: u16) -> Option<Testbed> {
+    wirespeed_lab::up_for_test(&TestbedConfig {
         prefix: prefix.into(),
-        pairs: 2,
+        pairs,
         queues,
         calibration: false,
-    };
-    let lab = Testbed::up(&config).expect("lab up");
+    })
+}
+
+/// A fresh lab of two port pairs with `queues` queues each (see [`lab_with`]).
+pub fn lab(prefix: &str, queues: u16) -> Option<(Testbed, PathBuf)> {
+    lab_with(prefix, 2, queues)
+}
+
+/// A fresh lab of `pairs` port pairs named `prefix` (see [`testbed`]), and a scratch directory
+/// for its files.
+pub fn lab_with(prefix: &str, pairs: u16, queues: u16) -> Option<(Testbed, PathBuf)> {
+    let lab = testbed(prefix, pairs, queues)?;
     let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
     std::fs::create_dir_all(&dir).expect("scratch directory");
     Some((lab, dir))
 }
 
-/// A fresh lab of `pairs` port pairs (see [`lab`]).
-pub fn lab_with(prefix: &str, pairs: u16, queues: u16) -> Option<(Testbed, std::path::PathBuf)> {
-    if !wirespeed_lab::available_for_test() {
+/// For a test of a `wirespeed bench` command that builds its own lab named `prefix`: after
+/// [`wirespeed_lab::clear_for_test`], runs `wirespeed bench ARGS --prefix PREFIX --out DIR` into
+/// a fresh scratch directory (see [`bench`]) and returns (stdout, stderr, DIR); `None`, after
+/// printing why, where no lab can be built here.
+pub fn bench_out(prefix: &str, args: &[&str]) -> Option<(String, String, PathBuf)> {
+    if !wirespeed_lab::clear_for_test(prefix) {
         return None;
     }
-    let _ = wirespeed_lab::down(prefix);
-    let config = TestbedConfig {
-        prefix: prefix.into(),
-        pairs,
-        queues,
-        calibration: false,
-    };
-    let lab = Testbed::up(&config).expect("lab up");
-    let dir = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
-    std::fs::create_dir_all(&dir).expect("scratch directory");
-    Some((lab, dir))
+    // Named like `lab`'s scratch directory: the prefix is the test's own, and a rerun replaces
+    // what a failed run left.
+    let out = std::env::temp_dir().join(format!("wirespeed-{prefix}"));
+    let _ = std::fs::remove_dir_all(&out);
+    let (stdout, stderr) = bench(args, prefix, "--out", &out);
+    Some((stdout, stderr, out))
+}
+
+/// Runs `wirespeed bench ARGS --prefix PREFIX OUTPUT_OPTION OUTPUT` (the lab the command builds
+/// and where its results go), asserts it succeeded, showing everything it printed otherwise, and
+/// returns (stdout, stderr) for the test to check.
+pub fn bench(args: &[&str], prefix: &str, output_option: &str, output: &Path) -> (String, String) {
+    let run = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .arg("bench")
+        .args(args)
+        .args(["--prefix", prefix, output_option])
+        .arg(output)
+        .output()
+        .expect("run wirespeed bench");
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "{stdout}\n{stderr}");
+    (stdout, stderr)
 }
 
 /// Runs `wirespeed ctl --socket SOCKET WORDS...`; returns (success, stdout + stderr).
