@@ -16,7 +16,9 @@ mod testbed;
 
 pub use command::{CommandError, run, run_in};
 pub use netns::{NetnsGuard, enter};
-pub use testbed::{CalibrationPair, PortPair, Testbed, TestbedConfig, down, list};
+pub use testbed::{
+    CalibrationPair, DUT_EGRESS_FRAMES, PortPair, Testbed, TestbedConfig, down, list,
+};
 
 /// Whether this process may build testbeds (root, with `ip` available). Tests that need a lab
 /// call this first: where it is false they skip with the returned reason, except under CI (the

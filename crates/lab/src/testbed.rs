@@ -26,6 +26,15 @@
 
 use crate::command::{CommandError, run};
 
+/// Frames a DuT may queue on its way out to the tester when the lab pushes back
+/// ([`Testbed::backpressure`]): the `pfifo` limit of the DuT's veth ends, which the kernel's
+/// forwarding queues in, and the size the wirespeed DuT gives its AF_XDP TX and completion rings,
+/// which it queues in instead (AF_XDP transmits past the qdisc). Equal for every DuT, and deep
+/// enough (16 ms at 0.5 Mpps) that a DuT does not lose frames while the tester's receive thread,
+/// which shares the generator's core, waits for its turn: with 1000 / 2048 it did, and two NDR
+/// searches in a row differed by 24-34 % (docs/benchmarks.md).
+pub const DUT_EGRESS_FRAMES: u32 = 8192;
+
 /// What to build.
 #[derive(Clone, Debug)]
 pub struct TestbedConfig {
@@ -304,22 +313,24 @@ impl Testbed {
 
     /// Gives every veth of the testbed (the calibration pair's too) a `pfifo` qdisc, so that
     /// a full peer ring pushes back instead of dropping (see the module documentation). The
-    /// qdiscs go away with the links.
+    /// DuT's ends queue [`DUT_EGRESS_FRAMES`], the tester's the usual 1000 (AF_XDP transmits
+    /// past the qdisc: there only its presence counts). The qdiscs go away with the links.
     pub fn backpressure(&mut self) -> Result<(), TestbedError> {
-        let mut links: Vec<(String, String)> = Vec::new();
+        let mut links: Vec<(String, String, u32)> = Vec::new();
         for pair in &self.pairs {
-            links.push((self.tester_ns.clone(), pair.tester_if.clone()));
-            links.push((self.dut_ns.clone(), pair.dut_if.clone()));
+            links.push((self.tester_ns.clone(), pair.tester_if.clone(), 1000));
+            links.push((self.dut_ns.clone(), pair.dut_if.clone(), DUT_EGRESS_FRAMES));
         }
         if let Some(pair) = &self.calibration {
-            links.push((self.tester_ns.clone(), pair.sender_if.clone()));
-            links.push((self.tester_ns.clone(), pair.receiver_if.clone()));
+            links.push((self.tester_ns.clone(), pair.sender_if.clone(), 1000));
+            links.push((self.tester_ns.clone(), pair.receiver_if.clone(), 1000));
         }
-        for (ns, ifname) in links {
+        for (ns, ifname, limit) in links {
+            let limit = limit.to_string();
             self.step(
                 &[
                     "tc", "-n", &ns, "qdisc", "replace", "dev", &ifname, "root", "pfifo", "limit",
-                    "1000",
+                    &limit,
                 ],
                 None,
             )?;
@@ -453,14 +464,16 @@ mod tests {
             // Asked for, every veth gets a qdisc, so a full peer ring pushes back instead of
             // dropping.
             lab.backpressure().expect("qdiscs");
-            for (ns, ifname) in lab.pairs.iter().flat_map(|pair| {
+            let dut_limit = format!("limit {DUT_EGRESS_FRAMES}p");
+            for (ns, ifname, limit) in lab.pairs.iter().flat_map(|pair| {
                 [
-                    (&lab.tester_ns, &pair.tester_if),
-                    (&lab.dut_ns, &pair.dut_if),
+                    (&lab.tester_ns, &pair.tester_if, "limit 1000p"),
+                    (&lab.dut_ns, &pair.dut_if, dut_limit.as_str()),
                 ]
             }) {
-                let qdisc = crate::run("tc", &["-n", ns, "qdisc", "show", "dev", ifname]);
-                assert!(qdisc.unwrap().contains("qdisc pfifo"), "{ifname}");
+                let qdisc = crate::run("tc", &["-n", ns, "qdisc", "show", "dev", ifname]).unwrap();
+                assert!(qdisc.contains("qdisc pfifo"), "{ifname}: {qdisc}");
+                assert!(qdisc.contains(limit), "{ifname}: {qdisc}");
             }
             assert!(
                 Testbed::up(&config).is_err(),

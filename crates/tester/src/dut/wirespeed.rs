@@ -20,11 +20,16 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use wirespeed_lab::DUT_EGRESS_FRAMES;
 use wirespeed_packet::wire::EthernetAddress;
 
 use super::linux_router::routed;
 use super::routes::RouteTable;
 use super::{Dut, DutError, Steps, Wiring};
+
+/// Frames in the switch's pool: each of its two AF_XDP ports may hold a fill and an RX ring of
+/// 2048 and TX and completion rings of [`DUT_EGRESS_FRAMES`] (40960 in all), with room to spare.
+const POOL_FRAMES: u32 = 65536;
 
 /// Most routes written into the configuration file (about 50 bytes each, well under the file's
 /// 1 MiB limit); larger tables are loaded with `route load`.
@@ -125,10 +130,17 @@ impl WirespeedBackend {
     }
 
     /// Port keys beyond `backend` and `interface` this variant sets, one per line.
-    fn port_keys(self) -> &'static str {
+    /// The port keys the backend needs beyond `backend` and `interface`. AF_XDP's TX and
+    /// completion rings hold [`DUT_EGRESS_FRAMES`], what the kernel's DuTs may queue in the lab's
+    /// qdisc (AF_XDP transmits past it); AF_PACKET transmits past it too but drops what the veth
+    /// refuses, so its ring size would change nothing.
+    fn port_keys(self) -> String {
         match self {
-            WirespeedBackend::AfPacketV2 => "rx_tpacket = \"v2\"\n",
-            WirespeedBackend::AfXdp | WirespeedBackend::AfPacket => "",
+            WirespeedBackend::AfXdp => {
+                format!("tx_ring = {DUT_EGRESS_FRAMES}\ncompletion_ring = {DUT_EGRESS_FRAMES}\n")
+            }
+            WirespeedBackend::AfPacketV2 => "rx_tpacket = \"v2\"\n".into(),
+            WirespeedBackend::AfPacket => String::new(),
         }
     }
 }
@@ -325,7 +337,7 @@ impl WirespeedDut {
             format!("control_socket = \"{}\"\n", socket.display())
         });
         format!(
-            "[switch]\napp = \"{app}\"\nworkers = 1\ncores = [{core}]\nrealtime = true\n{batch}{socket}\n\
+            "[switch]\napp = \"{app}\"\nworkers = 1\ncores = [{core}]\nrealtime = true\nframes = {POOL_FRAMES}\n{batch}{socket}\n\
              [[port]]\nname = \"p0\"\nbackend = \"{backend}\"\ninterface = \"{d0}\"\n{port_keys}\n\
              [[port]]\nname = \"p1\"\nbackend = \"{backend}\"\ninterface = \"{d1}\"\n{port_keys}\n{app_config}",
             core = self.core,
