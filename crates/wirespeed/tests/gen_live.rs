@@ -58,11 +58,18 @@ fn xdp_live_sends_what_the_sink_and_the_kernel_count_and_names_a_missing_interfa
     );
     let sent = number_after(&stdout, "sent ");
     let transmitted = number_after(&stdout, " says ");
+    let dropped = number_after(&stdout, "transmitted, ");
     let received = number_after(&stdout, "received ");
-    assert!(sent > 0, "{stdout}");
-    // The lab's own chatter (a few IPv6 frames) passes the pair too.
-    assert!(transmitted >= sent && transmitted - sent < 100, "{stdout}");
-    assert!(received >= sent && received - sent < 100, "{stdout}");
+    assert!(sent > 0 && transmitted > 0, "{stdout}");
+    // Every frame run is either transmitted or dropped at the peer's full ring (a sink that
+    // falls behind on a loaded machine), and the sink counts every one transmitted. The lab's
+    // own chatter (a few IPv6 frames) passes the pair too.
+    let accounted = transmitted + dropped;
+    assert!(accounted >= sent && accounted - sent < 100, "{stdout}");
+    assert!(
+        received.abs_diff(transmitted) < 100,
+        "the sink and the kernel disagree: {stdout}"
+    );
     let link = run(
         "ip",
         &[
