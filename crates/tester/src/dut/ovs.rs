@@ -359,8 +359,11 @@ impl OvsDut {
             self.ports.push((wiring.dut_ns.clone(), port.clone()));
             let type_setting = format!("type={port_type}");
             let request = format!("ofport_request={number}");
+            // QoS `linux-noop`: OvS leaves the port's qdisc alone. By default it deletes the
+            // root qdisc of every port it manages, and on the lab's veths that turns the
+            // backpressure of `Testbed::backpressure` into drops, for OvS and every DuT after it.
             self.run_vsctl(
-                &format!("add {port} to {bridge} as type {port_type}"),
+                &format!("add {port} to {bridge} as type {port_type}, its qdisc untouched"),
                 &[
                     "add-port",
                     &bridge,
@@ -371,6 +374,16 @@ impl OvsDut {
                     port,
                     &type_setting,
                     &request,
+                    "--",
+                    "set",
+                    "port",
+                    port,
+                    "qos=@noop",
+                    "--",
+                    "--id=@noop",
+                    "create",
+                    "qos",
+                    "type=linux-noop",
                 ],
                 None,
             )?;

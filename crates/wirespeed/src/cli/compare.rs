@@ -194,7 +194,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
          {RANDOM_FLOWS} of them, each frame's drawn at random), {} repeat(s) interleaved",
         args.flows, args.repeats
     );
-    let lab = suite_lab(&args.prefix)?;
+    let mut lab = suite_lab(&args.prefix)?;
     let total = args.repeats as usize * flows.len() * duts.len();
     let started = Instant::now();
     let mut done = 0;
@@ -205,6 +205,13 @@ pub fn run(args: CompareArgs) -> Result<()> {
                     break 'runs;
                 }
                 done += 1;
+                // A DuT may leave the lab's veths changed: Open vSwitch deletes the root qdisc
+                // of every port it manages, and a veth without one drops what its peer cannot
+                // take instead of pushing back, so every DuT after it lost frames past its own
+                // TX (bridge, router and afxdp NDRs 0.02-0.04 Mpps). Each run starts with the
+                // qdiscs in place again.
+                lab.backpressure()
+                    .context("restoring the lab's qdiscs before the next DuT")?;
                 let run = compare_one(
                     &lab,
                     device.as_mut(),
