@@ -152,7 +152,7 @@ pub fn martian_v6(src: u128) -> bool {
 /// summed in a `u64` and folded to 16 bits give 0xffff. [`checksum::is_valid`] does the same
 /// for any length; this one is a handful of instructions with no loop, for every packet.
 #[inline(always)]
-fn header_checksum_is_valid(header: &[u8; 20]) -> bool {
+pub(crate) fn header_checksum_is_valid(header: &[u8; 20]) -> bool {
     let word = |at: usize| {
         u64::from(u32::from_ne_bytes([
             header[at],
@@ -207,6 +207,11 @@ impl Route {
 
     pub fn fib_v6(&self) -> &Ipv6Fib {
         &self.fib6
+    }
+
+    /// The adjacencies of the hops, for the fused forwarding loop to apply.
+    pub fn adjacencies(&self) -> &Adjacencies {
+        &self.adjacencies
     }
 
     /// The adjacencies of the hops, for the neighbour stage to apply and refresh.
