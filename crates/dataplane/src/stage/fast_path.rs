@@ -19,13 +19,13 @@
 //! act on (an ARP frame, an IPv6 packet whose next header is neither TCP nor UDP) is therefore
 //! left whole to the stages ("declined"), before anything is written.
 //!
-//! Three short passes over the batch rather than one: a tight loop that starts loading the
-//! tbl24 entry of every IPv4 destination; the checks of every packet (no table read), during
-//! which those entries arrive; then lookups, rewrites and ports. At a million routes nearly every
-//! lookup misses the caches and the TLB, and issuing all of a batch's prefetches back to back
-//! lets the misses overlap each other and the checks (measured in `benches/router.rs`; the
-//! numbers are in docs/benchmarks.md); the checks come before any write so that a declined
-//! batch reaches the stages untouched.
+//! Two short passes over the batch rather than one: the checks of every packet, which need no
+//! table, each passing packet's tbl24 entry prefetched; then lookups, rewrites and ports. At a
+//! million routes nearly every lookup misses the caches and the TLB: the checks of the packets
+//! after a packet run while its entry arrives. The checks come before any write so that a
+//! declined batch reaches the stages untouched. (Measured against a third pass that prefetches
+//! every entry first and against one fused pass behind a look-ahead: those are 30 and 28
+//! instructions per packet more, and were not faster; see docs/benchmarks.md.)
 //!
 //! Counters: [`FastPathCounters`]. One batch function, [`FastPath::process`]; no trace format:
 //! a traced router leaves every packet to the stages so their trace lines stay complete.
@@ -65,7 +65,8 @@ pub enum Coverage {
 pub struct FastPath {
     counters: FastPathCounters,
     /// Per packet of the batch, the IPv4 destination of a packet that passed every check, 0
-    /// for one left to the stages (0.0.0.0 is a martian, never forwarded).
+    /// for one left to the stages (0.0.0.0 is a martian, never forwarded). Written by the first
+    /// pass, read by the second.
     destinations: [u32; MAX_BATCH],
 }
 
@@ -108,41 +109,25 @@ impl FastPath {
         adjacencies: &Adjacencies,
         generation: u64,
     ) -> Coverage {
-        for desc in batch.descs() {
-            if let Some(h) = packet(pool, desc).first_chunk::<34>()
-                && [h[12], h[13]] == [0x08, 0x00]
-            {
-                fib.prefetch(u32::from_be_bytes([h[30], h[31], h[32], h[33]]));
-            }
-        }
         let (descs, metas) = batch.split_mut();
-        let mut candidates = 0;
-        for ((desc, meta), destination) in
-            descs.iter().zip(metas.iter()).zip(&mut self.destinations)
-        {
-            *destination = 0;
-            if meta.drop.is_some() || meta.out_port != Meta::NO_PORT {
-                continue;
-            }
-            match check(packet(pool, desc)) {
+        for (desc, destination) in descs.iter().zip(&mut self.destinations) {
+            *destination = match check(packet(pool, desc)) {
                 Check::Candidate(dst) => {
-                    *destination = dst;
-                    candidates += 1;
+                    fib.prefetch(dst);
+                    dst
                 }
-                Check::Leave => {}
+                Check::Leave => 0,
                 Check::Decline => {
                     self.counters.declined += 1;
                     return Coverage::Part;
                 }
-            }
+            };
         }
         let mut forwarded = 0;
-        if candidates > 0 {
-            for ((desc, meta), &dst) in descs.iter().zip(metas.iter_mut()).zip(&self.destinations) {
-                if dst != 0 {
-                    let sent = forward(pool, desc, meta, dst, fib, adjacencies, generation);
-                    forwarded += usize::from(sent);
-                }
+        for ((desc, meta), &dst) in descs.iter().zip(metas.iter_mut()).zip(&self.destinations) {
+            if dst != 0 {
+                let sent = forward(pool, desc, meta, dst, fib, adjacencies, generation);
+                forwarded += usize::from(sent);
             }
         }
         self.counters.forwarded += forwarded as u64;
@@ -204,16 +189,19 @@ fn forward(
     adjacencies: &Adjacencies,
     generation: u64,
 ) -> bool {
-    let Some(hop) = fib.lookup(dst).filter(|hop| !hop.is_ecmp()) else {
+    if meta.drop.is_some() || meta.out_port != Meta::NO_PORT {
+        return false;
+    }
+    let Some(hop) = fib.lookup_hop(dst) else {
         return false;
     };
-    let Some(adjacency) = adjacencies.current(hop.id(), generation) else {
+    let Some(adjacency) = adjacencies.current(hop, generation) else {
         return false;
     };
-    let start = usize::from(desc.offset);
+    // The checks read these bytes within the packet's length.
     let Some(h) = pool
         .frame_mut(desc.frame)
-        .get_mut(start..start + usize::from(desc.len))
+        .get_mut(usize::from(desc.offset)..)
         .and_then(<[u8]>::first_chunk_mut::<34>)
     else {
         return false;
