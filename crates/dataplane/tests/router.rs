@@ -1183,7 +1183,7 @@ fn frame_of_kind(kind: u8, n: u8) -> Vec<u8> {
                 dst: v4("192.0.2.5"),
             })
             .macs(HOST_MAC, ROUTER[0])
-            .fragment(u16::from(n) * 8, n % 2 == 0)
+            .fragment(u16::from(n) * 8, n.is_multiple_of(2))
             .build(),
         19 => echo_request("192.0.2.5").payload_len(18).build(),
         20 => to("10.2.0.1"),
