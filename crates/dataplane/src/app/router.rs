@@ -841,9 +841,13 @@ impl Router {
 
     /// The stages over one batch; with `TRACE` their `TRACE` variants, and a record per packet.
     fn run<const TRACE: bool>(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
-        // First, so that the fast path sees the neighbour table the stages would see.
+        let fast_path = !TRACE && self.fast_path_on && self.acl.is_none();
+        if fast_path {
+            FastPath::prefetch(ctx.pool, batch, self.route.fib_v4());
+        }
+        // Before the fast path, so that it sees the neighbour table the stages would see.
         self.housekeeping(ctx);
-        if !TRACE && self.fast_path_on && self.acl.is_none() {
+        if fast_path {
             let coverage = self.fast_path.process(
                 ctx.pool,
                 batch,

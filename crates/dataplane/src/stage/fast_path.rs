@@ -19,13 +19,15 @@
 //! act on (an ARP frame, an IPv6 packet whose next header is neither TCP nor UDP) is therefore
 //! left whole to the stages ("declined"), before anything is written.
 //!
-//! Two short passes over the batch rather than one: the checks of every packet, which need no
-//! table, each passing packet's tbl24 entry prefetched; then lookups, rewrites and ports. At a
-//! million routes nearly every lookup misses the caches and the TLB: the checks of the packets
-//! after a packet run while its entry arrives. The checks come before any write so that a
-//! declined batch reaches the stages untouched. (Measured against a third pass that prefetches
-//! every entry first and against one fused pass behind a look-ahead: those are 30 and 28
-//! instructions per packet more, and were not faster; see docs/benchmarks.md.)
+//! Three short passes over the batch rather than one. [`FastPath::prefetch`], which the router
+//! runs first thing, starts loading the tbl24 entry of every destination in one tight loop;
+//! [`FastPath::process`] then checks every packet (no table read), during which those entries
+//! arrive, and then looks up, rewrites and sends the packets that passed. At a million routes
+//! nearly every lookup misses the caches and the TLB, and this order hid the misses best of
+//! those measured (docs/benchmarks.md, "Apps"): prefetching within the check pass instead saves
+//! 22 instructions per packet but read 1.60–1.64x the cross-connect against 1.52–1.58x, one
+//! fused check-and-forward pass behind the prefetches 1.74–1.77x against 1.57–1.65x. The
+//! checks come before any write so that a declined batch reaches the stages untouched.
 //!
 //! Counters: [`FastPathCounters`]. One batch function, [`FastPath::process`]; no trace format:
 //! a traced router leaves every packet to the stages so their trace lines stay complete.
@@ -98,6 +100,22 @@ impl FastPath {
         self.counters
     }
 
+    /// Starts loading the tbl24 entry of every packet's IPv4 destination (whatever the frame
+    /// holds at that offset: a wasted prefetch costs nothing), as early as the router can:
+    /// [`FastPath::process`] reads them after its checks.
+    pub fn prefetch(pool: &FramePool, batch: &Batch, fib: &Ipv4Fib) {
+        for desc in batch.descs() {
+            let at = usize::from(desc.offset) + 30;
+            if let Some(dst) = pool
+                .frame(desc.frame)
+                .get(at..)
+                .and_then(<[u8]>::first_chunk)
+            {
+                fib.prefetch(u32::from_be_bytes(*dst));
+            }
+        }
+    }
+
     /// Forwards every packet of `batch` that qualifies (see the module documentation) by the
     /// routes of `fib` and the adjacencies current under the neighbour table's `generation`,
     /// and says whether any packet is left for the stages.
@@ -112,10 +130,7 @@ impl FastPath {
         let (descs, metas) = batch.split_mut();
         for (desc, destination) in descs.iter().zip(&mut self.destinations) {
             *destination = match check(packet(pool, desc)) {
-                Check::Candidate(dst) => {
-                    fib.prefetch(dst);
-                    dst
-                }
+                Check::Candidate(dst) => dst,
                 Check::Leave => 0,
                 Check::Decline => {
                     self.counters.declined += 1;
