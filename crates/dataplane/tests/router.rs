@@ -113,18 +113,23 @@ fn counter(rig: &Rig, name: &str) -> u64 {
         .1
 }
 
-/// A UDP frame from the host on port 0 to `dst`.
-fn udp4(dst: &str, ttl: u8, src_port: u16) -> Vec<u8> {
+/// An IPv4 frame from the host on port 0 to `dst`, to be finished by the caller.
+fn from_host(dst: &str) -> FrameBuilder {
     FrameBuilder::ipv4_udp()
         .with_l3(L3::Ipv4 {
             src: v4("10.0.0.2"),
             dst: v4(dst),
         })
+        .macs(HOST_MAC, ROUTER[0])
+}
+
+/// A UDP frame from the host on port 0 to `dst`.
+fn udp4(dst: &str, ttl: u8, src_port: u16) -> Vec<u8> {
+    from_host(dst)
         .with_l4(L4::Udp {
             src_port,
             dst_port: 53,
         })
-        .macs(HOST_MAC, ROUTER[0])
         .ttl(ttl)
         .payload_len(18)
         .build()
@@ -710,16 +715,10 @@ fn with_options(frame: &[u8]) -> Vec<u8> {
 
 /// An echo request from the host on port 0 to `dst`, to be finished by the caller.
 fn echo_request(dst: &str) -> FrameBuilder {
-    FrameBuilder::ipv4_udp()
-        .with_l3(L3::Ipv4 {
-            src: v4("10.0.0.2"),
-            dst: v4(dst),
-        })
-        .with_l4(L4::Echo {
-            ident: 7,
-            seq_no: 1,
-        })
-        .macs(HOST_MAC, ROUTER[0])
+    from_host(dst).with_l4(L4::Echo {
+        ident: 7,
+        seq_no: 1,
+    })
 }
 
 #[test]
@@ -1114,16 +1113,11 @@ fn config_without_default() -> RouterConfig {
 
 /// A TCP frame from the host on port 0 to `dst`.
 fn tcp4(dst: &str, ttl: u8) -> Vec<u8> {
-    FrameBuilder::ipv4_udp()
-        .with_l3(L3::Ipv4 {
-            src: v4("10.0.0.2"),
-            dst: v4(dst),
-        })
+    from_host(dst)
         .with_l4(L4::Tcp {
             src_port: 4000,
             dst_port: 80,
         })
-        .macs(HOST_MAC, ROUTER[0])
         .ttl(ttl)
         .build()
 }
@@ -1148,14 +1142,7 @@ fn frame_of_kind(kind: u8, n: u8) -> Vec<u8> {
         7 => arp_request(HOST_MAC, v4("10.0.0.2"), v4("10.0.0.1")),
         8 => echo_request("10.0.0.1").payload_len(18).build(),
         9 => udp6("2001:db8:100::5", 64 - n % 64),
-        10 => FrameBuilder::ipv4_udp()
-            .with_l3(L3::Ipv4 {
-                src: v4("10.0.0.2"),
-                dst: v4("192.0.2.5"),
-            })
-            .macs(HOST_MAC, ROUTER[0])
-            .vlan(u16::from(n) + 1)
-            .build(),
+        10 => from_host("192.0.2.5").vlan(u16::from(n) + 1).build(),
         11 => plain()[..usize::from(n % 42)].to_vec(),
         12 => {
             let mut cut = plain();
@@ -1177,12 +1164,7 @@ fn frame_of_kind(kind: u8, n: u8) -> Vec<u8> {
         }
         16 => to(&format!("198.51.100.{n}")),
         17 => to("10.1.0.2"),
-        18 => FrameBuilder::ipv4_udp()
-            .with_l3(L3::Ipv4 {
-                src: v4("10.0.0.2"),
-                dst: v4("192.0.2.5"),
-            })
-            .macs(HOST_MAC, ROUTER[0])
+        18 => from_host("192.0.2.5")
             .fragment(u16::from(n) * 8, n.is_multiple_of(2))
             .build(),
         19 => echo_request("192.0.2.5").payload_len(18).build(),
