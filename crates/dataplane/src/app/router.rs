@@ -841,10 +841,10 @@ impl Router {
 
     /// The stages over one batch; with `TRACE` their `TRACE` variants, and a record per packet.
     fn run<const TRACE: bool>(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
-        let fast_path = !TRACE && self.fast_path_on && self.acl.is_none();
-        if fast_path {
-            FastPath::prefetch(ctx.pool, batch, self.route.fib_v4());
-        }
+        let fast_path = !TRACE
+            && self.fast_path_on
+            && self.acl.is_none()
+            && FastPath::prefetch(ctx.pool, batch, self.route.fib_v4());
         // Before the fast path, so that it sees the neighbour table the stages would see.
         self.housekeeping(ctx);
         if fast_path {

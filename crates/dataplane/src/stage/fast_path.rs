@@ -48,8 +48,8 @@ pub struct FastPathCounters {
     /// Packets forwarded by the loop. The router also counts them where the stages would have
     /// (looked up by the route stage, forwarded by the neighbour stage).
     pub forwarded: u64,
-    /// Batches left whole to the stages because a frame of theirs may teach the neighbour
-    /// table.
+    /// Batches with IPv4 frames left whole to the stages because a frame of theirs may teach
+    /// the neighbour table.
     pub declined: u64,
 }
 
@@ -100,20 +100,25 @@ impl FastPath {
         self.counters
     }
 
-    /// Starts loading the tbl24 entry of every packet's IPv4 destination (whatever the frame
-    /// holds at that offset: a wasted prefetch costs nothing), as early as the router can:
-    /// [`FastPath::process`] reads them after its checks.
-    pub fn prefetch(pool: &FramePool, batch: &Batch, fib: &Ipv4Fib) {
+    /// Starts loading the tbl24 entry of every IPv4 packet's destination, as early as the router
+    /// can: [`FastPath::process`] reads them after its checks. Returns whether the batch holds
+    /// an IPv4 frame at all; if not, the loop has nothing to do and is not run (an IPv6 batch
+    /// pays this pass only).
+    pub fn prefetch(pool: &FramePool, batch: &Batch, fib: &Ipv4Fib) -> bool {
+        let mut any = false;
         for desc in batch.descs() {
-            let at = usize::from(desc.offset) + 30;
-            if let Some(dst) = pool
+            let at = usize::from(desc.offset);
+            if let Some(h) = pool
                 .frame(desc.frame)
                 .get(at..)
-                .and_then(<[u8]>::first_chunk)
+                .and_then(<[u8]>::first_chunk::<34>)
+                && [h[12], h[13]] == [0x08, 0x00]
             {
-                fib.prefetch(u32::from_be_bytes(*dst));
+                fib.prefetch(u32::from_be_bytes([h[30], h[31], h[32], h[33]]));
+                any = true;
             }
         }
+        any
     }
 
     /// Forwards every packet of `batch` that qualifies (see the module documentation) by the
