@@ -20,17 +20,19 @@
 //! left whole to the stages ("declined"), before anything is written.
 //!
 //! Three short passes over the batch rather than one. [`FastPath::prefetch`], which the router
-//! runs first thing, starts loading the tbl24 entry of every destination in one tight loop;
-//! [`FastPath::process`] then checks every packet (no table read), during which those entries
-//! arrive, and then looks up, rewrites and sends the packets that passed. At a million routes
+//! runs first thing, starts loading the tbl24 entry of every IPv4 destination in one tight loop
+//! (a batch without IPv4 stops there); [`FastPath::process`] then checks every packet (no
+//! table read), during which those entries arrive, and then looks up, rewrites and sends the
+//! packets that passed. At a million routes
 //! nearly every lookup misses the caches and the TLB, and this order hid the misses best of
 //! those measured (docs/benchmarks.md, "Apps"): prefetching within the check pass instead saves
 //! 22 instructions per packet but read 1.60–1.64x the cross-connect against 1.52–1.58x, one
 //! fused check-and-forward pass behind the prefetches 1.74–1.77x against 1.57–1.65x. The
 //! checks come before any write so that a declined batch reaches the stages untouched.
 //!
-//! Counters: [`FastPathCounters`]. One batch function, [`FastPath::process`]; no trace format:
-//! a traced router leaves every packet to the stages so their trace lines stay complete.
+//! Counters: [`FastPathCounters`]. One batch function, [`FastPath::process`], after
+//! [`FastPath::prefetch`]; no trace format: a traced router leaves every packet to the stages so
+//! their trace lines stay complete.
 
 use wirespeed_packet::{Batch, Desc, FramePool, MAX_BATCH, Meta};
 
