@@ -247,7 +247,9 @@ fn forward(
 fn decrement_ttl(ip: &mut [u8; 20]) {
     let sum = u32::from(u16::from_be_bytes([ip[10], ip[11]])) + 0x0100;
     let sum = (sum + u32::from(sum >= 0xffff)) as u16;
-    ip[8] -= 1;
+    // Above 1 when checked; saturating all the same, so that a frame a broken port handed over
+    // twice in one batch cannot make this panic.
+    ip[8] = ip[8].saturating_sub(1);
     ip[10..12].copy_from_slice(&sum.to_be_bytes());
 }
 
