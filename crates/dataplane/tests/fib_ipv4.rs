@@ -77,6 +77,12 @@ fn check(
         let expected = reference_lookup(reference, addr);
         prop_assert_eq!(fib.lookup(addr), expected, "lookup {:#010x}", addr);
         prop_assert_eq!(batched, expected, "lookup_batch {:#010x}", addr);
+        prop_assert_eq!(
+            fib.lookup_hop(addr),
+            expected.map(NextHop::id),
+            "lookup_hop {:#010x}",
+            addr
+        );
     }
     Ok(())
 }
@@ -157,4 +163,33 @@ fn route(addr: u32, len: u8, hop: u32) -> (Ipv4Prefix, NextHop) {
         Ipv4Prefix::new(addr, len).unwrap(),
         NextHop::hop(hop).unwrap(),
     )
+}
+
+#[test]
+fn lookup_hop_answers_single_hops_only() {
+    let mut fib = Ipv4Fib::new();
+    let group = NextHop::ecmp(3).unwrap();
+    fib.insert(
+        Ipv4Prefix::new(0x0a00_0000, 8).unwrap(),
+        NextHop::hop(7).unwrap(),
+    )
+    .unwrap();
+    fib.insert(Ipv4Prefix::new(0x0a01_0000, 16).unwrap(), group)
+        .unwrap();
+    fib.insert(Ipv4Prefix::new(0x0a02_0080, 25).unwrap(), group)
+        .unwrap();
+    assert_eq!(fib.lookup_hop(0x0a00_0001), Some(7));
+    assert_eq!(fib.lookup(0x0a01_0001), Some(group));
+    assert_eq!(fib.lookup_hop(0x0a01_0001), None, "an ECMP group");
+    assert_eq!(
+        fib.lookup_hop(0x0a02_0081),
+        None,
+        "an ECMP group in a tbl8 group"
+    );
+    assert_eq!(
+        fib.lookup_hop(0x0a02_0001),
+        Some(7),
+        "beside it in the tbl8 group"
+    );
+    assert_eq!(fib.lookup_hop(0x0b00_0001), None, "no route");
 }

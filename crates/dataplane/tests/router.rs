@@ -113,18 +113,23 @@ fn counter(rig: &Rig, name: &str) -> u64 {
         .1
 }
 
-/// A UDP frame from the host on port 0 to `dst`.
-fn udp4(dst: &str, ttl: u8, src_port: u16) -> Vec<u8> {
+/// An IPv4 frame from the host on port 0 to `dst`, to be finished by the caller.
+fn from_host(dst: &str) -> FrameBuilder {
     FrameBuilder::ipv4_udp()
         .with_l3(L3::Ipv4 {
             src: v4("10.0.0.2"),
             dst: v4(dst),
         })
+        .macs(HOST_MAC, ROUTER[0])
+}
+
+/// A UDP frame from the host on port 0 to `dst`.
+fn udp4(dst: &str, ttl: u8, src_port: u16) -> Vec<u8> {
+    from_host(dst)
         .with_l4(L4::Udp {
             src_port,
             dst_port: 53,
         })
-        .macs(HOST_MAC, ROUTER[0])
         .ttl(ttl)
         .payload_len(18)
         .build()
@@ -710,16 +715,10 @@ fn with_options(frame: &[u8]) -> Vec<u8> {
 
 /// An echo request from the host on port 0 to `dst`, to be finished by the caller.
 fn echo_request(dst: &str) -> FrameBuilder {
-    FrameBuilder::ipv4_udp()
-        .with_l3(L3::Ipv4 {
-            src: v4("10.0.0.2"),
-            dst: v4(dst),
-        })
-        .with_l4(L4::Echo {
-            ident: 7,
-            seq_no: 1,
-        })
-        .macs(HOST_MAC, ROUTER[0])
+    from_host(dst).with_l4(L4::Echo {
+        ident: 7,
+        seq_no: 1,
+    })
 }
 
 #[test]
@@ -1063,4 +1062,227 @@ fn skipped_passes_change_nothing_in_batches_mixing_forwarded_packets_and_excepti
         skipping[1][2],
         [forwarded6(&udp6("2001:db8:100::5", 64), ROUTER[2], G2_MAC)]
     );
+}
+
+/// What a router put out, port by port after each exchange, and what it counted.
+#[derive(Debug, PartialEq)]
+struct Observed {
+    outputs: Vec<Vec<Vec<Vec<u8>>>>,
+    drops: Vec<u64>,
+    /// The app's counters but the fast path's own.
+    counters: Vec<(&'static str, u64)>,
+}
+
+/// Runs `exchanges` through a router built from `config` with the fused forwarding loop on or
+/// off; returns what it did and how many packets the loop forwarded and batches it declined.
+fn observe(
+    config: RouterConfig,
+    fast_path: bool,
+    exchanges: &[(usize, Vec<Vec<u8>>)],
+) -> (Observed, u64, u64) {
+    let mut router = Router::new(config).unwrap();
+    router.set_fast_path(fast_path);
+    let mut rig = Rig::new(Box::new(router), 3, 32);
+    let outputs = exchanges
+        .iter()
+        .map(|(port, frames)| rig.exchange(*port, frames))
+        .collect();
+    let (fast, counters): (Vec<_>, Vec<_>) = rig
+        .app_counters()
+        .into_iter()
+        .partition(|(name, _)| name.starts_with("fast_path."));
+    let fast = |name: &str| fast.iter().find(|(n, _)| *n == name).map_or(0, |c| c.1);
+    let (forwarded, declined) = (fast("fast_path.forwarded"), fast("fast_path.declined"));
+    let observed = Observed {
+        outputs,
+        drops: rig.worker.counters().drops.to_vec(),
+        counters,
+    };
+    finish(rig);
+    (observed, forwarded, declined)
+}
+
+/// `config()` without the IPv4 default route, so that a destination can have no route.
+fn config_without_default() -> RouterConfig {
+    let mut config = config();
+    config
+        .routes
+        .retain(|r| r.prefix != Prefix::new("0.0.0.0".parse().unwrap(), 0).unwrap());
+    config
+}
+
+/// A TCP frame from the host on port 0 to `dst`.
+fn tcp4(dst: &str, ttl: u8) -> Vec<u8> {
+    from_host(dst)
+        .with_l4(L4::Tcp {
+            src_port: 4000,
+            dst_port: 80,
+        })
+        .ttl(ttl)
+        .build()
+}
+
+/// One frame of a kind the fused loop forwards (`kind` 0 and 1) or must leave to the stages
+/// (every other kind), `n` varying it.
+fn frame_of_kind(kind: u8, n: u8) -> Vec<u8> {
+    let plain = || udp4(&format!("192.0.2.{}", n % 128), 64, u16::from(n));
+    let to = |dst: &str| udp4(dst, 64, u16::from(n));
+    match kind {
+        0 => plain(),
+        1 => tcp4(&format!("192.0.2.{}", 128 + n % 128), 2 + n % 62),
+        2 => udp4("192.0.2.9", 1 - n % 2, 1),
+        3 => {
+            let mut bad = plain();
+            bad[24] ^= n | 1;
+            bad
+        }
+        4 => with_options(&plain()),
+        5 => to(&format!("100.64.0.{n}")),
+        6 => to(&format!("203.0.113.{n}")),
+        7 => arp_request(HOST_MAC, v4("10.0.0.2"), v4("10.0.0.1")),
+        8 => echo_request("10.0.0.1").payload_len(18).build(),
+        9 => udp6("2001:db8:100::5", 64 - n % 64),
+        10 => from_host("192.0.2.5").vlan(u16::from(n) + 1).build(),
+        11 => plain()[..usize::from(n % 42)].to_vec(),
+        12 => {
+            let mut cut = plain();
+            cut.truncate(14 + 20 + 4);
+            cut
+        }
+        13 => FrameBuilder::ipv4_udp()
+            .with_l3(L3::Ipv4 {
+                src: v4("127.0.0.1"),
+                dst: v4("192.0.2.5"),
+            })
+            .macs(HOST_MAC, ROUTER[0])
+            .build(),
+        14 => to("255.255.255.255"),
+        15 => {
+            let mut group = plain();
+            group[0] = 0x01;
+            group
+        }
+        16 => to(&format!("198.51.100.{n}")),
+        17 => to("10.1.0.2"),
+        18 => from_host("192.0.2.5")
+            .fragment(u16::from(n) * 8, n.is_multiple_of(2))
+            .build(),
+        19 => echo_request("192.0.2.5").payload_len(18).build(),
+        20 => to("10.2.0.1"),
+        // An answer from 10.1.0.9 (the unresolved gateway of 203.0.113.0/24), at a MAC that
+        // changes with `n`: the neighbour table learns or relearns it.
+        21 => arp_frame(
+            arp::Operation::Reply,
+            ROUTER[1],
+            (mac(0xe0 | (n % 4)), v4("10.1.0.9")),
+            (ROUTER[1], v4("10.1.0.1")),
+        ),
+        _ => {
+            let mut flipped = plain();
+            let at = usize::from(n) % flipped.len();
+            flipped[at] ^= 0x80;
+            flipped
+        }
+    }
+}
+
+/// The kinds of [`frame_of_kind`].
+const KINDS: u8 = 23;
+
+#[test]
+fn the_fast_path_gives_the_stage_passes_output_byte_for_byte_among_every_exception() {
+    let fast = |n: u8| frame_of_kind(n % 2, n);
+    // A batch of fast packets with every exception between two of them.
+    let mixed: Vec<Vec<u8>> = (2..KINDS)
+        .filter(|&kind| kind != 7 && kind != 21)
+        .flat_map(|kind| [fast(kind), frame_of_kind(kind, kind)])
+        .take(32)
+        .collect();
+    let mixed_rest: Vec<Vec<u8>> = (14..KINDS)
+        .filter(|&kind| kind != 21)
+        .flat_map(|kind| [fast(kind), frame_of_kind(kind, kind + 1)])
+        .collect();
+    let only_fast: Vec<Vec<u8>> = (0..32).map(fast).collect();
+    let via_g9 = |n: u8| frame_of_kind(6, n);
+    // After any change of the neighbour table the first batch for a gateway takes the stages,
+    // which rebuild its adjacency; the loop forwards by it from the next batch on.
+    let exchanges = vec![
+        (0, only_fast.clone()),
+        (0, only_fast.clone()),
+        (0, mixed),
+        (0, mixed_rest),
+        // Discovery learns in the middle of a batch: an ARP request for the router; then
+        // 10.1.0.9's answer (its waiting packets leave), later a new MAC for it between
+        // packets for it.
+        (0, vec![fast(1), frame_of_kind(7, 0), fast(2)]),
+        (1, vec![frame_of_kind(21, 0)]),
+        (0, (0..8).map(via_g9).collect()),
+        (0, (0..8).map(via_g9).collect()),
+        (
+            1,
+            vec![via_g9(1), via_g9(2), frame_of_kind(21, 1), via_g9(3)],
+        ),
+        (0, (0..8).map(via_g9).collect()),
+        (0, (0..8).map(via_g9).collect()),
+        (0, only_fast.clone()),
+    ];
+    let (fused, forwarded, declined) = observe(config_without_default(), true, &exchanges);
+    let (stages, none, _) = observe(config_without_default(), false, &exchanges);
+    assert_eq!(none, 0, "the loop is off");
+    assert!(
+        forwarded >= 32 + 8 + 8 + 8,
+        "the loop forwarded {forwarded}"
+    );
+    assert_eq!(
+        declined, 2,
+        "the two batches with IPv4 frames and an ARP frame"
+    );
+    assert_eq!(fused, stages);
+    // And what it forwarded is right: MACs, TTL, checksum, port, order.
+    let expected = |frames: &[Vec<u8>]| -> [Vec<Vec<u8>>; 2] {
+        let to = |port: usize, mac| {
+            frames
+                .iter()
+                .filter(|f| (f[30..34] == [192, 0, 2, f[33]]) && (f[33] >= 128) == (port == 2))
+                .map(|f| forwarded4(f, ROUTER[port], mac))
+                .collect()
+        };
+        [to(1, G1_MAC), to(2, G2_MAC)]
+    };
+    let [g1, g2] = expected(&only_fast);
+    assert_eq!(fused.outputs[1][1], g1);
+    assert_eq!(fused.outputs[1][2], g2);
+    let relearned: Vec<Vec<u8>> = (0..8)
+        .map(|n| forwarded4(&via_g9(n), ROUTER[1], mac(0xe1)))
+        .collect();
+    assert_eq!(fused.outputs[10][1], relearned);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Random batches of fast-path packets and exceptions, arriving on random ports, give the
+    /// same bytes in the same order and the same counters with the fused loop as without.
+    #[test]
+    fn random_mixes_give_the_same_output_with_and_without_the_fast_path(
+        batches in proptest::collection::vec(
+            (0usize..3, proptest::collection::vec((0..KINDS + 8, any::<u8>()), 1..33)),
+            1..6,
+        )
+    ) {
+        // Kinds beyond KINDS stand for more fast packets, the common case.
+        let exchanges: Vec<(usize, Vec<Vec<u8>>)> = batches
+            .iter()
+            .map(|(port, frames)| {
+                let frames = frames
+                    .iter()
+                    .map(|&(kind, n)| frame_of_kind(if kind < KINDS { kind } else { kind % 2 }, n))
+                    .collect();
+                (*port, frames)
+            })
+            .collect();
+        let (fused, _, _) = observe(config_without_default(), true, &exchanges);
+        let (stages, _, _) = observe(config_without_default(), false, &exchanges);
+        prop_assert_eq!(fused, stages);
+    }
 }

@@ -16,6 +16,12 @@
 //! ICMPv6 frame, an error due, a packet for the router): plain forwarded traffic skips their
 //! passes. Traced batches run every pass.
 //!
+//! Before all of them, [`FastPath`] forwards the common IPv4 packet (valid, routed to a gateway
+//! whose adjacency is current) in one fused pass straight from the frame: a batch of such
+//! packets never reaches the stages, not even the parse. Packets it leaves (every exception)
+//! take the stages exactly as they would without it; it leaves every packet of a batch in
+//! which discovery may learn a neighbour, and it is off while tracing or with an ACL.
+//!
 //! An optional [`Acl`] stage runs right after parse (the "Linux router with firewall" case):
 //! without one configured the router does not even test for it per packet, only per batch.
 //!
@@ -44,6 +50,7 @@ use crate::command::{AppCommand, AppReply, Retired, Routes, Table};
 use crate::stage::Parse;
 use crate::stage::acl::{Acl, AclConfig, AclRule};
 use crate::stage::discovery::{Discovered, Discovery};
+use crate::stage::fast_path::{Coverage, FastPath};
 use crate::stage::icmp_error::{IcmpError, IcmpKind, Signalled};
 use crate::stage::local::{Delivered, Local};
 use crate::stage::neighbour::{Resolution, Resolve};
@@ -196,6 +203,12 @@ pub struct Router {
     interfaces: Interfaces,
     parse: Parse,
     acl: Option<Acl>,
+    fast_path: FastPath,
+    /// Whether `fast_path` runs (see [`Router::set_fast_path`]).
+    fast_path_on: bool,
+    /// Packets of batches the fast path forwarded whole, which the parse never saw: counted as
+    /// parsed, since the parse would have parsed them.
+    parse_skipped: u64,
     discovery: Discovery,
     route: Route,
     icmp: IcmpError,
@@ -239,6 +252,9 @@ impl Router {
             interfaces: Interfaces::new(config.interfaces.clone()),
             parse: Parse::new(),
             acl: config.acl.as_ref().map(Acl::new),
+            fast_path: FastPath::new(),
+            fast_path_on: true,
+            parse_skipped: 0,
             discovery: Discovery::new(),
             route: Route::new(config.ipv4_options),
             icmp: IcmpError::new(config.icmp_rate, config.icmp_burst, hz),
@@ -412,6 +428,13 @@ impl Router {
     /// The interfaces.
     pub fn interfaces(&self) -> &Interfaces {
         &self.interfaces
+    }
+
+    /// Switches the fused IPv4 forwarding loop ([`FastPath`]) on (the default) or off; off, every
+    /// packet takes the stage passes. Between batches. For tests and benchmarks that hold the
+    /// two paths against each other: the output is the same either way.
+    pub fn set_fast_path(&mut self, on: bool) {
+        self.fast_path_on = on;
     }
 
     /// The route stage (FIBs, for sizes and route listings).
@@ -624,10 +647,13 @@ impl App for Router {
 
     fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
         let parse = self.parse.counters();
-        out.push(("parse.parsed", parse.parsed));
+        out.push(("parse.parsed", parse.parsed + self.parse_skipped));
         out.push(("parse.malformed", parse.malformed));
+        let fast = self.fast_path.counters();
+        out.push(("fast_path.forwarded", fast.forwarded));
+        out.push(("fast_path.declined", fast.declined));
         let r = self.route.counters();
-        out.push(("route.ipv4", r.ipv4));
+        out.push(("route.ipv4", r.ipv4 + fast.forwarded));
         out.push(("route.ipv6", r.ipv6));
         out.push(("route.local", r.local));
         out.push(("route.no_route", r.no_route));
@@ -637,7 +663,7 @@ impl App for Router {
         out.push(("route.martian_source", r.martian));
         out.push(("route.ipv4_options", r.options));
         let n = self.resolve.counters();
-        out.push(("neighbour.forwarded", n.forwarded));
+        out.push(("neighbour.forwarded", n.forwarded + fast.forwarded));
         out.push(("neighbour.held", n.held));
         out.push(("neighbour.hold_full", n.hold_full));
         out.push(("neighbour.table_full", n.table_full));
@@ -815,6 +841,25 @@ impl Router {
 
     /// The stages over one batch; with `TRACE` their `TRACE` variants, and a record per packet.
     fn run<const TRACE: bool>(&mut self, ctx: &mut Context<'_>, batch: &mut Batch) {
+        let fast_path = !TRACE
+            && self.fast_path_on
+            && self.acl.is_none()
+            && FastPath::prefetch(ctx.pool, batch, self.route.fib_v4());
+        // Before the fast path, so that it sees the neighbour table the stages would see.
+        self.housekeeping(ctx);
+        if fast_path {
+            let coverage = self.fast_path.process(
+                ctx.pool,
+                batch,
+                self.route.fib_v4(),
+                self.route.adjacencies(),
+                self.neighbours.generation(),
+            );
+            if coverage == Coverage::All {
+                self.parse_skipped += batch.len() as u64;
+                return;
+            }
+        }
         // The flow hash is computed only when a stage reads it (the ACL's cache, ECMP).
         self.parse
             .set_flow_hash(self.acl.is_some() || self.route.uses_flow_hash());
@@ -827,7 +872,6 @@ impl Router {
                 *arrival = Arrival::new(desc, key);
             }
         }
-        self.housekeeping(ctx);
         // The passes of discovery, ICMP errors and local delivery run only over batches that
         // hold a packet for them (traced batches run every pass, so each stage keeps its line):
         // a batch of plain forwarded traffic pays one flag test per packet for all three.

@@ -5,6 +5,7 @@
 pub mod acl;
 pub mod bridge_forward;
 pub mod discovery;
+pub mod fast_path;
 pub mod flow_cache;
 pub mod icmp_error;
 pub mod learn;

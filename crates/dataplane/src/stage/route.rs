@@ -148,11 +148,13 @@ pub fn martian_v6(src: u128) -> bool {
     src <= 1 || src >> 120 == 0xff || src >> 32 == 0xffff || src >> 118 == 0xfe80 >> 6
 }
 
-/// Whether a 20-byte IPv4 header (no options) carries a valid checksum: its five 32-bit words
-/// summed in a `u64` and folded to 16 bits give 0xffff. [`checksum::is_valid`] does the same
-/// for any length; this one is a handful of instructions with no loop, for every packet.
+/// Whether a 20-byte IPv4 header (no options) carries a valid checksum: the ones' complement
+/// sum of its 16-bit words is 0xffff, which is to say, since 2^16 is 1 modulo 0xffff, that the
+/// plain sum of its five 32-bit words (in a `u64`, no carry lost) is a nonzero multiple of
+/// 0xffff. [`checksum::is_valid`] folds the sum for any length; this one is a division by a
+/// constant (a multiply) with no loop and no fold, for every packet.
 #[inline(always)]
-fn header_checksum_is_valid(header: &[u8; 20]) -> bool {
+pub(crate) fn header_checksum_is_valid(header: &[u8; 20]) -> bool {
     let word = |at: usize| {
         u64::from(u32::from_ne_bytes([
             header[at],
@@ -161,14 +163,10 @@ fn header_checksum_is_valid(header: &[u8; 20]) -> bool {
             header[at + 3],
         ]))
     };
-    // Five words stay below 2^35; byte order does not matter to a ones' complement sum, and
-    // 0xffff reads the same either way (RFC 1071 §2(B)).
+    // Byte order does not matter to a ones' complement sum (RFC 1071 §2(B)): swapping the
+    // bytes of every word multiplies the sum by 256 modulo 0xffff, which keeps it a multiple.
     let sum = word(0) + word(4) + word(8) + word(12) + word(16);
-    let sum = (sum & 0xffff_ffff) + (sum >> 32);
-    let sum = (sum & 0xffff) + (sum >> 16);
-    let sum = (sum & 0xffff) + (sum >> 16);
-    let sum = (sum & 0xffff) + (sum >> 16);
-    sum == 0xffff
+    sum != 0 && sum % 0xffff == 0
 }
 
 impl Route {
@@ -207,6 +205,11 @@ impl Route {
 
     pub fn fib_v6(&self) -> &Ipv6Fib {
         &self.fib6
+    }
+
+    /// The adjacencies of the hops, for the fused forwarding loop to apply.
+    pub fn adjacencies(&self) -> &Adjacencies {
+        &self.adjacencies
     }
 
     /// The adjacencies of the hops, for the neighbour stage to apply and refresh.
@@ -543,8 +546,31 @@ mod tests {
                 );
             }
         }
-        let ones = [0xff; 20];
-        assert_eq!(header_checksum_is_valid(&ones), checksum::is_valid(&ones));
+        for filled in [[0xff; 20], [0; 20]] {
+            assert_eq!(
+                header_checksum_is_valid(&filled),
+                checksum::is_valid(&filled)
+            );
+        }
+        // Random headers, as they come and with their checksum filled in.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..100_000 {
+            let mut random = [0u8; 20];
+            for byte in &mut random {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1);
+                *byte = (state >> 56) as u8;
+            }
+            assert_eq!(
+                header_checksum_is_valid(&random),
+                checksum::is_valid(&random)
+            );
+            random[10..12].copy_from_slice(&[0, 0]);
+            let sum = checksum::internet_checksum(&random);
+            random[10..12].copy_from_slice(&sum.to_be_bytes());
+            assert!(header_checksum_is_valid(&random), "{random:?}");
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@
 
 use super::prefix::Ipv4Prefix;
 use super::rib::Rib;
-use super::{FibError, NextHop, VALID};
+use super::{ECMP, FibError, NextHop, VALID};
 
 const TBL24_LEN: usize = 1 << 24;
 const GROUP_LEN: usize = 256;
@@ -316,17 +316,33 @@ impl Ipv4Fib {
     /// a prefix longer than /24.
     #[inline]
     pub fn lookup(&self, addr: u32) -> Option<NextHop> {
-        let mut slot = self
+        NextHop::from_entry(self.entry(addr))
+    }
+
+    /// The hop id of the route for `addr` when that route names one next hop, `None` when
+    /// there is no route or it names an ECMP group: [`Ipv4Fib::lookup`] and
+    /// [`NextHop::target`] in one test of the entry's flags, for the router's fast path.
+    #[inline(always)]
+    pub fn lookup_hop(&self, addr: u32) -> Option<u32> {
+        let entry = self.entry(addr);
+        (entry & (VALID | ECMP) == VALID).then_some(entry & NextHop::MAX_ID)
+    }
+
+    /// The table entry that decides `addr`: its tbl24 entry, or the tbl8 slot that one points
+    /// to.
+    #[inline(always)]
+    fn entry(&self, addr: u32) -> u32 {
+        let slot = self
             .tables
             .tbl24
             .get((addr >> 8) as usize)
             .copied()
             .unwrap_or(0);
-        if slot & GROUP != 0 {
-            let index = ((slot & GROUP_INDEX) as usize) << 8 | (addr & 0xff) as usize;
-            slot = self.tables.tbl8.get(index).copied().unwrap_or(0);
+        if slot & GROUP == 0 {
+            return slot;
         }
-        NextHop::from_entry(slot)
+        let index = ((slot & GROUP_INDEX) as usize) << 8 | (addr & 0xff) as usize;
+        self.tables.tbl8.get(index).copied().unwrap_or(0)
     }
 
     /// Starts bringing the tbl24 entry of `addr` into the cache, so that a lookup of `addr`

@@ -1,0 +1,318 @@
+//! The fused IPv4 forwarding loop (DPDK l3fwd, VPP's ip4-lookup + ip4-rewrite): for the common
+//! packet, every step the router takes on it — validate, look up, decrement the TTL with the
+//! incremental checksum, write the pre-built rewrite, choose the port — straight from the
+//! frame's fixed offsets, with no parse and no per-stage decision written and read back.
+//!
+//! A packet qualifies when the stage passes would forward it through a current adjacency
+//! ([`Adjacencies`]) and nothing else: untagged Ethernet to a unicast MAC, IPv4 with a 20-byte
+//! header, not a fragment, UDP or TCP with consistent lengths (exactly the frames the packet
+//! parser's own fast path accepts, so the parse could not have dropped it), a good header
+//! checksum, TTL above 1, neither address a martian, a route to a single gateway (no ECMP pick)
+//! whose adjacency is current. Everything else is left untouched, its `Meta` still empty, for
+//! the stage passes, which skip the packets decided here (their `out_port` is set): so ARP and
+//! NDP, ICMP errors, local delivery, holds and every drop reason behave exactly as without this
+//! loop, and the order of the batch is kept.
+//!
+//! Only one thing could tell the two paths apart: the discovery stage, which runs before the
+//! route stage, may learn a neighbour from an ARP or ICMPv6 packet of the batch and so change
+//! the rewrite of packets ahead of it in the batch. A batch that holds a frame discovery may
+//! act on (an ARP frame, an IPv6 packet whose next header is neither TCP nor UDP) is therefore
+//! left whole to the stages ("declined"), before anything is written.
+//!
+//! Three short passes over the batch rather than one. [`FastPath::prefetch`], which the router
+//! runs first thing, starts loading the tbl24 entry of every IPv4 destination in one tight loop
+//! (a batch without IPv4 stops there); [`FastPath::process`] then checks every packet (no
+//! table read), during which those entries arrive, and then looks up, rewrites and sends the
+//! packets that passed. At a million routes
+//! nearly every lookup misses the caches and the TLB, and this order hid the misses best of
+//! those measured (docs/benchmarks.md, "Apps"): prefetching within the check pass instead saves
+//! 22 instructions per packet but read 1.60–1.64x the cross-connect against 1.52–1.58x, one
+//! fused check-and-forward pass behind the prefetches 1.74–1.77x against 1.57–1.65x. The
+//! checks come before any write so that a declined batch reaches the stages untouched.
+//!
+//! Counters: [`FastPathCounters`]. One batch function, [`FastPath::process`], after
+//! [`FastPath::prefetch`]; no trace format: a traced router leaves every packet to the stages so
+//! their trace lines stay complete.
+
+use wirespeed_packet::{Batch, Desc, FramePool, MAX_BATCH, Meta};
+
+use crate::stage::route::{header_checksum_is_valid, martian_v4};
+use crate::table::adjacency::Adjacencies;
+use crate::table::fib::Ipv4Fib;
+
+const ETHERTYPE_ARP: [u8; 2] = [0x08, 0x06];
+const PROTO_TCP: u8 = 6;
+const PROTO_UDP: u8 = 17;
+
+/// What the loop did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FastPathCounters {
+    /// Packets forwarded by the loop. The router also counts them where the stages would have
+    /// (looked up by the route stage, forwarded by the neighbour stage).
+    pub forwarded: u64,
+    /// Batches with IPv4 frames left whole to the stages because a frame of theirs may teach
+    /// the neighbour table.
+    pub declined: u64,
+}
+
+/// How much of a batch the loop decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Coverage {
+    /// Every packet was forwarded: no stage has anything left to do.
+    All,
+    /// Some packets (perhaps none) were forwarded; the others are left for the stages.
+    Part,
+}
+
+/// The fused loop. See the module documentation.
+#[derive(Debug)]
+pub struct FastPath {
+    counters: FastPathCounters,
+    /// Per packet of the batch, the IPv4 destination of a packet that passed every check, 0
+    /// for one left to the stages (0.0.0.0 is a martian, never forwarded). Written by the first
+    /// pass, read by the second.
+    destinations: [u32; MAX_BATCH],
+}
+
+impl Default for FastPath {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What the checks made of one packet.
+enum Check {
+    /// It passed them all; its route and adjacency decide.
+    Candidate(u32),
+    /// For the stages.
+    Leave,
+    /// Discovery may learn from it: the whole batch is for the stages.
+    Decline,
+}
+
+impl FastPath {
+    pub fn new() -> Self {
+        FastPath {
+            counters: FastPathCounters::default(),
+            destinations: [0; MAX_BATCH],
+        }
+    }
+
+    pub fn counters(&self) -> FastPathCounters {
+        self.counters
+    }
+
+    /// Starts loading the tbl24 entry of every IPv4 packet's destination, as early as the router
+    /// can: [`FastPath::process`] reads them after its checks. Returns whether the batch holds
+    /// an IPv4 frame at all; if not, the loop has nothing to do and is not run (an IPv6 batch
+    /// pays this pass only).
+    pub fn prefetch(pool: &FramePool, batch: &Batch, fib: &Ipv4Fib) -> bool {
+        let mut any = false;
+        for desc in batch.descs() {
+            let at = usize::from(desc.offset);
+            if let Some(h) = pool
+                .frame(desc.frame)
+                .get(at..)
+                .and_then(<[u8]>::first_chunk::<34>)
+                && [h[12], h[13]] == [0x08, 0x00]
+            {
+                fib.prefetch(u32::from_be_bytes([h[30], h[31], h[32], h[33]]));
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// Forwards every packet of `batch` that qualifies (see the module documentation) by the
+    /// routes of `fib` and the adjacencies current under the neighbour table's `generation`,
+    /// and says whether any packet is left for the stages.
+    pub fn process(
+        &mut self,
+        pool: &mut FramePool,
+        batch: &mut Batch,
+        fib: &Ipv4Fib,
+        adjacencies: &Adjacencies,
+        generation: u64,
+    ) -> Coverage {
+        let (descs, metas) = batch.split_mut();
+        for (desc, destination) in descs.iter().zip(&mut self.destinations) {
+            *destination = match check(packet(pool, desc)) {
+                Check::Candidate(dst) => dst,
+                Check::Leave => 0,
+                Check::Decline => {
+                    self.counters.declined += 1;
+                    return Coverage::Part;
+                }
+            };
+        }
+        let mut forwarded = 0;
+        for ((desc, meta), &dst) in descs.iter().zip(metas.iter_mut()).zip(&self.destinations) {
+            if dst != 0 {
+                let sent = forward(pool, desc, meta, dst, fib, adjacencies, generation);
+                forwarded += usize::from(sent);
+            }
+        }
+        self.counters.forwarded += forwarded as u64;
+        if forwarded == descs.len() {
+            Coverage::All
+        } else {
+            Coverage::Part
+        }
+    }
+}
+
+/// The bytes of the packet `desc` describes; empty when the descriptor points outside its
+/// frame (the parse drops such a packet).
+#[inline(always)]
+fn packet<'a>(pool: &'a FramePool, desc: &Desc) -> &'a [u8] {
+    let start = usize::from(desc.offset);
+    pool.frame(desc.frame)
+        .get(start..start + usize::from(desc.len))
+        .unwrap_or_default()
+}
+
+/// Every check of a packet that needs no table: is it a plain IPv4 transport packet with a
+/// good header checksum, TTL above 1 and no martian address (then its destination), or one
+/// discovery may learn from?
+#[inline(always)]
+fn check(packet: &[u8]) -> Check {
+    if !is_plain_ipv4_transport(packet) {
+        return match packet.get(12..21) {
+            Some([0x08, 0x06, ..]) => Check::Decline,
+            // ICMPv6 (neighbour discovery) directly or behind extension headers.
+            Some([0x86, 0xdd, .., next]) if *next != PROTO_TCP && *next != PROTO_UDP => {
+                Check::Decline
+            }
+            // Too short to tell; an ARP frame still (the parse decides what it is).
+            None if packet.get(12..14) == Some(&ETHERTYPE_ARP[..]) => Check::Decline,
+            _ => Check::Leave,
+        };
+    }
+    let Some(ip) = packet.get(14..).and_then(<[u8]>::first_chunk::<20>) else {
+        return Check::Leave;
+    };
+    let src = u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]);
+    let dst = u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]);
+    if !header_checksum_is_valid(ip) || ip[8] <= 1 || martian_v4(src) || martian_v4(dst) {
+        return Check::Leave;
+    }
+    Check::Candidate(dst)
+}
+
+/// Forwards the packet whose checks passed, with destination `dst`, if its route names one
+/// gateway whose adjacency is current; otherwise writes nothing and returns `false`.
+#[inline(always)]
+fn forward(
+    pool: &mut FramePool,
+    desc: &Desc,
+    meta: &mut Meta,
+    dst: u32,
+    fib: &Ipv4Fib,
+    adjacencies: &Adjacencies,
+    generation: u64,
+) -> bool {
+    if meta.drop.is_some() || meta.out_port != Meta::NO_PORT {
+        return false;
+    }
+    let Some(hop) = fib.lookup_hop(dst) else {
+        return false;
+    };
+    let Some(adjacency) = adjacencies.current(hop, generation) else {
+        return false;
+    };
+    // The checks read these bytes within the packet's length.
+    let Some(h) = pool
+        .frame_mut(desc.frame)
+        .get_mut(usize::from(desc.offset)..)
+        .and_then(<[u8]>::first_chunk_mut::<34>)
+    else {
+        return false;
+    };
+    h[..6].copy_from_slice(&adjacency.dst.0);
+    h[6..12].copy_from_slice(&adjacency.src.0);
+    if let Some(ip) = h.last_chunk_mut::<20>() {
+        decrement_ttl(ip);
+    }
+    meta.out_port = adjacency.port;
+    true
+}
+
+/// Takes one from the TTL of a 20-byte IPv4 header whose TTL is above 1 and updates its
+/// checksum to match. RFC 1624's eqn. 3 (`HC' = ~(~HC + ~m + m')`, what
+/// [`wirespeed_packet::wire::ipv4::Packet::decrement_ttl`] computes) reduces for this one
+/// change, the high byte of a word down by one, to adding 0x0100 with an end-around carry
+/// (Linux's `ip_decrease_ttl`): the same two bytes for every checksum (a test holds the two to
+/// that), in a handful of instructions instead of three folded sums.
+#[inline(always)]
+fn decrement_ttl(ip: &mut [u8; 20]) {
+    let sum = u32::from(u16::from_be_bytes([ip[10], ip[11]])) + 0x0100;
+    let sum = (sum + u32::from(sum >= 0xffff)) as u16;
+    // Above 1 when checked; saturating all the same, so that a frame a broken port handed over
+    // twice in one batch cannot make this panic.
+    ip[8] = ip[8].saturating_sub(1);
+    ip[10..12].copy_from_slice(&sum.to_be_bytes());
+}
+
+/// Whether `frame` is one the packet parser's fast path accepts (its conditions, in the same
+/// order), to a unicast MAC: untagged Ethernet, IPv4 with a 20-byte header and a total length
+/// that fits the frame, not a fragment, and UDP with a length that fits the IP payload or TCP
+/// with a header that does. The parser then fills the metadata without any drop reason, so a
+/// packet forwarded here is one the stages would have parsed successfully.
+#[inline(always)]
+fn is_plain_ipv4_transport(frame: &[u8]) -> bool {
+    let Some(h) = frame.first_chunk::<42>() else {
+        return false;
+    };
+    if [h[12], h[13], h[14]] != [0x08, 0x00, 0x45] || h[0] & 0x01 != 0 {
+        return false;
+    }
+    let total_len = usize::from(u16::from_be_bytes([h[16], h[17]]));
+    let fragment = u16::from_be_bytes([h[20], h[21]]) & 0x3fff;
+    if total_len > frame.len() - 14 || total_len < 20 || fragment != 0 {
+        return false;
+    }
+    let segment = total_len - 20;
+    match h[23] {
+        PROTO_UDP => {
+            let length = usize::from(u16::from_be_bytes([h[38], h[39]]));
+            segment >= 8 && length >= 8 && length <= segment
+        }
+        PROTO_TCP => {
+            let Some(t) = frame.first_chunk::<54>() else {
+                return false;
+            };
+            let header_len = usize::from(t[46] >> 4) * 4;
+            segment >= 20 && header_len >= 20 && header_len <= segment
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_packet::wire::ipv4;
+
+    #[test]
+    fn the_short_ttl_update_writes_what_rfc_1624_gives_for_every_checksum() {
+        let mut header = [
+            0x45, 0, 0, 46, 0x12, 0x34, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 2, 192, 0, 2, 5,
+        ];
+        for ttl in [2, 3, 64, 128, 255] {
+            for protocol in [0, 6, 17, 255] {
+                for checksum in 0..=u16::MAX {
+                    header[8] = ttl;
+                    header[9] = protocol;
+                    header[10..12].copy_from_slice(&checksum.to_be_bytes());
+                    let mut reference = header;
+                    ipv4::Packet::new_unchecked(&mut reference[..]).decrement_ttl();
+                    decrement_ttl(&mut header);
+                    assert_eq!(
+                        header, reference,
+                        "ttl {ttl} protocol {protocol} {checksum:#x}"
+                    );
+                }
+            }
+        }
+    }
+}
