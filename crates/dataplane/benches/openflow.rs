@@ -53,14 +53,7 @@ fn frames(flows: u32) -> Vec<Vec<u8>> {
         rng ^= rng << 5;
         order.swap(i, rng as usize % (i + 1));
     }
-    let mut scratch = [0u8; 2048];
-    order
-        .into_iter()
-        .map(|i| {
-            let len = template.write(&mut scratch, i);
-            scratch[..len].to_vec()
-        })
-        .collect()
+    order.into_iter().map(|i| template.frame(i)).collect()
 }
 
 fn loaded(app: Box<dyn App>) -> Rig {

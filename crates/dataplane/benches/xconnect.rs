@@ -80,13 +80,7 @@ fn frames(flows: u32) -> Vec<Vec<u8>> {
         ..TemplateConfig::default()
     })
     .expect("template");
-    let mut scratch = [0u8; 2048];
-    (0..1024)
-        .map(|i| {
-            let len = template.write(&mut scratch, i);
-            scratch[..len].to_vec()
-        })
-        .collect()
+    (0..1024).map(|i| template.frame(i)).collect()
 }
 
 /// A worker whose p1 is cabled back to its p0, with 1024 frames in flight.

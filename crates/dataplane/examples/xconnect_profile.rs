@@ -31,13 +31,7 @@ use wirespeed_testkit::ports::send;
 /// 1024 frames of 64 bytes (60 without the FCS) of one flow.
 fn frames() -> Vec<Vec<u8>> {
     let template = Template::new(&TemplateConfig::default()).expect("template");
-    let mut scratch = [0u8; 2048];
-    (0..1024)
-        .map(|i| {
-            let len = template.write(&mut scratch, i);
-            scratch[..len].to_vec()
-        })
-        .collect()
+    (0..1024).map(|i| template.frame(i)).collect()
 }
 
 /// A busy-polling xconnect worker from port 0 to port 1.

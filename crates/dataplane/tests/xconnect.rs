@@ -92,13 +92,7 @@ fn frames(count: u32, size: u16, flows: u32) -> Vec<Vec<u8>> {
         ..TemplateConfig::default()
     })
     .unwrap();
-    let mut out = vec![0u8; 2048];
-    (0..count)
-        .map(|i| {
-            let len = template.write(&mut out, i);
-            out[..len].to_vec()
-        })
-        .collect()
+    (0..count).map(|i| template.frame(i)).collect()
 }
 
 #[test]

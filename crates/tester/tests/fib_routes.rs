@@ -54,13 +54,7 @@ fn the_linux_router_installs_forwards_over_and_removes_a_thousand_routes() {
     .unwrap()
     .with_destinations(destinations)
     .unwrap();
-    let mut buffer = [0u8; 128];
-    let frames: Vec<Vec<u8>> = (0..64)
-        .map(|i| {
-            let len = template.write(&mut buffer, i);
-            buffer[..len].to_vec()
-        })
-        .collect();
+    let frames: Vec<Vec<u8>> = (0..64).map(|i| template.frame(i)).collect();
     let mut expected: Vec<Vec<u8>> = frames.iter().map(|f| dut.forwarded(&wiring, f)).collect();
     let mut ports = TesterPorts::open(&wiring, 8192).unwrap();
     assert_eq!(ports.send(&frames), 64);

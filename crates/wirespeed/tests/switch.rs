@@ -207,13 +207,7 @@ fn switch_spreads_a_two_queue_port_over_two_workers() {
         ..TemplateConfig::default()
     })
     .unwrap();
-    let mut buffer = vec![0u8; 2048];
-    let mut sent: Vec<Vec<u8>> = (0..256)
-        .map(|flow| {
-            let len = template.write(&mut buffer, flow);
-            buffer[..len].to_vec()
-        })
-        .collect();
+    let mut sent: Vec<Vec<u8>> = (0..256).map(|flow| template.frame(flow)).collect();
     for queue in [0u16, 1] {
         let share: Vec<Vec<u8>> = sent
             .iter()

@@ -194,13 +194,7 @@ pub fn probe_frames(dut: &dyn Dut, wiring: &Wiring, count: u32, dst_port: u16) -
     let Ok(template) = Template::new(&config) else {
         return Vec::new();
     };
-    let mut out = vec![0u8; 2048];
-    (0..count)
-        .map(|flow| {
-            let len = template.write(&mut out, flow);
-            out[..len].to_vec()
-        })
-        .collect()
+    (0..count).map(|flow| template.frame(flow)).collect()
 }
 
 /// Waits (up to `timeout`) until `dut` forwards a readiness frame, then sends `count` probe

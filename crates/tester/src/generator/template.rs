@@ -282,6 +282,15 @@ impl Template {
         self.stamp(out, flow)
     }
 
+    /// The frame of flow `flow % flows` in a buffer of its own: for code that builds its frames
+    /// once (tests, benchmarks, the DuT probe); the generator writes into its pool with
+    /// [`Template::write`] and [`Template::stamp`] instead.
+    pub fn frame(&self, flow: u32) -> Vec<u8> {
+        let mut frame = self.bytes.clone();
+        self.stamp(&mut frame, flow);
+        frame
+    }
+
     /// Turns a frame that already holds this template (of any flow) into flow `flow % flows`
     /// by rewriting only the fields that differ between flows (4 bytes); returns the frame
     /// length, or 0 when `out` is too short. This is the generator's per-packet work: frames
@@ -338,6 +347,28 @@ mod tests {
             let ip = ipv4::Packet::new_checked(&frame[l3..]).unwrap();
             let udp = &frame[l3 + ipv4::HEADER_LEN..];
             checksum::verify_transport_v4(ip.src_addr(), ip.dst_addr(), 17, udp)
+        }
+    }
+
+    #[test]
+    fn a_frame_of_its_own_is_what_write_gives() {
+        let spread = Template::new(&TemplateConfig {
+            flows: 7,
+            ..TemplateConfig::default()
+        })
+        .unwrap()
+        .with_destinations(vec![
+            Ipv4Addr::new(198, 19, 0, 1),
+            Ipv4Addr::new(198, 19, 9, 9),
+        ])
+        .unwrap();
+        let plain = Template::new(&TemplateConfig::default()).unwrap();
+        for template in [plain, spread] {
+            let mut out = vec![0u8; 2048];
+            for flow in [0, 1, 6, 7, 1000] {
+                let len = template.write(&mut out, flow);
+                assert_eq!(template.frame(flow), out[..len], "flow {flow}");
+            }
         }
     }
 

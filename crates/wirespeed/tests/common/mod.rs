@@ -107,13 +107,7 @@ pub fn frames_to(count: u32, dst_port: u16) -> Vec<Vec<u8>> {
         ..TemplateConfig::default()
     };
     let template = Template::new(&config).unwrap();
-    let mut out = vec![0u8; 2048];
-    (0..count)
-        .map(|i| {
-            let len = template.write(&mut out, i);
-            out[..len].to_vec()
-        })
-        .collect()
+    (0..count).map(|i| template.frame(i)).collect()
 }
 
 /// Whether `frame` is an IPv4/UDP frame to `dst_port` (the lab's kernels send their own IPv6
