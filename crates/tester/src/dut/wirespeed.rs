@@ -132,8 +132,9 @@ impl WirespeedBackend {
     /// Port keys beyond `backend` and `interface` this variant sets, one per line.
     /// The port keys the backend needs beyond `backend` and `interface`. AF_XDP's TX and
     /// completion rings hold [`DUT_EGRESS_FRAMES`], what the kernel's DuTs may queue in the lab's
-    /// qdisc (AF_XDP transmits past it); AF_PACKET transmits past it too but drops what the veth
-    /// refuses, so its ring size would change nothing.
+    /// qdisc (AF_XDP transmits past it). AF_PACKET transmits past it too, from a TX ring of
+    /// 1024 slots that is not a configuration key yet, and loses what does not fit as `tx_full`
+    /// (docs/benchmarks.md, `bench compare`).
     fn port_keys(self) -> String {
         match self {
             WirespeedBackend::AfXdp => {
