@@ -213,6 +213,9 @@ pub enum BackendConfig {
         interface: String,
         /// The RX ring's layout (`rx_tpacket = "v3"`, the default, or `"v2"`).
         rx_tpacket: RxRingKind,
+        /// Slots of the TX ring (`tx_ring`, a power of two from 64 to 65536); the backend's
+        /// default (1024) where `None`.
+        tx_ring: Option<u32>,
     },
     Pcap {
         rx: Option<PathBuf>,
@@ -761,13 +764,13 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
             }
         };
         let span_of = |s: Option<Range<usize>>| s.unwrap_or(0..0);
-        // Keys only AF_XDP ports take, with their places, for the other backends to refuse.
+        // Keys only AF_XDP ports take, with their places, for the other backends to refuse
+        // (`tx_ring` is AF_PACKET's too).
         let afxdp_only = [
             port.queues.as_ref().map(|q| (q.span(), "queues")),
             port.zero_copy.as_ref().map(|z| (z.span(), "zero_copy")),
             port.xdp_mode.as_ref().map(|x| (x.span(), "xdp_mode")),
             port.rx_ring.as_ref().map(|r| (r.span(), "rx_ring")),
-            port.tx_ring.as_ref().map(|r| (r.span(), "tx_ring")),
             port.fill_ring.as_ref().map(|r| (r.span(), "fill_ring")),
             port.completion_ring
                 .as_ref()
@@ -849,17 +852,20 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
                     BackendConfig::AfPacket {
                         interface,
                         rx_tpacket,
+                        tx_ring: ring(&port.tx_ring, "tx_ring")?,
                     }
                 }
             }
             "pcap" => {
                 let interface = port.interface.as_ref().map(|i| (i.span(), "interface"));
                 let rx_tpacket = port.rx_tpacket.as_ref().map(|r| (r.span(), "rx_tpacket"));
+                let tx_ring = port.tx_ring.as_ref().map(|r| (r.span(), "tx_ring"));
                 for (span, field) in afxdp_only
                     .iter()
                     .flatten()
                     .chain(&interface)
                     .chain(&rx_tpacket)
+                    .chain(&tx_ring)
                 {
                     only(true, span.clone(), field, "afxdp or afpacket")?;
                 }
@@ -1701,7 +1707,8 @@ pairs = [["in", "out"]]
             config.ports[2].backend,
             BackendConfig::AfPacket {
                 interface: "ws-d0".into(),
-                rx_tpacket: RxRingKind::Blocks
+                rx_tpacket: RxRingKind::Blocks,
+                tx_ring: None,
             }
         );
         let slots = afpacket.replace(
@@ -1713,7 +1720,8 @@ pairs = [["in", "out"]]
             config.ports[2].backend,
             BackendConfig::AfPacket {
                 interface: "ws-d0".into(),
-                rx_tpacket: RxRingKind::Slots
+                rx_tpacket: RxRingKind::Slots,
+                tx_ring: None,
             }
         );
         let error = error_of(&slots.replace("\"v2\"", "\"v4\""));
@@ -1721,6 +1729,26 @@ pairs = [["in", "out"]]
         assert_eq!(error.line, 20);
         assert!(error.message.contains("\"v4\""), "{error}");
         assert!(error.fix.contains("rx_tpacket = \"v3\""), "{error}");
+    }
+
+    #[test]
+    fn an_afpacket_port_takes_its_tx_ring_size() {
+        let afpacket = GOOD.replace(
+            "backend = \"afxdp\"\ninterface = \"ws-d0\"\nqueues = [0, 1]",
+            "backend = \"afpacket\"\ninterface = \"ws-d0\"\ntx_ring = 8192",
+        );
+        let config = parse("good.toml", &afpacket).unwrap();
+        assert_eq!(
+            config.ports[2].backend,
+            BackendConfig::AfPacket {
+                interface: "ws-d0".into(),
+                rx_tpacket: RxRingKind::Blocks,
+                tx_ring: Some(8192),
+            }
+        );
+        let error = error_of(&afpacket.replace("8192", "1000"));
+        assert_eq!(error.key, "port[2].tx_ring");
+        assert!(error.message.contains("power of two"), "{error}");
     }
 
     #[test]

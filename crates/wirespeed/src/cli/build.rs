@@ -335,6 +335,7 @@ fn open(
             BackendConfig::AfPacket {
                 interface,
                 rx_tpacket,
+                tx_ring,
             },
             _,
         ) => {
@@ -342,7 +343,7 @@ fn open(
             open_afpacket(
                 &port.name,
                 interface,
-                *rx_tpacket,
+                (*rx_tpacket, *tx_ring),
                 config.switch.frame_size,
                 worker,
                 workers,
@@ -388,7 +389,7 @@ pub fn open_interface(
         KernelBackend::Afpacket => open_afpacket(
             name,
             interface,
-            RxRingKind::default(),
+            (RxRingKind::default(), None),
             pool.frame_size(),
             0,
             1,
@@ -493,21 +494,26 @@ impl<P: Port> Port for Named<P> {
 }
 
 /// AF_PACKET: one fanout member per worker; worker *w* owns member *w*.
+/// Opens `worker`'s queue of an AF_PACKET port; `rings` is the RX ring's layout and the TX
+/// ring's slots (the backend's default where `None`).
 fn open_afpacket(
     name: &str,
     interface: &str,
-    rx_ring: RxRingKind,
+    rings: (RxRingKind, Option<u32>),
     frame_size: u32,
     worker: usize,
     workers: usize,
 ) -> Result<WorkerPort> {
     let (worker, workers) = (worker as u16, workers as u16);
+    let (rx_ring, tx_slots) = rings;
+    let default = AfPacketConfig::default();
     let config = AfPacketConfig {
         rx_ring,
+        tx_slots: tx_slots.unwrap_or(default.tx_slots),
         frame_size,
         queues: workers,
         promiscuous: true,
-        ..AfPacketConfig::default()
+        ..default
     };
     let opened = AfPacketPort::open_queues(name, interface, &config, worker..worker + 1)
         .with_context(|| format!("port {name}"))?;
