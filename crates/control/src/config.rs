@@ -1696,12 +1696,17 @@ pairs = [["in", "out"]]
         );
     }
 
+    /// GOOD with its third port (the AF_XDP one) turned into an AF_PACKET port with `keys`.
+    fn with_afpacket_port(keys: &str) -> String {
+        GOOD.replace(
+            "backend = \"afxdp\"\ninterface = \"ws-d0\"\nqueues = [0, 1]",
+            &format!("backend = \"afpacket\"\ninterface = \"ws-d0\"{keys}"),
+        )
+    }
+
     #[test]
     fn an_afpacket_port_takes_its_rx_tpacket_version() {
-        let afpacket = GOOD.replace(
-            "backend = \"afxdp\"\ninterface = \"ws-d0\"\nqueues = [0, 1]",
-            "backend = \"afpacket\"\ninterface = \"ws-d0\"",
-        );
+        let afpacket = with_afpacket_port("");
         let config = parse("good.toml", &afpacket).unwrap();
         assert_eq!(
             config.ports[2].backend,
@@ -1733,10 +1738,7 @@ pairs = [["in", "out"]]
 
     #[test]
     fn an_afpacket_port_takes_its_tx_ring_size() {
-        let afpacket = GOOD.replace(
-            "backend = \"afxdp\"\ninterface = \"ws-d0\"\nqueues = [0, 1]",
-            "backend = \"afpacket\"\ninterface = \"ws-d0\"\ntx_ring = 8192",
-        );
+        let afpacket = with_afpacket_port("\ntx_ring = 8192");
         let config = parse("good.toml", &afpacket).unwrap();
         assert_eq!(
             config.ports[2].backend,

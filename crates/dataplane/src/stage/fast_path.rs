@@ -295,9 +295,7 @@ mod tests {
 
     #[test]
     fn the_short_ttl_update_writes_what_rfc_1624_gives_for_every_checksum() {
-        let mut header = [
-            0x45, 0, 0, 46, 0x12, 0x34, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 2, 192, 0, 2, 5,
-        ];
+        let mut header = crate::stage::route::TEST_HEADER;
         for ttl in [2, 3, 64, 128, 255] {
             for protocol in [0, 6, 17, 255] {
                 for checksum in 0..=u16::MAX {
