@@ -119,6 +119,8 @@ pub enum AfXdpError {
          CAP_BPF (run as root)"
     )]
     PermissionDenied { port: String, what: String },
+    #[error("port {port}: cannot count probes: {detail}")]
+    ProbeFilter { port: String, detail: String },
     #[error(
         "port {port}: an XDP program is already attached; wirespeed does not replace another \
          program: remove it with `ip link set dev {port} xdp off` (or stop the program that owns \

@@ -18,6 +18,8 @@
 //! * [`XdpLiveGenerator`]: no socket either, frames made and sent inside the kernel by
 //!   `BPF_PROG_TEST_RUN` in live-frame mode, the tester's fastest generator;
 //! * [`XdpSink`]: an XDP program that counts and drops what arrives, the cheapest receiver;
+//! * [`XdpProbeCounter`]: the same counting for the frames that carry one trial's probes, the
+//!   tester's receiver for throughput trials;
 //! * `bpf`: the system call, instruction encoding and loader these programs share.
 //!
 //! A worker makes one [`Umem`] from its pool, opens its ports with it, and on shutdown calls
@@ -73,6 +75,7 @@ mod interface;
 mod ledger;
 mod live;
 mod port;
+mod probe_counter;
 mod program;
 mod redirect;
 mod ring;
@@ -87,6 +90,7 @@ pub use live::{
     XdpLiveGenerator,
 };
 pub use port::AfXdpPort;
+pub use probe_counter::{MAX_PROBE_END, ProbeCounts, ProbeFilter, XdpProbeCounter};
 pub use redirect::XdpRedirect;
 pub use sink::{SinkCounts, XdpSink};
 pub use umem::Umem;

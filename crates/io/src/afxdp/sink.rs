@@ -10,18 +10,22 @@
 //! Bytes are the frame's length in the XDP buffer: without the 4-byte FCS that RFC 2544 frame
 //! sizes include (a "64-byte frame" counts 60).
 //!
-//! The program (19 instructions, see `sink_program`) is attached by a link like the AF_XDP
+//! The program (21 instructions, see `sink_program`) is attached by a link like the AF_XDP
 //! program, so it detaches when the sink is dropped or the process dies, and it never replaces
 //! a program someone else attached. On a veth, attaching any XDP program also turns the
 //! interface's NAPI on, which a sender redirecting frames into its peer needs (see
 //! [`XdpRedirect`](super::XdpRedirect)).
+//!
+//! The counting itself ([`count_and_return`]) is shared with the probe counter
+//! ([`XdpProbeCounter`](super::XdpProbeCounter)), which sorts frames into classes first and
+//! counts each class in its own entry of the same kind of map.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use super::bpf::{
     ALU64_ADD_K, ALU64_ADD_X, ALU64_MOV_K, ALU64_MOV_X, BPF_FUNC_XDP_GET_BUFF_LEN,
-    BPF_MAP_TYPE_PERCPU_ARRAY, Insn, JMP_CALL, JMP_EXIT, JMP_JEQ_K, LDX_MEM_DW, ST_MEM_W,
-    STX_MEM_DW, XDP_DROP, create_map, insn, lookup_map, map_lookup, possible_cpus,
+    BPF_MAP_TYPE_PERCPU_ARRAY, Insn, JMP_CALL, JMP_EXIT, JMP_JEQ_K, LDX_MEM_DW, STX_MEM_DW,
+    STX_MEM_W, XDP_DROP, create_map, insn, lookup_map, map_lookup, possible_cpus,
 };
 use super::config::{AfXdpError, XdpMode};
 use super::port::{program_error, query_interface};
@@ -52,6 +56,17 @@ impl XdpSink {
     /// Attaches the counting sink to `interface` (of the calling thread's network namespace)
     /// in `mode`.
     pub fn attach(interface: &str, mode: XdpMode) -> Result<XdpSink, AfXdpError> {
+        Self::attach_program(interface, mode, 1, sink_program)
+    }
+
+    /// Attaches the program `build` makes for a per-CPU counter map of `classes` entries (its
+    /// descriptor is `build`'s argument); the program counts with [`count_and_return`].
+    pub(super) fn attach_program(
+        interface: &str,
+        mode: XdpMode,
+        classes: u32,
+        build: impl FnOnce(RawFd) -> Vec<Insn>,
+    ) -> Result<XdpSink, AfXdpError> {
         let target = query_interface(interface)?;
         let setup = |error| program_error(interface, error);
         let cpus = possible_cpus().map_err(|source| AfXdpError::Sysfs {
@@ -60,10 +75,9 @@ impl XdpSink {
             source,
         })?;
         let counters =
-            create_map(BPF_MAP_TYPE_PERCPU_ARRAY, COUNTERS_LEN as u32, 1).map_err(setup)?;
-        let program =
-            AttachedProgram::attach(&sink_program(counters.as_raw_fd()), target.ifindex, mode)
-                .map_err(setup)?;
+            create_map(BPF_MAP_TYPE_PERCPU_ARRAY, COUNTERS_LEN as u32, classes).map_err(setup)?;
+        let program = AttachedProgram::attach(&build(counters.as_raw_fd()), target.ifindex, mode)
+            .map_err(setup)?;
         Ok(XdpSink {
             program,
             counters,
@@ -74,8 +88,14 @@ impl XdpSink {
 
     /// The counts so far, summed over CPUs (one system call).
     pub fn counts(&self) -> std::io::Result<SinkCounts> {
+        self.class_counts(0)
+    }
+
+    /// The counts of entry `class` of the counter map so far, summed over CPUs (one system
+    /// call).
+    pub(super) fn class_counts(&self, class: u32) -> std::io::Result<SinkCounts> {
         let mut values = vec![0u8; self.cpus * COUNTERS_LEN];
-        lookup_map(&self.counters, 0, &mut values)?;
+        lookup_map(&self.counters, class, &mut values)?;
         let word = |bytes: &[u8]| u64::from_ne_bytes(bytes.try_into().unwrap_or([0; 8]));
         Ok(values
             .chunks_exact(COUNTERS_LEN)
@@ -97,21 +117,34 @@ impl XdpSink {
 }
 
 /// `counters[0].packets += 1; counters[0].bytes += bpf_xdp_get_buff_len(ctx); return XDP_DROP`,
-/// with `counters` the per-CPU array `map` (no atomics needed: a CPU's entry is only written by
-/// that CPU, with preemption off).
-fn sink_program(map: RawFd) -> [Insn; 19] {
+/// with `counters` the per-CPU array `map`.
+fn sink_program(map: RawFd) -> Vec<Insn> {
+    // r6 = ctx, kept across the calls; count in entry 0, then drop
+    let mut program = vec![
+        insn(ALU64_MOV_X, 6, 1, 0, 0),
+        insn(ALU64_MOV_K, 8, 0, 0, 0),
+        insn(ALU64_MOV_K, 9, 0, 0, XDP_DROP),
+    ];
+    program.extend(count_and_return(map));
+    program
+}
+
+/// The end of a counting program: `counters[r8].packets += 1; counters[r8].bytes +=
+/// bpf_xdp_get_buff_len(r6); return r9`, with r6 the program's context, r8 the entry (class) and
+/// r9 the XDP action, all set by the instructions before, and `counters` the per-CPU array
+/// `map` (no atomics needed: a CPU's entry is only written by that CPU, with preemption off).
+pub(super) fn count_and_return(map: RawFd) -> [Insn; 18] {
     let lookup = map_lookup(map, -4);
     [
-        // r6 = ctx, kept across the calls
-        insn(ALU64_MOV_X, 6, 1, 0, 0),
-        // key = 0 on the stack; r0 = bpf_map_lookup_elem(map, &key)
-        insn(ST_MEM_W, 10, 0, -4, 0),
+        // key = r8 on the stack; r0 = bpf_map_lookup_elem(map, &key)
+        insn(STX_MEM_W, 10, 8, -4, 0),
         lookup[0],
         lookup[1],
         lookup[2],
         lookup[3],
         lookup[4],
-        // An array lookup of key 0 cannot fail; the verifier wants the check all the same.
+        // A lookup of an entry the map has cannot fail; the verifier wants the check all the
+        // same.
         insn(JMP_JEQ_K, 0, 0, 9, 0),
         // r7 = this CPU's counters; r0 = the frame's length
         insn(ALU64_MOV_X, 7, 0, 0, 0),
@@ -125,8 +158,8 @@ fn sink_program(map: RawFd) -> [Insn; 19] {
         insn(LDX_MEM_DW, 1, 7, 8, 0),
         insn(ALU64_ADD_X, 1, 0, 0, 0),
         insn(STX_MEM_DW, 7, 1, 8, 0),
-        // return XDP_DROP (the lookup's failure branch lands here)
-        insn(ALU64_MOV_K, 0, 0, 0, XDP_DROP),
+        // return r9 (the lookup's failure branch lands here)
+        insn(ALU64_MOV_X, 0, 9, 0, 0),
         insn(JMP_EXIT, 0, 0, 0, 0),
     ]
 }
@@ -137,16 +170,14 @@ mod tests {
     use crate::afxdp::bpf::load;
 
     #[test]
-    fn the_lookup_failure_branch_lands_on_the_drop() {
-        let program = sink_program(3);
-        let branch = 7;
-        assert_eq!(program[branch].code, JMP_JEQ_K);
-        let target = branch + 1 + program[branch].off as usize;
-        assert_eq!(
-            (program[target].code, program[target].imm),
-            (0xb7, XDP_DROP)
-        );
-        assert_eq!(program[target + 1].code, 0x95);
+    fn the_lookup_failure_branch_lands_on_the_return() {
+        let tail = count_and_return(3);
+        let branch = 6;
+        assert_eq!(tail[branch].code, JMP_JEQ_K);
+        let target = branch + 1 + tail[branch].off as usize;
+        assert_eq!(tail[target], insn(ALU64_MOV_X, 0, 9, 0, 0));
+        assert_eq!(tail[target + 1].code, JMP_EXIT);
+        assert_eq!(target + 2, tail.len());
     }
 
     #[test]
