@@ -38,14 +38,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use wirespeed_io::afxdp::{ProbeFilter, XdpMode, XdpProbeCounter};
 use wirespeed_io::{Port, QueueId};
 use wirespeed_packet::cpu::{rdtsc, tsc_hz};
 use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM, MAX_BATCH};
 
 use crate::bench::placement::{Placed, place_this_thread};
-use crate::dut::probe::{RECEIVER_RING, TesterPorts};
+use crate::dut::probe::{RECEIVER_RING, TesterPorts, TesterSender};
 use crate::generator::pacing::{PacingAccuracy, PacingError, Pattern, Rng, Schedule};
-use crate::generator::probe::{self, PROBE_LEN, Probe, ProbeError, ProbeWriter};
+use crate::generator::probe::{self, PROBE_LEN, Probe, ProbeError, ProbeWriter, TIMESTAMP_AT};
 use crate::generator::{Template, prefill};
 use crate::rfc2544::TrialOutcome;
 use crate::stats::{LatencyHistogram, LatencySummary, SequenceCounts, SequenceTable};
@@ -88,6 +89,8 @@ pub struct TrialConfig {
     /// generator that other jobs preempt sends what fell due meanwhile in one burst when it
     /// runs again, and that burst, not the DuT, overflows the rings.
     pub generator_nice: Option<i32>,
+    /// How a lab trial receives ([`run_in_lab`]).
+    pub receiver: ReceiverKind,
 }
 
 impl Default for TrialConfig {
@@ -103,6 +106,43 @@ impl Default for TrialConfig {
             then: None,
             flow_order: FlowOrder::RoundRobin,
             generator_nice: None,
+            receiver: ReceiverKind::Probe,
+        }
+    }
+}
+
+/// How a trial receives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReceiverKind {
+    /// An AF_XDP socket: every frame is copied, parsed and timestamped, for loss, sequence
+    /// (loss per flow, reordering, duplicates) and latency.
+    #[default]
+    Probe,
+    /// An XDP program counts this trial's probes in the kernel ([`XdpProbeCounter`]): loss
+    /// only, no sequence and no latency, at next to no cost to the tester's core.
+    Count,
+}
+
+impl ReceiverKind {
+    /// Parses `probe` or `count`.
+    pub fn parse(name: &str) -> Result<ReceiverKind, String> {
+        match name {
+            "probe" => Ok(ReceiverKind::Probe),
+            "count" => Ok(ReceiverKind::Count),
+            other => Err(format!("unknown receiver {other:?}; use count or probe")),
+        }
+    }
+
+    /// How a report names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            ReceiverKind::Probe => {
+                "AF_XDP probe receiver (every frame parsed: loss, sequence, latency)"
+            }
+            ReceiverKind::Count => {
+                "XDP probe counter (this trial's probes counted in the kernel: loss only)"
+            }
         }
     }
 }
@@ -193,6 +233,10 @@ pub struct TrialMeasurement {
     /// the DuT.
     #[serde(default)]
     pub receiver_dropped: u64,
+    /// Which receiver measured: with [`ReceiverKind::Count`], `sequence` and `latency` are
+    /// empty and `received` counts this trial's probes, duplicates included.
+    #[serde(default)]
+    pub receiver: ReceiverKind,
     pub sequence: SequenceCounts,
     pub latency: LatencySummary,
     pub pacing: PacingAccuracy,
@@ -210,6 +254,122 @@ pub fn run(
     config: &TrialConfig,
     stop: &AtomicBool,
 ) -> Result<TrialMeasurement, TrialError> {
+    let writer = check(template, config)?;
+    let receiver_dropped_before = rx.stats().rx_dropped;
+    let hz = tsc_hz();
+    let mut sink = Sink {
+        rx,
+        table: SequenceTable::new(template.flows()),
+        histogram: LatencyHistogram::new(),
+        arrived: 0,
+        foreign: 0,
+        stale: 0,
+        fresh: 0,
+        last_fresh: 0,
+        ns_per_cycle: 1e9 / hz as f64,
+        trial_start: rdtsc(),
+        incoming: Batch::new(MAX_BATCH),
+        restore_from: writer.offset() + PROBE_LEN,
+    };
+    let sent = send(tx, pool, template, &writer, config, stop, &mut sink)?;
+    let mut measurement = sent.measurement;
+    measurement.sequence = sink.table.total(&sent.per_flow);
+    let flows = template.flows() as u64;
+    // Round robin: frame `index` is sequence `index / flows` of flow `index % flows`.
+    let last_loss = config.then.and_then(|then| {
+        if sent.tried < sent.offered {
+            // Frames never tried are lost, and the last of them was due last.
+            return Some(due_seconds(
+                sent.offered - 1,
+                sent.first_frames,
+                config.rate,
+                then.rate,
+            ));
+        }
+        let last = (0..flows)
+            .filter_map(|flow| {
+                let count = sent.per_flow.get(flow as usize).copied().unwrap_or(0);
+                let sequence = sink.table.flow(flow as u32)?.last_missing(count)?;
+                Some(sequence * flows + flow)
+            })
+            .max()?;
+        Some(due_seconds(last, sent.first_frames, config.rate, then.rate))
+    });
+    measurement.latency = sink.histogram.summary();
+    measurement.arrived = sink.arrived;
+    measurement.foreign = sink.foreign;
+    measurement.stale = sink.stale;
+    measurement.receiver_dropped = sink
+        .rx
+        .stats()
+        .rx_dropped
+        .saturating_sub(receiver_dropped_before);
+    measurement.outcome.received = measurement.sequence.received;
+    measurement.outcome.last_loss = last_loss;
+    Ok(measurement)
+}
+
+/// Sends as [`run`] does and counts what arrives with `counter`, an [`XdpProbeCounter`] on the
+/// receiving interface for probes where `template`'s frames carry them ([`probe_filter`]):
+/// `received` is the count of this trial's probes, and there is no sequence or latency. The
+/// counter's floor is set to this trial's start first, so late frames of an earlier trial
+/// count as stale.
+pub fn run_counted(
+    tx: &mut dyn Port,
+    counter: &XdpProbeCounter,
+    pool: &mut FramePool,
+    template: &Template,
+    config: &TrialConfig,
+    stop: &AtomicBool,
+) -> Result<TrialMeasurement, String> {
+    let writer = check(template, config).map_err(|error| error.to_string())?;
+    let reading = |error: std::io::Error| {
+        format!(
+            "reading the probe counter on {}: {error}",
+            counter.interface()
+        )
+    };
+    let trial_start = rdtsc();
+    counter.set_floor(trial_start).map_err(reading)?;
+    let before = counter.counts().map_err(reading)?;
+    let mut counting = Counting {
+        counter,
+        before: before.probes.packets,
+        fresh: 0,
+        last_fresh: 0,
+        reads: 0,
+        error: None,
+    };
+    let sent = send(tx, pool, template, &writer, config, stop, &mut counting)
+        .map_err(|error| error.to_string())?;
+    if let Some(error) = counting.error {
+        return Err(reading(error));
+    }
+    let after = counter.counts().map_err(reading)?;
+    let mut measurement = sent.measurement;
+    let counted = after.probes.packets.saturating_sub(before.probes.packets);
+    measurement.receiver = ReceiverKind::Count;
+    measurement.arrived = after.frames().saturating_sub(before.frames());
+    measurement.stale = after.stale.packets.saturating_sub(before.stale.packets);
+    measurement.foreign = after.foreign.packets.saturating_sub(before.foreign.packets);
+    // A duplicate counts twice: the received count is capped at what was offered, so loss is
+    // never negative.
+    measurement.outcome.received = counted.min(measurement.outcome.sent);
+    Ok(measurement)
+}
+
+/// Where the counter finds the probes in frames of the template `writer` writes.
+pub fn probe_filter(writer: &ProbeWriter) -> ProbeFilter {
+    let at = writer.offset();
+    ProbeFilter {
+        signature: probe::SIGNATURE,
+        signature_at: at as u16,
+        timestamp_at: (at + TIMESTAMP_AT) as u16,
+    }
+}
+
+/// The template's probe writer, once `template` and `config` are shown to make a trial.
+fn check(template: &Template, config: &TrialConfig) -> Result<ProbeWriter, TrialError> {
     let writer = ProbeWriter::new(template)?;
     let flows = template.flows();
     if flows > u16::MAX as u32 + 1 {
@@ -229,21 +389,49 @@ pub fn run(
     if let Some(then) = config.then {
         Schedule::new(config.pattern, then.rate, hz, 0)?;
     }
+    Ok(writer)
+}
+
+/// The receiving half of a trial, as the sender sees it.
+trait Receive {
+    /// Takes what has arrived; called whenever no frame is due.
+    fn receive(&mut self, pool: &mut FramePool, template: &Template);
+    /// After sending: waits a little for more and takes it.
+    fn wait(&mut self, pool: &mut FramePool, template: &Template);
+    /// This trial's probes taken so far (duplicates included).
+    fn fresh(&self) -> u64;
+    /// The TSC when the last of them was taken (0 for none).
+    fn last_fresh(&self) -> u64;
+}
+
+/// What the sending half of a trial leaves for the receiving half's figures.
+struct Sent {
+    /// Sending's counts, pacing, drain time and outcome (`received` and `last_loss` still to
+    /// fill in).
+    measurement: TrialMeasurement,
+    offered: u64,
+    first_frames: u64,
+    /// Frames handed out (sent or refused).
+    tried: u64,
+    /// Sequence numbers used per flow.
+    per_flow: Vec<u64>,
+}
+
+/// The sending half of [`run`]: paces the frames out, lets `receiver` take arrivals between
+/// batches, and lingers until it has as many fresh probes as were transmitted (or the linger
+/// ends).
+fn send(
+    tx: &mut dyn Port,
+    pool: &mut FramePool,
+    template: &Template,
+    writer: &ProbeWriter,
+    config: &TrialConfig,
+    stop: &AtomicBool,
+    receiver: &mut dyn Receive,
+) -> Result<Sent, TrialError> {
+    let hz = tsc_hz();
+    let flows = template.flows();
     prefill(pool, template);
-    let receiver_dropped_before = rx.stats().rx_dropped;
-    let mut sink = Sink {
-        table: SequenceTable::new(flows),
-        histogram: LatencyHistogram::new(),
-        arrived: 0,
-        foreign: 0,
-        stale: 0,
-        fresh: 0,
-        last_fresh: 0,
-        ns_per_cycle: 1e9 / hz as f64,
-        trial_start: rdtsc(),
-        incoming: Batch::new(MAX_BATCH),
-        restore_from: writer.offset() + PROBE_LEN,
-    };
     let first_frames = config
         .frames
         .unwrap_or_else(|| (config.rate * config.seconds).round() as u64)
@@ -302,7 +490,7 @@ pub fn run(
         }
         if due > now {
             tx.poll(pool);
-            sink.receive(rx, pool, template);
+            receiver.receive(pool, template);
             continue;
         }
         // Every frame already due, up to one batch.
@@ -370,16 +558,15 @@ pub fn run(
             }
         }
         tx.poll(pool);
-        sink.receive(rx, pool, template);
+        receiver.receive(pool, template);
     }
     let tried = handed_out;
     measurement.unsent = offered.saturating_sub(tried);
     let sending_ended = rdtsc();
     let linger_end = sending_ended + (config.linger.as_secs_f64() * hz as f64) as u64;
-    while rdtsc() < linger_end && sink.fresh < measurement.transmitted {
+    while rdtsc() < linger_end && receiver.fresh() < measurement.transmitted {
         tx.poll(pool);
-        sink.receive(rx, pool, template);
-        std::hint::spin_loop();
+        receiver.wait(pool, template);
     }
     if stop.load(Ordering::Relaxed) {
         measurement.interrupted = true;
@@ -391,36 +578,6 @@ pub fn run(
             .map(|flow| tried / flows + u64::from(flow < tried % flows))
             .collect()
     };
-    measurement.sequence = sink.table.total(&per_flow);
-    // Round robin: frame `index` is sequence `index / flows` of flow `index % flows`.
-    let last_loss = config.then.and_then(|then| {
-        if tried < offered {
-            // Frames never tried are lost, and the last of them was due last.
-            return Some(due_seconds(
-                offered - 1,
-                first_frames,
-                config.rate,
-                then.rate,
-            ));
-        }
-        let last = (0..flows)
-            .filter_map(|flow| {
-                let sent = per_flow.get(flow as usize).copied().unwrap_or(0);
-                let sequence = sink.table.flow(flow as u32)?.last_missing(sent)?;
-                Some(sequence * flows + flow)
-            })
-            .max()?;
-        Some(due_seconds(last, first_frames, config.rate, then.rate))
-    });
-    measurement.latency = sink.histogram.summary();
-    measurement.arrived = sink.arrived;
-    measurement.foreign = sink.foreign;
-    measurement.stale = sink.stale;
-    measurement.drain_seconds = sink.last_fresh.saturating_sub(sending_ended) as f64 / hz as f64;
-    measurement.receiver_dropped = rx
-        .stats()
-        .rx_dropped
-        .saturating_sub(receiver_dropped_before);
     let mut pacing = PacingAccuracy::measure(config.rate, hz, &departures, &scheduled);
     let seconds = match first {
         Some(first) if last > first => (last - first) as f64 / hz as f64,
@@ -430,21 +587,30 @@ pub fn run(
         pacing.achieved_rate = (measurement.transmitted - 1) as f64 / seconds;
     }
     measurement.pacing = pacing;
+    measurement.drain_seconds =
+        receiver.last_fresh().saturating_sub(sending_ended) as f64 / hz as f64;
     measurement.outcome = TrialOutcome {
         sent: offered,
-        received: measurement.sequence.received,
+        received: 0,
         seconds: if seconds > 0.0 {
             seconds
         } else {
             config.seconds
         },
-        last_loss,
+        last_loss: None,
     };
-    Ok(measurement)
+    Ok(Sent {
+        measurement,
+        offered,
+        first_frames,
+        tried,
+        per_flow,
+    })
 }
 
-/// The receiving half of a trial.
-struct Sink {
+/// The receiving half of a trial with an AF_XDP socket: every frame parsed.
+struct Sink<'a> {
+    rx: &'a mut dyn Port,
     table: SequenceTable,
     histogram: LatencyHistogram,
     arrived: u64,
@@ -460,10 +626,10 @@ struct Sink {
     restore_from: usize,
 }
 
-impl Sink {
+impl Receive for Sink<'_> {
     #[inline]
-    fn receive(&mut self, rx: &mut dyn Port, pool: &mut FramePool, template: &Template) {
-        while rx.rx(0, pool, &mut self.incoming) > 0 {
+    fn receive(&mut self, pool: &mut FramePool, template: &Template) {
+        while self.rx.rx(0, pool, &mut self.incoming) > 0 {
             let now = rdtsc();
             for desc in self.incoming.descs() {
                 self.arrived += 1;
@@ -500,7 +666,72 @@ impl Sink {
             }
             self.incoming.clear();
         }
-        rx.poll(pool);
+        self.rx.poll(pool);
+    }
+
+    fn wait(&mut self, pool: &mut FramePool, template: &Template) {
+        self.receive(pool, template);
+        std::hint::spin_loop();
+    }
+
+    fn fresh(&self) -> u64 {
+        self.fresh
+    }
+
+    fn last_fresh(&self) -> u64 {
+        self.last_fresh
+    }
+}
+
+/// The receiving half of a trial with the probe counter: nothing to do while sending; while
+/// lingering, one read of the counter every [`COUNTER_POLL`].
+struct Counting<'a> {
+    counter: &'a XdpProbeCounter,
+    /// The count before the trial.
+    before: u64,
+    /// This trial's probes at the last read, and the TSC of the read that last saw more.
+    fresh: u64,
+    last_fresh: u64,
+    reads: u64,
+    /// The first failed read (which ends the linger).
+    error: Option<std::io::Error>,
+}
+
+/// How often a lingering counted trial reads its counter: a read is a system call, and the
+/// receiving interface's NAPI poll, which does the counting, may share the tester's core, so
+/// the reads must not spin; the drain time is known to this much.
+pub const COUNTER_POLL: Duration = Duration::from_micros(100);
+
+impl Receive for Counting<'_> {
+    fn receive(&mut self, _pool: &mut FramePool, _template: &Template) {}
+
+    fn wait(&mut self, _pool: &mut FramePool, _template: &Template) {
+        if self.reads > 0 {
+            std::thread::sleep(COUNTER_POLL);
+        }
+        self.reads += 1;
+        match self.counter.probes() {
+            Ok(counts) => {
+                let fresh = counts.packets.saturating_sub(self.before);
+                if fresh > self.fresh {
+                    self.fresh = fresh;
+                    self.last_fresh = rdtsc();
+                }
+            }
+            Err(error) => {
+                self.error.get_or_insert(error);
+                // Nothing more can be learnt: end the linger.
+                self.fresh = u64::MAX;
+            }
+        }
+    }
+
+    fn fresh(&self) -> u64 {
+        self.fresh
+    }
+
+    fn last_fresh(&self) -> u64 {
+        self.last_fresh
     }
 }
 
@@ -638,24 +869,12 @@ pub fn run_in_lab(
                     .map_err(|error| format!("pinning the generator to CPU {cpu}: {error}"))?;
                 let generator = place_this_thread("generator", config.generator_nice)
                     .map_err(|error| error.to_string())?;
-                let mut tester = TesterPorts::open_interfaces(
-                    &ports.namespace,
-                    &ports.sender_if,
-                    &ports.receiver_if,
-                    16384,
-                    RECEIVER_RING,
-                )?;
-                let mode = tester.t0.info().mode.clone();
-                let counters =
-                    |interface: &str| InterfaceCounters::read(&ports.namespace, interface);
-                let (tx_before, rx_before) =
-                    (counters(&ports.sender_if)?, counters(&ports.receiver_if)?);
-                let TesterPorts { t0, t1, pool, .. } = &mut tester;
-                let result = run(t0, t1, pool, template, config, stop);
-                tester.release_all();
-                let measurement = result.map_err(|error| error.to_string())?;
-                let (tx_after, rx_after) =
-                    (counters(&ports.sender_if)?, counters(&ports.receiver_if)?);
+                let trial = match config.receiver {
+                    ReceiverKind::Probe => probe_trial(ports, template, config, stop)?,
+                    ReceiverKind::Count => counted_trial(ports, template, config, stop)?,
+                };
+                let (measurement, mode) = (trial.measurement, trial.mode);
+                let ((tx_before, rx_before), (tx_after, rx_after)) = (trial.before, trial.after);
                 Ok(LabTrial {
                     counters: CounterCheck {
                         transmitted: measurement.transmitted,
@@ -670,6 +889,79 @@ pub fn run_in_lab(
             })
             .join()
             .map_err(|_| "the generator thread panicked".to_string())?
+    })
+}
+
+/// A lab trial's measurement, the sending port's mode, and the (sender, receiver) interface
+/// counters before and after it.
+struct Bracketed {
+    measurement: TrialMeasurement,
+    mode: String,
+    before: (InterfaceCounters, InterfaceCounters),
+    after: (InterfaceCounters, InterfaceCounters),
+}
+
+/// The (sender, receiver) interface counters of `ports`.
+fn read_counters(ports: &TrialPorts) -> Result<(InterfaceCounters, InterfaceCounters), String> {
+    Ok((
+        InterfaceCounters::read(&ports.namespace, &ports.sender_if)?,
+        InterfaceCounters::read(&ports.namespace, &ports.receiver_if)?,
+    ))
+}
+
+/// [`ReceiverKind::Probe`]: AF_XDP sockets on both interfaces, [`run`].
+fn probe_trial(
+    ports: &TrialPorts,
+    template: &Template,
+    config: &TrialConfig,
+    stop: &AtomicBool,
+) -> Result<Bracketed, String> {
+    let mut tester = TesterPorts::open_interfaces(
+        &ports.namespace,
+        &ports.sender_if,
+        &ports.receiver_if,
+        16384,
+        RECEIVER_RING,
+    )?;
+    let mode = tester.t0.info().mode.clone();
+    let before = read_counters(ports)?;
+    let TesterPorts { t0, t1, pool, .. } = &mut tester;
+    let result = run(t0, t1, pool, template, config, stop);
+    tester.release_all();
+    Ok(Bracketed {
+        measurement: result.map_err(|error| error.to_string())?,
+        mode,
+        before,
+        after: read_counters(ports)?,
+    })
+}
+
+/// [`ReceiverKind::Count`]: an AF_XDP socket on the sending interface and the probe counter on
+/// the receiving one, [`run_counted`].
+fn counted_trial(
+    ports: &TrialPorts,
+    template: &Template,
+    config: &TrialConfig,
+    stop: &AtomicBool,
+) -> Result<Bracketed, String> {
+    let writer = ProbeWriter::new(template).map_err(|error| error.to_string())?;
+    let mut sender = TesterSender::open(&ports.namespace, &ports.sender_if, 16384)?;
+    let counter = {
+        let _inside = wirespeed_lab::enter(&ports.namespace)
+            .map_err(|error| format!("entering {}: {error}", ports.namespace))?;
+        XdpProbeCounter::attach(&ports.receiver_if, XdpMode::Auto, &probe_filter(&writer))
+            .map_err(|error| error.to_string())?
+    };
+    let mode = sender.t0.info().mode.clone();
+    let before = read_counters(ports)?;
+    let TesterSender { t0, pool, .. } = &mut sender;
+    let result = run_counted(t0, &counter, pool, template, config, stop);
+    sender.release_all();
+    Ok(Bracketed {
+        measurement: result?,
+        mode,
+        before,
+        after: read_counters(ports)?,
     })
 }
 

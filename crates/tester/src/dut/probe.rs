@@ -65,10 +65,7 @@ impl TesterPorts {
         frames: u32,
         receiver_ring: u32,
     ) -> Result<TesterPorts, String> {
-        let sender_config = AfXdpConfig {
-            zero_copy: false,
-            ..AfXdpConfig::default()
-        };
+        let sender_config = sender_config();
         let receiver_config = AfXdpConfig {
             rx_size: receiver_ring,
             fill_size: receiver_ring,
@@ -105,38 +102,7 @@ impl TesterPorts {
 
     /// Sends `frames` on `t0`; returns how many the port took.
     pub fn send(&mut self, frames: &[Vec<u8>]) -> usize {
-        let mut taken = 0;
-        for chunk in frames.chunks(MAX_BATCH) {
-            let mut batch = Batch::new(chunk.len());
-            for bytes in chunk {
-                let Some(frame) = self.pool.alloc() else {
-                    break;
-                };
-                let start = HEADROOM as usize;
-                let Some(room) = self
-                    .pool
-                    .frame_mut(frame)
-                    .get_mut(start..start + bytes.len())
-                else {
-                    self.pool.release(frame);
-                    continue;
-                };
-                room.copy_from_slice(bytes);
-                batch.push(Desc {
-                    frame,
-                    offset: HEADROOM,
-                    len: bytes.len() as u16,
-                    port: 0,
-                    queue: 0,
-                });
-            }
-            taken += self.t0.tx(0, &mut self.pool, &mut batch);
-            for desc in batch.descs() {
-                self.pool.release(desc.frame);
-            }
-        }
-        self.t0.poll(&mut self.pool);
-        taken
+        send_frames(&mut self.t0, &mut self.pool, frames)
     }
 
     /// Receives what waits on `t1` and returns the IPv4/UDP frames to `dst_port`.
@@ -168,6 +134,92 @@ impl TesterPorts {
     pub fn release_all(&mut self) {
         self.t0.release_all(&mut self.pool);
         self.t1.release_all(&mut self.pool);
+    }
+}
+
+/// The tester's sending port (`t0`) alone, for trials that count on the receiving interface
+/// with an XDP program instead of a socket ([`crate::trial::run_counted`]).
+pub struct TesterSender {
+    pub t0: AfXdpPort,
+    // Dropped after the port: the socket is closed before its UMEM goes away.
+    _umem: Umem,
+    pub pool: FramePool,
+}
+
+impl TesterSender {
+    /// Opens `sender` in namespace `ns` as [`TesterPorts::open_interfaces`] opens its `t0`,
+    /// with a pool of `frames` 2048-byte frames (at least its rings' worth).
+    pub fn open(ns: &str, sender: &str, frames: u32) -> Result<TesterSender, String> {
+        let config = sender_config();
+        let least = config.fill_size + config.tx_size + config.completion_size;
+        if frames < least {
+            return Err(format!(
+                "a tester pool of {frames} frames is too small: t0's fill ring and frames in \
+                 flight take {least}; use {least} or more"
+            ));
+        }
+        let mut pool =
+            FramePool::new(frames, 2048).map_err(|error| format!("tester frame pool: {error}"))?;
+        let umem = Umem::new(&pool);
+        let _inside =
+            wirespeed_lab::enter(ns).map_err(|error| format!("entering {ns}: {error}"))?;
+        let t0 = AfXdpPort::open(sender, &config, &umem, &mut pool)
+            .map_err(|error| error.to_string())?;
+        Ok(TesterSender {
+            t0,
+            _umem: umem,
+            pool,
+        })
+    }
+
+    /// Sends `frames` on `t0`; returns how many the port took.
+    pub fn send(&mut self, frames: &[Vec<u8>]) -> usize {
+        send_frames(&mut self.t0, &mut self.pool, frames)
+    }
+
+    /// Returns every frame the port holds to the pool (before it is dropped).
+    pub fn release_all(&mut self) {
+        self.t0.release_all(&mut self.pool);
+    }
+}
+
+/// Sends copies of `frames` on `port`, from `pool`; returns how many the port took.
+fn send_frames(port: &mut AfXdpPort, pool: &mut FramePool, frames: &[Vec<u8>]) -> usize {
+    let mut taken = 0;
+    for chunk in frames.chunks(MAX_BATCH) {
+        let mut batch = Batch::new(chunk.len());
+        for bytes in chunk {
+            let Some(frame) = pool.alloc() else {
+                break;
+            };
+            let start = HEADROOM as usize;
+            let Some(room) = pool.frame_mut(frame).get_mut(start..start + bytes.len()) else {
+                pool.release(frame);
+                continue;
+            };
+            room.copy_from_slice(bytes);
+            batch.push(Desc {
+                frame,
+                offset: HEADROOM,
+                len: bytes.len() as u16,
+                port: 0,
+                queue: 0,
+            });
+        }
+        taken += port.tx(0, pool, &mut batch);
+        for desc in batch.descs() {
+            pool.release(desc.frame);
+        }
+    }
+    port.poll(pool);
+    taken
+}
+
+/// The sending port's configuration: copy mode, the default rings.
+fn sender_config() -> AfXdpConfig {
+    AfXdpConfig {
+        zero_copy: false,
+        ..AfXdpConfig::default()
     }
 }
 

@@ -42,6 +42,9 @@ pub const SIGNATURE: [u8; 4] = *b"wsP2";
 /// Bytes a probe takes in the UDP payload.
 pub const PROBE_LEN: usize = 18;
 
+/// Offset of the TX timestamp in the probe.
+pub const TIMESTAMP_AT: usize = 10;
+
 const ETHERNET_LEN: usize = 14;
 const UDP_LEN: usize = 8;
 
@@ -147,7 +150,7 @@ impl ProbeWriter {
         bytes[..4].copy_from_slice(&SIGNATURE);
         bytes[4..6].copy_from_slice(&probe.flow.to_be_bytes());
         bytes[6..10].copy_from_slice(&probe.sequence.to_be_bytes());
-        bytes[10..18].copy_from_slice(&probe.timestamp.to_be_bytes());
+        bytes[TIMESTAMP_AT..].copy_from_slice(&probe.timestamp.to_be_bytes());
         let Some(area) = frame.get_mut(self.probe_at..self.probe_at + PROBE_LEN) else {
             return false;
         };
@@ -184,7 +187,7 @@ pub fn read(frame: &[u8]) -> Result<Probe, ProbeError> {
         return Err(ProbeError::NoSignature);
     }
     let mut timestamp = [0u8; 8];
-    timestamp.copy_from_slice(&bytes[10..18]);
+    timestamp.copy_from_slice(&bytes[TIMESTAMP_AT..PROBE_LEN]);
     Ok(Probe {
         flow: u16::from_be_bytes([bytes[4], bytes[5]]),
         sequence: u32::from_be_bytes([bytes[6], bytes[7], bytes[8], bytes[9]]),
