@@ -49,7 +49,9 @@ use crate::rfc2544::{
     TrialOutcome, TrialSpec, back_to_back, line_rate, loss_rate, mlrsearch, recovery, throughput,
 };
 use crate::timestamp::TimestampProbe;
-use crate::trial::{CounterCheck, FlowOrder, LabTrial, Phase, TrialConfig, TrialPorts, run_in_lab};
+use crate::trial::{
+    CounterCheck, FlowOrder, LabTrial, Phase, ReceiverKind, TrialConfig, TrialPorts, run_in_lab,
+};
 
 /// Which RFC 2544 tests a run makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -227,6 +229,10 @@ pub struct SuiteConfig {
     /// After each trial's last departure, the longest wait for frames still inside the DuT
     /// (the trial stops waiting once everything it sent has arrived).
     pub drain_seconds: f64,
+    /// How the throughput searches' trials (and the calibration's line-rate trial, so that
+    /// "tester-limited" compares like with like) receive; latency and the other tests always
+    /// use the probe receiver, which they need.
+    pub receiver: ReceiverKind,
 }
 
 impl Default for SuiteConfig {
@@ -256,6 +262,7 @@ impl Default for SuiteConfig {
             calibrate_only: false,
             retries: 0,
             drain_seconds: 0.1,
+            receiver: ReceiverKind::Count,
         }
     }
 }
@@ -367,6 +374,15 @@ pub fn estimate_trials(config: &SuiteConfig) -> usize {
         * (2 + config.kinds().len() * (searches + latency + loss + bursts + recoveries))
 }
 
+/// Which receiver a run of `config` uses for which trials, as its report says.
+pub fn receivers(config: &SuiteConfig) -> String {
+    format!(
+        "throughput searches and the calibration's limit: {}; latency and the other tests: {}",
+        config.receiver.label(),
+        ReceiverKind::Probe.label()
+    )
+}
+
 /// Runs the whole suite on `lab` against `dut` and returns the report, also when stopped
 /// (partial, with a note). `setup` comes with what only the caller knows (command line,
 /// configuration, versions); the rest is filled in here.
@@ -389,6 +405,7 @@ pub fn run(
             .collect::<Vec<_>>()
             .join("; ")
     );
+    report.setup.receiver = receivers(config);
     report.setup.timestamp_source = "TSC (TX and RX in the tester process)".into();
     report.setup.tsc_hz = wirespeed_packet::cpu::tsc_hz();
     report.setup.timestamp_resolution_ns = 1e9 / report.setup.tsc_hz.max(1) as f64;
@@ -559,6 +576,20 @@ pub fn load_config(config: &SuiteConfig, load: Load) -> TrialConfig {
 
 fn describe(what: &str, size: u16, trial: &LabTrial) -> String {
     let m = &trial.measurement;
+    if m.receiver == ReceiverKind::Count {
+        return format!(
+            "{size} B {what}: offered {:.3} Mpps, counted {:.3} Mpps, loss {:.4} % \
+             ({} lost: {} refused by the tester's TX ring, {} not sent in time), last count \
+             {:.1} ms after sending",
+            m.outcome.sent as f64 / m.outcome.seconds.max(1e-9) / 1e6,
+            m.outcome.received_rate() / 1e6,
+            100.0 * m.outcome.loss_ratio(),
+            m.outcome.lost(),
+            m.refused,
+            m.unsent,
+            m.drain_seconds * 1e3
+        );
+    }
     format!(
         "{size} B {what}: offered {:.3} Mpps, received {:.3} Mpps, loss {:.4} % \
          ({} lost: {} refused by the tester's TX ring, {} not sent in time, {} dropped by its \
@@ -613,7 +644,10 @@ fn calibrate(
         let full = run_in_lab(
             &ports,
             &template,
-            &trial_config(config, line, config.calibration_seconds),
+            &TrialConfig {
+                receiver: config.receiver,
+                ..trial_config(config, line, config.calibration_seconds)
+            },
             cpu,
             stop,
         )?;
@@ -653,6 +687,8 @@ struct Gathered {
     mode: String,
     interrupted: bool,
     failures: Vec<String>,
+    /// The receiver of the trials to come.
+    receiver: ReceiverKind,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -705,7 +741,10 @@ fn frame_size(
         match run_in_lab(
             &ports,
             &template,
-            &load_config(config, spec.load),
+            &TrialConfig {
+                receiver: gathered.receiver,
+                ..load_config(config, spec.load)
+            },
             config.plan.generator_cpu,
             stop,
         ) {
@@ -741,6 +780,7 @@ fn frame_size(
     } else {
         0
     };
+    gathered.receiver = config.receiver;
     for run in 0..runs {
         let what = if runs > 1 {
             format!("search {}/{runs}", run + 1)
@@ -815,6 +855,8 @@ fn frame_size(
             break;
         }
     }
+    // Latency and the other tests need what only the probe receiver sees.
+    gathered.receiver = ReceiverKind::Probe;
     if let Some(ndr) = result.ndr().filter(|_| config.tests.latency) {
         let mut loads: Vec<f64> = config
             .latency_loads
@@ -913,7 +955,9 @@ fn frame_size(
         && let Some(last) = &gathered.last
     {
         result.counters = Some(last.counters);
-        result.sequence = Some(last.measurement.sequence);
+        // A counted trial tracks no sequence.
+        result.sequence = Some(last.measurement.sequence)
+            .filter(|_| last.measurement.receiver == ReceiverKind::Probe);
     }
     if gathered.counters.transmitted > 0 {
         result.counters_max_error = Some(gathered.max_error);

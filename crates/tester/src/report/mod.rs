@@ -82,6 +82,10 @@ pub struct Setup {
     pub timestamp_resolution_ns: f64,
     /// Traffic pattern and flows ("CBR, 1 flow", "Poisson, 256 flows").
     pub traffic: String,
+    /// Which receiver measured which trials (the AF_XDP probe receiver or the XDP probe
+    /// counter).
+    #[serde(default)]
+    pub receiver: String,
 }
 
 /// The DuT and how it was configured.

@@ -31,8 +31,9 @@ use wirespeed_tester::generator::pacing::Pattern;
 use wirespeed_tester::report::compare::{
     CompareRun, ComparedDut, Comparison, summary_table, to_html, to_json,
 };
-use wirespeed_tester::suite::{Progress, SearchKind, SuiteConfig};
+use wirespeed_tester::suite::{Progress, SearchKind, SuiteConfig, receivers};
 use wirespeed_tester::trial::FlowOrder;
+use wirespeed_tester::trial::ReceiverKind;
 
 use super::bench::dut;
 use super::rfc2544::{parse_nice, parse_resolution, setup, suite_lab};
@@ -95,6 +96,12 @@ pub struct CompareArgs {
     /// that loses to a one-off stall of a shared machine then does not end the search).
     #[arg(long, default_value_t = 0)]
     retries: u32,
+    /// How the throughput search's trials and the calibration's limit receive: `count` (an XDP
+    /// program on the receiving interface counts this trial's probes in the kernel: loss
+    /// only, at next to no cost to the tester's core) or `probe` (an AF_XDP socket parses
+    /// every frame: loss, sequence and latency). Latency at the NDR always uses `probe`.
+    #[arg(long, default_value = "count", value_parser = ReceiverKind::parse)]
+    receiver: ReceiverKind,
 }
 
 /// `1,random` -> `[(1, round robin), (4096, random)]`.
@@ -148,6 +155,7 @@ impl CompareArgs {
                 nice: parse_nice(&self.nice)?,
             },
             retries: self.retries,
+            receiver: self.receiver,
             ..SuiteConfig::default()
         })
     }
@@ -194,6 +202,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
          {RANDOM_FLOWS} of them, each frame's drawn at random), {} repeat(s) interleaved",
         args.flows, args.repeats
     );
+    comparison.setup.receiver = receivers(&suite);
     let mut lab = suite_lab(&args.prefix)?;
     let total = args.repeats as usize * flows.len() * duts.len();
     let started = Instant::now();

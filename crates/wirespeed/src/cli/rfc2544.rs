@@ -28,7 +28,7 @@ use wirespeed_tester::bench::placement::{Plan, SessionShield};
 use wirespeed_tester::generator::pacing::Pattern;
 use wirespeed_tester::report::{Report, Setup, csv, html, json, wire_bits_per_second};
 use wirespeed_tester::suite::{Progress, Resolution, SearchKind, SuiteConfig, Tests, Traffic};
-use wirespeed_tester::trial::FlowOrder;
+use wirespeed_tester::trial::{FlowOrder, ReceiverKind};
 
 use super::bench::dut;
 
@@ -148,6 +148,12 @@ struct MoreTests {
     /// and latency floor per frame size) without setting up a DuT.
     #[arg(long)]
     calibrate_only: bool,
+    /// How the throughput search's trials and the calibration's limit receive: `count` (an XDP
+    /// program on the receiving interface counts this trial's probes in the kernel: loss
+    /// only, at next to no cost to the tester's core) or `probe` (an AF_XDP socket parses
+    /// every frame: loss, sequence and latency). Latency trials always use `probe`.
+    #[arg(long, default_value = "count", value_parser = ReceiverKind::parse)]
+    receiver: ReceiverKind,
 }
 
 /// Everything a run needs, from flags or from the demo.
@@ -259,6 +265,7 @@ impl Rfc2544Args {
                 ndr_runs: self.more.ndr_runs,
                 calibrate_only: self.more.calibrate_only,
                 drain_seconds: self.more.drain_seconds,
+                receiver: self.more.receiver,
                 retries: self.retries,
                 latency_loads,
                 repeats: self.repeats,
