@@ -28,6 +28,13 @@
 //! returns at once as a failure without sending; the frame size in progress keeps only its real
 //! trials and loses its answer, a note says so, and the report is still complete up to there.
 //!
+//! **Receivers.** The throughput searches' trials and the calibration's line-rate trial receive
+//! with `config.receiver` (by default the XDP probe counter, which costs the tester next to
+//! nothing, so the tester's limit and a DuT's NDR are not held down by the tester's own
+//! receive; both use the same receiver, so "tester-limited" still compares like with like);
+//! latency, the calibration's floor and the other tests always receive with the AF_XDP probe
+//! receiver, which they need ([`crate::trial::ReceiverKind`]).
+//!
 //! Every trial's counts are checked against the kernel's interface counters; the report keeps
 //! the check of the trial at the NDR and the worst disagreement of any trial. (Overloaded search
 //! trials can disagree by more: the kernel drops some of what the AF_XDP TX ring took when the

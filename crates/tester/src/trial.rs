@@ -30,6 +30,15 @@
 //! one) as stale. Frames come back to the pool rewritten to the template, so the sender only
 //! stamps the fields that change.
 //!
+//! **Counting instead ([`ReceiverKind::Count`], [`run_counted`]).** A throughput trial only
+//! needs to know how many of its frames came back, and the receive above costs the tester's
+//! core about as much as sending. So the receiving interface can instead carry an
+//! [`XdpProbeCounter`]: it counts in the kernel the frames with this template's probe signature
+//! whose TX timestamp is not below the trial's start, and the trial reads it before and after
+//! (and, while lingering, every [`COUNTER_POLL`] until it reaches what was transmitted). Loss is
+//! sent minus counted; there is no sequence and no latency, and the measurement says so
+//! ([`TrialMeasurement::receiver`]). The sender is the same either way.
+//!
 //! **Third-party check.** [`run_in_lab`] reads the interface counters of the sending and the
 //! receiving interface (`ip -s -j link`, i.e. /sys/class/net/*/statistics of their namespace)
 //! before and after and reports them beside the tester's own counts ([`CounterCheck`]).
@@ -1216,6 +1225,38 @@ mod tests {
         let at = m.outcome.last_loss.expect("a last loss");
         assert!((0.08..=0.1).contains(&at), "{at}");
         assert_eq!(pool.free_count(), pool.total());
+    }
+
+    #[test]
+    fn receivers_parse_by_name() {
+        assert_eq!(ReceiverKind::parse("count"), Ok(ReceiverKind::Count));
+        assert_eq!(ReceiverKind::parse("probe"), Ok(ReceiverKind::Probe));
+        assert!(ReceiverKind::parse("Count").is_err());
+        assert!(ReceiverKind::parse("").is_err());
+    }
+
+    #[test]
+    fn the_counter_looks_where_the_writer_writes() {
+        let template = template(64, 1);
+        let writer = ProbeWriter::new(&template).unwrap();
+        let mut frame = template.frame(0);
+        let probe = Probe {
+            flow: 0,
+            sequence: 0,
+            timestamp: 0x0102_0304_0506_0708,
+        };
+        assert!(writer.write(&mut frame, &probe));
+        let filter = probe_filter(&writer);
+        let at = |offset: u16| offset as usize;
+        assert_eq!(
+            frame[at(filter.signature_at)..at(filter.signature_at) + 4],
+            probe::SIGNATURE
+        );
+        let stamp = &frame[at(filter.timestamp_at)..at(filter.timestamp_at) + 8];
+        assert_eq!(
+            u64::from_be_bytes(stamp.try_into().unwrap()),
+            probe.timestamp
+        );
     }
 
     #[test]

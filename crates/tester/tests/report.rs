@@ -101,6 +101,7 @@ fn synthetic_report() -> Report {
         timestamp_source: "TSC".into(),
         timestamp_resolution_ns: 0.43,
         traffic: "CBR, 1 flow, UDP/IPv4".into(),
+        receiver: "throughput searches: XDP probe counter; latency: AF_XDP probe receiver".into(),
     };
     let mut report = Report::new("Linux bridge, RFC 2544 (synthetic example)", setup);
     report.calibration = Some(Calibration {
@@ -214,6 +215,7 @@ fn html_has_one_svg_per_plot_with_labels_and_no_external_urls() {
         "afxdp native, copy",
         "generator on core 0",
         "TSC (resolution 0.43 ns)",
+        "throughput searches: XDP probe counter",
         "frame_sizes = [64",
         "Calibration",
     ] {

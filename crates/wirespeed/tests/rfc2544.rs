@@ -64,6 +64,15 @@ fn a_short_rfc2544_run_against_wirespeed_writes_a_checked_report() {
         "tester and kernel disagree: {counters:?}"
     );
     assert!(report.setup.core_pinning.len() >= 3, "{:?}", report.setup);
+    // The search counted in the kernel by default; latency needs the probe receiver.
+    assert!(
+        report
+            .setup
+            .receiver
+            .starts_with("throughput searches and the calibration's limit: XDP probe counter"),
+        "{}",
+        report.setup.receiver
+    );
     assert!(
         report
             .setup
