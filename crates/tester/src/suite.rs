@@ -583,33 +583,27 @@ pub fn load_config(config: &SuiteConfig, load: Load) -> TrialConfig {
 
 fn describe(what: &str, size: u16, trial: &LabTrial) -> String {
     let m = &trial.measurement;
-    if m.receiver == ReceiverKind::Count {
-        return format!(
-            "{size} B {what}: offered {:.3} Mpps, counted {:.3} Mpps, loss {:.4} % \
-             ({} lost: {} refused by the tester's TX ring, {} not sent in time), last count \
-             {:.1} ms after sending",
-            m.outcome.sent as f64 / m.outcome.seconds.max(1e-9) / 1e6,
-            m.outcome.received_rate() / 1e6,
-            100.0 * m.outcome.loss_ratio(),
-            m.outcome.lost(),
-            m.refused,
-            m.unsent,
-            m.drain_seconds * 1e3
-        );
-    }
-    format!(
-        "{size} B {what}: offered {:.3} Mpps, received {:.3} Mpps, loss {:.4} % \
-         ({} lost: {} refused by the tester's TX ring, {} not sent in time, {} dropped by its \
-         RX socket), p50 {:.1} µs, last arrival {:.1} ms after sending",
+    let counted = m.receiver == ReceiverKind::Count;
+    let sent = format!(
+        "{size} B {what}: offered {:.3} Mpps, {} {:.3} Mpps, loss {:.4} % ({} lost: {} refused \
+         by the tester's TX ring, {} not sent in time",
         m.outcome.sent as f64 / m.outcome.seconds.max(1e-9) / 1e6,
+        if counted { "counted" } else { "received" },
         m.outcome.received_rate() / 1e6,
         100.0 * m.outcome.loss_ratio(),
         m.outcome.lost(),
         m.refused,
         m.unsent,
+    );
+    let drain = m.drain_seconds * 1e3;
+    if counted {
+        return format!("{sent}), last count {drain:.1} ms after sending");
+    }
+    format!(
+        "{sent}, {} dropped by its RX socket), p50 {:.1} µs, last arrival {drain:.1} ms after \
+         sending",
         m.receiver_dropped,
         m.latency.p50_ns as f64 / 1e3,
-        m.drain_seconds * 1e3
     )
 }
 
