@@ -12,7 +12,7 @@ use wirespeed_tester::report::{
 };
 use wirespeed_tester::rfc2544::{
     BackToBackConfig, Load, LossRateConfig, MlrConfig, ThroughputConfig, TrialOutcome, TrialSpec,
-    back_to_back, line_rate, loss_rate, mlrsearch, throughput,
+    Vote, back_to_back, line_rate, loss_rate, mlrsearch, throughput,
 };
 use wirespeed_tester::stats::LatencyHistogram;
 
@@ -101,6 +101,7 @@ fn synthetic_report() -> Report {
         timestamp_source: "TSC".into(),
         timestamp_resolution_ns: 0.43,
         traffic: "CBR, 1 flow, UDP/IPv4".into(),
+        search: Vote::majority(9, 1.0).describe(1.0),
     };
     let mut report = Report::new("Linux bridge, RFC 2544 (synthetic example)", setup);
     report.calibration = Some(Calibration {
@@ -216,6 +217,7 @@ fn html_has_one_svg_per_plot_with_labels_and_no_external_urls() {
         "TSC (resolution 0.43 ns)",
         "frame_sizes = [64",
         "Calibration",
+        "exceed ratio 0.5, duration sum 9 s",
     ] {
         assert!(html.contains(needle), "{needle}");
     }

@@ -563,6 +563,7 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
             format!("{} at {} MHz", setup.cpu_model, setup.cpu_mhz),
         ),
         ("traffic", setup.traffic.clone()),
+        ("search", setup.search.clone()),
     ] {
         out.push_str("<tr><th>");
         out.push_str(&escape(name));

@@ -82,6 +82,10 @@ pub struct Setup {
     pub timestamp_resolution_ns: f64,
     /// Traffic pattern and flows ("CBR, 1 flow", "Poisson, 256 flows").
     pub traffic: String,
+    /// How the NDR was searched: the search, its trials and resolution, and how a rate's trials
+    /// decide it (one trial, or a vote: [`crate::rfc2544::vote`]).
+    #[serde(default)]
+    pub search: String,
 }
 
 /// The DuT and how it was configured.

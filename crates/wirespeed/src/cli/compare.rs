@@ -35,7 +35,7 @@ use wirespeed_tester::suite::{Progress, SearchKind, SuiteConfig};
 use wirespeed_tester::trial::FlowOrder;
 
 use super::bench::dut;
-use super::rfc2544::{parse_nice, parse_resolution, setup, suite_lab};
+use super::rfc2544::{VoteArgs, parse_nice, parse_resolution, setup, suite_lab};
 
 /// Flows that `--flows random` stands for.
 pub const RANDOM_FLOWS: u32 = 4096;
@@ -91,10 +91,9 @@ pub struct CompareArgs {
     /// tester's receive (`off`: leave them alone), as in `bench rfc2544`.
     #[arg(long, default_value = "-20", allow_hyphen_values = true)]
     nice: String,
-    /// Times a failed search trial is run again before its rate counts as failed (a trial
-    /// that loses to a one-off stall of a shared machine then does not end the search).
-    #[arg(long, default_value_t = 0)]
-    retries: u32,
+    /// How a rate's trials decide whether it passes, as in `bench rfc2544`.
+    #[command(flatten)]
+    vote: VoteArgs,
 }
 
 /// `1,random` -> `[(1, round robin), (4096, random)]`.
@@ -128,7 +127,6 @@ impl CompareArgs {
         anyhow::ensure!(!self.frame_sizes.is_empty(), "give at least one frame size");
         anyhow::ensure!(self.repeats >= 1, "give at least one repeat");
         anyhow::ensure!(!self.duts.is_empty(), "give at least one DuT");
-        anyhow::ensure!(self.retries <= 9, "--retries is at most 9");
         Ok(SuiteConfig {
             frame_sizes: self.frame_sizes.clone(),
             search: SearchKind::Binary,
@@ -147,7 +145,7 @@ impl CompareArgs {
                 receiver_cpu: self.receiver_cpu.unwrap_or(self.generator_cpu),
                 nice: parse_nice(&self.nice)?,
             },
-            retries: self.retries,
+            vote: self.vote.vote(self.trial_seconds)?,
             ..SuiteConfig::default()
         })
     }
@@ -194,6 +192,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
          {RANDOM_FLOWS} of them, each frame's drawn at random), {} repeat(s) interleaved",
         args.flows, args.repeats
     );
+    comparison.setup.search = suite.search_summary();
     let mut lab = suite_lab(&args.prefix)?;
     let total = args.repeats as usize * flows.len() * duts.len();
     let started = Instant::now();
