@@ -834,6 +834,10 @@ fn frame_size(
         if run == 0 {
             result.throughput = found.throughput;
             result.mlrsearch = found.mlrsearch;
+        } else if let Some(trials) = found.throughput.map(|t| t.trials) {
+            result.later_searches.push(trials);
+        } else if let Some(trials) = found.mlrsearch.map(|m| m.trials) {
+            result.later_searches.push(trials);
         }
         if gathered.interrupted {
             break;
