@@ -659,12 +659,8 @@ fn wandering_searches(vote: Vote, seeds: u64) -> (u64, Vec<f64>) {
     let config = ThroughputConfig {
         max_rate: 1_000_000.0,
         min_rate: 10_000.0,
-        trial_seconds: 1.0,
         resolution: 5_000.0,
-        repeats: 0,
-        vote,
-        max_trials: 40 * vote.max_trials_per_load(1.0),
-        ..ThroughputConfig::default()
+        ..lab_like(vote)
     };
     let wandering = |seed| {
         let mut dut = WanderingDut {
