@@ -91,7 +91,8 @@ impl Vote {
              time lost frames, after {passing} to {most} trials, and fails after {failing} to \
              {most}",
             self.exceed_ratio,
-            self.duration_sum,
+            // To the millisecond: nine 0.2-second trials are 1.8 s, not 1.8000000000000003.
+            (self.duration_sum * 1e3).round() / 1e3,
             100.0 * self.exceed_ratio
         )
     }
