@@ -643,4 +643,20 @@ mod tests {
         assert!(parse_resolution("fast").is_err());
         assert_eq!(clock(125), "2:05");
     }
+
+    #[test]
+    fn the_vote_defaults_to_a_majority_of_nine_trials_and_rejects_a_ratio_of_one() {
+        let vote = |exceed_ratio: f64, duration_sum: Option<f64>| {
+            VoteArgs {
+                exceed_ratio,
+                duration_sum,
+            }
+            .vote(2.0)
+        };
+        assert_eq!(vote(0.5, None).unwrap(), Vote::majority(9, 2.0));
+        assert_eq!(vote(0.0, Some(0.0)).unwrap().max_trials_per_load(2.0), 1);
+        assert!(vote(1.0, None).is_err());
+        assert!(vote(-0.1, None).is_err());
+        assert!(vote(0.5, Some(201.0)).is_err());
+    }
 }
