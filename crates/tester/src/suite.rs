@@ -53,7 +53,8 @@ use crate::generator::{Template, TemplateConfig};
 use crate::report::{Calibration, CorePin, FrameSizeResult, LatencyAtLoad, Limit, Report, Setup};
 use crate::rfc2544::{
     BackToBackConfig, Load, LossRateConfig, MlrConfig, MlrTarget, RecoveryConfig, ThroughputConfig,
-    TrialOutcome, TrialSpec, back_to_back, line_rate, loss_rate, mlrsearch, recovery, throughput,
+    TrialOutcome, TrialSpec, Vote, back_to_back, line_rate, loss_rate, mlrsearch, recovery,
+    throughput,
 };
 use crate::timestamp::TimestampProbe;
 use crate::trial::{
@@ -230,9 +231,9 @@ pub struct SuiteConfig {
     pub ndr_runs: u32,
     /// Measure the tester on its looped-back pair and stop: no DuT is set up.
     pub calibrate_only: bool,
-    /// Binary search: times a failed trial is run again at the same rate before the rate
-    /// counts as failed ([`crate::rfc2544::search`], "Retries").
-    pub retries: u32,
+    /// How the trials at one rate decide whether it passes, in both searches
+    /// ([`crate::rfc2544::vote`]; its duration sum is for `trial_seconds` trials).
+    pub vote: Vote,
     /// After each trial's last departure, the longest wait for frames still inside the DuT
     /// (the trial stops waiting once everything it sent has arrived).
     pub drain_seconds: f64,
@@ -267,7 +268,7 @@ impl Default for SuiteConfig {
             recovery_seconds: 10.0,
             ndr_runs: 1,
             calibrate_only: false,
-            retries: 0,
+            vote: Vote::SINGLE_TRIAL,
             drain_seconds: 0.1,
             receiver: ReceiverKind::Count,
         }
@@ -286,6 +287,24 @@ impl SuiteConfig {
         } else {
             self.traffic.clone()
         }
+    }
+
+    /// How the NDR is searched, in words, for the report.
+    pub fn search_summary(&self) -> String {
+        let search = match self.search {
+            SearchKind::Binary => "binary search",
+            SearchKind::Mlr => "MLRsearch",
+        };
+        let resolution = match self.resolution {
+            Resolution::Absolute(fps) => format!("{fps} frames/s"),
+            Resolution::Relative(share) => format!("{} % of the start", 100.0 * share),
+        };
+        format!(
+            "{search}, {} s trials, resolution {resolution}, loss tolerance {}; {}",
+            self.trial_seconds,
+            self.loss_tolerance,
+            self.vote.describe(self.trial_seconds)
+        )
     }
 
     /// This configuration with one kind of traffic.
@@ -347,10 +366,11 @@ pub fn estimate_trials(config: &SuiteConfig) -> usize {
     }
     .clamp(1e-6, 1.0);
     let search = match config.search {
-        // About half the rates fail, and a failing rate costs its retries too.
+        // About half the rates pass and half fail, each after its vote's trials.
         SearchKind::Binary => {
             let steps = (1.0 / share).log2().ceil() as usize + 1;
-            steps + steps.div_ceil(2) * config.retries as usize
+            let (passing, failing) = config.vote.unanimous_trials(config.trial_seconds);
+            (steps * (passing + failing) as usize).div_ceil(2)
         }
         SearchKind::Mlr => 2 * ((1.0 / share).log2().ceil() as usize + 1),
     };
@@ -413,6 +433,7 @@ pub fn run(
             .join("; ")
     );
     report.setup.receiver = receivers(config);
+    report.setup.search = config.search_summary();
     report.setup.timestamp_source = "TSC (TX and RX in the tester process)".into();
     report.setup.tsc_hz = wirespeed_packet::cpu::tsc_hz();
     report.setup.timestamp_resolution_ns = 1e9 / report.setup.tsc_hz.max(1) as f64;
@@ -798,8 +819,9 @@ fn frame_size(
                     loss_tolerance: config.loss_tolerance,
                     resolution,
                     repeats: config.repeats,
-                    retries: config.retries,
-                    max_trials: 40 * (1 + config.retries.min(9)),
+                    vote: config.vote,
+                    max_trials: 40u32
+                        .saturating_mul(config.vote.max_trials_per_load(config.trial_seconds)),
                 };
                 let mut found_search =
                     throughput(&search, |spec| trial(spec, &what, &mut gathered));
@@ -828,8 +850,10 @@ fn frame_size(
                     final_seconds: config.trial_seconds,
                     intermediate_phases: 1,
                     final_width: (resolution / max_rate).clamp(1e-4, 0.5),
+                    vote: config.vote,
                     repeats: config.repeats,
-                    max_trials: 60,
+                    max_trials: 60u32
+                        .saturating_mul(config.vote.max_trials_per_load(config.trial_seconds)),
                 };
                 let mut found_search = mlrsearch(&search, |spec| trial(spec, &what, &mut gathered));
                 if gathered.interrupted {
@@ -851,6 +875,10 @@ fn frame_size(
         if run == 0 {
             result.throughput = found.throughput;
             result.mlrsearch = found.mlrsearch;
+        } else if let Some(trials) = found.throughput.map(|t| t.trials) {
+            result.later_searches.push(trials);
+        } else if let Some(trials) = found.mlrsearch.map(|m| m.trials) {
+            result.later_searches.push(trials);
         }
         if gathered.interrupted {
             break;

@@ -12,7 +12,7 @@ use wirespeed_tester::report::{
 };
 use wirespeed_tester::rfc2544::{
     BackToBackConfig, Load, LossRateConfig, MlrConfig, ThroughputConfig, TrialOutcome, TrialSpec,
-    back_to_back, line_rate, loss_rate, mlrsearch, throughput,
+    Vote, back_to_back, line_rate, loss_rate, mlrsearch, throughput,
 };
 use wirespeed_tester::stats::LatencyHistogram;
 
@@ -102,6 +102,7 @@ fn synthetic_report() -> Report {
         timestamp_resolution_ns: 0.43,
         traffic: "CBR, 1 flow, UDP/IPv4".into(),
         receiver: "throughput searches: XDP probe counter; latency: AF_XDP probe receiver".into(),
+        search: Vote::majority(9, 1.0).describe(1.0),
     };
     let mut report = Report::new("Linux bridge, RFC 2544 (synthetic example)", setup);
     report.calibration = Some(Calibration {
@@ -218,6 +219,7 @@ fn html_has_one_svg_per_plot_with_labels_and_no_external_urls() {
         "throughput searches: XDP probe counter",
         "frame_sizes = [64",
         "Calibration",
+        "exceed ratio 0.5, duration sum 9 s",
     ] {
         assert!(html.contains(needle), "{needle}");
     }

@@ -206,9 +206,18 @@ fn loss_back_to_back_recovery_and_repeated_searches_run_and_the_report_renders()
     assert_eq!(recovery.times.len(), 2);
     assert!(recovery.overload_rate <= 1.1 * ndr + 1.0);
     assert!((recovery.recovery_rate - recovery.overload_rate / 2.0).abs() < 1.0);
-    // Two searches in a row, both kept.
+    // Two searches in a row, both kept with every trial, each rate decided by the default
+    // vote (a majority of nine trials' time), which the report states.
     assert_eq!(result.ndr_runs.len(), 2, "{:?}", result.ndr_runs);
     assert_eq!(result.ndr_runs[0], ndr);
+    assert_eq!(result.later_searches.len(), 1);
+    assert!(result.later_searches[0].len() >= 5);
+    assert!(
+        report
+            .setup
+            .search
+            .contains("exceed ratio 0.5, duration sum 1.8 s")
+    );
     assert!(result.ndr_difference().is_some());
     assert!(stdout.contains("searches in a row"), "{stdout}");
     // Timestamps: veth offers kernel software stamps, the AF_XDP trials used the TSC, whose

@@ -564,6 +564,7 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
         ),
         ("traffic", setup.traffic.clone()),
         ("receiver", setup.receiver.clone()),
+        ("search", setup.search.clone()),
     ] {
         out.push_str("<tr><th>");
         out.push_str(&escape(name));

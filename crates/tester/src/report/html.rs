@@ -459,6 +459,7 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
     );
     row(&mut out, "traffic", &setup.traffic);
     row(&mut out, "receiver", &setup.receiver);
+    row(&mut out, "search", &setup.search);
     out.push_str("</table><h3>DuT commands</h3><pre>");
     out.push_str(&escape(&setup.dut.commands.join("\n")));
     if !setup.dut.output.is_empty() {

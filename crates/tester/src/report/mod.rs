@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::generator::pacing::PacingAccuracy;
 use crate::rfc2544::{
-    BackToBackResult, LossRateResult, MlrResult, RecoveryResult, Spread, ThroughputResult,
+    BackToBackResult, LossRateResult, MlrResult, RecoveryResult, Spread, ThroughputResult, Trial,
     line_rate,
 };
 use crate::stats::{LatencySummary, SequenceCounts};
@@ -86,6 +86,10 @@ pub struct Setup {
     /// counter).
     #[serde(default)]
     pub receiver: String,
+    /// How the NDR was searched: the search, its trials and resolution, and how a rate's trials
+    /// decide it (one trial, or a vote: [`crate::rfc2544::vote`]).
+    #[serde(default)]
+    pub search: String,
 }
 
 /// The DuT and how it was configured.
@@ -211,6 +215,10 @@ pub struct FrameSizeResult {
     /// repeatability.
     #[serde(default)]
     pub ndr_runs: Vec<f64>,
+    /// Every trial of each search after the first (the first's are in `throughput` or
+    /// `mlrsearch`), one list per search: what moved between two searches in a row.
+    #[serde(default)]
+    pub later_searches: Vec<Vec<Trial>>,
 }
 
 impl FrameSizeResult {

@@ -7,10 +7,14 @@
 //! * The search runs in phases. Phase 0 uses `initial_seconds` trials and a wide relative
 //!   width goal; each later phase lengthens the trials geometrically and halves the width, so
 //!   the last phase uses `final_seconds` trials and `final_width`.
-//! * Within a phase, only measurements of that phase count. For each target, the upper bound
-//!   is the lowest rate whose loss ratio exceeded the target, the lower bound the highest rate
-//!   below it that stayed within it (a pass above a fail is distrusted, which keeps a noisy DuT
-//!   from pulling the answer up). One trial informs every target at once.
+//! * Within a phase, only measurements of that phase count. Each rate is judged per target by
+//!   the [`Vote`] of its trials in the phase (one trial decides under [`Vote::SINGLE_TRIAL`]; a
+//!   rate whose vote is still open is measured again before anything else). The vote's
+//!   duration sum is for the final trial length; shorter phases scale it down with their trials,
+//!   so every phase asks a rate for the same number of trials. For each target, the upper bound
+//!   is the lowest rate that failed its vote, the lower bound the highest rate below it that
+//!   passed (a pass above a fail is distrusted, which keeps a noisy DuT from pulling the answer
+//!   up). One trial informs every target at once.
 //! * A target is done for the phase when both bounds exist and are within the width goal, or
 //!   when its lower bound is the maximum rate, or its upper bound the minimum rate. Otherwise the
 //!   next rate is, in order of preference: the bound the previous phase found (re-validated at
@@ -19,12 +23,14 @@
 //!   interval, or — when only one bound exists — a step away from it that doubles each time
 //!   (external search).
 //!
-//! The result per target is the final phase's lower bound (the conservative answer) and its
+//! The result per target is the final phase's lower bound (the conservative answer: with a vote,
+//! the highest rate whose trials mostly stayed within the target, see [`super::vote`]) and its
 //! upper bound, with every trial tagged with its phase; the lower bounds are then measured
 //! `repeats` more times at the final duration for the spread.
 
 use serde::{Deserialize, Serialize};
 
+use super::vote::{Tally, Verdict, Vote};
 use super::{Load, Repeated, Trial, TrialOutcome, TrialSpec, repeat, run};
 
 /// One loss-ratio target.
@@ -53,6 +59,9 @@ pub struct MlrConfig {
     pub intermediate_phases: u32,
     /// Relative width goal of the last phase: (upper - lower) / upper.
     pub final_width: f64,
+    /// How the trials at one rate decide whether it passes a target (its duration sum is for
+    /// `final_seconds` trials).
+    pub vote: Vote,
     /// How many times to measure each final lower bound again for the spread.
     pub repeats: u32,
     /// Safety stop: never run more search trials than this.
@@ -78,6 +87,7 @@ impl Default for MlrConfig {
             final_seconds: 30.0,
             intermediate_phases: 2,
             final_width: 0.005,
+            vote: Vote::SINGLE_TRIAL,
             repeats: 3,
             max_trials: 100,
         }
@@ -114,19 +124,33 @@ pub struct MlrResult {
 struct Point {
     rate: f64,
     loss_ratio: f64,
+    seconds: f64,
+}
+
+fn same_rate(a: f64, b: f64) -> bool {
+    (a - b).abs() <= b.abs() * 1e-9
+}
+
+/// The vote of the trials at `rate` for one target.
+fn verdict(points: &[Point], rate: f64, target: f64, vote: &Vote) -> Verdict {
+    let mut tally = Tally::default();
+    for point in points.iter().filter(|p| same_rate(p.rate, rate)) {
+        tally.add(point.seconds, point.loss_ratio <= target);
+    }
+    tally.verdict(vote)
 }
 
 /// Bounds for one target from the current phase's points.
-fn bounds(points: &[Point], target: f64) -> (Option<f64>, Option<f64>) {
-    let upper = points
-        .iter()
-        .filter(|p| p.loss_ratio > target)
-        .map(|p| p.rate)
-        .min_by(f64::total_cmp);
-    let lower = points
-        .iter()
-        .filter(|p| p.loss_ratio <= target && upper.is_none_or(|u| p.rate < u))
-        .map(|p| p.rate)
+fn bounds(points: &[Point], target: f64, vote: &Vote) -> (Option<f64>, Option<f64>) {
+    let decided = |wanted: Verdict| {
+        points
+            .iter()
+            .map(|p| p.rate)
+            .filter(move |&rate| verdict(points, rate, target, vote) == wanted)
+    };
+    let upper = decided(Verdict::UpperBound).min_by(f64::total_cmp);
+    let lower = decided(Verdict::LowerBound)
+        .filter(|&rate| upper.is_none_or(|u| rate < u))
         .max_by(f64::total_cmp);
     (lower, upper)
 }
@@ -148,9 +172,7 @@ struct Search<'a> {
 
 impl Search<'_> {
     fn measured(points: &[Point], rate: f64) -> bool {
-        points
-            .iter()
-            .any(|p| (p.rate - rate).abs() <= rate.abs() * 1e-9)
+        points.iter().any(|p| same_rate(p.rate, rate))
     }
 
     /// The next rate for `target` in this phase, or `None` when the target is done.
@@ -158,15 +180,23 @@ impl Search<'_> {
         &self,
         points: &[Point],
         target: f64,
+        vote: &Vote,
         width: f64,
         hint: (Option<f64>, Option<f64>),
         steps: &mut Steps,
     ) -> Option<f64> {
+        // A rate whose vote is open gets its next trial first.
+        if let Some(point) = points
+            .iter()
+            .find(|p| verdict(points, p.rate, target, vote) == Verdict::Undecided)
+        {
+            return Some(point.rate);
+        }
         let fresh = |rate: f64| {
             (rate >= self.min_rate && rate <= self.max_rate && !Self::measured(points, rate))
                 .then_some(rate)
         };
-        match bounds(points, target) {
+        match bounds(points, target, vote) {
             // No point yet: start at the previous phase's answer (its lower bound, else its
             // upper bound), or at the top.
             (None, None) => Some(
@@ -244,6 +274,11 @@ pub fn mlrsearch(
         let seconds = initial * (config.final_seconds.max(initial) / initial).powf(exponent);
         let width = (final_width * f64::powi(2.0, (phases - 1 - phase) as i32)).min(0.5);
         result.phase_seconds.push(seconds);
+        let final_seconds = config.final_seconds.max(initial);
+        let vote = Vote {
+            duration_sum: config.vote.duration_sum * seconds / final_seconds,
+            ..config.vote
+        };
         let mut points: Vec<Point> = Vec::new();
         let mut steps = vec![
             Steps {
@@ -258,6 +293,7 @@ pub fn mlrsearch(
                 if let Some(rate) = search.next_rate(
                     &points,
                     target.loss_ratio,
+                    &vote,
                     width,
                     hints[index],
                     &mut steps[index],
@@ -284,10 +320,11 @@ pub fn mlrsearch(
             points.push(Point {
                 rate,
                 loss_ratio: outcome.loss_ratio(),
+                seconds,
             });
         }
         for (index, target) in config.targets.iter().enumerate() {
-            hints[index] = bounds(&points, target.loss_ratio);
+            hints[index] = bounds(&points, target.loss_ratio, &vote);
         }
         if result.truncated {
             break;

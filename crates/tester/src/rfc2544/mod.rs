@@ -13,6 +13,8 @@
 //! * [`loss_rate`]: RFC 2544 §26.3 frame loss rate, from 100 % down in 10 % steps.
 //! * [`back_to_back`]: RFC 2544 §26.4 with RFC 9004's refinements: the longest loss-free burst.
 //! * [`recovery`]: RFC 2544 §26.5 system recovery: 110 % overload, then 50 %.
+//! * [`vote`]: whether a load passes, from one trial (RFC 2544) or a trial-time-weighted vote
+//!   of several (MLRsearch's exceed ratio), for the two searches.
 //!
 //! Repeated measurements are summarised as a [`Spread`] (min, median, max), never one number.
 
@@ -23,12 +25,14 @@ pub mod loss_rate;
 pub mod mlrsearch;
 pub mod recovery;
 pub mod search;
+pub mod vote;
 
 pub use back_to_back::{BackToBackConfig, BackToBackResult, back_to_back};
 pub use loss_rate::{LossRateConfig, LossRatePoint, LossRateResult, loss_rate};
 pub use mlrsearch::{MlrConfig, MlrResult, MlrTarget, TargetResult, mlrsearch};
 pub use recovery::{RecoveryConfig, RecoveryResult, recovery};
 pub use search::{ThroughputConfig, ThroughputResult, throughput};
+pub use vote::{Tally, Verdict, Vote};
 
 /// What one trial offers to the DuT.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

@@ -8,19 +8,21 @@
 //! passes down to the minimum rate there is no answer (`ndr: None`). The final rate is then
 //! measured `repeats` more times so the report gives a spread.
 //!
-//! **Retries.** On a DuT that shares its cores (a VM, a laptop, the namespace lab) a trial far
-//! below the capacity can lose a few frames to one scheduling stall, and a single such trial
-//! sends the binary search down for good: two searches in a row then disagree by tens of
-//! percent. With `retries` > 0 a trial that loses more than the tolerance is run again at the
-//! same rate, up to `retries` more times, and the rate fails only when every one of its trials
-//! lost. A DuT that loses in a fraction *p* of its trials at a rate it can carry then fails that
-//! rate with probability *p*^(retries + 1) instead of *p*; a rate above the capacity still fails
-//! every time, so retries never carry the answer above what the DuT forwards without loss. The
-//! answer stays a zero-loss (within the tolerance) rate: a rate that passed, measured; every
-//! failed attempt is kept in `trials` for the report.
+//! **Voting.** On a DuT that shares its cores (a VM, a laptop, the namespace lab) whether a
+//! trial near the boundary loses a few frames is a matter of chance, and one unlucky trial
+//! sends the binary search down for good (or one lucky one up): two searches in a row then
+//! disagree by tens of percent. So a rate is judged by a [`Vote`] of its trials
+//! ([`super::vote`], after draft-ietf-bmwg-mlrsearch's goal exceed ratio and duration sum): the
+//! search runs trials at the rate until the vote passes or fails it. RFC 2544's one trial per
+//! rate is [`Vote::SINGLE_TRIAL`]; CSIT's NDR is a trial-time-weighted majority
+//! ([`Vote::majority`]). The answer is always a rate that was measured and passed its vote,
+//! never an interpolation, and it means "the highest rate whose trials mostly stayed within the
+//! loss tolerance" (more than `1 - exceed_ratio` of their time); only with an exceed ratio of 0
+//! does it mean "no trial at it lost". Every trial, failed or not, is kept in `trials`.
 
 use serde::{Deserialize, Serialize};
 
+use super::vote::{Tally, Verdict, Vote};
 use super::{Load, Repeated, Trial, TrialOutcome, TrialSpec, repeat, run};
 
 /// How to search.
@@ -38,10 +40,10 @@ pub struct ThroughputConfig {
     pub resolution: f64,
     /// How many times to measure the final rate again for the spread (0 for none).
     pub repeats: u32,
-    /// Times a failed trial is run again at the same rate before the rate counts as failed
-    /// (0 for RFC 2544's one trial per rate).
-    pub retries: u32,
-    /// Safety stop: never run more search trials (retries included) than this.
+    /// How the trials at one rate decide whether it passes ([`Vote::SINGLE_TRIAL`] for
+    /// RFC 2544's one trial per rate).
+    pub vote: Vote,
+    /// Safety stop: never run more search trials (every vote's included) than this.
     pub max_trials: u32,
 }
 
@@ -54,7 +56,7 @@ impl Default for ThroughputConfig {
             loss_tolerance: 0.0,
             resolution: 10_000.0,
             repeats: 3,
-            retries: 0,
+            vote: Vote::SINGLE_TRIAL,
             max_trials: 64,
         }
     }
@@ -63,13 +65,15 @@ impl Default for ThroughputConfig {
 /// What the search found.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ThroughputResult {
-    /// The highest rate measured without (intolerable) loss, frames per second.
+    /// The highest rate whose vote passed, frames per second (with [`Vote::SINGLE_TRIAL`]: the
+    /// highest rate measured without intolerable loss).
     pub ndr: Option<f64>,
-    /// The lowest rate measured with loss above the tolerance, if any.
+    /// The lowest rate whose vote failed, if any.
     pub lowest_failing: Option<f64>,
     /// The final rate measured again `repeats` times.
     pub repeated: Option<Repeated>,
-    /// True when `max_trials` stopped the search before it reached the resolution.
+    /// True when `max_trials` stopped the search before it reached the resolution (a rate whose
+    /// vote was still open then counts neither way).
     pub truncated: bool,
     /// Every trial, in order (search trials phase 0, repeats phase 1).
     pub trials: Vec<Trial>,
@@ -87,47 +91,57 @@ pub fn throughput(
     let seconds = config.trial_seconds;
     let passes = |outcome: TrialOutcome| outcome.loss_ratio() <= config.loss_tolerance;
     let mut count = 0;
-    // Whether `rate` passes in one of its first trial and retries (each one counted).
+    // Trials at `rate` until its vote is decided, or `Undecided` when the trial cap came first.
     let mut measure = |rate: f64, trials: &mut Vec<Trial>, count: &mut u32| {
-        for _ in 0..=config.retries {
+        let mut tally = Tally::default();
+        while *count < config.max_trials {
             *count += 1;
-            if passes(run(&mut trial, trials, Load::Rate { rate, seconds }, 0)) {
-                return true;
-            }
-            if *count >= config.max_trials {
-                break;
+            let outcome = run(&mut trial, trials, Load::Rate { rate, seconds }, 0);
+            tally.add(seconds, passes(outcome));
+            let verdict = tally.verdict(&config.vote);
+            if verdict != Verdict::Undecided {
+                return verdict;
             }
         }
-        false
+        Verdict::Undecided
     };
 
     // The highest rate known to pass, the lowest known to fail.
     let mut low = min_rate;
     let mut high = max_rate;
-    if measure(max_rate, &mut result.trials, &mut count) {
-        result.ndr = Some(max_rate);
-    } else {
-        result.lowest_failing = Some(max_rate);
-        while high - low > resolution {
-            if count >= config.max_trials {
-                result.truncated = true;
-                break;
+    match measure(max_rate, &mut result.trials, &mut count) {
+        Verdict::LowerBound => result.ndr = Some(max_rate),
+        Verdict::Undecided => result.truncated = true,
+        Verdict::UpperBound => {
+            result.lowest_failing = Some(max_rate);
+            while high - low > resolution {
+                let middle = low + (high - low) / 2.0;
+                match measure(middle, &mut result.trials, &mut count) {
+                    Verdict::LowerBound => {
+                        low = middle;
+                        result.ndr = Some(middle);
+                    }
+                    Verdict::UpperBound => {
+                        high = middle;
+                        result.lowest_failing = Some(middle);
+                    }
+                    Verdict::Undecided => {
+                        result.truncated = true;
+                        break;
+                    }
+                }
+                if high - low > resolution && count >= config.max_trials {
+                    result.truncated = true;
+                    break;
+                }
             }
-            let middle = low + (high - low) / 2.0;
-            if measure(middle, &mut result.trials, &mut count) {
-                low = middle;
-                result.ndr = Some(middle);
-            } else {
-                high = middle;
-                result.lowest_failing = Some(middle);
-            }
-        }
-        // The lower end was only assumed to pass: check it before reporting it.
-        if result.ndr.is_none() && !result.truncated && min_rate > 0.0 && min_rate < high {
-            if measure(min_rate, &mut result.trials, &mut count) {
-                result.ndr = Some(min_rate);
-            } else {
-                result.lowest_failing = Some(min_rate);
+            // The lower end was only assumed to pass: check it before reporting it.
+            if result.ndr.is_none() && !result.truncated && min_rate > 0.0 && min_rate < high {
+                match measure(min_rate, &mut result.trials, &mut count) {
+                    Verdict::LowerBound => result.ndr = Some(min_rate),
+                    Verdict::UpperBound => result.lowest_failing = Some(min_rate),
+                    Verdict::Undecided => result.truncated = true,
+                }
             }
         }
     }

@@ -36,7 +36,7 @@ use wirespeed_tester::trial::FlowOrder;
 use wirespeed_tester::trial::ReceiverKind;
 
 use super::bench::dut;
-use super::rfc2544::{parse_nice, parse_resolution, setup, suite_lab};
+use super::rfc2544::{VoteArgs, parse_nice, parse_resolution, setup, suite_lab};
 
 /// Flows that `--flows random` stands for.
 pub const RANDOM_FLOWS: u32 = 4096;
@@ -92,16 +92,15 @@ pub struct CompareArgs {
     /// tester's receive (`off`: leave them alone), as in `bench rfc2544`.
     #[arg(long, default_value = "-20", allow_hyphen_values = true)]
     nice: String,
-    /// Times a failed search trial is run again before its rate counts as failed (a trial
-    /// that loses to a one-off stall of a shared machine then does not end the search).
-    #[arg(long, default_value_t = 0)]
-    retries: u32,
     /// How the throughput search's trials and the calibration's limit receive: `count` (an XDP
     /// program on the receiving interface counts this trial's probes in the kernel: loss
     /// only, at next to no cost to the tester's core) or `probe` (an AF_XDP socket parses
     /// every frame: loss, sequence and latency). Latency at the NDR always uses `probe`.
     #[arg(long, default_value = "count", value_parser = ReceiverKind::parse)]
     receiver: ReceiverKind,
+    /// How a rate's trials decide whether it passes, as in `bench rfc2544`.
+    #[command(flatten)]
+    vote: VoteArgs,
 }
 
 /// `1,random` -> `[(1, round robin), (4096, random)]`.
@@ -135,7 +134,6 @@ impl CompareArgs {
         anyhow::ensure!(!self.frame_sizes.is_empty(), "give at least one frame size");
         anyhow::ensure!(self.repeats >= 1, "give at least one repeat");
         anyhow::ensure!(!self.duts.is_empty(), "give at least one DuT");
-        anyhow::ensure!(self.retries <= 9, "--retries is at most 9");
         Ok(SuiteConfig {
             frame_sizes: self.frame_sizes.clone(),
             search: SearchKind::Binary,
@@ -154,8 +152,8 @@ impl CompareArgs {
                 receiver_cpu: self.receiver_cpu.unwrap_or(self.generator_cpu),
                 nice: parse_nice(&self.nice)?,
             },
-            retries: self.retries,
             receiver: self.receiver,
+            vote: self.vote.vote(self.trial_seconds)?,
             ..SuiteConfig::default()
         })
     }
@@ -203,6 +201,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
         args.flows, args.repeats
     );
     comparison.setup.receiver = receivers(&suite);
+    comparison.setup.search = suite.search_summary();
     let mut lab = suite_lab(&args.prefix)?;
     let total = args.repeats as usize * flows.len() * duts.len();
     let started = Instant::now();

@@ -27,6 +27,7 @@ use wirespeed_lab::{Testbed, TestbedConfig};
 use wirespeed_tester::bench::placement::{Plan, SessionShield};
 use wirespeed_tester::generator::pacing::Pattern;
 use wirespeed_tester::report::{Report, Setup, csv, html, json, wire_bits_per_second};
+use wirespeed_tester::rfc2544::Vote;
 use wirespeed_tester::suite::{Progress, Resolution, SearchKind, SuiteConfig, Tests, Traffic};
 use wirespeed_tester::trial::{FlowOrder, ReceiverKind};
 
@@ -58,11 +59,9 @@ pub struct Rfc2544Args {
     /// Largest loss ratio that still counts as no drop (0 for RFC 2544).
     #[arg(long, default_value_t = 0.0)]
     loss_tolerance: f64,
-    /// Binary search: times a trial that lost frames is run again at the same rate before the
-    /// rate counts as failed (0: one trial per rate, as RFC 2544 has it). A stall of a shared
-    /// core then has to hit every attempt to pull the NDR down.
-    #[arg(long, default_value_t = 0)]
-    retries: u32,
+    /// How a rate's trials decide whether it passes.
+    #[command(flatten)]
+    vote: VoteArgs,
     /// Search resolution: frames/s, or a percentage of the starting rate (`2%`).
     #[arg(long, default_value = "2%")]
     resolution: String,
@@ -113,6 +112,42 @@ pub struct Rfc2544Args {
     /// instead of 0.3 Mpps).
     #[arg(long)]
     receiver_cpu: Option<usize>,
+}
+
+/// How the searches judge a rate from its trials: MLRsearch's goal exceed ratio and goal
+/// duration sum ([`wirespeed_tester::rfc2544::vote`]). `bench rfc2544` and `bench compare`
+/// share them.
+#[derive(Args)]
+pub(super) struct VoteArgs {
+    /// Largest share of a rate's trial time that may lose frames for the rate to pass: 0.5 is a
+    /// majority vote (FD.io CSIT's NDR), 0 fails a rate on its first lossy trial (RFC 2544). The
+    /// NDR is then the highest rate whose trials mostly lost nothing, not one where no trial
+    /// did. (The old `--retries N` is `--exceed-ratio N/(N+1) --duration-sum` of N+1 trials.)
+    #[arg(long, default_value_t = 0.5)]
+    exceed_ratio: f64,
+    /// Trial time, seconds, a rate is asked for before the vote must decide (it decides as
+    /// soon as the missing trials could not change it); default nine trials' time. At most one
+    /// trial's length: every trial decides alone.
+    #[arg(long)]
+    duration_sum: Option<f64>,
+}
+
+impl VoteArgs {
+    pub(super) fn vote(&self, trial_seconds: f64) -> Result<Vote> {
+        anyhow::ensure!(
+            (0.0..1.0).contains(&self.exceed_ratio),
+            "--exceed-ratio is a ratio in 0..1 (0.5 for a majority vote)"
+        );
+        let duration_sum = self.duration_sum.unwrap_or(9.0 * trial_seconds);
+        anyhow::ensure!(
+            (0.0..=100.0 * trial_seconds).contains(&duration_sum),
+            "--duration-sum is 0 to 100 trials' time"
+        );
+        Ok(Vote {
+            exceed_ratio: self.exceed_ratio,
+            duration_sum,
+        })
+    }
 }
 
 /// Which tests and their settings (boxed in [`Rfc2544Args`] to keep the command small).
@@ -212,7 +247,6 @@ impl Rfc2544Args {
             "burst, overload and recovery lengths must be positive"
         );
         anyhow::ensure!(self.more.ndr_runs >= 1, "--ndr-runs is at least 1");
-        anyhow::ensure!(self.retries <= 9, "--retries is at most 9");
         anyhow::ensure!(
             (0.0..=60.0).contains(&self.more.drain_seconds),
             "--drain-seconds is between 0 and 60"
@@ -266,7 +300,7 @@ impl Rfc2544Args {
                 calibrate_only: self.more.calibrate_only,
                 drain_seconds: self.more.drain_seconds,
                 receiver: self.more.receiver,
-                retries: self.retries,
+                vote: self.vote.vote(self.trial_seconds)?,
                 latency_loads,
                 repeats: self.repeats,
                 plan: Plan {
@@ -457,6 +491,9 @@ pub fn write(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
 pub fn summary_table(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", report.title);
+    if !report.setup.search.is_empty() {
+        let _ = writeln!(out, "search: {}", report.setup.search);
+    }
     if let Some(calibration) = &report.calibration {
         let _ = writeln!(
             out,
@@ -612,5 +649,21 @@ mod tests {
         assert!(parse_resolution("0%").is_err());
         assert!(parse_resolution("fast").is_err());
         assert_eq!(clock(125), "2:05");
+    }
+
+    #[test]
+    fn the_vote_defaults_to_a_majority_of_nine_trials_and_rejects_a_ratio_of_one() {
+        let vote = |exceed_ratio: f64, duration_sum: Option<f64>| {
+            VoteArgs {
+                exceed_ratio,
+                duration_sum,
+            }
+            .vote(2.0)
+        };
+        assert_eq!(vote(0.5, None).unwrap(), Vote::majority(9, 2.0));
+        assert_eq!(vote(0.0, Some(0.0)).unwrap().max_trials_per_load(2.0), 1);
+        assert!(vote(1.0, None).is_err());
+        assert!(vote(-0.1, None).is_err());
+        assert!(vote(0.5, Some(201.0)).is_err());
     }
 }
