@@ -346,23 +346,29 @@ mod tests {
             duration: Duration::from_millis(200),
             ..BlastConfig::default()
         };
-        // The receiving end of the link is also the RX port: everything sent arrives.
-        let result = blast(
-            &mut a,
-            Some(&mut b),
-            &mut pool,
-            &template,
-            &config,
-            &AtomicBool::new(false),
-        );
-        assert_eq!(result.received, result.sent);
-        // Batch-level pacing: within one batch (32 packets) of the asked count.
-        let asked = 200_000.0 * result.seconds;
-        assert!(
-            (result.sent as f64 - asked).abs() <= 64.0,
-            "sent {} asked {asked}",
-            result.sent
-        );
-        assert_eq!(pool.free_count(), pool.total());
+        // A test thread preempted by a busy machine (the other tests run in parallel) sends
+        // late; pacing that works keeps the count in one of three tries, pacing that does not
+        // in none.
+        let mut misses = Vec::new();
+        for _ in 0..3 {
+            // The receiving end of the link is also the RX port: everything sent arrives.
+            let result = blast(
+                &mut a,
+                Some(&mut b),
+                &mut pool,
+                &template,
+                &config,
+                &AtomicBool::new(false),
+            );
+            assert_eq!(result.received, result.sent);
+            assert_eq!(pool.free_count(), pool.total());
+            // Batch-level pacing: within one batch (32 packets) of the asked count.
+            let asked = 200_000.0 * result.seconds;
+            if (result.sent as f64 - asked).abs() <= 64.0 {
+                return;
+            }
+            misses.push(format!("sent {} asked {asked}", result.sent));
+        }
+        panic!("the rate was missed in every try: {misses:?}");
     }
 }
