@@ -17,8 +17,7 @@
 //! passes. Traced batches run every pass.
 //!
 //! Before all of them, [`FastPath`] forwards the common IPv4 packet (valid, routed to a gateway
-//! whose adjacency is current) straight from the frame, in two passes (the checks, which
-//! prefetch the FIB entries, before the housekeeping; the forwarding after it): a batch of such
+//! whose adjacency is current) in one fused pass straight from the frame: a batch of such
 //! packets never reaches the stages, not even the parse. Packets it leaves (every exception)
 //! take the stages exactly as they would without it; it leaves every packet of a batch in
 //! which discovery may learn a neighbour, and it is off while tracing or with an ACL.
@@ -845,13 +844,11 @@ impl Router {
         let fast_path = !TRACE
             && self.fast_path_on
             && self.acl.is_none()
-            && self.fast_path.check(ctx.pool, batch, self.route.fib_v4());
-        // Before the fast path's forwarding pass, so that it sees the neighbour table the
-        // stages would see; after its checks, so that the FIB entries they prefetched arrive
-        // meanwhile.
+            && FastPath::prefetch(ctx.pool, batch, self.route.fib_v4());
+        // Before the fast path, so that it sees the neighbour table the stages would see.
         self.housekeeping(ctx);
         if fast_path {
-            let coverage = self.fast_path.forward(
+            let coverage = self.fast_path.process(
                 ctx.pool,
                 batch,
                 self.route.fib_v4(),
