@@ -72,10 +72,21 @@ pub enum Coverage {
 #[derive(Debug)]
 pub struct FastPath {
     counters: FastPathCounters,
-    /// Per packet of the batch, the IPv4 destination of a packet that passed every check, 0
-    /// for one left to the stages (0.0.0.0 is a martian, never forwarded). Written by the first
-    /// pass, read by the second.
-    destinations: [u32; MAX_BATCH],
+    /// Per packet of the batch, what its checks found. Written by the first pass, read by the
+    /// second.
+    candidates: [Candidate; MAX_BATCH],
+}
+
+/// What the checks hand the forwarding pass for one packet: as little as it needs, so that it
+/// reads nothing of the packet again.
+#[derive(Clone, Copy, Debug, Default)]
+struct Candidate {
+    /// The IPv4 destination of a packet that passed every check; 0 for one left to the stages
+    /// (0.0.0.0 is a martian, never forwarded).
+    dst: u32,
+    /// The header's bytes 8..12 (TTL, protocol, checksum) as forwarding writes them: the TTL
+    /// one less and the checksum to match ([`ttl_decremented`]).
+    ttl_to_checksum: [u8; 4],
 }
 
 impl Default for FastPath {
@@ -87,7 +98,7 @@ impl Default for FastPath {
 /// What the checks made of one packet.
 enum Check {
     /// It passed them all; its route and adjacency decide.
-    Candidate(u32),
+    Candidate(Candidate),
     /// For the stages.
     Leave,
     /// Discovery may learn from it: the whole batch is for the stages.
@@ -98,7 +109,7 @@ impl FastPath {
     pub fn new() -> Self {
         FastPath {
             counters: FastPathCounters::default(),
-            destinations: [0; MAX_BATCH],
+            candidates: [Candidate::default(); MAX_BATCH],
         }
     }
 
@@ -139,24 +150,24 @@ impl FastPath {
         generation: u64,
     ) -> Coverage {
         let (descs, metas) = batch.split_mut();
-        for (desc, destination) in descs.iter().zip(&mut self.destinations) {
+        for (desc, candidate) in descs.iter().zip(&mut self.candidates) {
             let Some(packet) = packet(pool, desc) else {
-                *destination = 0;
+                candidate.dst = 0;
                 continue;
             };
-            *destination = match check(packet) {
-                Check::Candidate(dst) => dst,
-                Check::Leave => 0,
+            match check(packet) {
+                Check::Candidate(found) => *candidate = found,
+                Check::Leave => candidate.dst = 0,
                 Check::Decline => {
                     self.counters.declined += 1;
                     return Coverage::Part;
                 }
-            };
+            }
         }
         let mut forwarded = 0;
-        for ((desc, meta), &dst) in descs.iter().zip(metas.iter_mut()).zip(&self.destinations) {
-            if dst != 0 {
-                let sent = forward(pool, desc, meta, dst, fib, adjacencies, generation);
+        for ((desc, meta), candidate) in descs.iter().zip(metas.iter_mut()).zip(&self.candidates) {
+            if candidate.dst != 0 {
+                let sent = forward(pool, desc, meta, candidate, fib, adjacencies, generation);
                 forwarded += usize::from(sent);
             }
         }
@@ -181,7 +192,7 @@ fn packet<'a>(pool: &'a FramePool, desc: &Desc) -> Option<&'a [u8]> {
 /// Every check of a packet that needs no table: is it a plain IPv4 transport packet (the
 /// packet parser's own fast-path test, [`plain_ipv4_transport`], so the parse could not have
 /// dropped it) to a unicast MAC, with a good header checksum, TTL above 1 and no martian
-/// address (then its destination), or one discovery may learn from?
+/// address (then what forwarding it takes), or one discovery may learn from?
 #[inline(always)]
 fn check(packet: &[u8]) -> Check {
     let Some(PlainIpv4 { head, .. }) = plain_ipv4_transport(packet) else {
@@ -204,7 +215,10 @@ fn check(packet: &[u8]) -> Check {
         & !martian_v4(dst)
         & header_checksum_is_valid(ip);
     if forwardable {
-        Check::Candidate(dst)
+        Check::Candidate(Candidate {
+            dst,
+            ttl_to_checksum: ttl_decremented([ip[8], ip[9], ip[10], ip[11]]),
+        })
     } else {
         Check::Leave
     }
@@ -223,14 +237,14 @@ fn discovery_may_learn(packet: &[u8]) -> bool {
     }
 }
 
-/// Forwards the packet whose checks passed, with destination `dst`, if its route names one
-/// gateway whose adjacency is current; otherwise writes nothing and returns `false`.
+/// Forwards the packet whose checks passed, as `candidate` says, if its route names one gateway
+/// whose adjacency is current; otherwise writes nothing and returns `false`.
 #[inline(always)]
 fn forward(
     pool: &mut FramePool,
     desc: &Desc,
     meta: &mut Meta,
-    dst: u32,
+    candidate: &Candidate,
     fib: &Ipv4Fib,
     adjacencies: &Adjacencies,
     generation: u64,
@@ -238,7 +252,7 @@ fn forward(
     if meta.drop.is_some() || meta.out_port != Meta::NO_PORT {
         return false;
     }
-    let Some(hop) = fib.lookup_hop(dst) else {
+    let Some(hop) = fib.lookup_hop(candidate.dst) else {
         return false;
     };
     let Some(adjacency) = adjacencies.current(hop, generation) else {
@@ -254,27 +268,27 @@ fn forward(
     };
     h[..6].copy_from_slice(&adjacency.dst.0);
     h[6..12].copy_from_slice(&adjacency.src.0);
-    if let Some(ip) = h.last_chunk_mut::<20>() {
-        decrement_ttl(ip);
-    }
+    h[22..26].copy_from_slice(&candidate.ttl_to_checksum);
     meta.out_port = adjacency.port;
     true
 }
 
-/// Takes one from the TTL of a 20-byte IPv4 header whose TTL is above 1 and updates its
-/// checksum to match. RFC 1624's eqn. 3 (`HC' = ~(~HC + ~m + m')`, what
+/// The bytes 8..12 of an IPv4 header (TTL, protocol, checksum; `field`) after one is taken from
+/// its TTL, which is above 1, and the checksum updated to match. RFC 1624's eqn. 3 (`HC' = ~(~HC + ~m + m')`, what
 /// [`wirespeed_packet::wire::ipv4::Packet::decrement_ttl`] computes) reduces for this one
 /// change, the high byte of a word down by one, to adding 0x0100 with an end-around carry
 /// (Linux's `ip_decrease_ttl`): the same two bytes for every checksum (a test holds the two to
 /// that), in a handful of instructions instead of three folded sums.
+///
+/// Computed by the checks, from the bytes they read, and written by the forwarding as it is: a
+/// frame a broken port handed over twice in one batch gets the same bytes twice.
 #[inline(always)]
-fn decrement_ttl(ip: &mut [u8; 20]) {
-    let sum = u32::from(u16::from_be_bytes([ip[10], ip[11]])) + 0x0100;
-    let sum = (sum + u32::from(sum >= 0xffff)) as u16;
-    // Above 1 when checked; saturating all the same, so that a frame a broken port handed over
-    // twice in one batch cannot make this panic.
-    ip[8] = ip[8].saturating_sub(1);
-    ip[10..12].copy_from_slice(&sum.to_be_bytes());
+fn ttl_decremented(field: [u8; 4]) -> [u8; 4] {
+    let [ttl, protocol, high, low] = field;
+    let sum = u32::from(u16::from_be_bytes([high, low])) + 0x0100;
+    let [high, low] = ((sum + u32::from(sum >= 0xffff)) as u16).to_be_bytes();
+    // Saturating only so that no input can make this panic: the checks passed TTL 2 and up.
+    [ttl.saturating_sub(1), protocol, high, low]
 }
 
 #[cfg(test)]
@@ -293,7 +307,8 @@ mod tests {
                     header[10..12].copy_from_slice(&checksum.to_be_bytes());
                     let mut reference = header;
                     ipv4::Packet::new_unchecked(&mut reference[..]).decrement_ttl();
-                    decrement_ttl(&mut header);
+                    let field = [header[8], header[9], header[10], header[11]];
+                    header[8..12].copy_from_slice(&ttl_decremented(field));
                     assert_eq!(
                         header, reference,
                         "ttl {ttl} protocol {protocol} {checksum:#x}"
