@@ -23,15 +23,18 @@
 //! runs first thing, starts loading the tbl24 entry of every IPv4 destination in one tight loop
 //! (a batch without IPv4 stops there); [`FastPath::process`] then checks every packet (no
 //! table read), during which those entries arrive, and then looks up, rewrites and sends the
-//! packets that passed. At a million routes
-//! nearly every lookup misses the caches and the TLB, and this order hid the misses best of
-//! those measured (docs/benchmarks.md, "Apps"): prefetching within the check pass instead saves
-//! 22 instructions per packet but read 1.60–1.64x the cross-connect against 1.52–1.58x, one
-//! fused check-and-forward pass behind the prefetches 1.74–1.77x against 1.57–1.65x; in round
-//! four, the checks prefetching and run before the housekeeping (21 instructions fewer) 1.72x
-//! against 1.55x, and the lookups split in two loops with the tbl8 slot prefetched between
-//! them (7 more) 1.56x against 1.53x, medians of interleaved runs at load 4–6. The checks come
-//! before any write so that a declined batch reaches the stages untouched.
+//! packets that passed. The checks hand the forwarding a small record per packet
+//! ([`Candidate`]: the destination, the TTL and checksum bytes to write), so the pass after the
+//! lookups, whose instructions cannot hide their misses, reads nothing of the packet again. At
+//! a million routes nearly every lookup misses the caches and the TLB, and this order hid the
+//! misses best of those measured (docs/benchmarks.md, "Apps"): prefetching within the check
+//! pass instead saves 22 instructions per packet but read 1.60–1.64x the cross-connect against
+//! 1.52–1.58x, one fused check-and-forward pass behind the prefetches 1.74–1.77x against
+//! 1.57–1.65x; in round four, the checks prefetching and run before the housekeeping (21
+//! instructions fewer) 1.72x against 1.55x, and the lookups split in two loops with the tbl8
+//! slot prefetched between them (7 more) 1.56x against 1.53x, medians of interleaved runs at
+//! load 4–6. The checks come before any write so that a declined batch reaches the stages
+//! untouched.
 //!
 //! Counters: [`FastPathCounters`]. One batch function, [`FastPath::process`], after
 //! [`FastPath::prefetch`]; no trace format: a traced router leaves every packet to the stages so
@@ -274,7 +277,8 @@ fn forward(
 }
 
 /// The bytes 8..12 of an IPv4 header (TTL, protocol, checksum; `field`) after one is taken from
-/// its TTL, which is above 1, and the checksum updated to match. RFC 1624's eqn. 3 (`HC' = ~(~HC + ~m + m')`, what
+/// its TTL, which is above 1, and the checksum updated to match. RFC 1624's eqn. 3
+/// (`HC' = ~(~HC + ~m + m')`, what
 /// [`wirespeed_packet::wire::ipv4::Packet::decrement_ttl`] computes) reduces for this one
 /// change, the high byte of a word down by one, to adding 0x0100 with an end-around carry
 /// (Linux's `ip_decrease_ttl`): the same two bytes for every checksum (a test holds the two to
