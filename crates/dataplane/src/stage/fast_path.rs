@@ -24,7 +24,7 @@
 //! (a batch without IPv4 stops there); [`FastPath::process`] then checks every packet (no
 //! table read), during which those entries arrive, and then looks up, rewrites and sends the
 //! packets that passed. The checks hand the forwarding a small record per packet
-//! ([`Candidate`]: the destination, the TTL and checksum bytes to write), so the pass after the
+//! (`Candidate`: the destination, the TTL and checksum bytes to write), so the pass after the
 //! lookups, whose instructions cannot hide their misses, reads nothing of the packet again. At
 //! a million routes nearly every lookup misses the caches and the TLB, and this order hid the
 //! misses best of those measured (docs/benchmarks.md, "Apps"): prefetching within the check
