@@ -135,11 +135,10 @@ struct Scratch {
 
 /// IPv4 sources that name no single host: 0/8, 127/8, 224/4 (multicast), 240/4 (reserved and
 /// limited broadcast).
-#[inline(always)]
+#[inline]
 pub fn martian_v4(src: u32) -> bool {
-    // 0 wraps to 255: one comparison takes 0/8 and 224/3, without a branch between them.
-    let top = (src >> 24) as u8;
-    top.wrapping_sub(1) >= 223 || top == 127
+    let top = src >> 24;
+    top == 0 || top == 127 || top >= 224
 }
 
 /// IPv6 sources a router must not forward: unspecified, loopback, multicast, IPv4-mapped, and
@@ -150,34 +149,23 @@ pub fn martian_v6(src: u128) -> bool {
 }
 
 /// Whether a 20-byte IPv4 header (no options) carries a valid checksum: the ones' complement
-/// sum of its 16-bit words is 0xffff, which is to say, since 2^16 is 1 modulo 0xffff, that any
-/// ones' complement sum of it in wider words is a nonzero multiple of 0xffff. Here: two 64-bit
-/// words and a 32-bit one, added with the end-around carry (2^64 is 1 modulo 0xffff too), and
-/// the test a multiply by a constant. [`checksum::is_valid`] folds the sum for any length; this
-/// one has no loop and no fold, for every packet.
+/// sum of its 16-bit words is 0xffff, which is to say, since 2^16 is 1 modulo 0xffff, that the
+/// plain sum of its five 32-bit words (in a `u64`, no carry lost) is a nonzero multiple of
+/// 0xffff. [`checksum::is_valid`] folds the sum for any length; this one is a division by a
+/// constant (a multiply) with no loop and no fold, for every packet.
 #[inline(always)]
 pub(crate) fn header_checksum_is_valid(header: &[u8; 20]) -> bool {
-    let (head, tail) = header.split_at(16);
-    let (Some(a), Some(b), Some(c)) = (
-        head.first_chunk::<8>(),
-        head.last_chunk::<8>(),
-        tail.first_chunk::<4>(),
-    ) else {
-        return false;
+    let word = |at: usize| {
+        u64::from(u32::from_ne_bytes([
+            header[at],
+            header[at + 1],
+            header[at + 2],
+            header[at + 3],
+        ]))
     };
     // Byte order does not matter to a ones' complement sum (RFC 1071 §2(B)): swapping the
-    // bytes of every 16-bit word multiplies the sum by 256 modulo 0xffff, which keeps it a
-    // multiple.
-    let ones_complement_add = |x: u64, y: u64| {
-        let (sum, carry) = x.overflowing_add(y);
-        // A carry leaves at most 2^64 - 2: adding it back cannot overflow.
-        sum + u64::from(carry)
-    };
-    let sum = ones_complement_add(
-        ones_complement_add(u64::from_ne_bytes(*a), u64::from_ne_bytes(*b)),
-        u64::from(u32::from_ne_bytes(*c)),
-    );
-    // The end-around carry never makes a zero: the sum is 0 only for a header of zeros.
+    // bytes of every word multiplies the sum by 256 modulo 0xffff, which keeps it a multiple.
+    let sum = word(0) + word(4) + word(8) + word(12) + word(16);
     sum != 0 && sum % 0xffff == 0
 }
 
