@@ -183,12 +183,68 @@ fn parse_with<H: KeyHash>(
     parse_general::<H>(frame, in_port, meta, key)
 }
 
-/// The common case in one step: untagged Ethernet, IPv4 without options, not a fragment, UDP
-/// or TCP, every length consistent. All the checks come first, on one fixed 42-byte chunk (54
-/// for TCP), so there is one bounds check and every field read is a constant index; then the
-/// key and the metadata are written once each. Anything else returns `false` with nothing
-/// written, and [`parse_general`] decides, so the result is always the one `parse_general`
-/// would give (a property test checks that on random and mutated frames).
+/// A frame of the common case, which the fast paths take: see [`plain_ipv4_transport`].
+#[derive(Clone, Copy, Debug)]
+pub struct PlainIpv4<'a> {
+    /// The frame's first 42 bytes: the Ethernet header, the 20-byte IPv4 header at 14 and the
+    /// transport header's first 8 bytes at 34 (the ports, and for UDP its length).
+    pub head: &'a [u8; 42],
+    /// Where the transport payload starts: 42 after UDP, 34 plus the header length after TCP.
+    pub payload_offset: u16,
+}
+
+/// Whether `frame` is the common case, in one definition for every fast path that skips the
+/// general parser (this parser's own, the router's forwarding loop): untagged Ethernet, IPv4
+/// with a 20-byte header and a total length that fits the frame, not a fragment, and UDP with
+/// a length that fits the IP payload or TCP with a header that does. Such a frame parses
+/// without a drop reason, into what [`parse_ipv4_fast`] writes. Anything else is `None`.
+///
+/// All the checks work on one fixed 42-byte chunk (54 for TCP), so there is one bounds check
+/// and every field read is a constant index; no condition is tested that another implies.
+#[inline(always)]
+pub fn plain_ipv4_transport(frame: &[u8]) -> Option<PlainIpv4<'_>> {
+    let h = frame.first_chunk::<42>()?;
+    if frame.len() > usize::from(u16::MAX) || [h[12], h[13], h[14]] != [0x08, 0x00, 0x45] {
+        return None;
+    }
+    let total_len = usize::from(u16::from_be_bytes([h[16], h[17]]));
+    let fragment = u16::from_be_bytes([h[20], h[21]]) & 0x3fff;
+    // The IP payload without Ethernet padding, as `parse_ipv4` cuts it. A total length under
+    // 20 wraps it past any frame, so one comparison says that the total length both holds the
+    // header and fits the frame.
+    let segment = total_len.wrapping_sub(20);
+    if segment > frame.len() - 34 || fragment != 0 {
+        return None;
+    }
+    // A transport header that fits the segment also says that the segment holds one.
+    let payload_offset = match h[23] {
+        PROTO_UDP => {
+            let length = usize::from(u16::from_be_bytes([h[38], h[39]]));
+            if !(8..=segment).contains(&length) {
+                return None;
+            }
+            42
+        }
+        PROTO_TCP => {
+            let t = frame.first_chunk::<54>()?;
+            let header_len = usize::from(t[46] >> 4) * 4;
+            if !(20..=segment).contains(&header_len) {
+                return None;
+            }
+            34 + header_len as u16
+        }
+        _ => return None,
+    };
+    Some(PlainIpv4 {
+        head: h,
+        payload_offset,
+    })
+}
+
+/// The common case ([`plain_ipv4_transport`]) in one step: the checks first, then the key and
+/// the metadata written once each. Anything else returns `false` with nothing written, and
+/// [`parse_general`] decides, so the result is always the one `parse_general` would give (a
+/// property test checks that on random and mutated frames).
 #[inline(always)]
 fn parse_ipv4_fast<H: KeyHash>(
     frame: &[u8],
@@ -196,40 +252,14 @@ fn parse_ipv4_fast<H: KeyHash>(
     meta: &mut Meta,
     key: &mut FlowKey,
 ) -> bool {
-    let Some(h) = frame.first_chunk::<42>() else {
+    let Some(PlainIpv4 {
+        head: h,
+        payload_offset,
+    }) = plain_ipv4_transport(frame)
+    else {
         return false;
     };
-    if frame.len() > usize::from(u16::MAX) || [h[12], h[13], h[14]] != [0x08, 0x00, 0x45] {
-        return false;
-    }
-    let total_len = usize::from(u16::from_be_bytes([h[16], h[17]]));
-    let fragment = u16::from_be_bytes([h[20], h[21]]) & 0x3fff;
-    // `segment` is the IP payload without Ethernet padding, as `parse_ipv4` cuts it.
-    let segment = total_len.wrapping_sub(20);
-    if total_len > frame.len() - 14 || total_len < 20 || fragment != 0 {
-        return false;
-    }
     let protocol = h[23];
-    let payload_offset = match protocol {
-        PROTO_UDP => {
-            let length = usize::from(u16::from_be_bytes([h[38], h[39]]));
-            if segment < 8 || length < 8 || length > segment {
-                return false;
-            }
-            42
-        }
-        PROTO_TCP => {
-            let Some(t) = frame.first_chunk::<54>() else {
-                return false;
-            };
-            let header_len = usize::from(t[46] >> 4) * 4;
-            if segment < 20 || header_len < 20 || header_len > segment {
-                return false;
-            }
-            34 + header_len as u16
-        }
-        _ => return false,
-    };
     let fast = FlowKey {
         ip_src: map_ipv4([h[26], h[27], h[28], h[29]]),
         ip_dst: map_ipv4([h[30], h[31], h[32], h[33]]),

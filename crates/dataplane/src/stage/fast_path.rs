@@ -23,17 +23,24 @@
 //! runs first thing, starts loading the tbl24 entry of every IPv4 destination in one tight loop
 //! (a batch without IPv4 stops there); [`FastPath::process`] then checks every packet (no
 //! table read), during which those entries arrive, and then looks up, rewrites and sends the
-//! packets that passed. At a million routes
-//! nearly every lookup misses the caches and the TLB, and this order hid the misses best of
-//! those measured (docs/benchmarks.md, "Apps"): prefetching within the check pass instead saves
-//! 22 instructions per packet but read 1.60–1.64x the cross-connect against 1.52–1.58x, one
-//! fused check-and-forward pass behind the prefetches 1.74–1.77x against 1.57–1.65x. The
-//! checks come before any write so that a declined batch reaches the stages untouched.
+//! packets that passed. The checks hand the forwarding a small record per packet
+//! (`Candidate`: the destination, the TTL and checksum bytes to write), so the pass after the
+//! lookups, whose instructions cannot hide their misses, reads nothing of the packet again. At
+//! a million routes nearly every lookup misses the caches and the TLB, and this order hid the
+//! misses best of those measured (docs/benchmarks.md, "Apps"): prefetching within the check
+//! pass instead saves 22 instructions per packet but read 1.60–1.64x the cross-connect against
+//! 1.52–1.58x, one fused check-and-forward pass behind the prefetches 1.74–1.77x against
+//! 1.57–1.65x; in round four, the checks prefetching and run before the housekeeping (21
+//! instructions fewer) 1.72x against 1.55x, and the lookups split in two loops with the tbl8
+//! slot prefetched between them (7 more) 1.56x against 1.53x, medians of interleaved runs at
+//! load 4–6. The checks come before any write so that a declined batch reaches the stages
+//! untouched.
 //!
 //! Counters: [`FastPathCounters`]. One batch function, [`FastPath::process`], after
 //! [`FastPath::prefetch`]; no trace format: a traced router leaves every packet to the stages so
 //! their trace lines stay complete.
 
+use wirespeed_packet::parse::{PlainIpv4, plain_ipv4_transport};
 use wirespeed_packet::{Batch, Desc, FramePool, MAX_BATCH, Meta};
 
 use crate::stage::route::{header_checksum_is_valid, martian_v4};
@@ -68,10 +75,21 @@ pub enum Coverage {
 #[derive(Debug)]
 pub struct FastPath {
     counters: FastPathCounters,
-    /// Per packet of the batch, the IPv4 destination of a packet that passed every check, 0
-    /// for one left to the stages (0.0.0.0 is a martian, never forwarded). Written by the first
-    /// pass, read by the second.
-    destinations: [u32; MAX_BATCH],
+    /// Per packet of the batch, what its checks found. Written by the first pass, read by the
+    /// second.
+    candidates: [Candidate; MAX_BATCH],
+}
+
+/// What the checks hand the forwarding pass for one packet: as little as it needs, so that it
+/// reads nothing of the packet again.
+#[derive(Clone, Copy, Debug, Default)]
+struct Candidate {
+    /// The IPv4 destination of a packet that passed every check; 0 for one left to the stages
+    /// (0.0.0.0 is a martian, never forwarded).
+    dst: u32,
+    /// The header's bytes 8..12 (TTL, protocol, checksum) as forwarding writes them: the TTL
+    /// one less and the checksum to match ([`ttl_decremented`]).
+    ttl_to_checksum: [u8; 4],
 }
 
 impl Default for FastPath {
@@ -83,7 +101,7 @@ impl Default for FastPath {
 /// What the checks made of one packet.
 enum Check {
     /// It passed them all; its route and adjacency decide.
-    Candidate(u32),
+    Candidate(Candidate),
     /// For the stages.
     Leave,
     /// Discovery may learn from it: the whole batch is for the stages.
@@ -94,7 +112,7 @@ impl FastPath {
     pub fn new() -> Self {
         FastPath {
             counters: FastPathCounters::default(),
-            destinations: [0; MAX_BATCH],
+            candidates: [Candidate::default(); MAX_BATCH],
         }
     }
 
@@ -135,20 +153,24 @@ impl FastPath {
         generation: u64,
     ) -> Coverage {
         let (descs, metas) = batch.split_mut();
-        for (desc, destination) in descs.iter().zip(&mut self.destinations) {
-            *destination = match check(packet(pool, desc)) {
-                Check::Candidate(dst) => dst,
-                Check::Leave => 0,
+        for (desc, candidate) in descs.iter().zip(&mut self.candidates) {
+            let Some(packet) = packet(pool, desc) else {
+                candidate.dst = 0;
+                continue;
+            };
+            match check(packet) {
+                Check::Candidate(found) => *candidate = found,
+                Check::Leave => candidate.dst = 0,
                 Check::Decline => {
                     self.counters.declined += 1;
                     return Coverage::Part;
                 }
-            };
+            }
         }
         let mut forwarded = 0;
-        for ((desc, meta), &dst) in descs.iter().zip(metas.iter_mut()).zip(&self.destinations) {
-            if dst != 0 {
-                let sent = forward(pool, desc, meta, dst, fib, adjacencies, generation);
+        for ((desc, meta), candidate) in descs.iter().zip(metas.iter_mut()).zip(&self.candidates) {
+            if candidate.dst != 0 {
+                let sent = forward(pool, desc, meta, candidate, fib, adjacencies, generation);
                 forwarded += usize::from(sent);
             }
         }
@@ -161,52 +183,72 @@ impl FastPath {
     }
 }
 
-/// The bytes of the packet `desc` describes; empty when the descriptor points outside its
+/// The bytes of the packet `desc` describes; `None` when the descriptor points outside its
 /// frame (the parse drops such a packet).
 #[inline(always)]
-fn packet<'a>(pool: &'a FramePool, desc: &Desc) -> &'a [u8] {
+fn packet<'a>(pool: &'a FramePool, desc: &Desc) -> Option<&'a [u8]> {
     let start = usize::from(desc.offset);
     pool.frame(desc.frame)
         .get(start..start + usize::from(desc.len))
-        .unwrap_or_default()
 }
 
-/// Every check of a packet that needs no table: is it a plain IPv4 transport packet with a
-/// good header checksum, TTL above 1 and no martian address (then its destination), or one
-/// discovery may learn from?
+/// Every check of a packet that needs no table: is it a plain IPv4 transport packet (the
+/// packet parser's own fast-path test, [`plain_ipv4_transport`], so the parse could not have
+/// dropped it) to a unicast MAC, with a good header checksum, TTL above 1 and no martian
+/// address (then what forwarding it takes), or one discovery may learn from?
 #[inline(always)]
 fn check(packet: &[u8]) -> Check {
-    if !is_plain_ipv4_transport(packet) {
-        return match packet.get(12..21) {
-            Some([0x08, 0x06, ..]) => Check::Decline,
-            // ICMPv6 (neighbour discovery) directly or behind extension headers.
-            Some([0x86, 0xdd, .., next]) if *next != PROTO_TCP && *next != PROTO_UDP => {
-                Check::Decline
-            }
-            // Too short to tell; an ARP frame still (the parse decides what it is).
-            None if packet.get(12..14) == Some(&ETHERTYPE_ARP[..]) => Check::Decline,
-            _ => Check::Leave,
+    let Some(PlainIpv4 { head, .. }) = plain_ipv4_transport(packet) else {
+        return if discovery_may_learn(packet) {
+            Check::Decline
+        } else {
+            Check::Leave
         };
-    }
-    let Some(ip) = packet.get(14..).and_then(<[u8]>::first_chunk::<20>) else {
+    };
+    let Some(ip) = head[14..].first_chunk::<20>() else {
         return Check::Leave;
     };
     let src = u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]);
     let dst = u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]);
-    if !header_checksum_is_valid(ip) || ip[8] <= 1 || martian_v4(src) || martian_v4(dst) {
-        return Check::Leave;
+    // Tests that branch (`||`), not one combined value (`&`, with a 64-bit checksum sum and a
+    // branch-free martian test): the latter, 8 instructions fewer, was slower at 100k and 1M
+    // routes (docs/benchmarks.md, "Apps", round four).
+    let leave = !header_checksum_is_valid(ip)
+        || ip[8] <= 1
+        || martian_v4(src)
+        || martian_v4(dst)
+        || head[0] & 0x01 != 0;
+    if !leave {
+        Check::Candidate(Candidate {
+            dst,
+            ttl_to_checksum: ttl_decremented([ip[8], ip[9], ip[10], ip[11]]),
+        })
+    } else {
+        Check::Leave
     }
-    Check::Candidate(dst)
 }
 
-/// Forwards the packet whose checks passed, with destination `dst`, if its route names one
-/// gateway whose adjacency is current; otherwise writes nothing and returns `false`.
+/// Whether the packet, not a plain IPv4 transport one, is a frame the discovery stage may
+/// learn a neighbour from: ARP, or IPv6 whose next header is neither TCP nor UDP (ICMPv6,
+/// directly or behind extension headers). A frame too short to tell is taken for ARP when its
+/// EtherType says so (the parse decides what it is).
+fn discovery_may_learn(packet: &[u8]) -> bool {
+    match packet.get(12..21) {
+        Some([0x08, 0x06, ..]) => true,
+        Some([0x86, 0xdd, .., next]) => *next != PROTO_TCP && *next != PROTO_UDP,
+        Some(_) => false,
+        None => packet.get(12..14) == Some(&ETHERTYPE_ARP[..]),
+    }
+}
+
+/// Forwards the packet whose checks passed, as `candidate` says, if its route names one gateway
+/// whose adjacency is current; otherwise writes nothing and returns `false`.
 #[inline(always)]
 fn forward(
     pool: &mut FramePool,
     desc: &Desc,
     meta: &mut Meta,
-    dst: u32,
+    candidate: &Candidate,
     fib: &Ipv4Fib,
     adjacencies: &Adjacencies,
     generation: u64,
@@ -214,7 +256,7 @@ fn forward(
     if meta.drop.is_some() || meta.out_port != Meta::NO_PORT {
         return false;
     }
-    let Some(hop) = fib.lookup_hop(dst) else {
+    let Some(hop) = fib.lookup_hop(candidate.dst) else {
         return false;
     };
     let Some(adjacency) = adjacencies.current(hop, generation) else {
@@ -230,62 +272,28 @@ fn forward(
     };
     h[..6].copy_from_slice(&adjacency.dst.0);
     h[6..12].copy_from_slice(&adjacency.src.0);
-    if let Some(ip) = h.last_chunk_mut::<20>() {
-        decrement_ttl(ip);
-    }
+    h[22..26].copy_from_slice(&candidate.ttl_to_checksum);
     meta.out_port = adjacency.port;
     true
 }
 
-/// Takes one from the TTL of a 20-byte IPv4 header whose TTL is above 1 and updates its
-/// checksum to match. RFC 1624's eqn. 3 (`HC' = ~(~HC + ~m + m')`, what
+/// The bytes 8..12 of an IPv4 header (TTL, protocol, checksum; `field`) after one is taken from
+/// its TTL, which is above 1, and the checksum updated to match. RFC 1624's eqn. 3
+/// (`HC' = ~(~HC + ~m + m')`, what
 /// [`wirespeed_packet::wire::ipv4::Packet::decrement_ttl`] computes) reduces for this one
 /// change, the high byte of a word down by one, to adding 0x0100 with an end-around carry
 /// (Linux's `ip_decrease_ttl`): the same two bytes for every checksum (a test holds the two to
 /// that), in a handful of instructions instead of three folded sums.
+///
+/// Computed by the checks, from the bytes they read, and written by the forwarding as it is: a
+/// frame a broken port handed over twice in one batch gets the same bytes twice.
 #[inline(always)]
-fn decrement_ttl(ip: &mut [u8; 20]) {
-    let sum = u32::from(u16::from_be_bytes([ip[10], ip[11]])) + 0x0100;
-    let sum = (sum + u32::from(sum >= 0xffff)) as u16;
-    // Above 1 when checked; saturating all the same, so that a frame a broken port handed over
-    // twice in one batch cannot make this panic.
-    ip[8] = ip[8].saturating_sub(1);
-    ip[10..12].copy_from_slice(&sum.to_be_bytes());
-}
-
-/// Whether `frame` is one the packet parser's fast path accepts (its conditions, in the same
-/// order), to a unicast MAC: untagged Ethernet, IPv4 with a 20-byte header and a total length
-/// that fits the frame, not a fragment, and UDP with a length that fits the IP payload or TCP
-/// with a header that does. The parser then fills the metadata without any drop reason, so a
-/// packet forwarded here is one the stages would have parsed successfully.
-#[inline(always)]
-fn is_plain_ipv4_transport(frame: &[u8]) -> bool {
-    let Some(h) = frame.first_chunk::<42>() else {
-        return false;
-    };
-    if [h[12], h[13], h[14]] != [0x08, 0x00, 0x45] || h[0] & 0x01 != 0 {
-        return false;
-    }
-    let total_len = usize::from(u16::from_be_bytes([h[16], h[17]]));
-    let fragment = u16::from_be_bytes([h[20], h[21]]) & 0x3fff;
-    if total_len > frame.len() - 14 || total_len < 20 || fragment != 0 {
-        return false;
-    }
-    let segment = total_len - 20;
-    match h[23] {
-        PROTO_UDP => {
-            let length = usize::from(u16::from_be_bytes([h[38], h[39]]));
-            segment >= 8 && length >= 8 && length <= segment
-        }
-        PROTO_TCP => {
-            let Some(t) = frame.first_chunk::<54>() else {
-                return false;
-            };
-            let header_len = usize::from(t[46] >> 4) * 4;
-            segment >= 20 && header_len >= 20 && header_len <= segment
-        }
-        _ => false,
-    }
+fn ttl_decremented(field: [u8; 4]) -> [u8; 4] {
+    let [ttl, protocol, high, low] = field;
+    let sum = u32::from(u16::from_be_bytes([high, low])) + 0x0100;
+    let [high, low] = ((sum + u32::from(sum >= 0xffff)) as u16).to_be_bytes();
+    // Saturating only so that no input can make this panic: the checks passed TTL 2 and up.
+    [ttl.saturating_sub(1), protocol, high, low]
 }
 
 #[cfg(test)]
@@ -304,7 +312,8 @@ mod tests {
                     header[10..12].copy_from_slice(&checksum.to_be_bytes());
                     let mut reference = header;
                     ipv4::Packet::new_unchecked(&mut reference[..]).decrement_ttl();
-                    decrement_ttl(&mut header);
+                    let field = [header[8], header[9], header[10], header[11]];
+                    header[8..12].copy_from_slice(&ttl_decremented(field));
                     assert_eq!(
                         header, reference,
                         "ttl {ttl} protocol {protocol} {checksum:#x}"

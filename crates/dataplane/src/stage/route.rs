@@ -598,6 +598,11 @@ mod tests {
                 "{good}"
             );
         }
+        // Every first octet, against the ranges as the documentation names them.
+        for top in 0..=255u32 {
+            let named = top == 0 || top == 127 || top >= 224;
+            assert_eq!(martian_v4(top << 24 | 0x00ff_ff01), named, "{top}");
+        }
         for bad in [
             "::",
             "::1",

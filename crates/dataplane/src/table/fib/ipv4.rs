@@ -40,7 +40,9 @@ const fn entry(hop: NextHop, len: u8) -> u32 {
 
 /// The lookup arrays, apart from the route set so that a build can read one and write the other.
 struct Tables {
-    tbl24: Box<[u32]>,
+    /// An array, not a slice, of 2^24 entries: any address shifted right by 8 indexes it, so a
+    /// lookup needs no bounds check.
+    tbl24: Box<[u32; TBL24_LEN]>,
     tbl8: Vec<u32>,
     free: Vec<u32>,
     limit: u32,
@@ -205,10 +207,13 @@ impl Ipv4Fib {
     /// An empty table that allocates at most `groups` tbl8 groups (capped at
     /// [`Ipv4Fib::MAX_TBL8_LIMIT`]): that many /24s may hold prefixes longer than /24.
     pub fn with_tbl8_limit(groups: u32) -> Self {
-        let tbl24 = vec![0; TBL24_LEN].into_boxed_slice();
+        let Ok(tbl24) = Box::<[u32; TBL24_LEN]>::try_from(vec![0; TBL24_LEN].into_boxed_slice())
+        else {
+            unreachable!("a boxed slice of TBL24_LEN entries is a boxed array of them");
+        };
         // Before the first write faults its pages in: random lookups then miss the TLB far
         // less (see `wirespeed_packet::memory`).
-        wirespeed_packet::memory::advise_huge_pages(&tbl24);
+        wirespeed_packet::memory::advise_huge_pages(&tbl24[..]);
         Ipv4Fib {
             tables: Tables {
                 tbl24,
@@ -332,12 +337,8 @@ impl Ipv4Fib {
     /// to.
     #[inline(always)]
     fn entry(&self, addr: u32) -> u32 {
-        let slot = self
-            .tables
-            .tbl24
-            .get((addr >> 8) as usize)
-            .copied()
-            .unwrap_or(0);
+        // In bounds: a 24-bit index into 2^24 entries.
+        let slot = self.tables.tbl24[(addr >> 8) as usize];
         if slot & GROUP == 0 {
             return slot;
         }
@@ -349,9 +350,8 @@ impl Ipv4Fib {
     /// issued a little later does not wait for memory (l3fwd's prefetch of the next packets).
     #[inline(always)]
     pub fn prefetch(&self, addr: u32) {
-        if let Some(slot) = self.tables.tbl24.get((addr >> 8) as usize) {
-            wirespeed_packet::cpu::prefetch(slot);
-        }
+        // In bounds, as in `entry`.
+        wirespeed_packet::cpu::prefetch(&self.tables.tbl24[(addr >> 8) as usize]);
     }
 
     /// Looks up `addrs[i]` into `out[i]` for `i < min(addrs.len(), out.len())`.
