@@ -506,7 +506,12 @@ impl NeighbourTable {
         let mut removed = 0;
         for _ in 0..Self::SWEEP_STEP.min(self.entries.len()) {
             let slot = self.sweep_at as u32;
-            self.sweep_at = (self.sweep_at + 1) % self.entries.len();
+            // A compare, not `%`: eight dependent divisions a batch cost the router's fast
+            // path measurable time.
+            self.sweep_at += 1;
+            if self.sweep_at >= self.entries.len() {
+                self.sweep_at = 0;
+            }
             let Some(entry) = self.entry(slot) else {
                 continue;
             };
