@@ -9,6 +9,8 @@
 
 use std::ptr::NonNull;
 
+use crate::batch::{Desc, HEADROOM};
+
 /// Index of a frame in its pool.
 pub type FrameId = u32;
 
@@ -107,6 +109,27 @@ impl FramePool {
         let id = self.free.pop()?;
         self.is_free[id as usize / 64] &= !(1 << (id % 64));
         Some(id)
+    }
+
+    /// A free frame holding a copy of `bytes` after the headroom, described as a packet of
+    /// port 0 on `queue`: how generators, captures and tests put a frame they built into the
+    /// pool. `None` when no frame is free or `bytes` do not fit after the headroom (then the
+    /// pool is as it was).
+    pub fn alloc_copy(&mut self, bytes: &[u8], queue: u16) -> Option<Desc> {
+        let start = HEADROOM as usize;
+        let len = u16::try_from(bytes.len()).ok()?;
+        if start + bytes.len() > self.frame_size as usize {
+            return None;
+        }
+        let frame = self.alloc()?;
+        self.frame_mut(frame)[start..start + bytes.len()].copy_from_slice(bytes);
+        Some(Desc {
+            frame,
+            offset: HEADROOM,
+            len,
+            port: 0,
+            queue,
+        })
     }
 
     /// Fills `out` with free frames from the front; returns how many it filled.
@@ -245,6 +268,23 @@ impl std::fmt::Debug for FramePool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn alloc_copy_puts_the_bytes_after_the_headroom_or_leaves_the_pool_as_it_was() {
+        let mut pool = FramePool::new(2, 2048).unwrap();
+        let desc = pool.alloc_copy(&[1, 2, 3], 5).unwrap();
+        assert_eq!(
+            (desc.offset, desc.len, desc.port, desc.queue),
+            (HEADROOM, 3, 0, 5)
+        );
+        let start = HEADROOM as usize;
+        assert_eq!(&pool.frame(desc.frame)[start..start + 3], &[1, 2, 3]);
+        let too_long = vec![0u8; 2048 - start + 1];
+        assert_eq!(pool.alloc_copy(&too_long, 0), None);
+        assert_eq!(pool.free_count(), 1, "a frame that does not fit takes none");
+        assert!(pool.alloc_copy(&too_long[..2048 - start], 0).is_some());
+        assert_eq!(pool.alloc_copy(&[1], 0), None, "the pool is empty");
+    }
     use super::*;
 
     #[test]

@@ -1,7 +1,7 @@
 //! Moving byte strings through ports, for tests that assert packets in, packets out.
 
 use wirespeed_io::Port;
-use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM};
+use wirespeed_packet::{Batch, FramePool};
 
 /// Copies each frame into a fresh pool frame (at `HEADROOM`) and transmits them on queue 0 of
 /// `port`. Returns how many the port took; frames it refused go back to the pool.
@@ -29,16 +29,10 @@ pub fn send(port: &mut dyn Port, pool: &mut FramePool, frames: &[Vec<u8>]) -> us
 /// test setup error.
 pub fn push_copies(pool: &mut FramePool, batch: &mut Batch, frames: &[Vec<u8>], queue: u16) {
     for bytes in frames {
-        let frame = pool.alloc().expect("test pool has a free frame");
-        let start = HEADROOM as usize;
-        pool.frame_mut(frame)[start..start + bytes.len()].copy_from_slice(bytes);
-        let pushed = batch.push(Desc {
-            frame,
-            offset: HEADROOM,
-            len: bytes.len() as u16,
-            port: 0,
-            queue,
-        });
+        let desc = pool
+            .alloc_copy(bytes, queue)
+            .expect("test pool has a free frame that holds the bytes");
+        let pushed = batch.push(desc);
         assert!(pushed, "the batch has room for every frame");
     }
 }

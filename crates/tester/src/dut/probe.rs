@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use wirespeed_io::Port;
 use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, DEFAULT_RING_SIZE, Umem};
-use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM, MAX_BATCH};
+use wirespeed_packet::{Batch, FramePool, MAX_BATCH};
 
 use super::{Dut, DutError, Wiring};
 use crate::generator::{Template, TemplateConfig};
@@ -189,22 +189,11 @@ fn send_frames(port: &mut AfXdpPort, pool: &mut FramePool, frames: &[Vec<u8>]) -
     for chunk in frames.chunks(MAX_BATCH) {
         let mut batch = Batch::new(chunk.len());
         for bytes in chunk {
-            let Some(frame) = pool.alloc() else {
+            // Out of frames (or a frame longer than one): send what the chunk has so far.
+            let Some(desc) = pool.alloc_copy(bytes, 0) else {
                 break;
             };
-            let start = HEADROOM as usize;
-            let Some(room) = pool.frame_mut(frame).get_mut(start..start + bytes.len()) else {
-                pool.release(frame);
-                continue;
-            };
-            room.copy_from_slice(bytes);
-            batch.push(Desc {
-                frame,
-                offset: HEADROOM,
-                len: bytes.len() as u16,
-                port: 0,
-                queue: 0,
-            });
+            batch.push(desc);
         }
         taken += port.tx(0, pool, &mut batch);
         for desc in batch.descs() {

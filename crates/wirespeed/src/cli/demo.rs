@@ -21,7 +21,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use wirespeed_io::Port;
 use wirespeed_io::pcap::PcapPort;
-use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM};
+use wirespeed_packet::{Batch, FramePool};
 use wirespeed_tester::bench::placement::Plan;
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_tester::suite::{Resolution, SuiteConfig};
@@ -103,16 +103,8 @@ fn generate(path: &Path, frames: u32) -> Result<Vec<Vec<u8>>> {
                 port: &mut PcapPort,
                 bytes: &[u8]|
      -> Result<()> {
-        let frame = pool.alloc().context("demo pool exhausted")?;
-        let start = HEADROOM as usize;
-        pool.frame_mut(frame)[start..start + bytes.len()].copy_from_slice(bytes);
-        batch.push(Desc {
-            frame,
-            offset: HEADROOM,
-            len: bytes.len() as u16,
-            port: 0,
-            queue: 0,
-        });
+        let desc = pool.alloc_copy(bytes, 0).context("demo pool exhausted")?;
+        batch.push(desc);
         if batch.is_full() {
             port.tx(0, pool, batch);
             anyhow::ensure!(batch.is_empty(), "the capture port refused frames");
