@@ -541,8 +541,17 @@ impl Port for AfXdpPort {
         stats.tx_refused += self.tx_invalid;
         for socket in self.sockets.iter().flatten() {
             let kernel = socket.statistics();
-            stats.rx_dropped +=
-                kernel.rx_dropped + kernel.rx_ring_full + kernel.rx_fill_ring_empty_descs;
+            // A frame the socket could not take is one of: no UMEM frame for it (`rx_dropped`)
+            // or no room in the RX ring (`rx_ring_full`). In copy mode an empty fill ring is
+            // the first case too (the kernel counts the frame in both `rx_dropped` and
+            // `rx_fill_ring_empty_descs`); in zero-copy mode the driver drops it before the
+            // socket, so only that counter has it.
+            let fill_empty = if socket.zero_copy() {
+                kernel.rx_fill_ring_empty_descs
+            } else {
+                0
+            };
+            stats.rx_dropped += kernel.rx_dropped + kernel.rx_ring_full + fill_empty;
             stats.rx_errors += kernel.rx_invalid_descs;
             stats.tx_refused += kernel.tx_invalid_descs;
         }
