@@ -177,7 +177,7 @@ struct MoreTests {
     ndr_runs: u32,
     /// After each trial, the longest wait in seconds for frames still inside the DuT (a trial
     /// stops waiting as soon as everything it sent has arrived; RFC 2544 §23 waits 2 s).
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 1.0)]
     drain_seconds: f64,
     /// Only calibrate: measure the tester on its looped-back pair (its maximum rate, pacing
     /// and latency floor per frame size) without setting up a DuT.
