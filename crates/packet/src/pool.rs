@@ -112,9 +112,10 @@ impl FramePool {
     }
 
     /// A free frame holding a copy of `bytes` after the headroom, described as a packet of
-    /// port 0 on `queue`: how generators, captures and tests put a frame they built into the
-    /// pool. `None` when no frame is free or `bytes` do not fit after the headroom (then the
-    /// pool is as it was).
+    /// port 0 on `queue`: how apps that create or copy packets, generators, captures and tests
+    /// put a frame they built into the pool. `None` when no frame is free or `bytes` do not fit
+    /// after the headroom (then the pool is as it was).
+    #[inline]
     pub fn alloc_copy(&mut self, bytes: &[u8], queue: u16) -> Option<Desc> {
         let start = HEADROOM as usize;
         let len = u16::try_from(bytes.len()).ok()?;

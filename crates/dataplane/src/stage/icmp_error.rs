@@ -27,7 +27,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use wirespeed_packet::wire::{EtherType, EthernetAddress, IpProtocol, icmpv4, icmpv6, ipv4, ipv6};
-use wirespeed_packet::{Batch, Desc, HEADROOM, MAX_BATCH, Meta};
+use wirespeed_packet::{Batch, Desc, MAX_BATCH, Meta};
 
 use crate::app::Context;
 use crate::table::interfaces::Interfaces;
@@ -300,27 +300,11 @@ pub enum Created {
 
 /// Copies `bytes` into a fresh frame (after the headroom) and emits it on `port`.
 pub fn emit_created(ctx: &mut Context<'_>, port: u16, bytes: &[u8]) -> Created {
-    let Some(frame) = ctx.pool.alloc() else {
+    // No frame, or a pool whose frames cannot hold the packet: nothing to send.
+    let Some(desc) = ctx.pool.alloc_copy(bytes, 0) else {
         return Created::PoolEmpty;
     };
-    let start = usize::from(HEADROOM);
-    let Some(slot) = ctx
-        .pool
-        .frame_mut(frame)
-        .get_mut(start..start + bytes.len())
-    else {
-        // A pool whose frames cannot hold the packet: nothing to send.
-        ctx.pool.release(frame);
-        return Created::PoolEmpty;
-    };
-    slot.copy_from_slice(bytes);
-    let desc = Desc {
-        frame,
-        offset: HEADROOM,
-        len: bytes.len() as u16,
-        port,
-        queue: 0,
-    };
+    let desc = Desc { port, ..desc };
     let meta = Meta {
         out_port: port,
         ..Meta::EMPTY

@@ -33,10 +33,9 @@ use wirespeed_tester::report::compare::{
 };
 use wirespeed_tester::suite::{Progress, SearchKind, SuiteConfig, receivers};
 use wirespeed_tester::trial::FlowOrder;
-use wirespeed_tester::trial::ReceiverKind;
 
 use super::bench::dut;
-use super::rfc2544::{VoteArgs, parse_nice, parse_resolution, setup, suite_lab};
+use super::rfc2544::{RateTrialArgs, parse_nice, parse_resolution, setup, suite_lab};
 
 /// Flows that `--flows random` stands for.
 pub const RANDOM_FLOWS: u32 = 4096;
@@ -92,15 +91,10 @@ pub struct CompareArgs {
     /// tester's receive (`off`: leave them alone), as in `bench rfc2544`.
     #[arg(long, default_value = "-20", allow_hyphen_values = true)]
     nice: String,
-    /// How the throughput search's trials and the calibration's limit receive: `count` (an XDP
-    /// program on the receiving interface counts this trial's probes in the kernel: loss
-    /// only, at next to no cost to the tester's core) or `probe` (an AF_XDP socket parses
-    /// every frame: loss, sequence and latency). Latency at the NDR always uses `probe`.
-    #[arg(long, default_value = "count", value_parser = ReceiverKind::parse)]
-    receiver: ReceiverKind,
-    /// How a rate's trials decide whether it passes, as in `bench rfc2544`.
+    /// How a rate's trials decide whether it passes, and how they receive, as in `bench
+    /// rfc2544`.
     #[command(flatten)]
-    vote: VoteArgs,
+    rate_trials: RateTrialArgs,
 }
 
 /// `1,random` -> `[(1, round robin), (4096, random)]`.
@@ -152,8 +146,8 @@ impl CompareArgs {
                 receiver_cpu: self.receiver_cpu.unwrap_or(self.generator_cpu),
                 nice: parse_nice(&self.nice)?,
             },
-            receiver: self.receiver,
-            vote: self.vote.vote(self.trial_seconds)?,
+            receiver: self.rate_trials.receiver,
+            vote: self.rate_trials.vote(self.trial_seconds)?,
             ..SuiteConfig::default()
         })
     }

@@ -59,9 +59,9 @@ pub struct Rfc2544Args {
     /// Largest loss ratio that still counts as no drop (0 for RFC 2544).
     #[arg(long, default_value_t = 0.0)]
     loss_tolerance: f64,
-    /// How a rate's trials decide whether it passes.
+    /// How a rate's trials decide whether it passes, and how they receive.
     #[command(flatten)]
-    vote: VoteArgs,
+    rate_trials: RateTrialArgs,
     /// Search resolution: frames/s, or a percentage of the starting rate (`2%`).
     #[arg(long, default_value = "2%")]
     resolution: String,
@@ -114,11 +114,11 @@ pub struct Rfc2544Args {
     receiver_cpu: Option<usize>,
 }
 
-/// How the searches judge a rate from its trials: MLRsearch's goal exceed ratio and goal
-/// duration sum ([`wirespeed_tester::rfc2544::vote`]). `bench rfc2544` and `bench compare`
-/// share them.
+/// How the throughput searches judge a rate from its trials (MLRsearch's goal exceed ratio and
+/// goal duration sum, [`wirespeed_tester::rfc2544::vote`]) and how their trials receive.
+/// `bench rfc2544` and `bench compare` share them.
 #[derive(Args)]
-pub(super) struct VoteArgs {
+pub(super) struct RateTrialArgs {
     /// Largest share of a rate's trial time that may lose frames for the rate to pass: 0.5 is a
     /// majority vote (FD.io CSIT's NDR), 0 fails a rate on its first lossy trial (RFC 2544). The
     /// NDR is then the highest rate whose trials mostly lost nothing, not one where no trial
@@ -130,9 +130,15 @@ pub(super) struct VoteArgs {
     /// trial's length: every trial decides alone.
     #[arg(long)]
     duration_sum: Option<f64>,
+    /// How the throughput search's trials and the calibration's limit receive: `count` (an XDP
+    /// program on the receiving interface counts this trial's probes in the kernel: loss
+    /// only, at next to no cost to the tester's core) or `probe` (an AF_XDP socket parses
+    /// every frame: loss, sequence and latency). Latency trials always use `probe`.
+    #[arg(long, default_value = "count", value_parser = ReceiverKind::parse)]
+    pub(super) receiver: ReceiverKind,
 }
 
-impl VoteArgs {
+impl RateTrialArgs {
     pub(super) fn vote(&self, trial_seconds: f64) -> Result<Vote> {
         anyhow::ensure!(
             (0.0..1.0).contains(&self.exceed_ratio),
@@ -183,12 +189,6 @@ struct MoreTests {
     /// and latency floor per frame size) without setting up a DuT.
     #[arg(long)]
     calibrate_only: bool,
-    /// How the throughput search's trials and the calibration's limit receive: `count` (an XDP
-    /// program on the receiving interface counts this trial's probes in the kernel: loss
-    /// only, at next to no cost to the tester's core) or `probe` (an AF_XDP socket parses
-    /// every frame: loss, sequence and latency). Latency trials always use `probe`.
-    #[arg(long, default_value = "count", value_parser = ReceiverKind::parse)]
-    receiver: ReceiverKind,
 }
 
 /// Everything a run needs, from flags or from the demo.
@@ -299,8 +299,8 @@ impl Rfc2544Args {
                 ndr_runs: self.more.ndr_runs,
                 calibrate_only: self.more.calibrate_only,
                 drain_seconds: self.more.drain_seconds,
-                receiver: self.more.receiver,
-                vote: self.vote.vote(self.trial_seconds)?,
+                receiver: self.rate_trials.receiver,
+                vote: self.rate_trials.vote(self.trial_seconds)?,
                 latency_loads,
                 repeats: self.repeats,
                 plan: Plan {
@@ -654,9 +654,10 @@ mod tests {
     #[test]
     fn the_vote_defaults_to_a_majority_of_nine_trials_and_rejects_a_ratio_of_one() {
         let vote = |exceed_ratio: f64, duration_sum: Option<f64>| {
-            VoteArgs {
+            RateTrialArgs {
                 exceed_ratio,
                 duration_sum,
+                receiver: ReceiverKind::Count,
             }
             .vote(2.0)
         };

@@ -45,7 +45,7 @@ pub mod table;
 use std::fmt;
 
 use wirespeed_packet::cpu::tsc_hz;
-use wirespeed_packet::{Batch, Desc, DropReason, HEADROOM, MAX_BATCH, Meta};
+use wirespeed_packet::{Batch, Desc, DropReason, MAX_BATCH, Meta};
 
 use crate::app::fields::{self, ParsedFlow};
 use crate::app::trace::{Arrival, Disposition, TraceRing};
@@ -590,21 +590,13 @@ impl Effects<'_> {
             return;
         };
         buffer.copy_from_slice(source);
-        let Some(frame) = ctx.pool.alloc() else {
+        let Some(copy) = ctx.pool.alloc_copy(buffer, desc.queue) else {
             self.counters.pool_empty += 1;
             return;
         };
-        let at = usize::from(HEADROOM);
-        let Some(target) = ctx.pool.frame_mut(frame).get_mut(at..at + len) else {
-            ctx.pool.release(frame);
-            self.counters.pool_empty += 1;
-            return;
-        };
-        target.copy_from_slice(buffer);
         let copy = Desc {
-            frame,
-            offset: HEADROOM,
-            ..*desc
+            port: desc.port,
+            ..copy
         };
         let copy_meta = Meta {
             out_port: port,
