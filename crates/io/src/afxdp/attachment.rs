@@ -24,6 +24,7 @@
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::bpf::Insn;
 use super::config::{AfXdpError, XdpMode};
 use super::interface::Interface;
 use super::port::{program_error, query_interface};
@@ -60,13 +61,32 @@ impl XdpAttachment {
     ) -> Result<XdpAttachment, AfXdpError> {
         let program = XdpProgram::attach(interface.ifindex, interface.queues as u32, mode)
             .map_err(|error| program_error(name, error))?;
-        Ok(XdpAttachment {
+        Ok(Self::with_program(name, interface, program))
+    }
+
+    /// [`XdpAttachment::attach`] with the program `build` makes for the XSKMAP (its descriptor
+    /// is `build`'s argument): the probe counter's sampling program, which redirects only its
+    /// samples to the sockets.
+    pub(crate) fn attach_built(
+        name: &str,
+        mode: XdpMode,
+        build: impl FnOnce(RawFd) -> Vec<Insn>,
+    ) -> Result<XdpAttachment, AfXdpError> {
+        let interface = query_interface(name)?;
+        let program =
+            XdpProgram::attach_built(interface.ifindex, interface.queues as u32, mode, build)
+                .map_err(|error| program_error(name, error))?;
+        Ok(Self::with_program(name, &interface, program))
+    }
+
+    fn with_program(name: &str, interface: &Interface, program: XdpProgram) -> XdpAttachment {
+        XdpAttachment {
             program,
             interface: name.to_string(),
             ifindex: interface.ifindex,
             queues: interface.queues,
             claimed: Mutex::new(vec![false; interface.queues as usize]),
-        })
+        }
     }
 
     /// The interface's name.

@@ -19,7 +19,8 @@
 //!   `BPF_PROG_TEST_RUN` in live-frame mode, the tester's fastest generator;
 //! * [`XdpSink`]: an XDP program that counts and drops what arrives, the cheapest receiver;
 //! * [`XdpProbeCounter`]: the same counting for the frames that carry one trial's probes, the
-//!   tester's receiver for throughput trials;
+//!   tester's receiver for throughput trials, which can also hand one probe in N to an AF_XDP
+//!   socket for latency (sampling);
 //! * `bpf`: the system call, instruction encoding and loader these programs share.
 //!
 //! A worker makes one [`Umem`] from its pool, opens its ports with it, and on shutdown calls
@@ -90,7 +91,7 @@ pub use live::{
     XdpLiveGenerator,
 };
 pub use port::AfXdpPort;
-pub use probe_counter::{MAX_PROBE_END, ProbeCounts, ProbeFilter, XdpProbeCounter};
+pub use probe_counter::{MAX_PROBE_END, ProbeCounts, ProbeFilter, ProbeSampling, XdpProbeCounter};
 pub use redirect::XdpRedirect;
 pub use sink::{SinkCounts, XdpSink};
 pub use umem::Umem;

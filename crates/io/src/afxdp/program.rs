@@ -165,8 +165,20 @@ pub(crate) struct XdpProgram {
 impl XdpProgram {
     /// Creates a map of `queues` slots and the program, and attaches it to `ifindex` in `mode`.
     pub(crate) fn attach(ifindex: u32, queues: u32, mode: XdpMode) -> Result<Self, ProgramError> {
+        Self::attach_built(ifindex, queues, mode, |map| redirect_program(map).to_vec())
+    }
+
+    /// [`XdpProgram::attach`] with the program `build` makes for the XSKMAP (its descriptor is
+    /// `build`'s argument) instead of the plain redirect: a program that redirects only some
+    /// frames to the sockets (the probe counter's samples) and decides about the others itself.
+    pub(crate) fn attach_built(
+        ifindex: u32,
+        queues: u32,
+        mode: XdpMode,
+        build: impl FnOnce(RawFd) -> Vec<Insn>,
+    ) -> Result<Self, ProgramError> {
         let map = create_map(BPF_MAP_TYPE_XSKMAP, 4, queues.max(1))?;
-        let attached = AttachedProgram::attach(&redirect_program(map.as_raw_fd()), ifindex, mode)?;
+        let attached = AttachedProgram::attach(&build(map.as_raw_fd()), ifindex, mode)?;
         Ok(Self { attached, map })
     }
 

@@ -21,7 +21,9 @@
 //! counts each class in its own entry of the same kind of map.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
 
+use super::attachment::XdpAttachment;
 use super::bpf::{
     ALU64_ADD_K, ALU64_ADD_X, ALU64_MOV_K, ALU64_MOV_X, BPF_FUNC_XDP_GET_BUFF_LEN,
     BPF_MAP_TYPE_PERCPU_ARRAY, Insn, JMP_CALL, JMP_EXIT, JMP_JEQ_K, LDX_MEM_DW, STX_MEM_DW,
@@ -46,10 +48,20 @@ pub struct SinkCounts {
 /// program.
 #[derive(Debug)]
 pub struct XdpSink {
-    program: AttachedProgram,
+    program: Holder,
     counters: OwnedFd,
     cpus: usize,
     interface: String,
+}
+
+/// What keeps a counting program attached.
+#[derive(Debug)]
+enum Holder {
+    /// Its own link.
+    Alone(AttachedProgram),
+    /// An attachment whose XSKMAP the program redirects some frames into, shared with the
+    /// AF_XDP sockets that receive them (the probe counter's samples).
+    WithSockets(Arc<XdpAttachment>),
 }
 
 impl XdpSink {
@@ -67,23 +79,59 @@ impl XdpSink {
         classes: u32,
         build: impl FnOnce(RawFd) -> Vec<Insn>,
     ) -> Result<XdpSink, AfXdpError> {
-        let target = query_interface(interface)?;
-        let setup = |error| program_error(interface, error);
+        Self::attach_counting(interface, classes, |counters| {
+            let target = query_interface(interface)?;
+            AttachedProgram::attach(&build(counters), target.ifindex, mode)
+                .map(Holder::Alone)
+                .map_err(|error| program_error(interface, error))
+        })
+    }
+
+    /// [`XdpSink::attach_program`] for a program that also redirects some frames to AF_XDP
+    /// sockets: `build` gets the counter map's descriptor and an XSKMAP's, and
+    /// [`XdpSink::sockets`] is the attachment to open those sockets on.
+    pub(super) fn attach_with_sockets(
+        interface: &str,
+        mode: XdpMode,
+        classes: u32,
+        build: impl FnOnce(RawFd, RawFd) -> Vec<Insn>,
+    ) -> Result<XdpSink, AfXdpError> {
+        Self::attach_counting(interface, classes, |counters| {
+            XdpAttachment::attach_built(interface, mode, |xskmap| build(counters, xskmap))
+                .map(|attachment| Holder::WithSockets(Arc::new(attachment)))
+        })
+    }
+
+    /// Makes the per-CPU counter map of `classes` entries and lets `attach` attach the program
+    /// that counts into it (the map's descriptor is its argument).
+    fn attach_counting(
+        interface: &str,
+        classes: u32,
+        attach: impl FnOnce(RawFd) -> Result<Holder, AfXdpError>,
+    ) -> Result<XdpSink, AfXdpError> {
         let cpus = possible_cpus().map_err(|source| AfXdpError::Sysfs {
             port: interface.to_string(),
             path: "/sys/devices/system/cpu/possible".into(),
             source,
         })?;
-        let counters =
-            create_map(BPF_MAP_TYPE_PERCPU_ARRAY, COUNTERS_LEN as u32, classes).map_err(setup)?;
-        let program = AttachedProgram::attach(&build(counters.as_raw_fd()), target.ifindex, mode)
-            .map_err(setup)?;
+        let counters = create_map(BPF_MAP_TYPE_PERCPU_ARRAY, COUNTERS_LEN as u32, classes)
+            .map_err(|error| program_error(interface, error))?;
+        let program = attach(counters.as_raw_fd())?;
         Ok(XdpSink {
             program,
             counters,
             cpus,
             interface: interface.to_string(),
         })
+    }
+
+    /// The attachment whose sockets receive the frames the program redirects, for a program
+    /// attached with [`XdpSink::attach_with_sockets`].
+    pub(super) fn sockets(&self) -> Option<&Arc<XdpAttachment>> {
+        match &self.program {
+            Holder::Alone(_) => None,
+            Holder::WithSockets(attachment) => Some(attachment),
+        }
     }
 
     /// The counts so far, summed over CPUs (one system call).
@@ -112,7 +160,10 @@ impl XdpSink {
 
     /// How the program is attached: "native" or "generic".
     pub fn mode(&self) -> &str {
-        self.program.mode()
+        match &self.program {
+            Holder::Alone(program) => program.mode(),
+            Holder::WithSockets(attachment) => attachment.mode(),
+        }
     }
 }
 
