@@ -31,9 +31,13 @@
 //! **Receivers.** The throughput searches' trials and the calibration's line-rate trial receive
 //! with `config.receiver` (by default the XDP probe counter, which costs the tester next to
 //! nothing, so the tester's limit and a DuT's NDR are not held down by the tester's own
-//! receive; both use the same receiver, so "tester-limited" still compares like with like);
-//! latency, the calibration's floor and the other tests always receive with the AF_XDP probe
-//! receiver, which they need ([`crate::trial::ReceiverKind`]).
+//! receive; both use the same receiver, so "tester-limited" still compares like with like).
+//! The latency trials (at the NDR and the latency loads) and the calibration's floor, which is
+//! subtracted from them, receive with `config.latency_receiver` (by default the counter
+//! sampling one probe in 64 to a socket, so the latency at the NDR is not the tester's own
+//! receive queue). The frame loss rate, back-to-back and recovery tests always receive with
+//! the AF_XDP probe receiver: they need every frame's sequence number
+//! ([`crate::trial::ReceiverKind`]).
 //!
 //! Every trial's counts are checked against the kernel's interface counters; the report keeps
 //! the check of the trial at the NDR and the worst disagreement of any trial. (Overloaded search
@@ -58,7 +62,8 @@ use crate::rfc2544::{
 };
 use crate::timestamp::TimestampProbe;
 use crate::trial::{
-    CounterCheck, FlowOrder, LabTrial, Phase, ReceiverKind, TrialConfig, TrialPorts, run_in_lab,
+    CounterCheck, DEFAULT_SAMPLE_EVERY, FlowOrder, LabTrial, Phase, ReceiverKind, TrialConfig,
+    TrialPorts, run_in_lab,
 };
 
 /// Which RFC 2544 tests a run makes.
@@ -241,9 +246,13 @@ pub struct SuiteConfig {
     /// 672 of 127 521 frames of a 0.64 Mpps trial counted lost at 0.1 s, none at 1 s).
     pub drain_seconds: f64,
     /// How the throughput searches' trials (and the calibration's line-rate trial, so that
-    /// "tester-limited" compares like with like) receive; latency and the other tests always
-    /// use the probe receiver, which they need.
+    /// "tester-limited" compares like with like) receive; the loss-rate, back-to-back and
+    /// recovery tests always use the probe receiver, which they need.
     pub receiver: ReceiverKind,
+    /// How the latency trials (at the NDR and the latency loads) and the calibration's floor
+    /// receive: [`ReceiverKind::Sampled`] or [`ReceiverKind::Probe`] (a counter alone measures
+    /// no latency).
+    pub latency_receiver: ReceiverKind,
 }
 
 impl Default for SuiteConfig {
@@ -274,6 +283,9 @@ impl Default for SuiteConfig {
             vote: Vote::SINGLE_TRIAL,
             drain_seconds: 1.0,
             receiver: ReceiverKind::Count,
+            latency_receiver: ReceiverKind::Sampled {
+                every: DEFAULT_SAMPLE_EVERY,
+            },
         }
     }
 }
@@ -407,8 +419,10 @@ pub fn estimate_trials(config: &SuiteConfig) -> usize {
 /// Which receiver a run of `config` uses for which trials, as its report says.
 pub fn receivers(config: &SuiteConfig) -> String {
     format!(
-        "throughput searches and the calibration's limit: {}; latency and the other tests: {}",
+        "throughput searches and the calibration's limit: {}; latency (at the NDR, at the \
+         loads, the calibration's floor): {}; loss rate, back-to-back, recovery: {}",
         config.receiver.label(),
+        config.latency_receiver.label(),
         ReceiverKind::Probe.label()
     )
 }
@@ -607,7 +621,7 @@ pub fn load_config(config: &SuiteConfig, load: Load) -> TrialConfig {
 
 fn describe(what: &str, size: u16, trial: &LabTrial) -> String {
     let m = &trial.measurement;
-    let counted = m.receiver == ReceiverKind::Count;
+    let counted = m.receiver != ReceiverKind::Probe;
     let sent = format!(
         "{size} B {what}: offered {:.3} Mpps, {} {:.3} Mpps, loss {:.4} % ({} lost: {} refused \
          by the tester's TX ring, {} not sent in time",
@@ -620,6 +634,15 @@ fn describe(what: &str, size: u16, trial: &LabTrial) -> String {
         m.unsent,
     );
     let drain = m.drain_seconds * 1e3;
+    if let ReceiverKind::Sampled { every } = m.receiver {
+        return format!(
+            "{sent}), p50 {:.1} µs of {} samples (1 in {every}; {} dropped by their socket), \
+             last count {drain:.1} ms after sending",
+            m.latency.p50_ns as f64 / 1e3,
+            m.latency.count,
+            m.samples_dropped,
+        );
+    }
     if counted {
         return format!("{sent}), last count {drain:.1} ms after sending");
     }
@@ -687,7 +710,10 @@ fn calibrate(
         let floor = run_in_lab(
             &ports,
             &template,
-            &trial_config(config, max * 0.1, config.calibration_seconds),
+            &TrialConfig {
+                receiver: config.latency_receiver,
+                ..trial_config(config, max * 0.1, config.calibration_seconds)
+            },
             cpu,
             stop,
         )?;
@@ -887,8 +913,7 @@ fn frame_size(
             break;
         }
     }
-    // Latency and the other tests need what only the probe receiver sees.
-    gathered.receiver = ReceiverKind::Probe;
+    gathered.receiver = config.latency_receiver;
     if let Some(ndr) = result.ndr().filter(|_| config.tests.latency) {
         let mut loads: Vec<f64> = config
             .latency_loads
@@ -918,11 +943,15 @@ fn frame_size(
             }
         }
         if let Some(last) = &gathered.last {
-            result.sequence = Some(last.measurement.sequence);
+            // A sampled trial tracks no sequence.
+            result.sequence = Some(last.measurement.sequence)
+                .filter(|_| last.measurement.receiver == ReceiverKind::Probe);
             result.pacing = Some(last.measurement.pacing);
             result.counters = Some(last.counters);
         }
     }
+    // The other tests need every frame's sequence number, which only the probe receiver sees.
+    gathered.receiver = ReceiverKind::Probe;
     if let Some(ndr) = result.ndr() {
         result.limit = tester_max.map(|max| Limit::of(ndr, max));
     }

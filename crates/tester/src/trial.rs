@@ -39,6 +39,14 @@
 //! sent minus counted; there is no sequence and no latency, and the measurement says so
 //! ([`TrialMeasurement::receiver`]). The sender is the same either way.
 //!
+//! **Sampling ([`ReceiverKind::Sampled`], [`run_sampled`]).** A latency trial at the rates the
+//! counter finds would again be held down by a receive that parses every frame: the DuT's egress
+//! queue fills behind the tester, and the latency measured is the tester's queue. So the counter
+//! can also hand one probe in N (by sequence number, N a power of two) to an AF_XDP socket on the
+//! same interface; the trial counts as [`run_counted`] does (loss = sent - counted) and
+//! timestamps the samples as the socket receive above does, same clock and code. There is no
+//! sequence tracking of the frames not sampled, and the samples' own gaps are not a loss figure.
+//!
 //! **Third-party check.** [`run_in_lab`] reads the interface counters of the sending and the
 //! receiving interface (`ip -s -j link`, i.e. /sys/class/net/*/statistics of their namespace)
 //! before and after and reports them beside the tester's own counts ([`CounterCheck`]). On the
@@ -50,7 +58,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use wirespeed_io::afxdp::{ProbeFilter, XdpMode, XdpProbeCounter};
+use wirespeed_io::afxdp::{ProbeFilter, ProbeSampling, XdpMode, XdpProbeCounter};
 use wirespeed_io::{Port, QueueId};
 use wirespeed_packet::cpu::{rdtsc, tsc_hz};
 use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM, MAX_BATCH};
@@ -58,7 +66,9 @@ use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM, MAX_BATCH};
 use crate::bench::placement::{Placed, place_this_thread};
 use crate::dut::probe::{RECEIVER_RING, TesterPorts, TesterSender};
 use crate::generator::pacing::{PacingAccuracy, PacingError, Pattern, Rng, Schedule};
-use crate::generator::probe::{self, PROBE_LEN, Probe, ProbeError, ProbeWriter, TIMESTAMP_AT};
+use crate::generator::probe::{
+    self, PROBE_LEN, Probe, ProbeError, ProbeWriter, SEQUENCE_AT, TIMESTAMP_AT,
+};
 use crate::generator::{Template, prefill};
 use crate::rfc2544::TrialOutcome;
 use crate::stats::{LatencyHistogram, LatencySummary, SequenceCounts, SequenceTable};
@@ -134,27 +144,47 @@ pub enum ReceiverKind {
     /// An XDP program counts this trial's probes in the kernel ([`XdpProbeCounter`]): loss
     /// only, no sequence and no latency, at next to no cost to the tester's core.
     Count,
+    /// The probe counter counts every probe as [`ReceiverKind::Count`] does (loss) and hands
+    /// one in `every` (a power of two; those whose sequence number is a multiple of it) to an
+    /// AF_XDP socket, whose probes are timestamped into the latency histogram as the probe
+    /// receiver's are ([`run_sampled`]): latency from a sample, no sequence, and the tester's
+    /// core parses 1/`every` of the frames.
+    Sampled { every: u32 },
 }
 
+/// One probe in this many is timestamped by [`ReceiverKind::Sampled`] unless told otherwise:
+/// at the 0.4–0.6 Mpps the lab's DuTs reach, several thousand samples a second, a small
+/// share of the socket receive that held latency trials down.
+pub const DEFAULT_SAMPLE_EVERY: u32 = 64;
+
 impl ReceiverKind {
-    /// Parses `probe` or `count`.
+    /// Parses `probe`, `count` or `sampled` (one in [`DEFAULT_SAMPLE_EVERY`]).
     pub fn parse(name: &str) -> Result<ReceiverKind, String> {
         match name {
             "probe" => Ok(ReceiverKind::Probe),
             "count" => Ok(ReceiverKind::Count),
-            other => Err(format!("unknown receiver {other:?}; use count or probe")),
+            "sampled" => Ok(ReceiverKind::Sampled {
+                every: DEFAULT_SAMPLE_EVERY,
+            }),
+            other => Err(format!(
+                "unknown receiver {other:?}; use count, probe or sampled"
+            )),
         }
     }
 
     /// How a report names it.
-    pub fn label(self) -> &'static str {
+    pub fn label(self) -> String {
         match self {
             ReceiverKind::Probe => {
-                "AF_XDP probe receiver (every frame parsed: loss, sequence, latency)"
+                "AF_XDP probe receiver (every frame parsed: loss, sequence, latency)".into()
             }
             ReceiverKind::Count => {
-                "XDP probe counter (this trial's probes counted in the kernel: loss only)"
+                "XDP probe counter (this trial's probes counted in the kernel: loss only)".into()
             }
+            ReceiverKind::Sampled { every } => format!(
+                "XDP probe counter sampling 1 in {every} probes to an AF_XDP socket (every probe \
+                 counted: loss; the samples timestamped: latency; no sequence)"
+            ),
         }
     }
 }
@@ -246,9 +276,14 @@ pub struct TrialMeasurement {
     #[serde(default)]
     pub receiver_dropped: u64,
     /// Which receiver measured: with [`ReceiverKind::Count`], `sequence` and `latency` are
-    /// empty and `received` counts this trial's probes, duplicates included.
+    /// empty and `received` counts this trial's probes, duplicates included; with
+    /// [`ReceiverKind::Sampled`] too, but `latency` holds the samples.
     #[serde(default)]
     pub receiver: ReceiverKind,
+    /// With [`ReceiverKind::Sampled`]: samples the socket had no room for (the kernel's
+    /// `XDP_STATISTICS`). They were counted, so they are not lost; the histogram lacks them.
+    #[serde(default)]
+    pub samples_dropped: u64,
     pub sequence: SequenceCounts,
     pub latency: LatencySummary,
     pub pacing: PacingAccuracy,
@@ -268,21 +303,7 @@ pub fn run(
 ) -> Result<TrialMeasurement, TrialError> {
     let writer = check(template, config)?;
     let receiver_dropped_before = rx.stats().rx_dropped;
-    let hz = tsc_hz();
-    let mut sink = Sink {
-        rx,
-        table: SequenceTable::new(template.flows()),
-        histogram: LatencyHistogram::new(),
-        arrived: 0,
-        foreign: 0,
-        stale: 0,
-        fresh: 0,
-        last_fresh: 0,
-        ns_per_cycle: 1e9 / hz as f64,
-        trial_start: rdtsc(),
-        incoming: Batch::new(MAX_BATCH),
-        restore_from: writer.offset() + PROBE_LEN,
-    };
+    let mut sink = Sink::new(rx, template, &writer, rdtsc());
     let sent = send(tx, pool, template, &writer, config, stop, &mut sink)?;
     let mut measurement = sent.measurement;
     measurement.sequence = sink.table.total(&sent.per_flow);
@@ -334,12 +355,55 @@ pub fn run_counted(
     config: &TrialConfig,
     stop: &AtomicBool,
 ) -> Result<TrialMeasurement, String> {
+    count_trial(tx, None, counter, pool, template, config, stop)
+}
+
+/// [`run_counted`] with a `counter` attached with [`XdpProbeCounter::attach_sampling`] (where
+/// [`probe_sampling`] says), whose samples arrive on `samples`, a socket opened on the
+/// counter's [`XdpProbeCounter::sample_sockets`] with the same `pool` as `tx`: loss is counted
+/// from every probe as in [`run_counted`], and each sample is timestamped into the latency
+/// histogram as [`run`] does it. The samples' own gaps are not a loss figure (one is missing
+/// when the socket had no room, [`TrialMeasurement::samples_dropped`]).
+pub fn run_sampled(
+    tx: &mut dyn Port,
+    samples: &mut dyn Port,
+    counter: &XdpProbeCounter,
+    pool: &mut FramePool,
+    template: &Template,
+    config: &TrialConfig,
+    stop: &AtomicBool,
+) -> Result<TrialMeasurement, String> {
+    count_trial(tx, Some(samples), counter, pool, template, config, stop)
+}
+
+/// [`run_counted`], and with `samples`, [`run_sampled`].
+fn count_trial(
+    tx: &mut dyn Port,
+    samples: Option<&mut dyn Port>,
+    counter: &XdpProbeCounter,
+    pool: &mut FramePool,
+    template: &Template,
+    config: &TrialConfig,
+    stop: &AtomicBool,
+) -> Result<TrialMeasurement, String> {
     let writer = check(template, config).map_err(|error| error.to_string())?;
     let reading = |error: std::io::Error| {
         format!(
             "reading the probe counter on {}: {error}",
             counter.interface()
         )
+    };
+    let receiver = match (&samples, counter.sampling()) {
+        (None, _) => ReceiverKind::Count,
+        (Some(_), Some(sampling)) => ReceiverKind::Sampled {
+            every: sampling.every,
+        },
+        (Some(_), None) => {
+            return Err(format!(
+                "the probe counter on {} samples nothing: attach it with attach_sampling",
+                counter.interface()
+            ));
+        }
     };
     let trial_start = rdtsc();
     counter.set_floor(trial_start).map_err(reading)?;
@@ -352,21 +416,46 @@ pub fn run_counted(
         reads: 0,
         error: None,
     };
-    let sent = send(tx, pool, template, &writer, config, stop, &mut counting)
-        .map_err(|error| error.to_string())?;
+    let (sent, sampled) = match samples {
+        None => (
+            send(tx, pool, template, &writer, config, stop, &mut counting),
+            None,
+        ),
+        Some(rx) => {
+            let dropped_before = rx.stats().rx_dropped;
+            let mut sampling = Sampling {
+                counting,
+                samples: Sink::new(rx, template, &writer, trial_start),
+            };
+            let sent = send(tx, pool, template, &writer, config, stop, &mut sampling);
+            sampling.settle(pool, template);
+            let Sampling {
+                counting: counted,
+                samples: sink,
+            } = sampling;
+            counting = counted;
+            let dropped = sink.rx.stats().rx_dropped.saturating_sub(dropped_before);
+            (sent, Some((sink.histogram.summary(), dropped)))
+        }
+    };
+    let sent = sent.map_err(|error| error.to_string())?;
     if let Some(error) = counting.error {
         return Err(reading(error));
     }
     let after = counter.counts().map_err(reading)?;
     let mut measurement = sent.measurement;
     let counted = after.probes.packets.saturating_sub(before.probes.packets);
-    measurement.receiver = ReceiverKind::Count;
+    measurement.receiver = receiver;
     measurement.arrived = after.frames().saturating_sub(before.frames());
     measurement.stale = after.stale.packets.saturating_sub(before.stale.packets);
     measurement.foreign = after.foreign.packets.saturating_sub(before.foreign.packets);
     // A duplicate counts twice: the received count is capped at what was offered, so loss is
     // never negative.
     measurement.outcome.received = counted.min(measurement.outcome.sent);
+    if let Some((latency, dropped)) = sampled {
+        measurement.latency = latency;
+        measurement.samples_dropped = dropped;
+    }
     Ok(measurement)
 }
 
@@ -377,6 +466,15 @@ pub fn probe_filter(writer: &ProbeWriter) -> ProbeFilter {
         signature: probe::SIGNATURE,
         signature_at: at as u16,
         timestamp_at: (at + TIMESTAMP_AT) as u16,
+    }
+}
+
+/// Where a sampling counter finds the sequence number in frames of the template `writer`
+/// writes, and one probe of each flow in `every` chosen by it.
+pub fn probe_sampling(writer: &ProbeWriter, every: u32) -> ProbeSampling {
+    ProbeSampling {
+        sequence_at: (writer.offset() + SEQUENCE_AT) as u16,
+        every,
     }
 }
 
@@ -638,6 +736,32 @@ struct Sink<'a> {
     restore_from: usize,
 }
 
+impl<'a> Sink<'a> {
+    /// A sink for probes of `template`'s frames (written by `writer`) stamped at or after
+    /// `trial_start`, received on `rx`.
+    fn new(
+        rx: &'a mut dyn Port,
+        template: &Template,
+        writer: &ProbeWriter,
+        trial_start: u64,
+    ) -> Sink<'a> {
+        Sink {
+            rx,
+            table: SequenceTable::new(template.flows()),
+            histogram: LatencyHistogram::new(),
+            arrived: 0,
+            foreign: 0,
+            stale: 0,
+            fresh: 0,
+            last_fresh: 0,
+            ns_per_cycle: 1e9 / tsc_hz() as f64,
+            trial_start,
+            incoming: Batch::new(MAX_BATCH),
+            restore_from: writer.offset() + PROBE_LEN,
+        }
+    }
+}
+
 impl Receive for Sink<'_> {
     #[inline]
     fn receive(&mut self, pool: &mut FramePool, template: &Template) {
@@ -744,6 +868,52 @@ impl Receive for Counting<'_> {
 
     fn last_fresh(&self) -> u64 {
         self.last_fresh
+    }
+}
+
+/// The receiving half of a sampled trial: the counter for the count (the linger waits for it),
+/// the socket's samples, parsed as the probe receiver parses every frame, for latency.
+struct Sampling<'a, 'b> {
+    counting: Counting<'a>,
+    samples: Sink<'b>,
+}
+
+/// Longest a sampled trial waits, after its count is complete, for samples still on their way
+/// to the socket: [`COUNTER_POLL`] times this.
+const SETTLE_POLLS: u32 = 1000;
+
+impl Sampling<'_, '_> {
+    /// Takes the samples still on their way once the count is complete (the kernel counts a
+    /// probe, then redirects it), until one [`COUNTER_POLL`] brings none (or
+    /// [`SETTLE_POLLS`] did not suffice).
+    fn settle(&mut self, pool: &mut FramePool, template: &Template) {
+        for _ in 0..SETTLE_POLLS {
+            let before = self.samples.arrived;
+            std::thread::sleep(COUNTER_POLL);
+            self.samples.receive(pool, template);
+            if self.samples.arrived == before {
+                break;
+            }
+        }
+    }
+}
+
+impl Receive for Sampling<'_, '_> {
+    fn receive(&mut self, pool: &mut FramePool, template: &Template) {
+        self.samples.receive(pool, template);
+    }
+
+    fn wait(&mut self, pool: &mut FramePool, template: &Template) {
+        self.samples.receive(pool, template);
+        self.counting.wait(pool, template);
+    }
+
+    fn fresh(&self) -> u64 {
+        self.counting.fresh()
+    }
+
+    fn last_fresh(&self) -> u64 {
+        self.counting.last_fresh()
     }
 }
 
@@ -892,6 +1062,9 @@ pub fn run_in_lab(
                 let trial = match config.receiver {
                     ReceiverKind::Probe => probe_trial(ports, template, config, stop)?,
                     ReceiverKind::Count => counted_trial(ports, template, config, stop)?,
+                    ReceiverKind::Sampled { every } => {
+                        sampled_trial(ports, template, config, stop, every)?
+                    }
                 };
                 let (measurement, mode) = (trial.measurement, trial.mode);
                 let ((tx_before, rx_before), (tx_after, rx_after)) = (trial.before, trial.after);
@@ -965,14 +1138,8 @@ fn counted_trial(
     config: &TrialConfig,
     stop: &AtomicBool,
 ) -> Result<Bracketed, String> {
-    let writer = ProbeWriter::new(template).map_err(|error| error.to_string())?;
+    let counter = attach_counter(ports, template, None)?;
     let mut sender = TesterSender::open(&ports.namespace, &ports.sender_if, 16384)?;
-    let counter = {
-        let _inside = wirespeed_lab::enter(&ports.namespace)
-            .map_err(|error| format!("entering {}: {error}", ports.namespace))?;
-        XdpProbeCounter::attach(&ports.receiver_if, XdpMode::Auto, &probe_filter(&writer))
-            .map_err(|error| error.to_string())?
-    };
     let mode = sender.t0.info().mode.clone();
     let before = read_counters(ports)?;
     let TesterSender { t0, pool, .. } = &mut sender;
@@ -984,6 +1151,62 @@ fn counted_trial(
         before,
         after: read_counters(ports)?,
     })
+}
+
+/// [`ReceiverKind::Sampled`]: the probe counter on the receiving interface sampling one probe
+/// in `every` to an AF_XDP socket opened on it, and the sending socket, [`run_sampled`].
+fn sampled_trial(
+    ports: &TrialPorts,
+    template: &Template,
+    config: &TrialConfig,
+    stop: &AtomicBool,
+    every: u32,
+) -> Result<Bracketed, String> {
+    let counter = attach_counter(ports, template, Some(every))?;
+    let sockets = counter
+        .sample_sockets()
+        .ok_or("the sampling probe counter has no sockets")?;
+    let mut tester = TesterPorts::open_sampled(
+        &ports.namespace,
+        &ports.sender_if,
+        sockets,
+        16384,
+        RECEIVER_RING,
+    )?;
+    let mode = tester.t0.info().mode.clone();
+    let before = read_counters(ports)?;
+    let TesterPorts { t0, t1, pool, .. } = &mut tester;
+    let result = run_sampled(t0, t1, &counter, pool, template, config, stop);
+    tester.release_all();
+    Ok(Bracketed {
+        measurement: result?,
+        mode,
+        before,
+        after: read_counters(ports)?,
+    })
+}
+
+/// The probe counter for `template`'s probes on the receiving interface of `ports` (attached
+/// in its namespace), sampling one probe in `every` when given.
+fn attach_counter(
+    ports: &TrialPorts,
+    template: &Template,
+    every: Option<u32>,
+) -> Result<XdpProbeCounter, String> {
+    let writer = ProbeWriter::new(template).map_err(|error| error.to_string())?;
+    let filter = probe_filter(&writer);
+    let _inside = wirespeed_lab::enter(&ports.namespace)
+        .map_err(|error| format!("entering {}: {error}", ports.namespace))?;
+    match every {
+        None => XdpProbeCounter::attach(&ports.receiver_if, XdpMode::Auto, &filter),
+        Some(every) => XdpProbeCounter::attach_sampling(
+            &ports.receiver_if,
+            XdpMode::Auto,
+            &filter,
+            &probe_sampling(&writer, every),
+        ),
+    }
+    .map_err(|error| error.to_string())
 }
 
 #[cfg(test)]
@@ -1253,6 +1476,12 @@ mod tests {
     fn receivers_parse_by_name() {
         assert_eq!(ReceiverKind::parse("count"), Ok(ReceiverKind::Count));
         assert_eq!(ReceiverKind::parse("probe"), Ok(ReceiverKind::Probe));
+        assert_eq!(
+            ReceiverKind::parse("sampled"),
+            Ok(ReceiverKind::Sampled {
+                every: DEFAULT_SAMPLE_EVERY
+            })
+        );
         assert!(ReceiverKind::parse("Count").is_err());
         assert!(ReceiverKind::parse("").is_err());
     }
@@ -1278,6 +1507,18 @@ mod tests {
         assert_eq!(
             u64::from_be_bytes(stamp.try_into().unwrap()),
             probe.timestamp
+        );
+        let probe = Probe {
+            sequence: 0x0a0b_0c0d,
+            ..probe
+        };
+        assert!(writer.write(&mut frame, &probe));
+        let sampling = probe_sampling(&writer, 64);
+        assert_eq!(sampling.every, 64);
+        let sequence = &frame[at(sampling.sequence_at)..at(sampling.sequence_at) + 4];
+        assert_eq!(
+            u32::from_be_bytes(sequence.try_into().unwrap()),
+            probe.sequence
         );
     }
 

@@ -2,17 +2,25 @@
 //! counts exactly the probe frames sent, tells late probes of an earlier trial (stale) and
 //! frames without this probe (foreign) apart, passes the foreign ones to the stack, and a
 //! counted throughput trial at a low rate loses nothing and agrees with the kernel's interface
-//! counters within 0.1 %. One lab (prefix `wstcount`) for both parts.
+//! counters within 0.1 %. Sampling: the counter hands exactly this trial's probes whose sequence
+//! number is a multiple of N to the AF_XDP socket (never a stale or foreign frame; foreign ones
+//! reach the stack, where a packet socket sees them), and a sampled trial counts every frame
+//! sent and timestamps one per N of each flow. One lab (prefix `wstcount`) for all parts.
 
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+use wirespeed_io::Port;
+use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
 use wirespeed_io::afxdp::{XdpMode, XdpProbeCounter};
 use wirespeed_lab::{CalibrationPair, enter, interface_counter_for_test};
-use wirespeed_tester::dut::probe::TesterSender;
-use wirespeed_tester::generator::probe::{Probe, ProbeWriter};
+use wirespeed_packet::{Batch, FramePool, MAX_BATCH};
+use wirespeed_tester::dut::probe::{RECEIVER_RING, TesterPorts, TesterSender};
+use wirespeed_tester::generator::probe::{self, Probe, ProbeWriter};
 use wirespeed_tester::generator::{Template, TemplateConfig};
-use wirespeed_tester::trial::{ReceiverKind, TrialConfig, TrialPorts, probe_filter, run_in_lab};
+use wirespeed_tester::trial::{
+    ReceiverKind, TrialConfig, TrialPorts, probe_filter, probe_sampling, run_in_lab,
+};
 
 fn template(pair: &CalibrationPair) -> Template {
     Template::new(&TemplateConfig {
@@ -27,10 +35,21 @@ fn template(pair: &CalibrationPair) -> Template {
 
 /// Frame `flow` of `template` carrying a probe stamped `timestamp`.
 fn probe_frame(template: &Template, writer: &ProbeWriter, flow: u32, timestamp: u64) -> Vec<u8> {
+    numbered_probe_frame(template, writer, flow, 0, timestamp)
+}
+
+/// Frame `flow` of `template` carrying probe `sequence` of the flow stamped `timestamp`.
+fn numbered_probe_frame(
+    template: &Template,
+    writer: &ProbeWriter,
+    flow: u32,
+    sequence: u32,
+    timestamp: u64,
+) -> Vec<u8> {
     let mut frame = template.frame(flow);
     let probe = Probe {
         flow: flow as u16,
-        sequence: 0,
+        sequence,
         timestamp,
     };
     assert!(writer.write(&mut frame, &probe));
@@ -117,6 +136,144 @@ fn counted_trial_loses_nothing_and_agrees_with_the_kernel(ns: &str, pair: &Calib
     assert_eq!(m.arrived, m.outcome.received + m.foreign);
 }
 
+/// Sends fresh probes (sequence numbers 0..200 of one flow), stale ones and foreign ones whose
+/// sequence numbers would all be sampled, to a counter sampling one in 4: the socket gets
+/// exactly the 50 fresh multiples of 4, a packet socket on the interface (which sees what XDP
+/// passes to the stack) exactly the foreign frames, and every frame is counted in its class.
+fn samples_only_this_trials_chosen_probes(ns: &str, pair: &CalibrationPair) {
+    let template = template(pair);
+    let writer = ProbeWriter::new(&template).unwrap();
+    let (counter, mut stack) = {
+        let _inside = enter(ns).expect("enter the tester namespace");
+        let counter = XdpProbeCounter::attach_sampling(
+            &pair.receiver_if,
+            XdpMode::Auto,
+            &probe_filter(&writer),
+            &probe_sampling(&writer, 4),
+        )
+        .expect("attach the sampling probe counter");
+        let stack = AfPacketPort::open("stack", &pair.receiver_if, &AfPacketConfig::default())
+            .expect("a packet socket on the receiving interface");
+        (counter, stack)
+    };
+    let sockets = counter.sample_sockets().expect("the samples' attachment");
+    let mut ports =
+        TesterPorts::open_sampled(ns, &pair.sender_if, sockets, 16384, RECEIVER_RING).unwrap();
+    let floor = 1_000_000;
+    counter.set_floor(floor).expect("set the floor");
+    let fresh: Vec<Vec<u8>> = (0..200)
+        .map(|i| numbered_probe_frame(&template, &writer, 0, i, floor + u64::from(i)))
+        .collect();
+    let stale: Vec<Vec<u8>> = (0..40)
+        .map(|i| numbered_probe_frame(&template, &writer, 1, 4 * i, floor - 1 - u64::from(i)))
+        .collect();
+    let mut other = numbered_probe_frame(&template, &writer, 2, 0, floor);
+    other[writer.offset()] ^= 0xff;
+    let foreign = vec![other.clone(); 12];
+    let before = counter.counts().expect("counts");
+    for frames in [&fresh, &stale, &foreign] {
+        for chunk in frames.chunks(16) {
+            assert_eq!(ports.send(chunk), chunk.len());
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let want = (fresh.len() + stale.len() + foreign.len()) as u64;
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut after = counter.counts().expect("counts");
+    while after.frames() - before.frames() < want && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+        after = counter.counts().expect("counts");
+    }
+    // The samples, as the socket got them (the probe receiver's own frames are UDP to the
+    // template's port), and the foreign frames as the stack got them.
+    let mut sampled = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while sampled.len() < 50 && Instant::now() < deadline {
+        sampled.extend(ports.receive(TemplateConfig::default().dst_port));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut passed = 0;
+    let mut pool = FramePool::new(1024, 2048).unwrap();
+    let mut batch = Batch::new(MAX_BATCH);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while passed < foreign.len() && Instant::now() < deadline {
+        stack.rx(0, &mut pool, &mut batch);
+        for desc in batch.descs() {
+            let start = desc.offset as usize;
+            let frame = &pool.frame(desc.frame)[start..start + desc.len as usize];
+            assert!(
+                probe::read(frame).is_err(),
+                "a probe reached the stack: {frame:02x?}"
+            );
+            passed += usize::from(frame == other.as_slice());
+            pool.release(desc.frame);
+        }
+        batch.clear();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    ports.release_all();
+    stack.release_all(&mut pool);
+    assert_eq!(
+        after.probes.packets - before.probes.packets,
+        200,
+        "{after:?}"
+    );
+    assert_eq!(after.stale.packets - before.stale.packets, 40, "{after:?}");
+    assert!(
+        after.foreign.packets - before.foreign.packets >= 12,
+        "{after:?}"
+    );
+    let mut sequences: Vec<u32> = sampled
+        .iter()
+        .map(|frame| {
+            let probe = probe::read(frame).expect("a sample carries a probe");
+            assert!(
+                probe.timestamp >= floor,
+                "a stale probe was sampled: {probe:?}"
+            );
+            assert_eq!(probe.flow, 0, "{probe:?}");
+            probe.sequence
+        })
+        .collect();
+    sequences.sort_unstable();
+    assert_eq!(sequences, (0..200).step_by(4).collect::<Vec<u32>>());
+    assert_eq!(passed, foreign.len());
+}
+
+/// A sampled trial: every frame counted, one in 16 of each flow's probes timestamped.
+fn sampled_trial_counts_all_and_timestamps_one_in_n(ns: &str, pair: &CalibrationPair) {
+    let ports = TrialPorts::looped(ns, pair);
+    let every = 16;
+    let config = TrialConfig {
+        rate: 20_000.0,
+        seconds: 0.5,
+        receiver: ReceiverKind::Sampled { every },
+        linger: Duration::from_secs(2),
+        ..TrialConfig::default()
+    };
+    let stop = AtomicBool::new(false);
+    let trial = run_in_lab(&ports, &template(pair), &config, 0, &stop).expect("a trial");
+    let m = &trial.measurement;
+    assert_eq!(m.receiver, ReceiverKind::Sampled { every });
+    assert_eq!(m.outcome.sent, 10_000);
+    assert_eq!((m.refused, m.unsent), (0, 0), "{m:?}");
+    assert_eq!(m.outcome.received, 10_000, "{m:?}");
+    assert_eq!(m.stale, 0);
+    assert!(trial.counters.agrees_within(0.001), "{:?}", trial.counters);
+    assert_eq!(m.arrived, m.outcome.received + m.foreign);
+    // 4 flows in turn, 2500 probes each, sequence numbers 0..2500: 157 multiples of 16 per
+    // flow (10 000 / 16 = 625, and each flow's last, partial window of 16 has one more).
+    let per_flow = 2_500u64.div_ceil(u64::from(every));
+    assert_eq!(m.latency.count + m.samples_dropped, 4 * per_flow, "{m:?}");
+    assert_eq!(m.samples_dropped, 0, "{m:?}");
+    assert!(
+        m.latency.min_ns > 0 && m.latency.p50_ns < 1_000_000_000,
+        "{m:?}"
+    );
+    // The samples carry no sequence figures.
+    assert_eq!(m.sequence.received, 0);
+}
+
 #[test]
 fn the_probe_counter_counts_this_trials_probes_only() {
     let prefix = "wstcount";
@@ -127,6 +284,8 @@ fn the_probe_counter_counts_this_trials_probes_only() {
     counts_and_classes(&lab.tester_ns, &pair);
     // The counter of the first part is gone with it: a trial can attach its own.
     counted_trial_loses_nothing_and_agrees_with_the_kernel(&lab.tester_ns, &pair);
+    samples_only_this_trials_chosen_probes(&lab.tester_ns, &pair);
+    sampled_trial_counts_all_and_timestamps_one_in_n(&lab.tester_ns, &pair);
     lab.teardown().unwrap();
     wirespeed_lab::assert_gone_for_test(prefix);
 }

@@ -8,10 +8,11 @@
 //! needs a moment to open its ports) go to [`READY_PORT`]. Everything else arriving on `t1` (the
 //! lab kernels' own IPv6 neighbour discovery and MLD frames) is ignored.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wirespeed_io::Port;
-use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, DEFAULT_RING_SIZE, Umem};
+use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, DEFAULT_RING_SIZE, Umem, XdpAttachment};
 use wirespeed_packet::{Batch, FramePool, MAX_BATCH};
 
 use super::{Dut, DutError, Wiring};
@@ -65,6 +66,31 @@ impl TesterPorts {
         frames: u32,
         receiver_ring: u32,
     ) -> Result<TesterPorts, String> {
+        Self::open_with(ns, sender, Receiver::Own(receiver), frames, receiver_ring)
+    }
+
+    /// [`TesterPorts::open_interfaces`] with `t1` opened on `samples`, the attachment of a
+    /// sampling probe counter ([`XdpProbeCounter::sample_sockets`]): `t1` receives only the
+    /// probes the counter samples ([`crate::trial::run_sampled`]).
+    ///
+    /// [`XdpProbeCounter::sample_sockets`]: wirespeed_io::afxdp::XdpProbeCounter::sample_sockets
+    pub fn open_sampled(
+        ns: &str,
+        sender: &str,
+        samples: &Arc<XdpAttachment>,
+        frames: u32,
+        receiver_ring: u32,
+    ) -> Result<TesterPorts, String> {
+        Self::open_with(ns, sender, Receiver::Shared(samples), frames, receiver_ring)
+    }
+
+    fn open_with(
+        ns: &str,
+        sender: &str,
+        receiver: Receiver<'_>,
+        frames: u32,
+        receiver_ring: u32,
+    ) -> Result<TesterPorts, String> {
         let sender_config = sender_config();
         let receiver_config = AfXdpConfig {
             rx_size: receiver_ring,
@@ -90,8 +116,13 @@ impl TesterPorts {
             wirespeed_lab::enter(ns).map_err(|error| format!("entering {ns}: {error}"))?;
         let t0 = AfXdpPort::open(sender, &sender_config, &umem, &mut pool)
             .map_err(|error| error.to_string())?;
-        let t1 = AfXdpPort::open(receiver, &receiver_config, &umem, &mut pool)
-            .map_err(|error| error.to_string())?;
+        let t1 = match receiver {
+            Receiver::Own(name) => AfXdpPort::open(name, &receiver_config, &umem, &mut pool),
+            Receiver::Shared(attachment) => {
+                AfXdpPort::open_shared(attachment, &receiver_config, &umem, &mut pool)
+            }
+        }
+        .map_err(|error| error.to_string())?;
         Ok(TesterPorts {
             t0,
             t1,
@@ -135,6 +166,14 @@ impl TesterPorts {
         self.t0.release_all(&mut self.pool);
         self.t1.release_all(&mut self.pool);
     }
+}
+
+/// Where the tester's receiving socket comes from.
+enum Receiver<'a> {
+    /// The interface of this name, with its own XDP program.
+    Own(&'a str),
+    /// An XDP program already attached (a sampling probe counter's).
+    Shared(&'a Arc<XdpAttachment>),
 }
 
 /// The tester's sending port (`t0`) alone, for trials that count on the receiving interface

@@ -42,6 +42,9 @@ pub const SIGNATURE: [u8; 4] = *b"wsP2";
 /// Bytes a probe takes in the UDP payload.
 pub const PROBE_LEN: usize = 18;
 
+/// Offset of the sequence number in the probe.
+pub const SEQUENCE_AT: usize = 6;
+
 /// Offset of the TX timestamp in the probe.
 pub const TIMESTAMP_AT: usize = 10;
 
@@ -149,7 +152,7 @@ impl ProbeWriter {
         let mut bytes = [0u8; PROBE_LEN];
         bytes[..4].copy_from_slice(&SIGNATURE);
         bytes[4..6].copy_from_slice(&probe.flow.to_be_bytes());
-        bytes[6..10].copy_from_slice(&probe.sequence.to_be_bytes());
+        bytes[SEQUENCE_AT..TIMESTAMP_AT].copy_from_slice(&probe.sequence.to_be_bytes());
         bytes[TIMESTAMP_AT..].copy_from_slice(&probe.timestamp.to_be_bytes());
         let Some(area) = frame.get_mut(self.probe_at..self.probe_at + PROBE_LEN) else {
             return false;

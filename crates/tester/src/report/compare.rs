@@ -81,6 +81,10 @@ pub struct CompareRow {
     /// Medians over the repeats of the latency percentiles at the NDR, nanoseconds.
     pub p50_ns: Option<u64>,
     pub p99_ns: Option<u64>,
+    /// Median over the repeats of the latencies each histogram at the NDR holds (every frame
+    /// with the probe receiver, one in N with the sampled one).
+    #[serde(default)]
+    pub samples: Option<u64>,
     /// Tester-limited if any repeat was: the DuT's own limit is then higher than shown.
     pub limit: Option<Limit>,
     /// Repeats run for this row (with or without an NDR).
@@ -205,6 +209,7 @@ impl Comparison {
         };
         let mut p50 = Vec::new();
         let mut p99 = Vec::new();
+        let mut samples = Vec::new();
         for run in self
             .runs
             .iter()
@@ -222,6 +227,7 @@ impl Comparison {
                     if let Some(at) = result.latency.last().filter(|l| l.summary.count > 0) {
                         p50.push(at.summary.p50_ns as f64);
                         p99.push(at.summary.p99_ns as f64);
+                        samples.push(at.summary.count as f64);
                     }
                     match (row.limit, result.limit) {
                         (_, Some(Limit::TesterLimited)) => row.limit = Some(Limit::TesterLimited),
@@ -247,6 +253,7 @@ impl Comparison {
         if !p50.is_empty() {
             row.p50_ns = Some(median(&p50) as u64);
             row.p99_ns = Some(median(&p99) as u64);
+            row.samples = Some(median(&samples) as u64);
         }
         row
     }
@@ -376,16 +383,16 @@ pub fn summary_table(comparison: &Comparison) -> String {
     let _ = writeln!(out, "{}", comparison.title);
     let _ = writeln!(
         out,
-        "| DuT | flows | frame | NDR Mpps (median) | min..max | NDRs found | p50 / p99 µs at NDR | limit |"
+        "| DuT | flows | frame | NDR Mpps (median) | min..max | NDRs found | p50 / p99 µs at NDR | samples | limit |"
     );
     let _ = writeln!(
         out,
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
     );
     for row in &rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} B | {} | {} | {}/{} | {} / {} | {} |",
+            "| {} | {} | {} B | {} | {} | {}/{} | {} / {} | {} | {} |",
             row.dut,
             row.flows,
             row.frame_size,
@@ -395,6 +402,7 @@ pub fn summary_table(comparison: &Comparison) -> String {
             row.repeats,
             micros(row.p50_ns),
             micros(row.p99_ns),
+            row.samples.map_or("-".into(), |n| n.to_string()),
             limit_text(row)
         );
     }
@@ -575,7 +583,7 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
     out.push_str(
         "</table><h2>Side by side</h2><table><tr><th>DuT</th><th>flows</th>\
 <th>frame</th><th>NDR Mpps (median)</th><th>min..max</th><th>NDRs found</th>\
-<th>p50 µs at NDR</th><th>p99 µs at NDR</th><th>limit</th></tr>",
+<th>p50 µs at NDR</th><th>p99 µs at NDR</th><th>latency samples</th><th>limit</th></tr>",
     );
     for row in &rows {
         out.push_str("<tr>");
@@ -587,6 +595,7 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
         cell(&mut out, &format!("{}/{}", row.ndrs.len(), row.repeats));
         cell(&mut out, &micros(row.p50_ns));
         cell(&mut out, &micros(row.p99_ns));
+        cell(&mut out, &row.samples.map_or("-".into(), |n| n.to_string()));
         cell(&mut out, &limit_text(row));
         out.push_str("</tr>");
     }

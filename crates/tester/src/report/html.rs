@@ -502,7 +502,7 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
             100.0 * super::TESTER_SHARE
         );
     }
-    out.push_str("<h2>Results</h2><table><tr><th>frame size (B)</th><th>line rate (frames/s)</th><th>NDR (frames/s)</th><th>NDR (bit/s)</th><th>limit</th><th>NDR repeats min / median / max</th><th>PDR (frames/s)</th><th>latency p50 / p99 / p99.9 at highest load (µs)</th><th>same minus floor (µs)</th><th>tester vs kernel counters (tx / rx)</th></tr>");
+    out.push_str("<h2>Results</h2><table><tr><th>frame size (B)</th><th>line rate (frames/s)</th><th>NDR (frames/s)</th><th>NDR (bit/s)</th><th>limit</th><th>NDR repeats min / median / max</th><th>PDR (frames/s)</th><th>latency p50 / p99 / p99.9 at highest load (µs; samples)</th><th>same minus floor (µs)</th><th>tester vs kernel counters (tx / rx)</th></tr>");
     for result in &report.results {
         let ndr = result.ndr();
         let repeats = result
@@ -523,10 +523,11 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
             .map(|at| {
                 let s = &at.summary;
                 format!(
-                    "{:.1} / {:.1} / {:.1}",
+                    "{:.1} / {:.1} / {:.1} ({})",
                     s.p50_ns as f64 / 1e3,
                     s.p99_ns as f64 / 1e3,
-                    s.p999_ns as f64 / 1e3
+                    s.p999_ns as f64 / 1e3,
+                    s.count
                 )
             })
             .unwrap_or_else(|| "–".into());

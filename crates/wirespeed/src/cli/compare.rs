@@ -147,6 +147,7 @@ impl CompareArgs {
                 nice: parse_nice(&self.nice)?,
             },
             receiver: self.rate_trials.receiver,
+            latency_receiver: self.rate_trials.latency_receiver()?,
             vote: self.rate_trials.vote(self.trial_seconds)?,
             ..SuiteConfig::default()
         })

@@ -29,7 +29,7 @@ use wirespeed_tester::generator::pacing::Pattern;
 use wirespeed_tester::report::{Report, Setup, csv, html, json, wire_bits_per_second};
 use wirespeed_tester::rfc2544::Vote;
 use wirespeed_tester::suite::{Progress, Resolution, SearchKind, SuiteConfig, Tests, Traffic};
-use wirespeed_tester::trial::{FlowOrder, ReceiverKind};
+use wirespeed_tester::trial::{DEFAULT_SAMPLE_EVERY, FlowOrder, ReceiverKind};
 
 use super::bench::dut;
 
@@ -133,12 +133,37 @@ pub(super) struct RateTrialArgs {
     /// How the throughput search's trials and the calibration's limit receive: `count` (an XDP
     /// program on the receiving interface counts this trial's probes in the kernel: loss
     /// only, at next to no cost to the tester's core) or `probe` (an AF_XDP socket parses
-    /// every frame: loss, sequence and latency). Latency trials always use `probe`.
+    /// every frame: loss, sequence and latency). Latency trials use `--latency-receiver`.
     #[arg(long, default_value = "count", value_parser = ReceiverKind::parse)]
     pub(super) receiver: ReceiverKind,
+    /// How the latency trials (at the NDR and the latency loads) and the calibration's floor
+    /// receive: `sampled` (the XDP probe counter counts every probe, loss as with `count`, and
+    /// hands one in `--sample-every` to an AF_XDP socket that timestamps it) or `probe`
+    /// (every frame parsed and timestamped by the socket, on the tester's core). Loss rate,
+    /// back-to-back and recovery always use `probe`: they need every sequence number.
+    #[arg(long, default_value = "sampled", value_parser = ["sampled", "probe"])]
+    latency_receiver: String,
+    /// With `--latency-receiver sampled`: one probe in this many (a power of two) is
+    /// timestamped, those whose per-flow sequence number is a multiple of it.
+    #[arg(long, default_value_t = DEFAULT_SAMPLE_EVERY)]
+    sample_every: u32,
 }
 
 impl RateTrialArgs {
+    /// The latency trials' receiver, from `--latency-receiver` and `--sample-every`.
+    pub(super) fn latency_receiver(&self) -> Result<ReceiverKind> {
+        anyhow::ensure!(
+            self.sample_every.is_power_of_two() && self.sample_every <= 1 << 31,
+            "--sample-every is a power of two (1, 2, 4, ... 2^31)"
+        );
+        Ok(match self.latency_receiver.as_str() {
+            "probe" => ReceiverKind::Probe,
+            _ => ReceiverKind::Sampled {
+                every: self.sample_every,
+            },
+        })
+    }
+
     pub(super) fn vote(&self, trial_seconds: f64) -> Result<Vote> {
         anyhow::ensure!(
             (0.0..1.0).contains(&self.exceed_ratio),
@@ -300,6 +325,7 @@ impl Rfc2544Args {
                 calibrate_only: self.more.calibrate_only,
                 drain_seconds: self.more.drain_seconds,
                 receiver: self.rate_trials.receiver,
+                latency_receiver: self.rate_trials.latency_receiver()?,
                 vote: self.rate_trials.vote(self.trial_seconds)?,
                 latency_loads,
                 repeats: self.repeats,
@@ -536,9 +562,12 @@ pub fn summary_table(report: &Report) -> String {
     }
     let _ = writeln!(
         out,
-        "| frame | NDR Mpps | NDR Gbit/s | limit | p50 / p99 µs at NDR | minus floor | counters vs kernel |"
+        "| frame | NDR Mpps | NDR Gbit/s | limit | p50 / p99 µs at NDR | samples | minus floor | counters vs kernel |"
     );
-    let _ = writeln!(out, "| ---: | ---: | ---: | --- | ---: | ---: | ---: |");
+    let _ = writeln!(
+        out,
+        "| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"
+    );
     for result in &report.results {
         let ndr = result.ndr();
         let at = result.latency.last().map(|l| &l.summary);
@@ -549,7 +578,7 @@ pub fn summary_table(report: &Report) -> String {
         let us = |v: u64| v as f64 / 1e3;
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             result.label(),
             ndr.map_or("-".into(), |n| format!("{:.3}", n / 1e6)),
             ndr.map_or("-".into(), |n| format!(
@@ -562,6 +591,7 @@ pub fn summary_table(report: &Report) -> String {
                 us(s.p50_ns),
                 us(s.p99_ns)
             )),
+            at.map_or("-".into(), |s| s.count.to_string()),
             at.zip(floor).map_or("-".into(), |(s, f)| format!(
                 "{:.1} / {:.1}",
                 us(s.p50_ns.saturating_sub(f)),
@@ -651,15 +681,38 @@ mod tests {
         assert_eq!(clock(125), "2:05");
     }
 
+    fn rate_trials(exceed_ratio: f64, duration_sum: Option<f64>) -> RateTrialArgs {
+        RateTrialArgs {
+            exceed_ratio,
+            duration_sum,
+            receiver: ReceiverKind::Count,
+            latency_receiver: "sampled".into(),
+            sample_every: DEFAULT_SAMPLE_EVERY,
+        }
+    }
+
+    #[test]
+    fn latency_trials_sample_one_probe_in_a_power_of_two_or_receive_every_frame() {
+        let mut args = rate_trials(0.5, None);
+        assert_eq!(
+            args.latency_receiver().unwrap(),
+            ReceiverKind::Sampled {
+                every: DEFAULT_SAMPLE_EVERY
+            }
+        );
+        args.sample_every = 48;
+        assert!(args.latency_receiver().is_err());
+        args.sample_every = 0;
+        assert!(args.latency_receiver().is_err());
+        args.latency_receiver = "probe".into();
+        args.sample_every = 1;
+        assert_eq!(args.latency_receiver().unwrap(), ReceiverKind::Probe);
+    }
+
     #[test]
     fn the_vote_defaults_to_a_majority_of_nine_trials_and_rejects_a_ratio_of_one() {
         let vote = |exceed_ratio: f64, duration_sum: Option<f64>| {
-            RateTrialArgs {
-                exceed_ratio,
-                duration_sum,
-                receiver: ReceiverKind::Count,
-            }
-            .vote(2.0)
+            rate_trials(exceed_ratio, duration_sum).vote(2.0)
         };
         assert_eq!(vote(0.5, None).unwrap(), Vote::majority(9, 2.0));
         assert_eq!(vote(0.0, Some(0.0)).unwrap().max_trials_per_load(2.0), 1);
