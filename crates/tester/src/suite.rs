@@ -211,6 +211,10 @@ pub struct SuiteConfig {
     pub flows: u32,
     /// Loads for latency, percent of the NDR (latency at the NDR is always measured, last).
     pub latency_loads: Vec<f64>,
+    /// Offered rates (frames/s) to measure latency at instead of at the NDR and its loads: the
+    /// same load in every run, for comparing receivers or builds. The search then runs only
+    /// for the throughput or recovery test. Empty: at the NDR and `latency_loads`.
+    pub latency_rates: Vec<f64>,
     /// Repeats of the final rate for a spread.
     pub repeats: u32,
     pub plan: Plan,
@@ -267,6 +271,7 @@ impl Default for SuiteConfig {
             pattern: Pattern::Cbr,
             flows: 1,
             latency_loads: vec![10.0, 50.0, 90.0],
+            latency_rates: Vec::new(),
             repeats: 0,
             plan: Plan::default(),
             link_bits_per_second: 10e9,
@@ -291,6 +296,13 @@ impl Default for SuiteConfig {
 }
 
 impl SuiteConfig {
+    /// Whether the NDR search runs: asked for, or needed by recovery or by latency at loads
+    /// relative to the NDR.
+    pub fn searches(&self) -> bool {
+        self.tests.searches()
+            && (self.tests.throughput || self.tests.recovery || self.latency_rates.is_empty())
+    }
+
     /// The kinds of traffic this run measures with.
     pub fn kinds(&self) -> Vec<Traffic> {
         if self.traffic.is_empty() {
@@ -393,15 +405,17 @@ pub fn estimate_trials(config: &SuiteConfig) -> usize {
         return 2 * config.frame_sizes.len();
     }
     let tests = config.tests;
-    let searches = if tests.searches() {
+    let searches = if config.searches() {
         config.ndr_runs.max(1) as usize * (search + config.repeats as usize)
     } else {
         0
     };
-    let latency = if tests.latency {
+    let latency = if !tests.latency {
+        0
+    } else if config.latency_rates.is_empty() {
         config.latency_loads.len() + 1
     } else {
-        0
+        config.latency_rates.len()
     };
     // Loss: until two clean trials, guess half the steps. Back-to-back: about 8 bursts a search.
     let loss = if tests.loss {
@@ -826,7 +840,7 @@ fn frame_size(
         }
     };
     let resolution = config.resolution.at(max_rate);
-    let runs = if config.tests.searches() {
+    let runs = if config.searches() {
         config.ndr_runs.max(1)
     } else {
         0
@@ -914,14 +928,24 @@ fn frame_size(
         }
     }
     gathered.receiver = config.latency_receiver;
-    if let Some(ndr) = result.ndr().filter(|_| config.tests.latency) {
-        let mut loads: Vec<f64> = config
-            .latency_loads
-            .iter()
-            .map(|percent| ndr * percent / 100.0)
-            .filter(|rate| *rate > 0.0 && *rate < ndr)
-            .collect();
-        loads.push(ndr);
+    // The rates to measure latency at, and the NDR they are shares of (none for given rates).
+    let latency_loads = if !config.tests.latency {
+        None
+    } else if !config.latency_rates.is_empty() {
+        Some((config.latency_rates.clone(), None))
+    } else {
+        result.ndr().map(|ndr| {
+            let mut loads: Vec<f64> = config
+                .latency_loads
+                .iter()
+                .map(|percent| ndr * percent / 100.0)
+                .filter(|rate| *rate > 0.0 && *rate < ndr)
+                .collect();
+            loads.push(ndr);
+            (loads, Some(ndr))
+        })
+    };
+    if let Some((loads, ndr)) = latency_loads {
         for rate in loads {
             let spec = TrialSpec {
                 load: Load::Rate {
@@ -929,7 +953,10 @@ fn frame_size(
                     seconds: config.trial_seconds,
                 },
             };
-            let what = format!("latency at {:.0} % of NDR", 100.0 * rate / ndr);
+            let what = match ndr {
+                Some(ndr) => format!("latency at {:.0} % of NDR", 100.0 * rate / ndr),
+                None => format!("latency at {:.3} Mpps", rate / 1e6),
+            };
             gathered.last = None;
             trial(spec, &what, &mut gathered);
             if gathered.interrupted {
@@ -1049,6 +1076,37 @@ mod tests {
         assert!(Tests::parse("back-to-back,").unwrap().back_to_back);
         assert!(Tests::parse("speed").unwrap_err().contains("back-to-back"));
         assert!(Tests::parse("").is_err());
+    }
+
+    #[test]
+    fn latency_at_given_rates_needs_no_search_and_latency_samples_by_default() {
+        let at_rates = SuiteConfig {
+            tests: Tests::parse("latency").unwrap(),
+            latency_rates: vec![450_000.0],
+            ..SuiteConfig::default()
+        };
+        assert!(!at_rates.searches());
+        for tests in ["throughput,latency", "latency,recovery"] {
+            let searched = SuiteConfig {
+                tests: Tests::parse(tests).unwrap(),
+                ..at_rates.clone()
+            };
+            assert!(searched.searches(), "{tests}");
+        }
+        let at_ndr = SuiteConfig {
+            latency_rates: Vec::new(),
+            ..at_rates
+        };
+        assert!(at_ndr.searches());
+        assert_eq!(
+            at_ndr.latency_receiver,
+            ReceiverKind::Sampled {
+                every: DEFAULT_SAMPLE_EVERY
+            }
+        );
+        let said = receivers(&at_ndr);
+        assert!(said.contains("sampling 1 in 64"), "{said}");
+        assert!(said.contains(&ReceiverKind::Probe.label()), "{said}");
     }
 
     #[test]

@@ -84,6 +84,11 @@ pub struct Rfc2544Args {
     /// measured); empty for none.
     #[arg(long, default_value = "10,50,90")]
     latency_loads: String,
+    /// Offered rates for latency, Mpps, comma-separated, instead of the NDR and
+    /// `--latency-loads`: the same load in every run (e.g. to compare receivers). No search
+    /// runs unless `--tests` asks for throughput or recovery.
+    #[arg(long, value_delimiter = ',')]
+    latency_rates: Vec<f64>,
     /// Repeats of the final rate, for a spread.
     #[arg(long, default_value_t = 0)]
     repeats: u32,
@@ -289,6 +294,12 @@ impl Rfc2544Args {
             })
             .collect::<Result<Vec<_>>>()?;
         anyhow::ensure!(
+            self.latency_rates
+                .iter()
+                .all(|&mpps| mpps.is_finite() && mpps > 0.0),
+            "--latency-rates are positive numbers of Mpps"
+        );
+        anyhow::ensure!(
             self.trial_seconds > 0.0 && self.calibration_seconds > 0.0,
             "trial lengths must be positive"
         );
@@ -328,6 +339,7 @@ impl Rfc2544Args {
                 latency_receiver: self.rate_trials.latency_receiver()?,
                 vote: self.rate_trials.vote(self.trial_seconds)?,
                 latency_loads,
+                latency_rates: self.latency_rates.iter().map(|mpps| mpps * 1e6).collect(),
                 repeats: self.repeats,
                 plan: Plan {
                     generator_cpu: self.generator_cpu,
