@@ -39,11 +39,11 @@
 //! sent minus counted; there is no sequence and no latency, and the measurement says so
 //! ([`TrialMeasurement::receiver`]). The sender is the same either way.
 //!
-//! **Sampling ([`ReceiverKind::Sampled`], [`run_sampled`]).** A latency trial at the rates the
-//! counter finds would again be held down by a receive that parses every frame: the DuT's egress
-//! queue fills behind the tester, and the latency measured is the tester's queue. So the counter
-//! can also hand one probe in N (by sequence number, N a power of two) to an AF_XDP socket on the
-//! same interface; the trial counts as [`run_counted`] does (loss = sent - counted) and
+//! **Sampling ([`ReceiverKind::Sampled`], [`run_counted`] with samples).** A latency trial at the
+//! rates the counter finds would again be held down by a receive that parses every frame: the
+//! DuT's egress queue fills behind the tester, and the latency measured is the tester's queue. So
+//! the counter can also hand one probe in N (by sequence number, N a power of two) to an AF_XDP
+//! socket on the same interface; the trial counts as without samples (loss = sent - counted) and
 //! timestamps the samples as the socket receive above does, same clock and code. There is no
 //! sequence tracking of the frames not sampled, and the samples' own gaps are not a loss figure.
 //!
@@ -147,8 +147,8 @@ pub enum ReceiverKind {
     /// The probe counter counts every probe as [`ReceiverKind::Count`] does (loss) and hands
     /// one in `every` (a power of two; those whose sequence number is a multiple of it) to an
     /// AF_XDP socket, whose probes are timestamped into the latency histogram as the probe
-    /// receiver's are ([`run_sampled`]): latency from a sample, no sequence, and the tester's
-    /// core parses 1/`every` of the frames.
+    /// receiver's are ([`run_counted`] with samples): latency from a sample, no sequence, and
+    /// the tester's core parses 1/`every` of the frames.
     Sampled { every: u32 },
 }
 
@@ -344,40 +344,17 @@ pub fn run(
 
 /// Sends as [`run`] does and counts what arrives with `counter`, an [`XdpProbeCounter`] on the
 /// receiving interface for probes where `template`'s frames carry them ([`probe_filter`]):
-/// `received` is the count of this trial's probes, and there is no sequence or latency. The
-/// counter's floor is set to this trial's start first, so late frames of an earlier trial
-/// count as stale.
+/// `received` is the count of this trial's probes, and there is no sequence. The counter's
+/// floor is set to this trial's start first, so late frames of an earlier trial count as stale.
+///
+/// Without `samples` there is no latency either ([`ReceiverKind::Count`]). With `samples`
+/// ([`ReceiverKind::Sampled`]), `counter` was attached with
+/// [`XdpProbeCounter::attach_sampling`] (where [`probe_sampling`] says) and `samples` is a
+/// socket opened on its [`XdpProbeCounter::sample_sockets`] with the same `pool` as `tx`: each
+/// sample is timestamped into the latency histogram as [`run`] does it. The samples' own gaps
+/// are not a loss figure (one is missing when the socket had no room,
+/// [`TrialMeasurement::samples_dropped`]).
 pub fn run_counted(
-    tx: &mut dyn Port,
-    counter: &XdpProbeCounter,
-    pool: &mut FramePool,
-    template: &Template,
-    config: &TrialConfig,
-    stop: &AtomicBool,
-) -> Result<TrialMeasurement, String> {
-    count_trial(tx, None, counter, pool, template, config, stop)
-}
-
-/// [`run_counted`] with a `counter` attached with [`XdpProbeCounter::attach_sampling`] (where
-/// [`probe_sampling`] says), whose samples arrive on `samples`, a socket opened on the
-/// counter's [`XdpProbeCounter::sample_sockets`] with the same `pool` as `tx`: loss is counted
-/// from every probe as in [`run_counted`], and each sample is timestamped into the latency
-/// histogram as [`run`] does it. The samples' own gaps are not a loss figure (one is missing
-/// when the socket had no room, [`TrialMeasurement::samples_dropped`]).
-pub fn run_sampled(
-    tx: &mut dyn Port,
-    samples: &mut dyn Port,
-    counter: &XdpProbeCounter,
-    pool: &mut FramePool,
-    template: &Template,
-    config: &TrialConfig,
-    stop: &AtomicBool,
-) -> Result<TrialMeasurement, String> {
-    count_trial(tx, Some(samples), counter, pool, template, config, stop)
-}
-
-/// [`run_counted`], and with `samples`, [`run_sampled`].
-fn count_trial(
     tx: &mut dyn Port,
     samples: Option<&mut dyn Port>,
     counter: &XdpProbeCounter,
@@ -1060,10 +1037,11 @@ pub fn run_in_lab(
                 let generator = place_this_thread("generator", config.generator_nice)
                     .map_err(|error| error.to_string())?;
                 let trial = match config.receiver {
-                    ReceiverKind::Probe => probe_trial(ports, template, config, stop)?,
+                    ReceiverKind::Probe => socket_trial(ports, template, config, stop, None)?,
                     ReceiverKind::Count => counted_trial(ports, template, config, stop)?,
                     ReceiverKind::Sampled { every } => {
-                        sampled_trial(ports, template, config, stop, every)?
+                        let counter = attach_counter(ports, template, Some(every))?;
+                        socket_trial(ports, template, config, stop, Some(&counter))?
                     }
                 };
                 let (measurement, mode) = (trial.measurement, trial.mode);
@@ -1103,27 +1081,49 @@ fn read_counters(ports: &TrialPorts) -> Result<(InterfaceCounters, InterfaceCoun
     ))
 }
 
-/// [`ReceiverKind::Probe`]: AF_XDP sockets on both interfaces, [`run`].
-fn probe_trial(
+/// AF_XDP sockets on both interfaces. Without `counter` ([`ReceiverKind::Probe`]) the receiving
+/// socket takes every frame, [`run`]; with a sampling `counter` ([`ReceiverKind::Sampled`]) it
+/// is opened on the counter's program and takes the samples, [`run_counted`] with samples.
+fn socket_trial(
     ports: &TrialPorts,
     template: &Template,
     config: &TrialConfig,
     stop: &AtomicBool,
+    counter: Option<&XdpProbeCounter>,
 ) -> Result<Bracketed, String> {
-    let mut tester = TesterPorts::open_interfaces(
-        &ports.namespace,
-        &ports.sender_if,
-        &ports.receiver_if,
-        16384,
-        RECEIVER_RING,
-    )?;
+    let (ns, sender) = (&ports.namespace, &ports.sender_if);
+    let mut tester = match counter {
+        None => TesterPorts::open_interfaces(ns, sender, &ports.receiver_if, 16384, RECEIVER_RING),
+        Some(counter) => {
+            let sockets = counter
+                .sample_sockets()
+                .ok_or("the probe counter samples nothing")?;
+            TesterPorts::open_sampled(ns, sender, sockets, 16384, RECEIVER_RING)
+        }
+    }?;
     let mode = tester.t0.info().mode.clone();
+    bracketed(ports, mode, || {
+        let TesterPorts { t0, t1, pool, .. } = &mut tester;
+        let result = match counter {
+            None => run(t0, t1, pool, template, config, stop).map_err(|error| error.to_string()),
+            Some(counter) => run_counted(t0, Some(t1), counter, pool, template, config, stop),
+        };
+        tester.release_all();
+        result
+    })
+}
+
+/// Runs `trial` (which returns its ports' frames to the pool) between two readings of the
+/// interface counters of `ports`.
+fn bracketed(
+    ports: &TrialPorts,
+    mode: String,
+    trial: impl FnOnce() -> Result<TrialMeasurement, String>,
+) -> Result<Bracketed, String> {
     let before = read_counters(ports)?;
-    let TesterPorts { t0, t1, pool, .. } = &mut tester;
-    let result = run(t0, t1, pool, template, config, stop);
-    tester.release_all();
+    let measurement = trial()?;
     Ok(Bracketed {
-        measurement: result.map_err(|error| error.to_string())?,
+        measurement,
         mode,
         before,
         after: read_counters(ports)?,
@@ -1141,48 +1141,11 @@ fn counted_trial(
     let counter = attach_counter(ports, template, None)?;
     let mut sender = TesterSender::open(&ports.namespace, &ports.sender_if, 16384)?;
     let mode = sender.t0.info().mode.clone();
-    let before = read_counters(ports)?;
-    let TesterSender { t0, pool, .. } = &mut sender;
-    let result = run_counted(t0, &counter, pool, template, config, stop);
-    sender.release_all();
-    Ok(Bracketed {
-        measurement: result?,
-        mode,
-        before,
-        after: read_counters(ports)?,
-    })
-}
-
-/// [`ReceiverKind::Sampled`]: the probe counter on the receiving interface sampling one probe
-/// in `every` to an AF_XDP socket opened on it, and the sending socket, [`run_sampled`].
-fn sampled_trial(
-    ports: &TrialPorts,
-    template: &Template,
-    config: &TrialConfig,
-    stop: &AtomicBool,
-    every: u32,
-) -> Result<Bracketed, String> {
-    let counter = attach_counter(ports, template, Some(every))?;
-    let sockets = counter
-        .sample_sockets()
-        .ok_or("the sampling probe counter has no sockets")?;
-    let mut tester = TesterPorts::open_sampled(
-        &ports.namespace,
-        &ports.sender_if,
-        sockets,
-        16384,
-        RECEIVER_RING,
-    )?;
-    let mode = tester.t0.info().mode.clone();
-    let before = read_counters(ports)?;
-    let TesterPorts { t0, t1, pool, .. } = &mut tester;
-    let result = run_sampled(t0, t1, &counter, pool, template, config, stop);
-    tester.release_all();
-    Ok(Bracketed {
-        measurement: result?,
-        mode,
-        before,
-        after: read_counters(ports)?,
+    bracketed(ports, mode, || {
+        let TesterSender { t0, pool, .. } = &mut sender;
+        let result = run_counted(t0, None, &counter, pool, template, config, stop);
+        sender.release_all();
+        result
     })
 }
 

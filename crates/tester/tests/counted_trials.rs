@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use wirespeed_io::Port;
 use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
-use wirespeed_io::afxdp::{XdpMode, XdpProbeCounter};
+use wirespeed_io::afxdp::{ProbeCounts, XdpMode, XdpProbeCounter};
 use wirespeed_lab::{CalibrationPair, enter, interface_counter_for_test};
 use wirespeed_packet::{Batch, FramePool, MAX_BATCH};
 use wirespeed_tester::dut::probe::{RECEIVER_RING, TesterPorts, TesterSender};
@@ -56,6 +56,33 @@ fn numbered_probe_frame(
     frame
 }
 
+/// Sends the frames of `classes` in chunks of 16 with `send` and waits (up to 3 s) until
+/// `counter` has counted them all; returns its counts before and after.
+fn send_and_count(
+    counter: &XdpProbeCounter,
+    classes: [&[Vec<u8>]; 3],
+    mut send: impl FnMut(&[Vec<u8>]) -> usize,
+) -> (ProbeCounts, ProbeCounts) {
+    let before = counter.counts().expect("counts");
+    for frames in classes {
+        for chunk in frames.chunks(16) {
+            assert_eq!(send(chunk), chunk.len());
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let want = classes
+        .iter()
+        .map(|frames| frames.len() as u64)
+        .sum::<u64>();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut after = counter.counts().expect("counts");
+    while after.frames() - before.frames() < want && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+        after = counter.counts().expect("counts");
+    }
+    (before, after)
+}
+
 fn counts_and_classes(ns: &str, pair: &CalibrationPair) {
     let template = template(pair);
     let writer = ProbeWriter::new(&template).unwrap();
@@ -79,22 +106,12 @@ fn counts_and_classes(ns: &str, pair: &CalibrationPair) {
     other[writer.offset()] ^= 0xff;
     let short = other[..50].to_vec();
     let foreign = [vec![other; 20], vec![short; 5]].concat();
-    let rx_before = interface_counter_for_test(ns, &pair.receiver_if, "rx_packets");
-    let before = counter.counts().expect("counts");
     let mut sender = TesterSender::open(ns, &pair.sender_if, 16384).expect("open the sender");
-    for frames in [&fresh, &stale, &foreign] {
-        for chunk in frames.chunks(16) {
-            assert_eq!(sender.send(chunk), chunk.len());
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-    let want = (fresh.len() + stale.len() + foreign.len()) as u64;
-    let deadline = Instant::now() + Duration::from_secs(3);
-    let mut after = counter.counts().expect("counts");
-    while after.frames() - before.frames() < want && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-        after = counter.counts().expect("counts");
-    }
+    // Right before the counter's own first reading, so that both count the same frames.
+    let rx_before = interface_counter_for_test(ns, &pair.receiver_if, "rx_packets");
+    let (before, after) = send_and_count(&counter, [&fresh, &stale, &foreign], |chunk| {
+        sender.send(chunk)
+    });
     sender.release_all();
     let rx = interface_counter_for_test(ns, &pair.receiver_if, "rx_packets") - rx_before;
     let probes = after.probes.packets - before.probes.packets;
@@ -170,20 +187,9 @@ fn samples_only_this_trials_chosen_probes(ns: &str, pair: &CalibrationPair) {
     let mut other = numbered_probe_frame(&template, &writer, 2, 0, floor);
     other[writer.offset()] ^= 0xff;
     let foreign = vec![other.clone(); 12];
-    let before = counter.counts().expect("counts");
-    for frames in [&fresh, &stale, &foreign] {
-        for chunk in frames.chunks(16) {
-            assert_eq!(ports.send(chunk), chunk.len());
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-    let want = (fresh.len() + stale.len() + foreign.len()) as u64;
-    let deadline = Instant::now() + Duration::from_secs(3);
-    let mut after = counter.counts().expect("counts");
-    while after.frames() - before.frames() < want && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-        after = counter.counts().expect("counts");
-    }
+    let (before, after) = send_and_count(&counter, [&fresh, &stale, &foreign], |chunk| {
+        ports.send(chunk)
+    });
     // The samples, as the socket got them (the probe receiver's own frames are UDP to the
     // template's port), and the foreign frames as the stack got them.
     let mut sampled = Vec::new();

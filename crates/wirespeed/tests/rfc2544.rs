@@ -54,7 +54,7 @@ fn a_short_rfc2544_run_against_wirespeed_writes_a_checked_report() {
     let ndr = result.ndr().expect("an NDR");
     assert!(ndr > 0.0);
     assert!(result.limit.is_some());
-    // Latency was measured at the NDR, on every frame of that trial.
+    // Latency was measured at the NDR, by default on one probe in 64 of that trial (sampled).
     assert_eq!(result.latency.last().unwrap().rate, ndr);
     assert!(result.latency.last().unwrap().summary.count > 0);
     let counters = result.counters.expect("counter check");
@@ -64,12 +64,17 @@ fn a_short_rfc2544_run_against_wirespeed_writes_a_checked_report() {
         "tester and kernel disagree: {counters:?}"
     );
     assert!(report.setup.core_pinning.len() >= 3, "{:?}", report.setup);
-    // The search counted in the kernel by default; latency needs the probe receiver.
+    // The search counted in the kernel by default, latency sampled.
     assert!(
         report
             .setup
             .receiver
             .starts_with("throughput searches and the calibration's limit: XDP probe counter"),
+        "{}",
+        report.setup.receiver
+    );
+    assert!(
+        report.setup.receiver.contains("sampling 1 in 64"),
         "{}",
         report.setup.receiver
     );

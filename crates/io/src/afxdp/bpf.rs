@@ -82,6 +82,43 @@ pub(crate) const fn map_lookup(map: RawFd, key_offset: i16) -> [Insn; 5] {
     ]
 }
 
+/// A program in the making whose conditional jumps all go forward to one tail (a counting
+/// tail, a final redirect): each jump's offset is set once the tail's place is known.
+pub(crate) struct Assembler {
+    code: Vec<Insn>,
+    /// Indices of the jumps to the tail.
+    to_tail: Vec<usize>,
+}
+
+impl Assembler {
+    pub(crate) fn with_capacity(instructions: usize) -> Assembler {
+        Assembler {
+            code: Vec::with_capacity(instructions),
+            to_tail: Vec::new(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, instructions: &[Insn]) {
+        self.code.extend_from_slice(instructions);
+    }
+
+    /// A conditional jump to the tail (`jump`'s offset is set by `finish_with`).
+    pub(crate) fn jump_to_tail(&mut self, jump: Insn) {
+        self.to_tail.push(self.code.len());
+        self.code.push(jump);
+    }
+
+    /// Appends `tail` and points every recorded jump at its first instruction.
+    pub(crate) fn finish_with(mut self, tail: &[Insn]) -> Vec<Insn> {
+        let target = self.code.len();
+        for &at in &self.to_tail {
+            self.code[at].off = (target - at - 1) as i16;
+        }
+        self.code.extend_from_slice(tail);
+        self.code
+    }
+}
+
 // Opcode parts (linux/bpf_common.h, linux/bpf.h): instruction class, operand size, addressing
 // mode, ALU/jump operation, source. BPF_W (32-bit), BPF_K (immediate) and BPF_ADD are
 // 0 and left out.

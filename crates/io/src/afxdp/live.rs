@@ -37,6 +37,7 @@
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
+use super::bpf::Assembler;
 use super::bpf::{
     ALU64_ADD_K, ALU64_MOD_K, ALU64_MOV_K, ALU64_MOV_X, BPF_FUNC_GET_PRANDOM_U32,
     BPF_MAP_TYPE_ARRAY, BPF_MAP_TYPE_PERCPU_ARRAY, BPF_PROG_TEST_RUN, Insn, JMP_CALL, JMP_JEQ_K,
@@ -254,35 +255,6 @@ struct TestRunAttr {
     _pad: u32,
 }
 
-/// Instructions with forward jumps to the final redirect, patched once its position is known.
-struct Assembler {
-    code: Vec<Insn>,
-    /// Indices of jumps whose target is the redirect.
-    to_redirect: Vec<usize>,
-}
-
-impl Assembler {
-    fn push(&mut self, insns: &[Insn]) {
-        self.code.extend_from_slice(insns);
-    }
-
-    /// A conditional jump to the redirect.
-    fn jump_to_redirect(&mut self, jump: Insn) {
-        self.to_redirect.push(self.code.len());
-        self.code.push(jump);
-    }
-
-    /// Appends the redirect and points every recorded jump at it.
-    fn finish_with(mut self, redirect: &[Insn]) -> Vec<Insn> {
-        let target = self.code.len();
-        for &at in &self.to_redirect {
-            self.code[at].off = (target - at - 1) as i16;
-        }
-        self.code.extend_from_slice(redirect);
-        self.code
-    }
-}
-
 /// The generator program with flows:
 ///
 /// ```text
@@ -299,10 +271,8 @@ fn flow_program(
     frame_len: usize,
 ) -> Vec<Insn> {
     let count = flows.values.len() as i32;
-    let mut asm = Assembler {
-        code: Vec::with_capacity(40),
-        to_redirect: Vec::new(),
-    };
+    // Every early exit jumps to the redirect at the end.
+    let mut asm = Assembler::with_capacity(40);
     // r6 = ctx, kept across the calls
     asm.push(&[insn(ALU64_MOV_X, 6, 1, 0, 0)]);
     match flows.order {
@@ -310,7 +280,7 @@ fn flow_program(
             // r0 = &counter[0] of this CPU
             asm.push(&[insn(ST_MEM_W, 10, 0, -4, 0)]);
             asm.push(&map_lookup(counter, -4));
-            asm.jump_to_redirect(insn(JMP_JEQ_K, 0, 0, 0, 0));
+            asm.jump_to_tail(insn(JMP_JEQ_K, 0, 0, 0, 0));
             asm.push(&[
                 // r7 = this frame's flow; the counter moves on to the next, wrapping to 0
                 insn(LDX_MEM_DW, 7, 0, 0, 0),
@@ -331,7 +301,7 @@ fn flow_program(
     }
     // r0 = &table[flow]
     asm.push(&map_lookup(table, -8));
-    asm.jump_to_redirect(insn(JMP_JEQ_K, 0, 0, 0, 0));
+    asm.jump_to_tail(insn(JMP_JEQ_K, 0, 0, 0, 0));
     let [first, second] = flows.offsets.map(|offset| offset as i16);
     let end = (first.max(second) + 2).min(frame_len as i16);
     asm.push(&[
@@ -343,7 +313,7 @@ fn flow_program(
         insn(ALU64_MOV_X, 5, 1, 0, 0),
         insn(ALU64_ADD_K, 5, 0, 0, end as i32),
     ]);
-    asm.jump_to_redirect(insn(JMP_JGT_X, 5, 2, 0, 0));
+    asm.jump_to_tail(insn(JMP_JGT_X, 5, 2, 0, 0));
     asm.push(&[
         insn(STX_MEM_H, 1, 3, first, 0),
         insn(STX_MEM_H, 1, 4, second, 0),

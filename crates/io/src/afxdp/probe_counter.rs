@@ -35,10 +35,11 @@ use std::sync::Arc;
 
 use super::attachment::XdpAttachment;
 use super::bpf::{
-    ALU_END_TO_BE, ALU64_ADD_K, ALU64_AND_K, ALU64_MOV_K, ALU64_MOV_X, BPF_FUNC_REDIRECT_MAP,
-    BPF_MAP_TYPE_ARRAY, Insn, JMP_CALL, JMP_JEQ_K, JMP_JGT_X, JMP_JLT_X, JMP32_JNE_K, LDX_MEM_DW,
-    LDX_MEM_W, ST_MEM_W, STX_MEM_W, XDP_DROP, XDP_MD_DATA, XDP_MD_DATA_END, XDP_MD_RX_QUEUE_INDEX,
-    XDP_PASS, create_map, insn, load_map, map_lookup, update_map,
+    ALU_END_TO_BE, ALU64_ADD_K, ALU64_AND_K, ALU64_MOV_K, ALU64_MOV_X, Assembler,
+    BPF_FUNC_REDIRECT_MAP, BPF_MAP_TYPE_ARRAY, Insn, JMP_CALL, JMP_JEQ_K, JMP_JGT_X, JMP_JLT_X,
+    JMP32_JNE_K, LDX_MEM_DW, LDX_MEM_W, ST_MEM_W, STX_MEM_W, XDP_DROP, XDP_MD_DATA,
+    XDP_MD_DATA_END, XDP_MD_RX_QUEUE_INDEX, XDP_PASS, create_map, insn, load_map, map_lookup,
+    update_map,
 };
 use super::config::{AfXdpError, XdpMode};
 use super::port::program_error;
@@ -243,35 +244,6 @@ struct Samples {
 const FLOOR_KEY_AT: i16 = -8;
 const SAMPLE_BITS_AT: i16 = -12;
 
-/// A program in the making whose conditional jumps all go to the counting tail: each one's
-/// offset is set when the tail's place is known.
-struct Emitter {
-    program: Vec<Insn>,
-    to_tail: Vec<usize>,
-}
-
-impl Emitter {
-    fn push(&mut self, instructions: &[Insn]) {
-        self.program.extend_from_slice(instructions);
-    }
-
-    /// A conditional jump to the counting tail (`jump`'s offset is set by `finish`).
-    fn jump_to_tail(&mut self, jump: Insn) {
-        self.to_tail.push(self.program.len());
-        self.program.push(jump);
-    }
-
-    /// Appends `tail` and points every jump at its first instruction.
-    fn finish(mut self, tail: &[Insn]) -> Vec<Insn> {
-        let at = self.program.len();
-        for &from in &self.to_tail {
-            self.program[from].off = (at - from - 1) as i16;
-        }
-        self.program.extend_from_slice(tail);
-        self.program
-    }
-}
-
 /// Sorts the frame into a class (r8) and an action (r9), then counts it with
 /// [`count_and_return`]. `end` is the filter's end (checked against `data_end` before any load
 /// from the frame); `floor` the one-entry array holding the lowest timestamp that counts. With
@@ -286,10 +258,7 @@ fn filter_program(
     samples: Option<Samples>,
 ) -> Vec<Insn> {
     let signature = i32::from_ne_bytes(filter.signature);
-    let mut emit = Emitter {
-        program: Vec::with_capacity(64),
-        to_tail: Vec::new(),
-    };
+    let mut emit = Assembler::with_capacity(64);
     emit.push(&[
         // r6 = ctx; until shown otherwise the frame is foreign and passes
         insn(ALU64_MOV_X, 6, 1, 0, 0),
@@ -342,7 +311,7 @@ fn filter_program(
             insn(ALU64_MOV_X, 9, 0, 0, 0),
         ]);
     }
-    emit.finish(&count_and_return(counters))
+    emit.finish_with(&count_and_return(counters))
 }
 
 #[cfg(test)]

@@ -71,7 +71,7 @@ impl TesterPorts {
 
     /// [`TesterPorts::open_interfaces`] with `t1` opened on `samples`, the attachment of a
     /// sampling probe counter ([`XdpProbeCounter::sample_sockets`]): `t1` receives only the
-    /// probes the counter samples ([`crate::trial::run_sampled`]).
+    /// probes the counter samples ([`crate::trial::run_counted`] with samples).
     ///
     /// [`XdpProbeCounter::sample_sockets`]: wirespeed_io::afxdp::XdpProbeCounter::sample_sockets
     pub fn open_sampled(

@@ -84,11 +84,6 @@ pub struct Rfc2544Args {
     /// measured); empty for none.
     #[arg(long, default_value = "10,50,90")]
     latency_loads: String,
-    /// Offered rates for latency, Mpps, comma-separated, instead of the NDR and
-    /// `--latency-loads`: the same load in every run (e.g. to compare receivers). No search
-    /// runs unless `--tests` asks for throughput or recovery.
-    #[arg(long, value_delimiter = ',')]
-    latency_rates: Vec<f64>,
     /// Repeats of the final rate, for a spread.
     #[arg(long, default_value_t = 0)]
     repeats: u32,
@@ -146,8 +141,8 @@ pub(super) struct RateTrialArgs {
     /// hands one in `--sample-every` to an AF_XDP socket that timestamps it) or `probe`
     /// (every frame parsed and timestamped by the socket, on the tester's core). Loss rate,
     /// back-to-back and recovery always use `probe`: they need every sequence number.
-    #[arg(long, default_value = "sampled", value_parser = ["sampled", "probe"])]
-    latency_receiver: String,
+    #[arg(long, default_value = "sampled", value_parser = parse_latency_receiver)]
+    latency_receiver: ReceiverKind,
     /// With `--latency-receiver sampled`: one probe in this many (a power of two) is
     /// timestamped, those whose per-flow sequence number is a multiple of it.
     #[arg(long, default_value_t = DEFAULT_SAMPLE_EVERY)]
@@ -161,11 +156,11 @@ impl RateTrialArgs {
             self.sample_every.is_power_of_two() && self.sample_every <= 1 << 31,
             "--sample-every is a power of two (1, 2, 4, ... 2^31)"
         );
-        Ok(match self.latency_receiver.as_str() {
-            "probe" => ReceiverKind::Probe,
-            _ => ReceiverKind::Sampled {
+        Ok(match self.latency_receiver {
+            ReceiverKind::Sampled { .. } => ReceiverKind::Sampled {
                 every: self.sample_every,
             },
+            other => other,
         })
     }
 
@@ -183,6 +178,16 @@ impl RateTrialArgs {
             exceed_ratio: self.exceed_ratio,
             duration_sum,
         })
+    }
+}
+
+/// `sampled` or `probe`: the receivers that measure latency (`--sample-every` sets the ratio).
+fn parse_latency_receiver(name: &str) -> Result<ReceiverKind, String> {
+    match ReceiverKind::parse(name)? {
+        ReceiverKind::Count => {
+            Err("a counter alone measures no latency; use sampled or probe".into())
+        }
+        kind => Ok(kind),
     }
 }
 
@@ -215,6 +220,11 @@ struct MoreTests {
     /// stops waiting as soon as everything it sent has arrived; RFC 2544 §23 waits 2 s).
     #[arg(long, default_value_t = 1.0)]
     drain_seconds: f64,
+    /// Offered rates for latency, Mpps, comma-separated, instead of the NDR and
+    /// `--latency-loads`: the same load in every run (e.g. to compare receivers). No search
+    /// runs unless `--tests` asks for throughput or recovery.
+    #[arg(long, value_delimiter = ',')]
+    latency_rates: Vec<f64>,
     /// Only calibrate: measure the tester on its looped-back pair (its maximum rate, pacing
     /// and latency floor per frame size) without setting up a DuT.
     #[arg(long)]
@@ -294,7 +304,8 @@ impl Rfc2544Args {
             })
             .collect::<Result<Vec<_>>>()?;
         anyhow::ensure!(
-            self.latency_rates
+            self.more
+                .latency_rates
                 .iter()
                 .all(|&mpps| mpps.is_finite() && mpps > 0.0),
             "--latency-rates are positive numbers of Mpps"
@@ -339,7 +350,12 @@ impl Rfc2544Args {
                 latency_receiver: self.rate_trials.latency_receiver()?,
                 vote: self.rate_trials.vote(self.trial_seconds)?,
                 latency_loads,
-                latency_rates: self.latency_rates.iter().map(|mpps| mpps * 1e6).collect(),
+                latency_rates: self
+                    .more
+                    .latency_rates
+                    .iter()
+                    .map(|mpps| mpps * 1e6)
+                    .collect(),
                 repeats: self.repeats,
                 plan: Plan {
                     generator_cpu: self.generator_cpu,
@@ -698,7 +714,7 @@ mod tests {
             exceed_ratio,
             duration_sum,
             receiver: ReceiverKind::Count,
-            latency_receiver: "sampled".into(),
+            latency_receiver: parse_latency_receiver("sampled").unwrap(),
             sample_every: DEFAULT_SAMPLE_EVERY,
         }
     }
@@ -716,7 +732,8 @@ mod tests {
         assert!(args.latency_receiver().is_err());
         args.sample_every = 0;
         assert!(args.latency_receiver().is_err());
-        args.latency_receiver = "probe".into();
+        assert!(parse_latency_receiver("count").is_err());
+        args.latency_receiver = parse_latency_receiver("probe").unwrap();
         args.sample_every = 1;
         assert_eq!(args.latency_receiver().unwrap(), ReceiverKind::Probe);
     }
