@@ -3,10 +3,12 @@
 //! against the kernel's interface counters.
 //!
 //! **Sending.** Departure times come from a [`Schedule`] (CBR or Poisson) in TSC cycles. The
-//! loop reads the TSC, takes every frame already due (at most one batch), stamps each with its
-//! flow and a probe (flow, per-flow sequence number, TX timestamp = the TSC just before the
-//! batch is handed to the port) and transmits the batch; when nothing is due it reaps TX
-//! completions and receives. A frame the TX ring refuses is not retried: it was offered on
+//! loop reads the TSC, takes every frame already due (at most one batch), asks the port how
+//! many of them its TX ring has room for ([`Port::tx_room`]), stamps that many with their flow
+//! and a probe (flow, per-flow sequence number, TX timestamp = the TSC just before the batch is
+//! handed to the port) and transmits them; the others are refused without being prepared (at
+//! line rate that is most of them). When nothing is due it reaps TX completions and receives.
+//! A frame the TX ring refuses is not retried: it was offered on
 //! time and did not leave, so it counts as lost, like a frame the tester had no buffer for or
 //! never got to send before the deadline (5 % + 50 ms past the trial's length). The offered count is
 //! therefore exactly `rate × seconds` and anything that held the load back, the DuT's
@@ -513,10 +515,15 @@ fn send(
             due = schedule.next().unwrap_or(u64::MAX);
             count += 1;
         }
-        // A due frame with no free buffer is refused too; it still uses its sequence number.
-        let got = pool.alloc_bulk(&mut ids[..count]);
+        // Only the frames the TX ring has room for are prepared: at line rate most due frames
+        // find it full, and allocating and stamping them just to be refused slowed the sender.
+        // The others, and a frame with no free buffer, are refused; each still uses its
+        // sequence number (random order draws its flow too, so the next frames' are the same).
+        let room = tx.tx_room(config.queue, pool, count).min(count);
+        let got = pool.alloc_bulk(&mut ids[..room]);
+        let numbered = if random.is_some() { count } else { got };
         let stamped = rdtsc();
-        for offset in 0..count {
+        for offset in 0..numbered {
             let index = handed_out + offset as u64;
             let (flow, sequence) = match &mut random {
                 Some(rng) => {
@@ -530,7 +537,7 @@ fn send(
                 }
                 None => ((index % flows) as u32, (index / flows) as u32),
             };
-            // Past `got` there was no buffer: the number is used up all the same.
+            // Past `got` there was no room or no buffer: the number is used up all the same.
             let Some(&id) = ids[..got].get(offset) else {
                 continue;
             };
@@ -552,7 +559,11 @@ fn send(
             });
         }
         handed_out += count as u64;
-        let taken = tx.tx(config.queue, pool, &mut batch);
+        let taken = if batch.is_empty() {
+            0
+        } else {
+            tx.tx(config.queue, pool, &mut batch)
+        };
         measurement.transmitted += taken as u64;
         measurement.refused += (count - taken) as u64;
         for desc in batch.descs() {
@@ -1246,6 +1257,176 @@ mod tests {
         assert_eq!(m.outcome.lost(), faults.dropped + m.unsent);
         let at = m.outcome.last_loss.expect("a last loss");
         assert!((0.08..=0.1).contains(&at), "{at}");
+        assert_eq!(pool.free_count(), pool.total());
+    }
+
+    /// A port that has room for at most `room_per_call` frames whenever asked and records how
+    /// many frames `tx` was handed: a sender that asks first hands it none it would refuse.
+    struct Narrow<P> {
+        inner: P,
+        room_per_call: usize,
+        handed: u64,
+    }
+
+    impl<P: Port> Narrow<P> {
+        fn new(inner: P, room_per_call: usize) -> Self {
+            Narrow {
+                inner,
+                room_per_call,
+                handed: 0,
+            }
+        }
+    }
+
+    impl<P: Port> Port for Narrow<P> {
+        fn info(&self) -> &wirespeed_io::PortInfo {
+            self.inner.info()
+        }
+
+        fn rx(&mut self, queue: QueueId, pool: &mut FramePool, batch: &mut Batch) -> usize {
+            self.inner.rx(queue, pool, batch)
+        }
+
+        fn tx(&mut self, queue: QueueId, pool: &mut FramePool, batch: &mut Batch) -> usize {
+            self.handed += batch.len() as u64;
+            self.inner.tx(queue, pool, batch)
+        }
+
+        fn tx_room(&mut self, queue: QueueId, pool: &mut FramePool, want: usize) -> usize {
+            self.inner
+                .tx_room(queue, pool, want.min(self.room_per_call))
+        }
+
+        fn frames_held(&self) -> usize {
+            self.inner.frames_held()
+        }
+
+        fn release_all(&mut self, pool: &mut FramePool) {
+            self.inner.release_all(pool);
+        }
+
+        fn stats(&self) -> wirespeed_io::PortStats {
+            self.inner.stats()
+        }
+    }
+
+    /// The probes of every frame waiting on `port`, in order; the frames go back to `pool`.
+    fn probes_waiting(port: &mut dyn Port, pool: &mut FramePool) -> Vec<Probe> {
+        let mut probes = Vec::new();
+        let mut batch = Batch::new(MAX_BATCH);
+        while port.rx(0, pool, &mut batch) > 0 {
+            for desc in batch.descs() {
+                let start = desc.offset as usize;
+                let frame = &pool.frame(desc.frame)[start..start + desc.len as usize];
+                probes.push(probe::read(frame).expect("a probe"));
+                pool.release(desc.frame);
+            }
+            batch.clear();
+        }
+        probes
+    }
+
+    /// Runs `config` out of `a` (the sending end of a link whose other end nobody reads during
+    /// the trial) with at most `room_per_call` frames of room per call, receiving on a port that
+    /// gets nothing; retries twice when a busy machine starved the sender past its deadline.
+    /// Returns the measurement, the frames `tx` was handed, and the probes that left, in order.
+    fn run_into_a_ring_nobody_reads(
+        ring_size: usize,
+        room_per_call: usize,
+        template: &Template,
+        config: &TrialConfig,
+        pool: &mut FramePool,
+    ) -> (TrialMeasurement, u64, Vec<Probe>) {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let (a, mut b) = memory_pair(ring_size);
+            let (_, mut elsewhere) = memory_pair(16);
+            let mut a = Narrow::new(a, room_per_call);
+            let m = run(
+                &mut a,
+                &mut elsewhere,
+                pool,
+                template,
+                config,
+                &AtomicBool::new(false),
+            )
+            .unwrap();
+            let left = probes_waiting(&mut b, pool);
+            if m.unsent == 0 || tries == 3 {
+                return (m, a.handed, left);
+            }
+        }
+    }
+
+    #[test]
+    fn a_full_tx_ring_refuses_the_due_frames_without_their_being_prepared() {
+        let flows = 7;
+        let template = template(64, flows);
+        let mut pool = FramePool::new(16384, 2048).unwrap();
+        let config = TrialConfig {
+            rate: 20_000.0,
+            seconds: 0.1,
+            linger: Duration::from_millis(1),
+            ..TrialConfig::default()
+        };
+        // The ring holds 100 frames: the first 100 due leave, the other 1900 find it full.
+        let (m, handed, left) =
+            run_into_a_ring_nobody_reads(100, usize::MAX, &template, &config, &mut pool);
+        assert_eq!(m.outcome.sent, 2_000);
+        assert_eq!((m.transmitted, m.refused, m.unsent), (100, 1_900, 0));
+        assert_eq!(handed, 100, "a refused frame was stamped and handed to tx");
+        assert_eq!(m.outcome.received, 0);
+        // Only the frames that left are departures: the first 100 due, 5 ms of the trial (a
+        // departure per due frame would span all 100 ms).
+        assert!(m.outcome.seconds < 0.05, "{}", m.outcome.seconds);
+        // Frames 0..100, numbered round robin: frame n is sequence n / 7 of flow n % 7.
+        let numbers: Vec<(u16, u32)> = left.iter().map(|p| (p.flow, p.sequence)).collect();
+        let expected: Vec<(u16, u32)> = (0..100u32)
+            .map(|n| ((n % flows) as u16, n / flows))
+            .collect();
+        assert_eq!(numbers, expected);
+        assert_eq!(pool.free_count(), pool.total());
+    }
+
+    #[test]
+    fn refused_frames_use_up_their_flow_and_sequence_numbers() {
+        let flows = 16;
+        let seed = 11;
+        let template = template(64, flows);
+        let mut pool = FramePool::new(16384, 2048).unwrap();
+        // 20 bursts of 32 frames due at once, so each batch is exactly one burst; the port has
+        // room for 3 frames per call.
+        let config = TrialConfig {
+            rate: 20_000.0,
+            seconds: 0.032,
+            pattern: Pattern::Burst {
+                size: 32,
+                inner_rate: 1e12,
+            },
+            flow_order: FlowOrder::Random { seed },
+            linger: Duration::from_millis(1),
+            ..TrialConfig::default()
+        };
+        let (m, handed, left) =
+            run_into_a_ring_nobody_reads(4096, 3, &template, &config, &mut pool);
+        assert_eq!(m.outcome.sent, 640);
+        assert_eq!((m.transmitted, m.refused, m.unsent), (60, 580, 0));
+        assert_eq!(handed, 60, "a refused frame was stamped and handed to tx");
+        // The first three frames of each burst left, with the flow drawn for them and their
+        // flow's next sequence number as if every frame before them had been sent.
+        let mut rng = Rng::new(seed);
+        let mut next = vec![0u32; flows as usize];
+        let mut expected = Vec::new();
+        for index in 0..640 {
+            let flow = (rng.next_u64() % u64::from(flows)) as usize;
+            if index % 32 < 3 {
+                expected.push((flow as u16, next[flow]));
+            }
+            next[flow] += 1;
+        }
+        let numbers: Vec<(u16, u32)> = left.iter().map(|p| (p.flow, p.sequence)).collect();
+        assert_eq!(numbers, expected);
         assert_eq!(pool.free_count(), pool.total());
     }
 
