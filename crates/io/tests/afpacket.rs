@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use wirespeed_io::afpacket::{AfPacketConfig, AfPacketError, AfPacketPort, RxRingKind};
 use wirespeed_io::wait::wait_readable;
 use wirespeed_io::{Backend, Port};
-use wirespeed_lab::{enter, run, run_in};
+use wirespeed_lab::{enter, run};
 use wirespeed_packet::batch::HEADROOM;
 use wirespeed_packet::{Batch, Desc, FramePool};
 
@@ -688,52 +688,8 @@ fn tx_room_is_the_free_tx_slots_and_sent_ones_come_back() {
     };
     let mut port = open_in(&lab.dut_ns, "d0", &pair.dut_if, &config).expect("open");
     let mut pool = FramePool::new(256, 2048).unwrap();
-    assert_eq!(port.tx_room(0, &mut pool, 1000), 64, "an empty ring");
-    assert_eq!(
-        port.tx_room(0, &mut pool, 10),
-        10,
-        "at most what was asked for"
-    );
-    assert_eq!(
-        port.tx_room(1, &mut pool, 10),
-        0,
-        "a queue the port did not open"
-    );
-
-    // With the link down a kick fails (ENETDOWN) and the slots stay the kernel's to send.
-    let link = |state: &str| {
-        run_in(
-            &lab.dut_ns,
-            "ip",
-            &["link", "set", "dev", &pair.dut_if, state],
-        )
-        .expect("ip link");
-    };
-    link("down");
     let tester = RawSocket::open(&lab.tester_ns, &pair.tester_if);
-    let outgoing: Vec<Vec<u8>> = (0..64)
-        .map(|seq| test_frame(pair.tester_mac, pair.dut_mac, seq, 60, None))
-        .collect();
-    let mut batch = Batch::new(64);
-    fill(&mut pool, &mut batch, &outgoing[..40], 0);
-    assert_eq!(port.tx(0, &mut pool, &mut batch), 40);
-    assert_eq!(port.tx_room(0, &mut pool, 64), 24);
-    fill(&mut pool, &mut batch, &outgoing[40..], 0);
-    assert_eq!(port.tx(0, &mut pool, &mut batch), 24);
-    assert_eq!(port.tx_room(0, &mut pool, 64), 0, "a full ring has no room");
-    fill(&mut pool, &mut batch, &outgoing[..1], 0);
-    assert_eq!(port.tx(0, &mut pool, &mut batch), 0, "and tx agrees");
-    pool.release(batch.descs()[0].frame);
-    batch.clear();
-
-    // Up again, the pending kick sends them; each slot is ours again once its frame is sent.
-    link("up");
-    let deadline = Instant::now() + DEADLINE;
-    while port.tx_room(0, &mut pool, 64) < 64 && Instant::now() < deadline {
-        port.poll(&mut pool);
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert_eq!(port.tx_room(0, &mut pool, 64), 64);
-    assert_same_frames(&tester.receive(64), &outgoing);
+    let sent = check_tx_room_with_the_link_down_then_up(&mut port, &mut pool, &lab.dut_ns, pair);
+    assert_same_frames(&tester.receive(64), &sent);
     assert_eq!(pool.free_count(), pool.total());
 }

@@ -919,59 +919,11 @@ fn tx_room_is_the_free_tx_ring_and_completions_give_it_back() {
     };
     let mut port = open_in(&lab.dut_ns, &pair.dut_if, &config, &umem, &mut pool).expect("open");
     let resting = port.frames_held();
-    assert_eq!(port.tx_room(0, &mut pool, 1000), 64, "an empty ring");
-    assert_eq!(
-        port.tx_room(0, &mut pool, 10),
-        10,
-        "at most what was asked for"
-    );
-    assert_eq!(
-        port.tx_room(1, &mut pool, 10),
-        0,
-        "a queue the port did not open"
-    );
-
-    // With the link down the kernel takes nothing from the TX ring (a kick fails with
-    // ENETDOWN), so the ring fills and stays full.
-    let link = |state: &str| {
-        run_in(
-            &lab.dut_ns,
-            "ip",
-            &["link", "set", "dev", &pair.dut_if, state],
-        )
-        .expect("ip link");
-    };
-    link("down");
     let tester = RawSocket::open(&lab.tester_ns, &pair.tester_if);
-    let outgoing: Vec<Vec<u8>> = (0..64)
-        .map(|seq| test_frame(pair.tester_mac, pair.dut_mac, seq, 60, None))
-        .collect();
-    let mut batch = Batch::new(64);
-    fill(&mut pool, &mut batch, &outgoing[..40], 0);
-    assert_eq!(port.tx(0, &mut pool, &mut batch), 40);
-    assert_eq!(port.tx_room(0, &mut pool, 64), 24);
-    fill(&mut pool, &mut batch, &outgoing[40..], 0);
-    assert_eq!(port.tx(0, &mut pool, &mut batch), 24);
-    port.poll(&mut pool);
-    assert_eq!(port.tx_room(0, &mut pool, 64), 0, "a full ring has no room");
-    fill(&mut pool, &mut batch, &outgoing[..1], 0);
-    assert_eq!(port.tx(0, &mut pool, &mut batch), 0, "and tx agrees");
-    pool.release(batch.descs()[0].frame);
-    batch.clear();
-
-    // Up again, kicks send the frames; their completions go back to the pool and the room
-    // comes back with them.
-    link("up");
-    let deadline = Instant::now() + DEADLINE;
-    while port.tx_room(0, &mut pool, 64) < 64 && Instant::now() < deadline {
-        port.poll(&mut pool);
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert_eq!(port.tx_room(0, &mut pool, 64), 64);
+    let sent = check_tx_room_with_the_link_down_then_up(&mut port, &mut pool, &lab.dut_ns, pair);
     drain_completions(&mut port, &mut pool, resting);
     assert_eq!(port.frames_held(), resting, "every completion was reaped");
-    assert_eq!(receive_sorted(&tester, 64), outgoing);
-
+    assert_eq!(receive_sorted(&tester, 64), sent);
     close(port, &mut pool);
     assert_eq!(pool.free_count(), pool.total());
 }
