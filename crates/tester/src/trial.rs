@@ -7,8 +7,11 @@
 //! many of them its TX ring has room for ([`Port::tx_room`]), stamps that many with their flow
 //! and a probe (flow, per-flow sequence number, TX timestamp = the TSC just before the batch is
 //! handed to the port) and transmits them; the others are refused without being prepared (at
-//! line rate that is most of them). When nothing is due it reaps TX completions and receives.
-//! A frame the TX ring refuses is not retried: it was offered on
+//! line rate that is most of them). When the ring has no room at all, every frame due by then
+//! is refused at once and the loop yields its core: the kernel thread that drains the ring (in
+//! the RFC 2544 suite, the NAPI thread of the tester's receive) may share it, and a sender
+//! spinning there held its own limit down to about half. When nothing is due it reaps TX
+//! completions and receives. A frame the TX ring refuses is not retried: it was offered on
 //! time and did not leave, so it counts as lost, like a frame the tester had no buffer for or
 //! never got to send before the deadline (5 % + 50 ms past the trial's length). The offered count is
 //! therefore exactly `rate × seconds` and anything that held the load back, the DuT's
@@ -514,11 +517,12 @@ fn send(
         // no free buffer, are refused, each still using up its number.
         let room = tx.tx_room(config.queue, pool, count).min(count);
         if room == 0 {
-            // The ring is full (the tester is over its limit): every frame due by now is
-            // refused unprepared, and the core goes to whatever drains the ring. Where the
-            // tester's receiving NAPI thread shares the generator's core (the RFC 2544
-            // suite's placement), spinning here took the CPU that thread needed to take the
-            // frames the ring waits on, and halved the tester's limit.
+            // The ring is full (the tester, or the DuT behind it, is over its limit): every
+            // frame due by now is refused unprepared, and the core goes to whatever drains the
+            // ring. Where the tester's receiving NAPI thread shares the generator's core (the
+            // RFC 2544 suite's placement), spinning here took the CPU that thread needed to
+            // take the frames the ring waits on: 0.63 Mpps alone against 1.14 when yielding
+            // (docs/benchmarks.md, "The tester: generator, pacing, timestamps").
             let mut refused = count as u64;
             while due <= now && handed_out + refused < offered {
                 due = schedule.next().unwrap_or(u64::MAX);
