@@ -678,7 +678,7 @@ fn measure_forwarding_rate() {
 
 #[test]
 fn tx_room_is_the_free_tx_slots_and_sent_ones_come_back() {
-    let Some(lab) = lab("wstpkt9", 1, 1) else {
+    let Some(lab) = lab("wstpktr", 1, 1) else {
         return;
     };
     let pair = &lab.pairs[0];

@@ -907,7 +907,7 @@ fn two_workers_share_one_interface_by_queues() {
 
 #[test]
 fn tx_room_is_the_free_tx_ring_and_completions_give_it_back() {
-    let Some(lab) = lab("wstxdp8", 1, 1) else {
+    let Some(lab) = lab("wstxdpr", 1, 1) else {
         return;
     };
     let pair = &lab.pairs[0];
