@@ -144,6 +144,10 @@ impl<P: Port> Port for Traced<P> {
         taken
     }
 
+    fn tx_room(&mut self, queue: QueueId, pool: &mut FramePool, want: usize) -> usize {
+        self.inner.tx_room(queue, pool, want)
+    }
+
     fn poll(&mut self, pool: &mut FramePool) {
         self.inner.poll(pool);
     }

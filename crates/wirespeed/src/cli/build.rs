@@ -464,6 +464,10 @@ impl<P: Port> Port for Named<P> {
         self.port.tx(queue, pool, batch)
     }
 
+    fn tx_room(&mut self, queue: QueueId, pool: &mut FramePool, want: usize) -> usize {
+        self.port.tx_room(queue, pool, want)
+    }
+
     fn poll(&mut self, pool: &mut FramePool) {
         self.port.poll(pool);
     }
