@@ -350,6 +350,10 @@ impl<P: Port> Port for Faulty<P> {
         self.inner.poll(pool);
     }
 
+    fn tx_backlog(&mut self) -> bool {
+        self.inner.tx_backlog()
+    }
+
     /// None: frames waiting in this wrapper would not make the inner port's descriptor
     /// readable, so a worker must poll a faulty port rather than sleep on it.
     fn rx_fd(&self, _queue: QueueId) -> Option<RawFd> {

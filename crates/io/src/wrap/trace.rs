@@ -152,6 +152,10 @@ impl<P: Port> Port for Traced<P> {
         self.inner.poll(pool);
     }
 
+    fn tx_backlog(&mut self) -> bool {
+        self.inner.tx_backlog()
+    }
+
     fn rx_fd(&self, queue: QueueId) -> Option<RawFd> {
         self.inner.rx_fd(queue)
     }
