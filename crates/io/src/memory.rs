@@ -136,6 +136,13 @@ impl Port for MemoryPort {
         count
     }
 
+    /// Free slots of `queue`'s outgoing ring, at most `want`.
+    fn tx_room(&mut self, queue: QueueId, _pool: &mut FramePool, want: usize) -> usize {
+        self.outgoing
+            .get(queue as usize)
+            .map_or(0, |ring| ring.slots().min(want))
+    }
+
     fn frames_held(&self) -> usize {
         self.incoming.iter().map(|ring| ring.slots()).sum()
     }
@@ -202,6 +209,42 @@ mod tests {
         assert_eq!(batch.len(), 3);
         assert_eq!(a.stats().tx_refused, 3);
         for desc in batch.descs() {
+            pool.release(desc.frame);
+        }
+        b.release_all(&mut pool);
+        assert_eq!(pool.free_count(), pool.total());
+    }
+
+    #[test]
+    fn tx_room_is_what_tx_takes_and_grows_as_the_peer_receives() {
+        let mut pool = FramePool::new(64, 2048).unwrap();
+        let config = LinkConfig {
+            ring_size: 4,
+            ..LinkConfig::default()
+        };
+        let (mut a, mut b) = link("a", "b", &config);
+        assert_eq!(a.tx_room(0, &mut pool, 32), 4);
+        assert_eq!(a.tx_room(0, &mut pool, 3), 3);
+        assert_eq!(a.tx_room(1, &mut pool, 32), 0, "no such queue");
+        let mut batch = Batch::new(8);
+        for i in 0..3 {
+            batch.push(frame(&mut pool, i, 60));
+        }
+        assert_eq!(a.tx(0, &mut pool, &mut batch), 3);
+        assert_eq!(a.tx_room(0, &mut pool, 32), 1);
+        for i in 0..3 {
+            batch.push(frame(&mut pool, i, 60));
+        }
+        assert_eq!(a.tx(0, &mut pool, &mut batch), 1);
+        assert_eq!(a.tx_room(0, &mut pool, 32), 0, "a full ring has no room");
+        let mut got = Batch::new(3);
+        assert_eq!(b.rx(0, &mut pool, &mut got), 3);
+        assert_eq!(
+            a.tx_room(0, &mut pool, 32),
+            3,
+            "what the peer took is room again"
+        );
+        for desc in batch.descs().iter().chain(got.descs()) {
             pool.release(desc.frame);
         }
         b.release_all(&mut pool);

@@ -99,6 +99,22 @@ pub trait Port: Send {
     /// completes, when they go back to `pool`.
     fn tx(&mut self, queue: QueueId, pool: &mut FramePool, batch: &mut Batch) -> usize;
 
+    /// How many frames `tx` on `queue` would take right now, at most `want`, found without a
+    /// system call (the ring's indices or status words, as `tx` itself reads them; completed
+    /// transmissions go back to `pool` first, as in `tx`).
+    ///
+    /// It exists for a sender whose schedule asks for more than the ring drains: the paced
+    /// tester at line rate has ~13 frames due for every one the AF_XDP TX ring takes. Asking
+    /// first, it prepares only what will leave, counts the rest as refused without touching a
+    /// buffer, and sees a full ring, on which it gives its core to the kernel thread that
+    /// drains the ring instead of spinning (`tester::trial`).
+    ///
+    /// The default, for ports that cannot tell (a capture file), says `want`: no limit, so a
+    /// caller loses nothing by asking. Wrappers ask the port they wrap.
+    fn tx_room(&mut self, _queue: QueueId, _pool: &mut FramePool, want: usize) -> usize {
+        want
+    }
+
     /// Does the periodic work that is neither rx nor tx (reclaiming completed TX frames, kicking
     /// the kernel). The worker calls it once per loop iteration; the default does nothing.
     fn poll(&mut self, _pool: &mut FramePool) {}

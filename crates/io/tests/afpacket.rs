@@ -675,3 +675,21 @@ fn measure_forwarding_rate() {
     let sent = sender.join().unwrap();
     println!("sender transmitted {sent} frames in total");
 }
+
+#[test]
+fn tx_room_is_the_free_tx_slots_and_sent_ones_come_back() {
+    let Some(lab) = lab("wstpktr", 1, 1) else {
+        return;
+    };
+    let pair = &lab.pairs[0];
+    let config = AfPacketConfig {
+        tx_slots: 64,
+        ..AfPacketConfig::default()
+    };
+    let mut port = open_in(&lab.dut_ns, "d0", &pair.dut_if, &config).expect("open");
+    let mut pool = FramePool::new(256, 2048).unwrap();
+    let tester = RawSocket::open(&lab.tester_ns, &pair.tester_if);
+    let sent = check_tx_room_with_the_link_down_then_up(&mut port, &mut pool, &lab.dut_ns, pair);
+    assert_same_frames(&tester.receive(64), &sent);
+    assert_eq!(pool.free_count(), pool.total());
+}

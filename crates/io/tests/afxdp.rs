@@ -904,3 +904,26 @@ fn two_workers_share_one_interface_by_queues() {
     close(tester, &mut tester_pool);
     assert_eq!(tester_pool.free_count(), tester_pool.total());
 }
+
+#[test]
+fn tx_room_is_the_free_tx_ring_and_completions_give_it_back() {
+    let Some(lab) = lab("wstxdpr", 1, 1) else {
+        return;
+    };
+    let pair = &lab.pairs[0];
+    let (mut pool, umem) = pool_and_umem();
+    let config = AfXdpConfig {
+        tx_size: 64,
+        completion_size: 64,
+        ..AfXdpConfig::default()
+    };
+    let mut port = open_in(&lab.dut_ns, &pair.dut_if, &config, &umem, &mut pool).expect("open");
+    let resting = port.frames_held();
+    let tester = RawSocket::open(&lab.tester_ns, &pair.tester_if);
+    let sent = check_tx_room_with_the_link_down_then_up(&mut port, &mut pool, &lab.dut_ns, pair);
+    drain_completions(&mut port, &mut pool, resting);
+    assert_eq!(port.frames_held(), resting, "every completion was reaped");
+    assert_eq!(receive_sorted(&tester, 64), sent);
+    close(port, &mut pool);
+    assert_eq!(pool.free_count(), pool.total());
+}

@@ -3,9 +3,14 @@
 //! against the kernel's interface counters.
 //!
 //! **Sending.** Departure times come from a [`Schedule`] (CBR or Poisson) in TSC cycles. The
-//! loop reads the TSC, takes every frame already due (at most one batch), stamps each with its
-//! flow and a probe (flow, per-flow sequence number, TX timestamp = the TSC just before the
-//! batch is handed to the port) and transmits the batch; when nothing is due it reaps TX
+//! loop reads the TSC, takes every frame already due (at most one batch), asks the port how
+//! many of them its TX ring has room for ([`Port::tx_room`]), stamps that many with their flow
+//! and a probe (flow, per-flow sequence number, TX timestamp = the TSC just before the batch is
+//! handed to the port) and transmits them; the others are refused without being prepared (at
+//! line rate that is most of them). When the ring has no room at all, every frame due by then
+//! is refused at once and the loop yields its core: the kernel thread that drains the ring (in
+//! the RFC 2544 suite, the NAPI thread of the tester's receive) may share it, and a sender
+//! spinning there held its own limit down to about half. When nothing is due it reaps TX
 //! completions and receives. A frame the TX ring refuses is not retried: it was offered on
 //! time and did not leave, so it counts as lost, like a frame the tester had no buffer for or
 //! never got to send before the deadline (5 % + 50 ms past the trial's length). The offered count is
@@ -541,16 +546,12 @@ fn send(
         given: 0,
     };
     let deadline = start + ((total_seconds * (1.0 + LATE_SHARE) + LATE_GRACE) * hz as f64) as u64;
-    // Random order draws flows and numbers each flow's frames; a two-phase trial keeps turns.
-    let mut random = match (config.flow_order, config.then) {
-        (FlowOrder::Random { seed }, None) => Some(Rng::new(seed)),
-        _ => None,
+    // A two-phase trial keeps turns (see the module documentation).
+    let order = match config.then {
+        Some(_) => FlowOrder::RoundRobin,
+        None => config.flow_order,
     };
-    let mut next_sequence: Vec<u32> = if random.is_some() {
-        vec![0; flows as usize]
-    } else {
-        Vec::new()
-    };
+    let mut numbering = Numbering::new(order, flows);
     let record = (offered as usize).min(MAX_RECORDED_DEPARTURES);
     let mut departures = Vec::with_capacity(record);
     let mut scheduled = Vec::with_capacity(record);
@@ -559,7 +560,6 @@ fn send(
     let mut ids = [0u32; MAX_BATCH];
     let mut due_times = [0u64; MAX_BATCH];
     let len = template.len() as u16;
-    let flows = flows as u64;
     let mut handed_out = 0u64;
     let mut measurement = TrialMeasurement::default();
     let mut due = schedule.next().unwrap_or(start);
@@ -588,27 +588,33 @@ fn send(
             due = schedule.next().unwrap_or(u64::MAX);
             count += 1;
         }
-        // A due frame with no free buffer is refused too; it still uses its sequence number.
-        let got = pool.alloc_bulk(&mut ids[..count]);
+        // Only the frames the TX ring has room for are prepared; the others, and a frame with
+        // no free buffer, are refused, each still using up its number.
+        let room = tx.tx_room(config.queue, pool, count).min(count);
+        if room == 0 {
+            // The ring is full (the tester, or the DuT behind it, is over its limit): every
+            // frame due by now is refused unprepared, and the core goes to whatever drains the
+            // ring. Where the tester's receiving NAPI thread shares the generator's core (the
+            // RFC 2544 suite's placement), spinning here took the CPU that thread needed to
+            // take the frames the ring waits on: 0.63 Mpps alone against 1.14 when yielding
+            // (docs/benchmarks.md, "The tester: generator, pacing, timestamps").
+            let mut refused = count as u64;
+            while due <= now && handed_out + refused < offered {
+                due = schedule.next().unwrap_or(u64::MAX);
+                refused += 1;
+            }
+            numbering.skip(handed_out, refused);
+            handed_out += refused;
+            measurement.refused += refused;
+            tx.poll(pool);
+            receiver.receive(pool, template);
+            std::thread::yield_now();
+            continue;
+        }
+        let got = pool.alloc_bulk(&mut ids[..room]);
         let stamped = rdtsc();
-        for offset in 0..count {
-            let index = handed_out + offset as u64;
-            let (flow, sequence) = match &mut random {
-                Some(rng) => {
-                    let flow = (rng.next_u64() % flows) as u32;
-                    let slot = next_sequence.get_mut(flow as usize);
-                    let sequence = slot.as_deref().copied().unwrap_or(0);
-                    if let Some(slot) = slot {
-                        *slot = slot.wrapping_add(1);
-                    }
-                    (flow, sequence)
-                }
-                None => ((index % flows) as u32, (index / flows) as u32),
-            };
-            // Past `got` there was no buffer: the number is used up all the same.
-            let Some(&id) = ids[..got].get(offset) else {
-                continue;
-            };
+        for (offset, &id) in ids[..got].iter().enumerate() {
+            let (flow, sequence) = numbering.number(handed_out + offset as u64);
             let probe = Probe {
                 flow: flow as u16,
                 sequence,
@@ -626,6 +632,7 @@ fn send(
                 queue: config.queue,
             });
         }
+        numbering.skip(handed_out + got as u64, (count - got) as u64);
         handed_out += count as u64;
         let taken = tx.tx(config.queue, pool, &mut batch);
         measurement.transmitted += taken as u64;
@@ -658,13 +665,7 @@ fn send(
     if stop.load(Ordering::Relaxed) {
         measurement.interrupted = true;
     }
-    let per_flow: Vec<u64> = if random.is_some() {
-        next_sequence.iter().map(|&n| u64::from(n)).collect()
-    } else {
-        (0..flows)
-            .map(|flow| tried / flows + u64::from(flow < tried % flows))
-            .collect()
-    };
+    let per_flow = numbering.per_flow(tried);
     let mut pacing = PacingAccuracy::measure(config.rate, hz, &departures, &scheduled);
     let seconds = match first {
         Some(first) if last > first => (last - first) as f64 / hz as f64,
@@ -693,6 +694,65 @@ fn send(
         tried,
         per_flow,
     })
+}
+
+/// Which flow each frame of a trial belongs to and its sequence number in that flow
+/// ([`FlowOrder`]). A frame refused or never sent still takes its number, so the receiver sees
+/// the gap as loss.
+struct Numbering {
+    flows: u64,
+    /// Random order: the generator the flows are drawn from, and each flow's next number.
+    random: Option<(Rng, Vec<u32>)>,
+}
+
+impl Numbering {
+    fn new(order: FlowOrder, flows: u32) -> Numbering {
+        Numbering {
+            flows: u64::from(flows.max(1)),
+            random: match order {
+                FlowOrder::RoundRobin => None,
+                FlowOrder::Random { seed } => Some((Rng::new(seed), vec![0; flows as usize])),
+            },
+        }
+    }
+
+    /// Flow and sequence number of frame `index` (in order: random order draws a flow per
+    /// call).
+    #[inline]
+    fn number(&mut self, index: u64) -> (u32, u32) {
+        match &mut self.random {
+            Some((rng, next)) => {
+                let flow = (rng.next_u64() % self.flows) as u32;
+                let slot = next.get_mut(flow as usize);
+                let sequence = slot.as_deref().copied().unwrap_or(0);
+                if let Some(slot) = slot {
+                    *slot = slot.wrapping_add(1);
+                }
+                (flow, sequence)
+            }
+            None => ((index % self.flows) as u32, (index / self.flows) as u32),
+        }
+    }
+
+    /// Uses up the numbers of `count` frames from `first` on that will not be sent. Round
+    /// robin derives numbers from the index and needs nothing; random order draws their flows.
+    fn skip(&mut self, first: u64, count: u64) {
+        if self.random.is_some() {
+            for index in first..first + count {
+                self.number(index);
+            }
+        }
+    }
+
+    /// Numbers used per flow once `tried` frames were numbered.
+    fn per_flow(&self, tried: u64) -> Vec<u64> {
+        match &self.random {
+            Some((_, next)) => next.iter().map(|&n| u64::from(n)).collect(),
+            None => (0..self.flows)
+                .map(|flow| tried / self.flows + u64::from(flow < tried % self.flows))
+                .collect(),
+        }
+    }
 }
 
 /// The receiving half of a trial with an AF_XDP socket: every frame parsed.
@@ -1432,6 +1492,182 @@ mod tests {
         assert_eq!(m.outcome.lost(), faults.dropped + m.unsent);
         let at = m.outcome.last_loss.expect("a last loss");
         assert!((0.08..=0.1).contains(&at), "{at}");
+        assert_eq!(pool.free_count(), pool.total());
+    }
+
+    /// A port that, asked for room, has at most the next of `rooms` (taken in turn) and records
+    /// how many frames `tx` was handed: a sender that asks first hands it none it would refuse.
+    struct Narrow<P> {
+        inner: P,
+        rooms: Vec<usize>,
+        asked: usize,
+        handed: u64,
+    }
+
+    impl<P: Port> Narrow<P> {
+        fn new(inner: P, rooms: &[usize]) -> Self {
+            Narrow {
+                inner,
+                rooms: rooms.to_vec(),
+                asked: 0,
+                handed: 0,
+            }
+        }
+    }
+
+    impl<P: Port> Port for Narrow<P> {
+        fn info(&self) -> &wirespeed_io::PortInfo {
+            self.inner.info()
+        }
+
+        fn rx(&mut self, queue: QueueId, pool: &mut FramePool, batch: &mut Batch) -> usize {
+            self.inner.rx(queue, pool, batch)
+        }
+
+        fn tx(&mut self, queue: QueueId, pool: &mut FramePool, batch: &mut Batch) -> usize {
+            self.handed += batch.len() as u64;
+            self.inner.tx(queue, pool, batch)
+        }
+
+        fn tx_room(&mut self, queue: QueueId, pool: &mut FramePool, want: usize) -> usize {
+            let most = self.rooms[self.asked % self.rooms.len()];
+            self.asked += 1;
+            self.inner.tx_room(queue, pool, want.min(most))
+        }
+
+        fn frames_held(&self) -> usize {
+            self.inner.frames_held()
+        }
+
+        fn release_all(&mut self, pool: &mut FramePool) {
+            self.inner.release_all(pool);
+        }
+
+        fn stats(&self) -> wirespeed_io::PortStats {
+            self.inner.stats()
+        }
+    }
+
+    /// The probes of every frame waiting on `port`, in order; the frames go back to `pool`.
+    fn probes_waiting(port: &mut dyn Port, pool: &mut FramePool) -> Vec<Probe> {
+        let mut probes = Vec::new();
+        let mut batch = Batch::new(MAX_BATCH);
+        while port.rx(0, pool, &mut batch) > 0 {
+            for desc in batch.descs() {
+                let start = desc.offset as usize;
+                let frame = &pool.frame(desc.frame)[start..start + desc.len as usize];
+                probes.push(probe::read(frame).expect("a probe"));
+                pool.release(desc.frame);
+            }
+            batch.clear();
+        }
+        probes
+    }
+
+    /// Runs `config` out of `a` (the sending end of a link whose other end nobody reads during
+    /// the trial) with at most `rooms` of room in turn ([`Narrow`]), receiving on a port that
+    /// gets nothing; retries twice when a busy machine starved the sender (frames left unsent,
+    /// or fewer or more than `transmitted` sent because a preemption merged two bursts).
+    /// Returns the measurement, the frames `tx` was handed, and the probes that left, in order.
+    fn run_into_a_ring_nobody_reads(
+        ring_size: usize,
+        rooms: &[usize],
+        transmitted: u64,
+        template: &Template,
+        config: &TrialConfig,
+        pool: &mut FramePool,
+    ) -> (TrialMeasurement, u64, Vec<Probe>) {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let (a, mut b) = memory_pair(ring_size);
+            let (_, mut elsewhere) = memory_pair(16);
+            let mut a = Narrow::new(a, rooms);
+            let m = run(
+                &mut a,
+                &mut elsewhere,
+                pool,
+                template,
+                config,
+                &AtomicBool::new(false),
+            )
+            .unwrap();
+            let left = probes_waiting(&mut b, pool);
+            if (m.unsent == 0 && m.transmitted == transmitted) || tries == 3 {
+                return (m, a.handed, left);
+            }
+        }
+    }
+
+    #[test]
+    fn a_full_tx_ring_refuses_the_due_frames_without_their_being_prepared() {
+        let flows = 7;
+        let template = template(64, flows);
+        let mut pool = FramePool::new(16384, 2048).unwrap();
+        let config = TrialConfig {
+            rate: 20_000.0,
+            seconds: 0.1,
+            linger: Duration::from_millis(1),
+            ..TrialConfig::default()
+        };
+        // The ring holds 100 frames: the first 100 due leave, the other 1900 find it full.
+        let (m, handed, left) =
+            run_into_a_ring_nobody_reads(100, &[usize::MAX], 100, &template, &config, &mut pool);
+        assert_eq!(m.outcome.sent, 2_000);
+        assert_eq!((m.transmitted, m.refused, m.unsent), (100, 1_900, 0));
+        assert_eq!(handed, 100, "a refused frame was stamped and handed to tx");
+        assert_eq!(m.outcome.received, 0);
+        // Only the frames that left are departures: the first 100 due, 5 ms of the trial (a
+        // departure per due frame would span all 100 ms).
+        assert!(m.outcome.seconds < 0.05, "{}", m.outcome.seconds);
+        // Frames 0..100, numbered round robin: frame n is sequence n / 7 of flow n % 7.
+        let numbers: Vec<(u16, u32)> = left.iter().map(|p| (p.flow, p.sequence)).collect();
+        let expected: Vec<(u16, u32)> = (0..100u32)
+            .map(|n| ((n % flows) as u16, n / flows))
+            .collect();
+        assert_eq!(numbers, expected);
+        assert_eq!(pool.free_count(), pool.total());
+    }
+
+    #[test]
+    fn refused_frames_use_up_their_flow_and_sequence_numbers() {
+        let flows = 16;
+        let seed = 11;
+        let template = template(64, flows);
+        let mut pool = FramePool::new(16384, 2048).unwrap();
+        // Six bursts of 100 frames due at once, 50 ms apart. Asked for room, the port has 3,
+        // then none, in turn: of each burst the first batch (32) sends 3 and refuses 29, and
+        // the full ring then refuses the 68 still due in one go.
+        let config = TrialConfig {
+            rate: 2_000.0,
+            seconds: 0.3,
+            pattern: Pattern::Burst {
+                size: 100,
+                inner_rate: 1e12,
+            },
+            flow_order: FlowOrder::Random { seed },
+            linger: Duration::from_millis(1),
+            ..TrialConfig::default()
+        };
+        let (m, handed, left) =
+            run_into_a_ring_nobody_reads(4096, &[3, 0], 18, &template, &config, &mut pool);
+        assert_eq!(m.outcome.sent, 600);
+        assert_eq!((m.transmitted, m.refused, m.unsent), (18, 582, 0));
+        assert_eq!(handed, 18, "a refused frame was stamped and handed to tx");
+        // The first three frames of each burst left, with the flow drawn for them and their
+        // flow's next sequence number as if every frame before them had been sent.
+        let mut rng = Rng::new(seed);
+        let mut next = vec![0u32; flows as usize];
+        let mut expected = Vec::new();
+        for index in 0..600 {
+            let flow = (rng.next_u64() % u64::from(flows)) as usize;
+            if index % 100 < 3 {
+                expected.push((flow as u16, next[flow]));
+            }
+            next[flow] += 1;
+        }
+        let numbers: Vec<(u16, u32)> = left.iter().map(|p| (p.flow, p.sequence)).collect();
+        assert_eq!(numbers, expected);
         assert_eq!(pool.free_count(), pool.total());
     }
 

@@ -447,6 +447,14 @@ impl Port for AfPacketPort {
         taken
     }
 
+    /// Free TX ring slots from the one `tx` fills next, read from their status words.
+    fn tx_room(&mut self, queue: QueueId, _pool: &mut FramePool, want: usize) -> usize {
+        match self.queues.get(queue as usize) {
+            Some(Some(ring)) => ring.tx.free(want),
+            _ => 0,
+        }
+    }
+
     fn poll(&mut self, _pool: &mut FramePool) {
         for ring in self.queues.iter_mut().flatten() {
             if ring.kick_pending {

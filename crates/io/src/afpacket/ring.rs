@@ -443,21 +443,38 @@ impl TxRing {
         unsafe { self.map.ptr().add(self.layout.offset(index)) }
     }
 
+    /// The status word of slot `index` (< the ring's slots).
+    fn status(&self, index: usize) -> &AtomicU32 {
+        // SAFETY: slots start at multiples of 16 inside the mapping; tp_status is their first
+        // word; the mapping lives as long as `self`.
+        unsafe { status_word(self.slot(index)) }
+    }
+
+    /// Whether the slot at `index` is ours to fill: neither waiting to be sent nor being sent.
+    fn is_free(&self, index: usize) -> bool {
+        self.status(index).load(Ordering::Acquire)
+            & (libc::TP_STATUS_SEND_REQUEST | libc::TP_STATUS_SENDING)
+            == 0
+    }
+
+    /// How many frames [`TxRing::push`] would take now, at most `want`: `push` fills slots in
+    /// ring order and stops at the first one the kernel still holds, so this counts the free
+    /// slots from the next one on up to that. Reads at most `want` status words.
+    pub(crate) fn free(&self, want: usize) -> usize {
+        let want = want.min(self.layout.slots);
+        (0..want)
+            .find(|&step| !self.is_free((self.head + step) % self.layout.slots))
+            .unwrap_or(want)
+    }
+
     /// Copies `frame` into the next slot and marks it for sending; `false` (and nothing
     /// written) when that slot is still the kernel's or the frame does not fit.
     pub(crate) fn push(&mut self, frame: &[u8]) -> bool {
-        if frame.len() > self.capacity() {
+        if frame.len() > self.capacity() || !self.is_free(self.head) {
             return false;
         }
         let slot = self.slot(self.head);
-        // SAFETY: slots start at multiples of 16 inside the mapping; tp_status is their first
-        // word; the mapping lives as long as `self`.
-        let status = unsafe { status_word(slot) };
-        if status.load(Ordering::Acquire) & (libc::TP_STATUS_SEND_REQUEST | libc::TP_STATUS_SENDING)
-            != 0
-        {
-            return false;
-        }
+        let status = self.status(self.head);
         let len = frame.len() as u32;
         // SAFETY: the slot is ours (neither send-requested nor sending, acquired above); the
         // data fits (`len <= slot_size - TX_DATA`), and the length fields are inside the

@@ -495,6 +495,17 @@ impl Port for AfXdpPort {
         taken
     }
 
+    /// Free TX descriptors after returning completed frames, exactly what `tx` would write.
+    /// Reads the kernel's consumer index only when the cached one leaves fewer than `want`.
+    fn tx_room(&mut self, queue: QueueId, pool: &mut FramePool, want: usize) -> usize {
+        let Some(Some(socket)) = self.sockets.get_mut(queue as usize) else {
+            return 0;
+        };
+        self.stats.rx_errors += reap(socket, &mut self.ledger, pool, self.completion_size);
+        let want = want.min(u32::MAX as usize) as u32;
+        socket.tx.free(want) as usize
+    }
+
     fn poll(&mut self, pool: &mut FramePool) {
         for socket in self.sockets.iter_mut().flatten() {
             self.stats.rx_errors += reap(socket, &mut self.ledger, pool, self.completion_size);

@@ -339,8 +339,19 @@ impl<P: Port> Port for Faulty<P> {
         offered.saturating_sub(batch.len())
     }
 
+    /// The inner port's room. With faults on TX it is only an estimate of what `tx` takes (a
+    /// dropped frame needs no slot, a duplicate two); what the inner port refuses still comes
+    /// back in the batch.
+    fn tx_room(&mut self, queue: QueueId, pool: &mut FramePool, want: usize) -> usize {
+        self.inner.tx_room(queue, pool, want)
+    }
+
     fn poll(&mut self, pool: &mut FramePool) {
         self.inner.poll(pool);
+    }
+
+    fn tx_backlog(&mut self) -> bool {
+        self.inner.tx_backlog()
     }
 
     /// None: frames waiting in this wrapper would not make the inner port's descriptor

@@ -144,8 +144,16 @@ impl<P: Port> Port for Traced<P> {
         taken
     }
 
+    fn tx_room(&mut self, queue: QueueId, pool: &mut FramePool, want: usize) -> usize {
+        self.inner.tx_room(queue, pool, want)
+    }
+
     fn poll(&mut self, pool: &mut FramePool) {
         self.inner.poll(pool);
+    }
+
+    fn tx_backlog(&mut self) -> bool {
+        self.inner.tx_backlog()
     }
 
     fn rx_fd(&self, queue: QueueId) -> Option<RawFd> {

@@ -7,8 +7,9 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+use wirespeed_io::Port;
 use wirespeed_io::wait::wait_readable;
-use wirespeed_lab::{Testbed, TestbedConfig, enter, run};
+use wirespeed_lab::{PortPair, Testbed, TestbedConfig, enter, run, run_in};
 use wirespeed_packet::batch::HEADROOM;
 use wirespeed_packet::{Batch, Desc, FramePool};
 
@@ -245,4 +246,51 @@ impl RawSocket {
         }
         frames
     }
+}
+
+/// Frames in the 64-slot TX ring of queue 0 of `port`, opened on `pair`'s DuT interface in
+/// namespace `dut_ns`, checked against `tx_room` (the test frames it sent are returned, for
+/// the caller to find on the tester side): an empty ring says its size; with the link down a
+/// kick fails (ENETDOWN) and the kernel takes nothing, so after 40 frames 24 slots are left,
+/// after 64 none, and `tx` agrees; once the link is up, kicks send the frames and the room
+/// comes back.
+pub fn check_tx_room_with_the_link_down_then_up(
+    port: &mut dyn Port,
+    pool: &mut FramePool,
+    dut_ns: &str,
+    pair: &PortPair,
+) -> Vec<Vec<u8>> {
+    assert_eq!(port.tx_room(0, pool, 1000), 64, "an empty ring");
+    assert_eq!(port.tx_room(0, pool, 10), 10, "at most what was asked for");
+    assert_eq!(
+        port.tx_room(1, pool, 10),
+        0,
+        "a queue the port did not open"
+    );
+    let link = |state: &str| {
+        run_in(dut_ns, "ip", &["link", "set", "dev", &pair.dut_if, state]).expect("ip link");
+    };
+    link("down");
+    let outgoing: Vec<Vec<u8>> = (0..64)
+        .map(|seq| test_frame(pair.tester_mac, pair.dut_mac, seq, 60, None))
+        .collect();
+    let mut batch = Batch::new(64);
+    fill(pool, &mut batch, &outgoing[..40], 0);
+    assert_eq!(port.tx(0, pool, &mut batch), 40);
+    assert_eq!(port.tx_room(0, pool, 64), 24);
+    fill(pool, &mut batch, &outgoing[40..], 0);
+    assert_eq!(port.tx(0, pool, &mut batch), 24);
+    port.poll(pool);
+    assert_eq!(port.tx_room(0, pool, 64), 0, "a full ring has no room");
+    fill(pool, &mut batch, &outgoing[..1], 0);
+    assert_eq!(port.tx(0, pool, &mut batch), 0, "and tx agrees");
+    pool.release(batch.descs()[0].frame);
+    link("up");
+    let deadline = Instant::now() + DEADLINE;
+    while port.tx_room(0, pool, 64) < 64 && Instant::now() < deadline {
+        port.poll(pool);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(port.tx_room(0, pool, 64), 64, "the room came back");
+    outgoing
 }

@@ -464,8 +464,18 @@ impl<P: Port> Port for Named<P> {
         self.port.tx(queue, pool, batch)
     }
 
+    fn tx_room(&mut self, queue: QueueId, pool: &mut FramePool, want: usize) -> usize {
+        self.port.tx_room(queue, pool, want)
+    }
+
     fn poll(&mut self, pool: &mut FramePool) {
         self.port.poll(pool);
+    }
+
+    /// Passed through: a worker would otherwise sleep while its AF_XDP port still holds frames
+    /// for the kernel to transmit (copy mode takes at most 32 per kick).
+    fn tx_backlog(&mut self) -> bool {
+        self.port.tx_backlog()
     }
 
     fn rx_fd(&self, queue: QueueId) -> Option<std::os::fd::RawFd> {
