@@ -590,15 +590,18 @@ pub fn summary_table(report: &Report) -> String {
     }
     let _ = writeln!(
         out,
-        "| frame | NDR Mpps | NDR Gbit/s | limit | p50 / p99 µs at NDR | samples | minus floor | counters vs kernel |"
+        "| frame | NDR Mpps | NDR Gbit/s | limit | p50 / p99 µs | at Mpps | samples | minus floor | counters vs kernel |"
     );
     let _ = writeln!(
         out,
-        "| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"
+        "| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |"
     );
     for result in &report.results {
         let ndr = result.ndr();
-        let at = result.latency.last().map(|l| &l.summary);
+        // The last latency trial: at the NDR after a search, at the highest of
+        // `--latency-rates` without one; the column after says which rate it was.
+        let last = result.latency.last();
+        let at = last.map(|l| &l.summary);
         let floor = report
             .calibration
             .as_ref()
@@ -606,7 +609,7 @@ pub fn summary_table(report: &Report) -> String {
         let us = |v: u64| v as f64 / 1e3;
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             result.label(),
             ndr.map_or("-".into(), |n| format!("{:.3}", n / 1e6)),
             ndr.map_or("-".into(), |n| format!(
@@ -619,6 +622,7 @@ pub fn summary_table(report: &Report) -> String {
                 us(s.p50_ns),
                 us(s.p99_ns)
             )),
+            last.map_or("-".into(), |l| format!("{:.3}", l.rate / 1e6)),
             at.map_or("-".into(), |s| s.count.to_string()),
             at.zip(floor).map_or("-".into(), |(s, f)| format!(
                 "{:.1} / {:.1}",
