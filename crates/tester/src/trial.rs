@@ -11,7 +11,9 @@
 //! is refused at once and the loop yields its core: the kernel thread that drains the ring (in
 //! the RFC 2544 suite, the NAPI thread of the tester's receive) may share it, and a sender
 //! spinning there held its own limit down to about half. When nothing is due it reaps TX
-//! completions and receives. A frame the TX ring refuses is not retried: it was offered on
+//! completions and receives, and offers its core (`sched_yield`) before a gap of more than 5 µs
+//! and at least every 20 µs: a spinning sender kept that same NAPI thread waiting for the
+//! scheduler's tick, which put up to 4 ms into every latency percentile above the median. A frame the TX ring refuses is not retried: it was offered on
 //! time and did not leave, so it counts as lost, like a frame the tester had no buffer for or
 //! never got to send before the deadline (5 % + 50 ms past the trial's length). The offered count is
 //! therefore exactly `rate × seconds` and anything that held the load back, the DuT's
