@@ -1285,30 +1285,26 @@ mod tests {
             linger: Duration::from_secs(60),
             ..TrialConfig::default()
         };
-        // A sender preempted past the trial's deadline by a busy machine (the other tests run
-        // in parallel) leaves the rest unsent, as it should; a working sender sends all in one
-        // of three tries.
-        let mut tries = 0;
-        let m = loop {
-            tries += 1;
-            let started = std::time::Instant::now();
-            let m = run(
-                &mut a,
-                &mut b,
-                &mut pool,
-                &template,
-                &config,
-                &AtomicBool::new(false),
-            )
-            .unwrap();
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "waited out the linger"
-            );
-            if m.unsent == 0 || tries == 3 {
-                break m;
-            }
-        };
+        let m = up_to_three_tries(
+            || {
+                let started = std::time::Instant::now();
+                let m = run(
+                    &mut a,
+                    &mut b,
+                    &mut pool,
+                    &template,
+                    &config,
+                    &AtomicBool::new(false),
+                )
+                .unwrap();
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "waited out the linger"
+                );
+                m
+            },
+            |m| m.unsent == 0,
+        );
         assert!(m.drain_seconds < 30.0, "{}", m.drain_seconds);
         assert_eq!(m.receiver_dropped, 0);
         assert_eq!(m.outcome.sent, 2_000);
@@ -1342,42 +1338,33 @@ mod tests {
             linger: Duration::from_millis(10),
             ..TrialConfig::default()
         };
-        // A sender preempted past the trial's deadline (a debug build among parallel tests on
-        // a loaded machine) leaves frames unsent, which would count as lost beside the faults;
-        // a working sender sends all in one of three tries, each over a fresh faulty link.
-        let mut tries = 0;
-        let (m, b) = loop {
-            tries += 1;
-            let (mut a, b) = link(
-                "wst-a",
-                "wst-b",
-                &LinkConfig {
-                    ring_size: 4096,
-                    ..LinkConfig::default()
-                },
-            );
-            let mut b = Faulty::new(
-                b,
-                FaultConfig {
-                    seed: 3,
-                    drop: 0.05,
-                    duplicate: 0.01,
-                    ..FaultConfig::default()
-                },
-            );
-            let m = run(
-                &mut a,
-                &mut b,
-                &mut pool,
-                &template,
-                &config,
-                &AtomicBool::new(false),
-            )
-            .unwrap();
-            if m.unsent == 0 || tries == 3 {
-                break (m, b);
-            }
-        };
+        // Frames left unsent would count as lost beside the faults; each try gets a fresh
+        // faulty link, so its fault counts are its own.
+        let (m, b) = up_to_three_tries(
+            || {
+                let (mut a, b) = memory_pair(4096);
+                let mut b = Faulty::new(
+                    b,
+                    FaultConfig {
+                        seed: 3,
+                        drop: 0.05,
+                        duplicate: 0.01,
+                        ..FaultConfig::default()
+                    },
+                );
+                let m = run(
+                    &mut a,
+                    &mut b,
+                    &mut pool,
+                    &template,
+                    &config,
+                    &AtomicBool::new(false),
+                )
+                .unwrap();
+                (m, b)
+            },
+            |(m, _)| m.unsent == 0,
+        );
         let faults = b.fault_stats();
         assert_eq!((m.refused, m.unsent), (0, 0));
         assert_eq!(m.outcome.sent, 10_000);
@@ -1423,6 +1410,20 @@ mod tests {
             run(&mut a, &mut b, &mut pool, &tagged, &config, &calm),
             Err(TrialError::Probe(_))
         ));
+    }
+
+    /// Runs `attempt` until `sent_all` holds of its result, three times at most, and returns
+    /// the last result. A sender preempted past the trial's deadline by a busy machine (the
+    /// other tests run in parallel, unoptimised) leaves frames unsent, as it should; a working
+    /// sender sends all in one of three tries, a broken one in none.
+    fn up_to_three_tries<T>(mut attempt: impl FnMut() -> T, sent_all: impl Fn(&T) -> bool) -> T {
+        for _ in 1..3 {
+            let result = attempt();
+            if sent_all(&result) {
+                return result;
+            }
+        }
+        attempt()
     }
 
     fn memory_pair(
@@ -1605,26 +1606,25 @@ mod tests {
         config: &TrialConfig,
         pool: &mut FramePool,
     ) -> (TrialMeasurement, u64, Vec<Probe>) {
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            let (a, mut b) = memory_pair(ring_size);
-            let (_, mut elsewhere) = memory_pair(16);
-            let mut a = Narrow::new(a, rooms);
-            let m = run(
-                &mut a,
-                &mut elsewhere,
-                pool,
-                template,
-                config,
-                &AtomicBool::new(false),
-            )
-            .unwrap();
-            let left = probes_waiting(&mut b, pool);
-            if (m.unsent == 0 && m.transmitted == transmitted) || tries == 3 {
-                return (m, a.handed, left);
-            }
-        }
+        up_to_three_tries(
+            || {
+                let (a, mut b) = memory_pair(ring_size);
+                let (_, mut elsewhere) = memory_pair(16);
+                let mut a = Narrow::new(a, rooms);
+                let m = run(
+                    &mut a,
+                    &mut elsewhere,
+                    pool,
+                    template,
+                    config,
+                    &AtomicBool::new(false),
+                )
+                .unwrap();
+                let left = probes_waiting(&mut b, pool);
+                (m, a.handed, left)
+            },
+            |(m, _, _)| m.unsent == 0 && m.transmitted == transmitted,
+        )
     }
 
     #[test]

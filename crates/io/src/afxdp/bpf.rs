@@ -346,6 +346,18 @@ fn parse_cpu_list(text: &str) -> Option<usize> {
     highest.map(|cpu| cpu + 1)
 }
 
+/// For the tests that load a program: whether this process may (root). Elsewhere prints why
+/// the test skips and returns `false`.
+#[cfg(test)]
+pub(crate) fn may_load_for_test() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: loading BPF needs root");
+        return false;
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

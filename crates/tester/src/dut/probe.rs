@@ -103,15 +103,11 @@ impl TesterPorts {
             + receiver_config.fill_size
             + sender_config.tx_size
             + sender_config.completion_size;
-        if frames < least {
-            return Err(format!(
-                "a tester pool of {frames} frames is too small: the fill rings of t0 and t1 and \
-                 the frames in flight on t0 take {least}; use {least} or more"
-            ));
-        }
-        let mut pool =
-            FramePool::new(frames, 2048).map_err(|error| format!("tester frame pool: {error}"))?;
-        let umem = Umem::new(&pool);
+        let (mut pool, umem) = tester_pool(
+            frames,
+            least,
+            "the fill rings of t0 and t1 and the frames in flight on t0",
+        )?;
         let _inside =
             wirespeed_lab::enter(ns).map_err(|error| format!("entering {ns}: {error}"))?;
         let t0 = AfXdpPort::open(sender, &sender_config, &umem, &mut pool)
@@ -168,6 +164,21 @@ impl TesterPorts {
     }
 }
 
+/// The tester's pool of `frames` 2048-byte frames and its UMEM, refused with the fix when it is
+/// smaller than `least`, the frames that `needs` (the rings to fill, the frames in flight) take.
+fn tester_pool(frames: u32, least: u32, needs: &str) -> Result<(FramePool, Umem), String> {
+    if frames < least {
+        return Err(format!(
+            "a tester pool of {frames} frames is too small: {needs} take {least}; use {least} \
+             or more"
+        ));
+    }
+    let pool =
+        FramePool::new(frames, 2048).map_err(|error| format!("tester frame pool: {error}"))?;
+    let umem = Umem::new(&pool);
+    Ok((pool, umem))
+}
+
 /// Where the tester's receiving socket comes from.
 enum Receiver<'a> {
     /// The interface of this name, with its own XDP program.
@@ -191,15 +202,7 @@ impl TesterSender {
     pub fn open(ns: &str, sender: &str, frames: u32) -> Result<TesterSender, String> {
         let config = sender_config();
         let least = config.fill_size + config.tx_size + config.completion_size;
-        if frames < least {
-            return Err(format!(
-                "a tester pool of {frames} frames is too small: t0's fill ring and frames in \
-                 flight take {least}; use {least} or more"
-            ));
-        }
-        let mut pool =
-            FramePool::new(frames, 2048).map_err(|error| format!("tester frame pool: {error}"))?;
-        let umem = Umem::new(&pool);
+        let (mut pool, umem) = tester_pool(frames, least, "t0's fill ring and frames in flight")?;
         let _inside =
             wirespeed_lab::enter(ns).map_err(|error| format!("entering {ns}: {error}"))?;
         let t0 = AfXdpPort::open(sender, &config, &umem, &mut pool)
