@@ -557,6 +557,12 @@ pub fn run(
         );
     }
     report.setup.dut.name = dut.name();
+    // What exactly ran (software, port types, rule counts, a shaper's rate), after the version
+    // the caller found.
+    let description = dut.description();
+    if description != report.setup.dut.name {
+        report.setup.dut.version = format!("{}; {description}", report.setup.dut.version);
+    }
     report.setup.dut.commands = dut.commands().get(logged..).unwrap_or_default().to_vec();
     report.setup.dut.output = dut.output().unwrap_or_default().to_owned();
     report.setup.config.push_str(&format!(

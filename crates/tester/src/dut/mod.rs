@@ -12,6 +12,8 @@
 //! * [`LinuxBridge`]: a kernel bridge with `d0` and `d1` as its ports;
 //! * [`LinuxRouter`]: kernel IPv4 forwarding with a route and a static neighbour towards `t1`;
 //! * [`LinuxRouterNft`]: the same router behind an nftables forward chain of N rules;
+//! * [`LinuxRouterTbf`]: the same router shaped to a known rate, a reference DuT for checking
+//!   the tester's accuracy and repeatability;
 //! * [`OvsDut`]: Open vSwitch's user-space datapath with its own daemons, one flow `d0 -> d1`
 //!   (or `NORMAL`), over AF_XDP ports or AF_PACKET;
 //! * [`XdpRedirectDut`]: an in-kernel XDP program on `d0` that redirects every frame to `d1`;
@@ -24,6 +26,7 @@
 mod linux_bridge;
 mod linux_router;
 mod linux_router_nft;
+mod linux_router_tbf;
 mod ovs;
 pub mod probe;
 pub mod routes;
@@ -35,6 +38,7 @@ mod xdp_redirect;
 pub use linux_bridge::LinuxBridge;
 pub use linux_router::LinuxRouter;
 pub use linux_router_nft::LinuxRouterNft;
+pub use linux_router_tbf::LinuxRouterTbf;
 pub use ovs::{OvsAction, OvsDut};
 pub use steps::Steps;
 pub use testpmd::TestpmdDut;

@@ -25,8 +25,8 @@ use wirespeed_tester::bench::{
     CEILING, ForwardingConfig, Generator, Limit, Summary, TrialRecord, run_forwarding, summarize,
 };
 use wirespeed_tester::dut::{
-    Dut, LinuxBridge, LinuxRouter, LinuxRouterNft, OvsAction, OvsDut, TestpmdDut, WirespeedBackend,
-    WirespeedDut, Wiring, XdpRedirectDut,
+    Dut, LinuxBridge, LinuxRouter, LinuxRouterNft, LinuxRouterTbf, OvsAction, OvsDut, TestpmdDut,
+    WirespeedBackend, WirespeedDut, Wiring, XdpRedirectDut,
 };
 
 #[derive(Args)]
@@ -109,14 +109,16 @@ enum GeneratorArg {
     XdpLive,
 }
 
-/// The DuT names `--duts` accepts (`linux-router-nft:N` gives the firewall N rules).
-pub const DUT_NAMES: [&str; 11] = [
+/// The DuT names `--duts` accepts (`linux-router-nft:N` gives the firewall N rules,
+/// `linux-router-tbf:MBIT` the shaper its rate).
+pub const DUT_NAMES: [&str; 12] = [
     "wirespeed-afxdp",
     "wirespeed-afpacket",
     "wirespeed-afpacket-v2",
     "linux-bridge",
     "linux-router",
     "linux-router-nft",
+    "linux-router-tbf",
     "xdp-redirect",
     "ovs",
     "ovs-normal",
@@ -136,7 +138,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
 }
 
-/// The driver for the DuT called `name` (one of [`DUT_NAMES`], or `linux-router-nft:N`).
+/// The driver for the DuT called `name` (one of [`DUT_NAMES`], `linux-router-nft:N` or
+/// `linux-router-tbf:MBIT`).
 pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn Dut>> {
     Ok(match name {
         "wirespeed-afxdp" => Box::new(WirespeedDut::new(
@@ -162,6 +165,21 @@ pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn 
         "ovs-normal" => Box::new(OvsDut::new(OvsAction::Normal, core)),
         "ovs-afpacket" => Box::new(OvsDut::afpacket(core)),
         "dpdk-testpmd" => Box::new(TestpmdDut::new(core)),
+        "linux-router-tbf" => Box::new(LinuxRouterTbf::new(LinuxRouterTbf::DEFAULT_MBIT)),
+        other if other.starts_with("linux-router-tbf:") => {
+            let mbit = other
+                .strip_prefix("linux-router-tbf:")
+                .and_then(|n| n.parse::<u32>().ok())
+                .filter(|n| (1..=LinuxRouterTbf::MAX_MBIT).contains(n))
+                .with_context(|| {
+                    format!(
+                        "{other:?}: give the shaper's rate in Mbit/s as linux-router-tbf:MBIT \
+                         with MBIT from 1 to {}",
+                        LinuxRouterTbf::MAX_MBIT
+                    )
+                })?;
+            Box::new(LinuxRouterTbf::new(mbit))
+        }
         other if other.starts_with("linux-router-nft:") => {
             let rules = other
                 .strip_prefix("linux-router-nft:")

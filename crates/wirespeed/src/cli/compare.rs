@@ -42,7 +42,8 @@ pub const RANDOM_FLOWS: u32 = 4096;
 
 #[derive(Args)]
 pub struct CompareArgs {
-    /// DuTs to compare, in this order within each repeat (`linux-router-nft:N` for N rules).
+    /// DuTs to compare, in this order within each repeat (`linux-router-nft:N` for N rules,
+    /// `linux-router-tbf:MBIT` for the router shaped to MBIT Mbit/s).
     #[arg(
         long,
         value_delimiter = ',',
@@ -286,7 +287,7 @@ fn compare_one(
         ..suite.clone()
     };
     let mut progress = |p: &Progress| eprintln!("  [{}/~{}] {}", p.done, p.total, p.line);
-    let mut report = wirespeed_tester::suite::run(
+    let report = wirespeed_tester::suite::run(
         lab,
         device,
         &config,
@@ -294,10 +295,6 @@ fn compare_one(
         stop,
         &mut progress,
     );
-    let description = device.description();
-    if description != name {
-        report.setup.dut.version = format!("{}; {description}", report.setup.dut.version);
-    }
     let found: Vec<String> = report
         .results
         .iter()

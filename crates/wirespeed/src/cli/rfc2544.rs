@@ -36,8 +36,9 @@ use super::bench::dut;
 #[derive(Args)]
 pub struct Rfc2544Args {
     /// The device under test: wirespeed-afxdp, wirespeed-afpacket, wirespeed-afpacket-v2,
-    /// linux-bridge, linux-router, linux-router-nft[:N], ovs, ovs-normal, ovs-afpacket or
-    /// xdp-redirect.
+    /// linux-bridge, linux-router, linux-router-nft[:N], ovs, ovs-normal, ovs-afpacket,
+    /// xdp-redirect, or linux-router-tbf[:MBIT] (the router shaped to MBIT Mbit/s: a reference
+    /// of known capacity for checking the tester).
     #[arg(long, default_value = "wirespeed-afxdp")]
     dut: String,
     /// Frame sizes with FCS, bytes.
