@@ -14,19 +14,61 @@ use super::{Dut, DutError, Steps, Wiring};
 /// The destination prefix the generator uses and the router routes.
 pub const GENERATOR_PREFIX: &str = "198.19.0.0/16";
 
-/// The Linux router driver.
+/// What a DuT built on the Linux router adds to it (a firewall, a shaper): its name and
+/// description, and the steps that set it up before the forwarding is configured, their undo
+/// on the router's stack. [`Router`] is the one driver for all of them.
+pub trait RouterAddition: std::fmt::Debug + Send {
+    fn name(&self) -> String;
+
+    fn description(&self) -> String {
+        self.name()
+    }
+
+    fn setup(&self, steps: &mut Steps, wiring: &Wiring) -> Result<(), DutError>;
+}
+
+/// Plain kernel forwarding: nothing added.
 #[derive(Debug)]
-pub struct LinuxRouter {
+pub struct Forwarding;
+
+impl RouterAddition for Forwarding {
+    fn name(&self) -> String {
+        LinuxRouter::NAME.into()
+    }
+
+    fn setup(&self, _steps: &mut Steps, _wiring: &Wiring) -> Result<(), DutError> {
+        Ok(())
+    }
+}
+
+/// The Linux router driver, with what `A` adds to it.
+#[derive(Debug)]
+pub struct Router<A> {
+    addition: A,
     steps: Steps,
+}
+
+/// The Linux router as it is.
+pub type LinuxRouter = Router<Forwarding>;
+
+impl<A: RouterAddition> Router<A> {
+    /// The router with `addition`.
+    pub fn with(addition: A) -> Self {
+        let steps = Steps::new(&addition.name());
+        Self { addition, steps }
+    }
+
+    /// What this router adds to kernel forwarding.
+    pub fn addition(&self) -> &A {
+        &self.addition
+    }
 }
 
 impl LinuxRouter {
     pub const NAME: &'static str = "linux-router";
 
     pub fn new() -> Self {
-        Self {
-            steps: Steps::new(Self::NAME),
-        }
+        Self::with(Forwarding)
     }
 }
 
@@ -36,12 +78,17 @@ impl Default for LinuxRouter {
     }
 }
 
-impl Dut for LinuxRouter {
+impl<A: RouterAddition> Dut for Router<A> {
     fn name(&self) -> String {
-        Self::NAME.into()
+        self.addition.name()
+    }
+
+    fn description(&self) -> String {
+        self.addition.description()
     }
 
     fn setup(&mut self, wiring: &Wiring) -> Result<(), DutError> {
+        self.addition.setup(&mut self.steps, wiring)?;
         configure(&mut self.steps, wiring)
     }
 
@@ -62,17 +109,16 @@ impl Dut for LinuxRouter {
     }
 }
 
-impl Drop for LinuxRouter {
+impl<A> Drop for Router<A> {
     fn drop(&mut self) {
-        if let Err(error) = self.teardown() {
+        if let Err(error) = self.steps.undo_all() {
             eprintln!("{error}");
         }
     }
 }
 
-/// Turns the DuT namespace of `wiring` into the router, through `steps` (shared with the drivers
-/// that build on the router, such as the nftables firewall).
-pub(crate) fn configure(steps: &mut Steps, wiring: &Wiring) -> Result<(), DutError> {
+/// Turns the DuT namespace of `wiring` into the router, through `steps`.
+fn configure(steps: &mut Steps, wiring: &Wiring) -> Result<(), DutError> {
     let ns = wiring.dut_ns.as_str();
     let egress = wiring.egress.dut_if.as_str();
     let next_hop = wiring.egress.tester_ipv4.to_string();

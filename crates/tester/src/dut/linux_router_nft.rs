@@ -16,18 +16,20 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use super::linux_router::{configure, routed};
-use super::{Dut, DutError, Steps, Wiring};
+use super::linux_router::{Router, RouterAddition};
+use super::{DutError, Steps, Wiring};
 
 /// Name of the nftables table the driver creates in the DuT namespace.
 pub const TABLE: &str = "wirespeed";
 
-/// The router-with-firewall driver.
+/// The forward chain of N non-matching rules, what [`LinuxRouterNft`] adds to the router.
 #[derive(Debug)]
-pub struct LinuxRouterNft {
+pub struct Firewall {
     rules: u32,
-    steps: Steps,
 }
+
+/// The router-with-firewall driver.
+pub type LinuxRouterNft = Router<Firewall>;
 
 impl LinuxRouterNft {
     pub const NAME: &'static str = "linux-router-nft";
@@ -39,12 +41,9 @@ impl LinuxRouterNft {
 
     /// A router whose forward chain has `rules` non-matching rules before the accept.
     pub fn new(rules: u32) -> Self {
-        let rules = rules.min(Self::MAX_RULES);
-        let name = Self::name_for(rules);
-        Self {
-            rules,
-            steps: Steps::new(&name),
-        }
+        Self::with(Firewall {
+            rules: rules.min(Self::MAX_RULES),
+        })
     }
 
     /// `linux-router-nft` for the default size, `linux-router-nft:N` otherwise (the form the
@@ -59,11 +58,17 @@ impl LinuxRouterNft {
 
     /// Number of non-matching rules in the chain.
     pub fn rules(&self) -> u32 {
-        self.rules
+        self.addition().rules
     }
 
     /// The rule set file for `nft -f`.
     pub fn ruleset(&self) -> String {
+        self.addition().ruleset()
+    }
+}
+
+impl Firewall {
+    fn ruleset(&self) -> String {
         let mut out = String::with_capacity(48 * self.rules as usize + 256);
         let _ = writeln!(out, "table inet {TABLE} {{");
         out.push_str("  chain forward {\n");
@@ -74,14 +79,6 @@ impl LinuxRouterNft {
         out.push_str("    counter accept\n  }\n}\n");
         out
     }
-
-    fn start_error(&self, step: &str, detail: String) -> DutError {
-        DutError::Start {
-            dut: self.name(),
-            step: step.into(),
-            detail,
-        }
-    }
 }
 
 /// The source address rule `rule` drops: 100.64.0.0 + rule + 1, inside 100.64.0.0/10.
@@ -89,9 +86,9 @@ fn rule_address(rule: u32) -> std::net::Ipv4Addr {
     std::net::Ipv4Addr::from(u32::from_be_bytes([100, 64, 0, 0]) + (rule % (1 << 22)) + 1)
 }
 
-impl Dut for LinuxRouterNft {
+impl RouterAddition for Firewall {
     fn name(&self) -> String {
-        Self::name_for(self.rules)
+        LinuxRouterNft::name_for(self.rules)
     }
 
     fn description(&self) -> String {
@@ -102,8 +99,8 @@ impl Dut for LinuxRouterNft {
         )
     }
 
-    fn setup(&mut self, wiring: &Wiring) -> Result<(), DutError> {
-        self.steps.require("nft", "nftables")?;
+    fn setup(&self, steps: &mut Steps, wiring: &Wiring) -> Result<(), DutError> {
+        steps.require("nft", "nftables")?;
         let ns = wiring.dut_ns.as_str();
         let path: PathBuf = std::env::temp_dir().join(format!(
             "wirespeed-{}-nft-{}.nft",
@@ -111,58 +108,34 @@ impl Dut for LinuxRouterNft {
             std::process::id()
         ));
         let ruleset = self.ruleset();
-        std::fs::write(&path, &ruleset).map_err(|error| {
-            self.start_error(
-                "write the nftables rule set",
-                format!("{}: {error}", path.display()),
-            )
+        std::fs::write(&path, &ruleset).map_err(|error| DutError::Start {
+            dut: self.name(),
+            step: "write the nftables rule set".into(),
+            detail: format!("{}: {error}", path.display()),
         })?;
         let path_text = path.to_string_lossy().to_string();
         let shown: String = ruleset.lines().take(5).collect::<Vec<_>>().join("\n");
-        self.steps.record(format!(
+        steps.record(format!(
             "cat > {path_text} <<EOF\n{shown}\n    ... {} rules `ip saddr 100.64.x.y drop` in all, \
              then `counter accept`\nEOF",
             self.rules
         ));
-        self.steps.push_undo(&["rm", "-f", &path_text]);
-        self.steps.run(
+        steps.push_undo(&["rm", "-f", &path_text]);
+        steps.run(
             &format!("load {} nftables rules", self.rules),
             &["ip", "netns", "exec", ns, "nft", "-f", &path_text],
             Some(&[
                 "ip", "netns", "exec", ns, "nft", "delete", "table", "inet", TABLE,
             ]),
         )?;
-        configure(&mut self.steps, wiring)
-    }
-
-    fn teardown(&mut self) -> Result<(), DutError> {
-        self.steps.undo_all()
-    }
-
-    fn commands(&self) -> &[String] {
-        self.steps.log()
-    }
-
-    fn destination_mac(&self, wiring: &Wiring) -> [u8; 6] {
-        wiring.ingress.dut_mac
-    }
-
-    fn forwarded(&self, wiring: &Wiring, frame: &[u8]) -> Vec<u8> {
-        routed(frame, wiring.egress.dut_mac, wiring.egress.tester_mac)
-    }
-}
-
-impl Drop for LinuxRouterNft {
-    fn drop(&mut self) {
-        if let Err(error) = self.teardown() {
-            eprintln!("{error}");
-        }
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dut::Dut;
 
     #[test]
     fn the_rule_set_has_n_distinct_non_matching_rules_then_the_accept() {

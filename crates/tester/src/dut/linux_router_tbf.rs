@@ -17,15 +17,17 @@
 //! in a 1-second trial, within a search's resolution. Below it the 6 ms absorb the scheduling
 //! stalls of the DuT core.
 
-use super::linux_router::{configure, routed};
-use super::{Dut, DutError, Steps, Wiring};
+use super::linux_router::{Router, RouterAddition};
+use super::{DutError, Steps, Wiring};
 
-/// The shaper driver.
+/// The token-bucket shaper on `d1`, what [`LinuxRouterTbf`] adds to the router.
 #[derive(Debug)]
-pub struct LinuxRouterTbf {
+pub struct Shaper {
     mbit: u32,
-    steps: Steps,
 }
+
+/// The shaped-router driver.
+pub type LinuxRouterTbf = Router<Shaper>;
 
 impl LinuxRouterTbf {
     pub const NAME: &'static str = "linux-router-tbf";
@@ -35,18 +37,12 @@ impl LinuxRouterTbf {
     /// The highest rate accepted: 10 Gbit/s, far above anything veth forwards here, so a
     /// higher one would shape nothing.
     pub const MAX_MBIT: u32 = 10_000;
-    /// Milliseconds of the rate the bucket holds (tbf's `burst`).
-    const BURST_MS: u64 = 2;
-    /// Milliseconds of the rate the queue holds (tbf's `limit`).
-    const QUEUE_MS: u64 = 4;
 
     /// A router shaped to `mbit` Mbit/s (1..=[`Self::MAX_MBIT`]).
     pub fn new(mbit: u32) -> Self {
-        let mbit = mbit.clamp(1, Self::MAX_MBIT);
-        Self {
-            mbit,
-            steps: Steps::new(&Self::name_for(mbit)),
-        }
+        Self::with(Shaper {
+            mbit: mbit.clamp(1, Self::MAX_MBIT),
+        })
     }
 
     /// `linux-router-tbf` for the default rate, `linux-router-tbf:MBIT` otherwise (the form the
@@ -61,6 +57,17 @@ impl LinuxRouterTbf {
 
     /// Frames per second of `frame_size` bytes (with FCS) the shaper lets through.
     pub fn capacity(&self, frame_size: u32) -> f64 {
+        self.addition().capacity(frame_size)
+    }
+}
+
+impl Shaper {
+    /// Milliseconds of the rate the bucket holds (tbf's `burst`).
+    const BURST_MS: u64 = 2;
+    /// Milliseconds of the rate the queue holds (tbf's `limit`).
+    const QUEUE_MS: u64 = 4;
+
+    fn capacity(&self, frame_size: u32) -> f64 {
         f64::from(self.mbit) * 1e6 / (f64::from(frame_size.saturating_sub(4).max(1)) * 8.0)
     }
 
@@ -76,7 +83,7 @@ impl LinuxRouterTbf {
     }
 
     /// The arguments after `tc` that install the shaper on `dev`.
-    pub fn qdisc_args(&self, dev: &str) -> Vec<String> {
+    fn qdisc_args(&self, dev: &str) -> Vec<String> {
         let (burst, limit) = self.bucket_and_queue();
         [
             "qdisc",
@@ -97,9 +104,9 @@ impl LinuxRouterTbf {
     }
 }
 
-impl Dut for LinuxRouterTbf {
+impl RouterAddition for Shaper {
     fn name(&self) -> String {
-        Self::name_for(self.mbit)
+        LinuxRouterTbf::name_for(self.mbit)
     }
 
     fn description(&self) -> String {
@@ -114,51 +121,28 @@ impl Dut for LinuxRouterTbf {
         )
     }
 
-    fn setup(&mut self, wiring: &Wiring) -> Result<(), DutError> {
-        self.steps.require("tc", "iproute2")?;
+    fn setup(&self, steps: &mut Steps, wiring: &Wiring) -> Result<(), DutError> {
+        steps.require("tc", "iproute2")?;
         let ns = wiring.dut_ns.as_str();
         let egress = wiring.egress.dut_if.as_str();
         let mut install = vec!["ip", "netns", "exec", ns, "tc"];
         let args = self.qdisc_args(egress);
         install.extend(args.iter().map(String::as_str));
-        self.steps.run(
+        steps.run(
             &format!("shape {egress} to {} Mbit/s", self.mbit),
             &install,
             Some(&[
                 "ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", egress, "root",
             ]),
         )?;
-        configure(&mut self.steps, wiring)
-    }
-
-    fn teardown(&mut self) -> Result<(), DutError> {
-        self.steps.undo_all()
-    }
-
-    fn commands(&self) -> &[String] {
-        self.steps.log()
-    }
-
-    fn destination_mac(&self, wiring: &Wiring) -> [u8; 6] {
-        wiring.ingress.dut_mac
-    }
-
-    fn forwarded(&self, wiring: &Wiring, frame: &[u8]) -> Vec<u8> {
-        routed(frame, wiring.egress.dut_mac, wiring.egress.tester_mac)
-    }
-}
-
-impl Drop for LinuxRouterTbf {
-    fn drop(&mut self) {
-        if let Err(error) = self.teardown() {
-            eprintln!("{error}");
-        }
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dut::Dut;
 
     #[test]
     fn the_capacity_is_the_rate_over_the_frame_without_its_fcs() {
@@ -173,12 +157,15 @@ mod tests {
 
     #[test]
     fn the_bucket_holds_2_ms_and_the_queue_4_ms_of_the_rate_and_never_less_than_two_frames() {
-        let args = LinuxRouterTbf::new(144).qdisc_args("x-d1");
+        let args = LinuxRouterTbf::new(144).addition().qdisc_args("x-d1");
         assert_eq!(
             args.join(" "),
             "qdisc replace dev x-d1 root tbf rate 144mbit burst 36000 limit 72000"
         );
-        let slow = LinuxRouterTbf::new(1).qdisc_args("x-d1").join(" ");
+        let slow = LinuxRouterTbf::new(1)
+            .addition()
+            .qdisc_args("x-d1")
+            .join(" ");
         assert!(slow.ends_with("rate 1mbit burst 3044 limit 3044"), "{slow}");
     }
 }
