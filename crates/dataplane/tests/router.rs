@@ -1073,13 +1073,21 @@ struct Observed {
     counters: Vec<(&'static str, u64)>,
 }
 
+/// What the fused loop counted: packets forwarded (all, IPv6), batches declined.
+#[derive(Debug, Clone, Copy)]
+struct Fast {
+    forwarded: u64,
+    forwarded_ipv6: u64,
+    declined: u64,
+}
+
 /// Runs `exchanges` through a router built from `config` with the fused forwarding loop on or
-/// off; returns what it did and how many packets the loop forwarded and batches it declined.
+/// off; returns what it did and what the loop counted.
 fn observe(
     config: RouterConfig,
     fast_path: bool,
     exchanges: &[(usize, Vec<Vec<u8>>)],
-) -> (Observed, u64, u64) {
+) -> (Observed, Fast) {
     let mut router = Router::new(config).unwrap();
     router.set_fast_path(fast_path);
     let mut rig = Rig::new(Box::new(router), 3, 32);
@@ -1092,23 +1100,68 @@ fn observe(
         .into_iter()
         .partition(|(name, _)| name.starts_with("fast_path."));
     let fast = |name: &str| fast.iter().find(|(n, _)| *n == name).map_or(0, |c| c.1);
-    let (forwarded, declined) = (fast("fast_path.forwarded"), fast("fast_path.declined"));
+    let loop_counts = Fast {
+        forwarded: fast("fast_path.forwarded"),
+        forwarded_ipv6: fast("fast_path.forwarded_ipv6"),
+        declined: fast("fast_path.declined"),
+    };
     let observed = Observed {
         outputs,
         drops: rig.worker.counters().drops.to_vec(),
         counters,
     };
     finish(rig);
-    (observed, forwarded, declined)
+    (observed, loop_counts)
 }
 
-/// `config()` without the IPv4 default route, so that a destination can have no route.
+/// `config()` without the default routes, so that a destination can have no route, and with
+/// an IPv6 prefix over two gateways (ECMP).
 fn config_without_default() -> RouterConfig {
     let mut config = config();
+    let defaults = [
+        Prefix::new("0.0.0.0".parse().unwrap(), 0).unwrap(),
+        Prefix::new("::".parse().unwrap(), 0).unwrap(),
+    ];
+    config.routes.retain(|r| !defaults.contains(&r.prefix));
+    config.routes.push(route(
+        "2001:db8:300::",
+        48,
+        &["2001:db8:1::2", "2001:db8:2::2"],
+    ));
     config
-        .routes
-        .retain(|r| r.prefix != Prefix::new("0.0.0.0".parse().unwrap(), 0).unwrap());
-    config
+}
+
+/// A UDP frame from the host on port 0 to `dst` with the source address `src`.
+fn udp6_from(src: &str, dst: &str, hop_limit: u8, n: u8) -> Vec<u8> {
+    FrameBuilder::ipv6_udp()
+        .with_l3(L3::Ipv6 {
+            src: v6(src),
+            dst: v6(dst),
+        })
+        .with_l4(L4::Udp {
+            src_port: 1000 + u16::from(n),
+            dst_port: 53,
+        })
+        .macs(HOST_MAC, ROUTER[0])
+        .ttl(hop_limit)
+        .payload_len(10)
+        .build()
+}
+
+/// A TCP frame from the host on port 0 to `dst`.
+fn tcp6(dst: &str, hop_limit: u8) -> Vec<u8> {
+    FrameBuilder::ipv6_udp()
+        .with_l3(L3::Ipv6 {
+            src: v6("2001:db8::2"),
+            dst: v6(dst),
+        })
+        .with_l4(L4::Tcp {
+            src_port: 4000,
+            dst_port: 80,
+        })
+        .macs(HOST_MAC, ROUTER[0])
+        .ttl(hop_limit)
+        .build()
 }
 
 /// A TCP frame from the host on port 0 to `dst`.
@@ -1122,8 +1175,8 @@ fn tcp4(dst: &str, ttl: u8) -> Vec<u8> {
         .build()
 }
 
-/// One frame of a kind the fused loop forwards (`kind` 0 and 1) or must leave to the stages
-/// (every other kind), `n` varying it.
+/// One frame of a kind the fused loop forwards (`kind` 0, 1, 23 and 24: [`FAST_KINDS`]) or
+/// must leave to the stages (every other kind), `n` varying it.
 fn frame_of_kind(kind: u8, n: u8) -> Vec<u8> {
     let plain = || udp4(&format!("192.0.2.{}", n % 128), 64, u16::from(n));
     let to = |dst: &str| udp4(dst, 64, u16::from(n));
@@ -1177,8 +1230,60 @@ fn frame_of_kind(kind: u8, n: u8) -> Vec<u8> {
             (mac(0xe0 | (n % 4)), v4("10.1.0.9")),
             (ROUTER[1], v4("10.1.0.1")),
         ),
-        _ => {
+        22 => {
             let mut flipped = plain();
+            let at = usize::from(n) % flipped.len();
+            flipped[at] ^= 0x80;
+            flipped
+        }
+        // IPv6 through G2 (2001:db8:100::/48 on port 2): UDP and TCP, hop limits 2 to 64.
+        23 => udp6_from(
+            "2001:db8::2",
+            &format!("2001:db8:100::{n:x}"),
+            2 + n % 63,
+            n,
+        ),
+        24 => tcp6(&format!("2001:db8:100:{n:x}::1"), 64),
+        25 => udp6_from("2001:db8::2", "2001:db8:100::5", n % 2, n),
+        // Via the unresolved gateway 2001:db8:1::9: held while NDP resolves it.
+        26 => udp6_from("2001:db8::2", &format!("2001:db8:200::{n:x}"), 64, n),
+        27 => udp6_from("fe80::2", "2001:db8:100::5", 64, n),
+        28 => udp6_from("2001:db8::2", "ff02::1", 64, n),
+        29 => {
+            let mut group = udp6_from("2001:db8::2", "2001:db8:100::5", 64, n);
+            group[..6].copy_from_slice(&[0x33, 0x33, 0, 0, 0, 1]);
+            group
+        }
+        // The router's own address, a connected host nobody resolved, no route, ECMP.
+        30 => udp6_from("2001:db8::2", "2001:db8::1", 64, n),
+        31 => udp6_from(
+            "2001:db8::2",
+            &format!("2001:db8:2::{:x}", 0x100 + u16::from(n)),
+            64,
+            n,
+        ),
+        32 => udp6_from("2001:db8::2", &format!("2001:db8:999::{n:x}"), 64, n),
+        33 => udp6_from("2001:db8::2", &format!("2001:db8:300::{n:x}"), 64, n),
+        // A payload length past the frame's end; a header cut short.
+        34 => {
+            let mut long = udp6_from("2001:db8::2", "2001:db8:100::5", 64, n);
+            long[18..20].copy_from_slice(&(100 + u16::from(n)).to_be_bytes());
+            long
+        }
+        35 => {
+            udp6_from("2001:db8::2", "2001:db8:100::5", 64, n)[..40 + usize::from(n % 20)].to_vec()
+        }
+        // Behind a hop-by-hop header: not plain, and discovery may learn from it.
+        36 => FrameBuilder::ipv6_udp()
+            .with_l3(L3::Ipv6 {
+                src: v6("2001:db8::2"),
+                dst: v6("2001:db8:100::5"),
+            })
+            .macs(HOST_MAC, ROUTER[0])
+            .extension_headers(1)
+            .build(),
+        _ => {
+            let mut flipped = udp6_from("2001:db8::2", "2001:db8:100::5", 64, n);
             let at = usize::from(n) % flipped.len();
             flipped[at] ^= 0x80;
             flipped
@@ -1187,20 +1292,36 @@ fn frame_of_kind(kind: u8, n: u8) -> Vec<u8> {
 }
 
 /// The kinds of [`frame_of_kind`].
-const KINDS: u8 = 23;
+const KINDS: u8 = 38;
+
+/// The kinds the fused loop forwards.
+const FAST_KINDS: [u8; 4] = [0, 1, 23, 24];
+
+/// Whether `kind` is a batch-wide exception: a frame discovery may learn from, so that the
+/// loop leaves its whole batch to the stages.
+fn declines(kind: u8) -> bool {
+    matches!(kind, 7 | 21 | 36)
+}
 
 #[test]
 fn the_fast_path_gives_the_stage_passes_output_byte_for_byte_among_every_exception() {
     let fast = |n: u8| frame_of_kind(n % 2, n);
     // A batch of fast packets with every exception between two of them.
-    let mixed: Vec<Vec<u8>> = (2..KINDS)
-        .filter(|&kind| kind != 7 && kind != 21)
-        .flat_map(|kind| [fast(kind), frame_of_kind(kind, kind)])
-        .take(32)
+    let exceptions: Vec<u8> = (2..KINDS)
+        .filter(|&kind| !declines(kind) && !FAST_KINDS.contains(&kind))
         .collect();
-    let mixed_rest: Vec<Vec<u8>> = (14..KINDS)
-        .filter(|&kind| kind != 21)
-        .flat_map(|kind| [fast(kind), frame_of_kind(kind, kind + 1)])
+    let mixed: Vec<Vec<u8>> = exceptions[..16]
+        .iter()
+        .flat_map(|&kind| [fast(kind), frame_of_kind(kind, kind)])
+        .collect();
+    let mixed_rest: Vec<Vec<u8>> = exceptions[16..]
+        .iter()
+        .flat_map(|&kind| [fast(kind), frame_of_kind(kind, kind + 1)])
+        .collect();
+    let fast6 = |n: u8| frame_of_kind(FAST_KINDS[2 + usize::from(n % 2)], n);
+    let only_fast6: Vec<Vec<u8>> = (0..32).map(fast6).collect();
+    let both: Vec<Vec<u8>> = (0..32)
+        .map(|n| frame_of_kind(FAST_KINDS[usize::from(n % 4)], n))
         .collect();
     let only_fast: Vec<Vec<u8>> = (0..32).map(fast).collect();
     let via_g9 = |n: u8| frame_of_kind(6, n);
@@ -1225,17 +1346,32 @@ fn the_fast_path_gives_the_stage_passes_output_byte_for_byte_among_every_excepti
         (0, (0..8).map(via_g9).collect()),
         (0, (0..8).map(via_g9).collect()),
         (0, only_fast.clone()),
+        (0, only_fast6.clone()),
+        (0, both.clone()),
+        // The frame behind a hop-by-hop header declines its batch.
+        (0, vec![fast6(1), frame_of_kind(36, 0), fast6(2)]),
     ];
-    let (fused, forwarded, declined) = observe(config_without_default(), true, &exchanges);
-    let (stages, none, _) = observe(config_without_default(), false, &exchanges);
-    assert_eq!(none, 0, "the loop is off");
+    let (fused, loop_counts) = observe(config_without_default(), true, &exchanges);
+    let (stages, none) = observe(config_without_default(), false, &exchanges);
+    assert_eq!(none.forwarded, 0, "the loop is off");
+    let Fast {
+        forwarded,
+        forwarded_ipv6,
+        declined,
+    } = loop_counts;
     assert!(
-        forwarded >= 32 + 8 + 8 + 8,
+        forwarded_ipv6 >= 16,
+        "the loop forwarded {forwarded_ipv6} IPv6 packets"
+    );
+    // The IPv4 batches through current adjacencies, and the batch of both families; the first
+    // IPv6 batch may build G2's IPv6 adjacency in the stages.
+    assert!(
+        forwarded >= 32 + 8 + 8 + 8 + 32,
         "the loop forwarded {forwarded}"
     );
     assert_eq!(
-        declined, 2,
-        "the two batches with IPv4 frames and an ARP frame"
+        declined, 3,
+        "the two batches with an ARP frame, the one with an IPv6 extension header"
     );
     assert_eq!(fused, stages);
     // And what it forwarded is right: MACs, TTL, checksum, port, order.
@@ -1256,6 +1392,26 @@ fn the_fast_path_gives_the_stage_passes_output_byte_for_byte_among_every_excepti
         .map(|n| forwarded4(&via_g9(n), ROUTER[1], mac(0xe1)))
         .collect();
     assert_eq!(fused.outputs[10][1], relearned);
+    // IPv6 alone and among IPv4: MACs and hop limit, out of port 2 to G2, in order.
+    let via_g2 = |frames: &[Vec<u8>]| -> Vec<Vec<u8>> {
+        frames
+            .iter()
+            .filter(|f| f[12..14] == [0x86, 0xdd])
+            .map(|f| forwarded6(f, ROUTER[2], G2_MAC))
+            .collect()
+    };
+    assert_eq!(fused.outputs[12][2], via_g2(&only_fast6));
+    let [g1, _] = expected(&both);
+    assert_eq!(fused.outputs[13][1], g1);
+    let on_port_2: Vec<Vec<u8>> = both
+        .iter()
+        .filter_map(|f| match [f[12], f[13]] {
+            [0x86, 0xdd] => Some(forwarded6(f, ROUTER[2], G2_MAC)),
+            _ if f[33] >= 128 => Some(forwarded4(f, ROUTER[2], G2_MAC)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fused.outputs[13][2], on_port_2);
 }
 
 proptest! {
@@ -1276,13 +1432,16 @@ proptest! {
             .map(|(port, frames)| {
                 let frames = frames
                     .iter()
-                    .map(|&(kind, n)| frame_of_kind(if kind < KINDS { kind } else { kind % 2 }, n))
+                    .map(|&(kind, n)| {
+                        let kind = if kind < KINDS { kind } else { FAST_KINDS[usize::from(kind % 4)] };
+                        frame_of_kind(kind, n)
+                    })
                     .collect();
                 (*port, frames)
             })
             .collect();
-        let (fused, _, _) = observe(config_without_default(), true, &exchanges);
-        let (stages, _, _) = observe(config_without_default(), false, &exchanges);
+        let (fused, _) = observe(config_without_default(), true, &exchanges);
+        let (stages, _) = observe(config_without_default(), false, &exchanges);
         prop_assert_eq!(fused, stages);
     }
 }

@@ -241,6 +241,33 @@ pub fn plain_ipv4_transport(frame: &[u8]) -> Option<PlainIpv4<'_>> {
     })
 }
 
+/// Whether `frame` is the common IPv6 case, for the router's forwarding loop: untagged
+/// Ethernet, IPv6 whose payload length fits the frame, no extension header, and UDP with a
+/// length that fits the payload or TCP with a header that does. Such a frame parses without a
+/// drop reason, as IPv6 with its transport header right after the fixed header (a test holds
+/// the two definitions to each other). Returns the Ethernet and IPv6 headers, the first 54
+/// bytes; anything else is `None`.
+#[inline(always)]
+pub fn plain_ipv6_transport(frame: &[u8]) -> Option<&[u8; 54]> {
+    let h = frame.first_chunk::<54>()?;
+    if frame.len() > usize::from(u16::MAX) || [h[12], h[13]] != [0x86, 0xdd] || h[14] >> 4 != 6 {
+        return None;
+    }
+    // The IP payload without Ethernet padding, as `parse_ipv6` cuts it.
+    let segment = usize::from(u16::from_be_bytes([h[18], h[19]]));
+    let transport = frame.get(54..54 + segment)?;
+    let fits = match h[20] {
+        PROTO_UDP => transport.first_chunk::<8>().is_some_and(|udp| {
+            (8..=segment).contains(&usize::from(u16::from_be_bytes([udp[4], udp[5]])))
+        }),
+        PROTO_TCP => transport
+            .first_chunk::<20>()
+            .is_some_and(|tcp| (20..=segment).contains(&(usize::from(tcp[12] >> 4) * 4))),
+        _ => false,
+    };
+    fits.then_some(h)
+}
+
 /// The common case ([`plain_ipv4_transport`]) in one step: the checks first, then the key and
 /// the metadata written once each. Anything else returns `false` with nothing written, and
 /// [`parse_general`] decides, so the result is always the one `parse_general` would give (a
@@ -863,6 +890,89 @@ mod tests {
         let (mut meta, mut key) = (Meta::EMPTY, FlowKey::EMPTY);
         assert!(parse_ipv4_fast::<Portable>(&frame, 1, &mut meta, &mut key));
         assert_ne!(meta.flags & Meta::FLAG_GROUP_DST, 0);
+    }
+
+    /// An IPv6 frame from the parser's view: the general parser takes it as plain IPv6
+    /// UDP/TCP (untagged, no drop, the transport header right behind the fixed header).
+    fn parses_as_plain_ipv6_transport(frame: &[u8]) -> bool {
+        let (mut meta, mut key) = (Meta::EMPTY, FlowKey::EMPTY);
+        parse_general::<Portable>(frame, 0, &mut meta, &mut key).is_ok()
+            && meta.flags & Meta::FLAG_IPV6 != 0
+            && meta.vlan_depth == 0
+            && meta.l4_offset == 54
+            && (meta.ip_proto == PROTO_UDP || meta.ip_proto == PROTO_TCP)
+    }
+
+    /// An IPv6 frame of the kind `plain_ipv6_transport` takes: TCP (with `tcp`) or UDP with
+    /// `extra` bytes of payload, then `padding` bytes of Ethernet padding.
+    fn plain_ipv6_frame(tcp: bool, extra: usize, padding: usize) -> Vec<u8> {
+        let mut frame = vec![0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x86, 0xdd];
+        frame.extend_from_slice(&[0x60, 0, 0, 0, 0, 0, 0, 64]);
+        frame.extend((0..32).map(|i| 0x20 + i as u8));
+        if tcp {
+            frame[20] = PROTO_TCP;
+            frame.extend_from_slice(&[0x04, 0xd2, 0x00, 0x50, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x10]);
+            frame.extend_from_slice(&[0xff, 0xff, 0, 0, 0, 0]);
+        } else {
+            frame[20] = PROTO_UDP;
+            frame.extend_from_slice(&[0x04, 0xd2, 0x00, 0x35, 0, 0, 0, 0]);
+        }
+        frame.resize(frame.len() + extra, 0x61);
+        let segment = (frame.len() - 54) as u16;
+        frame[18..20].copy_from_slice(&segment.to_be_bytes());
+        if !tcp {
+            frame[58..60].copy_from_slice(&segment.to_be_bytes());
+        }
+        frame.resize(frame.len() + padding, 0);
+        frame
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// `plain_ipv6_transport` takes exactly the frames the general parser takes as plain
+        /// IPv6 UDP/TCP: every header byte it reads perturbed one to four at a time (also to
+        /// the values its checks hinge on), then cut.
+        #[test]
+        fn plain_ipv6_is_what_the_general_parser_takes_as_plain_ipv6(
+            tcp in proptest::prelude::any::<bool>(),
+            extra in 0usize..12,
+            padding in 0usize..8,
+            flips in proptest::collection::vec(
+                (proptest::prop_oneof![12usize..22, 54usize..80], proptest::prop_oneof![
+                    proptest::prelude::any::<u8>(),
+                    proptest::prelude::Just(0u8),
+                    proptest::prelude::Just(0x60u8),
+                    proptest::prelude::Just(0x50u8),
+                    proptest::prelude::Just(0x40u8),
+                    proptest::prelude::Just(8u8),
+                    proptest::prelude::Just(20u8),
+                    proptest::prelude::Just(0x86u8),
+                    proptest::prelude::Just(0xddu8),
+                    proptest::prelude::Just(PROTO_TCP),
+                    proptest::prelude::Just(PROTO_UDP),
+                    proptest::prelude::Just(PROTO_ICMPV6),
+                ]),
+                0..4,
+            ),
+            cut in proptest::prelude::any::<proptest::sample::Index>(),
+        ) {
+            let mut frame = plain_ipv6_frame(tcp, extra, padding);
+            proptest::prop_assert!(plain_ipv6_transport(&frame).is_some());
+            proptest::prop_assert!(parses_as_plain_ipv6_transport(&frame));
+            for (at, value) in flips {
+                if let Some(byte) = frame.get_mut(at) {
+                    *byte = value;
+                }
+            }
+            for frame in [&frame[..], &frame[..cut.index(frame.len() + 1)]] {
+                proptest::prop_assert_eq!(
+                    plain_ipv6_transport(frame).is_some(),
+                    parses_as_plain_ipv6_transport(frame),
+                    "{:02x?}", frame
+                );
+            }
+        }
     }
 
     #[test]

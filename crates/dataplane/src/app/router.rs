@@ -650,11 +650,12 @@ impl App for Router {
         out.push(("parse.parsed", parse.parsed + self.parse_skipped));
         out.push(("parse.malformed", parse.malformed));
         let fast = self.fast_path.counters();
-        out.push(("fast_path.forwarded", fast.forwarded));
+        out.push(("fast_path.forwarded", fast.forwarded()));
+        out.push(("fast_path.forwarded_ipv6", fast.forwarded_ipv6));
         out.push(("fast_path.declined", fast.declined));
         let r = self.route.counters();
-        out.push(("route.ipv4", r.ipv4 + fast.forwarded));
-        out.push(("route.ipv6", r.ipv6));
+        out.push(("route.ipv4", r.ipv4 + fast.forwarded_ipv4));
+        out.push(("route.ipv6", r.ipv6 + fast.forwarded_ipv6));
         out.push(("route.local", r.local));
         out.push(("route.no_route", r.no_route));
         out.push(("route.not_routable", r.not_routable));
@@ -663,7 +664,7 @@ impl App for Router {
         out.push(("route.martian_source", r.martian));
         out.push(("route.ipv4_options", r.options));
         let n = self.resolve.counters();
-        out.push(("neighbour.forwarded", n.forwarded + fast.forwarded));
+        out.push(("neighbour.forwarded", n.forwarded + fast.forwarded()));
         out.push(("neighbour.held", n.held));
         out.push(("neighbour.hold_full", n.hold_full));
         out.push(("neighbour.table_full", n.table_full));
@@ -851,7 +852,7 @@ impl Router {
             let coverage = self.fast_path.process(
                 ctx.pool,
                 batch,
-                self.route.fib_v4(),
+                (self.route.fib_v4(), self.route.fib_v6()),
                 self.route.adjacencies(),
                 self.neighbours.generation(),
             );

@@ -40,12 +40,12 @@
 //! [`FastPath::prefetch`]; no trace format: a traced router leaves every packet to the stages so
 //! their trace lines stay complete.
 
-use wirespeed_packet::parse::{PlainIpv4, plain_ipv4_transport};
+use wirespeed_packet::parse::{PlainIpv4, plain_ipv4_transport, plain_ipv6_transport};
 use wirespeed_packet::{Batch, Desc, FramePool, MAX_BATCH, Meta};
 
-use crate::stage::route::{header_checksum_is_valid, martian_v4};
-use crate::table::adjacency::Adjacencies;
-use crate::table::fib::Ipv4Fib;
+use crate::stage::route::{header_checksum_is_valid, martian_v4, martian_v6};
+use crate::table::adjacency::{Adjacencies, Adjacency};
+use crate::table::fib::{Ipv4Fib, Ipv6Fib, NextHop};
 
 const ETHERTYPE_ARP: [u8; 2] = [0x08, 0x06];
 const PROTO_TCP: u8 = 6;
@@ -54,12 +54,21 @@ const PROTO_UDP: u8 = 17;
 /// What the loop did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FastPathCounters {
-    /// Packets forwarded by the loop. The router also counts them where the stages would have
-    /// (looked up by the route stage, forwarded by the neighbour stage).
-    pub forwarded: u64,
-    /// Batches with IPv4 frames left whole to the stages because a frame of theirs may teach
+    /// IPv4 packets forwarded by the loop. The router also counts them where the stages would
+    /// have (looked up by the route stage, forwarded by the neighbour stage).
+    pub forwarded_ipv4: u64,
+    /// IPv6 packets forwarded by the loop (counted by the router as the IPv4 ones).
+    pub forwarded_ipv6: u64,
+    /// Batches with IP frames left whole to the stages because a frame of theirs may teach
     /// the neighbour table.
     pub declined: u64,
+}
+
+impl FastPathCounters {
+    /// Packets of either family forwarded by the loop.
+    pub fn forwarded(&self) -> u64 {
+        self.forwarded_ipv4 + self.forwarded_ipv6
+    }
 }
 
 /// How much of a batch the loop decided.
@@ -78,7 +87,25 @@ pub struct FastPath {
     /// Per packet of the batch, what its checks found. Written by the first pass, read by the
     /// second.
     candidates: [Candidate; MAX_BATCH],
+    /// The IPv6 packets that passed the checks, in batch order, for the lookups of all of
+    /// them at once.
+    ipv6: Ipv6Candidates,
 }
+
+/// The IPv6 candidates of a batch as the trie's batched lookup takes them: their
+/// destinations in one array, what the lookups found in another.
+#[derive(Debug)]
+struct Ipv6Candidates {
+    len: usize,
+    /// The candidate's position in the batch.
+    at: [u8; MAX_BATCH],
+    dst: [u128; MAX_BATCH],
+    /// The hop limit as forwarding writes it, one less.
+    hop_limit: [u8; MAX_BATCH],
+    found: [Option<NextHop>; MAX_BATCH],
+}
+
+const _: () = assert!(MAX_BATCH <= 256, "batch positions are kept as u8");
 
 /// What the checks hand the forwarding pass for one packet: as little as it needs, so that it
 /// reads nothing of the packet again.
@@ -102,6 +129,8 @@ impl Default for FastPath {
 enum Check {
     /// It passed them all; its route and adjacency decide.
     Candidate(Candidate),
+    /// An IPv6 packet that passed them all: its destination and its hop limit less one.
+    Ipv6Candidate(u128, u8),
     /// For the stages.
     Leave,
     /// Discovery may learn from it: the whole batch is for the stages.
@@ -113,6 +142,13 @@ impl FastPath {
         FastPath {
             counters: FastPathCounters::default(),
             candidates: [Candidate::default(); MAX_BATCH],
+            ipv6: Ipv6Candidates {
+                len: 0,
+                at: [0; MAX_BATCH],
+                dst: [0; MAX_BATCH],
+                hop_limit: [0; MAX_BATCH],
+                found: [None; MAX_BATCH],
+            },
         }
     }
 
@@ -122,45 +158,63 @@ impl FastPath {
 
     /// Starts loading the tbl24 entry of every IPv4 packet's destination, as early as the router
     /// can: [`FastPath::process`] reads them after its checks. Returns whether the batch holds
-    /// an IPv4 frame at all; if not, the loop has nothing to do and is not run (an IPv6 batch
-    /// pays this pass only).
+    /// an IPv4 or IPv6 frame at all; if not, the loop has nothing to do and is not run. (The
+    /// IPv6 trie's levels depend on each other: its lookups overlap their misses in the
+    /// batched walk instead.)
     pub fn prefetch(pool: &FramePool, batch: &Batch, fib: &Ipv4Fib) -> bool {
         let mut any = false;
         for desc in batch.descs() {
             let at = usize::from(desc.offset);
-            if let Some(h) = pool
+            let Some(h) = pool
                 .frame(desc.frame)
                 .get(at..)
                 .and_then(<[u8]>::first_chunk::<34>)
-                && [h[12], h[13]] == [0x08, 0x00]
-            {
-                fib.prefetch(u32::from_be_bytes([h[30], h[31], h[32], h[33]]));
-                any = true;
+            else {
+                continue;
+            };
+            match [h[12], h[13]] {
+                [0x08, 0x00] => {
+                    fib.prefetch(u32::from_be_bytes([h[30], h[31], h[32], h[33]]));
+                    any = true;
+                }
+                [0x86, 0xdd] => any = true,
+                _ => {}
             }
         }
         any
     }
 
     /// Forwards every packet of `batch` that qualifies (see the module documentation) by the
-    /// routes of `fib` and the adjacencies current under the neighbour table's `generation`,
-    /// and says whether any packet is left for the stages.
+    /// routes of `fib4` and `fib6` and the adjacencies current under the neighbour table's
+    /// `generation`, and says whether any packet is left for the stages.
     pub fn process(
         &mut self,
         pool: &mut FramePool,
         batch: &mut Batch,
-        fib: &Ipv4Fib,
+        (fib4, fib6): (&Ipv4Fib, &Ipv6Fib),
         adjacencies: &Adjacencies,
         generation: u64,
     ) -> Coverage {
         let (descs, metas) = batch.split_mut();
-        for (desc, candidate) in descs.iter().zip(&mut self.candidates) {
+        let v6 = &mut self.ipv6;
+        v6.len = 0;
+        for (at, (desc, candidate)) in descs.iter().zip(&mut self.candidates).enumerate() {
+            candidate.dst = 0;
             let Some(packet) = packet(pool, desc) else {
-                candidate.dst = 0;
                 continue;
             };
             match check(packet) {
                 Check::Candidate(found) => *candidate = found,
-                Check::Leave => candidate.dst = 0,
+                Check::Ipv6Candidate(dst, hop_limit) => {
+                    let n = v6.len;
+                    if let (Some(slot_at), Some(slot_dst), Some(slot_hop_limit)) =
+                        (v6.at.get_mut(n), v6.dst.get_mut(n), v6.hop_limit.get_mut(n))
+                    {
+                        (*slot_at, *slot_dst, *slot_hop_limit) = (at as u8, dst, hop_limit);
+                        v6.len += 1;
+                    }
+                }
+                Check::Leave => {}
                 Check::Decline => {
                     self.counters.declined += 1;
                     return Coverage::Part;
@@ -170,12 +224,35 @@ impl FastPath {
         let mut forwarded = 0;
         for ((desc, meta), candidate) in descs.iter().zip(metas.iter_mut()).zip(&self.candidates) {
             if candidate.dst != 0 {
-                let sent = forward(pool, desc, meta, candidate, fib, adjacencies, generation);
+                let sent = forward(pool, desc, meta, candidate, fib4, adjacencies, generation);
                 forwarded += usize::from(sent);
             }
         }
-        self.counters.forwarded += forwarded as u64;
-        if forwarded == descs.len() {
+        self.counters.forwarded_ipv4 += forwarded as u64;
+        let mut forwarded_ipv6 = 0;
+        if v6.len > 0 {
+            let n = v6.len;
+            fib6.lookup_batch(&v6.dst[..n], &mut v6.found[..n]);
+            for ((&at, &found), &hop_limit) in v6.at[..n]
+                .iter()
+                .zip(&v6.found[..n])
+                .zip(&v6.hop_limit[..n])
+            {
+                let at = usize::from(at);
+                let (Some(desc), Some(meta)) = (descs.get(at), metas.get_mut(at)) else {
+                    continue;
+                };
+                let adjacency = found
+                    .filter(|hop| !hop.is_ecmp())
+                    .and_then(|hop| adjacencies.current(hop.id(), generation));
+                if let Some(adjacency) = adjacency {
+                    let sent = forward_ipv6(pool, desc, meta, adjacency, hop_limit);
+                    forwarded_ipv6 += usize::from(sent);
+                }
+            }
+            self.counters.forwarded_ipv6 += forwarded_ipv6 as u64;
+        }
+        if forwarded + forwarded_ipv6 == descs.len() {
             Coverage::All
         } else {
             Coverage::Part
@@ -195,15 +272,12 @@ fn packet<'a>(pool: &'a FramePool, desc: &Desc) -> Option<&'a [u8]> {
 /// Every check of a packet that needs no table: is it a plain IPv4 transport packet (the
 /// packet parser's own fast-path test, [`plain_ipv4_transport`], so the parse could not have
 /// dropped it) to a unicast MAC, with a good header checksum, TTL above 1 and no martian
-/// address (then what forwarding it takes), or one discovery may learn from?
+/// address (then what forwarding it takes), the same for IPv6 ([`check_ipv6`]), or one
+/// discovery may learn from?
 #[inline(always)]
 fn check(packet: &[u8]) -> Check {
     let Some(PlainIpv4 { head, .. }) = plain_ipv4_transport(packet) else {
-        return if discovery_may_learn(packet) {
-            Check::Decline
-        } else {
-            Check::Leave
-        };
+        return check_ipv6(packet);
     };
     let Some(ip) = head[14..].first_chunk::<20>() else {
         return Check::Leave;
@@ -226,6 +300,33 @@ fn check(packet: &[u8]) -> Check {
     } else {
         Check::Leave
     }
+}
+
+/// The checks of a packet that is not plain IPv4: is it a plain IPv6 transport packet
+/// ([`plain_ipv6_transport`], what the parse takes without a drop reason) to a unicast MAC,
+/// with a hop limit above 1 and no martian address (no checksum in IPv6's header), or one
+/// discovery may learn from?
+#[inline(always)]
+fn check_ipv6(packet: &[u8]) -> Check {
+    let Some(head) = plain_ipv6_transport(packet) else {
+        return if discovery_may_learn(packet) {
+            Check::Decline
+        } else {
+            Check::Leave
+        };
+    };
+    let (Some(src), Some(dst)) = (
+        head[22..].first_chunk::<16>(),
+        head[38..].first_chunk::<16>(),
+    ) else {
+        return Check::Leave;
+    };
+    let (src, dst) = (u128::from_be_bytes(*src), u128::from_be_bytes(*dst));
+    let hop_limit = head[21];
+    if head[0] & 0x01 != 0 || hop_limit <= 1 || martian_v6(src) || martian_v6(dst) {
+        return Check::Leave;
+    }
+    Check::Ipv6Candidate(dst, hop_limit - 1)
 }
 
 /// Whether the packet, not a plain IPv4 transport one, is a frame the discovery stage may
@@ -273,6 +374,35 @@ fn forward(
     h[..6].copy_from_slice(&adjacency.dst.0);
     h[6..12].copy_from_slice(&adjacency.src.0);
     h[22..26].copy_from_slice(&candidate.ttl_to_checksum);
+    meta.out_port = adjacency.port;
+    true
+}
+
+/// Forwards the IPv6 packet whose checks passed through `adjacency` (its route's one gateway,
+/// current): MACs rewritten, hop limit set to `hop_limit` (one less than it came with).
+/// Writes nothing and returns `false` when an earlier stage decided the packet.
+#[inline(always)]
+fn forward_ipv6(
+    pool: &mut FramePool,
+    desc: &Desc,
+    meta: &mut Meta,
+    adjacency: &Adjacency,
+    hop_limit: u8,
+) -> bool {
+    if meta.drop.is_some() || meta.out_port != Meta::NO_PORT {
+        return false;
+    }
+    // The checks read these bytes within the packet's length.
+    let Some(h) = pool
+        .frame_mut(desc.frame)
+        .get_mut(usize::from(desc.offset)..)
+        .and_then(<[u8]>::first_chunk_mut::<22>)
+    else {
+        return false;
+    };
+    h[..6].copy_from_slice(&adjacency.dst.0);
+    h[6..12].copy_from_slice(&adjacency.src.0);
+    h[21] = hop_limit;
     meta.out_port = adjacency.port;
     true
 }
