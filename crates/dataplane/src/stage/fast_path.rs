@@ -1,17 +1,20 @@
-//! The fused IPv4 forwarding loop (DPDK l3fwd, VPP's ip4-lookup + ip4-rewrite): for the common
-//! packet, every step the router takes on it — validate, look up, decrement the TTL with the
-//! incremental checksum, write the pre-built rewrite, choose the port — straight from the
-//! frame's fixed offsets, with no parse and no per-stage decision written and read back.
+//! The fused IP forwarding loop (DPDK l3fwd, VPP's ip4-lookup + ip4-rewrite): for the common
+//! packet, every step the router takes on it — validate, look up, decrement the TTL (with the
+//! incremental checksum) or the hop limit, write the pre-built rewrite, choose the port —
+//! straight from the frame's fixed offsets, with no parse and no per-stage decision written
+//! and read back.
 //!
 //! A packet qualifies when the stage passes would forward it through a current adjacency
-//! ([`Adjacencies`]) and nothing else: untagged Ethernet to a unicast MAC, IPv4 with a 20-byte
+//! ([`Adjacencies`]) and nothing else: untagged Ethernet to a unicast MAC; IPv4 with a 20-byte
 //! header, not a fragment, UDP or TCP with consistent lengths (exactly the frames the packet
 //! parser's own fast path accepts, so the parse could not have dropped it), a good header
-//! checksum, TTL above 1, neither address a martian, a route to a single gateway (no ECMP pick)
-//! whose adjacency is current. Everything else is left untouched, its `Meta` still empty, for
-//! the stage passes, which skip the packets decided here (their `out_port` is set): so ARP and
-//! NDP, ICMP errors, local delivery, holds and every drop reason behave exactly as without this
-//! loop, and the order of the batch is kept.
+//! checksum and TTL above 1; or IPv6 with no extension header, UDP or TCP with consistent
+//! lengths ([`plain_ipv6_transport`], held to the parser by a test) and a hop limit above 1;
+//! neither address a martian; a route to a single gateway (no ECMP pick) whose adjacency is
+//! current. Everything else is left untouched, its `Meta` still empty, for the stage passes,
+//! which skip the packets decided here (their `out_port` is set): so ARP and NDP, ICMP errors,
+//! local delivery, holds and every drop reason behave exactly as without this loop, and the
+//! order of the batch is kept.
 //!
 //! Only one thing could tell the two paths apart: the discovery stage, which runs before the
 //! route stage, may learn a neighbour from an ARP or ICMPv6 packet of the batch and so change
@@ -21,9 +24,11 @@
 //!
 //! Three short passes over the batch rather than one. [`FastPath::prefetch`], which the router
 //! runs first thing, starts loading the tbl24 entry of every IPv4 destination in one tight loop
-//! (a batch without IPv4 stops there); [`FastPath::process`] then checks every packet (no
+//! (a batch without IP stops there); [`FastPath::process`] then checks every packet (no
 //! table read), during which those entries arrive, and then looks up, rewrites and sends the
-//! packets that passed. The checks hand the forwarding a small record per packet
+//! packets that passed. The IPv6 candidates are looked up together, after the IPv4 ones, by
+//! the trie's batched walk ([`Ipv6Fib::lookup_batch`]: one level of every destination before
+//! the next, so the misses of a level overlap), then rewritten. The checks hand the forwarding a small record per packet
 //! (`Candidate`: the destination, the TTL and checksum bytes to write), so the pass after the
 //! lookups, whose instructions cannot hide their misses, reads nothing of the packet again. At
 //! a million routes nearly every lookup misses the caches and the TLB, and this order hid the
