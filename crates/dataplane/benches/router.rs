@@ -17,7 +17,7 @@
 //! so the drift shows there too.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use criterion::measurement::WallTime;
 use criterion::{
@@ -32,6 +32,7 @@ use wirespeed_packet::checksum;
 use wirespeed_packet::wire::EthernetAddress;
 use wirespeed_packet::{Batch, MAX_BATCH};
 use wirespeed_testkit::frames::{FrameBuilder, L3};
+use wirespeed_testkit::interleave::interleaved;
 use wirespeed_testkit::rig::Rig;
 use wirespeed_testkit::routes::{
     ipv4_destinations, ipv4_prefixes, ipv6_destinations, ipv6_prefixes,
@@ -187,34 +188,10 @@ impl Bench {
     }
 }
 
-/// Steps `router` and `baseline` alternately, 64 iterations each, `ROUNDS` times, and returns
-/// their nanoseconds per packet. Alternating in short blocks cancels what a change of the
-/// machine's load (other builds on a shared VM) does to two figures taken one after the other.
-fn interleaved(router: &mut Bench, baseline: &mut Bench) -> (f64, f64) {
-    const ROUNDS: u32 = 1000;
-    const STEPS: u32 = 64;
-    let (mut router_time, mut baseline_time) = (Duration::ZERO, Duration::ZERO);
-    for _ in 0..ROUNDS {
-        let start = Instant::now();
-        for _ in 0..STEPS {
-            router.step();
-        }
-        let middle = Instant::now();
-        for _ in 0..STEPS {
-            baseline.step();
-        }
-        baseline_time += middle.elapsed();
-        router_time += middle - start;
-    }
-    let packets = f64::from(ROUNDS * STEPS) * BATCH as f64;
-    (
-        router_time.as_nanos() as f64 / packets,
-        baseline_time.as_nanos() as f64 / packets,
-    )
-}
-
 fn report_interleaved(family: &str, routes: usize, router: &mut Bench, baseline: &mut Bench) {
-    let (router_ns, baseline_ns) = interleaved(router, baseline);
+    // 64 iterations each, 1000 times: about a second in all.
+    let (router_ns, baseline_ns) =
+        interleaved(1000, 64, BATCH as f64, || router.step(), || baseline.step());
     eprintln!(
         "{family} {routes} routes: interleaved router {router_ns:.1} ns/packet, xconnect \
          {baseline_ns:.1} ns/packet, ratio {:.2}",

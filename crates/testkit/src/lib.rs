@@ -3,6 +3,7 @@
 #![deny(unsafe_code)]
 
 pub mod frames;
+pub mod interleave;
 pub mod ports;
 pub mod rig;
 pub mod routes;
