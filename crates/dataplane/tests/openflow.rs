@@ -1072,3 +1072,57 @@ fn ipv6_address_rewrites_keep_udp_tcp_and_icmpv6_checksums_right() {
     }
     assert!(rig.finish().holds());
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// A batch the exact-match cache answers whole is decided packet by packet, without the
+    /// groups of equal keys: the same packets, each batch sent twice (so that the second time
+    /// the cache knows most of them), give the same bytes, ports and drops, the same per-flow
+    /// counters and the same app counters with that way on as with every batch taking the
+    /// groups.
+    #[test]
+    fn batches_the_cache_answers_whole_decide_and_count_like_the_groups(
+        flows in (
+            proptest::collection::vec(arb_flow(0), 0..8),
+            proptest::collection::vec(arb_flow(1), 0..6),
+        ),
+        packets in proptest::collection::vec(arb_packet(), 1..120),
+        miss in prop_oneof![Just(MissAction::Drop), Just(MissAction::Flood), Just(MissAction::Output(1))],
+    ) {
+        let build = |whole_batch_hits: bool| {
+            let mut app = OpenFlow::new(OpenFlowConfig { miss, ..config(3) });
+            app.set_whole_batch_hits(whole_batch_hits);
+            let (t0, t1) = &flows;
+            for (table, entries) in [(0u8, t0), (1, t1)] {
+                for entry in entries {
+                    app.add_flow(table, entry.clone()).unwrap();
+                }
+            }
+            Direct::new(app)
+        };
+        let mut whole = build(true);
+        let mut groups = build(false);
+        for chunk in packets.chunks(24) {
+            for port in 0..3u16 {
+                let mut frames: Vec<Vec<u8>> =
+                    chunk.iter().filter(|(p, _)| *p == port).map(|(_, f)| f.clone()).collect();
+                // Trains of one flow among the others.
+                if let Some(first) = frames.first().cloned() {
+                    frames.extend([first.clone(), first]);
+                }
+                for _ in 0..2 {
+                    prop_assert_eq!(whole.run(1, port, &frames), groups.run(1, port, &frames));
+                }
+            }
+        }
+        let counts = |d: &mut Direct| {
+            d.app.flows().into_iter().map(|f| (f.table, f.entry.priority, f.packets, f.bytes)).collect::<Vec<_>>()
+        };
+        prop_assert_eq!(counts(&mut whole), counts(&mut groups));
+        prop_assert_eq!(whole.app.counters(), groups.app.counters());
+        prop_assert!(whole.app.counters().cache_hits > 0);
+        whole.finish();
+        groups.finish();
+    }
+}

@@ -97,6 +97,9 @@ pub struct FlowLookup<V: Copy + Default> {
     trace: [Looked; MAX_BATCH],
     /// The runs of the batch being looked up (see `cut_runs`).
     runs: [Run; MAX_BATCH],
+    /// Per packet of the batch [`FlowLookup::process_cached`] is deciding: whether it opens a
+    /// run (and is probed) or repeats the packet before it.
+    opens_run: [bool; MAX_BATCH],
 }
 
 /// Batches between two re-rankings of the classifier's subtables.
@@ -113,6 +116,7 @@ impl<V: Copy + Default> FlowLookup<V> {
             batches: 0,
             trace: [Looked::Skipped; MAX_BATCH],
             runs: [Run::default(); MAX_BATCH],
+            opens_run: [false; MAX_BATCH],
         }
     }
 
@@ -275,6 +279,77 @@ impl<V: Copy + Default> FlowLookup<V> {
             }
         }
         made
+    }
+
+    /// The batch decided by the cache alone, when the cache knows every live packet's key
+    /// (nearly every batch of established flows): writes each live packet's answer into
+    /// `values[i]` (a dropped packet's is left alone), and counts, and sets the packets'
+    /// `meta.flow_hash`, exactly as [`FlowLookup::process`] would for that batch; returns how
+    /// many runs the batch made. Otherwise returns `None` with no answer given and nothing
+    /// counted (hashes written are those `process` writes too), and the caller runs `process`.
+    ///
+    /// The same runs as `process` (a repeated key takes the answer of the packet before
+    /// without a probe), but no groups: the caller decides packet by packet from `values`,
+    /// which for many flows, where every group is one packet, saves the groups' building and
+    /// reading (docs/benchmarks.md, "Apps").
+    pub fn process_cached(
+        &mut self,
+        batch: &mut Batch,
+        keys: &[FlowKey],
+        values: &mut [V],
+    ) -> Option<usize> {
+        let metas = batch.meta_mut();
+        if keys.len() < metas.len() || values.len() < metas.len() {
+            return None;
+        }
+        // Pass one: hash each run's key once and start loading its cache slot.
+        let mut open: Option<(&FlowKey, u32)> = None;
+        for ((meta, key), opens) in metas.iter_mut().zip(keys).zip(&mut self.opens_run) {
+            if !is_live(meta) {
+                open = None;
+                continue;
+            }
+            *opens = match open {
+                Some((before, hash)) if same_key(before, key) => {
+                    meta.flow_hash = hash;
+                    false
+                }
+                _ => {
+                    let hash = key.hash();
+                    meta.flow_hash = hash;
+                    self.cache.prefetch(hash);
+                    open = Some((key, hash));
+                    true
+                }
+            };
+        }
+        // Pass two: probe each run, give its answer to every packet of it.
+        let (mut runs, mut live) = (0u64, 0u64);
+        let mut answer = None;
+        for (((meta, key), &opens), value) in metas
+            .iter()
+            .zip(keys)
+            .zip(&self.opens_run)
+            .zip(values.iter_mut())
+        {
+            if !is_live(meta) {
+                continue;
+            }
+            if opens {
+                answer = self.cache.peek(meta.flow_hash, key);
+                runs += 1;
+            }
+            let found = answer?;
+            *value = found;
+            live += 1;
+        }
+        self.batches = self.batches.wrapping_add(1);
+        if self.batches.is_multiple_of(RANK_EVERY) {
+            self.classifier.rank();
+        }
+        self.cache.count_hits(runs);
+        self.counters.cache_hits += live;
+        Some(runs as usize)
     }
 
     /// Cuts the batch into runs in `self.runs` (a dropped packet alone, or consecutive live

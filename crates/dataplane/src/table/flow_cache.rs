@@ -125,18 +125,34 @@ impl<V: Copy> FlowCache<V> {
     /// comparing the key (callgrind, openflow cache-hit bench).
     #[inline(always)]
     pub fn lookup(&mut self, hash: u32, key: &FlowKey) -> Option<V> {
+        let found = self.peek(hash, key);
+        if found.is_some() {
+            self.counters.hits += 1;
+        } else {
+            self.counters.misses += 1;
+        }
+        found
+    }
+
+    /// [`FlowCache::lookup`] without counting: for a caller that may take back its probes
+    /// (and then counts the hits it kept with [`FlowCache::count_hits`]).
+    #[inline(always)]
+    pub fn peek(&self, hash: u32, key: &FlowKey) -> Option<V> {
         let (first, second) = self.slots(hash);
         for slot in [first, second] {
             let entry = &self.entries[slot];
             // The key's words are read here, after the hash matched, not held across both
             // probes (which spilled them to the stack in the batch loop).
             if entry.hash == hash && self.valid(entry) && same_words(&entry.key, &key.words()) {
-                self.counters.hits += 1;
                 return Some(entry.value);
             }
         }
-        self.counters.misses += 1;
         None
+    }
+
+    /// Counts `probes` probes that found their key, made with [`FlowCache::peek`].
+    pub fn count_hits(&mut self, probes: u64) {
+        self.counters.hits += probes;
     }
 
     /// Offers `key -> value` after a miss; written with the insertion probability.
