@@ -173,6 +173,27 @@ impl FlowKey {
         ]
     }
 
+    /// [`FlowKey::words`] read straight from the key's memory: seven loads where `words`
+    /// assembles them from eleven fields. For keys written well before they are read (a flow
+    /// cache comparing a batch's keys after the parse), where no store is still waiting to be
+    /// forwarded to the wide loads.
+    #[inline(always)]
+    pub fn stored_words(&self) -> [u64; FLOW_KEY_LEN / 8] {
+        // SAFETY: `FlowKey` is `repr(C)` without padding (asserted above: the fields add up to
+        // its size), so all 56 bytes behind `self` are initialised, and `read_unaligned`
+        // copies them out whatever the alignment; every bit pattern is a valid `[u64; 7]`.
+        let words = unsafe {
+            core::ptr::read_unaligned((self as *const FlowKey).cast::<[u64; FLOW_KEY_LEN / 8]>())
+        };
+        // The memory is `to_bytes()` only where the u16 fields are little-endian: elsewhere
+        // the words are assembled. (`from_le` is the identity on little-endian targets.)
+        if cfg!(target_endian = "little") {
+            words.map(u64::from_le)
+        } else {
+            self.words()
+        }
+    }
+
     /// [`FlowKey::hash`] with the SSE4.2 `crc32` instruction: one per word of
     /// [`FlowKey::words`]. Inlined into callers compiled with SSE4.2.
     ///
@@ -372,6 +393,27 @@ mod tests {
     }
 
     #[test]
+    fn stored_words_are_the_assembled_words() {
+        let bytes = |first: u8| core::array::from_fn::<u8, 16, _>(|i| first + i as u8);
+        let [a, b, c, d, e, f, g, h, i, j, k, l, ..] = bytes(33);
+        let key = FlowKey {
+            ip_src: bytes(1),
+            ip_dst: bytes(17),
+            dst_mac: crate::wire::EthernetAddress([a, b, c, d, e, f]),
+            src_mac: crate::wire::EthernetAddress([g, h, i, j, k, l]),
+            in_port: 0x2e2d,
+            vlan: 0x302f,
+            ethertype: 0x3231,
+            l4_src: 0x3433,
+            l4_dst: 0x3635,
+            ip_proto: 0x37,
+            flags: 0x38,
+        };
+        assert_eq!(key.stored_words(), key.words());
+        assert_eq!(FlowKey::EMPTY.stored_words(), [0; 7]);
+    }
+
+    #[test]
     fn key_image_and_mapping() {
         let key = FlowKey {
             ip_src: FlowKey::map_ipv4(Ipv4Addr::new(10, 0, 0, 1)),
@@ -399,6 +441,7 @@ mod tests {
         }
         let words: Vec<u8> = key.words().iter().flat_map(|w| w.to_le_bytes()).collect();
         assert_eq!(words, bytes);
+        assert_eq!(key.stored_words(), key.words());
         #[cfg(target_endian = "little")]
         {
             // SAFETY: `FlowKey` is `repr(C)` without padding (asserted above), so every byte of

@@ -11,8 +11,9 @@
 //!
 //! * [`memory`]: huge-page advice for the large lookup tables of the data plane.
 //!
-//! `unsafe` is confined to the pool (memory shared with the kernel), the CRC32C instruction, the
-//! TSC and prefetch ([`cpu`]) and the huge-page advice ([`memory`]).
+//! `unsafe` is confined to the pool (memory shared with the kernel), the CRC32C instruction and
+//! the read of a flow key's memory as words ([`flow_key`]), the TSC and prefetch ([`cpu`]) and
+//! the huge-page advice ([`memory`]).
 
 pub mod batch;
 pub mod checksum;

@@ -50,7 +50,7 @@ pub fn same_words(a: &Words, b: &Words) -> bool {
 /// then all seven words at once.
 #[inline]
 pub fn same_key(a: &FlowKey, b: &FlowKey) -> bool {
-    let (a, b) = (a.words(), b.words());
+    let (a, b) = (a.stored_words(), b.stored_words());
     a[6] == b[6] && same_words(&a, &b)
 }
 
@@ -143,7 +143,10 @@ impl<V: Copy> FlowCache<V> {
             let entry = &self.entries[slot];
             // The key's words are read here, after the hash matched, not held across both
             // probes (which spilled them to the stack in the batch loop).
-            if entry.hash == hash && self.valid(entry) && same_words(&entry.key, &key.words()) {
+            if entry.hash == hash
+                && self.valid(entry)
+                && same_words(&entry.key, &key.stored_words())
+            {
                 return Some(entry.value);
             }
         }
