@@ -247,11 +247,14 @@ impl FastPath {
                 let (Some(desc), Some(meta)) = (descs.get(at), metas.get_mut(at)) else {
                     continue;
                 };
+                if meta.drop.is_some() || meta.out_port != Meta::NO_PORT {
+                    continue;
+                }
                 let adjacency = found
                     .filter(|hop| !hop.is_ecmp())
                     .and_then(|hop| adjacencies.current(hop.id(), generation));
                 if let Some(adjacency) = adjacency {
-                    let sent = forward_ipv6(pool, desc, meta, adjacency, hop_limit);
+                    let sent = rewrite::<22>(pool, desc, meta, adjacency, |h| h[21] = hop_limit);
                     forwarded_ipv6 += usize::from(sent);
                 }
             }
@@ -368,46 +371,33 @@ fn forward(
     let Some(adjacency) = adjacencies.current(hop, generation) else {
         return false;
     };
-    // The checks read these bytes within the packet's length.
-    let Some(h) = pool
-        .frame_mut(desc.frame)
-        .get_mut(usize::from(desc.offset)..)
-        .and_then(<[u8]>::first_chunk_mut::<34>)
-    else {
-        return false;
-    };
-    h[..6].copy_from_slice(&adjacency.dst.0);
-    h[6..12].copy_from_slice(&adjacency.src.0);
-    h[22..26].copy_from_slice(&candidate.ttl_to_checksum);
-    meta.out_port = adjacency.port;
-    true
+    rewrite::<34>(pool, desc, meta, adjacency, |h| {
+        h[22..26].copy_from_slice(&candidate.ttl_to_checksum);
+    })
 }
 
-/// Forwards the IPv6 packet whose checks passed through `adjacency` (its route's one gateway,
-/// current): MACs rewritten, hop limit set to `hop_limit` (one less than it came with).
-/// Writes nothing and returns `false` when an earlier stage decided the packet.
+/// Sends the packet `desc` through `adjacency`: its MACs rewritten, what `finish` writes into
+/// its first `N` bytes (the TTL or hop limit: bytes the checks read within the packet's
+/// length), out of the adjacency's port. `false`, nothing written, for a packet shorter than
+/// `N` bytes, which the checks do not let through.
 #[inline(always)]
-fn forward_ipv6(
+fn rewrite<const N: usize>(
     pool: &mut FramePool,
     desc: &Desc,
     meta: &mut Meta,
     adjacency: &Adjacency,
-    hop_limit: u8,
+    finish: impl FnOnce(&mut [u8; N]),
 ) -> bool {
-    if meta.drop.is_some() || meta.out_port != Meta::NO_PORT {
-        return false;
-    }
-    // The checks read these bytes within the packet's length.
     let Some(h) = pool
         .frame_mut(desc.frame)
         .get_mut(usize::from(desc.offset)..)
-        .and_then(<[u8]>::first_chunk_mut::<22>)
+        .and_then(<[u8]>::first_chunk_mut::<N>)
     else {
         return false;
     };
     h[..6].copy_from_slice(&adjacency.dst.0);
     h[6..12].copy_from_slice(&adjacency.src.0);
-    h[21] = hop_limit;
+    finish(h);
     meta.out_port = adjacency.port;
     true
 }
