@@ -504,8 +504,9 @@ impl OpenFlow {
 /// (one stored result read and counted per train) than they cost; for a batch of distinct
 /// neighbours they are pure cost, and a batch the cache answers whole is better decided packet
 /// by packet (`OpenFlow::apply_cached`). Measured with `benches/openflow.rs`'s interleaved
-/// ratios (docs/benchmarks.md, "Apps"): packet by packet, 1024 shuffled flows 1.53x the
-/// cross-connect instead of 1.87x, and one flow 1.30x instead of 1.13x.
+/// ratios (docs/benchmarks.md, "Apps"): every all-hit batch packet by packet, 1024 shuffled
+/// flows read 1.54x the cross-connect instead of 1.88x, but one flow 1.30x instead of 1.14x;
+/// with this test, one flow stays at 1.13x.
 fn has_trains(runs: usize, len: usize) -> bool {
     runs * 2 <= len
 }
