@@ -138,6 +138,9 @@ pub struct OpenFlow {
     whole_batch_hits: bool,
     /// Whether the last batch came in trains of one flow: then the next takes the groups.
     trains: bool,
+    /// Whether the cache missed a packet of the last batch: then the next takes the groups
+    /// without trying the cache alone first (a storm of new flows, a cache turned off).
+    cache_missed: bool,
     copy: Box<[u8]>,
     ticks_per_second: u64,
     next_sweep: u64,
@@ -179,6 +182,7 @@ impl OpenFlow {
             batch_slots: vec![0; MAX_BATCH].into_boxed_slice(),
             whole_batch_hits: true,
             trains: false,
+            cache_missed: false,
             copy: vec![0; COPY_BUFFER].into_boxed_slice(),
             ticks_per_second,
             next_sweep: 0,
@@ -705,6 +709,7 @@ impl OpenFlow {
         if !TRACE
             && self.whole_batch_hits
             && !self.trains
+            && !self.cache_missed
             && let Some(runs) = self
                 .lookup
                 .process_cached(batch, ctx.keys, &mut self.batch_slots)
@@ -713,10 +718,14 @@ impl OpenFlow {
             self.apply_cached(ctx, batch);
             return;
         }
+        let before = self.lookup.counters();
         let made = self
             .lookup
             .process::<TRACE>(batch, ctx.keys, &mut self.batch_groups);
+        let after = self.lookup.counters();
         self.trains = has_trains(made, batch.len());
+        self.cache_missed =
+            after.classifier_hits + after.misses != before.classifier_hits + before.misses;
         let (descs, metas) = batch.split_mut();
         for g in 0..made {
             let Some(&group) = self.batch_groups.get(g) else {
@@ -948,8 +957,9 @@ impl fmt::Display for OpenFlowTrace {
 impl OpenFlow {
     /// Whether a batch whose every live packet the exact-match cache answers is decided packet
     /// by packet, without the groups of packets with equal keys, while the batches come
-    /// without trains of one flow (on by default; see `has_trains`). Off, every batch takes
-    /// the groups: for tests that hold the two ways to the same output and counts.
+    /// without trains of one flow and the cache missed nothing in the batch before (on by
+    /// default; see `has_trains`). Off, every batch takes the groups: for tests that hold the
+    /// two ways to the same output and counts.
     pub fn set_whole_batch_hits(&mut self, on: bool) {
         self.whole_batch_hits = on;
     }
