@@ -1,20 +1,31 @@
 //! Fuzz target for everything that reads wire bytes: the hot-path parser and every
 //! `new_checked` view. The property is the one the data plane depends on: no input panics,
-//! and whatever a checked view accepts, its accessors can read without panicking.
+//! and whatever a checked view accepts, its accessors can read without panicking. And the
+//! router's fused loop, which skips the parser, takes a frame only where the parser takes it
+//! as plain IPv4 or IPv6 transport.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use wirespeed_packet::wire::{
     IpProtocol, arp, ethernet, icmpv4, icmpv6, ipv4, ipv6, tcp, udp, vlan,
 };
+use wirespeed_packet::parse::{plain_ipv4_transport, plain_ipv6_transport};
 use wirespeed_packet::{FlowKey, Meta, parse};
 
 fuzz_target!(|data: &[u8]| {
     let mut meta = Meta::EMPTY;
     let mut key = FlowKey::EMPTY;
-    if parse(data, 1, &mut meta, &mut key).is_ok() {
+    let parsed = parse(data, 1, &mut meta, &mut key).is_ok();
+    if parsed {
         assert_eq!(meta.flow_hash, key.hash());
         assert!(usize::from(meta.payload_offset) <= data.len());
+    }
+    let plain = parsed && meta.vlan_depth == 0 && (meta.ip_proto == 6 || meta.ip_proto == 17);
+    if plain_ipv4_transport(data).is_some() {
+        assert!(plain && meta.flags & Meta::FLAG_IPV4 != 0 && meta.l4_offset == 34);
+    }
+    if plain_ipv6_transport(data).is_some() {
+        assert!(plain && meta.flags & Meta::FLAG_IPV6 != 0 && meta.l4_offset == 54);
     }
 
     if let Ok(p) = ethernet::Packet::new_checked(data) {
