@@ -6,10 +6,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use wirespeed_packet::parse::{plain_ipv4_transport, plain_ipv6_transport};
 use wirespeed_packet::wire::{
     IpProtocol, arp, ethernet, icmpv4, icmpv6, ipv4, ipv6, tcp, udp, vlan,
 };
-use wirespeed_packet::parse::{plain_ipv4_transport, plain_ipv6_transport};
 use wirespeed_packet::{FlowKey, Meta, parse};
 
 fuzz_target!(|data: &[u8]| {
