@@ -10,6 +10,9 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Err(error) = wirespeed_control::config::parse("fuzz.toml", text) {
         // The place named must exist in the text (line 1 for an empty file).
-        assert!(error.line >= 1 && error.line <= text.lines().count().max(1) + 1, "{error}");
+        assert!(
+            error.line >= 1 && error.line <= text.lines().count().max(1) + 1,
+            "{error}"
+        );
     }
 });
