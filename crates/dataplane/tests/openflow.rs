@@ -792,6 +792,27 @@ proptest! {
 }
 
 /// A random flow for the fast-path-versus-slow-path property test.
+/// An app built from `config` with the entries `tables[i]` in table `i`, driven directly.
+fn direct_with(config: OpenFlowConfig, tables: &[&Vec<FlowEntry>]) -> Direct {
+    let mut app = OpenFlow::new(config);
+    for (table, entries) in (0u8..).zip(tables) {
+        for entry in entries.iter() {
+            app.add_flow(table, entry.clone()).unwrap();
+        }
+    }
+    Direct::new(app)
+}
+
+/// Every flow's table, priority, packets and bytes.
+fn flow_counts(direct: &mut Direct) -> Vec<(u8, u16, u64, u64)> {
+    direct
+        .app
+        .flows()
+        .into_iter()
+        .map(|f| (f.table, f.entry.priority, f.packets, f.bytes))
+        .collect()
+}
+
 fn arb_flow(table: u8) -> impl Strategy<Value = FlowEntry> {
     let action = prop_oneof![
         (1u16..4).prop_map(|p| Action::SetField(SetField::L4Dst(p))),
@@ -892,20 +913,15 @@ proptest! {
         packets in proptest::collection::vec(arb_packet(), 1..120),
         miss in prop_oneof![Just(MissAction::Drop), Just(MissAction::Flood)],
     ) {
+        let (t0, t1, t2, t3) = &flows;
         let build = |fast: bool| {
-            let mut app = OpenFlow::new(OpenFlowConfig {
+            let config = OpenFlowConfig {
                 miss,
                 cache_insert_one_in: u32::from(fast),
                 megaflows: if fast { 1024 } else { 0 },
                 ..config(3)
-            });
-            let (t0, t1, t2, t3) = &flows;
-            for (table, entries) in [(0u8, t0), (1, t1), (2, t2), (3, t3)] {
-                for entry in entries {
-                    app.add_flow(table, entry.clone()).unwrap();
-                }
-            }
-            Direct::new(app)
+            };
+            direct_with(config, &[t0, t1, t2, t3])
         };
         let mut fast = build(true);
         let mut slow = build(false);
@@ -919,10 +935,7 @@ proptest! {
                 prop_assert_eq!(fast.run(1, port, &frames), slow.run(1, port, &frames));
             }
         }
-        let counts = |d: &mut Direct| {
-            d.app.flows().into_iter().map(|f| (f.table, f.entry.priority, f.packets, f.bytes)).collect::<Vec<_>>()
-        };
-        prop_assert_eq!(counts(&mut fast), counts(&mut slow));
+        prop_assert_eq!(flow_counts(&mut fast), flow_counts(&mut slow));
         prop_assert_eq!(fast.app.counters().slow_path + fast.app.counters().cache_hits + fast.app.counters().classifier_hits,
             slow.app.counters().slow_path);
         fast.finish();
@@ -1090,16 +1103,11 @@ proptest! {
         packets in proptest::collection::vec(arb_packet(), 1..120),
         miss in prop_oneof![Just(MissAction::Drop), Just(MissAction::Flood), Just(MissAction::Output(1))],
     ) {
+        let (t0, t1) = &flows;
         let build = |whole_batch_hits: bool| {
-            let mut app = OpenFlow::new(OpenFlowConfig { miss, ..config(3) });
-            app.set_whole_batch_hits(whole_batch_hits);
-            let (t0, t1) = &flows;
-            for (table, entries) in [(0u8, t0), (1, t1)] {
-                for entry in entries {
-                    app.add_flow(table, entry.clone()).unwrap();
-                }
-            }
-            Direct::new(app)
+            let mut direct = direct_with(OpenFlowConfig { miss, ..config(3) }, &[t0, t1]);
+            direct.app.set_whole_batch_hits(whole_batch_hits);
+            direct
         };
         let mut whole = build(true);
         let mut groups = build(false);
@@ -1116,10 +1124,7 @@ proptest! {
                 }
             }
         }
-        let counts = |d: &mut Direct| {
-            d.app.flows().into_iter().map(|f| (f.table, f.entry.priority, f.packets, f.bytes)).collect::<Vec<_>>()
-        };
-        prop_assert_eq!(counts(&mut whole), counts(&mut groups));
+        prop_assert_eq!(flow_counts(&mut whole), flow_counts(&mut groups));
         prop_assert_eq!(whole.app.counters(), groups.app.counters());
         prop_assert!(whole.app.counters().cache_hits > 0);
         whole.finish();

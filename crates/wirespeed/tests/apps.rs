@@ -18,10 +18,11 @@
 
 use std::io::Write;
 use std::net::Ipv6Addr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use wirespeed_io::afpacket::AfPacketPort;
 use wirespeed_lab::Testbed;
 use wirespeed_packet::FramePool;
 use wirespeed_packet::wire::{EthernetAddress, ipv4};
@@ -74,6 +75,45 @@ fn routed(lab: &Testbed, frame: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The IPv6 frame `frame` as the router sends it to the tester's t1.
+fn routed6(lab: &Testbed, frame: &[u8]) -> Vec<u8> {
+    let p1 = &lab.pairs[1];
+    let mut out = frame.to_vec();
+    out[0..6].copy_from_slice(&p1.tester_mac);
+    out[6..12].copy_from_slice(&p1.dut_mac);
+    out[14 + 7] -= 1;
+    out
+}
+
+/// A router from [`router_config`] over AF_XDP in a fresh lab named `prefix`, its control
+/// socket up, and the tester's two ports. Fields drop in order: the switch before the lab.
+struct RouterRun {
+    switch: Switch,
+    socket: PathBuf,
+    pool: FramePool,
+    t0: AfPacketPort,
+    t1: AfPacketPort,
+    dir: PathBuf,
+    lab: Testbed,
+}
+
+/// `None` (after printing why) where a lab cannot be built.
+fn start_router(prefix: &str) -> Option<RouterRun> {
+    let (lab, dir) = lab(prefix, 1)?;
+    let socket = dir.join("ctl.sock");
+    let switch = Switch::start(&lab, &router_config(&lab, &socket, ""), &dir);
+    wait_for_control(&socket);
+    Some(RouterRun {
+        switch,
+        socket,
+        pool: FramePool::new(4096, 2048).unwrap(),
+        t0: tester_port(&lab, 0),
+        t1: tester_port(&lab, 1),
+        dir,
+        lab,
+    })
+}
+
 fn expect_ok(result: (bool, String)) -> String {
     assert!(result.0, "ctl failed: {}", result.1);
     result.1
@@ -86,14 +126,18 @@ fn stop(mut switch: Switch) {
 
 #[test]
 fn router_routes_and_acl_change_at_run_time() {
-    let Some((lab, dir)) = lab("wsapr", 1) else {
+    let Some(RouterRun {
+        switch,
+        socket,
+        mut pool,
+        mut t0,
+        mut t1,
+        dir,
+        lab,
+    }) = start_router("wsapr")
+    else {
         return;
     };
-    let socket = dir.join("ctl.sock");
-    let switch = Switch::start(&lab, &router_config(&lab, &socket, ""), &dir);
-    wait_for_control(&socket);
-    let mut pool = FramePool::new(4096, 2048).unwrap();
-    let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
     let input = frames(50);
     let denied = frames_to(50, DENIED_PORT);
 
@@ -173,24 +217,20 @@ fn router_routes_and_acl_change_at_run_time() {
     stop(switch);
 }
 
-/// Whether `frame` is an IPv6/UDP frame (no extension header) to `dst_port`.
-fn is_udp6_to(frame: &[u8], dst_port: u16) -> bool {
-    frame.len() >= 58
-        && frame[12..14] == [0x86, 0xdd]
-        && frame[20] == 17
-        && frame[56..58] == dst_port.to_be_bytes()
-}
-
 #[test]
 fn router_forwards_ipv6_through_the_fused_loop() {
-    let Some((lab, dir)) = lab("wsap6", 1) else {
+    let Some(RouterRun {
+        switch,
+        socket,
+        mut pool,
+        mut t0,
+        mut t1,
+        lab,
+        ..
+    }) = start_router("wsap6")
+    else {
         return;
     };
-    let socket = dir.join("ctl.sock");
-    let switch = Switch::start(&lab, &router_config(&lab, &socket, ""), &dir);
-    wait_for_control(&socket);
-    let mut pool = FramePool::new(4096, 2048).unwrap();
-    let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
     let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
     let input: Vec<Vec<u8>> = (0..50u16)
         .map(|i| {
@@ -215,28 +255,12 @@ fn router_forwards_ipv6_through_the_fused_loop() {
         &["route", "add", "2001:db8:100::/48", "via", &via],
     ));
     // Twice: the first packets for the gateway build its adjacency in the stage passes.
+    let expected: Vec<Vec<u8>> = input.iter().map(|f| routed6(&lab, f)).collect();
     for _ in 0..2 {
         send(&mut t0, &mut pool, &input);
-        let deadline = Instant::now() + Duration::from_secs(3);
-        let mut got = Vec::new();
-        while got.len() < input.len() && Instant::now() < deadline {
-            got.extend(receive_during(
-                &mut t1,
-                &mut pool,
-                Duration::from_millis(5),
-                |f| is_udp6_to(f, TEST_PORT),
-            ));
-        }
-        let expected: Vec<Vec<u8>> = input
-            .iter()
-            .map(|frame| {
-                let mut out = frame.clone();
-                out[0..6].copy_from_slice(&p1.tester_mac);
-                out[6..12].copy_from_slice(&p1.dut_mac);
-                out[14 + 7] -= 1;
-                out
-            })
-            .collect();
+        let got = receive_kept(&mut t1, &mut pool, input.len(), |f| {
+            is_udp6_to(f, TEST_PORT)
+        });
         assert_same(&got, &expected);
     }
     let counters = expect_ok(ctl_at(&socket, &["show", "counters"]));

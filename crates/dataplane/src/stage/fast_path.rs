@@ -112,6 +112,60 @@ struct Ipv6Candidates {
 
 const _: () = assert!(MAX_BATCH <= 256, "batch positions are kept as u8");
 
+impl Ipv6Candidates {
+    /// Adds the packet at batch position `at`, which passed the checks.
+    #[inline(always)]
+    fn push(&mut self, at: usize, dst: u128, hop_limit: u8) {
+        let n = self.len;
+        if let (Some(slot_at), Some(slot_dst), Some(slot_hop_limit)) = (
+            self.at.get_mut(n),
+            self.dst.get_mut(n),
+            self.hop_limit.get_mut(n),
+        ) {
+            (*slot_at, *slot_dst, *slot_hop_limit) = (at as u8, dst, hop_limit);
+            self.len += 1;
+        }
+    }
+
+    /// Looks the candidates up in `fib6` all at once, then forwards each whose route names one
+    /// gateway with an adjacency current under `generation` (the IPv4 pass's `forward`, for
+    /// the whole list); returns how many it forwarded.
+    fn forward(
+        &mut self,
+        pool: &mut FramePool,
+        descs: &[Desc],
+        metas: &mut [Meta],
+        fib6: &Ipv6Fib,
+        adjacencies: &Adjacencies,
+        generation: u64,
+    ) -> usize {
+        let n = self.len;
+        fib6.lookup_batch(&self.dst[..n], &mut self.found[..n]);
+        let mut forwarded = 0;
+        for ((&at, &found), &hop_limit) in self.at[..n]
+            .iter()
+            .zip(&self.found[..n])
+            .zip(&self.hop_limit[..n])
+        {
+            let at = usize::from(at);
+            let (Some(desc), Some(meta)) = (descs.get(at), metas.get_mut(at)) else {
+                continue;
+            };
+            if meta.drop.is_some() || meta.out_port != Meta::NO_PORT {
+                continue;
+            }
+            let adjacency = found
+                .filter(|hop| !hop.is_ecmp())
+                .and_then(|hop| adjacencies.current(hop.id(), generation));
+            if let Some(adjacency) = adjacency {
+                let sent = rewrite::<22>(pool, desc, meta, adjacency, |h| h[21] = hop_limit);
+                forwarded += usize::from(sent);
+            }
+        }
+        forwarded
+    }
+}
+
 /// What the checks hand the forwarding pass for one packet: as little as it needs, so that it
 /// reads nothing of the packet again.
 #[derive(Clone, Copy, Debug, Default)]
@@ -210,15 +264,7 @@ impl FastPath {
             };
             match check(packet) {
                 Check::Candidate(found) => *candidate = found,
-                Check::Ipv6Candidate(dst, hop_limit) => {
-                    let n = v6.len;
-                    if let (Some(slot_at), Some(slot_dst), Some(slot_hop_limit)) =
-                        (v6.at.get_mut(n), v6.dst.get_mut(n), v6.hop_limit.get_mut(n))
-                    {
-                        (*slot_at, *slot_dst, *slot_hop_limit) = (at as u8, dst, hop_limit);
-                        v6.len += 1;
-                    }
-                }
+                Check::Ipv6Candidate(dst, hop_limit) => v6.push(at, dst, hop_limit),
                 Check::Leave => {}
                 Check::Decline => {
                     self.counters.declined += 1;
@@ -234,32 +280,13 @@ impl FastPath {
             }
         }
         self.counters.forwarded_ipv4 += forwarded as u64;
-        let mut forwarded_ipv6 = 0;
-        if v6.len > 0 {
-            let n = v6.len;
-            fib6.lookup_batch(&v6.dst[..n], &mut v6.found[..n]);
-            for ((&at, &found), &hop_limit) in v6.at[..n]
-                .iter()
-                .zip(&v6.found[..n])
-                .zip(&v6.hop_limit[..n])
-            {
-                let at = usize::from(at);
-                let (Some(desc), Some(meta)) = (descs.get(at), metas.get_mut(at)) else {
-                    continue;
-                };
-                if meta.drop.is_some() || meta.out_port != Meta::NO_PORT {
-                    continue;
-                }
-                let adjacency = found
-                    .filter(|hop| !hop.is_ecmp())
-                    .and_then(|hop| adjacencies.current(hop.id(), generation));
-                if let Some(adjacency) = adjacency {
-                    let sent = rewrite::<22>(pool, desc, meta, adjacency, |h| h[21] = hop_limit);
-                    forwarded_ipv6 += usize::from(sent);
-                }
-            }
-            self.counters.forwarded_ipv6 += forwarded_ipv6 as u64;
-        }
+        let forwarded_ipv6 = if self.ipv6.len > 0 {
+            self.ipv6
+                .forward(pool, descs, metas, fib6, adjacencies, generation)
+        } else {
+            0
+        };
+        self.counters.forwarded_ipv6 += forwarded_ipv6 as u64;
         if forwarded + forwarded_ipv6 == descs.len() {
             Coverage::All
         } else {

@@ -15,7 +15,9 @@
 //!   `Parse::without_flow_hash`) and prefetches its cache slot; the second looks the runs up,
 //!   so the memory reads of a batch overlap. Within a run, once the cache answered a packet
 //!   the rest takes that answer without a probe: a train of one flow costs one hash and one
-//!   probe per batch;
+//!   probe per batch. [`FlowLookup::process_cached`] is the same two passes without the
+//!   groups, for a batch the cache answers whole (an answer per packet, or `None` and nothing
+//!   counted), which a caller whose neighbours seldom share a flow decides packet by packet;
 //! * trace format ([`Looked`], kept by `process::<true>` for [`FlowLookup::trace`]): `cache
 //!   hit`, `cache miss -> classifier hit, cached`, `cache miss -> classifier hit`, `cache miss
 //!   -> classifier miss`.

@@ -119,21 +119,35 @@ pub fn is_udp_to(frame: &[u8], dst_port: u16) -> bool {
         && frame[36..38] == dst_port.to_be_bytes()
 }
 
-/// Receives the frames to `dst_port` on `port` until `want` arrived or 3 s passed.
+/// Whether `frame` is an IPv6/UDP frame (no extension header) to `dst_port`.
+pub fn is_udp6_to(frame: &[u8], dst_port: u16) -> bool {
+    frame.len() >= 58
+        && frame[12..14] == [0x86, 0xdd]
+        && frame[20] == 17
+        && frame[56..58] == dst_port.to_be_bytes()
+}
+
+/// Receives the IPv4 frames to `dst_port` on `port` until `want` arrived or 3 s passed.
 pub fn receive_all(
     port: &mut AfPacketPort,
     pool: &mut FramePool,
     want: usize,
     dst_port: u16,
 ) -> Vec<Vec<u8>> {
+    receive_kept(port, pool, want, |f| is_udp_to(f, dst_port))
+}
+
+/// Receives the frames `keep` takes on `port` until `want` arrived or 3 s passed.
+pub fn receive_kept(
+    port: &mut AfPacketPort,
+    pool: &mut FramePool,
+    want: usize,
+    keep: impl Fn(&[u8]) -> bool,
+) -> Vec<Vec<u8>> {
     let deadline = Instant::now() + Duration::from_secs(3);
     let mut got = Vec::new();
     while got.len() < want && Instant::now() < deadline {
-        got.extend(
-            receive(port, pool)
-                .into_iter()
-                .filter(|f| is_udp_to(f, dst_port)),
-        );
+        got.extend(receive(port, pool).into_iter().filter(|f| keep(f)));
         std::thread::sleep(Duration::from_millis(5));
     }
     got
