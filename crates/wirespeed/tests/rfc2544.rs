@@ -31,6 +31,7 @@ const TINY_SEARCH: &[&str] = &[
 
 #[test]
 fn a_short_rfc2544_run_against_wirespeed_writes_a_checked_report() {
+    let _cores = common::shared();
     // At most 6 characters: NAPI thread names must keep the interface whole (see the CLI).
     let prefix = "wstrf1";
     let Some((stdout, stderr, out)) = common::bench_out(
@@ -157,6 +158,7 @@ fn assert_renders(html: &std::path::Path, width: u32, height: u32) {
 
 #[test]
 fn loss_back_to_back_recovery_and_repeated_searches_run_and_the_report_renders() {
+    let _cores = common::shared();
     let prefix = "wstrf2";
     let Some((stdout, _, out)) = common::bench_out(
         prefix,
@@ -251,17 +253,20 @@ fn loss_back_to_back_recovery_and_repeated_searches_run_and_the_report_renders()
 }
 
 /// The tester's accuracy and repeatability against a real kernel DuT whose capacity is known in
-/// advance: the Linux router shaped by tbf to 100 Mbit/s, 208,333 frames/s of 64 bytes, far
-/// below what the router itself forwards, so the machine's load does not move the boundary.
-/// Two searches in a row must each find that capacity (the shaper's 6 ms of queue and bucket
-/// let a 0.5-second trial through up to 1.2 % above it) and agree within 3 % (issue 5's goal).
-/// A second invocation is allowed when the first misses: on a CI core shared with other jobs a
-/// stall of the router longer than the shaper's queue can still fail one rate; a tester that
-/// does not repeat misses both.
+/// advance: the Linux router shaped by tbf to 50 Mbit/s, 104,167 frames/s of 64 bytes, far
+/// below what the router itself forwards and under half of what this debug-built tester sends
+/// alone, so the machine's load does not move the boundary. Two searches in a row must each
+/// find that capacity (the shaper's 6 ms of queue and bucket let a 0.5-second trial through up
+/// to 1.2 % above it) and agree within 3 % (issue 5's goal). The test runs [`common::alone`]:
+/// beside the other tests' busy-polling wirespeed the tester once reached only 78,000 frames/s
+/// (CI, 2026-11-26). A second invocation is allowed when the first misses: on a CI core shared
+/// with other jobs a stall of the router longer than the shaper's queue can still fail one
+/// rate; a tester that does not repeat misses both.
 #[test]
 fn two_searches_in_a_row_find_a_shaped_routers_known_capacity() {
+    let _cores = common::alone();
     let prefix = "wstrf3";
-    let capacity = wirespeed_tester::dut::LinuxRouterTbf::new(100).capacity(64);
+    let capacity = wirespeed_tester::dut::LinuxRouterTbf::new(50).capacity(64);
     let mut misses = Vec::new();
     for _ in 0..2 {
         let Some((stdout, _, out)) = common::bench_out(prefix, SHAPED_SEARCHES) else {
@@ -303,7 +308,7 @@ fn two_searches_in_a_row_find_a_shaped_routers_known_capacity() {
 const SHAPED_SEARCHES: &[&str] = &[
     "rfc2544",
     "--dut",
-    "linux-router-tbf:100",
+    "linux-router-tbf:50",
     "--tests",
     "throughput",
     "--ndr-runs",

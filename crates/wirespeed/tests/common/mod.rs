@@ -5,6 +5,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
@@ -12,6 +13,23 @@ use wirespeed_lab::{Testbed, TestbedConfig};
 use wirespeed_packet::FramePool;
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_testkit::ports::receive;
+
+/// The machine's cores, as the tests of one binary share them: libtest runs two at a time on
+/// CI's two cores, and a neighbouring test's busy-polling wirespeed takes a whole core. A test
+/// that holds a search to a boundary known in advance measures [`alone`]; the tests beside it
+/// in its binary run [`shared`] (any number together, never with it).
+static CORES: RwLock<()> = RwLock::new(());
+
+/// Waits until no other test of this binary holds the cores, then keeps them until dropped.
+pub fn alone() -> RwLockWriteGuard<'static, ()> {
+    // A test that failed holding the guard poisons it; the cores are free all the same.
+    CORES.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Shares the cores with the binary's other tests, but not with one that runs [`alone`].
+pub fn shared() -> RwLockReadGuard<'static, ()> {
+    CORES.read().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Kills the switch if the test fails before stopping it.
 pub struct Switch(pub Option<Child>);
