@@ -72,7 +72,7 @@ impl<T: Copy> ReservedTable<T> {
     /// be reserved (or `T` takes no memory).
     pub fn new(capacity: usize) -> Option<Self> {
         let bytes = capacity.checked_mul(size_of::<T>())?;
-        if size_of::<T>() == 0 || bytes == 0 {
+        if size_of::<T>() == 0 {
             return None;
         }
         // One huge page more, so that the table can start on a 2 MiB boundary.
@@ -191,12 +191,15 @@ mod tests {
         assert!(small.grow(1, 3));
         assert!(!small.grow(1, 4));
         assert_eq!((small.len(), small[998], small[999]), (1000, 1, 3));
+        let mut none = ReservedTable::<u32>::new(0).expect("an empty reservation");
+        assert!(!none.grow(1, 1));
+        assert!(none.grow(0, 1));
+        assert!(none.is_empty());
     }
 
     #[test]
     fn a_reservation_that_cannot_be_made_is_none() {
         assert!(ReservedTable::<u64>::new(usize::MAX / 4).is_none());
-        assert!(ReservedTable::<u32>::new(0).is_none());
         assert!(ReservedTable::<()>::new(10).is_none());
     }
 }

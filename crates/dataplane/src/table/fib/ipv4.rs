@@ -20,7 +20,8 @@
 
 use super::prefix::Ipv4Prefix;
 use super::rib::Rib;
-use super::{ECMP, FibError, NextHop, VALID};
+use super::{ECMP, FibError, NextHop, VALID, reserve_blocks};
+use wirespeed_packet::memory::ReservedTable;
 
 const TBL24_LEN: usize = 1 << 24;
 const GROUP_LEN: usize = 256;
@@ -43,7 +44,8 @@ struct Tables {
     /// An array, not a slice, of 2^24 entries: any address shifted right by 8 indexes it, so a
     /// lookup needs no bounds check.
     tbl24: Box<[u32; TBL24_LEN]>,
-    tbl8: Vec<u32>,
+    /// The groups, reserved for the tbl8 limit at creation (see `reserve_blocks`).
+    tbl8: ReservedTable<u32>,
     free: Vec<u32>,
     limit: u32,
 }
@@ -78,13 +80,9 @@ impl Tables {
                 if group >= self.limit as usize {
                     return Err(FibError::Tbl8Exhausted { limit: self.limit });
                 }
-                if self.tbl8.len() == self.tbl8.capacity() {
-                    // Grow by 1/8 (at least 256 groups): amortised O(1), little slack to report.
-                    let room = (self.tbl8.capacity() / 8).max(256 * GROUP_LEN);
-                    let room = room.min((self.limit as usize - group) * GROUP_LEN);
-                    self.tbl8.reserve_exact(room);
+                if !self.tbl8.grow(GROUP_LEN, current) {
+                    return Err(FibError::Tbl8Exhausted { limit: self.limit });
                 }
-                self.tbl8.resize(self.tbl8.len() + GROUP_LEN, current);
                 group
             }
         };
@@ -205,7 +203,9 @@ impl Ipv4Fib {
     }
 
     /// An empty table that allocates at most `groups` tbl8 groups (capped at
-    /// [`Ipv4Fib::MAX_TBL8_LIMIT`]): that many /24s may hold prefixes longer than /24.
+    /// [`Ipv4Fib::MAX_TBL8_LIMIT`]): that many /24s may hold prefixes longer than /24. The
+    /// address space for that many groups is reserved at once (it takes memory only as groups
+    /// are made; see `reserve_blocks` for a system that refuses so much).
     pub fn with_tbl8_limit(groups: u32) -> Self {
         let Ok(tbl24) = Box::<[u32; TBL24_LEN]>::try_from(vec![0; TBL24_LEN].into_boxed_slice())
         else {
@@ -214,12 +214,13 @@ impl Ipv4Fib {
         // Before the first write faults its pages in: random lookups then miss the TLB far
         // less (see `wirespeed_packet::memory`).
         wirespeed_packet::memory::advise_huge_pages(&tbl24[..]);
+        let (tbl8, limit) = reserve_blocks(0, GROUP_LEN, groups.min(Self::MAX_TBL8_LIMIT));
         Ipv4Fib {
             tables: Tables {
                 tbl24,
-                tbl8: Vec::new(),
+                tbl8,
                 free: Vec::new(),
-                limit: groups.min(Self::MAX_TBL8_LIMIT),
+                limit,
             },
             rib: Rib::new(),
         }
@@ -258,7 +259,6 @@ impl Ipv4Fib {
                 limit: fib.tables.limit,
             });
         }
-        fib.tables.tbl8.reserve_exact(groups_needed * GROUP_LEN);
         fib.rib.reserve(&per_len);
         for (prefix, hop) in routes {
             fib.rib.insert(prefix.addr(), prefix.len(), hop);
@@ -372,7 +372,7 @@ impl Ipv4Fib {
     /// Bytes of the lookup arrays (tbl24 and the allocated tbl8 groups): what the data plane
     /// touches.
     pub fn memory_bytes(&self) -> usize {
-        (self.tables.tbl24.len() + self.tables.tbl8.capacity()) * size_of::<u32>()
+        (self.tables.tbl24.len() + self.tables.tbl8.len()) * size_of::<u32>()
     }
 
     /// Bytes of the route set kept for the control plane.
@@ -451,6 +451,24 @@ mod tests {
         assert_eq!(fib.lookup(0), None);
         assert_eq!(fib.tbl8_groups_in_use(), 0);
         assert!(fib.is_empty());
+    }
+
+    #[test]
+    fn the_largest_tbl8_limit_reserves_what_the_system_allows_and_forwards() {
+        let mut fib = Ipv4Fib::with_tbl8_limit(Ipv4Fib::MAX_TBL8_LIMIT);
+        assert!(fib.tbl8_limit() > 0);
+        let start = fib.tables.tbl8.as_ptr();
+        for i in 0..600u32 {
+            let [_, b, c, _] = (i << 8).to_be_bytes();
+            fib.insert(p([10, b, c, 64], 26), hop(i % 5 + 1)).unwrap();
+        }
+        assert_eq!(fib.tables.tbl8.as_ptr(), start, "tbl8 moved");
+        assert_eq!(fib.tbl8_groups_in_use(), 600);
+        for i in 0..600u32 {
+            let [_, b, c, _] = (i << 8).to_be_bytes();
+            assert_eq!(fib.lookup(a([10, b, c, 100])), Some(hop(i % 5 + 1)));
+            assert_eq!(fib.lookup(a([10, b, c, 1])), None);
+        }
     }
 
     #[test]

@@ -30,7 +30,7 @@
 
 use super::prefix::Ipv6Prefix;
 use super::rib::Rib;
-use super::{FibError, LOOKUP_STEP, NextHop};
+use super::{FibError, LOOKUP_STEP, NextHop, reserve_blocks};
 use wirespeed_packet::memory::ReservedTable;
 
 const ROOT_LEN: usize = 1 << 16;
@@ -262,18 +262,9 @@ impl Ipv6Fib {
     /// An empty table that allocates at most `nodes` 256-entry nodes.
     ///
     /// The address space for that many nodes is reserved at once (it takes memory only as
-    /// nodes are made). Where the system refuses so large a reservation, the limit is halved
-    /// until it accepts one: [`FibError::NodesExhausted`] then names the limit that holds.
+    /// nodes are made; see `reserve_blocks` for a system that refuses so much).
     pub fn with_node_limit(nodes: u32) -> Self {
-        let mut limit = nodes.min(Self::MAX_NODE_LIMIT);
-        let mut entries = loop {
-            match ReservedTable::new(ROOT_LEN + limit as usize * NODE_LEN) {
-                Some(entries) => break entries,
-                None if limit > 0 => limit /= 2,
-                None => panic!("cannot reserve the IPv6 FIB's root ({ROOT_LEN} entries)"),
-            }
-        };
-        entries.grow(ROOT_LEN, 0);
+        let (entries, limit) = reserve_blocks(ROOT_LEN, NODE_LEN, nodes.min(Self::MAX_NODE_LIMIT));
         Ipv6Fib {
             trie: Trie {
                 entries,

@@ -15,8 +15,10 @@
 //! lookups at 200k routes); DIR-24-8 needs at most two reads, and a tight loop of independent
 //! reads overlapped them better than a DPDK-style index-then-read split. A caller that knows its
 //! destinations well before it looks them up (the router, right after the parse) starts their
-//! tbl24 reads with `Ipv4Fib::prefetch` (`wirespeed_packet::cpu::prefetch`), and tbl24 asks for
-//! transparent huge pages so that random reads into it do not miss the TLB as well.
+//! tbl24 reads with `Ipv4Fib::prefetch` (`wirespeed_packet::cpu::prefetch`). Every lookup array
+//! is in transparent huge pages, so that random reads into it do not miss the TLB as well: tbl24
+//! asks for them at its allocation, and the arrays that grow (tbl8, the IPv6 trie's nodes) are
+//! [`ReservedTable`]s, which never move and so keep them ([`reserve_blocks`]).
 
 mod ecmp;
 mod ipv4;
@@ -27,10 +29,32 @@ mod rib;
 use core::fmt;
 use core::num::NonZeroU32;
 
+use wirespeed_packet::memory::ReservedTable;
+
 pub use ecmp::EcmpGroups;
 pub use ipv4::Ipv4Fib;
 pub use ipv6::Ipv6Fib;
 pub use prefix::{Ipv4Prefix, Ipv6Prefix};
+
+/// A lookup array reserved for `fixed` entries and up to `limit` blocks of `block` entries (tbl8
+/// groups, trie nodes), with `fixed` of them in use (zero); returns it and the block limit it
+/// holds. The reservation takes memory only as the array grows; where the system refuses one
+/// that large (strict overcommit), the limit is halved until it accepts one, and the table's
+/// "exhausted" error names the limit that holds.
+fn reserve_blocks(fixed: usize, block: usize, limit: u32) -> (ReservedTable<u32>, u32) {
+    let mut limit = limit;
+    loop {
+        let capacity = fixed.saturating_add(block.saturating_mul(limit as usize));
+        match ReservedTable::new(capacity) {
+            Some(mut table) => {
+                table.grow(fixed, 0);
+                return (table, limit);
+            }
+            None if limit > 0 => limit /= 2,
+            None => panic!("cannot reserve a lookup array of {fixed} entries: out of memory"),
+        }
+    }
+}
 
 /// Number of addresses one `lookup_batch` step handles together (its arrays live on the stack).
 pub const LOOKUP_STEP: usize = 32;
