@@ -43,6 +43,28 @@ fn advise_range(start: usize, bytes: usize) -> bool {
     result == 0
 }
 
+/// `bytes` of fresh zeroed memory, readable and writable, mapped privately with `flags` added
+/// (`MAP_POPULATE` to fault it in now, `MAP_NORESERVE` to count it only when touched). The
+/// caller owns the mapping and unmaps it with `munmap(pointer, bytes)`.
+pub fn map_anonymous(bytes: usize, flags: libc::c_int) -> std::io::Result<NonNull<libc::c_void>> {
+    // SAFETY: an anonymous private mapping at an address of the kernel's choosing touches no
+    // existing memory; the result is checked before use.
+    let mapping = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | flags,
+            -1,
+            0,
+        )
+    };
+    if mapping == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    NonNull::new(mapping).ok_or_else(|| std::io::Error::other("mmap returned null"))
+}
+
 /// A table that grows, whose address space, enough for the most entries it may ever hold, is
 /// reserved once when it is made: it never moves. Growing it copies nothing and takes only the
 /// pages grown into; and the whole reservation is advised huge pages, which it keeps. (A `Vec`
@@ -77,21 +99,9 @@ impl<T: Copy> ReservedTable<T> {
         }
         // One huge page more, so that the table can start on a 2 MiB boundary.
         let mapping_bytes = bytes.checked_add(HUGE_PAGE)?;
-        // SAFETY: an anonymous private mapping at an address of the kernel's choosing touches
-        // no existing memory; the result is checked before use.
-        let mapping = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                mapping_bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if mapping == libc::MAP_FAILED {
-            return None;
-        }
+        let mapping = map_anonymous(mapping_bytes, libc::MAP_NORESERVE)
+            .ok()?
+            .as_ptr();
         let start = (mapping as usize).next_multiple_of(HUGE_PAGE);
         advise_range(start, bytes);
         // `start` is inside the mapping (at most 2 MiB past its page-aligned start), nonzero,

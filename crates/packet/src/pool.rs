@@ -64,28 +64,12 @@ impl FramePool {
             return Err(PoolError::FrameCount(frame_count));
         }
         let region_len = frame_count as usize * frame_size as usize;
-        // SAFETY: an anonymous private mapping with no address hint has no preconditions; the
-        // result is checked against MAP_FAILED before use.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                region_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(PoolError::Mmap {
+        let region = crate::memory::map_anonymous(region_len, libc::MAP_POPULATE)
+            .map_err(|errno| PoolError::Mmap {
                 bytes: region_len,
-                errno: std::io::Error::last_os_error(),
-            });
-        }
-        let region = NonNull::new(ptr.cast::<u8>()).ok_or(PoolError::Mmap {
-            bytes: region_len,
-            errno: std::io::Error::other("mmap returned null"),
-        })?;
+                errno,
+            })?
+            .cast::<u8>();
         // Lowest indices on top of the stack: a lightly loaded port touches few frames.
         let free: Vec<FrameId> = (0..frame_count).rev().collect();
         let mut is_free = vec![0u64; (frame_count as usize).div_ceil(64)];
