@@ -752,7 +752,7 @@ fn calibrate(
 /// What the trials of one frame size gathered beside the search's own record.
 #[derive(Default)]
 struct Gathered {
-    /// Trials run again because the generator stalled ([`stalled`]).
+    /// Trial runs repeated because the generator stalled ([`stalled`]).
     stall_repeats: u32,
     counters: CounterCheck,
     max_error: f64,
@@ -846,7 +846,9 @@ fn frame_size(
             );
             match &run {
                 Ok(lab_trial)
-                    if stalls < STALL_REPEATS && stalled(&spec, &lab_trial.measurement) =>
+                    if stalls < STALL_REPEATS
+                        && !lab_trial.measurement.interrupted
+                        && stalled(&spec, &lab_trial.measurement) =>
                 {
                     stalls += 1;
                     gathered.stall_repeats += 1;
@@ -1099,8 +1101,8 @@ fn frame_size(
     }
     if gathered.stall_repeats > 0 {
         notes.push(format!(
-            "{size} B: {} trials lost frames while the generator ran more than {} ms behind its \
-             schedule and were run again (up to {STALL_REPEATS} times each)",
+            "{size} B: {} trial runs lost frames while the generator ran more than {} ms behind \
+             its schedule, and were repeated (at most {STALL_REPEATS} times per trial)",
             gathered.stall_repeats,
             STALL_NS / 1_000_000
         ));
