@@ -43,10 +43,9 @@ fn advise_range(start: usize, bytes: usize) -> bool {
     result == 0
 }
 
-/// `bytes` of fresh zeroed memory, readable and writable, mapped privately with `flags` added
-/// (`MAP_POPULATE` to fault it in now, `MAP_NORESERVE` to count it only when touched). The
-/// caller owns the mapping and unmaps it with `munmap(pointer, bytes)`.
-pub fn map_anonymous(bytes: usize, flags: libc::c_int) -> std::io::Result<NonNull<libc::c_void>> {
+/// `bytes` of fresh zeroed memory, readable and writable, mapped privately with `flags` added.
+/// The caller owns the mapping and unmaps it with `munmap(pointer, bytes)`.
+fn map_anonymous(bytes: usize, flags: libc::c_int) -> std::io::Result<NonNull<libc::c_void>> {
     // SAFETY: an anonymous private mapping at an address of the kernel's choosing touches no
     // existing memory; the result is checked before use.
     let mapping = unsafe {
@@ -65,6 +64,83 @@ pub fn map_anonymous(bytes: usize, flags: libc::c_int) -> std::io::Result<NonNul
     NonNull::new(mapping).ok_or_else(|| std::io::Error::other("mmap returned null"))
 }
 
+/// Fresh zeroed memory, readable and writable, that starts on a 2 MiB boundary and is advised
+/// huge pages over whole huge pages (its length rounded up to 2 MiB, so that even a region
+/// smaller than one is backed by one): an anonymous mapping up to two huge pages larger than
+/// asked, unmapped on drop. Where THP is off the region works the same in 4 KiB pages.
+pub struct HugeRegion {
+    start: NonNull<u8>,
+    bytes: usize,
+    /// The whole mapping, for `munmap`.
+    mapping: NonNull<libc::c_void>,
+    mapping_bytes: usize,
+}
+
+// SAFETY: the region owns its mapping (no other pointer to it exists but those its owner
+// derives from `start`), so it may move to, or be shared with, another thread.
+unsafe impl Send for HugeRegion {}
+// SAFETY: as above; a shared `HugeRegion` hands out only its address.
+unsafe impl Sync for HugeRegion {}
+
+impl HugeRegion {
+    /// A region of `bytes` bytes. With `populate`, every page is faulted in now (so that no
+    /// later access faults: the frame pool, whose pages the data plane and the kernel touch);
+    /// without, the mapping is `MAP_NORESERVE` and takes memory only as it is touched (a table
+    /// reserved for its largest size).
+    pub fn new(bytes: usize, populate: bool) -> std::io::Result<Self> {
+        let too_large =
+            || std::io::Error::other(format!("{bytes} bytes do not fit the address space"));
+        let advised = bytes
+            .checked_next_multiple_of(HUGE_PAGE)
+            .ok_or_else(too_large)?;
+        let mapping_bytes = advised.checked_add(HUGE_PAGE).ok_or_else(too_large)?;
+        let flags = if populate { 0 } else { libc::MAP_NORESERVE };
+        let mapping = map_anonymous(mapping_bytes, flags)?;
+        // At most 2 MiB past the mapping's page-aligned start, so `start + advised` is inside it.
+        let start = (mapping.as_ptr() as usize).next_multiple_of(HUGE_PAGE);
+        advise_range(start, advised);
+        let Some(start) = NonNull::new(start as *mut u8) else {
+            unreachable!("a boundary at or after a non-null mapping is not null");
+        };
+        if populate {
+            for page in (0..bytes).step_by(4096) {
+                // SAFETY: `page < bytes`, inside the mapping (see above), which is writable and
+                // owned by this region alone; the write of a zero over zeroed memory changes
+                // nothing but faults the page in, after the advice, so in a huge page.
+                unsafe { start.as_ptr().add(page).write_volatile(0) };
+            }
+        }
+        Ok(Self {
+            start,
+            bytes,
+            mapping,
+            mapping_bytes,
+        })
+    }
+
+    /// The first byte, on a 2 MiB boundary.
+    pub fn start(&self) -> NonNull<u8> {
+        self.start
+    }
+
+    /// The bytes asked for.
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes == 0
+    }
+}
+
+impl Drop for HugeRegion {
+    fn drop(&mut self) {
+        // SAFETY: `mapping` and `mapping_bytes` are exactly what `mmap` returned and was asked
+        // for, unmapped once here; the owner's borrows of the region end before it drops.
+        unsafe { libc::munmap(self.mapping.as_ptr(), self.mapping_bytes) };
+    }
+}
+
 /// A table that grows, whose address space, enough for the most entries it may ever hold, is
 /// reserved once when it is made: it never moves. Growing it copies nothing and takes only the
 /// pages grown into; and the whole reservation is advised huge pages, which it keeps. (A `Vec`
@@ -73,14 +149,10 @@ pub fn map_anonymous(bytes: usize, flags: libc::c_int) -> std::io::Result<NonNul
 /// The reservation takes no memory until touched (`MAP_NORESERVE`: not counted against the
 /// overcommit limit either), so it may be far larger than the table is expected to get.
 pub struct ReservedTable<T: Copy> {
-    /// The first entry: the reservation's first 2 MiB boundary, so that huge pages cover the
-    /// table from its start.
-    entries: NonNull<T>,
+    region: HugeRegion,
     len: usize,
     capacity: usize,
-    /// The whole mapping, for `munmap`.
-    mapping: *mut libc::c_void,
-    mapping_bytes: usize,
+    _entries: std::marker::PhantomData<T>,
 }
 
 // SAFETY: the table owns its memory as a `Vec<T>` does (no other pointer to the mapping
@@ -97,23 +169,18 @@ impl<T: Copy> ReservedTable<T> {
         if size_of::<T>() == 0 {
             return None;
         }
-        // One huge page more, so that the table can start on a 2 MiB boundary.
-        let mapping_bytes = bytes.checked_add(HUGE_PAGE)?;
-        let mapping = map_anonymous(mapping_bytes, libc::MAP_NORESERVE)
-            .ok()?
-            .as_ptr();
-        let start = (mapping as usize).next_multiple_of(HUGE_PAGE);
-        advise_range(start, bytes);
-        // `start` is inside the mapping (at most 2 MiB past its page-aligned start), nonzero,
-        // and aligned for any `T` (2 MiB is a multiple of every alignment up to a page).
-        let entries = NonNull::new(start as *mut T)?;
+        let region = HugeRegion::new(bytes, false).ok()?;
         Some(Self {
-            entries,
+            region,
             len: 0,
             capacity,
-            mapping,
-            mapping_bytes,
+            _entries: std::marker::PhantomData,
         })
+    }
+
+    /// The first entry: the region's start, on a 2 MiB boundary (aligned for any `T`).
+    fn entries(&self) -> *mut T {
+        self.region.start().as_ptr().cast()
     }
 
     /// Appends `count` copies of `value`; false, and nothing appended, when that would pass the
@@ -126,7 +193,7 @@ impl<T: Copy> ReservedTable<T> {
             // SAFETY: `i < len <= capacity`, so the entry lies inside the reservation, which is
             // readable and writable memory this table alone owns; `write` does not read the
             // (zero-filled) old contents, so it is sound for any `T`.
-            unsafe { self.entries.as_ptr().add(i).write(value) };
+            unsafe { self.entries().add(i).write(value) };
         }
         self.len = len;
         true
@@ -144,22 +211,14 @@ impl<T: Copy> std::ops::Deref for ReservedTable<T> {
     fn deref(&self) -> &[T] {
         // SAFETY: the first `len` entries were written by `grow`, lie inside the reservation,
         // and are borrowed no longer than `self`.
-        unsafe { std::slice::from_raw_parts(self.entries.as_ptr(), self.len) }
+        unsafe { std::slice::from_raw_parts(self.entries(), self.len) }
     }
 }
 
 impl<T: Copy> std::ops::DerefMut for ReservedTable<T> {
     fn deref_mut(&mut self) -> &mut [T] {
         // SAFETY: as in `deref`, and `&mut self` makes the borrow exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.entries.as_ptr(), self.len) }
-    }
-}
-
-impl<T: Copy> Drop for ReservedTable<T> {
-    fn drop(&mut self) {
-        // SAFETY: `mapping` and `mapping_bytes` are exactly what `mmap` returned and was asked
-        // for, unmapped once here; no reference into the table outlives it.
-        unsafe { libc::munmap(self.mapping, self.mapping_bytes) };
+        unsafe { std::slice::from_raw_parts_mut(self.entries(), self.len) }
     }
 }
 
@@ -205,6 +264,24 @@ mod tests {
         assert!(!none.grow(1, 1));
         assert!(none.grow(0, 1));
         assert!(none.is_empty());
+    }
+
+    #[test]
+    fn a_huge_region_starts_on_a_huge_page_and_holds_what_is_written() {
+        for (bytes, populate) in [(100, true), (3 << 20, true), (5 << 20, false), (0, false)] {
+            let region = HugeRegion::new(bytes, populate).expect("map");
+            assert_eq!(region.start().as_ptr() as usize % HUGE_PAGE, 0);
+            assert_eq!(region.len(), bytes);
+            if bytes > 0 {
+                // SAFETY: the region's `bytes` bytes are readable and writable, owned here.
+                let memory =
+                    unsafe { std::slice::from_raw_parts_mut(region.start().as_ptr(), bytes) };
+                assert!(memory.iter().all(|&b| b == 0));
+                memory[bytes - 1] = 7;
+                assert_eq!(memory[bytes - 1], 7);
+            }
+        }
+        assert!(HugeRegion::new(usize::MAX - 100, false).is_err());
     }
 
     #[test]

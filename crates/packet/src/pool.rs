@@ -1,15 +1,15 @@
 //! The frame pool: one region of fixed-size frames, allocated once, recycled forever.
 //!
-//! The region is an anonymous, page-aligned `mmap` so that the AF_XDP backend can register it as
-//! its UMEM unchanged: a frame's UMEM address is `frame_index * frame_size`. The pool keeps a
+//! The region is an anonymous `mmap`, 2 MiB-aligned and in transparent huge pages
+//! ([`HugeRegion`]), so that the AF_XDP backend can register it as its UMEM unchanged: a frame's
+//! UMEM address is `frame_index * frame_size`. The pool keeps a
 //! stack of free frame indices (ixy's design): allocation and release are a push or a pop, with
 //! no allocation after [`FramePool::new`]. A bitmap of which frames are free catches a frame
 //! released twice (a bug that would otherwise hand one frame to two owners); it is counted and the
 //! second release is ignored, so conservation (`free + in use = total`) always holds.
 
-use std::ptr::NonNull;
-
 use crate::batch::{Desc, HEADROOM};
+use crate::memory::HugeRegion;
 
 /// Index of a frame in its pool.
 pub type FrameId = u32;
@@ -37,7 +37,7 @@ pub enum PoolError {
 
 /// A region of `count` frames of `frame_size` bytes and the stack of the free ones.
 pub struct FramePool {
-    region: NonNull<u8>,
+    region: HugeRegion,
     region_len: usize,
     frame_size: u32,
     frame_count: u32,
@@ -47,11 +47,6 @@ pub struct FramePool {
     is_free: Vec<u64>,
     double_releases: u64,
 }
-
-// SAFETY: the pool exclusively owns its mapping; nothing else holds a pointer into it except
-// through borrows of the pool (or a kernel ring registered by the owner of the pool), so moving
-// it to another thread moves the sole owner.
-unsafe impl Send for FramePool {}
 
 impl FramePool {
     /// Maps `frame_count` frames of `frame_size` bytes, all free.
@@ -64,12 +59,12 @@ impl FramePool {
             return Err(PoolError::FrameCount(frame_count));
         }
         let region_len = frame_count as usize * frame_size as usize;
-        let region = crate::memory::map_anonymous(region_len, libc::MAP_POPULATE)
-            .map_err(|errno| PoolError::Mmap {
-                bytes: region_len,
-                errno,
-            })?
-            .cast::<u8>();
+        // In huge pages, as DPDK keeps its mbufs: a few hundred frames in flight span hundreds
+        // of 4 KiB pages, more than the TLB holds (docs/benchmarks.md, "Foundation").
+        let region = HugeRegion::new(region_len, true).map_err(|errno| PoolError::Mmap {
+            bytes: region_len,
+            errno,
+        })?;
         // Lowest indices on top of the stack: a lightly loaded port touches few frames.
         let free: Vec<FrameId> = (0..frame_count).rev().collect();
         let mut is_free = vec![0u64; (frame_count as usize).div_ceil(64)];
@@ -157,7 +152,10 @@ impl FramePool {
         // SAFETY: `start + frame_size <= region_len` because `id < frame_count`, the mapping
         // lives as long as `self`, and the shared borrow of `self` excludes writers.
         unsafe {
-            std::slice::from_raw_parts(self.region.as_ptr().add(start), self.frame_size as usize)
+            std::slice::from_raw_parts(
+                self.region.start().as_ptr().add(start),
+                self.frame_size as usize,
+            )
         }
     }
 
@@ -172,7 +170,7 @@ impl FramePool {
         // reference into the region.
         unsafe {
             std::slice::from_raw_parts_mut(
-                self.region.as_ptr().add(start),
+                self.region.start().as_ptr().add(start),
                 self.frame_size as usize,
             )
         }
@@ -205,7 +203,7 @@ impl FramePool {
 
     /// Start of the region, for registering it with the kernel (AF_XDP UMEM).
     pub fn region_ptr(&self) -> *mut u8 {
-        self.region.as_ptr()
+        self.region.start().as_ptr()
     }
 
     /// Length of the region in bytes.
@@ -227,16 +225,6 @@ impl FramePool {
         }
         let size = self.frame_size as u64;
         Some(((addr / size) as FrameId, (addr % size) as u16))
-    }
-}
-
-impl Drop for FramePool {
-    fn drop(&mut self) {
-        // SAFETY: `region`/`region_len` are exactly what mmap returned in `new`, and no borrow of
-        // the pool outlives it.
-        unsafe {
-            libc::munmap(self.region.as_ptr().cast(), self.region_len);
-        }
     }
 }
 
@@ -300,7 +288,7 @@ mod tests {
     #[test]
     fn frames_are_disjoint_and_page_aligned() {
         let mut pool = FramePool::new(8, 4096).unwrap();
-        assert_eq!(pool.region_ptr() as usize % 4096, 0);
+        assert_eq!(pool.region_ptr() as usize % (2 << 20), 0);
         pool.frame_mut(1).fill(0xab);
         assert!(pool.frame(0).iter().all(|&b| b == 0));
         assert!(pool.frame(2).iter().all(|&b| b == 0));
