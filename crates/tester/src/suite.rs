@@ -1101,10 +1101,10 @@ fn frame_size(
     }
     if gathered.stall_repeats > 0 {
         notes.push(format!(
-            "{size} B: {} trial runs lost frames while the generator ran more than {} ms behind \
-             its schedule, and were repeated (at most {STALL_REPEATS} times per trial)",
-            gathered.stall_repeats,
-            STALL_NS / 1_000_000
+            "{size} B: trials repeated because they lost frames while the generator ran more \
+             than {} ms behind its schedule: {} (at most {STALL_REPEATS} times per trial)",
+            STALL_NS / 1_000_000,
+            gathered.stall_repeats
         ));
     }
     for failure in gathered.failures.iter().take(3) {
