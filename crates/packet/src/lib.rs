@@ -1,6 +1,6 @@
 //! The packet layer of wirespeed: where frames live and how they are read.
 //!
-//! * [`pool`]: one preallocated, page-aligned region of fixed-size frames and a stack of free
+//! * [`pool`]: one preallocated, 2 MiB-aligned region of fixed-size frames and a stack of free
 //!   frame indices. Frames are never freed, only recycled; the region doubles as the AF_XDP UMEM.
 //! * [`batch`]: the caller-owned array of descriptors and per-packet metadata that every port and
 //!   stage works on.
@@ -9,11 +9,12 @@
 //! * [`flow_key`]: the fields a forwarding decision depends on, and their CRC32C hash.
 //! * [`mod@parse`]: the hot-path parser that fills a packet's [`Meta`] and [`FlowKey`] in one pass.
 //!
-//! * [`memory`]: huge-page advice for the large lookup tables of the data plane.
+//! * [`memory`]: memory in transparent huge pages: the frame pool's region, the lookup tables
+//!   that grow ([`memory::ReservedTable`]) and the advice for those of fixed size.
 //!
 //! `unsafe` is confined to the pool (memory shared with the kernel), the CRC32C instruction and
 //! the read of a flow key's memory as words ([`flow_key`]), the TSC and prefetch ([`cpu`]) and
-//! the huge-page advice ([`memory`]).
+//! the huge-page mappings and advice ([`memory`]).
 
 pub mod batch;
 pub mod checksum;

@@ -2,9 +2,9 @@
 //!
 //! The region is an anonymous `mmap`, 2 MiB-aligned and in transparent huge pages
 //! ([`HugeRegion`]), so that the AF_XDP backend can register it as its UMEM unchanged: a frame's
-//! UMEM address is `frame_index * frame_size`. The pool keeps a
-//! stack of free frame indices (ixy's design): allocation and release are a push or a pop, with
-//! no allocation after [`FramePool::new`]. A bitmap of which frames are free catches a frame
+//! UMEM address is `frame_index * frame_size`. The pool keeps a stack of free frame indices
+//! (ixy's design): allocation and release are a push or a pop, with no allocation after
+//! [`FramePool::new`]. A bitmap of which frames are free catches a frame
 //! released twice (a bug that would otherwise hand one frame to two owners); it is counted and the
 //! second release is ignored, so conservation (`free + in use = total`) always holds.
 
@@ -38,7 +38,6 @@ pub enum PoolError {
 /// A region of `count` frames of `frame_size` bytes and the stack of the free ones.
 pub struct FramePool {
     region: HugeRegion,
-    region_len: usize,
     frame_size: u32,
     frame_count: u32,
     /// Stack of free frame indices; its capacity is `frame_count`, so pushes never allocate.
@@ -73,7 +72,6 @@ impl FramePool {
         }
         Ok(Self {
             region,
-            region_len,
             frame_size,
             frame_count,
             free,
@@ -208,7 +206,7 @@ impl FramePool {
 
     /// Length of the region in bytes.
     pub fn region_len(&self) -> usize {
-        self.region_len
+        self.region.len()
     }
 
     /// The UMEM address of byte `offset` of frame `id`.
@@ -220,7 +218,7 @@ impl FramePool {
     /// Splits a UMEM address into frame and offset; `None` for an address outside the region.
     #[inline]
     pub fn locate(&self, addr: u64) -> Option<(FrameId, u16)> {
-        if addr >= self.region_len as u64 {
+        if addr >= self.region.len() as u64 {
             return None;
         }
         let size = self.frame_size as u64;

@@ -232,10 +232,7 @@ impl<V: Copy + Default> FlowLookup<V> {
         keys: &[FlowKey],
         groups: &mut [FlowGroup<V>],
     ) -> usize {
-        self.batches = self.batches.wrapping_add(1);
-        if self.batches.is_multiple_of(RANK_EVERY) {
-            self.classifier.rank();
-        }
+        self.count_batch();
         let metas = batch.meta_mut();
         let count = metas.len().min(keys.len()).min(groups.len());
         let (metas, keys) = (&mut metas[..count], &keys[..count]);
@@ -311,19 +308,7 @@ impl<V: Copy + Default> FlowLookup<V> {
                 open = None;
                 continue;
             }
-            *opens = match open {
-                Some((before, hash)) if same_key(before, key) => {
-                    meta.flow_hash = hash;
-                    false
-                }
-                _ => {
-                    let hash = key.hash();
-                    meta.flow_hash = hash;
-                    self.cache.prefetch(hash);
-                    open = Some((key, hash));
-                    true
-                }
-            };
+            *opens = join_run(&mut open, meta, key, &self.cache);
         }
         // Pass two: probe each run, give its answer to every packet of it.
         let (mut runs, mut live) = (0u64, 0u64);
@@ -345,13 +330,19 @@ impl<V: Copy + Default> FlowLookup<V> {
             *value = found;
             live += 1;
         }
+        self.count_batch();
+        self.cache.count_hits(runs);
+        self.counters.cache_hits += live;
+        Some(runs as usize)
+    }
+
+    /// Counts a batch looked up, and re-ranks the classifier's subtables every
+    /// [`RANK_EVERY`] batches.
+    fn count_batch(&mut self) {
         self.batches = self.batches.wrapping_add(1);
         if self.batches.is_multiple_of(RANK_EVERY) {
             self.classifier.rank();
         }
-        self.cache.count_hits(runs);
-        self.counters.cache_hits += live;
-        Some(runs as usize)
     }
 
     /// Cuts the batch into runs in `self.runs` (a dropped packet alone, or consecutive live
@@ -368,21 +359,10 @@ impl<V: Copy + Default> FlowLookup<V> {
                 made += push_run(&mut self.runs, made, i, false);
                 continue;
             }
-            match open {
-                Some((before, hash)) if same_key(before, key) => {
-                    meta.flow_hash = hash;
-                    if let Some(run) = made.checked_sub(1).and_then(|last| self.runs.get_mut(last))
-                    {
-                        run.len += 1;
-                    }
-                }
-                _ => {
-                    let hash = key.hash();
-                    meta.flow_hash = hash;
-                    self.cache.prefetch(hash);
-                    open = Some((key, hash));
-                    made += push_run(&mut self.runs, made, i, true);
-                }
+            if join_run(&mut open, meta, key, &self.cache) {
+                made += push_run(&mut self.runs, made, i, true);
+            } else if let Some(run) = made.checked_sub(1).and_then(|last| self.runs.get_mut(last)) {
+                run.len += 1;
             }
         }
         made
@@ -396,6 +376,30 @@ struct Run {
     start: usize,
     len: usize,
     live: bool,
+}
+
+/// Puts a live packet into the run still `open` (its key and hash) or opens a new one with it;
+/// returns whether it opened one. Either way the packet's `meta.flow_hash` is its key's hash:
+/// the run's, for a key equal to the run's, or computed now, and then its first cache slot is
+/// prefetched so that the probes after overlap their memory reads.
+#[inline(always)]
+fn join_run<'k, V: Copy>(
+    open: &mut Option<(&'k FlowKey, u32)>,
+    meta: &mut Meta,
+    key: &'k FlowKey,
+    cache: &FlowCache<V>,
+) -> bool {
+    if let Some((before, hash)) = *open
+        && same_key(before, key)
+    {
+        meta.flow_hash = hash;
+        return false;
+    }
+    let hash = key.hash();
+    meta.flow_hash = hash;
+    cache.prefetch(hash);
+    *open = Some((key, hash));
+    true
 }
 
 /// Opens a run of packet `start` at `runs[at]`; returns how many runs it added.

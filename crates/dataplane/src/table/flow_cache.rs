@@ -144,8 +144,8 @@ impl<V: Copy> FlowCache<V> {
         let (first, second) = self.slots(hash);
         for slot in [first, second] {
             let entry = &self.entries[slot];
-            // The key's words are read here, after the hash matched, not held across both
-            // probes (which spilled them to the stack in the batch loop).
+            // The key's words are read here, after the generation matched, not held across
+            // both probes (which spilled them to the stack in the batch loop).
             if self.valid(entry) && same_words(&entry.key, &key.stored_words()) {
                 return Some(entry.value);
             }

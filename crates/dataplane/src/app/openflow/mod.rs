@@ -558,6 +558,17 @@ impl Effects<'_> {
         bytes
     }
 
+    /// Counts `packets` packets of `bytes` bytes decided by `resolved`, the last at TSC `now`:
+    /// in the result (folded into its flows later) and, when a table missed, in the app's
+    /// `table_misses`.
+    #[inline(always)]
+    fn count(&mut self, resolved: &mut Resolved, packets: u64, bytes: u64, now: u64) {
+        resolved.count(packets, bytes, now);
+        if resolved.miss {
+            self.counters.table_misses += packets;
+        }
+    }
+
     /// Runs `actions` (a [`Plan::Actions`] result: at least one, ending with an output) on one
     /// packet.
     fn execute(
@@ -815,11 +826,7 @@ impl OpenFlow {
                 effects.apply(resolved, ctx, descs, metas)
             };
             // Once per group: a train of one flow writes its counters once.
-            let packets = group.len as u64;
-            resolved.count(packets, bytes, ctx.now);
-            if resolved.miss {
-                self.counters.table_misses += packets;
-            }
+            effects.count(resolved, group.len as u64, bytes, ctx.now);
         }
     }
 
@@ -850,10 +857,7 @@ impl OpenFlow {
                 std::slice::from_mut(desc),
                 std::slice::from_mut(meta),
             );
-            resolved.count(1, bytes, ctx.now);
-            if resolved.miss {
-                effects.counters.table_misses += 1;
-            }
+            effects.count(resolved, 1, bytes, ctx.now);
         }
     }
 
