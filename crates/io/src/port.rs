@@ -119,6 +119,17 @@ pub trait Port: Send {
     /// the kernel). The worker calls it once per loop iteration; the default does nothing.
     fn poll(&mut self, _pool: &mut FramePool) {}
 
+    /// Frames that have left the port so far, cumulative: for AF_XDP the TX descriptors the
+    /// kernel has consumed (it takes one only once it has handed the frame to the device), not
+    /// frames merely placed in the TX ring. A paced sender compares it with what it handed to
+    /// `tx` to see how long frames wait in the port (the tester's departure lag,
+    /// `tester::trial`), so it is read in every loop and makes no system call. The default,
+    /// for ports that transmit inside `tx`, is `stats().tx_packets`. Wrappers ask the port
+    /// they wrap.
+    fn tx_departed(&self) -> u64 {
+        self.stats().tx_packets
+    }
+
     /// Whether frames handed to `tx` still wait for the kernel to take them (copy-mode AF_XDP
     /// transmits at most 32 per kick; an AF_PACKET ring can be left with a kick pending). A
     /// worker does not sleep while any port has a backlog: nothing would send it until the

@@ -642,9 +642,27 @@ pub fn load_config(config: &SuiteConfig, load: Load) -> TrialConfig {
 fn describe(what: &str, size: u16, trial: &LabTrial) -> String {
     let m = &trial.measurement;
     let counted = m.receiver != ReceiverKind::Probe;
+    let departed = m.outcome.departure.map_or(String::new(), |d| {
+        let mut line = format!(
+            ", departed {:.4} Mpps (lag {:.2} ms",
+            d.departed_rate / 1e6,
+            d.lag_seconds * 1e3
+        );
+        if d.held_back > 0 {
+            line += &format!(
+                ", {} held back past {:.1} ms",
+                d.held_back,
+                d.tolerance_seconds * 1e3
+            );
+        }
+        if d.behind > 0 {
+            line += &format!(", the generator {} frames behind at the end", d.behind);
+        }
+        line + ")"
+    });
     let sent = format!(
-        "{size} B {what}: offered {:.3} Mpps, {} {:.3} Mpps, loss {:.4} % ({} lost: {} refused \
-         by the tester's TX ring, {} not sent in time",
+        "{size} B {what}: offered {:.4} Mpps{departed}, {} {:.3} Mpps, loss {:.4} % ({} lost: {} \
+         refused by the tester's TX ring, {} not sent in time",
         m.outcome.sent as f64 / m.outcome.seconds.max(1e-9) / 1e6,
         if counted { "counted" } else { "received" },
         m.outcome.received_rate() / 1e6,
@@ -754,6 +772,11 @@ fn calibrate(
 struct Gathered {
     /// Trial runs repeated because the generator stalled ([`stalled`]).
     stall_repeats: u32,
+    /// Trials that still ended with the generator behind its schedule after their repeats:
+    /// counted as not passing, their rate tester-limited.
+    behind: u32,
+    /// Trials whose frames the DuT held back in the tester's port past the tolerance.
+    held_back: u32,
     counters: CounterCheck,
     max_error: f64,
     last: Option<LabTrial>,
@@ -774,15 +797,22 @@ const STALL_NS: u64 = 5_000_000;
 /// Times a stalled trial is run again at most; the last run counts whatever it shows.
 const STALL_REPEATS: u32 = 3;
 
-/// Whether `trial` lost frames that its generator's stall explains: a steady load (a burst is
-/// meant to be one), a sender more than [`STALL_NS`] late at its worst, and at most a tenth of
-/// the frames lost (a DuT over its capacity loses more, and is not worth repeating).
+/// Whether `trial` was spoiled by its generator, on a steady load (a burst is meant to be
+/// one): either the trial ended with the generator behind its schedule (it could not offer the
+/// rate: [`Departure::behind`](crate::rfc2544::Departure::behind)), or it lost frames (at most a
+/// tenth: a DuT over its capacity loses more, and is not worth repeating) while the generator
+/// ran late, more than the departure tolerance
+/// ([`Departure::sent_late`](crate::rfc2544::Departure::sent_late)) or more than [`STALL_NS`]
+/// at its worst: a paced sender that was off its core sends what fell due meanwhile as one
+/// burst, and the burst, not the rate, overflows a DuT with a short queue or pushes back.
 fn stalled(spec: &TrialSpec, trial: &TrialMeasurement) -> bool {
     let outcome = &trial.outcome;
-    matches!(spec.load, Load::Rate { .. })
-        && trial.pacing.lateness_max_ns > STALL_NS as f64
-        && outcome.lost() > 0
-        && outcome.lost() <= outcome.sent / 10
+    let (behind, late) = outcome
+        .departure
+        .map_or((false, false), |d| (d.behind > 0, d.sent_late > 0));
+    let ran_late = late || trial.pacing.lateness_max_ns > STALL_NS as f64;
+    let lost_in_a_stall = ran_late && outcome.lost() > 0 && outcome.lost() <= outcome.sent / 10;
+    matches!(spec.load, Load::Rate { .. }) && (behind || lost_in_a_stall)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -824,9 +854,7 @@ fn frame_size(
         // A stopped run sends nothing more; the search sees failures and ends quickly.
         let failed = TrialOutcome {
             sent: 1,
-            received: 0,
-            seconds: 0.0,
-            last_loss: None,
+            ..TrialOutcome::default()
         };
         if stop.load(Ordering::Relaxed) {
             gathered.interrupted = true;
@@ -875,6 +903,10 @@ fn frame_size(
                     .max(lab_trial.counters.rx_error());
                 gathered.mode = lab_trial.mode.clone();
                 let outcome = lab_trial.measurement.outcome;
+                if let Some(departure) = outcome.departure {
+                    gathered.behind += u32::from(departure.behind > 0);
+                    gathered.held_back += u32::from(departure.held_back > 0);
+                }
                 if pins.iter().all(|p| p.thread != lab_trial.generator.thread) {
                     pins.push(lab_trial.generator.clone());
                 }
@@ -1101,10 +1133,25 @@ fn frame_size(
     }
     if gathered.stall_repeats > 0 {
         notes.push(format!(
-            "{size} B: trials repeated because they lost frames while the generator ran more \
-             than {} ms behind its schedule: {} (at most {STALL_REPEATS} times per trial)",
+            "{size} B: trials repeated because the generator ended behind its schedule, or \
+             they lost frames while it ran more than {} ms behind: {} (at most \
+             {STALL_REPEATS} times per trial)",
             STALL_NS / 1_000_000,
             gathered.stall_repeats
+        ));
+    }
+    if gathered.behind > 0 {
+        notes.push(format!(
+            "{size} B: trials that did not pass because the generator could not offer their \
+             rate even when repeated (tester-limited): {}",
+            gathered.behind
+        ));
+    }
+    if gathered.held_back > 0 {
+        notes.push(format!(
+            "{size} B: trials in which the DuT pushed frames back into the tester's port past \
+             the departure tolerance (counted lost at that rate): {}",
+            gathered.held_back
         ));
     }
     for failure in gathered.failures.iter().take(3) {
@@ -1121,6 +1168,7 @@ fn frame_size(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rfc2544::Departure;
 
     #[test]
     fn a_trial_is_repeated_only_for_a_small_loss_behind_a_late_steady_sender() {
@@ -1153,6 +1201,56 @@ mod tests {
             },
         };
         assert!(!stalled(&burst, &trial));
+    }
+
+    /// Issue 16's rule: a trial that ended with its generator behind never passes as it is; it
+    /// is run again, and a last run still behind counts the owed frames lost.
+    #[test]
+    fn a_trial_that_ended_behind_its_schedule_is_repeated_and_never_passes() {
+        let steady = TrialSpec {
+            load: Load::Rate {
+                rate: 100_000.0,
+                seconds: 0.5,
+            },
+        };
+        let mut trial = TrialMeasurement::default();
+        trial.outcome.sent = 50_000;
+        trial.outcome.received = 50_000;
+        let on_time = Departure {
+            scheduled_rate: 100_000.0,
+            departed_rate: 100_000.0,
+            tolerance_seconds: 0.001,
+            ..Departure::default()
+        };
+        trial.outcome.departure = Some(on_time);
+        assert!(!stalled(&steady, &trial));
+        assert_eq!(trial.outcome.loss_ratio(), 0.0);
+        // Late in the middle and caught up, nothing lost: a pass, the burst was harder.
+        trial.outcome.departure = Some(Departure {
+            sent_late: 400,
+            ..on_time
+        });
+        assert!(!stalled(&steady, &trial));
+        // ... but a small loss behind a late sender is the burst's.
+        trial.outcome.received = 49_990;
+        assert!(stalled(&steady, &trial));
+        // Behind at the end: every frame arrived, and still it is repeated and fails.
+        trial.outcome.received = 50_000;
+        trial.outcome.departure = Some(Departure {
+            sent_late: 400,
+            behind: 400,
+            departed_rate: 99_200.0,
+            ..on_time
+        });
+        assert!(stalled(&steady, &trial));
+        assert_eq!(trial.outcome.lost(), 400);
+        // Frames the DuT held back in the tester's port are its loss, not a stall.
+        trial.outcome.departure = Some(Departure {
+            held_back: 300,
+            ..on_time
+        });
+        assert!(!stalled(&steady, &trial));
+        assert_eq!(trial.outcome.lost(), 300);
     }
 
     #[test]

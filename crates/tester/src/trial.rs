@@ -77,7 +77,7 @@ use crate::generator::probe::{
     self, PROBE_LEN, Probe, ProbeError, ProbeWriter, SEQUENCE_AT, TIMESTAMP_AT,
 };
 use crate::generator::{Template, prefill};
-use crate::rfc2544::TrialOutcome;
+use crate::rfc2544::{Departure, TrialOutcome};
 use crate::stats::{LatencyHistogram, LatencySummary, SequenceCounts, SequenceTable};
 
 /// Departures recorded per trial for the pacing figure (8 MiB of timestamps); a longer trial's
@@ -90,6 +90,23 @@ pub const MAX_RECORDED_DEPARTURES: usize = 1 << 20;
 pub const LATE_SHARE: f64 = 0.05;
 /// See [`LATE_SHARE`].
 pub const LATE_GRACE: f64 = 0.05;
+
+/// How late a frame may leave the tester's port and still count as offered at the trial's
+/// rate ([`Departure`]): this share of the trial's length, between [`TOLERANCE_MIN`] and
+/// [`TOLERANCE_MAX`]. At 0.2 % a trial whose every frame left at the limit still departed
+/// within 0.2 % of its rate; the floor keeps a short trial from failing on the microseconds a
+/// kick takes, the ceiling keeps a long one from hiding a DuT's pushback in the tester's queue.
+pub const TOLERANCE_SHARE: f64 = 0.002;
+/// See [`TOLERANCE_SHARE`].
+pub const TOLERANCE_MIN: Duration = Duration::from_micros(100);
+/// See [`TOLERANCE_SHARE`].
+pub const TOLERANCE_MAX: Duration = Duration::from_millis(1);
+
+/// The departure tolerance of a trial `seconds` long ([`TOLERANCE_SHARE`]).
+pub fn departure_tolerance(seconds: f64) -> Duration {
+    Duration::from_secs_f64((seconds * TOLERANCE_SHARE).max(0.0))
+        .clamp(TOLERANCE_MIN, TOLERANCE_MAX)
+}
 
 /// How to run one trial.
 #[derive(Clone, Debug, PartialEq)]
@@ -511,6 +528,157 @@ struct Sent {
     per_flow: Vec<u64>,
 }
 
+/// The frames a trial handed to its TX port and has not yet seen leave it, with the times
+/// they were due and ready (due, or handed out when that was later): how late the trial's
+/// frames left the tester ([`Departure`]).
+///
+/// A frame has left when the port says so ([`Port::tx_departed`]): for copy-mode AF_XDP, when
+/// the kernel has consumed its TX descriptor, which it does only once it has handed the frame
+/// to the veth. Completions would come too late: the kernel completes a frame when its last
+/// holder frees it, after the DuT's own queues (a shaper's 4 ms). The count is read with the
+/// TSC read just before, so a frame seen waiting was still in the port at that time: every
+/// lag here is a lower bound, and a generator kept off its core while frames leave is never
+/// blamed for it.
+///
+/// Why frames wait there at all: a copy-mode frame is an skb charged to the sending socket
+/// until it is freed, and the socket's send buffer holds a few hundred of them; a DuT that
+/// queues that many (the shaper's queue) makes the kernel refuse the next frame, which stays
+/// in the TX ring and leaves at the DuT's pace.
+///
+/// The tracker also bounds the frames in the port to what may wait there within the
+/// tolerance ([`InFlight::room`]): a deeper queue would only hold what the DuT pushes back.
+struct InFlight {
+    /// Due and ready times of the frames in the port, by frame index modulo the capacity.
+    due: Box<[u64]>,
+    ready: Box<[u64]>,
+    mask: u64,
+    /// Frames handed to the port (taken by `tx`).
+    handed: u64,
+    /// Of them, frames seen to have left.
+    departed: u64,
+    /// The port's departure count before the trial.
+    base: u64,
+    /// Cycles a frame may leave after it was due (or ready) and still count.
+    tolerance: u64,
+    /// Frames allowed in the port at once.
+    limit: u64,
+    sent_late: u64,
+    /// Frames handed out late since the last one handed out in time.
+    late_streak: u64,
+    held_back: u64,
+    /// Frames before this index were already counted as held back.
+    held_until: u64,
+    /// Longest wait past a due time seen, cycles.
+    lag: u64,
+    /// Lower bound of the last frame's departure: its hand-out, or the latest time a frame
+    /// was seen still in the port.
+    last_departure: u64,
+}
+
+impl InFlight {
+    /// A tracker for a trial at up to `rate` frames/s with `tolerance_cycles` of tolerance,
+    /// handing out batches of up to `batch` frames to `port`.
+    fn new(port: &dyn Port, rate: f64, tolerance_cycles: u64, hz: u64, batch: usize) -> Self {
+        let within = (rate * tolerance_cycles as f64 / hz as f64).ceil();
+        let limit = (within as u64).clamp(2 * batch as u64, 1 << 20);
+        let capacity = limit.next_power_of_two();
+        InFlight {
+            due: vec![0; capacity as usize].into_boxed_slice(),
+            ready: vec![0; capacity as usize].into_boxed_slice(),
+            mask: capacity - 1,
+            handed: 0,
+            departed: 0,
+            base: port.tx_departed(),
+            tolerance: tolerance_cycles,
+            limit,
+            sent_late: 0,
+            late_streak: 0,
+            held_back: 0,
+            held_until: 0,
+            lag: 0,
+            last_departure: 0,
+        }
+    }
+
+    /// Frames the port may take now without more than [`InFlight::limit`] in it.
+    fn room(&self) -> usize {
+        self.limit.saturating_sub(self.handed - self.departed) as usize
+    }
+
+    /// Records frames the port took at `stamped`, due at `due`.
+    fn handed(&mut self, due: &[u64], stamped: u64) {
+        for &due in due {
+            let slot = (self.handed & self.mask) as usize;
+            self.due[slot] = due;
+            self.ready[slot] = due.max(stamped);
+            self.handed += 1;
+            if stamped.saturating_sub(due) > self.tolerance {
+                self.sent_late += 1;
+                self.late_streak += 1;
+            } else {
+                self.late_streak = 0;
+            }
+        }
+        if let Some(&first) = due.first() {
+            self.lag = self.lag.max(stamped.saturating_sub(first));
+            self.last_departure = self.last_departure.max(stamped);
+        }
+    }
+
+    /// Reads the port's departures and counts the frames seen waiting too long.
+    fn observe(&mut self, port: &dyn Port) {
+        let now = rdtsc();
+        let departed = port.tx_departed().saturating_sub(self.base);
+        self.departed = self.departed.max(departed.min(self.handed));
+        if self.departed == self.handed {
+            return;
+        }
+        self.last_departure = self.last_departure.max(now);
+        let oldest = self.departed;
+        self.lag = self
+            .lag
+            .max(now.saturating_sub(self.due[(oldest & self.mask) as usize]));
+        let waited_too_long = |index: u64| {
+            self.ready[(index & self.mask) as usize].saturating_add(self.tolerance) < now
+        };
+        if !waited_too_long(oldest) {
+            return;
+        }
+        // Ready times only grow with the index: the frames that waited too long are a prefix.
+        let (mut low, mut high) = (oldest + 1, self.handed);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if waited_too_long(middle) {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        let from = oldest.max(self.held_until);
+        self.held_back += low.saturating_sub(from);
+        self.held_until = self.held_until.max(low);
+    }
+
+    /// The trial's departure figures, for a trial at `rate` that started at `start`.
+    fn departure(&self, rate: f64, start: u64, hz: u64) -> Departure {
+        let seconds =
+            self.last_departure.saturating_sub(start) as f64 / hz as f64 + 1.0 / rate.max(1e-9);
+        Departure {
+            scheduled_rate: rate,
+            departed_rate: if self.departed > 0 {
+                self.departed as f64 / seconds
+            } else {
+                0.0
+            },
+            lag_seconds: self.lag as f64 / hz as f64,
+            tolerance_seconds: self.tolerance as f64 / hz as f64,
+            sent_late: self.sent_late,
+            held_back: self.held_back,
+            behind: self.late_streak,
+        }
+    }
+}
+
 /// The sending half of [`run`]: paces the frames out, lets `receiver` take arrivals between
 /// batches, and lingers until it has as many fresh probes as were transmitted (or the linger
 /// ends).
@@ -554,6 +722,18 @@ fn send(
         None => config.flow_order,
     };
     let mut numbering = Numbering::new(order, flows);
+    // Only a steady rate is judged on its departures: a burst is meant to leave faster than
+    // the DuT takes it, and a two-phase trial overloads on purpose.
+    let steady = config.frames.is_none() && config.then.is_none();
+    let tolerance = departure_tolerance(total_seconds);
+    let fastest = config.rate.max(config.then.map_or(0.0, |t| t.rate));
+    let mut in_flight = InFlight::new(
+        tx,
+        fastest,
+        (tolerance.as_secs_f64() * hz as f64) as u64,
+        hz,
+        config.batch.clamp(1, MAX_BATCH),
+    );
     let record = (offered as usize).min(MAX_RECORDED_DEPARTURES);
     let mut departures = Vec::with_capacity(record);
     let mut scheduled = Vec::with_capacity(record);
@@ -585,6 +765,7 @@ fn send(
         }
         if due > now {
             tx.poll(pool);
+            in_flight.observe(tx);
             receiver.receive(pool, template);
             // The core is shared with the receive's NAPI thread (the RFC 2544 placement puts
             // it on the generator's core): a sender that spun here kept it off the CPU until
@@ -605,9 +786,13 @@ fn send(
             due = schedule.next().unwrap_or(u64::MAX);
             count += 1;
         }
-        // Only the frames the TX ring has room for are prepared; the others, and a frame with
-        // no free buffer, are refused, each still using up its number.
-        let room = tx.tx_room(config.queue, pool, count).min(count);
+        // Only the frames the TX ring has room for, and the port may hold within the
+        // departure tolerance, are prepared; the others, and a frame with no free buffer, are
+        // refused, each still using up its number.
+        let room = tx
+            .tx_room(config.queue, pool, count)
+            .min(count)
+            .min(in_flight.room());
         if room == 0 {
             // The ring is full (the tester, or the DuT behind it, is over its limit): every
             // frame due by now is refused unprepared, and the core goes to whatever drains the
@@ -624,6 +809,7 @@ fn send(
             handed_out += refused;
             measurement.refused += refused;
             tx.poll(pool);
+            in_flight.observe(tx);
             receiver.receive(pool, template);
             std::thread::yield_now();
             continue;
@@ -658,6 +844,7 @@ fn send(
             pool.release(desc.frame);
         }
         batch.clear();
+        in_flight.handed(&due_times[..taken], stamped);
         if taken > 0 {
             first.get_or_insert(stamped);
             last = stamped;
@@ -669,14 +856,20 @@ fn send(
             }
         }
         tx.poll(pool);
+        in_flight.observe(tx);
         receiver.receive(pool, template);
     }
     let tried = handed_out;
     measurement.unsent = offered.saturating_sub(tried);
     let sending_ended = rdtsc();
     let linger_end = sending_ended + (config.linger.as_secs_f64() * hz as f64) as u64;
-    while rdtsc() < linger_end && receiver.fresh() < measurement.transmitted {
+    // Until every frame has arrived and left the port (a frame the DuT pushed back can leave
+    // after the last one arrived).
+    while rdtsc() < linger_end
+        && (receiver.fresh() < measurement.transmitted || in_flight.departed < in_flight.handed)
+    {
         tx.poll(pool);
+        in_flight.observe(tx);
         receiver.wait(pool, template);
     }
     if stop.load(Ordering::Relaxed) {
@@ -703,6 +896,7 @@ fn send(
             config.seconds
         },
         last_loss: None,
+        departure: steady.then(|| in_flight.departure(config.rate, start, hz)),
     };
     Ok(Sent {
         measurement,
@@ -1442,6 +1636,151 @@ mod tests {
         )
     }
 
+    /// A port whose frames leave at most at `rate` frames/s: what the tester's AF_XDP port
+    /// becomes behind a DuT that pushes back (the kernel leaves a frame in the TX ring while
+    /// the socket's send buffer is held downstream). Frames wait in an unbounded queue here, so
+    /// every one of them arrives in the end.
+    struct PushedBack<P> {
+        inner: P,
+        rate: f64,
+        started: Option<std::time::Instant>,
+        left: u64,
+        waiting: std::collections::VecDeque<Desc>,
+    }
+
+    impl<P: Port> PushedBack<P> {
+        fn new(inner: P, rate: f64) -> Self {
+            PushedBack {
+                inner,
+                rate,
+                started: None,
+                left: 0,
+                waiting: std::collections::VecDeque::new(),
+            }
+        }
+    }
+
+    impl<P: Port> Port for PushedBack<P> {
+        fn info(&self) -> &wirespeed_io::PortInfo {
+            self.inner.info()
+        }
+
+        fn rx(&mut self, queue: QueueId, pool: &mut FramePool, batch: &mut Batch) -> usize {
+            self.inner.rx(queue, pool, batch)
+        }
+
+        fn tx(&mut self, _queue: QueueId, pool: &mut FramePool, batch: &mut Batch) -> usize {
+            self.started.get_or_insert_with(std::time::Instant::now);
+            let taken = batch.len();
+            self.waiting.extend(batch.descs().iter().copied());
+            batch.clear();
+            self.poll(pool);
+            taken
+        }
+
+        fn poll(&mut self, pool: &mut FramePool) {
+            let Some(started) = self.started else {
+                return;
+            };
+            let due = (started.elapsed().as_secs_f64() * self.rate) as u64;
+            let mut batch = Batch::new(MAX_BATCH);
+            while self.left < due && !self.waiting.is_empty() && batch.room() > 0 {
+                batch.push(self.waiting.pop_front().unwrap());
+                self.left += 1;
+            }
+            self.inner.tx(0, pool, &mut batch);
+            for desc in batch.descs() {
+                pool.release(desc.frame);
+            }
+        }
+
+        fn tx_departed(&self) -> u64 {
+            self.left
+        }
+
+        fn frames_held(&self) -> usize {
+            self.waiting.len() + self.inner.frames_held()
+        }
+
+        fn release_all(&mut self, pool: &mut FramePool) {
+            for desc in self.waiting.drain(..) {
+                pool.release(desc.frame);
+            }
+            self.inner.release_all(pool);
+        }
+
+        fn stats(&self) -> wirespeed_io::PortStats {
+            self.inner.stats()
+        }
+    }
+
+    /// Issue 16: behind a DuT that pushes back, every frame of an excessive rate still arrives
+    /// (it waited in the tester's port), and the trial must not pass. Below the DuT's rate the
+    /// frames leave on time and the departed rate is the scheduled one.
+    #[test]
+    fn frames_a_dut_pushes_back_into_the_tester_count_lost_at_the_rate() {
+        let template = template(64, 4);
+        let mut pool = FramePool::new(16384, 2048).unwrap();
+        let (a, mut b) = memory_pair(16384);
+        let mut a = PushedBack::new(a, 20_000.0);
+        let config = |rate: f64| TrialConfig {
+            rate,
+            seconds: 0.2,
+            linger: Duration::from_secs(5),
+            ..TrialConfig::default()
+        };
+        let stop = AtomicBool::new(false);
+        let over = run(
+            &mut a,
+            &mut b,
+            &mut pool,
+            &template,
+            &config(40_000.0),
+            &stop,
+        )
+        .unwrap();
+        let departure = over
+            .outcome
+            .departure
+            .expect("a steady trial measures departures");
+        assert!(
+            departure.lag_seconds > departure.tolerance_seconds,
+            "{departure:?}"
+        );
+        assert!(departure.held_back > 1000, "{departure:?}");
+        assert!(
+            departure.departed_rate < 0.7 * departure.scheduled_rate,
+            "{departure:?}"
+        );
+        assert!(over.outcome.loss_ratio() > 0.25, "{:?}", over.outcome);
+        // Nothing waits deeper than the tolerance allows: the excess was refused.
+        assert!(over.refused > 0, "{over:?}");
+        assert_eq!(pool.free_count(), pool.total());
+
+        let mut a = PushedBack::new(a.inner, 20_000.0);
+        let under = up_to_three_tries(
+            || {
+                run(
+                    &mut a,
+                    &mut b,
+                    &mut pool,
+                    &template,
+                    &config(5_000.0),
+                    &stop,
+                )
+                .unwrap()
+            },
+            |m| m.outcome.departure.is_some_and(|d| d.sent_late == 0),
+        );
+        let departure = under.outcome.departure.unwrap();
+        assert!(departure.on_schedule(), "{departure:?}");
+        assert_eq!(under.outcome.lost(), 0, "{:?}", under.outcome);
+        assert!(
+            (departure.departed_rate / departure.scheduled_rate - 1.0).abs() < 0.005,
+            "{departure:?}"
+        );
+    }
+
     #[test]
     fn a_burst_offers_exactly_its_frames_and_random_flows_number_their_own() {
         let template = template(64, 16);
@@ -1562,6 +1901,10 @@ mod tests {
             let most = self.rooms[self.asked % self.rooms.len()];
             self.asked += 1;
             self.inner.tx_room(queue, pool, want.min(most))
+        }
+
+        fn tx_departed(&self) -> u64 {
+            self.inner.tx_departed()
         }
 
         fn frames_held(&self) -> usize {

@@ -28,7 +28,7 @@ fn dut(frame_size: u32) -> impl FnMut(TrialSpec) -> TrialOutcome {
                 sent,
                 received: sent.min((capacity * seconds) as u64 + 20_000),
                 seconds,
-                last_loss: None,
+                ..TrialOutcome::default()
             }
         }
         Load::Burst { frames, rate } => {
@@ -37,7 +37,7 @@ fn dut(frame_size: u32) -> impl FnMut(TrialSpec) -> TrialOutcome {
                 sent: frames,
                 received: frames - ((held - 20_000.0).max(0.0) as u64).min(frames),
                 seconds: frames as f64 / rate,
-                last_loss: None,
+                ..TrialOutcome::default()
             }
         }
         Load::Step { .. } => TrialOutcome::default(),

@@ -62,7 +62,7 @@ impl SimDut {
                     sent,
                     received,
                     seconds,
-                    last_loss: None,
+                    ..TrialOutcome::default()
                 }
             }
             Load::Burst { frames, rate } => {
@@ -79,7 +79,7 @@ impl SimDut {
                     sent: frames,
                     received: frames - lost.min(frames),
                     seconds: frames as f64 / rate,
-                    last_loss: None,
+                    ..TrialOutcome::default()
                 }
             }
             Load::Step { .. } => unreachable!("rate and burst trials only"),
@@ -415,6 +415,7 @@ fn step_trial(
             received: sent - lost.round() as u64,
             seconds: first_seconds + then_seconds,
             last_loss,
+            ..TrialOutcome::default()
         }
     }
 }
@@ -446,7 +447,7 @@ fn recovery_time_is_the_last_loss_after_the_drop() {
         sent: 10,
         received: 9,
         seconds: 5.0,
-        last_loss: None,
+        ..TrialOutcome::default()
     });
     assert_eq!(result.times, [None, None, None]);
     assert_eq!(result.time.count, 0);
@@ -476,7 +477,7 @@ impl StallingDut {
             sent,
             received,
             seconds,
-            last_loss: None,
+            ..TrialOutcome::default()
         }
     }
 }
@@ -645,7 +646,7 @@ impl WanderingDut {
             sent,
             received,
             seconds,
-            last_loss: None,
+            ..TrialOutcome::default()
         }
     }
 }

@@ -463,6 +463,12 @@ impl Port for AfPacketPort {
         }
     }
 
+    /// Frames queued on the TX ring: the kernel sends them inside the kick `tx` makes, so
+    /// this is the port's own count, read without the system call `stats` makes.
+    fn tx_departed(&self) -> u64 {
+        self.stats.tx_packets
+    }
+
     fn tx_backlog(&mut self) -> bool {
         self.queues.iter().flatten().any(|ring| ring.kick_pending)
     }

@@ -57,6 +57,8 @@ pub struct AfXdpPort {
     /// Descriptors the kernel never saw because they were invalid (outside the frame or pool,
     /// or a frame the port already held); counted in `tx_refused`.
     tx_invalid: u64,
+    /// TX descriptors published to the kernel, all sockets ([`Port::tx_departed`]).
+    tx_submitted: u64,
 }
 
 impl AfXdpPort {
@@ -250,6 +252,7 @@ impl AfXdpPort {
             completion_size: config.completion_size,
             stats: PortStats::default(),
             tx_invalid: 0,
+            tx_submitted: 0,
         })
     }
 
@@ -485,6 +488,7 @@ impl Port for AfXdpPort {
         }
         if written > 0 {
             socket.tx.submit(written);
+            self.tx_submitted += written as u64;
             if socket.tx.needs_wakeup() {
                 socket.kick_tx();
             }
@@ -513,6 +517,21 @@ impl Port for AfXdpPort {
                 socket.kick_tx();
             }
         }
+    }
+
+    /// Descriptors the kernel has consumed from the TX rings. In copy mode it consumes one only
+    /// once the frame is built and handed to the device inside the kick; one the device
+    /// refuses (a stopped queue) or the socket's send buffer has no room for (its frames still
+    /// held downstream) stays in the ring. So this is when a frame left, not when it was
+    /// queued: completions come later still, when the last holder frees the frame.
+    fn tx_departed(&self) -> u64 {
+        let in_rings: u64 = self
+            .sockets
+            .iter()
+            .flatten()
+            .map(|socket| u64::from(socket.tx.in_ring()))
+            .sum();
+        self.tx_submitted.saturating_sub(in_rings)
     }
 
     fn tx_backlog(&mut self) -> bool {

@@ -192,6 +192,14 @@ impl<T: Copy> ProducerRing<T> {
         self.cached_producer.wrapping_sub(self.cached_consumer)
     }
 
+    /// Descriptors published and not yet consumed by the kernel, read without touching the
+    /// cached index (a reader that must not take `&mut`).
+    #[inline]
+    pub(crate) fn in_ring(&self) -> u32 {
+        self.cached_producer
+            .wrapping_sub(self.ring.consumer().load(Ordering::Acquire))
+    }
+
     /// Whether the kernel asked to be woken up (`XDP_RING_NEED_WAKEUP`).
     #[inline]
     pub(crate) fn needs_wakeup(&self) -> bool {

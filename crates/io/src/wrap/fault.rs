@@ -350,6 +350,10 @@ impl<P: Port> Port for Faulty<P> {
         self.inner.poll(pool);
     }
 
+    fn tx_departed(&self) -> u64 {
+        self.inner.tx_departed()
+    }
+
     fn tx_backlog(&mut self) -> bool {
         self.inner.tx_backlog()
     }

@@ -83,11 +83,66 @@ pub struct TrialOutcome {
     /// trial does not know.
     #[serde(default)]
     pub last_loss: Option<f64>,
+    /// When the frames left the tester's port, for a trial that measures it (a steady rate
+    /// over real ports); `None` otherwise.
+    #[serde(default)]
+    pub departure: Option<Departure>,
+}
+
+/// When a steady trial's frames left the tester's port, against their schedule.
+///
+/// A frame counts as offered at the trial's rate only when it left the port within
+/// `tolerance_seconds` of its due time. A DuT that pushes back (a veth whose peer's ring is
+/// full stops the tester's queue, a shaper holds frames) otherwise makes the frames of an
+/// excessive rate wait in the tester's own queues and leave at the DuT's pace, every one of
+/// them arriving before the trial's wait ends: zero loss at a rate that was never offered
+/// (issue 16: a search found 109 kframes/s through a 104 kframes/s shaper). So the frames that
+/// waited longer in the port are counted lost at this rate ([`Departure::held_back`]), and so
+/// are those the generator itself still owed at the end ([`Departure::behind`]): the trial
+/// could not offer its rate, and never passes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Departure {
+    /// The rate the schedule asked for, frames/s.
+    pub scheduled_rate: f64,
+    /// Frames that left the port per second, from the first frame's due time to the last
+    /// frame's departure (one schedule period added, so that on-time departures give the
+    /// scheduled rate).
+    pub departed_rate: f64,
+    /// The longest any frame was seen to wait past its due time before it left the port,
+    /// seconds (a lower bound: a frame is seen waiting when the port's completions have not
+    /// reached it).
+    pub lag_seconds: f64,
+    /// How late a frame may leave and still count as offered at the rate, seconds.
+    pub tolerance_seconds: f64,
+    /// Frames the generator handed to the port more than the tolerance after their due time
+    /// (it was off its core), anywhere in the trial.
+    pub sent_late: u64,
+    /// Frames handed to the port in time that left it more than the tolerance later: the DuT
+    /// (or the path to it) did not take them at this rate. Counted lost.
+    pub held_back: u64,
+    /// Frames at the end of the trial that the generator handed out more than the tolerance
+    /// late, with no frame after them on time again: the trial ended behind its schedule.
+    /// Counted lost.
+    pub behind: u64,
+}
+
+impl Departure {
+    /// Whether the frames left as scheduled: none held back and none still owed at the end.
+    pub fn on_schedule(&self) -> bool {
+        self.held_back == 0 && self.behind == 0
+    }
 }
 
 impl TrialOutcome {
-    /// Frames lost (never negative).
+    /// Frames that did not count at this rate: those that did not arrive, plus those that left
+    /// the tester too late ([`Departure`]); a late frame may also be missing, so at most `sent`.
     pub fn lost(&self) -> u64 {
+        let late = self.departure.map_or(0, |d| d.held_back + d.behind);
+        self.missing().saturating_add(late).min(self.sent)
+    }
+
+    /// Frames that did not arrive (never negative).
+    pub fn missing(&self) -> u64 {
         self.sent.saturating_sub(self.received)
     }
 
@@ -257,9 +312,51 @@ mod tests {
             sent: 10,
             received: 12,
             seconds: 1.0,
-            last_loss: None,
+            ..TrialOutcome::default()
         };
         assert_eq!(duplicated.loss_ratio(), 0.0);
         assert_eq!(TrialOutcome::default().loss_ratio(), 0.0);
+    }
+
+    /// The rule of issue 16: a trial whose frames left late never passes, whatever arrived.
+    #[test]
+    fn frames_that_left_late_count_lost_at_the_rate() {
+        let on_time = Departure {
+            scheduled_rate: 1000.0,
+            departed_rate: 1000.0,
+            tolerance_seconds: 0.001,
+            sent_late: 30,
+            ..Departure::default()
+        };
+        let all_arrived = TrialOutcome {
+            sent: 1000,
+            received: 1000,
+            seconds: 1.0,
+            departure: Some(on_time),
+            ..TrialOutcome::default()
+        };
+        // Late in the middle and caught up: every frame was offered within the trial.
+        assert!(on_time.on_schedule());
+        assert_eq!(all_arrived.lost(), 0);
+        let held = TrialOutcome {
+            departure: Some(Departure {
+                held_back: 5,
+                ..on_time
+            }),
+            ..all_arrived
+        };
+        assert!(!held.departure.unwrap().on_schedule());
+        assert_eq!((held.missing(), held.lost()), (0, 5));
+        assert_eq!(held.loss_ratio(), 0.005);
+        let behind = TrialOutcome {
+            received: 990,
+            departure: Some(Departure {
+                behind: 20,
+                held_back: 995,
+                ..on_time
+            }),
+            ..all_arrived
+        };
+        assert_eq!((behind.missing(), behind.lost()), (10, 1000));
     }
 }

@@ -472,6 +472,10 @@ impl<P: Port> Port for Named<P> {
         self.port.poll(pool);
     }
 
+    fn tx_departed(&self) -> u64 {
+        self.port.tx_departed()
+    }
+
     /// Passed through: a worker would otherwise sleep while its AF_XDP port still holds frames
     /// for the kernel to transmit (copy mode takes at most 32 per kick).
     fn tx_backlog(&mut self) -> bool {
