@@ -20,6 +20,20 @@
 //! backpressure or the tester itself, shows up as loss; the calibration (the same trial with no
 //! DuT) says which it was.
 //!
+//! **Departures.** Taking a frame into the TX ring is not sending it. Behind a DuT that pushes
+//! back (a copy-mode frame stays charged to the tester's socket until the DuT frees it, so a
+//! shaper's queue exhausts the socket's send buffer and the kernel leaves the next frames in
+//! the ring), the frames of an excessive rate waited in the tester's own queue, left at the
+//! DuT's pace and all arrived before the trial's wait ended: zero loss at a rate never
+//! offered (issue 16). So the sender watches when its frames leave the port
+//! ([`Port::tx_departed`]) against their due times: a frame that left more than the
+//! departure tolerance ([`departure_tolerance`]) after it was due and handed out was held
+//! back by the DuT and counts lost at this rate; the generator's own lateness is counted
+//! apart, and a trial that ended with the generator behind its schedule did not offer its
+//! rate and never passes ([`Departure`]). The port never holds more than the tolerance's worth
+//! of frames: a deeper queue could only hide pushback, so the excess is refused (lost) at once.
+//! Every steady trial reports its scheduled rate, its departed rate and its lag.
+//!
 //! **Loads.** Besides a steady rate, a trial can offer an exact number of frames (a burst, for
 //! back-to-back) and can change its rate once without a pause ([`Phase`], for system recovery:
 //! the second phase's schedule starts where the first one's time ends). Flows take turns

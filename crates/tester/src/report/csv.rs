@@ -1,5 +1,7 @@
-//! The report as CSV, for spreadsheets: one table of per-frame-size results and one of latency
-//! per offered load. Columns are fixed and named in the first line; an unknown value is empty.
+//! The report as CSV, for spreadsheets: one table of per-frame-size results, one of latency
+//! per offered load, and one of every search trial with its departures (what was scheduled,
+//! what left the tester, how late). Columns are fixed and named in the first line; an unknown
+//! value is empty.
 
 use std::fmt::Write;
 
@@ -39,6 +41,26 @@ pub const LATENCY_COLUMNS: [&str; 13] = [
     "p999_ns",
     "max_ns",
     "percent_of_line",
+];
+
+/// Columns of [`trials_csv`].
+pub const TRIAL_COLUMNS: [&str; 16] = [
+    "frame_size",
+    "traffic",
+    "search",
+    "trial",
+    "phase",
+    "scheduled_fps",
+    "sent",
+    "received",
+    "lost",
+    "loss_ratio",
+    "departed_fps",
+    "lag_ms",
+    "tolerance_ms",
+    "held_back",
+    "behind",
+    "sent_late",
 ];
 
 fn cell(value: Option<f64>) -> String {
@@ -136,6 +158,48 @@ pub fn latency_csv(report: &Report) -> String {
     out
 }
 
+/// One line per trial of every search (the first, then those that measured repeatability),
+/// with its departure figures where the trial measured them ([`crate::rfc2544::Departure`]).
+pub fn trials_csv(report: &Report) -> String {
+    let mut out = TRIAL_COLUMNS.join(",");
+    out.push('\n');
+    for result in &report.results {
+        let first = result
+            .throughput
+            .as_ref()
+            .map(|t| &t.trials)
+            .or(result.mlrsearch.as_ref().map(|m| &m.trials));
+        let searches = first.into_iter().chain(&result.later_searches);
+        for (search, trials) in searches.enumerate() {
+            for (index, trial) in trials.iter().enumerate() {
+                let outcome = &trial.outcome;
+                let departure = outcome.departure;
+                let count = |value: Option<u64>| value.map(|v| v.to_string()).unwrap_or_default();
+                let cells = [
+                    result.frame_size.to_string(),
+                    quoted(&result.traffic),
+                    (search + 1).to_string(),
+                    (index + 1).to_string(),
+                    trial.phase.to_string(),
+                    cell(Some(trial.spec.load.rate())),
+                    outcome.sent.to_string(),
+                    outcome.received.to_string(),
+                    outcome.lost().to_string(),
+                    cell(Some(outcome.loss_ratio())),
+                    cell(departure.map(|d| d.departed_rate)),
+                    cell(departure.map(|d| d.lag_seconds * 1e3)),
+                    cell(departure.map(|d| d.tolerance_seconds * 1e3)),
+                    count(departure.map(|d| d.held_back)),
+                    count(departure.map(|d| d.behind)),
+                    count(departure.map(|d| d.sent_late)),
+                ];
+                let _ = writeln!(out, "{}", cells.join(","));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,6 +243,11 @@ mod tests {
             "{row}"
         );
         assert_eq!(quoted("a \"b\""), "\"a \"\"b\"\"\"");
+        // No search: the trials table has its header alone.
+        assert_eq!(
+            trials_csv(&report),
+            format!("{}\n", TRIAL_COLUMNS.join(","))
+        );
         assert_eq!(quoted("CBR"), "CBR");
     }
 }

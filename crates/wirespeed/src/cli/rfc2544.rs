@@ -523,13 +523,14 @@ pub(super) fn setup(config_text: &str, dut_name: &str) -> Setup {
     setup
 }
 
-/// Writes report.json, results.csv, latency.csv and report.html into `dir`.
+/// Writes report.json, results.csv, latency.csv, trials.csv and report.html into `dir`.
 pub fn write(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let files = [
         ("report.json", json::to_json(report)),
         ("results.csv", csv::results_csv(report)),
         ("latency.csv", csv::latency_csv(report)),
+        ("trials.csv", csv::trials_csv(report)),
         ("report.html", html::to_html(report)),
     ];
     let mut written = Vec::new();
