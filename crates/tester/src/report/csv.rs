@@ -44,7 +44,7 @@ pub const LATENCY_COLUMNS: [&str; 13] = [
 ];
 
 /// Columns of [`trials_csv`].
-pub const TRIAL_COLUMNS: [&str; 16] = [
+pub const TRIAL_COLUMNS: [&str; 17] = [
     "frame_size",
     "traffic",
     "search",
@@ -61,6 +61,7 @@ pub const TRIAL_COLUMNS: [&str; 16] = [
     "held_back",
     "behind",
     "sent_late",
+    "on_schedule",
 ];
 
 fn cell(value: Option<f64>) -> String {
@@ -192,6 +193,9 @@ pub fn trials_csv(report: &Report) -> String {
                     count(departure.map(|d| d.held_back)),
                     count(departure.map(|d| d.behind)),
                     count(departure.map(|d| d.sent_late)),
+                    departure
+                        .map(|d| d.on_schedule().to_string())
+                        .unwrap_or_default(),
                 ];
                 let _ = writeln!(out, "{}", cells.join(","));
             }

@@ -126,10 +126,20 @@ pub struct Departure {
     pub behind: u64,
 }
 
+/// How far the departed rate may fall short of the scheduled one in a trial that left on
+/// schedule ([`Departure::on_schedule`]).
+pub const DEPARTED_RATE_SHARE: f64 = 0.005;
+
 impl Departure {
-    /// Whether the frames left as scheduled: none held back and none still owed at the end.
+    /// Whether the frames left as scheduled: none held back, none still owed at the end, and
+    /// the departed rate within [`DEPARTED_RATE_SHARE`] of the scheduled one (frames the
+    /// tester refused or never sent did not depart). A trial that did not is marked in the
+    /// report (`trials.csv`).
     pub fn on_schedule(&self) -> bool {
-        self.held_back == 0 && self.behind == 0
+        self.held_back == 0
+            && self.behind == 0
+            && (self.departed_rate - self.scheduled_rate).abs()
+                <= DEPARTED_RATE_SHARE * self.scheduled_rate
     }
 }
 
@@ -139,6 +149,19 @@ impl TrialOutcome {
     pub fn lost(&self) -> u64 {
         let late = self.departure.map_or(0, |d| d.held_back + d.behind);
         self.missing().saturating_add(late).min(self.sent)
+    }
+
+    /// Whether the generator, not the DuT, may have decided this trial: it ended behind its
+    /// schedule (the rate was not offered), or it lost a few frames (at most a tenth: a DuT
+    /// over its capacity loses more) while the generator ran late past the tolerance. A
+    /// paced sender that was off its core sends what fell due meanwhile as one burst, and the
+    /// burst, not the rate, overflows a DuT with a short queue or pushes back. Such a trial
+    /// is run again; one that stays so does not pass, and the NDR below it is tester-limited.
+    pub fn spoiled_by_generator(&self) -> bool {
+        let lost = self.lost();
+        self.departure.is_some_and(|d| {
+            d.behind > 0 || (d.sent_late > 0 && lost > 0 && lost <= self.sent / 10)
+        })
     }
 
     /// Frames that did not arrive (never negative).
