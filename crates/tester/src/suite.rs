@@ -1178,11 +1178,11 @@ mod tests {
     }
 
     #[test]
-    fn a_trial_is_repeated_only_for_a_small_loss_behind_a_late_steady_sender() {
+    fn a_trial_is_repeated_only_for_a_loss_its_late_burst_explains() {
         let steady = steady();
         let mut trial = TrialMeasurement::default();
         trial.outcome.sent = 50_000;
-        trial.outcome.received = 49_000;
+        trial.outcome.received = 49_200;
         let late = Departure {
             scheduled_rate: 100_000.0,
             departed_rate: 100_000.0,
@@ -1199,13 +1199,15 @@ mod tests {
         });
         assert!(!stalled(&steady, &trial));
         trial.outcome.departure = Some(late);
-        // Nothing lost, or more than a tenth: nothing to repeat.
+        // Nothing lost, or more than the late burst: nothing to repeat.
         trial.outcome.received = 50_000;
         assert!(!stalled(&steady, &trial));
-        trial.outcome.received = 44_000;
+        trial.outcome.received = 49_199;
         assert!(!stalled(&steady, &trial));
+        trial.outcome.received = 49_200;
+        assert!(stalled(&steady, &trial));
         // A burst is meant to be sent at once.
-        trial.outcome.received = 49_000;
+        trial.outcome.received = 49_200;
         let burst = TrialSpec {
             load: Load::Burst {
                 frames: 50_000,

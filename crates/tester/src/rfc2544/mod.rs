@@ -152,16 +152,16 @@ impl TrialOutcome {
     }
 
     /// Whether the generator, not the DuT, may have decided this trial: it ended behind its
-    /// schedule (the rate was not offered), or it lost a few frames (at most a tenth: a DuT
-    /// over its capacity loses more) while the generator ran late past the tolerance. A
-    /// paced sender that was off its core sends what fell due meanwhile as one burst, and the
-    /// burst, not the rate, overflows a DuT with a short queue or pushes back. Such a trial
-    /// is run again; one that stays so does not pass, and the NDR below it is tester-limited.
+    /// schedule (the rate was not offered), or it lost no more frames than the generator
+    /// handed out late ([`Departure::sent_late`]). A paced sender that was off its core sends
+    /// what fell due meanwhile as one burst, and a DuT with a short queue loses or pushes back
+    /// up to that burst at any rate; a loss larger than the burst is the DuT's own. Such a
+    /// trial is run again; one that stays so does not pass, and an NDR below it is
+    /// tester-limited.
     pub fn spoiled_by_generator(&self) -> bool {
         let lost = self.lost();
-        self.departure.is_some_and(|d| {
-            d.behind > 0 || (d.sent_late > 0 && lost > 0 && lost <= self.sent / 10)
-        })
+        self.departure
+            .is_some_and(|d| d.behind > 0 || (lost > 0 && lost <= d.sent_late))
     }
 
     /// Frames that did not arrive (never negative).
