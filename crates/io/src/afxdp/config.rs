@@ -37,6 +37,13 @@ pub struct AfXdpConfig {
     /// XDP attach mode wish (for a port that attaches its own program: not used by
     /// [`AfXdpPort::open_shared`](super::AfXdpPort::open_shared), whose attachment has its mode).
     pub xdp_mode: XdpMode,
+    /// Send buffer of each socket, bytes (`SO_SNDBUFFORCE`, as root; `None` keeps the system's
+    /// `net.core.wmem_default`). In copy mode every frame sent is an skb charged to the socket
+    /// until its last holder frees it, so the send buffer caps the frames a sender can have
+    /// inside a DuT's queues: with the default, a few hundred, and the kernel then leaves the
+    /// next frames in the TX ring. A tester that must see the DuT's own queues set it large;
+    /// the completion ring then bounds the frames in flight.
+    pub send_buffer: Option<u32>,
 }
 
 impl Default for AfXdpConfig {
@@ -49,6 +56,7 @@ impl Default for AfXdpConfig {
             tx_size: DEFAULT_RING_SIZE,
             zero_copy: true,
             xdp_mode: XdpMode::Auto,
+            send_buffer: None,
         }
     }
 }

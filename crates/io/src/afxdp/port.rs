@@ -185,6 +185,7 @@ impl AfXdpPort {
             completion: config.completion_size,
             rx: config.rx_size,
             tx: config.tx_size,
+            send_buffer: config.send_buffer,
         };
         let mut notes: Vec<String> = program.fallback().map(str::to_string).into_iter().collect();
         let mut sockets: Vec<Option<XskSocket>> = (0..interface.queues).map(|_| None).collect();

@@ -31,6 +31,8 @@ pub(crate) struct RingSizes {
     pub(crate) completion: u32,
     pub(crate) rx: u32,
     pub(crate) tx: u32,
+    /// `SO_SNDBUFFORCE` bytes, if any ([`super::AfXdpConfig::send_buffer`]).
+    pub(crate) send_buffer: Option<u32>,
 }
 
 /// A system call of opening a socket failed.
@@ -173,6 +175,24 @@ impl XskSocket {
             .map_err(step("size the completion ring"))?;
         set_option(&fd, libc::XDP_RX_RING, &sizes.rx).map_err(step("size the RX ring"))?;
         set_option(&fd, libc::XDP_TX_RING, &sizes.tx).map_err(step("size the TX ring"))?;
+        if let Some(bytes) = sizes.send_buffer {
+            let bytes = bytes.min(i32::MAX as u32 / 2) as libc::c_int;
+            // SAFETY: as in `set_option`: a live c_int and its exact size.
+            let rc = unsafe {
+                libc::setsockopt(
+                    fd.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_SNDBUFFORCE,
+                    (&bytes as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            if rc != 0 {
+                return Err(step(
+                    "size the send buffer (SO_SNDBUFFORCE, needs CAP_NET_ADMIN)",
+                )(std::io::Error::last_os_error()));
+            }
+        }
         let offsets: libc::xdp_mmap_offsets =
             option(&fd, libc::XDP_MMAP_OFFSETS).map_err(step("read the ring offsets"))?;
         let fill = ProducerRing::map(

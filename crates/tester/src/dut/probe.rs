@@ -247,12 +247,20 @@ fn send_frames(port: &mut AfXdpPort, pool: &mut FramePool, frames: &[Vec<u8>]) -
 }
 
 /// The sending port's configuration: copy mode, the default rings.
+/// The tester's sending socket: copy mode, and a send buffer large enough that the DuT's own
+/// queues, not the socket's accounting of the frames inside them, push back (with the default
+/// 212 992 B, about 280 frames of 64 B held by a shaper's queue stopped the sender; the
+/// completion ring, 2048 frames, bounds them now).
 fn sender_config() -> AfXdpConfig {
     AfXdpConfig {
         zero_copy: false,
+        send_buffer: Some(SENDER_BUFFER),
         ..AfXdpConfig::default()
     }
 }
+
+/// [`sender_config`]'s send buffer: 64 MiB, far more than 2048 skbs of any frame size take.
+const SENDER_BUFFER: u32 = 64 << 20;
 
 /// Whether `frame` is an untagged IPv4/UDP frame to `dst_port` (no IP options).
 pub fn is_udp_to(frame: &[u8], dst_port: u16) -> bool {
