@@ -21,11 +21,11 @@
 //! DuT) says which it was.
 //!
 //! **Departures.** Taking a frame into the TX ring is not sending it. Behind a DuT that pushes
-//! back (a copy-mode frame stays charged to the tester's socket until the DuT frees it, so a
-//! shaper's queue exhausts the socket's send buffer and the kernel leaves the next frames in
-//! the ring), the frames of an excessive rate waited in the tester's own queue, left at the
-//! DuT's pace and all arrived before the trial's wait ended: zero loss at a rate never
-//! offered (issue 16). So the sender watches when its frames leave the port
+//! back (veth stops the sender's queue while its peer's ring is full; a copy-mode frame stays
+//! charged to the tester's socket, and holds a completion slot, until the DuT frees it, so a
+//! shaper's queue can use up either, and the kernel leaves the next frames in the ring), the
+//! frames of an excessive rate waited in the tester's own queue, left at the DuT's pace and all
+//! arrived before the trial's wait ended: zero loss at a rate never offered (issue 16). So the sender watches when its frames leave the port
 //! ([`Port::tx_departed`]) against their due times: a frame that left more than the
 //! departure tolerance ([`departure_tolerance`]) after it was due and handed out was held
 //! back by the DuT and counts lost at this rate; the generator's own lateness is counted
@@ -554,9 +554,11 @@ struct Sent {
 /// lag here is a lower bound, and a generator kept off its core while frames leave is never
 /// blamed for it.
 ///
-/// Why frames wait there at all: a copy-mode frame is an skb charged to the sending socket
-/// until it is freed, and the socket's send buffer holds a few hundred of them; a DuT that
-/// queues that many (the shaper's queue) makes the kernel refuse the next frame, which stays
+/// Why frames wait there at all: veth stops the sender's queue while its peer's ring is full,
+/// and a copy-mode frame is an skb charged to the sending socket (and holding a completion
+/// slot) until it is freed; with the default send buffer a DuT that queued a few hundred (a
+/// shaper's queue) made the kernel refuse the next frame (the tester's sender now has a
+/// buffer that only the completion ring bounds, [`crate::dut::probe`]). A refused frame stays
 /// in the TX ring and leaves at the DuT's pace.
 ///
 /// The tracker also bounds the frames in the port to what may wait there within the
