@@ -295,3 +295,32 @@ fn a_programs_output_is_kept_in_the_json_and_shown_in_the_html() {
     let back = from_json(&to_json(&report)).unwrap();
     assert_eq!(back.setup.dut.output, report.setup.dut.output);
 }
+
+#[test]
+fn html_lists_every_search_trial_with_its_departures_and_marks_the_late_ones() {
+    let mut report = synthetic_report();
+    let searches: usize = report.results.iter().map(|r| r.searches().count()).sum();
+    assert!(searches > 0);
+    let trial = report.results[0]
+        .throughput
+        .as_mut()
+        .and_then(|t| t.trials.first_mut())
+        .expect("a search trial");
+    trial.outcome.departure = Some(wirespeed_tester::rfc2544::Departure {
+        scheduled_rate: 1e6,
+        departed_rate: 0.75e6,
+        lag_seconds: 0.0042,
+        tolerance_seconds: 0.001,
+        held_back: 1234,
+        ..Default::default()
+    });
+    let html = to_html(&report);
+    assert!(html.contains("<h2>Search trials</h2>"));
+    assert_eq!(html.matches("<details>").count(), searches);
+    assert!(
+        html.contains("<td>4.20</td>")
+            && html.contains("(1234, 0)")
+            && html.contains("<td>no</td>"),
+        "the late trial's lag, held-back frames and mark"
+    );
+}

@@ -165,13 +165,7 @@ pub fn trials_csv(report: &Report) -> String {
     let mut out = TRIAL_COLUMNS.join(",");
     out.push('\n');
     for result in &report.results {
-        let first = result
-            .throughput
-            .as_ref()
-            .map(|t| &t.trials)
-            .or(result.mlrsearch.as_ref().map(|m| &m.trials));
-        let searches = first.into_iter().chain(&result.later_searches);
-        for (search, trials) in searches.enumerate() {
+        for (search, trials) in result.searches().enumerate() {
             for (index, trial) in trials.iter().enumerate() {
                 let outcome = &trial.outcome;
                 let departure = outcome.departure;

@@ -303,6 +303,51 @@ fn yes(value: bool) -> &'static str {
     if value { "yes" } else { "no" }
 }
 
+/// Every search's trials, one folded table per search: what was scheduled, what left the
+/// tester's port and how late ([`crate::rfc2544::Departure`]), what arrived. A trial whose frames
+/// did not leave on schedule is marked.
+fn search_trials(report: &Report, out: &mut String) {
+    if report.results.iter().all(|r| r.searches().next().is_none()) {
+        return;
+    }
+    out.push_str("<h2>Search trials</h2>");
+    for result in &report.results {
+        for (search, trials) in result.searches().enumerate() {
+            let _ = write!(
+                out,
+                "<details><summary>{}, search {}: {} trials</summary><table><tr><th>trial</th>\
+                 <th>scheduled (frames/s)</th><th>departed (frames/s)</th><th>lag (ms)</th>\
+                 <th>sent</th><th>received</th><th>lost (held back, behind)</th>\
+                 <th>generator late (frames)</th><th>on schedule</th></tr>",
+                escape(&result.label()),
+                search + 1,
+                trials.len()
+            );
+            for (index, trial) in trials.iter().enumerate() {
+                let outcome = &trial.outcome;
+                let departure = outcome.departure;
+                let _ = write!(
+                    out,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                     <td>{} ({}, {})</td><td>{}</td><td>{}</td></tr>",
+                    index + 1,
+                    si(trial.spec.load.rate()),
+                    number(departure.map(|d| d.departed_rate)),
+                    departure.map_or("–".into(), |d| format!("{:.2}", d.lag_seconds * 1e3)),
+                    outcome.sent,
+                    outcome.received,
+                    outcome.lost(),
+                    departure.map_or(0, |d| d.held_back),
+                    departure.map_or(0, |d| d.behind),
+                    departure.map_or(0, |d| d.sent_late),
+                    departure.map_or("–", |d| yes(d.on_schedule())),
+                );
+            }
+            out.push_str("</table></details>");
+        }
+    }
+}
+
 /// Tables of the tests beyond throughput and latency: NDR repeatability, frame loss rate,
 /// back-to-back and system recovery, each only when measured.
 fn other_tests(report: &Report, out: &mut String) {
@@ -607,6 +652,7 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
         }
         out.push_str("</table>");
     }
+    search_trials(report, &mut out);
     if !report.notes.is_empty() {
         out.push_str("<h2>Notes</h2><ul>");
         for note in &report.notes {

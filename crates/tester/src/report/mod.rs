@@ -222,6 +222,19 @@ pub struct FrameSizeResult {
 }
 
 impl FrameSizeResult {
+    /// The trials of every search: the first (binary or MLRsearch), then those that measured
+    /// its repeatability.
+    pub fn searches(&self) -> impl Iterator<Item = &[Trial]> {
+        let first = self
+            .throughput
+            .as_ref()
+            .map(|t| t.trials.as_slice())
+            .or(self.mlrsearch.as_ref().map(|m| m.trials.as_slice()));
+        first
+            .into_iter()
+            .chain(self.later_searches.iter().map(Vec::as_slice))
+    }
+
     /// The no-drop rate, frames/s: from the binary search, else MLRsearch's first target.
     pub fn ndr(&self) -> Option<f64> {
         self.throughput.as_ref().and_then(|t| t.ndr).or_else(|| {
