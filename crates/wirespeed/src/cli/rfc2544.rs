@@ -1,7 +1,7 @@
 //! `wirespeed bench rfc2544`: the RFC 2544 tests of one DuT in the namespace lab (throughput and
 //! latency by default; frame loss rate, back-to-back and system recovery on request), with the
 //! tester calibrated on its own looped-back pair first; writes report.json, results.csv,
-//! latency.csv and report.html.
+//! latency.csv, trials.csv and report.html.
 //!
 //! ```sh
 //! wirespeed bench rfc2544 --dut linux-bridge --frame-sizes 64,512,1518 --trial-seconds 5 --out reports/bridge
