@@ -1,0 +1,513 @@
+//! Validation of the apps' sections (ACL, OpenFlow, bridge, router) into their
+//! configurations, each error naming the place and the fix.
+
+use toml::Spanned;
+use wirespeed_dataplane::app::fields;
+use wirespeed_dataplane::command::{AclAction, AclRule, FlowRule};
+use wirespeed_packet::wire::EthernetAddress;
+
+use super::raw::{RawAcl, RawBridge, RawOpenFlow, RawRouter};
+use super::{
+    AclConfig, AppConfig, ConfigError, Locator, OpenFlowConfig, OpenFlowMiss, PortConfig, PortVlan,
+    RouterConfig, RouterInterface, RouterNeighbour, RouterRoute,
+};
+
+pub(super) fn acl_config(at: &Locator<'_>, raw: Spanned<RawAcl>) -> Result<AclConfig, ConfigError> {
+    let action = |text: &Spanned<String>, key: &str| match text.get_ref().as_str() {
+        "permit" => Ok(AclAction::Permit),
+        "deny" => Ok(AclAction::Deny),
+        other => Err(at.error(
+            text.span(),
+            key,
+            &format!("{other:?} is not an ACL action"),
+            "write \"permit\" or \"deny\"",
+        )),
+    };
+    let raw = raw.into_inner();
+    let default = match &raw.default {
+        Some(text) => action(text, "acl.default")?,
+        None => AclAction::Permit,
+    };
+    let mut rules = Vec::new();
+    for (i, rule) in raw.rule.iter().enumerate() {
+        let key = format!("acl.rule[{i}]");
+        let span = rule.span();
+        let rule = rule.get_ref();
+        let named = [
+            ("src", &rule.src),
+            ("dst", &rule.dst),
+            ("proto", &rule.proto),
+            ("src_port", &rule.src_port),
+            ("dst_port", &rule.dst_port),
+        ];
+        let mut typed = AclRule {
+            action: action(&rule.action, &format!("{key}.action"))?,
+            fields: Vec::new(),
+        };
+        for (name, value) in named {
+            let Some(value) = value else { continue };
+            typed
+                .fields
+                .push((name.to_string(), value.get_ref().text()));
+            if let Err(error) = fields::acl_rule(&typed) {
+                return Err(at.error(
+                    value.span(),
+                    &format!("{key}.{name}"),
+                    &error.problem,
+                    &format!("write {}", error.accepted),
+                ));
+            }
+        }
+        if rules.len() >= crate::tables::MAX_ACL_RULES {
+            return Err(at.error(
+                span,
+                &key,
+                "too many ACL rules",
+                "merge rules, or load them with `ctl acl load`",
+            ));
+        }
+        rules.push(typed);
+    }
+    Ok(AclConfig { default, rules })
+}
+
+/// Largest exact-match cache or megaflow table the OpenFlow app may ask for.
+pub(super) const MAX_OPENFLOW_CACHE: usize = 1 << 22;
+
+pub(super) fn openflow_app(
+    at: &Locator<'_>,
+    raw: Option<Spanned<RawOpenFlow>>,
+    ports: &[PortConfig],
+    port_index: PortIndex<'_>,
+) -> Result<AppConfig, ConfigError> {
+    let Some(raw) = raw else {
+        return Err(at.error(
+            0..0,
+            "openflow",
+            "the openflow app needs an [openflow] table",
+            "add [openflow] and [[openflow.flow]] tables; see docs/configuration.md",
+        ));
+    };
+    let raw = raw.into_inner();
+    let tables = match &raw.tables {
+        Some(t) if *t.get_ref() == 0 => {
+            return Err(at.error(
+                t.span(),
+                "openflow.tables",
+                "must be 1 to 255",
+                "4 tables suit most pipelines",
+            ));
+        }
+        Some(t) => *t.get_ref(),
+        None => 4,
+    };
+    let sized = |value: &Option<Spanned<usize>>, key: &str, default: usize, max: usize| match value
+    {
+        Some(v) if *v.get_ref() > max => Err(at.error(
+            v.span(),
+            key,
+            &format!("must be at most {max}"),
+            &format!("{default} is the default"),
+        )),
+        Some(v) => Ok(*v.get_ref()),
+        None => Ok(default),
+    };
+    let flows_per_table = sized(
+        &raw.flows_per_table,
+        "openflow.flows_per_table",
+        65_536,
+        1 << 20,
+    )?;
+    let cache_entries = sized(
+        &raw.cache_entries,
+        "openflow.cache_entries",
+        8192,
+        MAX_OPENFLOW_CACHE,
+    )?;
+    let megaflows = sized(
+        &raw.megaflows,
+        "openflow.megaflows",
+        16_384,
+        MAX_OPENFLOW_CACHE,
+    )?;
+    let miss = match &raw.miss {
+        None => OpenFlowMiss::Drop,
+        Some(text) => match text.get_ref().as_str() {
+            "drop" => OpenFlowMiss::Drop,
+            "flood" => OpenFlowMiss::Flood,
+            other => match other.strip_prefix("output:") {
+                Some(name) => {
+                    let name = Spanned::new(text.span(), name.to_string());
+                    OpenFlowMiss::Output(port_index(&name, "openflow.miss")?)
+                }
+                None => {
+                    return Err(at.error(
+                        text.span(),
+                        "openflow.miss",
+                        &format!("{other:?} is not a miss action"),
+                        "write \"drop\", \"flood\" or \"output:PORT\"",
+                    ));
+                }
+            },
+        },
+    };
+    let port = |name: &str| {
+        ports
+            .iter()
+            .position(|p| p.name == name)
+            .and_then(|i| u16::try_from(i).ok())
+    };
+    let mut flows = Vec::new();
+    for (i, flow) in raw.flow.iter().enumerate() {
+        let key = format!("openflow.flow[{i}]");
+        let span = flow.span();
+        let flow = flow.get_ref();
+        let table = flow.table.as_ref().map_or(0, |t| *t.get_ref());
+        if table >= tables {
+            return Err(at.error(
+                flow.table.as_ref().map_or(span.clone(), Spanned::span),
+                &format!("{key}.table"),
+                &format!("table {table} does not exist (the app has {tables})"),
+                "use a table below openflow.tables, or raise openflow.tables",
+            ));
+        }
+        if let Some(goto) = &flow.goto
+            && (*goto.get_ref() <= table || *goto.get_ref() >= tables)
+        {
+            return Err(at.error(
+                goto.span(),
+                &format!("{key}.goto"),
+                &format!("goto {} from table {table}", goto.get_ref()),
+                "a flow may only go to a later table that exists",
+            ));
+        }
+        let mut rule = FlowRule {
+            priority: flow.priority.as_ref().map_or(0, |p| *p.get_ref()),
+            fields: vec![("table".into(), table.to_string())],
+            actions: Vec::new(),
+        };
+        if let Some(goto) = &flow.goto {
+            rule.fields
+                .push(("goto".into(), goto.get_ref().to_string()));
+        }
+        for (name, value) in [
+            ("idle_timeout", &flow.idle_timeout),
+            ("hard_timeout", &flow.hard_timeout),
+        ] {
+            if let Some(value) = value {
+                rule.fields.push((name.into(), value.get_ref().to_string()));
+            }
+        }
+        if let Some(cookie) = &flow.cookie {
+            rule.fields
+                .push(("cookie".into(), cookie.get_ref().to_string()));
+        }
+        if let Some(matches) = &flow.matches {
+            for word in matches.get_ref().split(',').map(str::trim) {
+                if word.is_empty() || word == "*" {
+                    continue;
+                }
+                let Some((name, value)) = word.split_once('=') else {
+                    return Err(at.error(
+                        matches.span(),
+                        &format!("{key}.match"),
+                        &format!("{word:?} is not FIELD=VALUE"),
+                        &format!(
+                            "write e.g. \"in_port=p0,ip_dst=10.0.0.0/8\"; fields: {}",
+                            fields::FLOW_FIELDS
+                        ),
+                    ));
+                };
+                rule.fields.push((name.trim().into(), value.trim().into()));
+            }
+        }
+        rule.actions = flow
+            .actions
+            .get_ref()
+            .split(',')
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect();
+        if rule.actions.is_empty() {
+            return Err(at.error(
+                flow.actions.span(),
+                &format!("{key}.actions"),
+                "a flow needs actions",
+                "write e.g. actions = \"output:p1\" or actions = \"drop\"",
+            ));
+        }
+        if let Err(error) = fields::flow_rule(&rule, &port) {
+            let (span, part) = if error.place.starts_with("action") {
+                (flow.actions.span(), "actions")
+            } else {
+                (flow.matches.as_ref().map_or(span, Spanned::span), "match")
+            };
+            let names: Vec<&str> = ports.iter().map(|p| p.name.as_str()).collect();
+            return Err(at.error(
+                span,
+                &format!("{key}.{part}"),
+                &format!("{}: {}", error.place, error.problem),
+                &format!("write {} (ports: {})", error.accepted, names.join(", ")),
+            ));
+        }
+        flows.push(rule);
+    }
+    Ok(AppConfig::OpenFlow(OpenFlowConfig {
+        tables,
+        miss,
+        flows_per_table,
+        cache_entries,
+        megaflows,
+        flows,
+    }))
+}
+
+/// Largest MAC table a bridge may ask for (the table's own limit).
+pub(super) const MAX_MACS: usize = 1 << 20;
+
+/// Resolves a port name at a key to its index, or an error naming the place.
+type PortIndex<'a> = &'a dyn Fn(&Spanned<String>, &str) -> Result<usize, ConfigError>;
+
+pub(super) fn bridge_app(
+    at: &Locator<'_>,
+    raw: Option<Spanned<RawBridge>>,
+    ports: &[PortConfig],
+    port_index: PortIndex<'_>,
+) -> Result<AppConfig, ConfigError> {
+    let raw = raw.map(Spanned::into_inner);
+    let mut roles: Vec<(usize, PortVlan)> =
+        (0..ports.len()).map(|i| (i, PortVlan::Access(1))).collect();
+    let (mut mac_capacity, mut age_seconds) = (8192, 300.0);
+    let vlan_ok = |id: u16| (1..=4094).contains(&id);
+    if let Some(raw) = raw {
+        if let Some(c) = &raw.mac_capacity {
+            if !(1..=MAX_MACS).contains(c.get_ref()) {
+                return Err(at.error(
+                    c.span(),
+                    "bridge.mac_capacity",
+                    "must be 1 to 1048576",
+                    "8192 is a good start",
+                ));
+            }
+            mac_capacity = *c.get_ref();
+        }
+        if let Some(a) = &raw.age_seconds {
+            if !(a.get_ref().is_finite() && *a.get_ref() > 0.0) {
+                return Err(at.error(
+                    a.span(),
+                    "bridge.age_seconds",
+                    "must be a positive number of seconds",
+                    "300 is the 802.1Q default",
+                ));
+            }
+            age_seconds = *a.get_ref();
+        }
+        for (i, port) in raw.port.iter().enumerate() {
+            let key = format!("bridge.port[{i}]");
+            let port = port.get_ref();
+            let index = port_index(&port.name, &key)?;
+            let role = match (&port.access, &port.trunk, &port.native) {
+                (Some(access), None, None) if vlan_ok(*access.get_ref()) => {
+                    PortVlan::Access(*access.get_ref())
+                }
+                (Some(access), None, None) => {
+                    return Err(at.error(
+                        access.span(),
+                        &format!("{key}.access"),
+                        "a VLAN id is 1 to 4094",
+                        "use a VLAN id in range",
+                    ));
+                }
+                (None, Some(trunk), native) => {
+                    if let Some(bad) = trunk.get_ref().iter().find(|&&id| !vlan_ok(id)) {
+                        return Err(at.error(
+                            trunk.span(),
+                            &format!("{key}.trunk"),
+                            &format!("VLAN id {bad} is not in 1 to 4094"),
+                            "list VLAN ids in range",
+                        ));
+                    }
+                    if let Some(native) = native
+                        && !vlan_ok(*native.get_ref())
+                    {
+                        return Err(at.error(
+                            native.span(),
+                            &format!("{key}.native"),
+                            "a VLAN id is 1 to 4094",
+                            "use a VLAN id in range",
+                        ));
+                    }
+                    PortVlan::Trunk {
+                        allowed: trunk.get_ref().clone(),
+                        native: native.as_ref().map(|n| *n.get_ref()),
+                    }
+                }
+                _ => {
+                    return Err(at.error(
+                        port.name.span(),
+                        &key,
+                        "a bridge port has either `access = VLAN` or `trunk = [VLANs]` (with an optional `native = VLAN`)",
+                        "give the port exactly one of access or trunk",
+                    ));
+                }
+            };
+            roles[index] = (index, role);
+        }
+    }
+    if ports.len() < 2 {
+        return Err(at.error(
+            0..0,
+            "port",
+            "a bridge needs at least two ports",
+            "define two or more [[port]] tables",
+        ));
+    }
+    Ok(AppConfig::Bridge {
+        ports: roles,
+        mac_capacity,
+        age_seconds,
+    })
+}
+
+/// `addr/len`, e.g. `198.18.0.254/24` or `2001:2::/48`.
+pub(super) fn parse_prefix(
+    at: &Locator<'_>,
+    text: &Spanned<String>,
+    key: &str,
+) -> Result<(std::net::IpAddr, u8), ConfigError> {
+    let bad = || {
+        at.error(
+            text.span(),
+            key,
+            &format!(
+                "{:?} is not an address with a prefix length",
+                text.get_ref()
+            ),
+            "write it like 198.18.0.254/24 or 2001:2::1/64",
+        )
+    };
+    let (addr, len) = text.get_ref().split_once('/').ok_or_else(bad)?;
+    let addr: std::net::IpAddr = addr.parse().map_err(|_| bad())?;
+    let len: u8 = len.parse().map_err(|_| bad())?;
+    if len > if addr.is_ipv4() { 32 } else { 128 } {
+        return Err(bad());
+    }
+    Ok((addr, len))
+}
+
+pub(super) fn parse_address(
+    at: &Locator<'_>,
+    text: &Spanned<String>,
+    key: &str,
+) -> Result<std::net::IpAddr, ConfigError> {
+    text.get_ref().parse().map_err(|_| {
+        at.error(
+            text.span(),
+            key,
+            &format!("{:?} is not an IPv4 or IPv6 address", text.get_ref()),
+            "write it like 198.18.1.1 or 2001:2:0:1::1",
+        )
+    })
+}
+
+pub(super) fn parse_mac(
+    at: &Locator<'_>,
+    text: &Spanned<String>,
+    key: &str,
+) -> Result<[u8; 6], ConfigError> {
+    text.get_ref()
+        .parse::<EthernetAddress>()
+        .map(|mac| mac.0)
+        .map_err(|_| {
+            at.error(
+                text.span(),
+                key,
+                &format!("{:?} is not a MAC address", text.get_ref()),
+                "write it like 02:57:53:00:01:01",
+            )
+        })
+}
+
+pub(super) fn router_app(
+    at: &Locator<'_>,
+    raw: Option<Spanned<RawRouter>>,
+    port_index: PortIndex<'_>,
+) -> Result<AppConfig, ConfigError> {
+    let Some(raw) = raw else {
+        return Err(at.error(
+            0..0,
+            "router",
+            "the router app needs a [router] table with interfaces",
+            "add [[router.interface]] tables with port and addresses",
+        ));
+    };
+    let raw = raw.into_inner();
+    let mut interfaces = Vec::new();
+    for (i, interface) in raw.interface.iter().enumerate() {
+        let key = format!("router.interface[{i}]");
+        let interface = interface.get_ref();
+        let port = port_index(&interface.port, &format!("{key}.port"))?;
+        let mac = match &interface.mac {
+            Some(mac) => Some(parse_mac(at, mac, &format!("{key}.mac"))?),
+            None => None,
+        };
+        let addresses = interface
+            .addresses
+            .get_ref()
+            .iter()
+            .map(|a| parse_prefix(at, a, &format!("{key}.addresses")))
+            .collect::<Result<Vec<_>, _>>()?;
+        interfaces.push(RouterInterface {
+            port,
+            mac,
+            addresses,
+        });
+    }
+    if interfaces.is_empty() {
+        return Err(at.error(
+            0..0,
+            "router.interface",
+            "a router needs at least one interface",
+            "add [[router.interface]] with port and addresses",
+        ));
+    }
+    let mut routes = Vec::new();
+    for (i, route) in raw.route.iter().enumerate() {
+        let key = format!("router.route[{i}]");
+        let route = route.get_ref();
+        let prefix = parse_prefix(at, &route.prefix, &format!("{key}.prefix"))?;
+        let via = route
+            .via
+            .get_ref()
+            .iter()
+            .map(|v| parse_address(at, v, &format!("{key}.via")))
+            .collect::<Result<Vec<_>, _>>()?;
+        if via.is_empty() || via.iter().any(|v| v.is_ipv4() != prefix.0.is_ipv4()) {
+            return Err(at.error(
+                route.via.span(),
+                &format!("{key}.via"),
+                "a route needs one or more gateways of the prefix's address family",
+                "list gateways like via = [\"198.18.1.1\"]",
+            ));
+        }
+        routes.push(RouterRoute { prefix, via });
+    }
+    let mut neighbours = Vec::new();
+    for (i, neighbour) in raw.neighbour.iter().enumerate() {
+        let key = format!("router.neighbour[{i}]");
+        let neighbour = neighbour.get_ref();
+        neighbours.push(RouterNeighbour {
+            port: port_index(&neighbour.port, &format!("{key}.port"))?,
+            address: parse_address(at, &neighbour.address, &format!("{key}.address"))?,
+            mac: parse_mac(at, &neighbour.mac, &format!("{key}.mac"))?,
+        });
+    }
+    Ok(AppConfig::Router(RouterConfig {
+        interfaces,
+        routes,
+        neighbours,
+        neighbour_capacity: raw.neighbour_capacity.map_or(4096, |c| *c.get_ref()),
+        icmp_rate: raw.icmp_rate.map_or(1000, |r| *r.get_ref()),
+        forward_ipv4_options: raw.forward_ipv4_options.unwrap_or(false),
+    }))
+}
