@@ -177,21 +177,9 @@ impl XskSocket {
         set_option(&fd, libc::XDP_TX_RING, &sizes.tx).map_err(step("size the TX ring"))?;
         if let Some(bytes) = sizes.send_buffer {
             let bytes = bytes.min(i32::MAX as u32 / 2) as libc::c_int;
-            // SAFETY: as in `set_option`: a live c_int and its exact size.
-            let rc = unsafe {
-                libc::setsockopt(
-                    fd.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_SNDBUFFORCE,
-                    (&bytes as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            if rc != 0 {
-                return Err(step(
-                    "size the send buffer (SO_SNDBUFFORCE, needs CAP_NET_ADMIN)",
-                )(std::io::Error::last_os_error()));
-            }
+            set_option_at(&fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &bytes).map_err(step(
+                "size the send buffer (SO_SNDBUFFORCE, needs CAP_NET_ADMIN)",
+            ))?;
         }
         let offsets: libc::xdp_mmap_offsets =
             option(&fd, libc::XDP_MMAP_OFFSETS).map_err(step("read the ring offsets"))?;
@@ -348,13 +336,24 @@ impl Drop for XskSocket {
     }
 }
 
+/// Sets socket option `name` of level SOL_XDP to `value`.
 fn set_option<T>(fd: &OwnedFd, name: libc::c_int, value: &T) -> std::io::Result<()> {
+    set_option_at(fd, libc::SOL_XDP, name, value)
+}
+
+/// Sets socket option `name` of level `level` to `value`.
+fn set_option_at<T>(
+    fd: &OwnedFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &T,
+) -> std::io::Result<()> {
     // SAFETY: `value` points at a live, initialised `T` and its exact size is passed; the
     // kernel only reads it.
     let rc = unsafe {
         libc::setsockopt(
             fd.as_raw_fd(),
-            libc::SOL_XDP,
+            level,
             name,
             (value as *const T).cast(),
             std::mem::size_of::<T>() as libc::socklen_t,
