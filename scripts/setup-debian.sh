@@ -13,6 +13,8 @@ packages=(
   openvswitch-switch  # the ovs DuT (its own daemons in the lab, never the system service)
   dpdk-dev            # dpdk-testpmd: the dpdk-testpmd DuT and the testpmd-txonly generator
   librte-net-af-xdp23 # DPDK's AF_XDP poll-mode driver (net_af_xdp), which testpmd loads
+  clang               # compiles the XDP fast path (crates/fastpath/bpf) with -target bpf
+  libbpf-dev          # the BPF helper headers the fast path includes (bpf/bpf_helpers.h)
 )
 
 missing=()

@@ -122,11 +122,46 @@ fn switch_forwards_over_afpacket() {
 
 #[test]
 fn switch_forwards_over_afxdp() {
+    // Under the default fast_path = "auto" a veth port keeps the user-space path.
     forwards_both_ways(
         "wstsw2",
         "backend = \"afxdp\"",
-        "worker 0: any core, SCHED_FIFO 1 (realtime = \"auto\": socket ports",
+        "port p0: user-space path (no XDP fast path: port p0 is a veth",
     );
+}
+
+#[test]
+fn switch_forwards_on_the_xdp_fast_path() {
+    let Some(out) = forwards_both_ways_with("wstsw9", |lab| {
+        // The tester's ends take redirected frames only while they run NAPI.
+        receive_with_napi(lab, 0);
+        receive_with_napi(lab, 1);
+        xconnect_config(lab, "backend = \"afxdp\"").replace(
+            "app = \"xconnect\"",
+            "app = \"xconnect\"\nfast_path = \"xdp\"",
+        )
+    }) else {
+        return;
+    };
+    assert!(
+        out.contains("port p0: fast path xdp (native): every frame to p1"),
+        "{out}"
+    );
+    // Every test frame was forwarded by the kernel: the probes, 200 one way, 100 the other.
+    let table = out.split("fast path (XDP, in the kernel):").nth(1).unwrap();
+    let row = |port: &str| -> Vec<u64> {
+        table
+            .lines()
+            .find(|line| line.starts_with(port))
+            .unwrap()
+            .split_whitespace()
+            .skip(1)
+            .map(|n| n.parse().unwrap())
+            .collect()
+    };
+    assert!(row("p0")[0] >= 200 && row("p1")[0] >= 100, "{table}");
+    assert_eq!(row("p0")[0], row("p1")[1], "{table}");
+    assert!(out.contains("worker 0: rx 0 tx 0"), "{out}");
 }
 
 /// Transmits `frames` on queue `queue` of the tester's AF_XDP port (a veth delivers a frame sent

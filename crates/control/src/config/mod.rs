@@ -13,6 +13,10 @@
 //! realtime = "auto"     # SCHED_FIFO for workers (above the kernel's NAPI threads): true,
 //!                       # false, or "auto" (FIFO for workers whose ports are all AF_XDP or
 //!                       # AF_PACKET)
+//! fast_path = "auto"   # the XDP fast path (the kernel forwards what user space decided):
+//!                       # "xdp" (required: the switch refuses to start without it), "off", or
+//!                       # "auto" (on where every port is AF_XDP, the app has one and the
+//!                       # kernel takes the program; otherwise the user-space path, saying why)
 //! control_socket = "/run/wirespeed/switch.sock"  # default: /run/wirespeed/<config stem>.sock;
 //!                       # "" runs without one
 //!
@@ -143,6 +147,7 @@ pub struct SwitchConfig {
     pub idle: IdleMode,
     pub drain_us: u32,
     pub realtime: Realtime,
+    pub fast_path: FastPathMode,
     /// Where the control socket listens; `None` when disabled (`control_socket = ""`).
     pub control_socket: Option<PathBuf>,
 }
@@ -155,6 +160,19 @@ pub enum IdleMode {
     Busy,
     /// Spin briefly, then sleep in poll(2) until a port has frames.
     Adaptive,
+}
+
+/// Whether the XDP fast path forwards in the kernel what user space has decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FastPathMode {
+    /// On where it can be (every port AF_XDP, an app with a fast path, a kernel that takes the
+    /// program); otherwise the user-space path, and `wirespeed switch` says why.
+    Auto,
+    /// Required: a switch that cannot have it refuses to start, saying why.
+    Xdp,
+    /// Every frame goes through user space.
+    Off,
 }
 
 /// Whether workers run at SCHED_FIFO priority 1, above the kernel's NAPI threads.
@@ -837,6 +855,7 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
             idle: switch.idle.unwrap_or(IdleMode::Adaptive),
             drain_us,
             realtime: switch.realtime.unwrap_or(Realtime::Auto),
+            fast_path: switch.fast_path.unwrap_or(FastPathMode::Auto),
             control_socket,
         },
         ports,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{IdleMode, Realtime, XdpMode};
+use super::{FastPathMode, IdleMode, Realtime, XdpMode};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -151,6 +151,7 @@ pub(super) struct RawSwitch {
     pub(super) idle: Option<IdleMode>,
     pub(super) drain_us: Option<Spanned<u32>>,
     pub(super) realtime: Option<Realtime>,
+    pub(super) fast_path: Option<FastPathMode>,
     pub(super) control_socket: Option<Spanned<String>>,
 }
 

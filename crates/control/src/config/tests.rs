@@ -111,6 +111,28 @@ fn error_of(text: &str) -> ConfigError {
 }
 
 #[test]
+fn fast_path_is_auto_unless_set_and_a_bad_word_is_refused() {
+    assert_eq!(
+        parse("good.toml", GOOD).unwrap().switch.fast_path,
+        FastPathMode::Auto
+    );
+    for (text, expected) in [
+        ("\"xdp\"", FastPathMode::Xdp),
+        ("\"off\"", FastPathMode::Off),
+        ("\"auto\"", FastPathMode::Auto),
+    ] {
+        let config = GOOD.replace("batch = 64", &format!("fast_path = {text}"));
+        assert_eq!(
+            parse("good.toml", &config).unwrap().switch.fast_path,
+            expected
+        );
+    }
+    let error = error_of(&GOOD.replace("batch = 64", "fast_path = \"kernel\""));
+    assert_eq!(error.key, "switch.fast_path");
+    assert!(error.message.contains("xdp"), "{error}");
+}
+
+#[test]
 fn realtime_is_auto_unless_set_and_a_bad_word_is_refused() {
     assert_eq!(
         parse("good.toml", GOOD).unwrap().switch.realtime,

@@ -38,7 +38,7 @@ use crate::stage::bridge_forward::{BridgeForward, ForwardCounters, Forwarding};
 use crate::stage::learn::{Learn, LearnCounters, Learning};
 use crate::stage::parse::ParseCounters;
 use crate::stage::vlan::{BatchVlans, Classified, VlanCounters, VlanError, VlanMode, Vlans};
-use crate::table::mac::{MacEntry, MacTable, MacTableError};
+use crate::table::mac::{MacEntry, MacSync, MacTable, MacTableError};
 
 /// One port of the bridge.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -190,6 +190,17 @@ impl Bridge {
     /// the stage is created then). Between batches.
     pub fn set_acl(&mut self, rules: &[AclRule]) {
         crate::stage::acl::replace_rules(&mut self.acl, rules);
+        // The kernel's fast path knows no ACL: from now on every frame comes to user space.
+        self.table.stop_mirroring();
+    }
+
+    /// Keeps `mirror` (the XDP fast path's MAC map) equal to the MAC table from TSC time `now`
+    /// on, so the kernel forwards known unicast. Not for a bridge with an ACL, which only user
+    /// space applies: then the mirror is left empty.
+    pub fn mirror_macs(&mut self, mirror: Box<dyn MacSync>, now: u64) {
+        if self.acl.is_none() {
+            self.table.mirror_into(mirror, now);
+        }
     }
 
     /// The ACL stage, when there is one.

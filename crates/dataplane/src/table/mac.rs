@@ -27,6 +27,11 @@
 //!   every lookup at once, may be reused by a new key in the same bucket, and is cleared by
 //!   [`MacTable::sweep`], which the learn stage calls with a few buckets per batch, so the live
 //!   count comes back down without a separate thread or a full scan.
+//! * **Mirrored where the kernel forwards.** With the XDP fast path, the kernel forwards known
+//!   unicast by a copy of this table. A [`MacSync`] given to [`MacTable::mirror_into`] hears of
+//!   every change at once (a new or moved source, an entry aged, reused, swept or flushed),
+//!   never of a refresh, so the copy never holds an entry this table no longer has and the
+//!   hot path pays nothing while nothing changes.
 //! * **Batch-friendly.** [`MacTable::hash`] and [`MacTable::prefetch`] let a stage hash every
 //!   key of a batch and prefetch the buckets before it compares anything.
 
@@ -119,6 +124,16 @@ pub enum MacTableError {
     Capacity(usize),
 }
 
+/// A copy of the table kept elsewhere (the XDP fast path's MAC map): told of every change.
+pub trait MacSync: Send + std::fmt::Debug {
+    /// `key` now lives behind `port` (new, moved, or relearned after aging).
+    fn learned(&mut self, key: MacKey, port: u16);
+    /// `key` is no longer known.
+    fn forgotten(&mut self, key: MacKey);
+    /// Every key is forgotten.
+    fn cleared(&mut self);
+}
+
 /// Fixed-capacity (VLAN, MAC) -> port table with aging. See the module documentation.
 #[derive(Debug)]
 pub struct MacTable {
@@ -134,6 +149,8 @@ pub struct MacTable {
     aged: u64,
     /// Entries moved to their other bucket to make room for a new one.
     displaced: u64,
+    /// The copy told of every change, if any.
+    mirror: Option<Box<dyn MacSync>>,
 }
 
 impl MacTable {
@@ -157,7 +174,43 @@ impl MacTable {
             sweep_next: 0,
             aged: 0,
             displaced: 0,
+            mirror: None,
         })
+    }
+
+    /// Makes `mirror` a copy of the table (cleared, then given every live entry at `now`) and
+    /// tells it of every change from now on.
+    pub fn mirror_into(&mut self, mut mirror: Box<dyn MacSync>, now: u64) {
+        mirror.cleared();
+        for entry in self.entries(now) {
+            mirror.learned(MacKey::new(entry.vlan, entry.mac), entry.port);
+        }
+        self.mirror = Some(mirror);
+    }
+
+    /// Empties the mirror and stops telling it anything (the bridge gained an ACL, which only
+    /// user space applies).
+    pub fn stop_mirroring(&mut self) {
+        if let Some(mut mirror) = self.mirror.take() {
+            mirror.cleared();
+        }
+    }
+
+    /// Whether a mirror is told of the changes.
+    pub fn is_mirrored(&self) -> bool {
+        self.mirror.is_some()
+    }
+
+    fn mirror_learned(&mut self, key: MacKey, port: u16) {
+        if let Some(mirror) = self.mirror.as_mut() {
+            mirror.learned(key, port);
+        }
+    }
+
+    fn mirror_forgotten(&mut self, key: u64) {
+        if let Some(mirror) = self.mirror.as_mut() {
+            mirror.forgotten(MacKey(key));
+        }
     }
 
     /// The most live entries the table holds.
@@ -254,12 +307,14 @@ impl MacTable {
                 }
                 if aged {
                     self.aged += 1;
+                    self.mirror_learned(key, port);
                     return Learned::New;
                 }
                 let from = (old & PORT_BITS) as u16;
                 return if from == port {
                     Learned::Refreshed
                 } else {
+                    self.mirror_learned(key, port);
                     Learned::Moved { from }
                 };
             }
@@ -272,6 +327,7 @@ impl MacTable {
             bucket.keys[slot] = key.0;
             bucket.stamps[slot] = stamp;
         }
+        self.mirror_learned(key, port);
         Learned::New
     }
 
@@ -370,7 +426,9 @@ impl MacTable {
         if let Some(slot) =
             (0..SLOTS).find(|&slot| used(slot) && self.is_aged(bucket.stamps[slot], now))
         {
+            let old = bucket.keys[slot];
             self.aged += 1;
+            self.mirror_forgotten(old);
             return Some(slot);
         }
         if self.len >= self.capacity {
@@ -410,9 +468,13 @@ impl MacTable {
             });
             if let Some(bucket) = self.buckets.get_mut(index) {
                 for slot in (0..SLOTS).filter(|&slot| stale[slot]) {
+                    let key = bucket.keys[slot];
                     bucket.keys[slot] = 0;
                     bucket.stamps[slot] = 0;
                     cleared += 1;
+                    if let Some(mirror) = self.mirror.as_mut() {
+                        mirror.forgotten(MacKey(key));
+                    }
                 }
             }
         }
@@ -425,6 +487,9 @@ impl MacTable {
     pub fn flush(&mut self) {
         self.buckets.fill(Bucket::default());
         self.len = 0;
+        if let Some(mirror) = self.mirror.as_mut() {
+            mirror.cleared();
+        }
     }
 
     /// Forgets the entries that point to `port` (a port that went down or left the bridge);
@@ -434,6 +499,9 @@ impl MacTable {
         for bucket in self.buckets.iter_mut() {
             for slot in 0..SLOTS {
                 if bucket.keys[slot] != 0 && (bucket.stamps[slot] & PORT_BITS) as u16 == port {
+                    if let Some(mirror) = self.mirror.as_mut() {
+                        mirror.forgotten(MacKey(bucket.keys[slot]));
+                    }
                     bucket.keys[slot] = 0;
                     bucket.stamps[slot] = 0;
                     cleared += 1;

@@ -21,7 +21,7 @@
 //! [`AfXdpPort`]: super::AfXdpPort
 //! [`Umem`]: super::Umem
 
-use std::os::fd::RawFd;
+use std::os::fd::{BorrowedFd, RawFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::bpf::Insn;
@@ -77,6 +77,33 @@ impl XdpAttachment {
             XdpProgram::attach_built(interface.ifindex, interface.queues as u32, mode, build)
                 .map_err(|error| program_error(name, error))?;
         Ok(Self::with_program(name, &interface, program))
+    }
+
+    /// [`XdpAttachment::attach`] with a program loaded elsewhere (the XDP fast path, which hands
+    /// the frames it does not forward to the sockets): `program` is attached to `interface`,
+    /// and the interface's queue *q* has slot `base + q` of the XSKMAP `xskmap`, which must
+    /// have room for every queue. The descriptors are duplicated; the caller keeps its own.
+    pub fn attach_loaded(
+        interface: &str,
+        program: BorrowedFd<'_>,
+        xskmap: BorrowedFd<'_>,
+        base: u32,
+        mode: XdpMode,
+    ) -> Result<XdpAttachment, AfXdpError> {
+        let described = query_interface(interface)?;
+        let duplicate = |fd: BorrowedFd<'_>| {
+            fd.try_clone_to_owned()
+                .map_err(|error| program_error(interface, ProgramError::Map(error)))
+        };
+        let program = XdpProgram::attach_loaded(
+            duplicate(program)?,
+            duplicate(xskmap)?,
+            base,
+            described.ifindex,
+            mode,
+        )
+        .map_err(|error| program_error(interface, error))?;
+        Ok(Self::with_program(interface, &described, program))
     }
 
     fn with_program(name: &str, interface: &Interface, program: XdpProgram) -> XdpAttachment {

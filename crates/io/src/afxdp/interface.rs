@@ -10,6 +10,7 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+const ETHTOOL_GDRVINFO: u32 = 0x03;
 const ETHTOOL_GLINK: u32 = 0x0a;
 const ETHTOOL_GCHANNELS: u32 = 0x3c;
 
@@ -35,6 +36,23 @@ struct EthtoolChannels {
     combined_count: u32,
 }
 
+/// `struct ethtool_drvinfo` (linux/ethtool.h).
+#[repr(C)]
+struct EthtoolDrvinfo {
+    cmd: u32,
+    driver: [u8; 32],
+    version: [u8; 32],
+    fw_version: [u8; 32],
+    bus_info: [u8; 32],
+    erom_version: [u8; 32],
+    reserved2: [u8; 12],
+    n_priv_flags: u32,
+    n_stats: u32,
+    testinfo_len: u32,
+    eedump_len: u32,
+    regdump_len: u32,
+}
+
 /// An interface of the calling thread's network namespace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Interface {
@@ -43,6 +61,9 @@ pub(crate) struct Interface {
     pub(crate) mac: [u8; 6],
     pub(crate) link_up: bool,
     pub(crate) queues: u16,
+    /// The driver's name (`ETHTOOL_GDRVINFO`: "veth", "mlx5_core", ...); empty where the
+    /// driver does not say.
+    pub(crate) driver: String,
 }
 
 /// Why an interface could not be described.
@@ -163,12 +184,37 @@ impl Interface {
             Err(error) if error.raw_os_error() == Some(libc::EOPNOTSUPP) => 1,
             Err(error) => return Err(InterfaceError::Query("ETHTOOL_GCHANNELS", error)),
         };
+        let mut info = EthtoolDrvinfo {
+            cmd: ETHTOOL_GDRVINFO,
+            driver: [0; 32],
+            version: [0; 32],
+            fw_version: [0; 32],
+            bus_info: [0; 32],
+            erom_version: [0; 32],
+            reserved2: [0; 12],
+            n_priv_flags: 0,
+            n_stats: 0,
+            testinfo_len: 0,
+            eedump_len: 0,
+            regdump_len: 0,
+        };
+        let info_ptr = (&mut info as *mut EthtoolDrvinfo).cast::<libc::c_char>();
+        let driver = match request.ioctl(libc::SIOCETHTOOL, |ifreq| {
+            ifreq.ifr_ifru.ifru_data = info_ptr;
+        }) {
+            Ok(_) => {
+                let end = info.driver.iter().position(|&b| b == 0).unwrap_or(32);
+                String::from_utf8_lossy(&info.driver[..end]).into_owned()
+            }
+            Err(_) => String::new(),
+        };
         Ok(Interface {
             ifindex: index as u32,
             mtu: mtu.max(0) as u32,
             mac,
             link_up,
             queues: queues as u16,
+            driver,
         })
     }
 }

@@ -297,6 +297,12 @@ pub(super) fn query_interface(name: &str) -> Result<Interface, AfXdpError> {
 }
 
 /// The error a failed step of attaching a program to interface `port` is reported as.
+/// The driver of `interface` in the calling thread's network namespace ("veth", "mlx5_core",
+/// ...; empty where the driver does not say).
+pub fn interface_driver(interface: &str) -> Result<String, AfXdpError> {
+    Ok(query_interface(interface)?.driver)
+}
+
 pub(super) fn program_error(port: &str, error: ProgramError) -> AfXdpError {
     let port = port.to_string();
     let denied = |error: &std::io::Error| error.raw_os_error() == Some(libc::EPERM);

@@ -101,7 +101,16 @@ impl AttachedProgram {
         ifindex: u32,
         mode: XdpMode,
     ) -> Result<Self, ProgramError> {
-        let program = load(program)?;
+        Self::link(load(program)?, ifindex, mode)
+    }
+
+    /// Attaches `program`, loaded elsewhere (the fast path's, which aya loads), to `ifindex`
+    /// in `mode`.
+    pub(crate) fn link(
+        program: OwnedFd,
+        ifindex: u32,
+        mode: XdpMode,
+    ) -> Result<Self, ProgramError> {
         let link = |flags: u32| {
             let mut attr = LinkCreateAttr {
                 prog_fd: program.as_raw_fd() as u32,
@@ -160,6 +169,9 @@ impl AttachedProgram {
 pub(crate) struct XdpProgram {
     attached: AttachedProgram,
     map: OwnedFd,
+    /// The slot of queue 0 in the map: 0 for a map of the interface's own; a program shared by
+    /// several interfaces (the fast path) gives each a range of one map.
+    base: u32,
 }
 
 impl XdpProgram {
@@ -179,18 +191,40 @@ impl XdpProgram {
     ) -> Result<Self, ProgramError> {
         let map = create_map(BPF_MAP_TYPE_XSKMAP, 4, queues.max(1))?;
         let attached = AttachedProgram::attach(&build(map.as_raw_fd()), ifindex, mode)?;
-        Ok(Self { attached, map })
+        Ok(Self {
+            attached,
+            map,
+            base: 0,
+        })
+    }
+
+    /// Attaches `program`, loaded elsewhere, to `ifindex` in `mode`; its XSKMAP is `map`, where
+    /// the interface's queue *q* has slot `base + q`.
+    pub(crate) fn attach_loaded(
+        program: OwnedFd,
+        map: OwnedFd,
+        base: u32,
+        ifindex: u32,
+        mode: XdpMode,
+    ) -> Result<Self, ProgramError> {
+        let attached = AttachedProgram::link(program, ifindex, mode)?;
+        Ok(Self {
+            attached,
+            map,
+            base,
+        })
     }
 
     /// Points slot `queue` of the map at socket `socket` (which must be bound).
     pub(crate) fn insert(&self, queue: u32, socket: RawFd) -> Result<(), ProgramError> {
-        update_map(&self.map, queue, &(socket as u32).to_ne_bytes()).map_err(ProgramError::Insert)
+        update_map(&self.map, self.base + queue, &(socket as u32).to_ne_bytes())
+            .map_err(ProgramError::Insert)
     }
 
     /// Empties slot `queue` of the map: the queue's frames go to the kernel stack again. An
     /// empty slot is not an error.
     pub(crate) fn remove(&self, queue: u32) -> std::io::Result<()> {
-        let key = queue;
+        let key = self.base + queue;
         let mut attr = MapUpdateAttr {
             map_fd: self.map.as_raw_fd() as u32,
             _pad: 0,

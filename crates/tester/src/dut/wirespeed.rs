@@ -104,7 +104,11 @@ impl SwitchCounters {
 /// Which kernel interface the switch's ports use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WirespeedBackend {
+    /// AF_XDP with every frame through user space (`fast_path = "off"`).
     AfXdp,
+    /// AF_XDP behind the XDP fast path (`fast_path = "xdp"`): the kernel forwards what the
+    /// app decided; the rest goes through user space.
+    Xdp,
     /// AF_PACKET with the default `TPACKET_V3` RX ring (blocks).
     AfPacket,
     /// AF_PACKET with a `TPACKET_V2` RX ring (`rx_tpacket = "v2"`: slots, no block timeout).
@@ -116,6 +120,7 @@ impl WirespeedBackend {
     pub fn name(self) -> &'static str {
         match self {
             WirespeedBackend::AfXdp => "afxdp",
+            WirespeedBackend::Xdp => "xdp",
             WirespeedBackend::AfPacket => "afpacket",
             WirespeedBackend::AfPacketV2 => "afpacket-v2",
         }
@@ -124,7 +129,7 @@ impl WirespeedBackend {
     /// The backend's name in a configuration file.
     pub fn config_name(self) -> &'static str {
         match self {
-            WirespeedBackend::AfXdp => "afxdp",
+            WirespeedBackend::AfXdp | WirespeedBackend::Xdp => "afxdp",
             WirespeedBackend::AfPacket | WirespeedBackend::AfPacketV2 => "afpacket",
         }
     }
@@ -136,7 +141,7 @@ impl WirespeedBackend {
     fn port_keys(self) -> String {
         let tx_ring = format!("tx_ring = {DUT_EGRESS_FRAMES}\n");
         match self {
-            WirespeedBackend::AfXdp => {
+            WirespeedBackend::AfXdp | WirespeedBackend::Xdp => {
                 format!("{tx_ring}completion_ring = {DUT_EGRESS_FRAMES}\n")
             }
             WirespeedBackend::AfPacketV2 => format!("rx_tpacket = \"v2\"\n{tx_ring}"),
@@ -228,6 +233,31 @@ impl WirespeedDut {
     }
 
     /// Waits up to `timeout` for the control socket to answer `ping`.
+    /// Waits until the switch says its workers run ("forwarding with"). With the XDP fast
+    /// path the kernel forwards as soon as the program is attached, before any worker exists,
+    /// so a frame that crossed proves nothing about the workers' placement.
+    fn wait_until_started(&mut self, timeout: Duration) -> Result<(), DutError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.check()?;
+            let output = self
+                .output_path
+                .as_ref()
+                .and_then(|path| std::fs::read_to_string(path).ok())
+                .unwrap_or_default();
+            if output.contains("forwarding with") {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(self.start_error(
+                    "start the switch",
+                    format!("no \"forwarding with\" line within {timeout:?}:\n{output}"),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn wait_for_socket(&mut self, timeout: Duration) -> Result<(), DutError> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -336,8 +366,13 @@ impl WirespeedDut {
         let socket = self.socket.as_ref().map_or(String::new(), |socket| {
             format!("control_socket = \"{}\"\n", socket.display())
         });
+        let fast_path = match self.backend {
+            WirespeedBackend::Xdp => "fast_path = \"xdp\"\n",
+            WirespeedBackend::AfXdp => "fast_path = \"off\"\n",
+            WirespeedBackend::AfPacket | WirespeedBackend::AfPacketV2 => "",
+        };
         format!(
-            "[switch]\napp = \"{app}\"\nworkers = 1\ncores = [{core}]\nrealtime = true\nframes = {POOL_FRAMES}\n{batch}{socket}\n\
+            "[switch]\napp = \"{app}\"\nworkers = 1\ncores = [{core}]\nrealtime = true\nframes = {POOL_FRAMES}\n{batch}{socket}{fast_path}\n\
              [[port]]\nname = \"p0\"\nbackend = \"{backend}\"\ninterface = \"{d0}\"\n{port_keys}\n\
              [[port]]\nname = \"p1\"\nbackend = \"{backend}\"\ninterface = \"{d1}\"\n{port_keys}\n{app_config}",
             core = self.core,
@@ -458,6 +493,7 @@ impl Dut for WirespeedDut {
             .spawn()
             .map_err(|error| self.start_error("start the switch", format!("{binary}: {error}")))?;
         self.child = Some(child);
+        self.wait_until_started(Duration::from_secs(10))?;
         self.load_routes(wiring, &stem)
     }
 

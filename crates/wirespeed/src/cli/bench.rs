@@ -111,7 +111,8 @@ enum GeneratorArg {
 
 /// The DuT names `--duts` accepts (`linux-router-nft:N` gives the firewall N rules,
 /// `linux-router-tbf:MBIT` the shaper its rate).
-pub const DUT_NAMES: [&str; 12] = [
+pub const DUT_NAMES: [&str; 13] = [
+    "wirespeed-xdp",
     "wirespeed-afxdp",
     "wirespeed-afpacket",
     "wirespeed-afpacket-v2",
@@ -144,6 +145,11 @@ pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn 
     Ok(match name {
         "wirespeed-afxdp" => Box::new(WirespeedDut::new(
             WirespeedBackend::AfXdp,
+            binary.into(),
+            core,
+        )),
+        "wirespeed-xdp" => Box::new(WirespeedDut::new(
+            WirespeedBackend::Xdp,
             binary.into(),
             core,
         )),

@@ -11,6 +11,9 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use wirespeed_fastpath::MacMirror;
+
+use super::fast_path::{self, FastPathChoice};
 use std::net::IpAddr;
 use wirespeed_control::config::PortVlan;
 use wirespeed_control::config::XdpMode as XdpModeConfig;
@@ -33,12 +36,18 @@ use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort, RxRingKind};
 use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, QueueSelection, Umem, XdpAttachment, XdpMode};
 use wirespeed_io::pcap::PcapPort;
 use wirespeed_io::{Port, PortInfo, PortStats, QueueId};
-use wirespeed_packet::cpu::tsc_hz;
+use wirespeed_packet::cpu::{rdtsc, tsc_hz};
 use wirespeed_packet::wire::EthernetAddress;
 use wirespeed_packet::{Batch, FramePool};
 
+/// The workers the configuration describes, and the XDP fast path they share, if any.
+pub struct Built {
+    pub workers: Vec<Worker>,
+    pub fast_path: FastPathChoice,
+}
+
 /// Builds the workers the configuration describes.
-pub fn workers(config: &Config) -> Result<Vec<Worker>> {
+pub fn workers(config: &Config) -> Result<Built> {
     anyhow::ensure!(
         config.switch.workers == 1
             || config
@@ -55,11 +64,21 @@ pub fn workers(config: &Config) -> Result<Vec<Worker>> {
             wirespeed_control::config::IdleMode::Adaptive => WorkerConfig::default().idle,
         },
     };
-    // Each AF_XDP interface gets its XDP program once; the workers' ports share it by queues.
+    // The fast path's program, when the switch gets it, is every AF_XDP interface's program;
+    // otherwise each gets the plain redirect into its sockets. Either way it is attached once
+    // and the workers' ports share it by queues.
+    let fast_path = fast_path::choose(config)?;
     let shares = config
         .ports
         .iter()
-        .map(|port| afxdp_share(port, config.switch.workers))
+        .enumerate()
+        .map(|(slot, port)| {
+            let attached = fast_path
+                .fast_path
+                .as_ref()
+                .and_then(|fast_path| fast_path.attachment(slot).cloned());
+            afxdp_share(port, config.switch.workers, attached)
+        })
         .collect::<Result<Vec<_>>>()?;
     let mut workers = Vec::new();
     for index in 0..config.switch.workers {
@@ -73,10 +92,18 @@ pub fn workers(config: &Config) -> Result<Vec<Worker>> {
             ports.push(open(config, port, share.as_ref(), index, &mut pool, &umem)?);
         }
         let macs: Vec<[u8; 6]> = ports.iter().map(|p| p.port.info().mac).collect();
-        let app = app(config, index as u64, &macs)?;
+        let mirror = match (&fast_path.fast_path, &config.app) {
+            (Some(fast_path), AppConfig::Bridge { .. }) => Some(
+                fast_path
+                    .mac_mirror()
+                    .context("the fast path's MAC table")?,
+            ),
+            _ => None,
+        };
+        let app = app(config, index as u64, &macs, mirror)?;
         workers.push(Worker::new(worker_config.clone(), pool, ports, app));
     }
-    Ok(workers)
+    Ok(Built { workers, fast_path })
 }
 
 /// An AF_XDP interface as the workers share it: its XDP program, and the queues to serve.
@@ -104,7 +131,11 @@ impl AfXdpShare {
 ///
 /// A worker needs a queue of its own on every port, even to transmit only: the kernel binds one
 /// UMEM per queue, and each worker has its own, so two workers cannot use one queue.
-fn afxdp_share(port: &PortConfig, workers: usize) -> Result<Option<AfXdpShare>> {
+fn afxdp_share(
+    port: &PortConfig,
+    workers: usize,
+    attached: Option<Arc<XdpAttachment>>,
+) -> Result<Option<AfXdpShare>> {
     let BackendConfig::AfXdp {
         interface,
         queues,
@@ -114,8 +145,13 @@ fn afxdp_share(port: &PortConfig, workers: usize) -> Result<Option<AfXdpShare>> 
     else {
         return Ok(None);
     };
-    let attachment = XdpAttachment::attach(interface, xdp_mode_of(*xdp_mode))
-        .with_context(|| format!("port {}", port.name))?;
+    let attachment = match attached {
+        Some(attachment) => attachment,
+        None => Arc::new(
+            XdpAttachment::attach(interface, xdp_mode_of(*xdp_mode))
+                .with_context(|| format!("port {}", port.name))?,
+        ),
+    };
     let mut selected: Vec<QueueId> = match queues {
         Some(list) => list.clone(),
         None => (0..attachment.queues()).collect(),
@@ -133,12 +169,12 @@ fn afxdp_share(port: &PortConfig, workers: usize) -> Result<Option<AfXdpShare>> 
         selected.len().max(1),
     );
     Ok(Some(AfXdpShare {
-        attachment: Arc::new(attachment),
+        attachment,
         queues: selected,
     }))
 }
 
-fn xdp_mode_of(mode: XdpModeConfig) -> XdpMode {
+pub(super) fn xdp_mode_of(mode: XdpModeConfig) -> XdpMode {
     match mode {
         XdpModeConfig::Auto => XdpMode::Auto,
         XdpModeConfig::Native => XdpMode::Native,
@@ -146,8 +182,14 @@ fn xdp_mode_of(mode: XdpModeConfig) -> XdpMode {
     }
 }
 
-/// The configured app; `macs` are the opened ports' MAC addresses (the router's defaults).
-fn app(config: &Config, seed: u64, macs: &[[u8; 6]]) -> Result<Box<dyn App>> {
+/// The configured app; `macs` are the opened ports' MAC addresses (the router's defaults);
+/// `mirror` is the fast path's MAC table, which a bridge keeps equal to its own.
+fn app(
+    config: &Config,
+    seed: u64,
+    macs: &[[u8; 6]],
+    mirror: Option<MacMirror>,
+) -> Result<Box<dyn App>> {
     let task = Task::new(
         config.task.spin_cycles as u64,
         config.task.walk_bytes,
@@ -181,7 +223,10 @@ fn app(config: &Config, seed: u64, macs: &[[u8; 6]]) -> Result<Box<dyn App>> {
                 mac_capacity: *mac_capacity,
                 age_seconds: *age_seconds,
             };
-            let bridge = Bridge::new(bridge).context("the [bridge] configuration")?;
+            let mut bridge = Bridge::new(bridge).context("the [bridge] configuration")?;
+            if let Some(mirror) = mirror {
+                bridge.mirror_macs(Box::new(mirror), rdtsc());
+            }
             match acl_config(config)? {
                 Some(acl) => Box::new(bridge.with_acl(&acl)),
                 None => Box::new(bridge),

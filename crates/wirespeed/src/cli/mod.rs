@@ -5,6 +5,7 @@ pub mod build;
 pub mod compare;
 pub mod ctl;
 pub mod demo;
+pub mod fast_path;
 pub mod generate;
 pub mod lab;
 pub mod pcap;

@@ -6,6 +6,7 @@
 use std::fmt::Write;
 
 use wirespeed_dataplane::worker::WorkerSnapshot;
+use wirespeed_fastpath::{FastPath, ToUser};
 use wirespeed_packet::DropReason;
 
 /// Sums of all workers.
@@ -16,16 +17,47 @@ pub struct Totals {
     pub dropped: u64,
 }
 
-pub fn totals(workers: &[WorkerSnapshot]) -> Totals {
+/// The workers' sums, plus the frames the fast path forwarded in the kernel, if there is one.
+pub fn totals(workers: &[WorkerSnapshot], fast_path: Option<&FastPath>) -> Totals {
     let mut totals = Totals::default();
     for worker in workers {
         totals.rx += worker.counters.rx_packets;
         totals.tx += worker.counters.tx_packets;
         totals.dropped += worker.counters.dropped();
     }
+    for port in fast_path.map(FastPath::counters).unwrap_or_default() {
+        totals.rx += port.rx_forwarded.packets;
+        totals.tx += port.tx_forwarded.packets;
+    }
     totals
 }
 
+/// What the XDP fast path counted, per port: frames it forwarded and frames it handed to user
+/// space, by reason (those are in the worker's counters too, as received).
+pub fn fast_path_table(fast_path: &FastPath) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "fast path (XDP, in the kernel):\n{:<12} {:>14} {:>14}",
+        "port", "rx forwarded", "tx forwarded"
+    );
+    for reason in ToUser::ALL {
+        let _ = write!(out, " {:>14}", format!("to user: {}", reason.name()));
+    }
+    let _ = writeln!(out);
+    for (name, port) in fast_path.port_names().iter().zip(fast_path.counters()) {
+        let _ = write!(
+            out,
+            "{name:<12} {:>14} {:>14}",
+            port.rx_forwarded.packets, port.tx_forwarded.packets
+        );
+        for reason in ToUser::ALL {
+            let _ = write!(out, " {:>14}", port.to_user(reason));
+        }
+        let _ = writeln!(out);
+    }
+    out
+}
 /// One line per interval: rates since the previous line.
 pub fn interval_line(now: &Totals, before: &Totals, seconds: f64) -> String {
     let rate = |a: u64, b: u64| (a.saturating_sub(b)) as f64 / seconds / 1e6;

@@ -15,6 +15,7 @@ use wirespeed_control::dispatch::{COMMAND_TIMEOUT, Dispatcher};
 use wirespeed_control::socket::{ControlSocket, Limits};
 use wirespeed_dataplane::command;
 use wirespeed_dataplane::worker::{Conservation, StatsCell, Worker, WorkerSnapshot};
+use wirespeed_fastpath::FastPath;
 use wirespeed_io::Backend;
 
 use super::{build, stats};
@@ -31,7 +32,10 @@ pub struct SwitchArgs {
 
 pub fn run(args: SwitchArgs) -> Result<()> {
     let config = wirespeed_control::config::load(&args.config).map_err(anyhow::Error::msg)?;
-    let mut workers = build::workers(&config)?;
+    let build::Built {
+        mut workers,
+        fast_path,
+    } = build::workers(&config)?;
     // Dropped after the workers stop: the socket file goes away with the switch.
     let _control = match &config.switch.control_socket {
         Some(path) => Some(control_socket(path, &mut workers)?),
@@ -47,6 +51,9 @@ pub fn run(args: SwitchArgs) -> Result<()> {
                 info.mode
             );
         }
+    }
+    for line in &fast_path.lines {
+        println!("{line}");
     }
     let placement = Placement {
         cores: config.switch.cores.clone(),
@@ -74,8 +81,17 @@ pub fn run(args: SwitchArgs) -> Result<()> {
     }
     println!("forwarding with {} worker(s); Ctrl-C stops", workers.len());
     let interval = args.stats_interval.map(Duration::from_secs_f64);
-    let (snapshots, conservation) = run_workers(workers, &placement, &stop, interval)?;
+    let (snapshots, conservation) = run_workers(
+        workers,
+        &placement,
+        &stop,
+        interval,
+        fast_path.fast_path.as_deref(),
+    )?;
     println!("\n{}", stats::final_tables(&snapshots));
+    if let Some(fast_path) = &fast_path.fast_path {
+        println!("{}", stats::fast_path_table(fast_path));
+    }
     print!("{}", conservation_report(&conservation)?);
     Ok(())
 }
@@ -166,13 +182,15 @@ fn priority(setting: Realtime, worker: &Worker) -> Priority {
     }
 }
 
-/// Runs every worker on its own thread until `stop`, printing a rate line every `interval`;
-/// returns each worker's last counters and its pool conservation.
+/// Runs every worker on its own thread until `stop`, printing a rate line every `interval`
+/// (frames the fast path forwarded included); returns each worker's last counters and its pool
+/// conservation.
 pub fn run_workers(
     workers: Vec<Worker>,
     placement: &Placement,
     stop: &Arc<AtomicBool>,
     interval: Option<Duration>,
+    fast_path: Option<&FastPath>,
 ) -> Result<(Vec<WorkerSnapshot>, Vec<Conservation>)> {
     let cells: Vec<Arc<StatsCell>> = workers.iter().map(|_| Arc::default()).collect();
     let mut handles = Vec::new();
@@ -225,7 +243,7 @@ pub fn run_workers(
         if let Some(interval) = interval
             && last.elapsed() >= interval
         {
-            let now = stats::totals(&snapshot(&cells));
+            let now = stats::totals(&snapshot(&cells), fast_path);
             println!(
                 "{}",
                 stats::interval_line(&now, &before, last.elapsed().as_secs_f64())

@@ -110,6 +110,18 @@ pub fn tester_port(lab: &Testbed, pair: usize) -> AfPacketPort {
     .unwrap()
 }
 
+/// Turns GRO on for the tester's end of pair `pair`: a veth takes frames redirected to it in
+/// XDP (the fast path's) only while its peer runs NAPI, which GRO (or an XDP program) makes it
+/// do; GRO merges nothing of the tests' UDP frames, which no socket asked to be merged.
+pub fn receive_with_napi(lab: &Testbed, pair: usize) {
+    wirespeed_lab::run_in(
+        &lab.tester_ns,
+        "ethtool",
+        &["-K", &lab.pairs[pair].tester_if, "gro", "on"],
+    )
+    .expect("ethtool -K gro on");
+}
+
 /// UDP destination port of the test frames; probes use another one.
 pub const TEST_PORT: u16 = 9;
 

@@ -414,9 +414,10 @@ fn series_by_dut(
 fn backend(name: &str) -> Result<WirespeedBackend> {
     match name {
         "afxdp" => Ok(WirespeedBackend::AfXdp),
+        "xdp" => Ok(WirespeedBackend::Xdp),
         "afpacket" => Ok(WirespeedBackend::AfPacket),
         "afpacket-v2" => Ok(WirespeedBackend::AfPacketV2),
-        other => bail!("unknown backend {other:?}; choose afxdp, afpacket or afpacket-v2"),
+        other => bail!("unknown backend {other:?}; choose afxdp, xdp, afpacket or afpacket-v2"),
     }
 }
 

@@ -1,0 +1,64 @@
+// The layout shared by the fast path program and its loader (crates/fastpath/src/maps.rs
+// mirrors every struct and constant here; a test there checks the sizes against this file).
+
+#ifndef WIRESPEED_FAST_PATH_H
+#define WIRESPEED_FAST_PATH_H
+
+#include <linux/types.h>
+
+#define FP_MAX_PORTS 64
+#define FP_QUEUES_PER_PORT 64
+#define FP_NO_VLAN 0xffff
+
+// What the port's app is; FP_APP_USER sends every frame to user space, FP_APP_NONE marks an
+// interface that is not a port.
+#define FP_APP_NONE 0
+#define FP_APP_USER 1
+#define FP_APP_XCONNECT 2
+#define FP_APP_BRIDGE 3
+
+#define FP_VLAN_ACCESS 0
+#define FP_VLAN_TRUNK 1
+
+// Interface indexes the `ports` array covers; an interface with a larger index cannot be on
+// the fast path.
+#define FP_MAX_IFINDEX 65536
+
+// Why a frame went to user space: counters per slot.
+#define FP_TO_USER_LEARN 0 // unknown or moved source: learning is user space's
+#define FP_TO_USER_FLOOD 1 // unknown destination, broadcast, multicast
+#define FP_TO_USER_VLAN 2 // a VLAN case the kernel leaves to user space
+#define FP_TO_USER_OTHER 3 // everything else (short frames, same-port destination, ...)
+#define FP_TO_USER_REASONS 4
+
+struct fp_port {
+	__u32 slot;
+	__u32 app;
+	__u32 peer; // xconnect: the peer's slot
+	__u16 vlan_mode; // bridge: FP_VLAN_ACCESS or FP_VLAN_TRUNK
+	__u16 untagged_vlan; // bridge: the access VLAN, or the trunk's native VLAN, or FP_NO_VLAN
+};
+
+struct fp_mac_key {
+	__u8 mac[6];
+	__u16 vlan;
+};
+
+struct fp_mac_entry {
+	__u32 slot;
+	__u32 ifindex;
+};
+
+struct fp_count {
+	__u64 packets;
+	__u64 bytes;
+};
+
+// One ingress port's counters (per CPU): frames it sent to user space by reason, and frames
+// the kernel forwarded from it, per output slot. One lookup per frame counts everything.
+struct fp_counts {
+	struct fp_count to_user[FP_TO_USER_REASONS];
+	struct fp_count forwarded[FP_MAX_PORTS];
+};
+
+#endif

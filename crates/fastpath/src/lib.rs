@@ -1,0 +1,551 @@
+//! The XDP fast path: the kernel forwards what user space has decided.
+//!
+//! On veth, in containers and on every NIC without zero-copy AF_XDP, the kernel copies each
+//! frame into and out of the UMEM, and that copy, not wirespeed's pipeline, limits an AF_XDP
+//! forwarder. So the decisions user space has already made are also written into BPF maps, and
+//! one XDP program (`bpf/fast_path.c`, compiled with `clang -target bpf` by this crate's build
+//! script and loaded with aya) applies them to the traffic it knows, redirecting each frame
+//! straight to its output interface; every other frame goes to the port's AF_XDP socket, where
+//! the whole pipeline runs as before. User space stays the owner of every table: the program
+//! only reads the maps and counts.
+//!
+//! What the kernel forwards, per app:
+//! * cross-connect: every frame, to its port's peer;
+//! * bridge: a known unicast destination (MAC and VLAN) from a source known on the very port it
+//!   arrived on, with the tag pushed or popped for the output port. Unknown or moved sources
+//!   (learning), unknown destinations, broadcast and multicast, priority tags and every other
+//!   VLAN case go to user space, which learns, ages and floods as before and mirrors its MAC
+//!   table into the kernel's ([`MacMirror`]).
+//!
+//! One [`FastPath`] serves a switch: one program attached to every port's interface. Each port
+//! is a *slot* (its index in the configuration); the [`XdpAttachment`] of slot *s* puts its
+//! sockets into slots `s * QUEUES_PER_PORT + queue` of the program's XSKMAP, so the AF_XDP
+//! ports open on it exactly as on an attachment of their own.
+
+mod maps;
+
+use std::fmt;
+use std::os::fd::AsFd;
+use std::sync::Arc;
+
+use aya::maps::{Array, DevMap, HashMap, Map, MapData, PerCpuArray};
+use aya::programs::{ProgramError, Xdp};
+use aya::{Ebpf, EbpfLoader};
+use wirespeed_dataplane::table::mac::{MacKey as SyncedKey, MacSync};
+use wirespeed_io::afxdp::{AfXdpError, XdpAttachment, XdpMode};
+
+pub use maps::{Count, MAX_PORTS, QUEUES_PER_PORT};
+use maps::{Counts, MacEntry, MacKey, PortEntry};
+
+/// The compiled program (see the build script).
+static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/fast_path.o"));
+
+/// The program's name in the object (its function's).
+const PROGRAM: &str = "fast_path";
+
+/// What the kernel does with one port's frames.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PortPlan {
+    /// Every frame leaves by the port of slot `peer`.
+    Xconnect { peer: u16 },
+    /// The bridge's known unicast is forwarded; the port's VLAN setting as the bridge has it.
+    Bridge(BridgeVlan),
+    /// Every frame goes to user space.
+    User,
+}
+
+/// A bridge port's VLAN setting, as the kernel needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BridgeVlan {
+    /// Untagged frames belong to this VLAN and leave untagged.
+    Access(u16),
+    /// Tagged frames of `allowed`; untagged ones belong to `native`, if any.
+    Trunk {
+        allowed: Vec<u16>,
+        native: Option<u16>,
+    },
+}
+
+/// One port of the switch: its interface and what the kernel does with its frames.
+#[derive(Clone, Debug)]
+pub struct PortSpec {
+    /// The port's name in the configuration (for messages).
+    pub name: String,
+    /// The interface, in the calling thread's network namespace.
+    pub interface: String,
+    pub plan: PortPlan,
+    /// How the program is attached to the interface.
+    pub mode: XdpMode,
+}
+
+/// Why the fast path could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum FastPathError {
+    #[error(
+        "the XDP fast path takes at most {MAX_PORTS} ports; this switch has {0}: set \
+         fast_path = \"off\""
+    )]
+    TooManyPorts(usize),
+    #[error("port {port}: interface {interface} does not exist: {source}")]
+    NoInterface {
+        port: String,
+        interface: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "port {port}: {interface} has {queues} queues; the fast path serves at most \
+         {QUEUES_PER_PORT} per port: reduce them (`ethtool -L {interface} combined \
+         {QUEUES_PER_PORT}`) or set fast_path = \"off\""
+    )]
+    TooManyQueues {
+        port: String,
+        interface: String,
+        queues: u16,
+    },
+    #[error(
+        "port {port}: interface {interface} has index {index}; the fast path's port table \
+         covers indexes below {}: set fast_path = \"off\"",
+        maps::MAX_IFINDEX
+    )]
+    IfindexTooLarge {
+        port: String,
+        interface: String,
+        index: u32,
+    },
+    #[error("the kernel refused the fast path's maps: {0}")]
+    Load(#[source] aya::EbpfError),
+    #[error("the kernel's verifier refused the fast path program {PROGRAM}: {reason}")]
+    Verifier { reason: String },
+    #[error("the fast path's map {map}: {source}")]
+    Map {
+        map: &'static str,
+        source: aya::maps::MapError,
+    },
+    #[error(transparent)]
+    Attach(#[from] AfXdpError),
+}
+
+/// The program, its maps, and its attachment to every port's interface. Dropping it detaches
+/// the program from every interface (once the ports opened on the attachments are gone too).
+pub struct FastPath {
+    /// Keeps the program and the maps it did not hand out.
+    _ebpf: Ebpf,
+    /// Index = slot.
+    attachments: Vec<Arc<XdpAttachment>>,
+    plans: Vec<PortPlan>,
+    names: Vec<String>,
+    ifindexes: Vec<u32>,
+    counters: PerCpuArray<MapData, Counts>,
+    macs: MapData,
+}
+
+impl fmt::Debug for FastPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FastPath")
+            .field("ports", &self.names)
+            .field("plans", &self.plans)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FastPath {
+    /// Loads the program with a MAC table of `mac_capacity` entries, fills the port maps from
+    /// `ports` (slot = position), and attaches the program to every port's interface.
+    pub fn attach(ports: &[PortSpec], mac_capacity: u32) -> Result<FastPath, FastPathError> {
+        if ports.len() > MAX_PORTS {
+            return Err(FastPathError::TooManyPorts(ports.len()));
+        }
+        let ifindexes = ports
+            .iter()
+            .map(|port| {
+                let index = interface_index(&port.interface).map_err(|source| {
+                    FastPathError::NoInterface {
+                        port: port.name.clone(),
+                        interface: port.interface.clone(),
+                        source,
+                    }
+                })?;
+                if index >= maps::MAX_IFINDEX {
+                    return Err(FastPathError::IfindexTooLarge {
+                        port: port.name.clone(),
+                        interface: port.interface.clone(),
+                        index,
+                    });
+                }
+                Ok(index)
+            })
+            .collect::<Result<Vec<u32>, _>>()?;
+        let mut ebpf = EbpfLoader::new()
+            .map_max_entries("macs", mac_capacity.max(1))
+            .load(OBJECT)
+            .map_err(FastPathError::Load)?;
+        let program: &mut Xdp = ebpf
+            .program_mut(PROGRAM)
+            .and_then(|program| program.try_into().ok())
+            .ok_or(FastPathError::Verifier {
+                reason: format!("the object has no XDP program {PROGRAM}"),
+            })?;
+        program.load().map_err(verifier_error)?;
+        let program_fd = program
+            .fd()
+            .map_err(verifier_error)?
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|error| FastPathError::Verifier {
+                reason: format!("duplicating the program's descriptor: {error}"),
+            })?;
+
+        // The maps first, so that the program finds every port from its first frame.
+        let map = |ebpf: &mut Ebpf, name: &'static str| -> Result<Map, FastPathError> {
+            ebpf.take_map(name).ok_or(FastPathError::Map {
+                map: name,
+                source: aya::maps::MapError::InvalidName { name: name.into() },
+            })
+        };
+        let map_error = |map: &'static str| move |source| FastPathError::Map { map, source };
+        let mut tx_ports =
+            DevMap::try_from(map(&mut ebpf, "tx_ports")?).map_err(map_error("tx_ports"))?;
+        let mut port_map: Array<_, PortEntry> =
+            Array::try_from(map(&mut ebpf, "ports")?).map_err(map_error("ports"))?;
+        let mut trunk_vlans: Array<_, u64> =
+            Array::try_from(map(&mut ebpf, "trunk_vlans")?).map_err(map_error("trunk_vlans"))?;
+        for (slot, (port, &ifindex)) in ports.iter().zip(&ifindexes).enumerate() {
+            let slot = slot as u32;
+            tx_ports
+                .set(slot, ifindex, None, 0)
+                .map_err(|error| FastPathError::Map {
+                    map: "tx_ports",
+                    source: match error {
+                        aya::maps::xdp::XdpMapError::MapError(error) => error,
+                        other => aya::maps::MapError::InvalidName {
+                            name: other.to_string(),
+                        },
+                    },
+                })?;
+            let entry = port_entry(slot, &port.plan);
+            if let PortPlan::Bridge(BridgeVlan::Trunk { allowed, .. }) = &port.plan {
+                let mut words = [0u64; 64];
+                for &vlan in allowed {
+                    words[usize::from(vlan / 64) % 64] |= 1 << (vlan % 64);
+                }
+                for (word, bits) in words.iter().enumerate() {
+                    trunk_vlans
+                        .set(slot * 64 + word as u32, bits, 0)
+                        .map_err(map_error("trunk_vlans"))?;
+                }
+            }
+            port_map
+                .set(ifindex, entry, 0)
+                .map_err(map_error("ports"))?;
+        }
+        let counters = match map(&mut ebpf, "counters")? {
+            Map::PerCpuArray(data) => {
+                PerCpuArray::try_from(Map::PerCpuArray(data)).map_err(map_error("counters"))?
+            }
+            other => PerCpuArray::try_from(other).map_err(map_error("counters"))?,
+        };
+        let macs = match map(&mut ebpf, "macs")? {
+            Map::HashMap(data) => data,
+            _ => {
+                return Err(FastPathError::Map {
+                    map: "macs",
+                    source: aya::maps::MapError::InvalidName {
+                        name: "macs is not a hash map".into(),
+                    },
+                });
+            }
+        };
+        let xsks = ebpf.map("xsks").ok_or(FastPathError::Map {
+            map: "xsks",
+            source: aya::maps::MapError::InvalidName {
+                name: "xsks".into(),
+            },
+        })?;
+        let xsks_fd = match xsks {
+            Map::XskMap(data) => data.fd().as_fd(),
+            _ => {
+                return Err(FastPathError::Map {
+                    map: "xsks",
+                    source: aya::maps::MapError::InvalidName {
+                        name: "xsks is not an XSKMAP".into(),
+                    },
+                });
+            }
+        };
+
+        let mut attachments = Vec::with_capacity(ports.len());
+        for (slot, port) in ports.iter().enumerate() {
+            let attachment = XdpAttachment::attach_loaded(
+                &port.interface,
+                program_fd.as_fd(),
+                xsks_fd,
+                slot as u32 * QUEUES_PER_PORT,
+                port.mode,
+            )?;
+            if u32::from(attachment.queues()) > QUEUES_PER_PORT {
+                return Err(FastPathError::TooManyQueues {
+                    port: port.name.clone(),
+                    interface: port.interface.clone(),
+                    queues: attachment.queues(),
+                });
+            }
+            attachments.push(Arc::new(attachment));
+        }
+        drop(program_fd);
+        Ok(FastPath {
+            _ebpf: ebpf,
+            attachments,
+            plans: ports.iter().map(|port| port.plan.clone()).collect(),
+            names: ports.iter().map(|port| port.name.clone()).collect(),
+            ifindexes,
+            counters,
+            macs,
+        })
+    }
+
+    /// The attachment of the port in `slot`, on which its AF_XDP ports open
+    /// ([`AfXdpPort::open_shared`](wirespeed_io::afxdp::AfXdpPort::open_shared)).
+    pub fn attachment(&self, slot: usize) -> Option<&Arc<XdpAttachment>> {
+        self.attachments.get(slot)
+    }
+
+    /// What the kernel does with the frames of the port in `slot`.
+    pub fn plan(&self, slot: usize) -> Option<&PortPlan> {
+        self.plans.get(slot)
+    }
+
+    /// A handle through which a bridge keeps the kernel's MAC table equal to its own.
+    pub fn mac_mirror(&self) -> Result<MacMirror, FastPathError> {
+        let error = |source| FastPathError::Map {
+            map: "macs",
+            source,
+        };
+        let fd = self
+            .macs
+            .fd()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|io_error| {
+                error(aya::maps::MapError::SyscallError(aya::sys::SyscallError {
+                    call: "dup",
+                    io_error,
+                }))
+            })?;
+        let data = MapData::from_fd(fd).map_err(error)?;
+        let map = HashMap::try_from(Map::HashMap(data)).map_err(error)?;
+        Ok(MacMirror {
+            map,
+            ifindexes: self.ifindexes.clone(),
+            refused: 0,
+        })
+    }
+
+    /// Every port's counters, summed over the CPUs, index = slot.
+    pub fn counters(&self) -> Vec<PortCounters> {
+        let slots = self.names.len();
+        let mut ports = vec![PortCounters::default(); slots];
+        for slot in 0..slots {
+            let Ok(per_cpu) = self.counters.get(&(slot as u32), 0) else {
+                continue;
+            };
+            for counts in per_cpu.iter() {
+                for (reason, count) in counts.to_user.iter().enumerate() {
+                    ports[slot].to_user[reason].add(*count);
+                }
+                for (out, count) in counts.forwarded.iter().enumerate().take(slots) {
+                    ports[slot].rx_forwarded.add(*count);
+                    ports[out].tx_forwarded.add(*count);
+                }
+            }
+        }
+        ports
+    }
+
+    /// The ports' names, index = slot.
+    pub fn port_names(&self) -> &[String] {
+        &self.names
+    }
+}
+
+/// A port's entry in the `ports` map.
+fn port_entry(slot: u32, plan: &PortPlan) -> PortEntry {
+    let mut entry = PortEntry {
+        slot,
+        app: maps::APP_USER,
+        peer: 0,
+        vlan_mode: maps::VLAN_ACCESS,
+        untagged_vlan: maps::NO_VLAN,
+    };
+    match plan {
+        PortPlan::Xconnect { peer } => {
+            entry.app = maps::APP_XCONNECT;
+            entry.peer = u32::from(*peer);
+        }
+        PortPlan::Bridge(BridgeVlan::Access(vlan)) => {
+            entry.app = maps::APP_BRIDGE;
+            entry.untagged_vlan = *vlan;
+        }
+        PortPlan::Bridge(BridgeVlan::Trunk { native, .. }) => {
+            entry.app = maps::APP_BRIDGE;
+            entry.vlan_mode = maps::VLAN_TRUNK;
+            entry.untagged_vlan = native.unwrap_or(maps::NO_VLAN);
+        }
+        PortPlan::User => {}
+    }
+    entry
+}
+
+/// The verifier's refusal, with the last lines of its log.
+fn verifier_error(error: ProgramError) -> FastPathError {
+    let text = match &error {
+        ProgramError::LoadError {
+            io_error,
+            verifier_log,
+        } => {
+            let log = verifier_log.to_string();
+            let lines: Vec<&str> = log.lines().filter(|line| !line.trim().is_empty()).collect();
+            let tail = lines[lines.len().saturating_sub(8)..].join("\n  ");
+            format!("{io_error}; the verifier's last lines:\n  {tail}")
+        }
+        other => other.to_string(),
+    };
+    FastPathError::Verifier { reason: text }
+}
+
+/// The index of `interface` in the calling thread's network namespace.
+fn interface_index(interface: &str) -> std::io::Result<u32> {
+    let name = std::ffi::CString::new(interface)
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: `name` is a valid NUL-terminated string that outlives the call.
+    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    if index == 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(index)
+    }
+}
+
+/// Why the program handed a frame to user space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToUser {
+    /// An unknown or moved source: learning is user space's.
+    Learn,
+    /// An unknown destination, broadcast or multicast: flooding.
+    Flood,
+    /// A VLAN case the kernel leaves to the pipeline.
+    Vlan,
+    /// Anything else (ports without a fast path, short frames, ...).
+    Other,
+}
+
+impl ToUser {
+    /// Every reason, in the `counters` map's order.
+    pub const ALL: [ToUser; maps::TO_USER_REASONS] =
+        [ToUser::Learn, ToUser::Flood, ToUser::Vlan, ToUser::Other];
+
+    /// The reason's name in counter names (`to_user.NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ToUser::Learn => "learn",
+            ToUser::Flood => "flood",
+            ToUser::Vlan => "vlan",
+            ToUser::Other => "other",
+        }
+    }
+
+    /// The constant's name in `bpf/fast_path.h`.
+    #[cfg(test)]
+    fn c_name(self) -> &'static str {
+        match self {
+            ToUser::Learn => "FP_TO_USER_LEARN",
+            ToUser::Flood => "FP_TO_USER_FLOOD",
+            ToUser::Vlan => "FP_TO_USER_VLAN",
+            ToUser::Other => "FP_TO_USER_OTHER",
+        }
+    }
+}
+
+/// One port's fast-path counters, summed over the CPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortCounters {
+    /// Frames received on the port and forwarded by the kernel.
+    pub rx_forwarded: Count,
+    /// Frames the kernel forwarded out of the port (received on another).
+    pub tx_forwarded: Count,
+    /// Frames received on the port and handed to user space, per [`ToUser`] reason.
+    pub to_user: [Count; maps::TO_USER_REASONS],
+}
+
+impl PortCounters {
+    /// Frames handed to user space for `reason`.
+    pub fn to_user(&self, reason: ToUser) -> u64 {
+        self.to_user[reason as usize].packets
+    }
+
+    /// Frames handed to user space, for every reason.
+    pub fn to_user_total(&self) -> u64 {
+        self.to_user.iter().map(|count| count.packets).sum()
+    }
+}
+
+/// The bridge's hand on the kernel's MAC table: every entry its own table learns, moves or
+/// forgets is written here at once, on the worker's thread, so that the kernel never forwards
+/// by an entry user space no longer has. A write is a `bpf(2)` call, made only when the table
+/// changes (a new or moved source, an aged or flushed entry), never for a refresh.
+pub struct MacMirror {
+    map: HashMap<MapData, MacKey, MacEntry>,
+    /// Slot -> interface index.
+    ifindexes: Vec<u32>,
+    /// Entries the kernel's table refused (full): their frames keep going to user space.
+    refused: u64,
+}
+
+impl fmt::Debug for MacMirror {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MacMirror")
+            .field("refused", &self.refused)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MacMirror {
+    /// Entries the kernel's table refused because it was full.
+    pub fn refused(&self) -> u64 {
+        self.refused
+    }
+}
+
+impl MacSync for MacMirror {
+    fn learned(&mut self, key: SyncedKey, port: u16) {
+        let Some(&ifindex) = self.ifindexes.get(usize::from(port)) else {
+            return;
+        };
+        let entry = MacEntry {
+            slot: u32::from(port),
+            ifindex,
+        };
+        if self.map.insert(kernel_key(key), entry, 0).is_err() {
+            self.refused += 1;
+        }
+    }
+
+    fn forgotten(&mut self, key: SyncedKey) {
+        // Absent already is fine: the kernel refused it, or it was never mirrored.
+        let _ = self.map.remove(&kernel_key(key));
+    }
+
+    fn cleared(&mut self) {
+        let keys: Vec<MacKey> = self.map.keys().filter_map(Result::ok).collect();
+        for key in keys {
+            let _ = self.map.remove(&key);
+        }
+    }
+}
+
+/// The kernel's key for a key of the bridge's table.
+fn kernel_key(key: SyncedKey) -> MacKey {
+    MacKey {
+        mac: key.mac().0,
+        vlan: key.vlan(),
+    }
+}

@@ -1,0 +1,133 @@
+//! The maps' keys and values as the program sees them: `#[repr(C)]` mirrors of the structs in
+//! `bpf/fast_path.h`, with the same constants. The tests below check the sizes and read the
+//! constants out of the header, so the two files cannot drift apart unnoticed.
+
+/// Most ports one switch can have on the fast path (the maps' sizes).
+pub const MAX_PORTS: usize = 64;
+/// Slots of the XSKMAP per port: a port's interface may have at most this many queues.
+pub const QUEUES_PER_PORT: u32 = 64;
+/// "No VLAN" in [`PortEntry::untagged_vlan`].
+pub const NO_VLAN: u16 = 0xffff;
+
+pub const APP_USER: u32 = 1;
+pub const APP_XCONNECT: u32 = 2;
+pub const APP_BRIDGE: u32 = 3;
+
+pub const VLAN_ACCESS: u16 = 0;
+pub const VLAN_TRUNK: u16 = 1;
+
+/// Interface indexes the `ports` array covers.
+pub const MAX_IFINDEX: u32 = 65536;
+
+/// Reasons a frame goes to user space (`Counts::to_user`).
+pub const TO_USER_REASONS: usize = 4;
+
+/// A value of the `ports` map (key: the interface's index).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortEntry {
+    pub slot: u32,
+    pub app: u32,
+    pub peer: u32,
+    pub vlan_mode: u16,
+    pub untagged_vlan: u16,
+}
+
+/// A key of the `macs` map.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct MacKey {
+    pub mac: [u8; 6],
+    pub vlan: u16,
+}
+
+/// A value of the `macs` map.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MacEntry {
+    pub slot: u32,
+    pub ifindex: u32,
+}
+
+/// Packets and bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Count {
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+impl Count {
+    pub fn add(&mut self, other: Count) {
+        self.packets += other.packets;
+        self.bytes += other.bytes;
+    }
+}
+
+/// A value of the `counters` map (key: the ingress slot; one per CPU).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counts {
+    pub to_user: [Count; TO_USER_REASONS],
+    pub forwarded: [Count; MAX_PORTS],
+}
+
+// SAFETY: plain `#[repr(C)]` structs of integers with no padding (checked by the test below),
+// so every bit pattern is a valid value and copying their bytes to the kernel leaks nothing.
+unsafe impl aya::Pod for PortEntry {}
+// SAFETY: as above.
+unsafe impl aya::Pod for MacKey {}
+// SAFETY: as above.
+unsafe impl aya::Pod for MacEntry {}
+// SAFETY: as above.
+unsafe impl aya::Pod for Count {}
+// SAFETY: as above (arrays of `Count`).
+unsafe impl aya::Pod for Counts {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn layouts_have_no_padding_and_match_the_header() {
+        assert_eq!(size_of::<PortEntry>(), 16);
+        assert_eq!(offset_of!(PortEntry, vlan_mode), 12);
+        assert_eq!(offset_of!(PortEntry, untagged_vlan), 14);
+        assert_eq!(size_of::<MacKey>(), 8);
+        assert_eq!(offset_of!(MacKey, vlan), 6);
+        assert_eq!(size_of::<MacEntry>(), 8);
+        assert_eq!(size_of::<Count>(), 16);
+        assert_eq!(size_of::<Counts>(), 16 * (TO_USER_REASONS + MAX_PORTS));
+    }
+
+    #[test]
+    fn constants_match_the_header() {
+        let header = include_str!("../bpf/fast_path.h");
+        let defined = |name: &str| -> u64 {
+            let line = header
+                .lines()
+                .find(|line| line.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("{name} is not in fast_path.h"));
+            let value = line.split_whitespace().nth(2).expect("a value");
+            match value.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16).expect("hex"),
+                None => value.parse().expect("decimal"),
+            }
+        };
+        assert_eq!(defined("FP_MAX_PORTS"), MAX_PORTS as u64);
+        assert_eq!(defined("FP_QUEUES_PER_PORT"), u64::from(QUEUES_PER_PORT));
+        assert_eq!(defined("FP_NO_VLAN"), u64::from(NO_VLAN));
+        assert_eq!(defined("FP_APP_NONE"), 0);
+        assert_eq!(defined("FP_APP_USER"), u64::from(APP_USER));
+        assert_eq!(defined("FP_APP_XCONNECT"), u64::from(APP_XCONNECT));
+        assert_eq!(defined("FP_APP_BRIDGE"), u64::from(APP_BRIDGE));
+        assert_eq!(defined("FP_VLAN_ACCESS"), u64::from(VLAN_ACCESS));
+        assert_eq!(defined("FP_VLAN_TRUNK"), u64::from(VLAN_TRUNK));
+        assert_eq!(defined("FP_MAX_IFINDEX"), u64::from(MAX_IFINDEX));
+        assert_eq!(defined("FP_TO_USER_REASONS"), TO_USER_REASONS as u64);
+        for reason in crate::ToUser::ALL {
+            assert_eq!(defined(reason.c_name()), reason as u64, "{reason:?}");
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Whether a switch gets the XDP fast path (`[switch] fast_path`), and the one line per port
+//! that says which path is in force and why.
+//!
+//! The fast path needs every port on AF_XDP (the program hands what it does not forward to
+//! the port's socket) and an app whose decisions the kernel can apply: the cross-connect
+//! without emulated work, and the bridge without an ACL. Under `"auto"` anything else, and a
+//! kernel or interface that refuses the program, leaves the switch on the user-space path
+//! with the reason printed; under `"xdp"` it is an error.
+
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+use wirespeed_control::config::{AppConfig, BackendConfig, Config, FastPathMode, PortVlan};
+use wirespeed_fastpath::{BridgeVlan, FastPath, PortPlan, PortSpec};
+use wirespeed_io::afxdp::interface_driver;
+
+use super::build::xdp_mode_of;
+
+/// The fast path a switch got, if any, and what each port does.
+pub struct FastPathChoice {
+    pub fast_path: Option<Arc<FastPath>>,
+    /// One line per port: "port p0: fast path xdp (xconnect to p1)" or why not.
+    pub lines: Vec<String>,
+}
+
+/// Sets up the fast path `config` asks for (see the module documentation).
+pub fn choose(config: &Config) -> Result<FastPathChoice> {
+    let off = |why: String| FastPathChoice {
+        fast_path: None,
+        lines: config
+            .ports
+            .iter()
+            .map(|port| format!("port {}: user-space path ({why})", port.name))
+            .collect(),
+    };
+    if config.switch.fast_path == FastPathMode::Off {
+        return Ok(off("fast_path = \"off\"".into()));
+    }
+    let specs = match specs(config) {
+        Ok(specs) => specs,
+        Err(why) if config.switch.fast_path == FastPathMode::Xdp => {
+            bail!("fast_path = \"xdp\" cannot be had: {why}; fix that or set fast_path = \"auto\"")
+        }
+        Err(why) => return Ok(off(format!("no XDP fast path: {why}"))),
+    };
+    let capacity = match &config.app {
+        AppConfig::Bridge { mac_capacity, .. } => *mac_capacity as u32,
+        _ => 1,
+    };
+    match FastPath::attach(&specs, capacity) {
+        Ok(fast_path) => {
+            let lines = specs
+                .iter()
+                .enumerate()
+                .map(|(slot, spec)| {
+                    let attachment = fast_path.attachment(slot);
+                    let mode = attachment.map_or("?", |a| a.mode());
+                    let what = match &spec.plan {
+                        PortPlan::Xconnect { peer } => {
+                            format!("every frame to {}", config.ports[usize::from(*peer)].name)
+                        }
+                        PortPlan::Bridge(_) => "known unicast; learning, flooding and \
+                                                other VLAN cases in user space"
+                            .to_string(),
+                        PortPlan::User => "no peer: every frame to user space".to_string(),
+                    };
+                    let fallback = attachment
+                        .and_then(|a| a.fallback())
+                        .map_or(String::new(), |why| format!("; {why}"));
+                    format!(
+                        "port {}: fast path xdp ({mode}{fallback}): {what}",
+                        spec.name
+                    )
+                })
+                .collect();
+            Ok(FastPathChoice {
+                fast_path: Some(Arc::new(fast_path)),
+                lines,
+            })
+        }
+        Err(error) if config.switch.fast_path == FastPathMode::Xdp => {
+            Err(anyhow::Error::new(error).context("fast_path = \"xdp\""))
+        }
+        Err(error) => Ok(off(format!(
+            "the XDP fast path was refused: {error}; set fast_path = \"off\" to silence this"
+        ))),
+    }
+}
+
+/// What the kernel does with each port's frames, or why the switch cannot have the fast path.
+fn specs(config: &Config) -> Result<Vec<PortSpec>, String> {
+    let mut specs = Vec::new();
+    for port in &config.ports {
+        let BackendConfig::AfXdp {
+            interface,
+            xdp_mode,
+            ..
+        } = &port.backend
+        else {
+            return Err(format!(
+                "port {} is not on AF_XDP (the fast path hands the frames it does not forward \
+                 to the port's AF_XDP socket)",
+                port.name
+            ));
+        };
+        if config.switch.fast_path == FastPathMode::Auto
+            && interface_driver(interface).is_ok_and(|driver| driver == "veth")
+        {
+            return Err(format!(
+                "port {} is a veth, whose peer drops redirected frames unless it runs NAPI (an \
+                 XDP program or GRO on its side), which the switch cannot check; write \
+                 fast_path = \"xdp\" where the peers do",
+                port.name
+            ));
+        }
+        specs.push(PortSpec {
+            name: port.name.clone(),
+            interface: interface.clone(),
+            plan: PortPlan::User,
+            mode: xdp_mode_of(*xdp_mode),
+        });
+    }
+    match &config.app {
+        AppConfig::Xconnect { pairs } => {
+            if config.task.spin_cycles > 0 || config.task.walk_bytes > 0 {
+                return Err("the [task]'s emulated work runs in user space".into());
+            }
+            for &(a, b) in pairs {
+                specs[a].plan = PortPlan::Xconnect { peer: b as u16 };
+                specs[b].plan = PortPlan::Xconnect { peer: a as u16 };
+            }
+        }
+        AppConfig::Bridge { ports, .. } => {
+            if config.acl.is_some() {
+                return Err("the bridge has an [acl], which only user space applies".into());
+            }
+            for (index, role) in ports {
+                specs[*index].plan = PortPlan::Bridge(match role {
+                    PortVlan::Access(vlan) => BridgeVlan::Access(*vlan),
+                    PortVlan::Trunk { allowed, native } => BridgeVlan::Trunk {
+                        allowed: allowed.clone(),
+                        native: *native,
+                    },
+                });
+            }
+        }
+        AppConfig::Router(_) => return Err("the router has no fast path yet".into()),
+        AppConfig::OpenFlow(_) => return Err("the openflow app has no fast path yet".into()),
+    }
+    Ok(specs)
+}
