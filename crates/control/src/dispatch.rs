@@ -32,10 +32,23 @@ pub trait Handler: Send + Sync + 'static {
     fn handle(&self, request: Request) -> Response;
 }
 
+/// What the XDP fast path shows on the control socket: it forwards frames no worker sees, so
+/// `show counters` and `show ports` add its figures to the workers'.
+pub trait FastPathView: Send + Sync {
+    /// Frames the kernel forwarded, summed over ports: (received, sent).
+    fn forwarded(&self) -> (u64, u64);
+    /// Counters of their own (name without prefix, value): frames handed to user space, by
+    /// reason.
+    fn counters(&self) -> Vec<(String, u64)>;
+    /// The path in force for the port called `port` ("xdp" or "user space").
+    fn path(&self, port: &str) -> String;
+}
+
 /// Answers requests by asking the workers.
 pub struct Dispatcher {
     workers: Mutex<Vec<ControlEnd>>,
     timeout: Duration,
+    fast_path: Option<Box<dyn FastPathView>>,
 }
 
 /// One worker's answer and how long it took.
@@ -47,7 +60,14 @@ impl Dispatcher {
         Dispatcher {
             workers: Mutex::new(workers),
             timeout,
+            fast_path: None,
         }
+    }
+
+    /// The dispatcher of a switch with the XDP fast path, whose figures `show` adds.
+    pub fn with_fast_path(mut self, view: Box<dyn FastPathView>) -> Dispatcher {
+        self.fast_path = Some(view);
+        self
     }
 
     /// Sends `make()` to every worker, then waits for every reply until one common deadline.
@@ -137,6 +157,9 @@ impl Dispatcher {
                     stats.rx_dropped.to_string(),
                     stats.tx_refused.to_string(),
                     stats.rx_errors.to_string(),
+                    self.fast_path
+                        .as_ref()
+                        .map_or("user space".to_string(), |view| view.path(&info.name)),
                 ]);
             }
         }
@@ -151,6 +174,7 @@ impl Dispatcher {
                 "rx drop",
                 "tx refused",
                 "rx error",
+                "path",
             ],
             rows,
         ))
@@ -228,6 +252,24 @@ impl Dispatcher {
         }
         let mut columns = vec!["counter".to_string()];
         columns.extend((0..snapshots.len()).map(|i| format!("worker {i}")));
+        if let Some(view) = &self.fast_path {
+            // One more column, the kernel's: what it forwarded counts as received and sent
+            // like the workers' frames; its own counters get rows of their own.
+            let (received, sent) = view.forwarded();
+            for (name, values) in &mut named {
+                values.push(match name.as_str() {
+                    "rx_packets" => received,
+                    "tx_packets" => sent,
+                    _ => 0,
+                });
+            }
+            for (name, value) in view.counters() {
+                let mut values = vec![0; snapshots.len()];
+                values.push(value);
+                named.push((format!("fast_path.{name}"), values));
+            }
+            columns.push("fast path".into());
+        }
         columns.push("total".into());
         let rows = named
             .into_iter()

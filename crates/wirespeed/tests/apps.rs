@@ -537,6 +537,16 @@ fn bridge_learns_floods_and_forgets(prefix: &str, fast_path: bool) -> Option<Str
         &[tagged(&a_to_c, 10)],
     );
     assert!(receive_during(&mut t[1], &mut pool, QUIET, untagged).is_empty());
+    if fast_path {
+        // One set of counters: the kernel's column beside the worker's, and each port's path.
+        let counters = expect_ok(ctl_at(&socket, &["show", "counters"]));
+        assert!(
+            counters.contains("fast path") && counters.contains("fast_path.to_user.learn"),
+            "{counters}"
+        );
+        let ports = expect_ok(ctl_at(&socket, &["show", "ports"]));
+        assert!(ports.contains("xdp"), "{ports}");
+    }
     // Flushed: A to B floods again.
     expect_ok(ctl_at(&socket, &["mac", "flush"]));
     send(&mut t[0], &mut pool, std::slice::from_ref(&a_to_b));

@@ -87,8 +87,11 @@ fn a_wirespeed_dut_that_exits_is_reported_by_name_with_its_output() {
         env!("CARGO_BIN_EXE_wirespeed").into(),
         1,
     );
-    dut.setup(&wiring).unwrap();
-    let error = verify(&mut dut, &wiring, 1, Duration::from_secs(10)).unwrap_err();
+    // Setup waits for the switch to say it forwards, so it sees the exit itself.
+    let error = match dut.setup(&wiring) {
+        Err(error) => error,
+        Ok(()) => verify(&mut dut, &wiring, 1, Duration::from_secs(10)).unwrap_err(),
+    };
     let text = error.to_string();
     assert!(
         text.contains("wirespeed-afpacket") && text.contains("wstnone8"),

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use wirespeed_control::config::{AppConfig, BackendConfig, Config, FastPathMode, PortVlan};
-use wirespeed_fastpath::{BridgeVlan, FastPath, PortPlan, PortSpec};
+use wirespeed_control::dispatch::FastPathView;
+use wirespeed_fastpath::{BridgeVlan, FastPath, PortPlan, PortSpec, ToUser};
 use wirespeed_io::afxdp::interface_driver;
 
 use super::build::xdp_mode_of;
@@ -148,4 +149,52 @@ fn specs(config: &Config) -> Result<Vec<PortSpec>, String> {
         AppConfig::OpenFlow(_) => return Err("the openflow app has no fast path yet".into()),
     }
     Ok(specs)
+}
+
+/// The fast path as the control socket shows it (`show counters`, `show ports`).
+pub struct View {
+    fast_path: Arc<FastPath>,
+}
+
+impl View {
+    pub fn new(fast_path: Arc<FastPath>) -> View {
+        View { fast_path }
+    }
+}
+
+impl FastPathView for View {
+    fn forwarded(&self) -> (u64, u64) {
+        self.fast_path
+            .counters()
+            .iter()
+            .fold((0, 0), |(rx, tx), port| {
+                (
+                    rx + port.rx_forwarded.packets,
+                    tx + port.tx_forwarded.packets,
+                )
+            })
+    }
+
+    fn counters(&self) -> Vec<(String, u64)> {
+        let ports = self.fast_path.counters();
+        ToUser::ALL
+            .iter()
+            .map(|&reason| {
+                let total = ports.iter().map(|port| port.to_user(reason)).sum();
+                (format!("to_user.{}", reason.name()), total)
+            })
+            .collect()
+    }
+
+    fn path(&self, port: &str) -> String {
+        let slot = self
+            .fast_path
+            .port_names()
+            .iter()
+            .position(|name| name == port);
+        match slot.and_then(|slot| self.fast_path.plan(slot)) {
+            Some(PortPlan::User) | None => "user space".into(),
+            Some(_) => "xdp".into(),
+        }
+    }
 }

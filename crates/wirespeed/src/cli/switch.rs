@@ -38,7 +38,11 @@ pub fn run(args: SwitchArgs) -> Result<()> {
     } = build::workers(&config)?;
     // Dropped after the workers stop: the socket file goes away with the switch.
     let _control = match &config.switch.control_socket {
-        Some(path) => Some(control_socket(path, &mut workers)?),
+        Some(path) => Some(control_socket(
+            path,
+            &mut workers,
+            fast_path.fast_path.as_ref(),
+        )?),
         None => None,
     };
     for worker in &workers {
@@ -97,7 +101,11 @@ pub fn run(args: SwitchArgs) -> Result<()> {
 }
 
 /// Gives every worker a command channel and serves them on the control socket at `path`.
-fn control_socket(path: &std::path::Path, workers: &mut [Worker]) -> Result<ControlSocket> {
+fn control_socket(
+    path: &std::path::Path,
+    workers: &mut [Worker],
+    fast_path: Option<&Arc<FastPath>>,
+) -> Result<ControlSocket> {
     let ends = workers
         .iter_mut()
         .map(|worker| {
@@ -106,7 +114,11 @@ fn control_socket(path: &std::path::Path, workers: &mut [Worker]) -> Result<Cont
             control
         })
         .collect();
-    let dispatcher = Dispatcher::new(ends, COMMAND_TIMEOUT);
+    let mut dispatcher = Dispatcher::new(ends, COMMAND_TIMEOUT);
+    if let Some(fast_path) = fast_path {
+        dispatcher =
+            dispatcher.with_fast_path(Box::new(super::fast_path::View::new(Arc::clone(fast_path))));
+    }
     let socket = ControlSocket::bind(path, Limits::default(), Arc::new(dispatcher))
         .map_err(|e| anyhow::anyhow!("{e}\n  fix: {}", e.fix()))?;
     println!(
