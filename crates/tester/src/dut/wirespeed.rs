@@ -47,6 +47,8 @@ pub struct WirespeedOptions {
     pub walk_bytes: u64,
     /// Run the router app with this table (all via `t1`) instead of the xconnect.
     pub routes: Option<Arc<RouteTable>>,
+    /// Run the learning bridge instead of the xconnect (ignored with `routes`).
+    pub bridge: bool,
 }
 
 /// Cumulative counters of the switch's workers (`show counters`, summed over workers).
@@ -233,6 +235,40 @@ impl WirespeedDut {
     }
 
     /// Waits up to `timeout` for the control socket to answer `ping`.
+    /// Makes the bridge learn where `t1` is, as a real host would by speaking first: one ARP
+    /// request from `t1` (a ping of `d1`'s address), so the tester's frames, addressed to
+    /// `t1`'s MAC, are known unicast rather than flooded. The Linux bridge DuT floods them to
+    /// its only other port until then, which costs it the same; wirespeed's bridge would send
+    /// every flooded frame through user space.
+    fn teach_bridge(&mut self, wiring: &Wiring) -> Result<(), DutError> {
+        if !self.options.bridge || self.options.routes.is_some() {
+            return Ok(());
+        }
+        let target = wiring.egress.dut_ipv4.to_string();
+        let args = [
+            "netns",
+            "exec",
+            &wiring.tester_ns,
+            "ping",
+            "-c",
+            "1",
+            "-W",
+            "1",
+            "-I",
+            &wiring.egress.tester_if,
+            &target,
+        ];
+        self.steps.record(format!("ip {}", args.join(" ")));
+        // The ping itself may go unanswered (the switch owns d1's traffic): the ARP request
+        // it sends first is what counts.
+        let _ = Command::new("ip")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        Ok(())
+    }
+
     /// Waits until the switch says its workers run ("forwarding with"). With the XDP fast
     /// path the kernel forwards as soon as the program is attached, before any worker exists,
     /// so a frame that crossed proves nothing about the workers' placement.
@@ -297,6 +333,10 @@ impl WirespeedDut {
                     std::net::Ipv4Addr::from(address)
                 ));
             }
+        } else if self.options.bridge {
+            // Entries live for a day: `t1` speaks once, when `teach_bridge` makes it, and a
+            // benchmark must not see the bridge forget it and flood halfway through.
+            text.push_str("[bridge]\nage_seconds = 86400\n");
         } else {
             text.push_str("[xconnect]\npairs = [[\"p0\", \"p1\"]]\n");
         }
@@ -356,6 +396,8 @@ impl WirespeedDut {
         let port_keys = self.backend.port_keys();
         let app = if self.options.routes.is_some() {
             "router"
+        } else if self.options.bridge {
+            "bridge"
         } else {
             "xconnect"
         };
@@ -433,6 +475,8 @@ impl Dut for WirespeedDut {
     fn name(&self) -> String {
         if self.options.routes.is_some() {
             format!("wirespeed-router-{}", self.backend.name())
+        } else if self.options.bridge {
+            format!("wirespeed-bridge-{}", self.backend.name())
         } else {
             format!("wirespeed-{}", self.backend.name())
         }
@@ -494,6 +538,7 @@ impl Dut for WirespeedDut {
             .map_err(|error| self.start_error("start the switch", format!("{binary}: {error}")))?;
         self.child = Some(child);
         self.wait_until_started(Duration::from_secs(10))?;
+        self.teach_bridge(wiring)?;
         self.load_routes(wiring, &stem)
     }
 

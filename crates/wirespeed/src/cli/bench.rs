@@ -26,7 +26,7 @@ use wirespeed_tester::bench::{
 };
 use wirespeed_tester::dut::{
     Dut, LinuxBridge, LinuxRouter, LinuxRouterNft, LinuxRouterTbf, OvsAction, OvsDut, TestpmdDut,
-    WirespeedBackend, WirespeedDut, Wiring, XdpRedirectDut,
+    WirespeedBackend, WirespeedDut, WirespeedOptions, Wiring, XdpRedirectDut,
 };
 
 #[derive(Args)]
@@ -111,9 +111,11 @@ enum GeneratorArg {
 
 /// The DuT names `--duts` accepts (`linux-router-nft:N` gives the firewall N rules,
 /// `linux-router-tbf:MBIT` the shaper its rate).
-pub const DUT_NAMES: [&str; 13] = [
+pub const DUT_NAMES: [&str; 15] = [
     "wirespeed-xdp",
     "wirespeed-afxdp",
+    "wirespeed-bridge-xdp",
+    "wirespeed-bridge-afxdp",
     "wirespeed-afpacket",
     "wirespeed-afpacket-v2",
     "linux-bridge",
@@ -153,6 +155,19 @@ pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn 
             binary.into(),
             core,
         )),
+        "wirespeed-bridge-xdp" | "wirespeed-bridge-afxdp" => {
+            let backend = if name.ends_with("-xdp") {
+                WirespeedBackend::Xdp
+            } else {
+                WirespeedBackend::AfXdp
+            };
+            Box::new(
+                WirespeedDut::new(backend, binary.into(), core).with_options(WirespeedOptions {
+                    bridge: true,
+                    ..WirespeedOptions::default()
+                }),
+            )
+        }
         "wirespeed-afpacket" => Box::new(WirespeedDut::new(
             WirespeedBackend::AfPacket,
             binary.into(),
@@ -204,6 +219,19 @@ pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn 
             DUT_NAMES.join(", ")
         ),
     })
+}
+
+/// `bench forwarding` with `words` as its command line (after `forwarding`), every other
+/// option at its default: the demo's side-by-side run.
+pub fn forwarding_with(words: &[&str]) -> Result<()> {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Line {
+        #[command(flatten)]
+        args: ForwardingArgs,
+    }
+    let line = Line::try_parse_from(std::iter::once("forwarding").chain(words.iter().copied()))?;
+    forwarding(line.args)
 }
 
 fn forwarding(args: ForwardingArgs) -> Result<()> {

@@ -11,6 +11,9 @@
 //!    binary search with 1-second trials finds the NDR, then latency is measured at 10, 50 and
 //!    90 % of it and at the NDR. The summary table is printed, the report (JSON, CSV, HTML) goes
 //!    to `--out`, and the lab is taken down, also on Ctrl-C.
+//! 3. The XDP fast path beside the user-space path: `bench forwarding` with the in-kernel
+//!    generator, one 2-second trial each for the cross-connect on the fast path, on the
+//!    user-space AF_XDP path, and the kernel's XDP redirect.
 
 use std::net::{IpAddr, Ipv6Addr};
 use std::path::{Path, PathBuf};
@@ -161,6 +164,28 @@ pub fn run(args: DemoArgs) -> Result<()> {
     println!("\n{}", summary_table(&report));
     for path in write(&report, &args.out)? {
         println!("wrote {}", path.display());
+    }
+    if !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        println!(
+            "\n== 5. the XDP fast path beside the user-space path: the cross-connect with \
+             fast_path = \"xdp\" (the kernel forwards) and \"off\" (every frame through the \
+             AF_XDP socket), and the kernel's own XDP redirect, offered several Mpps by the \
+             in-kernel generator"
+        );
+        super::bench::forwarding_with(&[
+            "--duts",
+            "wirespeed-xdp,wirespeed-afxdp,xdp-redirect",
+            "--flows",
+            "1",
+            "--runs",
+            "1",
+            "--seconds",
+            "2",
+            "--generator",
+            "xdp-live",
+            "--prefix",
+            &args.prefix,
+        ])?;
     }
     println!(
         "\ndemo finished in {:.0} s; open {} in a browser",

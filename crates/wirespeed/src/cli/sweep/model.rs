@@ -135,6 +135,7 @@ pub fn run(args: ModelArgs) -> Result<()> {
                     spin_cycles: if walk { 0 } else { value },
                     walk_bytes: if walk { value } else { 0 },
                     routes: None,
+                    bridge: false,
                 };
                 let mut dut = WirespeedDut::new(
                     *backend,
