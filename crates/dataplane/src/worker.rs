@@ -438,6 +438,7 @@ impl Worker {
         // Commands are answered before a sleep and right after it, not up to `timeout` late.
         self.serve_commands();
         let t0 = rdtsc();
+        self.app.idle(t0);
         // A failed poll(2) only means the worker spins instead of sleeping this time.
         let _ = wirespeed_io::wait::wait_readable(&self.fds, timeout);
         self.counters.sleeps += 1;

@@ -64,6 +64,11 @@ pub trait App: Send {
     /// Appends the app's own counters (name, value) for stats output.
     fn counters(&self, out: &mut Vec<(&'static str, u64)>);
 
+    /// Housekeeping while the worker has nothing to do, right before it sleeps (TSC `now`):
+    /// where the XDP fast path forwards in the kernel, user space may see no traffic for a
+    /// long time, and what ages must still age.
+    fn idle(&mut self, _now: u64) {}
+
     /// Gives back every frame the app still holds (e.g. packets waiting for a neighbour); the
     /// worker calls it when it shuts down.
     fn release_all(&mut self, _pool: &mut FramePool) {}

@@ -645,6 +645,78 @@ mod tests {
         assert_eq!(table.len(), 2);
     }
 
+    /// One thing a mirror was told: "learned", "forgotten" or "cleared", MAC number, port.
+    type Event = (&'static str, u64, u16);
+
+    /// What a mirror was told.
+    #[derive(Debug, Default, Clone)]
+    struct Told(std::sync::Arc<std::sync::Mutex<Vec<Event>>>);
+
+    impl Told {
+        fn take(&self) -> Vec<Event> {
+            std::mem::take(&mut *self.0.lock().unwrap())
+        }
+    }
+
+    /// The number `mac` made the key's MAC from.
+    fn number(key: MacKey) -> u64 {
+        let m = key.mac().0;
+        u64::from_be_bytes([0, 0, 0, m[1], m[2], m[3], m[4], m[5]])
+    }
+
+    impl MacSync for Told {
+        fn learned(&mut self, key: MacKey, port: u16) {
+            self.0.lock().unwrap().push(("learned", number(key), port));
+        }
+        fn forgotten(&mut self, key: MacKey) {
+            self.0.lock().unwrap().push(("forgotten", number(key), 0));
+        }
+        fn cleared(&mut self) {
+            self.0.lock().unwrap().push(("cleared", 0, 0));
+        }
+    }
+
+    #[test]
+    fn a_mirror_hears_every_change_and_no_refresh() {
+        let age = 1 << 20;
+        let mut table = MacTable::new(4, age).unwrap();
+        learn(&mut table, 1, 1, 1, 0);
+        let told = Told::default();
+        table.mirror_into(Box::new(told.clone()), 0);
+        // Made a copy of what the table had.
+        assert_eq!(told.take(), [("cleared", 0, 0), ("learned", 1, 1)]);
+        assert_eq!(learn(&mut table, 1, 1, 1, 10), Learned::Refreshed);
+        assert_eq!(learn(&mut table, 1, 2, 2, 10), Learned::New);
+        assert_eq!(learn(&mut table, 1, 2, 3, 10), Learned::Moved { from: 2 });
+        assert_eq!(told.take(), [("learned", 2, 2), ("learned", 2, 3)]);
+        // Aged and swept: forgotten; relearned: learned again.
+        let later = 4 * age;
+        assert_eq!(table.sweep(later, 1 << 20), 2);
+        let mut forgotten: Vec<u64> = told
+            .take()
+            .iter()
+            .map(|&(what, n, _)| {
+                assert_eq!(what, "forgotten");
+                n
+            })
+            .collect();
+        forgotten.sort_unstable();
+        assert_eq!(forgotten, [1, 2]);
+        learn(&mut table, 1, 1, 1, later);
+        table.flush_port(1);
+        table.flush();
+        assert_eq!(
+            told.take(),
+            [("learned", 1, 1), ("forgotten", 1, 0), ("cleared", 0, 0)]
+        );
+        // Stopped: emptied, and told nothing more.
+        learn(&mut table, 1, 3, 1, later);
+        table.stop_mirroring();
+        learn(&mut table, 1, 4, 1, later);
+        assert_eq!(told.take(), [("learned", 3, 1), ("cleared", 0, 0)]);
+        assert!(!table.is_mirrored());
+    }
+
     #[test]
     fn flush_port_forgets_only_that_port() {
         let mut table = MacTable::new(8, u64::MAX).unwrap();
