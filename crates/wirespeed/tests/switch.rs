@@ -457,3 +457,35 @@ fn switch_names_the_line_of_a_config_error() {
         "{text}"
     );
 }
+
+#[test]
+fn switch_with_fast_path_xdp_refuses_to_start_where_it_cannot_have_it() {
+    let dir = std::env::temp_dir().join("wirespeed-wstsw0f");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A port that is not on AF_XDP.
+    let text = refused(
+        &dir.join("pcap.toml"),
+        "[switch]\napp = \"xconnect\"\nfast_path = \"xdp\"\ncontrol_socket = \"\"\n\n\
+         [[port]]\nname = \"p0\"\nbackend = \"pcap\"\nrx = \"/nonexistent-in.pcap\"\n\n\
+         [[port]]\nname = \"p1\"\nbackend = \"pcap\"\ntx = \"/tmp/wirespeed-wstsw0f-out.pcap\"\n\n\
+         [xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
+        None,
+    );
+    assert!(
+        text.contains("fast_path = \"xdp\" cannot be had")
+            && text.contains("port p0 is not on AF_XDP"),
+        "{text}"
+    );
+    // An app without a fast path: refused before any interface is touched.
+    let text = refused(
+        &dir.join("router.toml"),
+        "[switch]\napp = \"router\"\nfast_path = \"xdp\"\ncontrol_socket = \"\"\n\n\
+         [[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"lo\"\n\n\
+         [[router.interface]]\nport = \"p0\"\naddresses = [\"198.18.0.1/24\"]\n",
+        None,
+    );
+    assert!(
+        text.contains("the router has no fast path yet") && text.contains("fast_path = \"auto\""),
+        "{text}"
+    );
+}
