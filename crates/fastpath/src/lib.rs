@@ -508,13 +508,6 @@ impl fmt::Debug for MacMirror {
     }
 }
 
-impl MacMirror {
-    /// Entries the kernel's table refused because it was full.
-    pub fn refused(&self) -> u64 {
-        self.refused
-    }
-}
-
 impl MacSync for MacMirror {
     fn learned(&mut self, key: SyncedKey, port: u16) {
         let Some(&ifindex) = self.ifindexes.get(usize::from(port)) else {
@@ -539,6 +532,10 @@ impl MacSync for MacMirror {
         for key in keys {
             let _ = self.map.remove(&key);
         }
+    }
+
+    fn refused(&self) -> u64 {
+        self.refused
     }
 }
 

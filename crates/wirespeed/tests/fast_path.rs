@@ -201,7 +201,11 @@ fn the_fast_path_gives_the_same_bytes_out_of_the_same_ports_as_the_pipeline() {
     let table = out.split("fast path (XDP, in the kernel):").nth(1).unwrap();
     let forwarded: u64 = table
         .lines()
-        .filter(|line| ["p0 ", "p1 ", "p2 "].iter().any(|port| line.starts_with(port)))
+        .filter(|line| {
+            ["p0 ", "p1 ", "p2 "]
+                .iter()
+                .any(|port| line.starts_with(port))
+        })
         .map(|line| {
             line.split_whitespace()
                 .nth(1)

@@ -390,6 +390,9 @@ impl App for Bridge {
         if let Some(acl) = &self.acl {
             acl.append_counters(out);
         }
+        if let Some(refused) = self.table.mirror_refused() {
+            out.push(("mac.fast_path_refused", refused));
+        }
     }
 
     fn command(&mut self, command: AppCommand, ctx: &CommandContext<'_>) -> AppReply {

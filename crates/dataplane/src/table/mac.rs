@@ -132,6 +132,10 @@ pub trait MacSync: Send + std::fmt::Debug {
     fn forgotten(&mut self, key: MacKey);
     /// Every key is forgotten.
     fn cleared(&mut self);
+    /// Entries the copy could not take (it was full); their frames stay on the user-space path.
+    fn refused(&self) -> u64 {
+        0
+    }
 }
 
 /// Fixed-capacity (VLAN, MAC) -> port table with aging. See the module documentation.
@@ -194,6 +198,11 @@ impl MacTable {
         if let Some(mut mirror) = self.mirror.take() {
             mirror.cleared();
         }
+    }
+
+    /// Entries the mirror could not take, while there is one.
+    pub fn mirror_refused(&self) -> Option<u64> {
+        self.mirror.as_ref().map(|mirror| mirror.refused())
     }
 
     /// Whether a mirror is told of the changes.
