@@ -121,6 +121,13 @@ pub enum FastPathError {
         map: &'static str,
         source: aya::maps::MapError,
     },
+    #[error("the fast path's map tx_ports: {0}")]
+    DevMap(#[source] aya::maps::xdp::XdpMapError),
+    #[error("the fast path's object is not as this build expects: map {map} {what}")]
+    ObjectMap {
+        map: &'static str,
+        what: &'static str,
+    },
     #[error(transparent)]
     Attach(#[from] AfXdpError),
 }
@@ -197,9 +204,9 @@ impl FastPath {
 
         // The maps first, so that the program finds every port from its first frame.
         let map = |ebpf: &mut Ebpf, name: &'static str| -> Result<Map, FastPathError> {
-            ebpf.take_map(name).ok_or(FastPathError::Map {
+            ebpf.take_map(name).ok_or(FastPathError::ObjectMap {
                 map: name,
-                source: aya::maps::MapError::InvalidName { name: name.into() },
+                what: "is missing from the object",
             })
         };
         let map_error = |map: &'static str| move |source| FastPathError::Map { map, source };
@@ -213,15 +220,7 @@ impl FastPath {
             let slot = slot as u32;
             tx_ports
                 .set(slot, ifindex, None, 0)
-                .map_err(|error| FastPathError::Map {
-                    map: "tx_ports",
-                    source: match error {
-                        aya::maps::xdp::XdpMapError::MapError(error) => error,
-                        other => aya::maps::MapError::InvalidName {
-                            name: other.to_string(),
-                        },
-                    },
-                })?;
+                .map_err(FastPathError::DevMap)?;
             let entry = port_entry(slot, &port.plan);
             if let PortPlan::Bridge(BridgeVlan::Trunk { allowed, .. }) = &port.plan {
                 let mut words = [0u64; 64];
@@ -238,40 +237,21 @@ impl FastPath {
                 .set(ifindex, entry, 0)
                 .map_err(map_error("ports"))?;
         }
-        let counters = match map(&mut ebpf, "counters")? {
-            Map::PerCpuArray(data) => {
-                PerCpuArray::try_from(Map::PerCpuArray(data)).map_err(map_error("counters"))?
-            }
-            other => PerCpuArray::try_from(other).map_err(map_error("counters"))?,
+        let counters =
+            PerCpuArray::try_from(map(&mut ebpf, "counters")?).map_err(map_error("counters"))?;
+        let Map::HashMap(macs) = map(&mut ebpf, "macs")? else {
+            return Err(FastPathError::ObjectMap {
+                map: "macs",
+                what: "is not a hash map",
+            });
         };
-        let macs = match map(&mut ebpf, "macs")? {
-            Map::HashMap(data) => data,
-            _ => {
-                return Err(FastPathError::Map {
-                    map: "macs",
-                    source: aya::maps::MapError::InvalidName {
-                        name: "macs is not a hash map".into(),
-                    },
-                });
-            }
+        let Some(Map::XskMap(xsks)) = ebpf.map("xsks") else {
+            return Err(FastPathError::ObjectMap {
+                map: "xsks",
+                what: "is missing or not an XSKMAP",
+            });
         };
-        let xsks = ebpf.map("xsks").ok_or(FastPathError::Map {
-            map: "xsks",
-            source: aya::maps::MapError::InvalidName {
-                name: "xsks".into(),
-            },
-        })?;
-        let xsks_fd = match xsks {
-            Map::XskMap(data) => data.fd().as_fd(),
-            _ => {
-                return Err(FastPathError::Map {
-                    map: "xsks",
-                    source: aya::maps::MapError::InvalidName {
-                        name: "xsks is not an XSKMAP".into(),
-                    },
-                });
-            }
-        };
+        let xsks_fd = xsks.fd().as_fd();
 
         let mut attachments = Vec::with_capacity(ports.len());
         for (slot, port) in ports.iter().enumerate() {
