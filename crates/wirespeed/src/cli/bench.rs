@@ -9,7 +9,7 @@
 //! The command builds the lab (two pairs), runs the interleaved trials of
 //! [`wirespeed_tester::bench`], always takes every DuT and the lab down again (also on Ctrl-C,
 //! which ends the current trial early), and prints a markdown table, the ratios of
-//! wirespeed-afxdp to each peer, the placement as read back, the machine, and every DuT's
+//! every wirespeed DuT to each other DuT, the placement as read back, the machine, and every DuT's
 //! commands. The wirespeed DuTs run this very executable.
 
 use std::fmt::Write as _;
@@ -510,7 +510,7 @@ fn report(results: &Results) -> String {
     if !ratios.is_empty() {
         let _ = writeln!(
             out,
-            "\nwirespeed-afxdp relative to each DuT (median / median):"
+            "\nwirespeed relative to each other DuT (median / median):"
         );
         for line in ratios {
             let _ = writeln!(out, "- {line}");
@@ -554,7 +554,7 @@ fn ratios(summaries: &[Summary]) -> Vec<String> {
     let mut lines = Vec::new();
     for ours in summaries
         .iter()
-        .filter(|s| s.dut == "wirespeed-afxdp" && s.trials > 0)
+        .filter(|s| s.dut.starts_with("wirespeed-") && s.trials > 0)
     {
         for peer in summaries.iter().filter(|s| {
             s.flows == ours.flows
@@ -564,8 +564,9 @@ fn ratios(summaries: &[Summary]) -> Vec<String> {
                 && s.median_pps > 0.0
         }) {
             lines.push(format!(
-                "{} flow(s): {:.2} x {}",
+                "{} flow(s): {} is {:.2} x {}",
                 ours.flows,
+                ours.dut,
                 ours.median_pps / peer.median_pps,
                 peer.dut
             ));
@@ -775,6 +776,9 @@ mod tests {
             summary("linux-bridge", 256, 4e6),
             summary(CEILING, 1, 3e6),
         ];
-        assert_eq!(ratios(&summaries), vec!["1 flow(s): 2.00 x linux-bridge"]);
+        assert_eq!(
+            ratios(&summaries),
+            vec!["1 flow(s): wirespeed-afxdp is 2.00 x linux-bridge"]
+        );
     }
 }
