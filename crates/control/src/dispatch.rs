@@ -32,15 +32,17 @@ pub trait Handler: Send + Sync + 'static {
     fn handle(&self, request: Request) -> Response;
 }
 
-/// What the XDP fast path shows on the control socket: it forwards frames no worker sees, so
-/// `show counters` and `show ports` add its figures to the workers'.
+/// What the XDP fast path shows on the control socket: each port's path and why, and, where
+/// the kernel forwards, its figures, which `show counters` adds to the workers' (the frames it
+/// forwards are never a worker's).
 pub trait FastPathView: Send + Sync {
-    /// Frames the kernel forwarded, summed over ports: (received, sent).
-    fn forwarded(&self) -> (u64, u64);
+    /// Frames the kernel forwarded, summed over ports: (received, sent); `None` where the
+    /// switch has no fast path.
+    fn forwarded(&self) -> Option<(u64, u64)>;
     /// Counters of their own (name without prefix, value): frames handed to user space, by
     /// reason.
     fn counters(&self) -> Vec<(String, u64)>;
-    /// The path in force for the port called `port` ("xdp" or "user space").
+    /// The path in force for the port called `port`, and why.
     fn path(&self, port: &str) -> String;
 }
 
@@ -252,10 +254,13 @@ impl Dispatcher {
         }
         let mut columns = vec!["counter".to_string()];
         columns.extend((0..snapshots.len()).map(|i| format!("worker {i}")));
-        if let Some(view) = &self.fast_path {
+        if let Some((view, (received, sent))) = self
+            .fast_path
+            .as_ref()
+            .and_then(|view| Some((view, view.forwarded()?)))
+        {
             // One more column, the kernel's: what it forwarded counts as received and sent
             // like the workers' frames; its own counters get rows of their own.
-            let (received, sent) = view.forwarded();
             for (name, values) in &mut named {
                 values.push(match name.as_str() {
                     "rx_packets" => received,

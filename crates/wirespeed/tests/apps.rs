@@ -544,9 +544,15 @@ fn bridge_learns_floods_and_forgets(prefix: &str, fast_path: bool) -> Option<Str
             counters.contains("fast path") && counters.contains("fast_path.to_user.learn"),
             "{counters}"
         );
-        let ports = expect_ok(ctl_at(&socket, &["show", "ports"]));
-        assert!(ports.contains("xdp"), "{ports}");
     }
+    // Each port's path, and why.
+    let ports = expect_ok(ctl_at(&socket, &["show", "ports"]));
+    let path = if fast_path {
+        "fast path xdp (native): known unicast"
+    } else {
+        "user-space path (no XDP fast path: port p0 is a veth"
+    };
+    assert!(ports.contains(path), "{ports}");
     // Flushed: A to B floods again.
     expect_ok(ctl_at(&socket, &["mac", "flush"]));
     send(&mut t[0], &mut pool, std::slice::from_ref(&a_to_b));

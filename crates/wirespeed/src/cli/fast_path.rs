@@ -151,32 +151,50 @@ fn specs(config: &Config) -> Result<Vec<PortSpec>, String> {
     Ok(specs)
 }
 
-/// The fast path as the control socket shows it (`show counters`, `show ports`).
+/// The fast path as the control socket shows it (`show counters`, `show ports`): also where
+/// the switch runs without one, to say why.
 pub struct View {
-    fast_path: Arc<FastPath>,
+    fast_path: Option<Arc<FastPath>>,
+    /// Port name -> the path in force and why (the lines `wirespeed switch` prints).
+    paths: Vec<(String, String)>,
 }
 
 impl View {
-    pub fn new(fast_path: Arc<FastPath>) -> View {
-        View { fast_path }
+    pub fn new(choice: &FastPathChoice, ports: &[String]) -> View {
+        let paths = ports
+            .iter()
+            .zip(&choice.lines)
+            .map(|(port, line)| {
+                let prefix = format!("port {port}: ");
+                (
+                    port.clone(),
+                    line.strip_prefix(&prefix).unwrap_or(line).to_string(),
+                )
+            })
+            .collect();
+        View {
+            fast_path: choice.fast_path.clone(),
+            paths,
+        }
     }
 }
 
 impl FastPathView for View {
-    fn forwarded(&self) -> (u64, u64) {
-        self.fast_path
-            .counters()
-            .iter()
-            .fold((0, 0), |(rx, tx), port| {
-                (
-                    rx + port.rx_forwarded.packets,
-                    tx + port.tx_forwarded.packets,
-                )
-            })
+    fn forwarded(&self) -> Option<(u64, u64)> {
+        let fast_path = self.fast_path.as_ref()?;
+        Some(fast_path.counters().iter().fold((0, 0), |(rx, tx), port| {
+            (
+                rx + port.rx_forwarded.packets,
+                tx + port.tx_forwarded.packets,
+            )
+        }))
     }
 
     fn counters(&self) -> Vec<(String, u64)> {
-        let ports = self.fast_path.counters();
+        let Some(fast_path) = &self.fast_path else {
+            return Vec::new();
+        };
+        let ports = fast_path.counters();
         ToUser::ALL
             .iter()
             .map(|&reason| {
@@ -187,14 +205,9 @@ impl FastPathView for View {
     }
 
     fn path(&self, port: &str) -> String {
-        let slot = self
-            .fast_path
-            .port_names()
+        self.paths
             .iter()
-            .position(|name| name == port);
-        match slot.and_then(|slot| self.fast_path.plan(slot)) {
-            Some(PortPlan::User) | None => "user space".into(),
-            Some(_) => "xdp".into(),
-        }
+            .find(|(name, _)| name == port)
+            .map_or_else(|| "user space".to_string(), |(_, path)| path.clone())
     }
 }

@@ -41,7 +41,14 @@ pub fn run(args: SwitchArgs) -> Result<()> {
         Some(path) => Some(control_socket(
             path,
             &mut workers,
-            fast_path.fast_path.as_ref(),
+            super::fast_path::View::new(
+                &fast_path,
+                &config
+                    .ports
+                    .iter()
+                    .map(|port| port.name.clone())
+                    .collect::<Vec<_>>(),
+            ),
         )?),
         None => None,
     };
@@ -104,7 +111,7 @@ pub fn run(args: SwitchArgs) -> Result<()> {
 fn control_socket(
     path: &std::path::Path,
     workers: &mut [Worker],
-    fast_path: Option<&Arc<FastPath>>,
+    fast_path: super::fast_path::View,
 ) -> Result<ControlSocket> {
     let ends = workers
         .iter_mut()
@@ -114,11 +121,7 @@ fn control_socket(
             control
         })
         .collect();
-    let mut dispatcher = Dispatcher::new(ends, COMMAND_TIMEOUT);
-    if let Some(fast_path) = fast_path {
-        dispatcher =
-            dispatcher.with_fast_path(Box::new(super::fast_path::View::new(Arc::clone(fast_path))));
-    }
+    let dispatcher = Dispatcher::new(ends, COMMAND_TIMEOUT).with_fast_path(Box::new(fast_path));
     let socket = ControlSocket::bind(path, Limits::default(), Arc::new(dispatcher))
         .map_err(|e| anyhow::anyhow!("{e}\n  fix: {}", e.fix()))?;
     println!(
