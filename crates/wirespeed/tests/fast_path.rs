@@ -148,8 +148,11 @@ fn run(
     let mut got: Vec<Vec<Vec<u8>>> = vec![Vec::new(); 3];
     for (port, frame) in mix {
         send(&mut ports[*port], &mut pool, std::slice::from_ref(frame));
-        // Long enough for the pipeline to have learned from it before the next one.
-        std::thread::sleep(Duration::from_millis(4));
+        // Long enough for the pipeline to have learned from it before the next one, also on
+        // a busy machine (the worker runs at SCHED_FIFO, the kernel's NAPI threads do not, and
+        // a hog's time slice is 3-4 ms): two frames in the worker's hands at once could be
+        // taken in another order than they were sent, and learn differently.
+        std::thread::sleep(Duration::from_millis(10));
         for (index, tester) in ports.iter_mut().enumerate() {
             got[index].extend(
                 receive(tester, &mut pool)
@@ -176,7 +179,7 @@ fn run(
 
 #[test]
 fn the_fast_path_gives_the_same_bytes_out_of_the_same_ports_as_the_pipeline() {
-    let mix = mix(400, 0x5eed_f00d);
+    let mix = mix(300, 0x5eed_f00d);
     let Some((pipeline, _)) = run("wsfpu", "off", &mix) else {
         return;
     };
@@ -216,6 +219,6 @@ fn the_fast_path_gives_the_same_bytes_out_of_the_same_ports_as_the_pipeline() {
         .sum();
     let total: usize = pipeline.iter().map(Vec::len).sum();
     eprintln!("{total} frames received in all; the fast path's counters:{table}");
-    assert!(forwarded >= 50, "{table}");
-    assert!(total >= 200, "{total} frames received in all");
+    assert!(forwarded >= 40, "{table}");
+    assert!(total >= 150, "{total} frames received in all");
 }
