@@ -571,6 +571,8 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
 
     let mut ports = Vec::new();
     let mut names = HashSet::new();
+    // Every capture file the ports name so far: path, key, written (tx) or read (rx).
+    let mut captures: Vec<(PathBuf, String, bool)> = Vec::new();
     for (index, port) in raw.port.into_iter().enumerate() {
         let key = |k: &str| format!("port[{index}].{k}");
         let port = port.into_inner();
@@ -722,6 +724,26 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
                         "add rx = \"in.pcap\" and/or tx = \"out.pcap\"",
                     ));
                 }
+                // A file written by one port and read or written by another (or by the same)
+                // would lose frames: the output halved, or the input overwritten.
+                for (field, path, written) in [("rx", &port.rx, false), ("tx", &port.tx, true)] {
+                    let Some(path) = path else { continue };
+                    if let Some((_, other, _)) = captures.iter().find(|(seen, _, seen_written)| {
+                        (written || *seen_written) && same_file(seen, path.get_ref())
+                    }) {
+                        return Err(at.error(
+                            path.span(),
+                            &key(field),
+                            &format!(
+                                "{} is also {other}: a capture written by one port cannot be \
+                                 read or written by another",
+                                path.get_ref().display()
+                            ),
+                            "give every port's tx a file of its own, and no port's rx",
+                        ));
+                    }
+                    captures.push((path.get_ref().clone(), key(field), written));
+                }
                 BackendConfig::Pcap {
                     rx: port.rx.map(Spanned::into_inner),
                     tx: port.tx.map(Spanned::into_inner),
@@ -863,6 +885,19 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
         task,
         acl,
     })
+}
+
+/// Whether `a` and `b` name the same file: the same path, or, where both exist, the same
+/// inode (a link, `./x` and `x`, a symbolic link).
+pub fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if a == b {
+        return true;
+    }
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 #[cfg(test)]

@@ -480,3 +480,21 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_capture_written_by_one_port_cannot_be_read_or_written_by_another() {
+    // Two ports writing one file: the output would hold half of each.
+    let error = error_of(&GOOD.replace("rx = \"in.pcap\"", "tx = \"out.pcap\""));
+    assert_eq!(error.key, "port[1].tx");
+    assert!(error.message.contains("is also port[0].tx"), "{error}");
+    // A port reading what another writes: the input would be overwritten.
+    let error = error_of(&GOOD.replace("tx = \"out.pcap\"", "tx = \"in.pcap\""));
+    assert_eq!(error.key, "port[1].tx");
+    assert!(error.message.contains("is also port[0].rx"), "{error}");
+    // One port reading and writing one file.
+    let error = error_of(&GOOD.replace("rx = \"in.pcap\"", "rx = \"in.pcap\"\ntx = \"in.pcap\""));
+    assert_eq!(error.key, "port[0].tx");
+    // Two ports reading one file harm nothing.
+    let both_read = GOOD.replace("tx = \"out.pcap\"", "rx = \"in.pcap\"\ntx = \"out.pcap\"");
+    assert!(parse("good.toml", &both_read).is_ok());
+}

@@ -214,6 +214,12 @@ fn capture_check(args: &DemoArgs) -> Result<()> {
     );
     let outcome = forward(&input, &output, 32)?;
     println!("{}", outcome.report);
+    anyhow::ensure!(
+        outcome.faults.is_empty(),
+        "{} is incomplete: {}",
+        output.display(),
+        outcome.faults.join("; ")
+    );
 
     println!("== 3. checking the result");
     let mut reader = PcapPort::open("check", Some(&output), None)?;

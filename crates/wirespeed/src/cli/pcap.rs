@@ -37,16 +37,30 @@ pub struct Outcome {
     pub report: String,
     pub forwarded: u64,
     pub dropped: u64,
+    /// Why a port stopped before the end (a write that failed, a corrupt input).
+    pub faults: Vec<String>,
 }
 
 pub fn run(args: PcapArgs) -> Result<()> {
     let outcome = forward(&args.input, &args.output, args.batch as usize)?;
     println!("{}", outcome.report);
+    anyhow::ensure!(
+        outcome.faults.is_empty(),
+        "{} is incomplete: {}",
+        args.output.display(),
+        outcome.faults.join("; ")
+    );
     Ok(())
 }
 
 /// Forwards `input` to `output` through the cross-connect.
 pub fn forward(input: &std::path::Path, output: &std::path::Path, batch: usize) -> Result<Outcome> {
+    anyhow::ensure!(
+        !wirespeed_control::config::same_file(input, output),
+        "--in and --out are the same file ({}): writing the output would destroy the input; \
+         choose another --out",
+        output.display()
+    );
     let rx = PcapPort::open("in", Some(input), None).context("opening the input capture")?;
     let tx = PcapPort::open("out", None, Some(output)).context("creating the output capture")?;
     let ports = vec![
@@ -81,17 +95,18 @@ pub fn forward(input: &std::path::Path, output: &std::path::Path, batch: usize) 
     let mut report = stats::final_tables(&[snapshot]);
     report.push('\n');
     report.push_str(&switch::conservation_report(&[conservation])?);
+    let mut faults = Vec::new();
     for port in worker.ports() {
         if let Some(fault) = port.fault() {
-            report.push_str(&format!(
-                "\nport {} stopped early: {fault}\n",
-                port.info().name
-            ));
+            let fault = format!("port {} stopped early: {fault}", port.info().name);
+            report.push_str(&format!("\n{fault}\n"));
+            faults.push(fault);
         }
     }
     Ok(Outcome {
         report,
         forwarded: counters.tx_packets,
         dropped: counters.dropped(),
+        faults,
     })
 }

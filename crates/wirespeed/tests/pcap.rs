@@ -1,0 +1,79 @@
+//! `wirespeed pcap` never destroys its input and never reports success for an output it could
+//! not write.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use wirespeed_io::Port;
+use wirespeed_io::pcap::PcapPort;
+use wirespeed_packet::{Batch, FramePool};
+use wirespeed_testkit::frames::FrameBuilder;
+
+/// A capture of `count` test frames at `path`; returns its bytes.
+fn capture(path: &Path, count: u32) -> Vec<u8> {
+    let frames: Vec<Vec<u8>> = (0..count)
+        .map(|i| {
+            FrameBuilder::ipv4_udp()
+                .frame_len(64 + (i as usize % 64) * 16)
+                .build()
+        })
+        .collect();
+    let mut port = PcapPort::open("gen", None, Some(path)).unwrap();
+    let mut pool = FramePool::new(1024, 2048).unwrap();
+    let mut batch = Batch::new(32);
+    for frame in &frames {
+        batch.push(pool.alloc_copy(frame, 0).unwrap());
+        if batch.is_full() {
+            port.tx(0, &mut pool, &mut batch);
+        }
+    }
+    port.tx(0, &mut pool, &mut batch);
+    port.release_all(&mut pool);
+    drop(port);
+    std::fs::read(path).unwrap()
+}
+
+fn pcap(input: &Path, output: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .arg("pcap")
+        .arg("--in")
+        .arg(input)
+        .arg("--out")
+        .arg(output)
+        .output()
+        .unwrap()
+}
+
+fn dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn the_same_file_as_input_and_output_is_refused_and_left_whole() {
+    let dir = dir("wirespeed-wstpc1");
+    let input = dir.join("in.pcap");
+    let bytes = capture(&input, 500);
+    // The very path, and another path to the same file.
+    for output in [input.clone(), dir.join(".").join("in.pcap")] {
+        let out = pcap(&input, &output);
+        assert!(!out.status.success(), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("the same file"), "{stderr}");
+        assert_eq!(std::fs::read(&input).unwrap(), bytes, "the input changed");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_output_that_cannot_be_written_fails_the_command() {
+    let dir = dir("wirespeed-wstpc2");
+    let input = dir.join("in.pcap");
+    capture(&input, 500);
+    let out = pcap(&input, Path::new("/dev/full"));
+    assert!(!out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/dev/full is incomplete"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
