@@ -459,12 +459,13 @@ impl Worker {
         self.publish(stats, true);
     }
 
-    /// Runs until every port says its input is exhausted (capture files read to the end) and
-    /// an iteration moves nothing, or until `stop` is set.
+    /// Runs until every port says its input is exhausted (capture files read to the end) or
+    /// stopped by a fault (a corrupt or truncated record: nothing more will come from it) and
+    /// an iteration moves nothing, or until `stop` is set. The caller reports the faults.
     pub fn run_to_end(&mut self, stop: &AtomicBool) {
         while !stop.load(Ordering::Relaxed) {
             let received = self.poll_once();
-            if received == 0 && self.ports.iter().all(|p| p.at_end()) {
+            if received == 0 && self.ports.iter().all(|p| p.at_end() || p.fault().is_some()) {
                 break;
             }
         }

@@ -77,3 +77,41 @@ fn an_output_that_cannot_be_written_fails_the_command() {
     assert!(stderr.contains("/dev/full is incomplete"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_truncated_capture_ends_the_run_with_an_error_and_keeps_what_came_before() {
+    let dir = dir("wirespeed-wstpc3");
+    let input = dir.join("in.pcap");
+    let bytes = capture(&input, 500);
+    // Cut the file in the middle of a record, as a capture still being written is.
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2 + 7]).unwrap();
+    let output = dir.join("out.pcap");
+    let started = std::time::Instant::now();
+    let out = pcap(&cut, &output);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "it hung"
+    );
+    assert!(!out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("stopped early"), "{stderr}");
+    // The records before the cut were forwarded and written.
+    let mut reader = PcapPort::open("check", Some(&output), None).unwrap();
+    let mut pool = FramePool::new(1024, 2048).unwrap();
+    let mut batch = Batch::new(256);
+    let mut records = 0;
+    loop {
+        let got = reader.rx(0, &mut pool, &mut batch);
+        if got == 0 {
+            break;
+        }
+        records += got;
+        for desc in batch.descs() {
+            pool.release(desc.frame);
+        }
+        batch.clear();
+    }
+    assert!(records > 100, "{records} records written");
+    let _ = std::fs::remove_dir_all(&dir);
+}

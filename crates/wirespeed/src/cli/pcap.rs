@@ -5,6 +5,7 @@
 //! Useful on its own: test a pipeline on real captures, count what it would drop and why.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result};
@@ -86,7 +87,13 @@ pub fn forward(input: &std::path::Path, output: &std::path::Path, batch: usize) 
         ports,
         Box::new(Xconnect::new(&[(0, 1)], None)),
     );
-    worker.run_to_end(&AtomicBool::new(false));
+    // Ctrl-C ends the run early; what was forwarded so far is written and reported.
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("installing the signal handler")?;
+    }
+    worker.run_to_end(&stop);
     let conservation = worker.shutdown();
     let cell = StatsCell::default();
     worker.publish(&cell, true);
