@@ -423,7 +423,10 @@ impl Worker {
         let Idle::Adaptive { spins, timeout } = self.config.idle else {
             return;
         };
-        if self.empty_streak < spins || self.fds.is_empty() {
+        // Ports without a descriptor (capture files, memory cables) are slept on too: poll(2)
+        // on no descriptor is a plain sleep of `timeout`, and a switch whose capture has been
+        // read to its end must not spin a core for ever.
+        if self.empty_streak < spins {
             return;
         }
         let backlog = self.ports.iter_mut().any(|port| port.tx_backlog());

@@ -115,3 +115,52 @@ fn a_truncated_capture_ends_the_run_with_an_error_and_keeps_what_came_before() {
     assert!(records > 100, "{records} records written");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_switch_whose_capture_has_ended_sleeps_instead_of_spinning() {
+    let dir = dir("wirespeed-wstpc4");
+    let input = dir.join("in.pcap");
+    capture(&input, 200);
+    let config = dir.join("switch.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[switch]\napp = \"xconnect\"\ncontrol_socket = \"\"\n\n\
+             [[port]]\nname = \"in\"\nbackend = \"pcap\"\nrx = \"{}\"\n\n\
+             [[port]]\nname = \"out\"\nbackend = \"pcap\"\ntx = \"{}\"\n\n\
+             [xconnect]\npairs = [[\"in\", \"out\"]]\n",
+            input.display(),
+            dir.join("out.pcap").display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(["switch", "--config"])
+        .arg(&config)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    // "(E empty polls, S sleeps)": about one sleep per 10 ms once the input ended, and not
+    // the millions of empty polls of a spinning core.
+    let counts = text
+        .split("idle ")
+        .nth(1)
+        .and_then(|rest| rest.split('(').nth(1))
+        .unwrap_or_else(|| panic!("no idle figures:\n{text}"));
+    let numbers: Vec<u64> = counts
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|word| word.parse().ok())
+        .collect();
+    let (empty_polls, sleeps) = (numbers[0], numbers[1]);
+    assert!(sleeps >= 20, "{sleeps} sleeps:\n{text}");
+    assert!(empty_polls < 100_000, "{empty_polls} empty polls:\n{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
