@@ -426,7 +426,17 @@ fn parse_ipv4(
         return Ok(());
     }
     let segment = ip.get(header_len..total_len).unwrap_or_default();
-    parse_l4(segment, l4_offset, protocol, PROTO_ICMP, meta, key)
+    // A first fragment (more fragments follow) holds the start of the datagram only.
+    let first_fragment = frag & 0x2000 != 0;
+    parse_l4(
+        segment,
+        l4_offset,
+        protocol,
+        PROTO_ICMP,
+        first_fragment,
+        meta,
+        key,
+    )
 }
 
 fn parse_ipv6(
@@ -480,21 +490,50 @@ fn parse_ipv6(
         }
     }
     let segment = payload.get(upper.offset..).unwrap_or_default();
-    parse_l4(segment, l4_offset, protocol, PROTO_ICMPV6, meta, key)
+    let first_fragment = upper.fragment.is_some_and(|(_, more)| more);
+    parse_l4(
+        segment,
+        l4_offset,
+        protocol,
+        PROTO_ICMPV6,
+        first_fragment,
+        meta,
+        key,
+    )
 }
 
 /// Reads the transport header at the start of `segment` (the IP payload, padding excluded).
-/// `icmp` is the ICMP protocol number of the IP version at hand.
+/// `icmp` is the ICMP protocol number of the IP version at hand. In a `first_fragment` (more
+/// fragments follow) the segment is only the datagram's start: the UDP length describes the
+/// whole datagram (RFC 768, 791, 8200), and the TCP header may continue in the next fragment,
+/// so neither is checked against the segment; the ports, in its first four bytes, still key
+/// the flow.
 fn parse_l4(
     segment: &[u8],
     l4_offset: usize,
     protocol: u8,
     icmp: u8,
+    first_fragment: bool,
     meta: &mut Meta,
     key: &mut FlowKey,
 ) -> Result<(), DropReason> {
     meta.l4_offset = l4_offset as u16;
     match protocol {
+        PROTO_TCP | PROTO_UDP if first_fragment => {
+            let Some(h) = segment.first_chunk::<4>() else {
+                return Err(DropReason::BadL4Header);
+            };
+            key.l4_src = u16::from_be_bytes([h[0], h[1]]);
+            key.l4_dst = u16::from_be_bytes([h[2], h[3]]);
+            let header_len = if protocol == PROTO_UDP {
+                8
+            } else {
+                segment
+                    .get(12)
+                    .map_or(20, |byte| usize::from(byte >> 4) * 4)
+            };
+            meta.payload_offset = (l4_offset + header_len.min(segment.len())) as u16;
+        }
         PROTO_TCP => {
             let Some(h) = segment.first_chunk::<20>() else {
                 return Err(DropReason::BadL4Header);
@@ -669,6 +708,44 @@ mod tests {
         assert_ne!(meta.flags & Meta::FLAG_FRAGMENT, 0);
         assert_eq!((key.l4_src, key.l4_dst), (1234, 53));
         assert_eq!(key.flags, FlowKey::FLAG_FRAGMENT);
+    }
+
+    #[test]
+    fn a_first_fragment_is_not_held_to_the_whole_datagrams_lengths() {
+        // UDP: the length (3000) is the datagram's, longer than this fragment.
+        let mut frame = ipv4_udp();
+        frame[20] = 0x20; // MF, offset 0
+        frame[38..40].copy_from_slice(&3000u16.to_be_bytes());
+        let (result, meta, key) = run(&frame);
+        assert_eq!(result, Ok(()));
+        assert_eq!((key.l4_src, key.l4_dst), (1234, 53));
+        assert_eq!(meta.payload_offset, 42);
+        // The same length without MF is a bad header.
+        frame[20] = 0x00;
+        assert_eq!(run(&frame).0, Err(DropReason::BadL4Header));
+        // TCP: a first fragment with only 8 bytes of the TCP header.
+        let mut frame = ipv4_udp();
+        frame[23] = 6;
+        frame[20] = 0x20;
+        frame[16..18].copy_from_slice(&28u16.to_be_bytes()); // 20 + 8
+        let (result, _, key) = run(&frame);
+        assert_eq!(result, Ok(()));
+        assert_eq!((key.l4_src, key.l4_dst), (1234, 53));
+        // Fewer than the four bytes of ports is still too short.
+        frame[16..18].copy_from_slice(&23u16.to_be_bytes());
+        assert_eq!(run(&frame).0, Err(DropReason::BadL4Header));
+        // IPv6: a Fragment header (offset 0, M set) before UDP of a longer datagram.
+        let mut frame = vec![0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x86, 0xdd];
+        frame.extend_from_slice(&[0x60, 0, 0, 0, 0, 20, 44, 64]);
+        frame.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        frame.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        frame.extend_from_slice(&[17, 0, 0x00, 0x01, 0, 0, 0, 7]); // Fragment: M, offset 0
+        frame.extend_from_slice(&[0x04, 0xd2, 0x00, 0x35, 0x0b, 0xb8, 0, 0]); // UDP, length 3000
+        frame.extend_from_slice(b"ping");
+        let (result, meta, key) = run(&frame);
+        assert_eq!(result, Ok(()));
+        assert_ne!(meta.flags & Meta::FLAG_FRAGMENT, 0);
+        assert_eq!((key.l4_src, key.l4_dst), (1234, 53));
     }
 
     #[test]
