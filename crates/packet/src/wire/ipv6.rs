@@ -416,6 +416,17 @@ pub fn walk_extension_headers(payload: &[u8], first: IpProtocol) -> Result<Upper
             IpProtocol::Ipv6Frag => {
                 let header = FragmentHeader::new_checked(rest)?;
                 fragment = Some((header.frag_offset(), header.more_frags()));
+                if header.frag_offset() != 0 {
+                    // A later fragment: only data follows (RFC 8200 4.5), whatever its Next
+                    // Header names (the first header of the fragmentable part, which is in the
+                    // first fragment). Walking on would read data as headers.
+                    return Ok(UpperLayer {
+                        protocol: header.next_header(),
+                        offset: offset + FRAGMENT_HEADER_LEN,
+                        extension_headers: count + 1,
+                        fragment,
+                    });
+                }
                 (header.next_header(), FRAGMENT_HEADER_LEN)
             }
             _ => {
@@ -438,6 +449,24 @@ pub fn walk_extension_headers(payload: &[u8], first: IpProtocol) -> Result<Upper
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_later_fragment_ends_the_walk_at_its_fragment_header() {
+        // Fragment header (next: Destination Options, offset 8, more), then data that would
+        // read as a header claiming 255 more 8-byte units.
+        let mut payload = vec![60, 0, 0x00, 0x41, 0, 0, 0, 1];
+        payload.extend_from_slice(&[17, 0xff, 1, 2, 3, 4, 5, 6]);
+        let upper = walk_extension_headers(&payload, IpProtocol::Ipv6Frag).unwrap();
+        assert_eq!(upper.protocol, IpProtocol::from(60));
+        assert_eq!(upper.offset, 8);
+        assert_eq!(upper.fragment, Some((64, true)));
+        // The first fragment's chain goes on past it.
+        payload[3] = 0x01;
+        payload[9] = 0;
+        let upper = walk_extension_headers(&payload, IpProtocol::Ipv6Frag).unwrap();
+        assert_eq!(upper.protocol, IpProtocol::Udp);
+        assert_eq!(upper.offset, 16);
+    }
 
     /// fe80::1 -> ff02::1, next header UDP, 8-byte payload, hop limit 255, class 0xb8,
     /// flow label 0x12345.
@@ -498,15 +527,30 @@ mod tests {
             // TCP would start here
             0xab,
         ];
+        // A later fragment (offset 1480): the walk ends at the Fragment header, whose Next
+        // Header names the fragmentable part's first header; what follows is data.
         let upper = walk_extension_headers(&payload, IpProtocol::HopByHop).unwrap();
-        assert_eq!(upper.protocol, IpProtocol::Tcp);
-        assert_eq!(upper.offset, 32);
-        assert_eq!(upper.extension_headers, 3);
+        assert_eq!(upper.protocol, IpProtocol::Ipv6Opts);
+        assert_eq!(upper.offset, 16);
+        assert_eq!(upper.extension_headers, 2);
         assert_eq!(upper.fragment, Some((1480, true)));
         let fragment = FragmentRepr::parse(&FragmentHeader::new_checked(&payload[8..]).unwrap());
         assert_eq!(fragment.unwrap().ident, 7);
         assert_eq!(
-            walk_extension_headers(&payload[..31], IpProtocol::HopByHop).unwrap_err(),
+            walk_extension_headers(&payload[..15], IpProtocol::HopByHop).unwrap_err(),
+            Error::Truncated
+        );
+        // The first fragment (offset 0): the walk goes on through the options to TCP.
+        let mut first = payload;
+        first[10] = 0;
+        first[11] = 1;
+        let upper = walk_extension_headers(&first, IpProtocol::HopByHop).unwrap();
+        assert_eq!(upper.protocol, IpProtocol::Tcp);
+        assert_eq!(upper.offset, 32);
+        assert_eq!(upper.extension_headers, 3);
+        assert_eq!(upper.fragment, Some((0, true)));
+        assert_eq!(
+            walk_extension_headers(&first[..31], IpProtocol::HopByHop).unwrap_err(),
             Error::Truncated
         );
     }
