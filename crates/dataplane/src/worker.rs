@@ -507,6 +507,18 @@ impl Worker {
     /// Stops: sends what is queued, takes back every frame the ports hold, and says whether
     /// every frame of the pool came back. Frames in flight in memory links that a test harness
     /// holds are counted as missing unless the harness released them first.
+    /// What stopped a port before its end, one line per port that has a fault ("port NAME:
+    /// why"): a capture that could not be written or read to its end.
+    pub fn faults(&self) -> Vec<String> {
+        self.ports
+            .iter()
+            .filter_map(|port| {
+                let fault = port.fault()?;
+                Some(format!("port {}: {fault}", port.info().name))
+            })
+            .collect()
+    }
+
     pub fn shutdown(&mut self) -> Conservation {
         self.flush_all();
         for port in &mut self.ports {

@@ -164,3 +164,38 @@ fn a_switch_whose_capture_has_ended_sleeps_instead_of_spinning() {
     assert!(empty_polls < 100_000, "{empty_polls} empty polls:\n{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_switch_whose_capture_could_not_be_written_fails() {
+    let dir = dir("wirespeed-wstpc5");
+    let input = dir.join("in.pcap");
+    capture(&input, 200);
+    let config = dir.join("switch.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[switch]\napp = \"xconnect\"\ncontrol_socket = \"\"\n\n\
+             [[port]]\nname = \"in\"\nbackend = \"pcap\"\nrx = \"{}\"\n\n\
+             [[port]]\nname = \"out\"\nbackend = \"pcap\"\ntx = \"/dev/full\"\n\n\
+             [xconnect]\npairs = [[\"in\", \"out\"]]\n",
+            input.display(),
+        ),
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(["switch", "--config"])
+        .arg(&config)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "it reported success:\n{stderr}");
+    assert!(stderr.contains("stopped early: port out"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -92,7 +92,7 @@ pub fn run(args: SwitchArgs) -> Result<()> {
     }
     println!("forwarding with {} worker(s); Ctrl-C stops", workers.len());
     let interval = args.stats_interval.map(Duration::from_secs_f64);
-    let (snapshots, conservation) = run_workers(
+    let (snapshots, conservation, faults) = run_workers(
         workers,
         &placement,
         &stop,
@@ -104,6 +104,9 @@ pub fn run(args: SwitchArgs) -> Result<()> {
         println!("{}", stats::fast_path_table(fast_path));
     }
     print!("{}", conservation_report(&conservation)?);
+    // A capture that could not be written (or read to its end) is a failed run, not a
+    // finished one.
+    anyhow::ensure!(faults.is_empty(), "stopped early: {}", faults.join("; "));
     Ok(())
 }
 
@@ -198,15 +201,15 @@ fn priority(setting: Realtime, worker: &Worker) -> Priority {
 }
 
 /// Runs every worker on its own thread until `stop`, printing a rate line every `interval`
-/// (frames the fast path forwarded included); returns each worker's last counters and its pool
-/// conservation.
+/// (frames the fast path forwarded included); returns each worker's last counters, its pool
+/// conservation, and what stopped a port early ([`Worker::faults`]).
 pub fn run_workers(
     workers: Vec<Worker>,
     placement: &Placement,
     stop: &Arc<AtomicBool>,
     interval: Option<Duration>,
     fast_path: Option<&FastPath>,
-) -> Result<(Vec<WorkerSnapshot>, Vec<Conservation>)> {
+) -> Result<(Vec<WorkerSnapshot>, Vec<Conservation>, Vec<String>)> {
     let cells: Vec<Arc<StatsCell>> = workers.iter().map(|_| Arc::default()).collect();
     let mut handles = Vec::new();
     for (index, mut worker) in workers.into_iter().enumerate() {
@@ -219,7 +222,7 @@ pub fn run_workers(
             .unwrap_or(Priority::Normal);
         let handle = std::thread::Builder::new()
             .name(format!("worker-{index}"))
-            .spawn(move || -> Result<Conservation> {
+            .spawn(move || -> Result<(Conservation, Vec<String>)> {
                 if let Some(core) = core {
                     wirespeed_io::thread::pin_to_core(core)
                         .with_context(|| format!("pinning worker {index} to core {core}"))?;
@@ -240,7 +243,7 @@ pub fn run_workers(
                 worker.run(&stop, &cell);
                 let conservation = worker.shutdown();
                 worker.publish(&cell, true);
-                Ok(conservation)
+                Ok((conservation, worker.faults()))
             })
             .context("starting a worker thread")?;
         handles.push(handle);
@@ -268,13 +271,15 @@ pub fn run_workers(
     }
     stop.store(true, Ordering::Relaxed);
     let mut conservation = Vec::new();
+    let mut faults = Vec::new();
     for handle in handles {
-        let result = handle
+        let (pool, worker_faults) = handle
             .join()
-            .map_err(|_| anyhow::anyhow!("a worker thread panicked"))?;
-        conservation.push(result?);
+            .map_err(|_| anyhow::anyhow!("a worker thread panicked"))??;
+        conservation.push(pool);
+        faults.extend(worker_faults);
     }
-    Ok((snapshot(&cells), conservation))
+    Ok((snapshot(&cells), conservation, faults))
 }
 
 /// The pool check of every worker, one line each; an error if a frame was lost.
