@@ -32,7 +32,7 @@ use aya::maps::{Array, DevMap, HashMap, Map, MapData, PerCpuArray};
 use aya::programs::{ProgramError, Xdp};
 use aya::{Ebpf, EbpfLoader};
 use wirespeed_dataplane::table::mac::{MacKey as SyncedKey, MacSync};
-use wirespeed_io::afxdp::{AfXdpError, XdpAttachment, XdpMode};
+use wirespeed_io::afxdp::{AfXdpError, XdpAttachment, XdpMode, interface_index};
 
 pub use maps::{Count, MAX_PORTS, QUEUES_PER_PORT};
 use maps::{Counts, MacEntry, MacKey, PortEntry};
@@ -86,11 +86,11 @@ pub enum FastPathError {
          fast_path = \"off\""
     )]
     TooManyPorts(usize),
-    #[error("port {port}: interface {interface} does not exist: {source}")]
+    #[error("port {port}: interface {interface}: {source}")]
     NoInterface {
         port: String,
         interface: String,
-        source: std::io::Error,
+        source: AfXdpError,
     },
     #[error(
         "port {port}: {interface} has {queues} queues; the fast path serves at most \
@@ -390,19 +390,6 @@ fn verifier_error(error: ProgramError) -> FastPathError {
         other => other.to_string(),
     };
     FastPathError::Verifier { reason: text }
-}
-
-/// The index of `interface` in the calling thread's network namespace.
-fn interface_index(interface: &str) -> std::io::Result<u32> {
-    let name = std::ffi::CString::new(interface)
-        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-    // SAFETY: `name` is a valid NUL-terminated string that outlives the call.
-    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
-    if index == 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(index)
-    }
 }
 
 /// Why the program handed a frame to user space.

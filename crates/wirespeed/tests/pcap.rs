@@ -44,6 +44,36 @@ fn pcap(input: &Path, output: &Path) -> Output {
         .unwrap()
 }
 
+/// Runs `wirespeed switch` cross-connecting capture `input` to `output` (configuration in
+/// `dir`) for `millis` ms, then stops it with SIGINT.
+fn switch(dir: &Path, input: &Path, output: &Path, millis: u64) -> Output {
+    let config = dir.join("switch.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[switch]\napp = \"xconnect\"\ncontrol_socket = \"\"\n\n\
+             [[port]]\nname = \"in\"\nbackend = \"pcap\"\nrx = \"{}\"\n\n\
+             [[port]]\nname = \"out\"\nbackend = \"pcap\"\ntx = \"{}\"\n\n\
+             [xconnect]\npairs = [[\"in\", \"out\"]]\n",
+            input.display(),
+            output.display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(["switch", "--config"])
+        .arg(&config)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(millis));
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    child.wait_with_output().unwrap()
+}
+
 fn dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(name);
     std::fs::create_dir_all(&dir).unwrap();
@@ -121,31 +151,7 @@ fn a_switch_whose_capture_has_ended_sleeps_instead_of_spinning() {
     let dir = dir("wirespeed-wstpc4");
     let input = dir.join("in.pcap");
     capture(&input, 200);
-    let config = dir.join("switch.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[switch]\napp = \"xconnect\"\ncontrol_socket = \"\"\n\n\
-             [[port]]\nname = \"in\"\nbackend = \"pcap\"\nrx = \"{}\"\n\n\
-             [[port]]\nname = \"out\"\nbackend = \"pcap\"\ntx = \"{}\"\n\n\
-             [xconnect]\npairs = [[\"in\", \"out\"]]\n",
-            input.display(),
-            dir.join("out.pcap").display()
-        ),
-    )
-    .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
-        .args(["switch", "--config"])
-        .arg(&config)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let _ = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status();
-    let out = child.wait_with_output().unwrap();
+    let out = switch(&dir, &input, &dir.join("out.pcap"), 1500);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     // "(E empty polls, S sleeps)": about one sleep per 10 ms once the input ended, and not
@@ -170,30 +176,7 @@ fn a_switch_whose_capture_could_not_be_written_fails() {
     let dir = dir("wirespeed-wstpc5");
     let input = dir.join("in.pcap");
     capture(&input, 200);
-    let config = dir.join("switch.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[switch]\napp = \"xconnect\"\ncontrol_socket = \"\"\n\n\
-             [[port]]\nname = \"in\"\nbackend = \"pcap\"\nrx = \"{}\"\n\n\
-             [[port]]\nname = \"out\"\nbackend = \"pcap\"\ntx = \"/dev/full\"\n\n\
-             [xconnect]\npairs = [[\"in\", \"out\"]]\n",
-            input.display(),
-        ),
-    )
-    .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
-        .args(["switch", "--config"])
-        .arg(&config)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(800));
-    let _ = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status();
-    let out = child.wait_with_output().unwrap();
+    let out = switch(&dir, &input, Path::new("/dev/full"), 800);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "it reported success:\n{stderr}");
     assert!(stderr.contains("stopped early: port out"), "{stderr}");

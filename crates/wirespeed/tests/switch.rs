@@ -148,19 +148,9 @@ fn switch_forwards_on_the_xdp_fast_path() {
         "{out}"
     );
     // Every test frame was forwarded by the kernel: the probes, 200 one way, 100 the other.
-    let table = out.split("fast path (XDP, in the kernel):").nth(1).unwrap();
-    let row = |port: &str| -> Vec<u64> {
-        table
-            .lines()
-            .find(|line| line.starts_with(port))
-            .unwrap()
-            .split_whitespace()
-            .skip(1)
-            .map(|n| n.parse().unwrap())
-            .collect()
-    };
-    assert!(row("p0")[0] >= 200 && row("p1")[0] >= 100, "{table}");
-    assert_eq!(row("p0")[0], row("p1")[1], "{table}");
+    let row = |port: &str| fast_path_row(&out, port);
+    assert!(row("p0")[0] >= 200 && row("p1")[0] >= 100, "{out}");
+    assert_eq!(row("p0")[0], row("p1")[1], "{out}");
     assert!(out.contains("worker 0: rx 0 tx 0"), "{out}");
 }
 

@@ -90,7 +90,7 @@ pub use live::{
     LiveError, LiveFlowOrder, LiveFlows, MAX_LIVE_BATCH, MAX_LIVE_FLOWS, MAX_LIVE_FRAME,
     XdpLiveGenerator,
 };
-pub use port::{AfXdpPort, interface_driver};
+pub use port::{AfXdpPort, interface_driver, interface_index};
 pub use probe_counter::{MAX_PROBE_END, ProbeCounts, ProbeFilter, ProbeSampling, XdpProbeCounter};
 pub use redirect::XdpRedirect;
 pub use sink::{SinkCounts, XdpSink};

@@ -297,6 +297,11 @@ pub(super) fn query_interface(name: &str) -> Result<Interface, AfXdpError> {
 }
 
 /// The error a failed step of attaching a program to interface `port` is reported as.
+/// The index of `interface` in the calling thread's network namespace.
+pub fn interface_index(interface: &str) -> Result<u32, AfXdpError> {
+    Ok(query_interface(interface)?.ifindex)
+}
+
 /// The driver of `interface` in the calling thread's network namespace ("veth", "mlx5_core",
 /// ...; empty where the driver does not say).
 pub fn interface_driver(interface: &str) -> Result<String, AfXdpError> {

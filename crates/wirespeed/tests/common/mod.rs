@@ -122,6 +122,24 @@ pub fn receive_with_napi(lab: &Testbed, pair: usize) {
     .expect("ethtool -K gro on");
 }
 
+/// The row of `port` in the fast path's table that `wirespeed switch` prints at the end
+/// (`out`): rx forwarded, tx forwarded, then frames to user space per reason.
+pub fn fast_path_row(out: &str, port: &str) -> Vec<u64> {
+    let table = out
+        .split("fast path (XDP, in the kernel):")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no fast path table:\n{out}"));
+    let prefix = format!("{port} ");
+    table
+        .lines()
+        .find(|line| line.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no row {port}:\n{table}"))
+        .split_whitespace()
+        .skip(1)
+        .map(|n| n.parse().unwrap())
+        .collect()
+}
+
 /// UDP destination port of the test frames; probes use another one.
 pub const TEST_PORT: u16 = 9;
 
