@@ -725,7 +725,15 @@ fn flows_added_and_removed_at_run_time_decide_the_next_batch() {
         assert_eq!(out[2], std::slice::from_ref(&expected));
     }
     // A more specific flow added later wins at once: the fast path was flushed.
-    let more = flow(20, &[("ip_proto", "udp"), ("l4_dst", "53")], &["output:p1"]);
+    let more = flow(
+        20,
+        &[
+            ("eth_type", "0x0800"),
+            ("ip_proto", "udp"),
+            ("l4_dst", "53"),
+        ],
+        &["output:p1"],
+    );
     done(call(
         &mut rig,
         &mut control,

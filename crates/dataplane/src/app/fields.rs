@@ -8,12 +8,13 @@
 //! refusal reads the same: the field (or the rule's index), what is wrong, what is accepted.
 //! Everything here is control path: it allocates freely and never runs per packet.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::ops::RangeInclusive;
 
 use wirespeed_packet::flow_key::FlowKey;
-use wirespeed_packet::wire::EthernetAddress;
+use wirespeed_packet::wire::{EtherType, EthernetAddress, IpProtocol};
 
 use crate::app::openflow::{Action, FlowEntry, SetField};
 use crate::command::{self, FlowRule};
@@ -102,43 +103,175 @@ fn number<T: std::str::FromStr>(text: &str) -> Option<T> {
     }
 }
 
+/// The name a field is known by whatever alias was written (`ip_src` is `src`), so a field
+/// given twice under two names is still found.
+fn acl_field(name: &str) -> &str {
+    match name {
+        "ip_src" => "src",
+        "ip_dst" => "dst",
+        "ip_proto" | "protocol" => "proto",
+        "l4_src" => "src_port",
+        "l4_dst" => "dst_port",
+        other => other,
+    }
+}
+
+/// The name of a flow field whatever alias was written (`nw_dst` is `ip_dst`).
+fn flow_field(name: &str) -> &str {
+    match name {
+        "dl_src" => "eth_src",
+        "dl_dst" => "eth_dst",
+        "dl_type" => "eth_type",
+        "vlan_vid" | "dl_vlan" => "vlan",
+        "nw_proto" | "proto" => "ip_proto",
+        "nw_src" => "ip_src",
+        "nw_dst" => "ip_dst",
+        "tp_src" => "l4_src",
+        "tp_dst" => "l4_dst",
+        "goto_table" => "goto",
+        other => other,
+    }
+}
+
+/// Refuses a field given twice (under any of its names): a rule holds one value per field, so
+/// the second would silently replace the first and the rule would not say what was written.
+fn each_once(
+    fields: &[(String, String)],
+    canonical: fn(&str) -> &str,
+    accepted: &str,
+) -> Result<(), FieldError> {
+    let mut seen: HashMap<&str, (&str, &str)> = HashMap::new();
+    for (name, value) in fields {
+        if let Some((first, first_value)) = seen.insert(canonical(name), (name, value)) {
+            return Err(FieldError::new(
+                format!("field {name}"),
+                format!(
+                    "is given twice ({first}={first_value}, then {name}={value}); a rule holds \
+                     one value per field"
+                ),
+                accepted,
+            ));
+        }
+    }
+    Ok(())
+}
+
+const ONE_VALUE_ACL: &str = "each field once; for a second value write a second rule (the \
+     first rule that matches decides)";
+const ONE_VALUE_FLOW: &str = "each field once; for a second value add a second flow";
+
+/// The protocols whose packets have ports in the flow key.
+fn has_ports(protocol: u8) -> bool {
+    matches!(
+        IpProtocol::from(protocol),
+        IpProtocol::Tcp | IpProtocol::Udp
+    )
+}
+
+/// Whether `protocol` never occurs in packets of the family (ICMP is IPv4's, ICMPv6 IPv6's).
+fn wrong_icmp(protocol: u8, ipv4: bool) -> bool {
+    matches!(
+        (IpProtocol::from(protocol), ipv4),
+        (IpProtocol::Icmp, false) | (IpProtocol::Icmpv6, true)
+    )
+}
+
+fn family(ipv4: bool) -> &'static str {
+    if ipv4 { "IPv4" } else { "IPv6" }
+}
+
 /// Converts an ACL rule written as fields into the ACL stage's rule.
+///
+/// A rule must be able to match: each field is given once, both addresses are of one family,
+/// ports go with `proto=tcp`, `proto=udp` or no protocol (then they match TCP and UDP), and
+/// `icmp`/`icmpv6` go with their own family's addresses.
 pub fn acl_rule(rule: &command::AclRule) -> Result<acl::AclRule, FieldError> {
+    each_once(&rule.fields, acl_field, ONE_VALUE_ACL)?;
     let action = match rule.action {
         command::AclAction::Permit => acl::AclAction::Permit,
         command::AclAction::Deny => acl::AclAction::Deny,
     };
     let mut out = acl::AclRule::any(action);
+    // The first address given and its family; the first port field given.
+    let mut address: Option<(&str, &str, bool)> = None;
+    let mut port_field: Option<&str> = None;
     for (name, value) in &rule.fields {
         let place = || format!("field {name}");
         let bad =
             |what: &str| FieldError::new(place(), format!("{value:?} is not {what}"), ACL_FIELDS);
-        match name.as_str() {
-            "src" | "ip_src" | "dst" | "ip_dst" => {
+        match acl_field(name) {
+            "src" | "dst" => {
                 let (addr, len) = parse_prefix(value).ok_or_else(|| bad("an address or prefix"))?;
+                if let Some((first, first_value, ipv4)) = address
+                    && ipv4 != addr.is_ipv4()
+                {
+                    return Err(FieldError::new(
+                        place(),
+                        format!(
+                            "{value} is {} but {first}={first_value} is {}; the rule could \
+                             never match",
+                            family(addr.is_ipv4()),
+                            family(ipv4)
+                        ),
+                        "addresses of one family in a rule; write one rule per family",
+                    ));
+                }
+                address = Some((name, value, addr.is_ipv4()));
                 let prefix = match addr {
                     IpAddr::V4(a) => IpPrefix::v4(a, len),
                     IpAddr::V6(a) => IpPrefix::v6(a, len),
                 };
-                if name.ends_with("src") {
+                if acl_field(name) == "src" {
                     out.src = prefix;
                 } else {
                     out.dst = prefix;
                 }
             }
-            "proto" | "ip_proto" | "protocol" => {
+            "proto" => {
                 out.protocol = Some(parse_protocol(value).ok_or_else(|| bad("a protocol"))?);
             }
-            "src_port" | "l4_src" => {
+            "src_port" => {
                 out.src_ports = parse_port_range(value).ok_or_else(|| bad("a port or range"))?;
+                port_field = port_field.or(Some(name));
             }
-            "dst_port" | "l4_dst" => {
+            "dst_port" => {
                 out.dst_ports = parse_port_range(value).ok_or_else(|| bad("a port or range"))?;
+                port_field = port_field.or(Some(name));
             }
             _ => {
                 return Err(FieldError::new(place(), "is not an ACL field", ACL_FIELDS));
             }
         }
+    }
+    let Some(protocol) = out.protocol else {
+        return Ok(out);
+    };
+    let proto_name = rule
+        .fields
+        .iter()
+        .find(|(name, _)| acl_field(name) == "proto")
+        .map_or("proto", |(name, _)| name.as_str());
+    if let Some(port) = port_field
+        && !has_ports(protocol)
+    {
+        return Err(FieldError::new(
+            format!("field {port}"),
+            format!("protocol {protocol} has no ports; the rule could never match"),
+            "ports with proto=tcp or proto=udp, or without proto (then they match TCP and UDP)",
+        ));
+    }
+    if let Some((first, first_value, ipv4)) = address
+        && wrong_icmp(protocol, ipv4)
+    {
+        return Err(FieldError::new(
+            format!("field {proto_name}"),
+            format!(
+                "protocol {protocol} is not carried by {} packets ({first}={first_value}); the \
+                 rule could never match",
+                family(ipv4)
+            ),
+            "proto=icmp with IPv4 addresses, proto=icmpv6 with IPv6 addresses",
+        ));
     }
     Ok(out)
 }
@@ -269,12 +402,151 @@ fn action(text: &str, port: &dyn Fn(&str) -> Option<u16>) -> Result<Action, Fiel
     })
 }
 
+/// Refuses fields that could never match together or that another field would silently
+/// rewrite, as OpenFlow refuses an OXM field whose prerequisites are absent or inconsistent
+/// (OpenFlow 1.3.5 section 7.2.3.6, `OFPBMC_BAD_PREREQ`). `fields` have converted one by one
+/// already; this looks at them together.
+fn prerequisites(fields: &[(String, String)]) -> Result<(), FieldError> {
+    let given = |field: &str| {
+        fields
+            .iter()
+            .find(|(name, _)| flow_field(name) == field)
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+    };
+    let refuse = |(name, value): (&str, &str), problem: String, accepted: &str| {
+        Err(FieldError::new(
+            format!("field {name}"),
+            format!("{name}={value} {problem}"),
+            accepted,
+        ))
+    };
+    let eth_type = given("eth_type");
+    let ethertype = eth_type
+        .and_then(|(_, value)| number::<u16>(value))
+        .map(EtherType::from);
+    if let (Some(field), Some(ethertype)) = (eth_type, ethertype)
+        && ethertype.is_vlan_tag()
+    {
+        return refuse(
+            field,
+            "is a VLAN tag's, but eth_type is the EtherType after the tags; the rule could \
+             never match"
+                .into(),
+            "vlan=VID or vlan=none to match the tag, eth_type for what follows it (e.g. 0x0800)",
+        );
+    }
+    // The first address given and its family (true: IPv4).
+    let mut address: Option<((&str, &str), bool)> = None;
+    for field in [given("ip_src"), given("ip_dst")].into_iter().flatten() {
+        let Some((addr, _)) = parse_prefix(field.1) else {
+            continue;
+        };
+        match address {
+            Some(((name, value), ipv4)) if ipv4 != addr.is_ipv4() => {
+                return refuse(
+                    field,
+                    format!(
+                        "is {} but {name}={value} is {}; the rule could never match",
+                        family(addr.is_ipv4()),
+                        family(ipv4)
+                    ),
+                    "addresses of one family in a flow; add one flow per family",
+                );
+            }
+            Some(_) => {}
+            None => address = Some((field, addr.is_ipv4())),
+        }
+    }
+    let ip_ethertype = |ipv4: bool| {
+        if ipv4 {
+            EtherType::Ipv4
+        } else {
+            EtherType::Ipv6
+        }
+    };
+    if let (Some(field), Some(ethertype), Some(((name, value), ipv4))) =
+        (eth_type, ethertype, address)
+        && ethertype != ip_ethertype(ipv4)
+    {
+        return refuse(
+            field,
+            format!(
+                "is not the EtherType of {} packets, which {name}={value} matches; the rule \
+                 could never match",
+                family(ipv4)
+            ),
+            "eth_type=0x0800 with IPv4 addresses, eth_type=0x86dd with IPv6 ones, or no \
+             eth_type (an address implies it)",
+        );
+    }
+    // The packets' family as the rule states it: an address, or the EtherType.
+    let ipv4 = address.map(|(_, ipv4)| ipv4).or(match ethertype {
+        Some(EtherType::Ipv4) => Some(true),
+        Some(EtherType::Ipv6) => Some(false),
+        _ => None,
+    });
+    let ip_proto = given("ip_proto");
+    let protocol = ip_proto.and_then(|(_, value)| parse_protocol(value));
+    if let Some(field) = ip_proto {
+        let Some(ipv4) = ipv4 else {
+            return refuse(
+                field,
+                "needs IP packets; without an IP EtherType it would also match other frames \
+                 (ARP's operation shares the field)"
+                    .into(),
+                "add eth_type=0x0800 (IPv4) or eth_type=0x86dd (IPv6), or an ip_src/ip_dst \
+                 (which implies it)",
+            );
+        };
+        if protocol.is_some_and(|protocol| wrong_icmp(protocol, ipv4)) {
+            return refuse(
+                field,
+                format!(
+                    "is not carried by {} packets; the rule could never match",
+                    family(ipv4)
+                ),
+                "ip_proto=icmp with IPv4, ip_proto=icmpv6 with IPv6",
+            );
+        }
+    }
+    for field in [given("l4_src"), given("l4_dst")].into_iter().flatten() {
+        match protocol {
+            None => {
+                return refuse(
+                    field,
+                    "needs ip_proto=tcp or ip_proto=udp: ports are TCP's and UDP's".into(),
+                    "add ip_proto=tcp or ip_proto=udp (with eth_type or an address)",
+                );
+            }
+            Some(protocol) if !has_ports(protocol) => {
+                return refuse(
+                    field,
+                    format!("cannot match: protocol {protocol} has no ports"),
+                    "l4_src and l4_dst with ip_proto=tcp or ip_proto=udp",
+                );
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// Converts a flow rule written as fields and actions; `port` resolves port names (a number is
 /// taken as a port index too).
+///
+/// The rule must say what it matches, once. Refused, so that nothing is silently rewritten or
+/// never matches:
+/// * a field or instruction given twice (under any of its names);
+/// * `ip_src` and `ip_dst` of different families, or with an `eth_type` of the other family
+///   (an address implies its family's `eth_type`);
+/// * `ip_proto` without an IP `eth_type` or address, `icmp` with IPv6, `icmpv6` with IPv4;
+/// * `l4_src`/`l4_dst` without `ip_proto=tcp` or `udp`;
+/// * `eth_type` of a VLAN tag (0x8100, 0x88a8): it is the EtherType after the tags.
 pub fn flow_rule(
     rule: &FlowRule,
     port: &dyn Fn(&str) -> Option<u16>,
 ) -> Result<ParsedFlow, FieldError> {
+    each_once(&rule.fields, flow_field, ONE_VALUE_FLOW)?;
     let port = |name: &str| port(name).or_else(|| name.parse().ok());
     let mut matcher = FlowMatch::any();
     let mut table = 0u8;
@@ -303,6 +575,7 @@ pub fn flow_rule(
             _ => matcher = match_field(matcher, name, value, &port)?,
         }
     }
+    prerequisites(&rule.fields)?;
     let actions = rule
         .actions
         .iter()
@@ -452,7 +725,7 @@ mod tests {
             action: command::AclAction::Deny,
             fields: fields(&[
                 ("proto", "udp"),
-                ("src", "198.18.0.0/16"),
+                ("src", "2001:db8:1::/48"),
                 ("dst_port", "1000-2000"),
                 ("ip_dst", "2001:db8::1"),
             ]),
@@ -460,7 +733,7 @@ mod tests {
         let typed = acl_rule(&rule).unwrap();
         let mut expected = acl::AclRule::any(acl::AclAction::Deny);
         expected.protocol = Some(17);
-        expected.src = IpPrefix::v4(Ipv4Addr::new(198, 18, 0, 0), 16);
+        expected.src = IpPrefix::v6("2001:db8:1::".parse().unwrap(), 48);
         expected.dst_ports = 1000..=2000;
         expected.dst = IpPrefix::v6("2001:db8::1".parse().unwrap(), 128);
         assert_eq!(typed, expected);
@@ -562,6 +835,164 @@ mod tests {
         assert!(e.problem.contains("VLAN"), "{e}");
         let e = error(&[("idle_timeout", "70000")], &["drop"]);
         assert!(e.place.contains("idle_timeout"), "{e}");
+    }
+
+    fn acl(pairs: &[(&str, &str)]) -> Result<acl::AclRule, FieldError> {
+        acl_rule(&command::AclRule {
+            action: command::AclAction::Deny,
+            fields: fields(pairs),
+        })
+    }
+
+    #[test]
+    fn an_acl_field_given_twice_is_refused_under_any_name() {
+        let e = acl(&[("src", "10.0.0.0/8"), ("src", "192.0.2.0/24")]).unwrap_err();
+        assert_eq!(e.place, "field src");
+        assert_eq!(
+            e.problem,
+            "is given twice (src=10.0.0.0/8, then src=192.0.2.0/24); a rule holds one value \
+             per field"
+        );
+        assert!(e.accepted.contains("second rule"), "{e}");
+        let e = acl(&[("dst_port", "53"), ("proto", "udp"), ("l4_dst", "54")]).unwrap_err();
+        assert_eq!(e.place, "field l4_dst");
+        assert!(e.problem.contains("dst_port=53, then l4_dst=54"), "{e}");
+        let e = acl(&[("ip_proto", "tcp"), ("protocol", "udp")]).unwrap_err();
+        assert_eq!(e.place, "field protocol");
+    }
+
+    #[test]
+    fn acl_rules_that_could_never_match_are_refused() {
+        let e = acl(&[("proto", "icmp"), ("dst_port", "53")]).unwrap_err();
+        assert_eq!(
+            (e.place.as_str(), e.problem.as_str()),
+            (
+                "field dst_port",
+                "protocol 1 has no ports; the rule could never match"
+            )
+        );
+        assert!(e.accepted.contains("proto=tcp or proto=udp"), "{e}");
+        let e = acl(&[("src_port", "1-9"), ("proto", "47")]).unwrap_err();
+        assert_eq!(e.place, "field src_port");
+        let e = acl(&[("src", "10.0.0.0/8"), ("dst", "2001:db8::/32")]).unwrap_err();
+        assert_eq!(e.place, "field dst");
+        assert_eq!(
+            e.problem,
+            "2001:db8::/32 is IPv6 but src=10.0.0.0/8 is IPv4; the rule could never match"
+        );
+        let e = acl(&[("proto", "icmp"), ("dst", "2001:db8::/32")]).unwrap_err();
+        assert_eq!(e.place, "field proto");
+        assert!(e.problem.contains("not carried by IPv6"), "{e}");
+        assert!(e.accepted.contains("proto=icmpv6 with IPv6"), "{e}");
+        let e = acl(&[("ip_src", "10.0.0.0/8"), ("ip_proto", "icmpv6")]).unwrap_err();
+        assert_eq!(e.place, "field ip_proto");
+        // What can match still converts: ports without a protocol match TCP and UDP.
+        let rule = acl(&[("dst_port", "53")]).unwrap();
+        assert_eq!((rule.protocol, rule.dst_ports), (None, 53..=53));
+        for good in [
+            &[("proto", "tcp"), ("src_port", "1000-2000")][..],
+            &[("proto", "icmpv6"), ("dst", "2001:db8::/32")],
+            &[
+                ("proto", "icmp"),
+                ("src", "10.0.0.0/8"),
+                ("dst", "192.0.2.1"),
+            ],
+            &[("proto", "47"), ("src", "2001:db8::1")],
+        ] {
+            assert!(acl(good).is_ok(), "{good:?}");
+        }
+    }
+
+    fn flow(pairs: &[(&str, &str)]) -> Result<ParsedFlow, FieldError> {
+        let rule = FlowRule {
+            priority: 1,
+            fields: fields(pairs),
+            actions: vec!["drop".into()],
+        };
+        flow_rule(&rule, &ports)
+    }
+
+    #[test]
+    fn a_flow_field_or_instruction_given_twice_is_refused() {
+        let e = flow(&[("in_port", "p0"), ("in_port", "p1")]).unwrap_err();
+        assert_eq!(e.place, "field in_port");
+        assert!(e.problem.contains("in_port=p0, then in_port=p1"), "{e}");
+        assert!(e.accepted.contains("second flow"), "{e}");
+        let e = flow(&[("ip_dst", "10.0.0.0/8"), ("nw_dst", "10.1.0.0/16")]).unwrap_err();
+        assert_eq!(e.place, "field nw_dst");
+        let e = flow(&[("vlan", "none"), ("dl_vlan", "100")]).unwrap_err();
+        assert_eq!(e.place, "field dl_vlan");
+        let e = flow(&[("table", "1"), ("table", "2")]).unwrap_err();
+        assert_eq!(e.place, "field table");
+        let e = flow(&[("goto", "2"), ("goto_table", "3")]).unwrap_err();
+        assert_eq!(e.place, "field goto_table");
+    }
+
+    #[test]
+    fn flow_fields_without_their_prerequisites_are_refused() {
+        let error = |pairs: &[(&str, &str)]| {
+            let e = flow(pairs).unwrap_err();
+            (e.place.clone(), e.problem.clone(), e.accepted.clone())
+        };
+        // Was: eth_type silently rewritten to 0x0800 by the address.
+        let (place, problem, accepted) = error(&[("eth_type", "0x86dd"), ("ip_src", "10.0.0.0/8")]);
+        assert_eq!(place, "field eth_type");
+        assert_eq!(
+            problem,
+            "eth_type=0x86dd is not the EtherType of IPv4 packets, which ip_src=10.0.0.0/8 \
+             matches; the rule could never match"
+        );
+        assert!(accepted.contains("eth_type=0x0800 with IPv4"), "{accepted}");
+        let (place, problem, _) = error(&[("ip_src", "10.0.0.0/8"), ("ip_dst", "2001:db8::1")]);
+        assert_eq!(place, "field ip_dst");
+        assert!(
+            problem.contains("is IPv6 but ip_src=10.0.0.0/8 is IPv4"),
+            "{problem}"
+        );
+        let (place, problem, accepted) = error(&[("ip_proto", "udp")]);
+        assert_eq!(place, "field ip_proto");
+        assert!(problem.contains("needs IP packets"), "{problem}");
+        assert!(accepted.contains("eth_type=0x0800"), "{accepted}");
+        let (place, _, _) = error(&[("eth_type", "0x0806"), ("ip_proto", "1")]);
+        assert_eq!(place, "field ip_proto");
+        let (place, problem, _) = error(&[("ip_dst", "2001:db8::/32"), ("ip_proto", "icmp")]);
+        assert_eq!(place, "field ip_proto");
+        assert!(problem.contains("not carried by IPv6"), "{problem}");
+        let (place, problem, _) = error(&[("eth_type", "0x0800"), ("l4_dst", "53")]);
+        assert_eq!(place, "field l4_dst");
+        assert!(
+            problem.contains("needs ip_proto=tcp or ip_proto=udp"),
+            "{problem}"
+        );
+        let (place, problem, _) = error(&[
+            ("eth_type", "0x0800"),
+            ("ip_proto", "icmp"),
+            ("tp_src", "8"),
+        ]);
+        assert_eq!(place, "field tp_src");
+        assert!(problem.contains("protocol 1 has no ports"), "{problem}");
+        let (place, problem, accepted) = error(&[("vlan", "100"), ("eth_type", "0x8100")]);
+        assert_eq!(place, "field eth_type");
+        assert!(problem.contains("VLAN tag's"), "{problem}");
+        assert!(accepted.contains("vlan=VID"), "{accepted}");
+        // Consistent rules convert, with the EtherType an address implies.
+        let parsed = flow(&[
+            ("eth_type", "0x86dd"),
+            ("ip_dst", "2001:db8::/32"),
+            ("ip_proto", "icmpv6"),
+        ])
+        .unwrap();
+        assert_eq!(parsed.entry.matcher.key().ethertype, 0x86dd);
+        let parsed = flow(&[
+            ("eth_type", "0x0800"),
+            ("ip_proto", "udp"),
+            ("l4_dst", "53"),
+        ]);
+        assert_eq!(
+            parsed.unwrap().entry.matcher,
+            FlowMatch::any().ethertype(0x0800).ip_proto(17).l4_dst(53)
+        );
+        assert!(flow(&[("vlan", "100"), ("eth_type", "0x0806")]).is_ok());
     }
 
     proptest::proptest! {
