@@ -13,7 +13,7 @@ use wirespeed_dataplane::app::{App, Context};
 use wirespeed_dataplane::table::classifier::FlowMatch;
 use wirespeed_packet::flow_key::FlowKey;
 use wirespeed_packet::wire::{EthernetAddress, ipv4, tcp, udp};
-use wirespeed_packet::{Batch, Desc, DropReason, FramePool, HEADROOM, MAX_BATCH};
+use wirespeed_packet::{Batch, Desc, DropReason, FramePool, HEADROOM, MAX_BATCH, MAX_VLAN_TAGS};
 use wirespeed_testkit::frames::{FrameBuilder, L3, L4, arb_frame};
 use wirespeed_testkit::rig::Rig;
 
@@ -248,8 +248,16 @@ fn vlan_push_pop_and_set_vid_give_exact_bytes() {
     assert_eq!(out[3], vec![fixed().vlan(200).vlan(100).build()]);
     let out = rig.exchange(3, std::slice::from_ref(&tagged));
     assert_eq!(out[2], vec![fixed().vlan(300).build()]);
-    // A third tag is refused.
-    let out = rig.exchange(2, &[fixed().vlan(5).vlan(6).build()]);
+    // A third tag goes over the other two as a service tag (TPID 0x88a8) ...
+    let double = fixed().vlan(5).vlan(6).build();
+    let out = rig.exchange(2, std::slice::from_ref(&double));
+    let mut triple = double[..12].to_vec();
+    triple.extend_from_slice(&[0x88, 0xa8, 0, 200]);
+    triple.extend_from_slice(&double[12..]);
+    assert_eq!(out[3], vec![triple]);
+    // ... and a tag beyond the parser's bound is refused.
+    let full = (0..MAX_VLAN_TAGS as u16).fold(fixed(), |frame, vid| frame.vlan(vid + 1));
+    let out = rig.exchange(2, &[full.build()]);
     assert!(out.iter().all(Vec::is_empty));
     assert_eq!(drops(&rig, DropReason::VlanTooDeep), 1);
     assert!(rig.finish().holds());

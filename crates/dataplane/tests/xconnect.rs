@@ -7,7 +7,7 @@ use wirespeed_dataplane::worker::{Idle, StatsCell, Worker, WorkerConfig, WorkerP
 use wirespeed_io::memory::{LinkConfig, MemoryPort, link};
 use wirespeed_io::wrap::{FaultConfig, Faulty};
 use wirespeed_io::{Port, PortStats};
-use wirespeed_packet::{DropReason, FramePool};
+use wirespeed_packet::{DropReason, FramePool, MAX_VLAN_TAGS};
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_testkit::ports::{receive, send};
 
@@ -125,17 +125,17 @@ fn malformed_frames_are_dropped_with_their_reason_and_the_rest_pass() {
     let mut bad_ihl = good[0].clone();
     bad_ihl[14] = 0x44;
     let runt = good[0][..10].to_vec();
-    let mut three_tags = good[0][..12].to_vec();
-    for _ in 0..3 {
-        three_tags.extend_from_slice(&[0x81, 0x00, 0x00, 0x01]);
+    let mut too_many_tags = good[0][..12].to_vec();
+    for _ in 0..=MAX_VLAN_TAGS {
+        too_many_tags.extend_from_slice(&[0x81, 0x00, 0x00, 0x01]);
     }
-    three_tags.extend_from_slice(&good[0][12..]);
+    too_many_tags.extend_from_slice(&good[0][12..]);
     let input = vec![
         good[0].clone(),
         bad_ihl,
         good[1].clone(),
         runt,
-        three_tags,
+        too_many_tags,
         good[2].clone(),
     ];
     send(&mut rig.g0, rig.worker.pool_mut(), &input);

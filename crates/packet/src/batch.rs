@@ -139,6 +139,11 @@ impl DropReason {
     }
 }
 
+/// VLAN tags a frame may carry, as Linux bounds a stack (`VLAN_MAX_DEPTH`); one more is
+/// [`DropReason::VlanTooDeep`]. Every tag is kept in [`Meta::vlan`], so a stage that pops one
+/// still knows the next.
+pub const MAX_VLAN_TAGS: usize = 8;
+
 /// What is known about one packet of a batch. One cache line, checked at compile time, so that
 /// the metadata of a batch of 32 is 32 lines the worker keeps hot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -158,7 +163,7 @@ pub struct Meta {
     /// Offset of the L4 payload from the packet's first byte (0 when there is none).
     pub payload_offset: u16,
     /// VLAN TCIs, outermost first; `vlan_depth` of them are valid.
-    pub vlan: [u16; 2],
+    pub vlan: [u16; MAX_VLAN_TAGS],
     pub vlan_depth: u8,
     /// IP protocol / IPv6 next header of the transport (0 when not IP).
     pub ip_proto: u8,
@@ -194,7 +199,7 @@ impl Meta {
         l3_offset: 0,
         l4_offset: 0,
         payload_offset: 0,
-        vlan: [0; 2],
+        vlan: [0; MAX_VLAN_TAGS],
         vlan_depth: 0,
         ip_proto: 0,
         flags: 0,

@@ -25,7 +25,7 @@ pub mod parse;
 pub mod pool;
 pub mod wire;
 
-pub use batch::{Batch, Desc, DropReason, HEADROOM, MAX_BATCH, Meta};
+pub use batch::{Batch, Desc, DropReason, HEADROOM, MAX_BATCH, MAX_VLAN_TAGS, Meta};
 pub use flow_key::{FlowKey, crc32c};
 pub use parse::{parse, parse_batch, parse_batch_unhashed};
 pub use pool::{FrameId, FramePool, PoolError};

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use wirespeed_packet::wire::ipv6;
-use wirespeed_packet::{DropReason, FlowKey, Meta, parse};
+use wirespeed_packet::{DropReason, FlowKey, MAX_VLAN_TAGS, Meta, parse};
 use wirespeed_testkit::frames::{FrameBuilder, L3, L4, arb_frame, arb_frame_builder};
 
 fn run(frame: &[u8]) -> (Result<(), DropReason>, Meta, FlowKey) {
@@ -161,11 +161,25 @@ fn bad_ihl_and_version() {
 }
 
 #[test]
-fn three_vlan_tags_are_too_deep() {
-    let frame = FrameBuilder::ipv4_udp().vlan(1).vlan(2).vlan(3).build();
-    assert_eq!(run(&frame).0, Err(DropReason::VlanTooDeep));
-    let frame = FrameBuilder::ipv4_udp().vlan(1).vlan(2).build();
-    assert_eq!(run(&frame).0, Ok(()));
+fn vlan_stacks_up_to_the_bound_are_read_and_one_more_is_too_deep() {
+    let stack = |depth: u16| (1..=depth).fold(FrameBuilder::ipv4_udp(), |b, vid| b.vlan(vid));
+    let bound = MAX_VLAN_TAGS as u16;
+    for depth in 1..=bound {
+        let (result, meta, key) = run(&stack(depth).build());
+        assert_eq!(result, Ok(()), "{depth} tags");
+        assert_eq!(usize::from(meta.vlan_depth), usize::from(depth));
+        assert_eq!(
+            &meta.vlan[..usize::from(depth)],
+            &(1..=depth).collect::<Vec<_>>()[..]
+        );
+        assert_eq!((key.vlan, key.ethertype), (1, 0x0800), "{depth} tags");
+        assert_eq!(meta.l3_offset, 14 + 4 * depth);
+        assert_eq!((key.ip_proto, key.l4_dst), (17, 1025));
+    }
+    assert_eq!(
+        run(&stack(bound + 1).build()).0,
+        Err(DropReason::VlanTooDeep)
+    );
 }
 
 #[test]

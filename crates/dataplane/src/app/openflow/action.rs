@@ -15,7 +15,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use wirespeed_packet::checksum::{update_u32, update_word};
 use wirespeed_packet::flow_key::FlowKey;
 use wirespeed_packet::wire::EthernetAddress;
-use wirespeed_packet::{Desc, DropReason, Meta};
+use wirespeed_packet::{Desc, DropReason, MAX_VLAN_TAGS, Meta};
 
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_IPV6: u16 = 0x86dd;
@@ -54,7 +54,8 @@ pub enum Action {
     Drop,
     SetField(SetField),
     /// Push an outer VLAN tag with this id (PCP 0): TPID 0x8100 on an untagged frame, 0x88a8
-    /// over an existing tag. A third tag is refused ([`DropReason::VlanTooDeep`]).
+    /// over an existing tag. A tag beyond [`MAX_VLAN_TAGS`] is refused
+    /// ([`DropReason::VlanTooDeep`]).
     PushVlan(u16),
     /// Pop the outer VLAN tag (untagged frames are left alone). Tables after a pop see the
     /// packet as untagged (the flow key does not carry an inner tag).
@@ -324,7 +325,8 @@ fn push_vlan(
     desc.offset -= 4;
     desc.len += 4;
     shift_offsets(meta, 4);
-    meta.vlan = [tci, meta.vlan[0]];
+    meta.vlan.copy_within(..MAX_VLAN_TAGS - 1, 1);
+    meta.vlan[0] = tci;
     meta.vlan_depth += 1;
     Ok(())
 }
@@ -339,7 +341,10 @@ fn pop_vlan(frame: &mut [u8], desc: &mut Desc, meta: &mut Meta) {
     desc.offset += 4;
     desc.len -= 4;
     shift_offsets(meta, -4);
-    meta.vlan = [meta.vlan[1], 0];
+    meta.vlan.copy_within(1.., 0);
+    if let Some(last) = meta.vlan.last_mut() {
+        *last = 0;
+    }
     meta.vlan_depth -= 1;
 }
 

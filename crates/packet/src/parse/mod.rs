@@ -1,10 +1,11 @@
 //! The per-packet parser of the hot path: one pass over a frame fills its [`Meta`] and
 //! [`FlowKey`], or says why the frame must be dropped.
 //!
-//! It reads Ethernet, up to two VLAN tags (802.1Q or 802.1ad, stacked), then IPv4 (options
-//! skipped), IPv6 (extension headers skipped, at most [`ipv6::MAX_EXTENSION_HEADERS`]) or ARP,
-//! and for IP the TCP/UDP ports or the ICMP/ICMPv6 type and code. Other EtherTypes are valid
-//! frames: only the L2 part of the key is filled. Non-first fragments have no L4 header; they
+//! It reads Ethernet II or IEEE 802.3 with LLC (and SNAP), up to [`MAX_VLAN_TAGS`] VLAN tags
+//! (802.1Q or 802.1ad, stacked), then IPv4 (option lengths checked, options skipped), IPv6
+//! (extension headers skipped, at most [`ipv6::MAX_EXTENSION_HEADERS`]) or ARP, and for IP the
+//! TCP/UDP ports or the ICMP/ICMPv6 type and code. Other EtherTypes are valid frames: only the
+//! L2 part of the key is filled. Non-first fragments have no L4 header; they
 //! are marked and keep zero ports.
 //!
 //! Why it is written by hand instead of chaining the `wire` views' `new_checked`: the views
@@ -34,14 +35,18 @@ const ETHERTYPE_ARP: u16 = 0x0806;
 const ETHERTYPE_IPV6: u16 = 0x86dd;
 const TPID_8021Q: u16 = 0x8100;
 const TPID_8021AD: u16 = 0x88a8;
+/// Type field values below this are an IEEE 802.3 length, not an EtherType.
+const ETHERTYPE_MIN: u16 = 0x0600;
+/// The key's EtherType for an 802.3 frame whose LLC PDU carries no EtherType, the value Open
+/// vSwitch uses (`FLOW_DL_TYPE_NONE`): below 0x0600, so no real EtherType matches it.
+pub const ETHERTYPE_NONE: u16 = 0x05ff;
 
 const PROTO_ICMP: u8 = 1;
 const PROTO_TCP: u8 = 6;
 const PROTO_UDP: u8 = 17;
 const PROTO_ICMPV6: u8 = 58;
 
-/// VLAN tags the parser accepts; one more is [`DropReason::VlanTooDeep`].
-pub const MAX_VLAN_TAGS: usize = 2;
+pub use crate::batch::MAX_VLAN_TAGS;
 
 /// Parses `frame` (received on `in_port`) into `meta` and `key`.
 ///
@@ -370,12 +375,18 @@ fn parse_general<H: KeyHash>(
         key.vlan = meta.vlan[0] & 0x0fff;
         key.flags |= FlowKey::FLAG_VLAN;
     }
+    let mut l3 = frame.get(offset..).unwrap_or_default();
+    if ethertype < ETHERTYPE_MIN {
+        let (llc_ethertype, header_len, pdu) = ieee_802_3(ethertype, l3)?;
+        ethertype = llc_ethertype;
+        offset += header_len;
+        l3 = pdu.get(header_len..).unwrap_or_default();
+    }
     meta.ethertype = ethertype;
     key.ethertype = ethertype;
     // `offset` <= frame.len() <= u16::MAX here and below: every offset fits.
     meta.l3_offset = offset as u16;
 
-    let l3 = frame.get(offset..).unwrap_or_default();
     match ethertype {
         ETHERTYPE_IPV4 => parse_ipv4(l3, offset, meta, key)?,
         ETHERTYPE_IPV6 => parse_ipv6(l3, offset, meta, key)?,
@@ -386,6 +397,26 @@ fn parse_general<H: KeyHash>(
     meta.flow_hash = H::hash(key);
     meta.flags |= Meta::FLAG_PARSED;
     Ok(())
+}
+
+/// An IEEE 802.3 frame: the type field is the length of the LLC PDU that follows (802.3
+/// clause 3.2.6, values below 0x0600), and bytes after it are padding. An LLC header with SNAP
+/// and OUI 0 (RFC 1042, IP over IEEE 802 networks) carries an EtherType: the frame is parsed on
+/// as one, after the 8 bytes of LLC and SNAP, as Open vSwitch and Wireshark do. Any other LLC
+/// PDU (spanning tree, other SNAP OUIs) keys as [`ETHERTYPE_NONE`] with its data left unread.
+///
+/// Returns the EtherType, the length of the LLC and SNAP headers in front of what the L3 parse
+/// reads (0 when it reads nothing), and the PDU without the padding.
+fn ieee_802_3(length: u16, rest: &[u8]) -> Result<(u16, usize, &[u8]), DropReason> {
+    let Some(pdu) = rest.get(..usize::from(length)) else {
+        return Err(DropReason::Truncated);
+    };
+    match pdu.first_chunk::<8>() {
+        Some([0xaa, 0xaa, 0x03, 0, 0, 0, high, low]) => {
+            Ok((u16::from_be_bytes([*high, *low]), 8, pdu))
+        }
+        _ => Ok((ETHERTYPE_NONE, 0, pdu)),
+    }
 }
 
 fn parse_ipv4(
@@ -405,6 +436,9 @@ fn parse_ipv4(
     // Bytes past the total length are Ethernet padding and ignored.
     if total_len < header_len || total_len > ip.len() {
         return Err(DropReason::BadIpv4Length);
+    }
+    if header_len > 20 && !ipv4_options_are_valid(ip.get(20..header_len).unwrap_or_default()) {
+        return Err(DropReason::BadIpv4Header);
     }
     meta.flags |= Meta::FLAG_IPV4;
     key.ip_src = map_ipv4([h[12], h[13], h[14], h[15]]);
@@ -437,6 +471,26 @@ fn parse_ipv4(
         meta,
         key,
     )
+}
+
+/// RFC 791 3.1: the options are single bytes (End of Option List, No Operation) and entries
+/// of type, length and data whose length counts the type and length bytes, so it is at least 2,
+/// and ends inside the header. After End of Option List only padding follows.
+fn ipv4_options_are_valid(mut options: &[u8]) -> bool {
+    while let Some((&kind, rest)) = options.split_first() {
+        match kind {
+            0 => return true,
+            1 => options = rest,
+            _ => {
+                let length = rest.first().map_or(0, |&length| usize::from(length));
+                match options.get(length..) {
+                    Some(after) if length >= 2 => options = after,
+                    _ => return false,
+                }
+            }
+        }
+    }
+    true
 }
 
 fn parse_ipv6(
@@ -595,466 +649,4 @@ fn map_ipv4(octets: [u8; 4]) -> [u8; 16] {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A 60-byte unicast IPv4/UDP frame written out by hand: 02:..:02 <- 02:..:01,
-    /// 10.0.0.1:1234 -> 10.0.0.2:53, 4 bytes of payload, then 14 bytes of Ethernet padding.
-    fn ipv4_udp() -> Vec<u8> {
-        let mut frame = vec![
-            0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x08, 0x00, // Ethernet
-            0x45, 0x00, 0x00, 0x20, 0x00, 0x01, 0x00, 0x00, 0x40, 0x11, 0x00, 0x00, // IPv4
-            10, 0, 0, 1, 10, 0, 0, 2, //
-            0x04, 0xd2, 0x00, 0x35, 0x00, 0x0c, 0x00, 0x00, // UDP
-            b'p', b'i', b'n', b'g',
-        ];
-        frame.resize(60, 0);
-        frame
-    }
-
-    fn run(frame: &[u8]) -> (Result<(), DropReason>, Meta, FlowKey) {
-        let mut meta = Meta::EMPTY;
-        let mut key = FlowKey::EMPTY;
-        let result = parse(frame, 3, &mut meta, &mut key);
-        (result, meta, key)
-    }
-
-    #[test]
-    fn ipv4_udp_with_padding() {
-        let (result, meta, key) = run(&ipv4_udp());
-        assert_eq!(result, Ok(()));
-        assert_eq!(meta.ethertype, 0x0800);
-        assert_eq!(
-            (meta.l3_offset, meta.l4_offset, meta.payload_offset),
-            (14, 34, 42)
-        );
-        assert_eq!(meta.ip_proto, 17);
-        assert_eq!(meta.flags, Meta::FLAG_IPV4 | Meta::FLAG_PARSED);
-        assert_eq!(meta.flow_hash, key.hash());
-        assert_eq!(key.in_port, 3);
-        assert_eq!((key.l4_src, key.l4_dst), (1234, 53));
-        assert_eq!(key.ipv4_src(), Some(std::net::Ipv4Addr::new(10, 0, 0, 1)));
-        assert_eq!(key.ipv4_dst(), Some(std::net::Ipv4Addr::new(10, 0, 0, 2)));
-        assert_eq!(key.src_mac.0, [2, 0, 0, 0, 0, 1]);
-        assert_eq!(key.flags, 0);
-    }
-
-    #[test]
-    fn two_tags_are_read_and_a_third_is_too_deep() {
-        let plain = ipv4_udp();
-        let mut tagged = plain[..12].to_vec();
-        tagged.extend_from_slice(&[0x88, 0xa8, 0x20, 0x0a, 0x81, 0x00, 0x00, 0x14]);
-        tagged.extend_from_slice(&plain[12..]);
-        let (result, meta, key) = run(&tagged);
-        assert_eq!(result, Ok(()));
-        assert_eq!(meta.vlan_depth, 2);
-        assert_eq!(meta.vlan, [0x200a, 0x0014]);
-        assert_eq!((key.vlan, key.flags), (10, FlowKey::FLAG_VLAN));
-        assert_eq!((meta.l3_offset, meta.l4_offset), (22, 42));
-
-        let mut deep = plain[..12].to_vec();
-        for _ in 0..3 {
-            deep.extend_from_slice(&[0x81, 0x00, 0x00, 0x01]);
-        }
-        deep.extend_from_slice(&plain[12..]);
-        assert_eq!(run(&deep).0, Err(DropReason::VlanTooDeep));
-    }
-
-    #[test]
-    fn ipv4_malformations() {
-        let frame = ipv4_udp();
-        assert_eq!(run(&frame[..13]).0, Err(DropReason::Truncated));
-        assert_eq!(run(&frame[..33]).0, Err(DropReason::Truncated));
-        let mut bad = frame.clone();
-        bad[14] = 0x44; // IHL 4
-        assert_eq!(run(&bad).0, Err(DropReason::BadIpv4Header));
-        let mut bad = frame.clone();
-        bad[14] = 0x55; // version 5
-        assert_eq!(run(&bad).0, Err(DropReason::BadIpv4Header));
-        let mut bad = frame.clone();
-        bad[16] = 0x01; // total length 288, beyond the frame
-        assert_eq!(run(&bad).0, Err(DropReason::BadIpv4Length));
-        let mut bad = frame.clone();
-        bad[17] = 19; // total length below the header
-        assert_eq!(run(&bad).0, Err(DropReason::BadIpv4Length));
-        let mut bad = frame.clone();
-        bad[38] = 0;
-        bad[39] = 7; // UDP length 7
-        assert_eq!(run(&bad).0, Err(DropReason::BadL4Header));
-        // Total length 28 leaves no room for the UDP payload the UDP length claims.
-        let mut bad = frame;
-        bad[17] = 28;
-        assert_eq!(run(&bad).0, Err(DropReason::BadL4Header));
-    }
-
-    #[test]
-    fn non_first_fragment_has_no_ports() {
-        let mut frame = ipv4_udp();
-        frame[20] = 0x00;
-        frame[21] = 0xb9; // offset 185 * 8 = 1480
-        let (result, meta, key) = run(&frame);
-        assert_eq!(result, Ok(()));
-        assert_ne!(meta.flags & Meta::FLAG_FRAGMENT, 0);
-        assert_eq!((meta.l4_offset, meta.payload_offset), (0, 34));
-        assert_eq!((key.l4_src, key.l4_dst), (0, 0));
-        assert_eq!(
-            key.flags,
-            FlowKey::FLAG_FRAGMENT | FlowKey::FLAG_LATER_FRAGMENT
-        );
-        // A first fragment (MF set, offset 0) keeps its ports.
-        let mut frame = ipv4_udp();
-        frame[20] = 0x20;
-        let (_, meta, key) = run(&frame);
-        assert_ne!(meta.flags & Meta::FLAG_FRAGMENT, 0);
-        assert_eq!((key.l4_src, key.l4_dst), (1234, 53));
-        assert_eq!(key.flags, FlowKey::FLAG_FRAGMENT);
-    }
-
-    #[test]
-    fn a_first_fragment_is_not_held_to_the_whole_datagrams_lengths() {
-        // UDP: the length (3000) is the datagram's, longer than this fragment.
-        let mut frame = ipv4_udp();
-        frame[20] = 0x20; // MF, offset 0
-        frame[38..40].copy_from_slice(&3000u16.to_be_bytes());
-        let (result, meta, key) = run(&frame);
-        assert_eq!(result, Ok(()));
-        assert_eq!((key.l4_src, key.l4_dst), (1234, 53));
-        assert_eq!(meta.payload_offset, 42);
-        // The same length without MF is a bad header.
-        frame[20] = 0x00;
-        assert_eq!(run(&frame).0, Err(DropReason::BadL4Header));
-        // TCP: a first fragment with only 8 bytes of the TCP header.
-        let mut frame = ipv4_udp();
-        frame[23] = 6;
-        frame[20] = 0x20;
-        frame[16..18].copy_from_slice(&28u16.to_be_bytes()); // 20 + 8
-        let (result, _, key) = run(&frame);
-        assert_eq!(result, Ok(()));
-        assert_eq!((key.l4_src, key.l4_dst), (1234, 53));
-        // Fewer than the four bytes of ports is still too short.
-        frame[16..18].copy_from_slice(&23u16.to_be_bytes());
-        assert_eq!(run(&frame).0, Err(DropReason::BadL4Header));
-        // IPv6: a Fragment header (offset 0, M set) before UDP of a longer datagram.
-        let mut frame = vec![0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x86, 0xdd];
-        frame.extend_from_slice(&[0x60, 0, 0, 0, 0, 20, 44, 64]);
-        frame.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
-        frame.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
-        frame.extend_from_slice(&[17, 0, 0x00, 0x01, 0, 0, 0, 7]); // Fragment: M, offset 0
-        frame.extend_from_slice(&[0x04, 0xd2, 0x00, 0x35, 0x0b, 0xb8, 0, 0]); // UDP, length 3000
-        frame.extend_from_slice(b"ping");
-        let (result, meta, key) = run(&frame);
-        assert_eq!(result, Ok(()));
-        assert_ne!(meta.flags & Meta::FLAG_FRAGMENT, 0);
-        assert_eq!((key.l4_src, key.l4_dst), (1234, 53));
-    }
-
-    #[test]
-    fn arp_and_unknown_ethertypes() {
-        let mut frame = vec![0xff; 6];
-        frame.extend_from_slice(&[0x02, 0, 0, 0, 0, 0x01, 0x08, 0x06]);
-        frame.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1, 2, 0, 0, 0, 0, 1, 10, 0, 0, 1]);
-        frame.extend_from_slice(&[0, 0, 0, 0, 0, 0, 10, 0, 0, 2]);
-        let (result, meta, key) = run(&frame);
-        assert_eq!(result, Ok(()));
-        assert_eq!(meta.flags, Meta::FLAG_GROUP_DST | Meta::FLAG_PARSED);
-        assert_eq!(key.ip_proto, 1);
-        assert_eq!(key.ipv4_dst(), Some(std::net::Ipv4Addr::new(10, 0, 0, 2)));
-        assert_eq!(run(&frame[..40]).0, Err(DropReason::Truncated));
-
-        let mut lldp = vec![0x01, 0x80, 0xc2, 0, 0, 0x0e, 2, 0, 0, 0, 0, 1, 0x88, 0xcc];
-        lldp.extend_from_slice(&[0u8; 46]);
-        let (result, meta, key) = run(&lldp);
-        assert_eq!(result, Ok(()));
-        assert_eq!(
-            (meta.ethertype, meta.l3_offset, meta.l4_offset),
-            (0x88cc, 14, 0)
-        );
-        assert_eq!(key.ethertype, 0x88cc);
-        assert_eq!(key.ip_src, [0; 16]);
-    }
-
-    /// A batch of the hand-written frame, a truncated one, a VLAN-tagged one and a descriptor
-    /// that points past its frame: `parse_batch` marks exactly the bad ones, both copies of
-    /// the parser agree with `parse` packet for packet, and the unhashed parse differs from
-    /// them only in the zero hash.
-    #[test]
-    fn parse_batch_matches_parse_packet_for_packet() {
-        use crate::batch::Desc;
-        let mut pool = FramePool::new(8, 2048).unwrap();
-        let plain = ipv4_udp();
-        let mut tagged = plain[..12].to_vec();
-        tagged.extend_from_slice(&[0x81, 0x00, 0x00, 0x2a]);
-        tagged.extend_from_slice(&plain[12..]);
-        let frames = [plain.clone(), plain[..20].to_vec(), tagged];
-        let mut batch = Batch::new(8);
-        for (port, bytes) in frames.iter().enumerate() {
-            let frame = pool.alloc().unwrap();
-            pool.frame_mut(frame)[100..100 + bytes.len()].copy_from_slice(bytes);
-            batch.push(Desc {
-                frame,
-                offset: 100,
-                len: bytes.len() as u16,
-                port: port as u16,
-                queue: 0,
-            });
-        }
-        let frame = pool.alloc().unwrap();
-        batch.push(Desc {
-            frame,
-            offset: 2000,
-            len: 60,
-            port: 0,
-            queue: 0,
-        });
-
-        let mut chosen = (batch.clone(), [FlowKey::EMPTY; 4]);
-        assert_eq!(parse_batch(&pool, &mut chosen.0, &mut chosen.1), 2);
-        let mut copies = vec![chosen];
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("sse4.2") {
-            let mut sse42 = (batch.clone(), [FlowKey::EMPTY; 4]);
-            // SAFETY: SSE4.2 was detected just above.
-            let malformed = unsafe { parse_batch_sse42(&pool, &mut sse42.0, &mut sse42.1) };
-            assert_eq!(malformed, 2);
-            copies.push(sse42);
-        }
-        let mut portable = (batch.clone(), [FlowKey::EMPTY; 4]);
-        assert_eq!(
-            parse_batch_with::<Portable>(&pool, &mut portable.0, &mut portable.1),
-            2
-        );
-        copies.push(portable);
-
-        for (parsed, keys) in &copies {
-            for (i, bytes) in frames.iter().enumerate() {
-                let mut meta = Meta::EMPTY;
-                let mut key = FlowKey::EMPTY;
-                let result = parse(bytes, i as u16, &mut meta, &mut key);
-                meta.drop = result.err();
-                assert_eq!(parsed.meta()[i], meta, "packet {i}");
-                assert_eq!(keys[i], key, "packet {i}");
-            }
-            assert_eq!(parsed.meta()[1].drop, Some(DropReason::Truncated));
-            assert_eq!(parsed.meta()[2].vlan_depth, 1);
-            assert_eq!(parsed.meta()[3].drop, Some(DropReason::Oversize));
-        }
-
-        // Without the hash: the same keys and metadata, with a zero hash.
-        let (hashed, hashed_keys) = &copies[0];
-        let (mut unhashed, mut unhashed_keys) = (batch.clone(), [FlowKey::EMPTY; 4]);
-        assert_eq!(
-            parse_batch_unhashed(&pool, &mut unhashed, &mut unhashed_keys),
-            2
-        );
-        assert_eq!(&unhashed_keys, hashed_keys);
-        for (with, without) in hashed.meta().iter().zip(unhashed.meta()) {
-            assert_eq!(without.flow_hash, 0);
-            assert_eq!(
-                Meta {
-                    flow_hash: with.flow_hash,
-                    ..*without
-                },
-                *with
-            );
-        }
-        assert_ne!(hashed.meta()[0].flow_hash, 0);
-    }
-
-    /// Runs the fast path with the general parser behind it, and the general parser alone, on
-    /// the same frame from the same starting metadata: both must leave the same result, `Meta`
-    /// and `FlowKey`.
-    fn fast_and_general_agree(frame: &[u8]) -> Result<(), proptest::test_runner::TestCaseError> {
-        let start = Meta {
-            rx_time: 99,
-            out_port: 4,
-            ..Meta::EMPTY
-        };
-        let (mut meta_a, mut key_a) = (start, FlowKey::EMPTY);
-        let (mut meta_b, mut key_b) = (start, FlowKey::EMPTY);
-        let a = parse_with::<Portable>(frame, 5, &mut meta_a, &mut key_a);
-        let b = parse_general::<Portable>(frame, 5, &mut meta_b, &mut key_b);
-        proptest::prop_assert_eq!(a, b);
-        proptest::prop_assert_eq!(meta_a, meta_b);
-        proptest::prop_assert_eq!(key_a, key_b);
-        Ok(())
-    }
-
-    /// An IPv4 frame of the kind the fast path takes: TCP (with `tcp`) or UDP, 60 to 80 bytes.
-    fn fast_path_frame(tcp: bool, extra: usize) -> Vec<u8> {
-        let mut frame = ipv4_udp();
-        if tcp {
-            frame.truncate(34);
-            frame[23] = PROTO_TCP;
-            frame.extend_from_slice(&[0x04, 0xd2, 0x00, 0x50, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x10]);
-            frame.extend_from_slice(&[0xff, 0xff, 0, 0, 0, 0]);
-        }
-        frame.resize(60 + extra, 0);
-        let total_len = (frame.len() - 14) as u16;
-        frame[16..18].copy_from_slice(&total_len.to_be_bytes());
-        if !tcp {
-            frame[38..40].copy_from_slice(&(total_len - 20).to_be_bytes());
-        }
-        frame
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
-
-        /// Frames the fast path takes or almost takes: every header byte it reads perturbed
-        /// one to four at a time (including to the values its checks hinge on), then cut.
-        #[test]
-        fn fast_path_gives_what_the_general_parser_gives(
-            tcp in proptest::prelude::any::<bool>(),
-            extra in 0usize..20,
-            flips in proptest::collection::vec(
-                (0usize..60, proptest::prop_oneof![
-                    proptest::prelude::any::<u8>(),
-                    proptest::prelude::Just(0u8),
-                    proptest::prelude::Just(0x45u8),
-                    proptest::prelude::Just(0x46u8),
-                    proptest::prelude::Just(0x50u8),
-                    proptest::prelude::Just(0x20u8),
-                    proptest::prelude::Just(0x40u8),
-                    proptest::prelude::Just(20u8),
-                    proptest::prelude::Just(28u8),
-                    proptest::prelude::Just(0x08u8),
-                    proptest::prelude::Just(0x81u8),
-                    proptest::prelude::Just(PROTO_TCP),
-                    proptest::prelude::Just(PROTO_UDP),
-                ]),
-                0..4,
-            ),
-            cut in proptest::prelude::any::<proptest::sample::Index>(),
-        ) {
-            let mut frame = fast_path_frame(tcp, extra);
-            fast_and_general_agree(&frame)?;
-            for (at, value) in flips {
-                if let Some(byte) = frame.get_mut(at) {
-                    *byte = value;
-                }
-            }
-            fast_and_general_agree(&frame)?;
-            fast_and_general_agree(&frame[..cut.index(frame.len() + 1)])?;
-        }
-
-        #[test]
-        fn fast_path_agrees_on_random_bytes(
-            frame in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..128),
-            ipv4 in proptest::prelude::any::<bool>(),
-        ) {
-            let mut frame = frame;
-            if ipv4 && frame.len() >= 15 {
-                frame[12..15].copy_from_slice(&[0x08, 0x00, 0x45]);
-            }
-            fast_and_general_agree(&frame)?;
-        }
-    }
-
-    #[test]
-    fn fast_path_takes_the_common_frames() {
-        for tcp in [false, true] {
-            let frame = fast_path_frame(tcp, 6);
-            let (mut meta, mut key) = (Meta::EMPTY, FlowKey::EMPTY);
-            assert!(parse_ipv4_fast::<Portable>(&frame, 1, &mut meta, &mut key));
-            let expected_payload = if tcp { 54 } else { 42 };
-            assert_eq!(meta.payload_offset, expected_payload);
-            assert_eq!(key.l4_src, 1234);
-            assert!(fast_and_general_agree(&frame).is_ok());
-        }
-        // A group destination sets the flag on the fast path too.
-        let mut frame = fast_path_frame(false, 0);
-        frame[0] = 0x01;
-        let (mut meta, mut key) = (Meta::EMPTY, FlowKey::EMPTY);
-        assert!(parse_ipv4_fast::<Portable>(&frame, 1, &mut meta, &mut key));
-        assert_ne!(meta.flags & Meta::FLAG_GROUP_DST, 0);
-    }
-
-    /// An IPv6 frame from the parser's view: the general parser takes it as plain IPv6
-    /// UDP/TCP (untagged, no drop, the transport header right behind the fixed header).
-    fn parses_as_plain_ipv6_transport(frame: &[u8]) -> bool {
-        let (mut meta, mut key) = (Meta::EMPTY, FlowKey::EMPTY);
-        parse_general::<Portable>(frame, 0, &mut meta, &mut key).is_ok()
-            && meta.flags & Meta::FLAG_IPV6 != 0
-            && meta.vlan_depth == 0
-            && meta.l4_offset == 54
-            && (meta.ip_proto == PROTO_UDP || meta.ip_proto == PROTO_TCP)
-    }
-
-    /// An IPv6 frame of the kind `plain_ipv6_transport` takes: TCP (with `tcp`) or UDP with
-    /// `extra` bytes of payload, then `padding` bytes of Ethernet padding.
-    fn plain_ipv6_frame(tcp: bool, extra: usize, padding: usize) -> Vec<u8> {
-        let mut frame = vec![0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x86, 0xdd];
-        frame.extend_from_slice(&[0x60, 0, 0, 0, 0, 0, 0, 64]);
-        frame.extend((0..32).map(|i| 0x20 + i as u8));
-        if tcp {
-            frame[20] = PROTO_TCP;
-            frame.extend_from_slice(&[0x04, 0xd2, 0x00, 0x50, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x10]);
-            frame.extend_from_slice(&[0xff, 0xff, 0, 0, 0, 0]);
-        } else {
-            frame[20] = PROTO_UDP;
-            frame.extend_from_slice(&[0x04, 0xd2, 0x00, 0x35, 0, 0, 0, 0]);
-        }
-        frame.resize(frame.len() + extra, 0x61);
-        let segment = (frame.len() - 54) as u16;
-        frame[18..20].copy_from_slice(&segment.to_be_bytes());
-        if !tcp {
-            frame[58..60].copy_from_slice(&segment.to_be_bytes());
-        }
-        frame.resize(frame.len() + padding, 0);
-        frame
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
-
-        /// `plain_ipv6_transport` takes exactly the frames the general parser takes as plain
-        /// IPv6 UDP/TCP: every header byte it reads perturbed one to four at a time (also to
-        /// the values its checks hinge on), then cut.
-        #[test]
-        fn plain_ipv6_is_what_the_general_parser_takes_as_plain_ipv6(
-            tcp in proptest::prelude::any::<bool>(),
-            extra in 0usize..12,
-            padding in 0usize..8,
-            flips in proptest::collection::vec(
-                (proptest::prop_oneof![12usize..22, 54usize..80], proptest::prop_oneof![
-                    proptest::prelude::any::<u8>(),
-                    proptest::prelude::Just(0u8),
-                    proptest::prelude::Just(0x60u8),
-                    proptest::prelude::Just(0x50u8),
-                    proptest::prelude::Just(0x40u8),
-                    proptest::prelude::Just(8u8),
-                    proptest::prelude::Just(20u8),
-                    proptest::prelude::Just(0x86u8),
-                    proptest::prelude::Just(0xddu8),
-                    proptest::prelude::Just(PROTO_TCP),
-                    proptest::prelude::Just(PROTO_UDP),
-                    proptest::prelude::Just(PROTO_ICMPV6),
-                ]),
-                0..4,
-            ),
-            cut in proptest::prelude::any::<proptest::sample::Index>(),
-        ) {
-            let mut frame = plain_ipv6_frame(tcp, extra, padding);
-            proptest::prop_assert!(plain_ipv6_transport(&frame).is_some());
-            proptest::prop_assert!(parses_as_plain_ipv6_transport(&frame));
-            for (at, value) in flips {
-                if let Some(byte) = frame.get_mut(at) {
-                    *byte = value;
-                }
-            }
-            for frame in [&frame[..], &frame[..cut.index(frame.len() + 1)]] {
-                proptest::prop_assert_eq!(
-                    plain_ipv6_transport(frame).is_some(),
-                    parses_as_plain_ipv6_transport(frame),
-                    "{:02x?}", frame
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn oversize_frame_is_refused() {
-        let frame = vec![0u8; usize::from(u16::MAX) + 1];
-        assert_eq!(run(&frame).0, Err(DropReason::Oversize));
-    }
-}
+mod tests;
