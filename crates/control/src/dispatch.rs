@@ -4,13 +4,14 @@
 //! `wirespeed_dataplane::command`). A request for the workers is sent to all of them first and
 //! then their replies are awaited together, so one slow worker costs one timeout, not one per
 //! worker; a worker that does not answer in time turns the response into an error naming it.
-//! Work that is heavy (reading and building a FIB from a route file) is done here, on the
-//! client's thread, before anything is sent; replaced tables come back in the replies and are
-//! dropped here too. The lock around the channels serializes clients on the control side only:
+//! Work that is heavy (parsing a route file as the client sends it and building the FIBs) is
+//! done here, on the client's thread, before anything is sent; replaced tables come back in the
+//! replies and are dropped here too. The lock around the channels serializes clients on the control side only:
 //! workers never see it.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::io::Read;
+use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -21,7 +22,8 @@ use wirespeed_dataplane::command::{
 use wirespeed_dataplane::worker::WorkerSnapshot;
 use wirespeed_packet::DropReason;
 
-use crate::protocol::{self, Request, Response, Show, table};
+use crate::config::AppConfig;
+use crate::protocol::{self, Request, Response, Show, Upload, table};
 use crate::tables;
 
 /// How long a worker has to answer a command.
@@ -29,7 +31,9 @@ pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Something that answers requests: the [`Dispatcher`], or a stand-in in tests.
 pub trait Handler: Send + Sync + 'static {
-    fn handle(&self, request: Request) -> Response;
+    /// Answers `request`; `body` yields the content that followed its line
+    /// ([`Request::body_len`] bytes, none for most requests), read as it arrives.
+    fn handle(&self, request: Request, body: &mut dyn Read) -> Response;
 }
 
 /// What the XDP fast path shows on the control socket: each port's path and why, and, where
@@ -51,6 +55,8 @@ pub struct Dispatcher {
     workers: Mutex<Vec<ControlEnd>>,
     timeout: Duration,
     fast_path: Option<Box<dyn FastPathView>>,
+    /// The router's own interface addresses, which no loaded route may use as its gateway.
+    own: Vec<IpAddr>,
 }
 
 /// One worker's answer and how long it took.
@@ -63,7 +69,22 @@ impl Dispatcher {
             workers: Mutex::new(workers),
             timeout,
             fast_path: None,
+            own: Vec::new(),
         }
+    }
+
+    /// The dispatcher of a switch running `app`: a router's interface addresses are checked
+    /// against the gateways of every route file loaded (a route via the router itself would
+    /// loop), before anything reaches a worker, so the error can name the file's line.
+    pub fn with_app(mut self, app: &AppConfig) -> Dispatcher {
+        if let AppConfig::Router(router) = app {
+            self.own = router
+                .interfaces
+                .iter()
+                .flat_map(|interface| interface.addresses.iter().map(|&(addr, _)| addr))
+                .collect();
+        }
+        self
     }
 
     /// The dispatcher of a switch with the XDP fast path, whose figures `show` adds.
@@ -353,10 +374,11 @@ impl Dispatcher {
         })
     }
 
-    fn route_load(&self, path: &Path) -> Result<Value, Response> {
-        absolute(path)?;
+    /// Parses the route file as the client sends it and builds every worker's copy here.
+    fn route_load(&self, upload: &Upload, body: &mut dyn Read) -> Result<Value, Response> {
         let started = Instant::now();
-        let list = tables::read_routes(path).map_err(file_error)?;
+        let list = tables::parse_routes(&upload.name, body).map_err(file_error)?;
+        list.check_gateways(&self.own).map_err(file_error)?;
         // One copy per worker, built here: a worker completes its own in place.
         let workers = self
             .workers
@@ -386,9 +408,8 @@ impl Dispatcher {
         }))
     }
 
-    fn acl_load(&self, path: &Path) -> Result<Value, Response> {
-        absolute(path)?;
-        let rules = tables::read_acl(path).map_err(file_error)?;
+    fn acl_load(&self, upload: &Upload, body: &mut dyn Read) -> Result<Value, Response> {
+        let rules = tables::parse_acl(&upload.name, body).map_err(file_error)?;
         let count = rules.len();
         let applied = self.app(AppCommand::ReplaceAcl(rules))?;
         Ok(json!({ "rules": count, "applied": applied["applied"] }))
@@ -396,15 +417,15 @@ impl Dispatcher {
 }
 
 impl Handler for Dispatcher {
-    fn handle(&self, request: Request) -> Response {
+    fn handle(&self, request: Request, body: &mut dyn Read) -> Response {
         let result = match &request {
             Request::Help => Ok(protocol::help()),
             Request::Ping => self.ping(),
             Request::Show(Show::Ports) => self.show_ports(),
             Request::Show(Show::Workers) => self.show_workers(),
             Request::Show(Show::Counters) => self.show_counters(),
-            Request::RouteLoad(path) => self.route_load(path),
-            Request::AclLoad(path) => self.acl_load(path),
+            Request::RouteLoad(upload) => self.route_load(upload, body),
+            Request::AclLoad(upload) => self.acl_load(upload, body),
             other => match other.app_command() {
                 Some(command) => self.app(command),
                 None => Err(Response::error(
@@ -417,20 +438,6 @@ impl Handler for Dispatcher {
             Ok(value) => Response::Ok(value),
             Err(response) => response,
         }
-    }
-}
-
-fn absolute(path: &Path) -> Result<(), Response> {
-    if path.is_absolute() {
-        Ok(())
-    } else {
-        Err(Response::error(
-            format!(
-                "{} is a relative path; the switch does not share your working directory",
-                path.display()
-            ),
-            "give an absolute path (`wirespeed ctl` makes relative paths absolute)",
-        ))
     }
 }
 

@@ -14,7 +14,6 @@
 //! that names the word and lists what is accepted, and never panics.
 
 use std::net::IpAddr;
-use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use wirespeed_dataplane::command::{AppCommand, FlowRule, Neighbour};
@@ -52,7 +51,8 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("route del PREFIX", "remove the route of exactly PREFIX"),
     (
         "route load FILE",
-        "replace every route with the file's (one `PREFIX via ADDRESS` per line), built off the workers",
+        "replace every route with the file's (one `PREFIX via ADDRESS` per line), built off the \
+         workers; ctl reads FILE and sends it (`route load BYTES NAME`, then its BYTES bytes)",
     ),
     ("neighbour show", "the same as `show neighbours`"),
     (
@@ -76,7 +76,8 @@ pub const COMMANDS: &[(&str, &str)] = &[
     (
         "acl load FILE",
         "replace the ACL (bridge, router) with the file's rules (one `permit|deny FIELD=VALUE...` \
-         per line; fields: src, dst, proto, src_port, dst_port)",
+         per line; fields: src, dst, proto, src_port, dst_port); ctl reads FILE and sends it \
+         (`acl load BYTES NAME`, then its BYTES bytes)",
     ),
 ];
 
@@ -111,16 +112,33 @@ pub enum Request {
     Show(Show),
     RouteAdd { prefix: Prefix, via: IpAddr },
     RouteDel(Prefix),
-    RouteLoad(PathBuf),
+    RouteLoad(Upload),
     NeighbourAdd(Neighbour),
     NeighbourDel(IpAddr),
     MacFlush,
     FlowAdd(FlowRule),
     FlowDel(FlowRule),
-    AclLoad(PathBuf),
+    AclLoad(Upload),
+}
+
+/// A file sent by the client after its request line (`route load BYTES NAME`, then exactly
+/// BYTES bytes): the client reads the file with its user's rights, so the switch (root) never
+/// opens a path a client names. `name` only names the file in messages (`routes.txt:3: ...`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Upload {
+    pub name: String,
+    pub bytes: u64,
 }
 
 impl Request {
+    /// How many bytes of content follow the request line.
+    pub fn body_len(&self) -> u64 {
+        match self {
+            Request::RouteLoad(upload) | Request::AclLoad(upload) => upload.bytes,
+            _ => 0,
+        }
+    }
+
     /// The app command this request becomes as it is, for the requests that need no work on the
     /// control thread first.
     pub fn app_command(&self) -> Option<AppCommand> {
@@ -251,22 +269,36 @@ impl LineSplitter {
 
     /// Appends `bytes`; what they complete goes to `out`.
     pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<LineEvent>) {
-        for &byte in bytes {
-            if self.discarding {
-                self.discarding = byte != b'\n';
-            } else if byte == b'\n' {
-                if self.line.last() == Some(&b'\r') {
-                    self.line.pop();
-                }
-                out.push(LineEvent::Line(std::mem::take(&mut self.line)));
-            } else if self.line.len() >= self.max {
-                self.line = Vec::new();
-                self.discarding = true;
-                out.push(LineEvent::TooLong);
-            } else {
-                self.line.push(byte);
+        out.extend(bytes.iter().filter_map(|&byte| self.push(byte)));
+    }
+
+    /// Appends `bytes` up to the first event: returns how many bytes it took and the event.
+    /// What follows a request line may be its content, not lines (see [`Upload`]).
+    pub fn feed_line(&mut self, bytes: &[u8]) -> (usize, Option<LineEvent>) {
+        for (index, &byte) in bytes.iter().enumerate() {
+            if let Some(event) = self.push(byte) {
+                return (index + 1, Some(event));
             }
         }
+        (bytes.len(), None)
+    }
+
+    fn push(&mut self, byte: u8) -> Option<LineEvent> {
+        if self.discarding {
+            self.discarding = byte != b'\n';
+        } else if byte == b'\n' {
+            if self.line.last() == Some(&b'\r') {
+                self.line.pop();
+            }
+            return Some(LineEvent::Line(std::mem::take(&mut self.line)));
+        } else if self.line.len() >= self.max {
+            self.line = Vec::new();
+            self.discarding = true;
+            return Some(LineEvent::TooLong);
+        } else {
+            self.line.push(byte);
+        }
+        None
     }
 
     /// Whether part of a line is buffered (or being discarded).
@@ -378,7 +410,7 @@ pub fn parse(line: &[u8]) -> Result<Request, ProtocolError> {
             )),
         },
         "acl" => match rest {
-            ["load", file] => Ok(Request::AclLoad(PathBuf::from(file))),
+            ["load", upload @ ..] => Ok(Request::AclLoad(parse_upload("acl", upload)?)),
             _ => Err(ProtocolError::new("unknown `acl` command", usage_of("acl"))),
         },
         other => Err(ProtocolError::new(
@@ -405,10 +437,36 @@ fn parse_route(rest: &[&str]) -> Result<Request, ProtocolError> {
             Ok(Request::RouteAdd { prefix, via })
         }
         ["del" | "remove", prefix] => Ok(Request::RouteDel(parse_prefix(prefix)?)),
-        ["load", file] => Ok(Request::RouteLoad(PathBuf::from(file))),
+        ["load", upload @ ..] => Ok(Request::RouteLoad(parse_upload("route", upload)?)),
         _ => Err(ProtocolError::new(
             "malformed `route` command",
             usage_of("route"),
+        )),
+    }
+}
+
+/// `BYTES NAME...` of `route load` and `acl load`: the content's size, then the file's name
+/// (the rest of the line).
+fn parse_upload(first: &str, words: &[&str]) -> Result<Upload, ProtocolError> {
+    match words {
+        [bytes, name @ ..] if !name.is_empty() => Ok(Upload {
+            name: name.join(" "),
+            bytes: bytes.parse().map_err(|_| {
+                ProtocolError::new(
+                    format!("{} is not a size in bytes", quote(bytes)),
+                    format!("write `{first} load BYTES NAME` and then the file's BYTES bytes"),
+                )
+            })?,
+        }),
+        _ => Err(ProtocolError::new(
+            format!(
+                "`{first} load` takes the file's size and name, then its content; the switch \
+                 does not open files a client names"
+            ),
+            format!(
+                "use `wirespeed ctl {first} load FILE`, which reads FILE and sends it; on the \
+                 socket, write `{first} load BYTES NAME` and then the file's BYTES bytes"
+            ),
         )),
     }
 }
@@ -428,7 +486,8 @@ fn parse_neighbour(rest: &[&str]) -> Result<Request, ProtocolError> {
     }
 }
 
-/// An IPv4 or IPv6 prefix `ADDRESS/LENGTH`.
+/// An IPv4 or IPv6 prefix `ADDRESS/LENGTH`; the address must be the network's (no host bits
+/// set), so a route is for the prefix that was written.
 pub fn parse_prefix(word: &str) -> Result<Prefix, ProtocolError> {
     let bad = || {
         ProtocolError::new(
@@ -439,12 +498,28 @@ pub fn parse_prefix(word: &str) -> Result<Prefix, ProtocolError> {
     let (addr, len) = word.split_once('/').ok_or_else(bad)?;
     let addr: IpAddr = addr.parse().map_err(|_| bad())?;
     let len: u8 = len.parse().map_err(|_| bad())?;
-    let prefix = match addr {
-        IpAddr::V4(addr) => Ipv4Prefix::new(addr.to_bits(), len).map(Prefix::V4),
-        IpAddr::V6(addr) => Ipv6Prefix::new(addr.to_bits(), len).map(Prefix::V6),
+    let length = |error| ProtocolError::new(format!("{}: {error}", quote(word)), "fix the length");
+    // The prefix, and its network address when `addr` differs from it (host bits set).
+    let (prefix, network, max) = match addr {
+        IpAddr::V4(bits) => {
+            let prefix = Ipv4Prefix::new(bits.to_bits(), len).map_err(length)?;
+            let differs = prefix.addr() != bits.to_bits();
+            (Prefix::V4(prefix), differs.then(|| prefix.to_string()), 32)
+        }
+        IpAddr::V6(bits) => {
+            let prefix = Ipv6Prefix::new(bits.to_bits(), len).map_err(length)?;
+            let differs = prefix.addr() != bits.to_bits();
+            (Prefix::V6(prefix), differs.then(|| prefix.to_string()), 128)
+        }
     };
-    prefix
-        .map_err(|error| ProtocolError::new(format!("{}: {error}", quote(word)), "fix the length"))
+    // `10.0.0.1/8` is a typo for the network or for a host route: say both.
+    match network {
+        None => Ok(prefix),
+        Some(network) => Err(ProtocolError::new(
+            format!("{} has host bits set", quote(word)),
+            format!("write the network, {network}, or the host route, {addr}/{max}"),
+        )),
+    }
 }
 
 /// An IPv4 or IPv6 address.
@@ -476,6 +551,7 @@ fn parse_flow(words: &[&str], actions: bool) -> Result<FlowRule, ProtocolError> 
         fields: Vec::new(),
         actions: Vec::new(),
     };
+    let (mut seen_priority, mut seen_actions) = (false, false);
     for word in words {
         let Some((name, value)) = word
             .split_once('=')
@@ -486,6 +562,17 @@ fn parse_flow(words: &[&str], actions: bool) -> Result<FlowRule, ProtocolError> 
                 usage_of("flow"),
             ));
         };
+        let again = match name {
+            "priority" => std::mem::replace(&mut seen_priority, true),
+            "actions" => std::mem::replace(&mut seen_actions, true),
+            _ => false,
+        };
+        if again {
+            return Err(ProtocolError::new(
+                format!("{name} is given twice ({})", quote(word)),
+                format!("give {name}= once; for a second one add a second flow"),
+            ));
+        }
         match name {
             "priority" => {
                 rule.priority = value.parse().map_err(|_| {
@@ -546,7 +633,7 @@ mod tests {
             assert_eq!(ok(&format!("show {word}")), Request::Show(show));
         }
         assert_eq!(
-            ok("route add 10.1.2.3/8 via 198.18.1.1"),
+            ok("route add 10.0.0.0/8 via 198.18.1.1"),
             Request::RouteAdd {
                 prefix: v4("10.0.0.0", 8),
                 via: "198.18.1.1".parse().unwrap()
@@ -562,8 +649,11 @@ mod tests {
             Request::RouteDel(v4("0.0.0.0", 0))
         );
         assert_eq!(
-            ok("route load /tmp/routes.txt"),
-            Request::RouteLoad("/tmp/routes.txt".into())
+            ok("route load 1234 my routes.txt"),
+            Request::RouteLoad(Upload {
+                name: "my routes.txt".into(),
+                bytes: 1234
+            })
         );
         assert_eq!(
             ok("neighbour add 198.18.1.1 02:00:00:00:00:0a p1"),
@@ -606,7 +696,15 @@ mod tests {
                 actions: vec![],
             })
         );
-        assert_eq!(ok("acl load acl.txt"), Request::AclLoad("acl.txt".into()));
+        assert_eq!(
+            ok("acl load 0 acl.txt"),
+            Request::AclLoad(Upload {
+                name: "acl.txt".into(),
+                bytes: 0
+            })
+        );
+        assert_eq!(ok("acl load 9 acl.txt").body_len(), 9);
+        assert_eq!(ok("ping").body_len(), 0);
     }
 
     #[test]
@@ -624,7 +722,7 @@ mod tests {
             Some(AppCommand::ShowFlows)
         ));
         assert!(ok("show ports").app_command().is_none());
-        assert!(ok("route load f").app_command().is_none());
+        assert!(ok("route load 1 f").app_command().is_none());
     }
 
     #[test]
@@ -687,6 +785,46 @@ mod tests {
     }
 
     #[test]
+    fn a_prefix_with_host_bits_set_is_refused_naming_both_readings() {
+        let e = error(b"route add 10.0.0.1/8 via 198.18.1.1");
+        assert_eq!(e.error, "`10.0.0.1/8` has host bits set");
+        assert_eq!(
+            e.fix,
+            "write the network, 10.0.0.0/8, or the host route, 10.0.0.1/32"
+        );
+        let e = error(b"route del 2001:db8::1/32");
+        assert_eq!(
+            e.fix,
+            "write the network, 2001:db8::/32, or the host route, 2001:db8::1/128"
+        );
+        assert_eq!(
+            ok("route del 10.0.0.1/32"),
+            Request::RouteDel(v4("10.0.0.1", 32))
+        );
+    }
+
+    #[test]
+    fn a_load_names_no_path_for_the_switch_to_open() {
+        // The old form, a path the switch would open as root, is refused without touching it.
+        let e = error(b"route load /etc/shadow");
+        assert!(e.error.contains("does not open files"), "{e}");
+        assert!(e.fix.contains("wirespeed ctl route load FILE"), "{e}");
+        let e = error(b"acl load /etc/shadow");
+        assert!(e.fix.contains("acl load BYTES NAME"), "{e}");
+        let e = error(b"route load lots routes.txt");
+        assert!(e.error.contains("`lots` is not a size"), "{e}");
+        assert!(error(b"route load 12").error.contains("size and name"));
+    }
+
+    #[test]
+    fn a_flow_request_gives_priority_and_actions_once() {
+        let e = error(b"flow add priority=1 priority=2 actions=drop");
+        assert!(e.error.contains("priority is given twice"), "{e}");
+        let e = error(b"flow add in_port=p0 actions=drop actions=output:p1");
+        assert!(e.error.contains("actions is given twice"), "{e}");
+    }
+
+    #[test]
     fn garbage_is_an_error_never_a_panic() {
         let e = error(b"\xff\xfe show ports");
         assert!(e.error.contains("UTF-8"), "{e}");
@@ -708,6 +846,25 @@ mod tests {
         assert_eq!(value["ok"], false);
         assert_eq!(value["error"], "bad \"word\"\n");
         assert_eq!(value["fix"], "fix it");
+    }
+
+    #[test]
+    fn feed_line_stops_after_one_line_so_content_can_follow() {
+        let mut splitter = LineSplitter::new(10);
+        let bytes = b"route\r\nrest";
+        assert_eq!(
+            splitter.feed_line(bytes),
+            (7, Some(LineEvent::Line(b"route".to_vec())))
+        );
+        assert_eq!(splitter.feed_line(&bytes[7..]), (4, None));
+        assert_eq!(
+            splitter.feed_line(b"\n"),
+            (1, Some(LineEvent::Line(b"rest".to_vec())))
+        );
+        assert_eq!(
+            splitter.feed_line(&[b'x'; 12]),
+            (11, Some(LineEvent::TooLong))
+        );
     }
 
     #[test]

@@ -6,7 +6,10 @@
 //! and closed). Every client is hostile: a line longer than [`Limits::max_line`] gets an error and
 //! is discarded up to its newline without being stored; a client that takes longer than
 //! [`Limits::idle`] to complete a line is told and closed; a client that does not read its replies
-//! is closed when a write times out. The socket file is created in a private directory, given mode
+//! is closed when a write times out. A file a client loads (`route load BYTES NAME`) follows its
+//! line as content: it is handed to the handler as a reader while it arrives, so the switch holds
+//! what it parsed, never the bytes; content over [`Limits::max_body`] is refused and the client
+//! closed, and what the handler does not read is discarded before the next line. The socket file is created in a private directory, given mode
 //! 0600 there and then renamed into place, so it is never reachable with wider permissions; it is
 //! removed when the [`ControlSocket`] is dropped (if it is still ours).
 
@@ -34,6 +37,8 @@ pub struct Limits {
     pub idle: Duration,
     /// Longest a reply may take to be written (a client that does not read).
     pub write: Duration,
+    /// Most content bytes a request may announce (a route or ACL file).
+    pub max_body: u64,
 }
 
 impl Default for Limits {
@@ -43,6 +48,7 @@ impl Default for Limits {
             max_clients: 8,
             idle: Duration::from_secs(60),
             write: Duration::from_secs(5),
+            max_body: crate::tables::MAX_FILE_BYTES,
         }
     }
 }
@@ -279,7 +285,6 @@ fn serve(mut stream: UnixStream, limits: &Limits, handler: &dyn Handler, stop: &
         return;
     }
     let mut splitter = LineSplitter::new(limits.max_line);
-    let mut events = Vec::new();
     let mut chunk = [0u8; 4096];
     // A client must complete each line within `idle` of the previous one.
     let mut deadline = Instant::now() + limits.idle;
@@ -291,19 +296,45 @@ fn serve(mut stream: UnixStream, limits: &Limits, handler: &dyn Handler, stop: &
             Err(e) if e.kind() == ErrorKind::Interrupted => 0,
             Err(_) => return,
         };
-        splitter.feed(&chunk[..read], &mut events);
-        for event in events.drain(..) {
-            let response = match event {
-                LineEvent::Line(line) => {
-                    deadline = Instant::now() + limits.idle;
-                    match protocol::parse(&line) {
-                        Ok(request) => handler.handle(request),
-                        Err(error) => error.into(),
+        let mut at = 0;
+        while at < read {
+            let (used, event) = splitter.feed_line(&chunk[at..read]);
+            at += used;
+            let (response, close) = match event {
+                None => continue,
+                Some(LineEvent::TooLong) => (protocol::too_long(limits.max_line), false),
+                Some(LineEvent::Line(line)) => match protocol::parse(&line) {
+                    Err(error) => (error.into(), false),
+                    Ok(request) if request.body_len() > limits.max_body => (
+                        Response::error(
+                            format!(
+                                "the file is {} bytes, more than the {} accepted; closing",
+                                request.body_len(),
+                                limits.max_body
+                            ),
+                            "split the file, or aggregate its entries",
+                        ),
+                        true,
+                    ),
+                    Ok(request) => {
+                        let mut body = Body {
+                            buffered: &chunk[at..read],
+                            stream: &stream,
+                            remaining: request.body_len(),
+                            idle: limits.idle,
+                            stop,
+                        };
+                        let response = handler.handle(request, &mut body);
+                        // What the handler left (it stopped at an error) is discarded, so
+                        // that the next line starts where the client's does.
+                        let drained = std::io::copy(&mut body, &mut std::io::sink());
+                        at = read - body.buffered.len();
+                        (response, drained.is_err())
                     }
-                }
-                LineEvent::TooLong => protocol::too_long(limits.max_line),
+                },
             };
-            if stream.write_all(response.to_line().as_bytes()).is_err() {
+            deadline = Instant::now() + limits.idle;
+            if stream.write_all(response.to_line().as_bytes()).is_err() || close {
                 return;
             }
         }
@@ -321,19 +352,102 @@ fn serve(mut stream: UnixStream, limits: &Limits, handler: &dyn Handler, stop: &
     }
 }
 
-/// Sends one request line to the socket at `path` and returns the reply line (without its
-/// newline): the client side, for `wirespeed ctl` and tests.
-pub fn request(path: &Path, line: &str, timeout: Duration) -> std::io::Result<String> {
+/// The content after a request line, as a reader: first what the last read brought beyond the
+/// line, then the stream, never more than the request announced. A client that sends nothing
+/// for `idle`, or closes early, ends it with an error; so does the server stopping.
+struct Body<'a> {
+    buffered: &'a [u8],
+    stream: &'a UnixStream,
+    remaining: u64,
+    idle: Duration,
+    stop: &'a AtomicBool,
+}
+
+impl Read for Body<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let want = out
+            .len()
+            .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+        if want == 0 {
+            return Ok(0);
+        }
+        let taken = if self.buffered.is_empty() {
+            self.receive(&mut out[..want])?
+        } else {
+            let taken = want.min(self.buffered.len());
+            out[..taken].copy_from_slice(&self.buffered[..taken]);
+            self.buffered = &self.buffered[taken..];
+            taken
+        };
+        self.remaining -= taken as u64;
+        Ok(taken)
+    }
+}
+
+impl Body<'_> {
+    fn receive(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let deadline = Instant::now() + self.idle;
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(std::io::Error::other("the switch is stopping"));
+            }
+            match self.stream.read(out) {
+                Ok(0) => {
+                    return Err(std::io::Error::new(
+                        ErrorKind::UnexpectedEof,
+                        format!(
+                            "the client closed the connection {} bytes short of the size it \
+                             announced",
+                            self.remaining
+                        ),
+                    ));
+                }
+                Ok(n) => return Ok(n),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                    ) =>
+                {
+                    if Instant::now() >= deadline {
+                        return Err(std::io::Error::new(
+                            ErrorKind::TimedOut,
+                            format!(
+                                "no content for {} s, {} bytes short",
+                                self.idle.as_secs_f64(),
+                                self.remaining
+                            ),
+                        ));
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// Sends one request line, then `body` (the content the line announces; empty for most
+/// requests), to the socket at `path` and returns the reply line (without its newline): the
+/// client side, for `wirespeed ctl` and tests. A switch that refuses the content early may close
+/// before taking all of it; its reply is still read and returned.
+pub fn request(path: &Path, line: &str, body: &[u8], timeout: Duration) -> std::io::Result<String> {
     let mut stream = UnixStream::connect(path)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
     let mut message = line.trim_end_matches('\n').to_string();
     message.push('\n');
-    stream.write_all(message.as_bytes())?;
+    let sent = stream
+        .write_all(message.as_bytes())
+        .and_then(|()| stream.write_all(body));
     let mut reply = Vec::new();
     let mut byte = [0u8; 4096];
     loop {
-        let n = stream.read(&mut byte)?;
+        let n = match stream.read(&mut byte) {
+            Ok(n) => n,
+            // No reply either: the failed send is the story.
+            Err(error) if reply.is_empty() => return Err(sent.err().unwrap_or(error)),
+            Err(error) => return Err(error),
+        };
         if n == 0 {
             break;
         }
@@ -341,6 +455,9 @@ pub fn request(path: &Path, line: &str, timeout: Duration) -> std::io::Result<St
         if reply.contains(&b'\n') {
             break;
         }
+    }
+    if reply.is_empty() {
+        sent?;
     }
     let end = reply
         .iter()

@@ -1,5 +1,6 @@
 //! Tables built from files on the control thread: a route file becomes finished FIBs, an ACL file
-//! a rule list, before anything is sent to a worker.
+//! a rule list, before anything is sent to a worker. The files come as content (`ctl` reads them
+//! with its user's rights and sends them over the control socket): nothing here opens a path.
 //!
 //! This is how loading a million routes does not stall forwarding: reading, parsing and the
 //! DIR-24-8 build (`Ipv4Fib::from_routes`, one pass, shortest prefixes first) all happen here,
@@ -8,16 +9,16 @@
 //! both families share one id space (`Routes::gateways`), so one hop table serves both FIBs.
 //!
 //! Route file: one route per line, `PREFIX via ADDRESS` (or `PREFIX ADDRESS`); `#` starts a
-//! comment. ACL file: one rule per line, `permit|deny FIELD=VALUE...`, first match wins, every
+//! comment. A route means what it says: a prefix with host bits set, a prefix routed twice and
+//! (checked against the router, [`RouteList::check_gateways`]) a gateway that is the router's
+//! own address are refused, each naming its line. ACL file: one rule per line, `permit|deny FIELD=VALUE...`, first match wins, every
 //! field checked here with the apps' own conversion (`fields::acl_rule`). Files are
 //! hostile input too: size, line length and entry counts are bounded, and every error names the
 //! file and line.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::net::IpAddr;
-use std::path::Path;
 use std::sync::Arc;
 
 use wirespeed_dataplane::app::fields;
@@ -26,7 +27,7 @@ use wirespeed_dataplane::table::fib::{Ipv4Fib, Ipv4Prefix, Ipv6Fib, Ipv6Prefix, 
 
 use crate::protocol::{LineEvent, LineSplitter, Prefix, parse_addr, parse_prefix};
 
-/// Largest route or ACL file read (bytes).
+/// Largest route or ACL file read (bytes); also the most a client may send for one.
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
 /// Longest line of a route or ACL file.
 pub const MAX_FILE_LINE: usize = 1024;
@@ -53,6 +54,8 @@ pub struct RouteList {
     v4: Vec<(Ipv4Prefix, NextHop)>,
     v6: Vec<(Ipv6Prefix, NextHop)>,
     gateways: Vec<IpAddr>,
+    /// The line of the first route via each gateway, for errors found later.
+    gateway_lines: Vec<usize>,
 }
 
 impl RouteList {
@@ -69,6 +72,27 @@ impl RouteList {
     /// Distinct gateways; next hop *i* is the *i*-th.
     pub fn gateways(&self) -> &[IpAddr] {
         &self.gateways
+    }
+
+    /// Refuses a gateway that is one of `own` (the router's interface addresses): a route via
+    /// the router itself would send its packets back to it. Names the first line using it.
+    pub fn check_gateways(&self, own: &[IpAddr]) -> Result<(), FileError> {
+        let Some((gateway, line)) = self
+            .gateways
+            .iter()
+            .zip(&self.gateway_lines)
+            .filter(|(gateway, _)| own.contains(gateway))
+            .min_by_key(|(_, line)| **line)
+        else {
+            return Ok(());
+        };
+        Err(FileError {
+            file: self.file.clone(),
+            line: *line,
+            message: format!("gateway {gateway} is an address of the router itself"),
+            fix: "route via a neighbouring router's address on that subnet, not the router's own"
+                .into(),
+        })
     }
 
     /// Builds the FIBs (one copy: call once per worker).
@@ -153,24 +177,12 @@ fn each_line(
     }
 }
 
-fn open(path: &Path) -> Result<File, FileError> {
-    File::open(path).map_err(|e| FileError {
-        file: path.display().to_string(),
-        line: 0,
-        message: format!("cannot open: {e}"),
-        fix: "give a path the switch can read (ctl sends it as an absolute path)".into(),
-    })
-}
-
-/// Reads and checks the route file at `path`.
-pub fn read_routes(path: &Path) -> Result<RouteList, FileError> {
-    parse_routes(&path.display().to_string(), open(path)?)
-}
-
 /// Hop ids for gateway addresses, in first-seen order.
 struct Gateways<A> {
     ids: HashMap<A, u32>,
     list: Vec<A>,
+    /// The line each was first used on.
+    lines: Vec<usize>,
 }
 
 impl<A: Copy + Eq + std::hash::Hash> Gateways<A> {
@@ -178,14 +190,17 @@ impl<A: Copy + Eq + std::hash::Hash> Gateways<A> {
         Gateways {
             ids: HashMap::new(),
             list: Vec::new(),
+            lines: Vec::new(),
         }
     }
 
-    fn hop(&mut self, addr: A) -> Option<NextHop> {
+    /// The hop of `addr`; a new one is first used on `line`.
+    fn hop(&mut self, addr: A, line: usize) -> Option<NextHop> {
         let next = self.list.len() as u32;
         let id = *self.ids.entry(addr).or_insert(next);
         if id == next {
             self.list.push(addr);
+            self.lines.push(line);
         }
         NextHop::hop(id)
     }
@@ -196,6 +211,11 @@ pub fn parse_routes(file: &str, reader: impl Read) -> Result<RouteList, FileErro
     let mut v4: Vec<(Ipv4Prefix, NextHop)> = Vec::new();
     let mut v6: Vec<(Ipv6Prefix, NextHop)> = Vec::new();
     let mut gateways = Gateways::<IpAddr>::new();
+    // The line of every prefix routed so far, by family (an IPv4 entry is 16 bytes: a million
+    // routes cost some 20 MB here, for as long as the parse): a prefix routed twice would be
+    // one of its two lines silently lost, as the FIB keeps one route per prefix.
+    let mut routed4: HashMap<Ipv4Prefix, usize> = HashMap::new();
+    let mut routed6: HashMap<Ipv6Prefix, usize> = HashMap::new();
     let error = |line: usize, message: String, fix: &str| FileError {
         file: file.to_string(),
         line,
@@ -230,12 +250,26 @@ pub fn parse_routes(file: &str, reader: impl Read) -> Result<RouteList, FileErro
                 "use fewer gateway addresses",
             )
         };
+        let first = match prefix {
+            Prefix::V4(prefix) => routed4.insert(prefix, number),
+            Prefix::V6(prefix) => routed6.insert(prefix, number),
+        };
+        if let Some(first) = first {
+            return Err(error(
+                number,
+                format!(
+                    "{} is routed twice: line {first} routes it already",
+                    words[0]
+                ),
+                "keep one route per prefix (the FIB holds one next hop per prefix)",
+            ));
+        }
         match (prefix, via) {
             (Prefix::V4(prefix), IpAddr::V4(_)) => {
-                v4.push((prefix, gateways.hop(via).ok_or_else(too_many)?));
+                v4.push((prefix, gateways.hop(via, number).ok_or_else(too_many)?));
             }
             (Prefix::V6(prefix), IpAddr::V6(_)) => {
-                v6.push((prefix, gateways.hop(via).ok_or_else(too_many)?));
+                v6.push((prefix, gateways.hop(via, number).ok_or_else(too_many)?));
             }
             _ => {
                 return Err(error(
@@ -252,12 +286,8 @@ pub fn parse_routes(file: &str, reader: impl Read) -> Result<RouteList, FileErro
         v4,
         v6,
         gateways: gateways.list,
+        gateway_lines: gateways.lines,
     })
-}
-
-/// Reads the ACL file at `path`.
-pub fn read_acl(path: &Path) -> Result<Arc<[AclRule]>, FileError> {
-    parse_acl(&path.display().to_string(), open(path)?)
 }
 
 /// Parses ACL lines from `reader`.
@@ -368,6 +398,86 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.message.contains("UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn routes_mean_what_they_say() {
+        let error = |text: &str| parse_routes("routes.txt", text.as_bytes()).err().unwrap();
+        let e = error("10.0.0.0/8 via 1.1.1.1\n# a comment\n10.0.0.1/8 via 1.1.1.1\n");
+        assert_eq!(
+            e.to_string(),
+            "routes.txt:3: `10.0.0.1/8` has host bits set"
+        );
+        assert_eq!(
+            e.fix,
+            "write the network, 10.0.0.0/8, or the host route, 10.0.0.1/32"
+        );
+        // The same prefix twice, with the same or another gateway.
+        for text in [
+            "10.0.0.0/8 via 1.1.1.1\n192.0.2.0/24 via 1.1.1.1\n10.0.0.0/8 via 1.1.1.1\n",
+            "10.0.0.0/8 via 1.1.1.1\n192.0.2.0/24 via 1.1.1.1\n10.0.0.0/8 1.1.1.2\n",
+        ] {
+            let e = error(text);
+            assert_eq!(
+                e.to_string(),
+                "routes.txt:3: 10.0.0.0/8 is routed twice: line 1 routes it already"
+            );
+            assert!(e.fix.contains("one route per prefix"), "{e:?}");
+        }
+        let e = error("2001:db8::/32 via 2001:db8::1\n2001:db8::/32 via 2001:db8::2\n");
+        assert_eq!(e.line, 2);
+        // Same address, other length, or other family: different prefixes.
+        let list = parse_routes(
+            "routes.txt",
+            "10.0.0.0/8 via 1.1.1.1\n10.0.0.0/16 via 1.1.1.1\n::/0 via ::1\n0.0.0.0/0 via 1.1.1.1\n"
+                .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!((list.v4_len(), list.v6_len()), (3, 1));
+    }
+
+    #[test]
+    fn a_gateway_that_is_the_routers_own_address_names_its_first_line() {
+        let list = parse_routes(
+            "routes.txt",
+            "10.0.0.0/8 via 198.18.0.1\n10.1.0.0/16 via 198.18.0.254\n\
+             10.2.0.0/16 via 198.18.0.1\n10.3.0.0/16 via 198.18.0.254\n"
+                .as_bytes(),
+        )
+        .unwrap();
+        let own: Vec<IpAddr> = ["198.18.0.254", "2001:2::fe"]
+            .iter()
+            .map(|a| a.parse().unwrap())
+            .collect();
+        let e = list.check_gateways(&own).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "routes.txt:2: gateway 198.18.0.254 is an address of the router itself"
+        );
+        assert!(e.fix.contains("neighbouring router"), "{e:?}");
+        assert_eq!(list.check_gateways(&own[1..]), Ok(()));
+        assert_eq!(list.check_gateways(&[]), Ok(()));
+    }
+
+    #[test]
+    fn an_acl_file_line_that_could_never_match_names_its_line() {
+        let e = parse_acl(
+            "a.txt",
+            "permit proto=tcp\ndeny proto=icmp dst_port=53\n".as_bytes(),
+        )
+        .err()
+        .unwrap();
+        assert_eq!(
+            e.to_string(),
+            "a.txt:2: field dst_port: protocol 1 has no ports; the rule could never match"
+        );
+        let e = parse_acl(
+            "a.txt",
+            "deny src=10.0.0.0/8 dst=2001:db8::/32\n".as_bytes(),
+        )
+        .err()
+        .unwrap();
+        assert_eq!((e.line, e.fix.contains("one family")), (1, true), "{e:?}");
     }
 
     #[test]

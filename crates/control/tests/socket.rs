@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use wirespeed_control::config::{AppConfig, RouterConfig, RouterInterface};
 use wirespeed_control::dispatch::Dispatcher;
 use wirespeed_control::socket::{ControlSocket, Limits, request};
 use wirespeed_dataplane::command::{
@@ -58,6 +59,7 @@ fn fake_worker(mut end: WorkerEnd, index: usize, stop: Arc<AtomicBool>) -> JoinH
                         }),
                         AppCommand::RouteAddV4 { .. } => AppReply::Done,
                         AppCommand::ReplaceFib(routes) => AppReply::Retired(Retired::Fib(routes)),
+                        AppCommand::ReplaceAcl(_) => AppReply::Done,
                         AppCommand::NeighbourAdd(n) if n.port != format!("p{index}") => {
                             AppReply::Refused(format!("no port named {}", n.port))
                         }
@@ -91,6 +93,17 @@ impl Drop for Setup {
 
 /// `answering` fake workers plus, with `stuck`, one more whose requests nobody serves.
 fn setup(name: &str, answering: usize, stuck: bool, limits: Limits) -> (Setup, Option<WorkerEnd>) {
+    setup_app(name, answering, stuck, limits, None)
+}
+
+/// [`setup`] for a switch running `app` (the workers stay fake).
+fn setup_app(
+    name: &str,
+    answering: usize,
+    stuck: bool,
+    limits: Limits,
+    app: Option<&AppConfig>,
+) -> (Setup, Option<WorkerEnd>) {
     let dir = std::env::temp_dir().join(format!("wirespeed-control-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let path = dir.join("sub").join("ctl.sock");
@@ -108,7 +121,10 @@ fn setup(name: &str, answering: usize, stuck: bool, limits: Limits) -> (Setup, O
         ends.push(control);
         held = Some(worker);
     }
-    let dispatcher = Dispatcher::new(ends, Duration::from_millis(300));
+    let mut dispatcher = Dispatcher::new(ends, Duration::from_millis(300));
+    if let Some(app) = app {
+        dispatcher = dispatcher.with_app(app);
+    }
     let socket = ControlSocket::bind(&path, limits, Arc::new(dispatcher)).unwrap();
     (
         Setup {
@@ -123,8 +139,22 @@ fn setup(name: &str, answering: usize, stuck: bool, limits: Limits) -> (Setup, O
 }
 
 fn ask(path: &Path, line: &str) -> Value {
-    let reply = request(path, line, Duration::from_secs(5)).unwrap();
+    send_file(path, line, b"")
+}
+
+/// Sends `line` and then `content`, as `wirespeed ctl` sends a file.
+fn send_file(path: &Path, line: &str, content: &[u8]) -> Value {
+    let reply = request(path, line, content, Duration::from_secs(5)).unwrap();
     serde_json::from_str(&reply).unwrap_or_else(|e| panic!("{reply:?}: {e}"))
+}
+
+/// `first load` of `content` under the file name `name`.
+fn load(path: &Path, first: &str, name: &str, content: &str) -> Value {
+    send_file(
+        path,
+        &format!("{first} load {} {name}", content.len()),
+        content.as_bytes(),
+    )
 }
 
 /// A client connection that reads replies line by line.
@@ -214,10 +244,8 @@ fn requests_reach_every_worker_and_replies_are_merged() {
 }
 
 #[test]
-fn a_route_file_is_built_here_and_published_to_workers() {
+fn a_route_file_sent_by_the_client_is_built_here_and_published_to_workers() {
     let (setup, _) = setup("load", 2, false, Limits::default());
-    let dir = setup.path.parent().unwrap();
-    let file = dir.join("routes.txt");
     let mut text = String::new();
     for i in 0..20_000u32 {
         text.push_str(&format!(
@@ -227,25 +255,176 @@ fn a_route_file_is_built_here_and_published_to_workers() {
         ));
     }
     text.push_str("2001:db8::/32 via 2001:db8::1\n");
-    std::fs::write(&file, text).unwrap();
-    let loaded = ask(&setup.path, &format!("route load {}", file.display()));
+    let loaded = load(&setup.path, "route", "routes.txt", &text);
     assert_eq!(loaded["ok"], true, "{loaded}");
     assert_eq!(loaded["result"]["routes_v4"], 20_000);
     assert_eq!(loaded["result"]["routes_v6"], 1);
     assert_eq!(loaded["result"]["gateways"], 5);
     assert_eq!(loaded["result"]["applied"], 2);
 
-    let relative = ask(&setup.path, "route load routes.txt");
-    assert!(
-        relative["error"].as_str().unwrap().contains("relative"),
-        "{relative}"
+    let bad = load(
+        &setup.path,
+        "route",
+        "routes.txt",
+        "10.0.0.0/8 via 1.1.1.1\n10.0.0.0/99 via 1.1.1.1\n",
     );
-    std::fs::write(&file, "10.0.0.0/8 via 1.1.1.1\n10.0.0.0/99 via 1.1.1.1\n").unwrap();
-    let bad = ask(&setup.path, &format!("route load {}", file.display()));
     assert!(
         bad["error"].as_str().unwrap().contains("routes.txt:2:"),
         "{bad}"
     );
+    let twice = load(
+        &setup.path,
+        "route",
+        "r.txt",
+        "10.0.0.0/8 via 1.1.1.1\n10.0.0.0/8 via 1.1.1.2\n",
+    );
+    assert_eq!(
+        twice["error"], "r.txt:2: 10.0.0.0/8 is routed twice: line 1 routes it already",
+        "{twice}"
+    );
+    let acl = load(
+        &setup.path,
+        "acl",
+        "a.acl",
+        "deny proto=udp dst_port=53\npermit\n",
+    );
+    assert_eq!(acl["result"]["rules"], 2, "{acl}");
+    let acl = load(
+        &setup.path,
+        "acl",
+        "a.acl",
+        "permit\ndeny src=10.0.0.0/8 src=10.1.0.0/16\n",
+    );
+    assert!(
+        acl["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("a.acl:2: field src: is given twice"),
+        "{acl}"
+    );
+}
+
+#[test]
+fn the_switch_opens_no_path_a_client_names() {
+    let (setup, _) = setup("shadow", 1, false, Limits::default());
+    let secret = setup.path.parent().unwrap().join("secret");
+    std::fs::write(&secret, "root:SECRET-HASH:19000::::::\n").unwrap();
+    for first in ["route", "acl"] {
+        let reply = ask(&setup.path, &format!("{first} load {}", secret.display()));
+        assert_eq!(reply["ok"], false, "{reply}");
+        let text = reply.to_string();
+        assert!(
+            !text.contains("SECRET"),
+            "the file's content came back: {text}"
+        );
+        assert!(text.contains("does not open files"), "{text}");
+    }
+}
+
+#[test]
+fn a_route_via_the_routers_own_address_is_refused_naming_the_line() {
+    let router = AppConfig::Router(RouterConfig {
+        interfaces: vec![RouterInterface {
+            port: 0,
+            mac: None,
+            addresses: vec![
+                ("198.18.0.254".parse().unwrap(), 24),
+                ("2001:2::fe".parse().unwrap(), 64),
+            ],
+        }],
+        routes: Vec::new(),
+        neighbours: Vec::new(),
+        neighbour_capacity: 16,
+        icmp_rate: 0,
+        forward_ipv4_options: false,
+    });
+    let (setup, _) = setup_app("own", 1, false, Limits::default(), Some(&router));
+    let reply = load(
+        &setup.path,
+        "route",
+        "routes.txt",
+        "10.0.0.0/8 via 198.18.0.1\n2001:db8::/32 via 2001:2::fe\n10.1.0.0/16 via 198.18.0.254\n",
+    );
+    assert_eq!(
+        reply["error"], "routes.txt:2: gateway 2001:2::fe is an address of the router itself",
+        "{reply}"
+    );
+    assert!(
+        reply["fix"]
+            .as_str()
+            .unwrap()
+            .contains("neighbouring router"),
+        "{reply}"
+    );
+    let good = load(
+        &setup.path,
+        "route",
+        "routes.txt",
+        "10.0.0.0/8 via 198.18.0.1\n",
+    );
+    assert_eq!(good["result"]["applied"], 1, "{good}");
+}
+
+#[test]
+fn content_is_bounded_and_the_connection_stays_in_step() {
+    let limits = Limits {
+        max_body: 1000,
+        idle: Duration::from_millis(800),
+        ..Limits::default()
+    };
+    let (setup, _) = setup("body", 1, false, limits);
+    let path = &setup.path;
+
+    // Refused at line 1 of a longer file: the rest is read and discarded, and a request sent
+    // right behind the content (in the same write) is answered.
+    let mut client = Client::connect(path);
+    let content = "nonsense\n".repeat(100);
+    client.send(format!("route load {} r.txt\n{content}ping\n", content.len()).as_bytes());
+    let reply = client.reply();
+    assert!(
+        reply["error"].as_str().unwrap().starts_with("r.txt:1: "),
+        "{reply}"
+    );
+    assert_eq!(client.reply()["ok"], true, "the ping after the content");
+    // Content split over several writes, then another request.
+    let content = "10.0.0.0/8 via 1.1.1.1\n";
+    client.send(format!("route load {} r.txt\n10.0.0.0", content.len()).as_bytes());
+    std::thread::sleep(Duration::from_millis(50));
+    client.send(b"/8 via 1.1.1.1\nping\n");
+    assert_eq!(client.reply()["result"]["routes_v4"], 1);
+    assert_eq!(client.reply()["ok"], true);
+
+    // More than the limit: refused before a byte is read, and the client closed.
+    let reply = send_file(path, "acl load 1001 big.acl", &[b'#'; 1001]);
+    assert_eq!(
+        reply["error"],
+        "the file is 1001 bytes, more than the 1000 accepted; closing"
+    );
+    let mut client = Client::connect(path);
+    client.send(b"acl load 5000000 big.acl\n");
+    assert!(
+        client.reply()["error"]
+            .as_str()
+            .unwrap()
+            .contains("more than")
+    );
+    let mut rest = Vec::new();
+    assert_eq!(client.reader.read_to_end(&mut rest).unwrap(), 0);
+
+    // Content that stops short: the client is told (or closed) after the idle time, never
+    // waited for forever, and others are served meanwhile.
+    let mut short = Client::connect(path);
+    short.send(b"route load 100 r.txt\n10.0.0.0/8 via 1.1.1.1\n");
+    assert_eq!(ask(path, "ping")["ok"], true);
+    let started = Instant::now();
+    let reply = short.reply();
+    assert!(
+        reply["error"].as_str().unwrap().contains("bytes short"),
+        "{reply}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let mut rest = Vec::new();
+    assert_eq!(short.reader.read_to_end(&mut rest).unwrap(), 0);
 }
 
 #[test]
@@ -270,6 +449,7 @@ fn hostile_clients_get_errors_and_the_server_keeps_serving() {
         max_clients: 4,
         idle: Duration::from_millis(800),
         write: Duration::from_millis(500),
+        max_body: 1 << 20,
     };
     let (setup, _) = setup("hostile", 1, false, limits);
     let path = &setup.path;

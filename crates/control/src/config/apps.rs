@@ -471,11 +471,33 @@ pub(super) fn router_app(
             "add [[router.interface]] with port and addresses",
         ));
     }
-    let mut routes = Vec::new();
+    let mut routes: Vec<RouterRoute> = Vec::new();
     for (i, route) in raw.route.iter().enumerate() {
         let key = format!("router.route[{i}]");
         let route = route.get_ref();
         let prefix = parse_prefix(at, &route.prefix, &format!("{key}.prefix"))?;
+        // A route means what it says: its network address as written (the control protocol's
+        // rule, so `ctl route add` and route files agree), its prefix routed once.
+        if let Err(error) = crate::protocol::parse_prefix(route.prefix.get_ref()) {
+            return Err(at.error(
+                route.prefix.span(),
+                &format!("{key}.prefix"),
+                &error.error,
+                &error.fix,
+            ));
+        }
+        if let Some(first) = routes.iter().position(|r| r.prefix == prefix) {
+            return Err(at.error(
+                route.prefix.span(),
+                &format!("{key}.prefix"),
+                &format!(
+                    "{} is routed twice: router.route[{first}] routes it already",
+                    route.prefix.get_ref()
+                ),
+                "keep one route per prefix; for several gateways (ECMP) list them in one \
+                 route's via",
+            ));
+        }
         let via = route
             .via
             .get_ref()
@@ -488,6 +510,26 @@ pub(super) fn router_app(
                 &format!("{key}.via"),
                 "a route needs one or more gateways of the prefix's address family",
                 "list gateways like via = [\"198.18.1.1\"]",
+            ));
+        }
+        let own = interfaces
+            .iter()
+            .enumerate()
+            .find_map(|(index, interface)| {
+                let gateway = via
+                    .iter()
+                    .find(|&&v| interface.addresses.iter().any(|&(addr, _)| addr == v))?;
+                Some((index, gateway))
+            });
+        if let Some((index, gateway)) = own {
+            return Err(at.error(
+                route.via.span(),
+                &format!("{key}.via"),
+                &format!(
+                    "gateway {gateway} is an address of the router itself \
+                     (router.interface[{index}])"
+                ),
+                "route via a neighbouring router's address on that subnet, not the router's own",
             ));
         }
         routes.push(RouterRoute { prefix, via });
@@ -510,4 +552,57 @@ pub(super) fn router_app(
         icmp_rate: raw.icmp_rate.map_or(1000, |r| *r.get_ref()),
         forward_ipv4_options: raw.forward_ipv4_options.unwrap_or(false),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{ConfigError, parse};
+
+    /// A router with one interface (198.18.0.254/24, 2001:2::fe/64) and `routes`.
+    fn router(routes: &str) -> Result<super::super::Config, ConfigError> {
+        parse(
+            "router.toml",
+            &format!(
+                "[switch]\napp = \"router\"\n\n[[port]]\nname = \"p0\"\nbackend = \"pcap\"\n\
+                 rx = \"in.pcap\"\n\n[[router.interface]]\nport = \"p0\"\n\
+                 addresses = [\"198.18.0.254/24\", \"2001:2::fe/64\"]\n{routes}"
+            ),
+        )
+    }
+
+    fn route(prefix: &str, via: &str) -> String {
+        format!("\n[[router.route]]\nprefix = \"{prefix}\"\nvia = [{via}]\n")
+    }
+
+    #[test]
+    fn config_routes_mean_what_they_say() {
+        let good = route("10.0.0.0/8", "\"198.18.0.1\"") + &route("10.0.0.0/16", "\"198.18.0.2\"");
+        router(&good).unwrap();
+
+        let error = router(&route("10.0.0.1/8", "\"198.18.0.1\"")).unwrap_err();
+        assert_eq!(error.key, "router.route[0].prefix");
+        assert_eq!(error.message, "`10.0.0.1/8` has host bits set");
+        assert_eq!(
+            error.fix,
+            "write the network, 10.0.0.0/8, or the host route, 10.0.0.1/32"
+        );
+
+        let twice = good.clone() + &route("10.0.0.0/8", "\"198.18.0.3\"");
+        let error = router(&twice).unwrap_err();
+        assert_eq!(error.key, "router.route[2].prefix");
+        assert_eq!(
+            error.message,
+            "10.0.0.0/8 is routed twice: router.route[0] routes it already"
+        );
+        assert!(error.fix.contains("ECMP"), "{error}");
+        assert_eq!(error.line, 22, "{error}");
+
+        let error = router(&route("2001:db8::/32", "\"2001:2::1\", \"2001:2::fe\"")).unwrap_err();
+        assert_eq!(error.key, "router.route[0].via");
+        assert_eq!(
+            error.message,
+            "gateway 2001:2::fe is an address of the router itself (router.interface[0])"
+        );
+        assert!(error.fix.contains("neighbouring router"), "{error}");
+    }
 }

@@ -2,10 +2,12 @@
 //! control socket, its reply printed for a person (tables aligned, `--json` for the raw line).
 //!
 //! The exit code is non-zero when the switch answers with an error, so scripts can chain
-//! commands. A file named by `route load` or `acl load` is made absolute here: the switch reads it
-//! and does not share the caller's working directory.
+//! commands. A file named by `route load` or `acl load` is read here, with the caller's rights,
+//! and sent as the request's content: the switch runs as root and must never open a path a
+//! client names (it would read any file, e.g. /etc/shadow, for anyone allowed on the socket).
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -52,21 +54,21 @@ pub struct CtlArgs {
 
 pub fn run(args: CtlArgs) -> Result<()> {
     let socket = socket_path(&args)?;
-    let mut words = args.words.clone();
-    if let [first, load, file] = words.as_mut_slice()
-        && matches!(first.as_str(), "route" | "acl")
-        && load == "load"
-    {
-        *file = std::path::absolute(&*file)
-            .with_context(|| format!("making {file} absolute"))?
-            .display()
-            .to_string();
-    }
     anyhow::ensure!(args.timeout > 0.0, "--timeout must be positive");
-    let line = words.join(" ");
-    let reply =
-        wirespeed_control::socket::request(&socket, &line, Duration::from_secs_f64(args.timeout))
-            .with_context(|| format!("asking the switch at {}", socket.display()))?;
+    let (line, body) = match args.words.as_slice() {
+        [first, load, file] if matches!(first.as_str(), "route" | "acl") && load == "load" => {
+            let body = read_file(Path::new(file))?;
+            (upload_line(first, file, body.len()), body)
+        }
+        words => (words.join(" "), Vec::new()),
+    };
+    let reply = wirespeed_control::socket::request(
+        &socket,
+        &line,
+        &body,
+        Duration::from_secs_f64(args.timeout),
+    )
+    .with_context(|| format!("asking the switch at {}", socket.display()))?;
     let value: Value = serde_json::from_str(&reply)
         .with_context(|| format!("the switch sent a reply that is not JSON: {reply:?}"))?;
     if value["ok"] != Value::Bool(true) {
@@ -85,6 +87,31 @@ pub fn run(args: CtlArgs) -> Result<()> {
         print!("{}", render(&value["result"]));
     }
     Ok(())
+}
+
+/// Reads a file to send, up to the most the switch accepts (a pipe such as /dev/stdin works too).
+fn read_file(path: &Path) -> Result<Vec<u8>> {
+    let max = wirespeed_control::tables::MAX_FILE_BYTES;
+    let mut content = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(max + 1).read_to_end(&mut content))
+        .with_context(|| format!("reading {}", path.display()))?;
+    anyhow::ensure!(
+        content.len() as u64 <= max,
+        "{} is larger than the {max} bytes the switch accepts; split it",
+        path.display()
+    );
+    Ok(content)
+}
+
+/// `route load BYTES NAME`: the name as given, only for the switch's messages, kept on the
+/// request's one line (a control character becomes `?`).
+fn upload_line(first: &str, file: &str, bytes: usize) -> String {
+    let name: String = file
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    format!("{first} load {bytes} {name}")
 }
 
 fn socket_path(args: &CtlArgs) -> Result<PathBuf> {
@@ -194,6 +221,28 @@ fn format_table(header: &[String], rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_goes_as_its_size_and_name_on_one_line() {
+        assert_eq!(
+            upload_line("route", "routes.txt", 42),
+            "route load 42 routes.txt"
+        );
+        assert_eq!(
+            upload_line("acl", "my\nfile acl", 0),
+            "acl load 0 my?file acl"
+        );
+        let request =
+            wirespeed_control::protocol::parse(upload_line("acl", "my\nfile acl", 7).as_bytes())
+                .unwrap();
+        assert_eq!(
+            request,
+            wirespeed_control::protocol::Request::AclLoad(wirespeed_control::protocol::Upload {
+                name: "my?file acl".into(),
+                bytes: 7
+            })
+        );
+    }
 
     #[test]
     fn tables_are_aligned_with_numbers_to_the_right() {
