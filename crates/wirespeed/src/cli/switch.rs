@@ -41,6 +41,7 @@ pub fn run(args: SwitchArgs) -> Result<()> {
         Some(path) => Some(control_socket(
             path,
             &mut workers,
+            &config.app,
             super::fast_path::View::new(
                 &fast_path,
                 &config
@@ -114,6 +115,7 @@ pub fn run(args: SwitchArgs) -> Result<()> {
 fn control_socket(
     path: &std::path::Path,
     workers: &mut [Worker],
+    app: &wirespeed_control::config::AppConfig,
     fast_path: super::fast_path::View,
 ) -> Result<ControlSocket> {
     let ends = workers
@@ -124,7 +126,9 @@ fn control_socket(
             control
         })
         .collect();
-    let dispatcher = Dispatcher::new(ends, COMMAND_TIMEOUT).with_fast_path(Box::new(fast_path));
+    let dispatcher = Dispatcher::new(ends, COMMAND_TIMEOUT)
+        .with_fast_path(Box::new(fast_path))
+        .with_app(app);
     let socket = ControlSocket::bind(path, Limits::default(), Arc::new(dispatcher))
         .map_err(|e| anyhow::anyhow!("{e}\n  fix: {}", e.fix()))?;
     println!(
