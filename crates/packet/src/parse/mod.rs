@@ -37,6 +37,8 @@ const TPID_8021Q: u16 = 0x8100;
 const TPID_8021AD: u16 = 0x88a8;
 /// Type field values below this are an IEEE 802.3 length, not an EtherType.
 const ETHERTYPE_MIN: u16 = 0x0600;
+/// An LLC PDU that runs to the end of the frame (a jumbo frame cannot give its length).
+const ETHERTYPE_JUMBO_LLC: u16 = 0x8870;
 /// The key's EtherType for an 802.3 frame whose LLC PDU carries no EtherType, the value Open
 /// vSwitch uses (`FLOW_DL_TYPE_NONE`): below 0x0600, so no real EtherType matches it.
 pub const ETHERTYPE_NONE: u16 = 0x05ff;
@@ -376,8 +378,13 @@ fn parse_general<H: KeyHash>(
         key.flags |= FlowKey::FLAG_VLAN;
     }
     let mut l3 = frame.get(offset..).unwrap_or_default();
-    if ethertype < ETHERTYPE_MIN {
-        let (llc_ethertype, header_len, pdu) = ieee_802_3(ethertype, l3)?;
+    if ethertype < ETHERTYPE_MIN || ethertype == ETHERTYPE_JUMBO_LLC {
+        let length = if ethertype == ETHERTYPE_JUMBO_LLC {
+            l3.len()
+        } else {
+            usize::from(ethertype)
+        };
+        let (llc_ethertype, header_len, pdu) = ieee_802_3(length, l3)?;
         ethertype = llc_ethertype;
         offset += header_len;
         l3 = pdu.get(header_len..).unwrap_or_default();
@@ -402,13 +409,14 @@ fn parse_general<H: KeyHash>(
 /// An IEEE 802.3 frame: the type field is the length of the LLC PDU that follows (802.3
 /// clause 3.2.6, values below 0x0600), and bytes after it are padding. An LLC header with SNAP
 /// and OUI 0 (RFC 1042, IP over IEEE 802 networks) carries an EtherType: the frame is parsed on
-/// as one, after the 8 bytes of LLC and SNAP, as Open vSwitch and Wireshark do. Any other LLC
+/// as one, after the 8 bytes of LLC and SNAP, as Open vSwitch and Wireshark do. EtherType 0x8870
+/// announces the same LLC PDU in a frame too long for a length field (jumbo LLC, as IS-IS uses). Any other LLC
 /// PDU (spanning tree, other SNAP OUIs) keys as [`ETHERTYPE_NONE`] with its data left unread.
 ///
 /// Returns the EtherType, the length of the LLC and SNAP headers in front of what the L3 parse
 /// reads (0 when it reads nothing), and the PDU without the padding.
-fn ieee_802_3(length: u16, rest: &[u8]) -> Result<(u16, usize, &[u8]), DropReason> {
-    let Some(pdu) = rest.get(..usize::from(length)) else {
+fn ieee_802_3(length: usize, rest: &[u8]) -> Result<(u16, usize, &[u8]), DropReason> {
+    let Some(pdu) = rest.get(..length) else {
         return Err(DropReason::Truncated);
     };
     match pdu.first_chunk::<8>() {
@@ -437,7 +445,8 @@ fn parse_ipv4(
     if total_len < header_len || total_len > ip.len() {
         return Err(DropReason::BadIpv4Length);
     }
-    if header_len > 20 && !ipv4_options_are_valid(ip.get(20..header_len).unwrap_or_default()) {
+    let options = ip.get(20..header_len).unwrap_or_default();
+    if !ipv4_options_are_valid(options) {
         return Err(DropReason::BadIpv4Header);
     }
     meta.flags |= Meta::FLAG_IPV4;
@@ -473,9 +482,13 @@ fn parse_ipv4(
     )
 }
 
-/// RFC 791 3.1: the options are single bytes (End of Option List, No Operation) and entries
-/// of type, length and data whose length counts the type and length bytes, so it is at least 2,
-/// and ends inside the header. After End of Option List only padding follows.
+/// RFC 791 3.1: the options are single bytes (End of Option List 0, No Operation 1) and
+/// entries of kind, length and data whose length counts the kind and length bytes and ends
+/// inside the header. After End of Option List only padding follows. An option shorter than
+/// its own fields ([`ipv4_option_min_len`]) is malformed too, as Wireshark finds it.
+///
+/// TCP options are not checked: they are the two ends' business, and a forwarder (Linux, Open
+/// vSwitch) passes a segment whatever they hold.
 fn ipv4_options_are_valid(mut options: &[u8]) -> bool {
     while let Some((&kind, rest)) = options.split_first() {
         match kind {
@@ -484,13 +497,30 @@ fn ipv4_options_are_valid(mut options: &[u8]) -> bool {
             _ => {
                 let length = rest.first().map_or(0, |&length| usize::from(length));
                 match options.get(length..) {
-                    Some(after) if length >= 2 => options = after,
+                    Some(after) if length >= ipv4_option_min_len(kind) => options = after,
                     _ => return false,
                 }
             }
         }
     }
     true
+}
+
+/// The shortest valid length of an IPv4 option: its kind and length bytes plus the fields the
+/// defining RFC gives it.
+fn ipv4_option_min_len(kind: u8) -> usize {
+    match kind {
+        // Record Route, Loose and Strict Source Route (RFC 791): a pointer.
+        7 | 131 | 137 => 3,
+        // Timestamp (RFC 791): pointer, overflow and flags. Stream ID (RFC 791), MTU Probe and
+        // Reply (RFC 1063), Router Alert (RFC 2113): two bytes of value.
+        68 | 136 | 11 | 12 | 148 => 4,
+        // Quick-Start (RFC 4782).
+        25 => 8,
+        // Traceroute (RFC 1393).
+        82 => 12,
+        _ => 2,
+    }
 }
 
 fn parse_ipv6(
@@ -596,6 +626,7 @@ fn parse_l4(
             if header_len < 20 || header_len > segment.len() {
                 return Err(DropReason::BadL4Header);
             }
+
             key.l4_src = u16::from_be_bytes([h[0], h[1]]);
             key.l4_dst = u16::from_be_bytes([h[2], h[3]]);
             meta.payload_offset = (l4_offset + header_len) as u16;

@@ -134,6 +134,9 @@ fn ipv4_option_lengths_are_checked() {
         &[148, 5, 0, 0],           // beyond the header
         &[1, 1, 1, 148],           // a type without its length byte
         &[7, 3, 4, 1, 9, 0, 0, 0], // a length of 0 after two options
+        &[148, 3, 0, 0],           // Router Alert without its whole value
+        &[7, 2, 0, 0],             // Record Route without its pointer
+        &[25, 4, 0, 0],            // Quick-Start needs 8 bytes
     ] {
         assert_eq!(
             run(&with_ipv4_options(invalid)).0,
