@@ -32,6 +32,11 @@ const POLICY: &[(&str, &str)] = &[
         "an option type without its length byte: Wireshark warns, wirespeed drops, as Linux",
     ),
     (
+        "vlan-9-ipv4-udp",
+        "VLAN stacks are bounded at 8 tags, as Linux bounds them (VLAN_MAX_DEPTH); a deeper \
+         stack is dropped as vlan_too_deep, Wireshark reads any depth",
+    ),
+    (
         "ipv6-payload-length-beyond-frame",
         "a payload length beyond the frame: Wireshark dissects what is there, wirespeed drops \
          it (bad_ipv6_header) as Linux does (ipv6_rcv), since the packet is truncated",

@@ -128,7 +128,7 @@ def cases():
     yield "ipv6-extension-header-overruns", eth() / ip6(nh=0) / Raw(b"\x11\x09" + bytes(6))
     yield "ipv6-udp-length-beyond-payload", eth() / ip6() / UDP(len=300) / DATA
     # VLAN stacks.
-    for depth in (1, 2, 3, 8):
+    for depth in (1, 2, 3, 8, 9):
         yield f"vlan-{depth}-ipv4-udp", tags(depth, ip() / udp)
     yield "vlan-2-ipv6-tcp", tags(2, ip6() / tcp)
     yield "vlan-truncated-tag", cut(eth() / Dot1Q(vlan=5) / ip() / udp, 16)
