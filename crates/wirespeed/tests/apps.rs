@@ -198,6 +198,34 @@ fn router_routes_and_acl_change_at_run_time() {
     let leaked = receive_during(&mut t1, &mut pool, QUIET, |f| is_udp_to(f, DENIED_PORT));
     assert!(leaked.is_empty(), "{} denied frames crossed", leaked.len());
 
+    // A route file means what it says: each refusal names the file's line, and the routes in
+    // use stay (198.19.0.0/16 still routes below).
+    let file = dir.join("routes.txt");
+    let own = lab.pairs[1].dut_ipv4.to_string();
+    for (text, error) in [
+        (
+            format!("10.0.0.0/8 via {via}\n10.0.0.1/8 via {via}\n"),
+            "routes.txt:2: `10.0.0.1/8` has host bits set".to_string(),
+        ),
+        (
+            format!("10.0.0.0/8 via {via}\n\n10.0.0.0/8 via {via}\n"),
+            "routes.txt:3: 10.0.0.0/8 is routed twice: line 1 routes it already".to_string(),
+        ),
+        (
+            format!("# via the router itself\n10.0.0.0/8 via {own}\n"),
+            format!("routes.txt:2: gateway {own} is an address of the router itself"),
+        ),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        let (ok, out) = ctl_at(&socket, &["route", "load", file.to_str().unwrap()]);
+        assert!(!ok && out.contains(&error) && out.contains("fix:"), "{out}");
+    }
+    send(&mut t0, &mut pool, &input);
+    assert_same(
+        &receive_all(&mut t1, &mut pool, expected.len(), TEST_PORT),
+        &expected,
+    );
+
     expect_ok(ctl_at(&socket, &["route", "del", "198.19.0.0/16"]));
     send(&mut t0, &mut pool, &input);
     let got = receive_during(&mut t1, &mut pool, QUIET, |f| is_udp_to(f, TEST_PORT));

@@ -147,3 +147,39 @@ fn ctl_talks_to_a_forwarding_switch_that_survives_garbage() {
     drop(lab);
     wirespeed_lab::assert_gone_for_test(prefix);
 }
+
+/// `ctl route load` reads the file itself, with its caller's rights, and sends the content: a
+/// user who cannot read a file cannot have the switch (root) read it for them. Needs root, to
+/// make a root-only file and run `ctl` as nobody.
+#[test]
+fn ctl_reads_a_file_to_load_with_the_callers_rights() {
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata("/proc/self").unwrap().uid() != 0 {
+        eprintln!("skipped: needs root to run ctl as another user");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("wirespeed-ctl-rights-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let secret = dir.join("secret.routes");
+    std::fs::write(&secret, "SECRET-CONTENT\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for first in ["route", "acl"] {
+        let output = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_wirespeed"))
+            .args(["ctl", "--socket", "/nonexistent/ctl.sock", first, "load"])
+            .arg(&secret)
+            .output()
+            .unwrap();
+        let out = text(&output);
+        assert!(!output.status.success(), "{out}");
+        assert!(
+            out.contains(&format!("reading {}", secret.display()))
+                && out.contains("Permission denied"),
+            "{out}"
+        );
+        assert!(!out.contains("SECRET-CONTENT"), "{out}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
