@@ -46,9 +46,68 @@ pub fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
+/// The cores the calling thread may run on (its affinity mask, narrowed by `taskset` or a
+/// cgroup's cpuset), in order: a configuration that pins a worker elsewhere can be refused
+/// before anything starts instead of when the worker pins itself.
+pub fn allowed_cores() -> std::io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is a plain bit array for which all-zero is the valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pid 0 means the calling thread; the pointer and size describe `set`, which the
+    // kernel writes and which outlives the call.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((0..libc::CPU_SETSIZE as usize)
+        // SAFETY: every index is below CPU_SETSIZE, so CPU_ISSET reads inside `set`.
+        .filter(|&core| unsafe { libc::CPU_ISSET(core, &set) })
+        .collect())
+}
+
+/// `cores` (ascending) as the kernel's CPU lists write them: `0-3,8,10-11`.
+pub fn cpu_list(cores: &[usize]) -> String {
+    let mut out = Vec::new();
+    let mut rest = cores;
+    while let Some((&first, tail)) = rest.split_first() {
+        let run = tail
+            .iter()
+            .zip(1..)
+            .take_while(|&(&core, step)| core == first + step)
+            .count();
+        out.push(match run {
+            0 => first.to_string(),
+            _ => format!("{first}-{}", first + run),
+        });
+        rest = &tail[run..];
+    }
+    out.join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_allowed_cores_include_the_one_this_thread_was_pinned_to() {
+        std::thread::spawn(|| {
+            let all = allowed_cores().unwrap();
+            assert_eq!(all.len(), available_cores());
+            let core = *all.last().unwrap();
+            pin_to_core(core).unwrap();
+            assert_eq!(allowed_cores().unwrap(), vec![core]);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn cpu_lists_join_runs() {
+        assert_eq!(cpu_list(&[]), "");
+        assert_eq!(cpu_list(&[5]), "5");
+        assert_eq!(cpu_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(cpu_list(&[0, 2, 4]), "0,2,4");
+    }
 
     #[test]
     fn pinning_to_core_zero_works_and_absurd_cores_are_refused() {

@@ -375,14 +375,32 @@ pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
             metadata.len()
         )));
     }
-    let text =
-        std::fs::read_to_string(path).map_err(|e| unreadable(format!("cannot read: {e}")))?;
-    parse(&file, &text)
+    let bytes = std::fs::read(path).map_err(|e| unreadable(format!("cannot read: {e}")))?;
+    match String::from_utf8(bytes) {
+        Ok(text) => parse(&file, &text),
+        Err(error) => Err(not_utf8(&file, error.as_bytes(), error.utf8_error())),
+    }
+}
+
+/// The error for a file that is not UTF-8 (TOML is): placed at the first bad byte, so an
+/// editor can go there, with the line up to it as the excerpt.
+fn not_utf8(file: &str, bytes: &[u8], error: std::str::Utf8Error) -> ConfigError {
+    let valid = error.valid_up_to();
+    // The bytes before `valid` are UTF-8 by the definition of `valid_up_to`.
+    let text = String::from_utf8_lossy(&bytes[..valid]);
+    let at = Locator::new(file, &text);
+    let bad = bytes.get(valid).copied().unwrap_or_default();
+    at.error(
+        valid..valid,
+        &at.key_at(valid),
+        &format!("byte 0x{bad:02x} here is not UTF-8, and a TOML file is UTF-8"),
+        "save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8 FILE`), or remove the byte",
+    )
 }
 
 /// Parses and validates configuration `text`; `file` names it in errors.
 pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
-    let at = Locator { file, text };
+    let mut at = Locator::new(file, text);
     if text.len() > MAX_CONFIG_BYTES {
         return Err(at.error(
             0..0,
@@ -403,16 +421,35 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
         };
         at.error(span, &key, error.message(), &fix)
     })?;
+    // What the app lacks (its table, enough ports) has no place of its own in the file: the
+    // line that chose the app is where to look.
+    at.anchor = Some(raw.switch.get_ref().app.span());
     validate(&at, raw)
 }
 
+/// Turns byte spans into file, line, column and excerpt.
 struct Locator<'a> {
     file: &'a str,
     text: &'a str,
+    /// Where an error about something missing (built with the empty span `0..0`) points:
+    /// otherwise it would name line 1, which has nothing to do with it.
+    anchor: Option<Range<usize>>,
 }
 
-impl Locator<'_> {
+impl<'a> Locator<'a> {
+    fn new(file: &'a str, text: &'a str) -> Locator<'a> {
+        Locator {
+            file,
+            text,
+            anchor: None,
+        }
+    }
+
     fn error(&self, span: Range<usize>, key: &str, message: &str, fix: &str) -> ConfigError {
+        let span = match &self.anchor {
+            Some(anchor) if span == (0..0) => anchor.clone(),
+            _ => span,
+        };
         let start = span.start.min(self.text.len());
         let before = &self.text[..self.text.floor_char_boundary(start)];
         let line = before.matches('\n').count() + 1;
@@ -504,7 +541,10 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
                 "give exactly one core per worker, or leave `cores` out",
             ));
         }
-        Some(cores) => cores.get_ref().clone(),
+        Some(cores) => {
+            check_cores(at, cores)?;
+            cores.get_ref().clone()
+        }
         None => Vec::new(),
     };
     let batch = switch.batch.as_ref().map_or(32, |b| *b.get_ref());
@@ -885,6 +925,31 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
         task,
         acl,
     })
+}
+
+/// Refuses a core this process may not run on (beyond the machine, or outside its `taskset` or
+/// cpuset): the worker would fail to pin itself only after the switch said it was forwarding.
+fn check_cores(at: &Locator<'_>, cores: &Spanned<Vec<usize>>) -> Result<(), ConfigError> {
+    let allowed = wirespeed_io::thread::allowed_cores().map_err(|e| {
+        at.error(
+            cores.span(),
+            "switch.cores",
+            &format!("cannot read which cores this process may use: {e}"),
+            "leave `cores` out",
+        )
+    })?;
+    match cores.get_ref().iter().find(|core| !allowed.contains(core)) {
+        Some(core) => Err(at.error(
+            cores.span(),
+            "switch.cores",
+            &format!(
+                "core {core} is not one this process may run on (it may use {})",
+                wirespeed_io::thread::cpu_list(&allowed)
+            ),
+            "pick cores from that list (`taskset -cp $$` shows them), or leave `cores` out",
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Whether `a` and `b` name the same file: the same path, or, where both exist, the same

@@ -498,3 +498,68 @@ fn a_capture_written_by_one_port_cannot_be_read_or_written_by_another() {
     let both_read = GOOD.replace("tx = \"out.pcap\"", "rx = \"in.pcap\"\ntx = \"out.pcap\"");
     assert!(parse("good.toml", &both_read).is_ok());
 }
+
+#[test]
+fn a_core_this_process_may_not_use_is_refused_at_its_line() {
+    let allowed = wirespeed_io::thread::allowed_cores().unwrap();
+    let first = allowed[0];
+    let config = GOOD.replace("batch = 64", &format!("cores = [{first}]"));
+    assert_eq!(
+        parse("good.toml", &config).unwrap().switch.cores,
+        vec![first]
+    );
+    // CPU_SETSIZE - 1: no process may run there on any machine this runs on.
+    let error = error_of(&GOOD.replace("batch = 64", "cores = [1023]"));
+    assert_eq!(
+        (error.key.as_str(), error.line, error.excerpt.as_str()),
+        ("switch.cores", 4, "cores = [1023]")
+    );
+    assert!(
+        error
+            .message
+            .starts_with("core 1023 is not one this process may run on (it may use ")
+            && error.message.contains(&first.to_string()),
+        "{error}"
+    );
+    assert!(error.fix.contains("taskset"), "{error}");
+}
+
+#[test]
+fn a_file_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
+    let path = std::env::temp_dir().join(format!("wirespeed-latin1-{}.toml", std::process::id()));
+    // "é" in Latin-1 on line 3.
+    std::fs::write(&path, b"[switch]\napp = \"xconnect\"\n# caf\xe9\n").unwrap();
+    let error = load(&path).unwrap_err();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(
+        (error.line, error.column, error.excerpt.as_str()),
+        (3, 6, "# caf")
+    );
+    assert!(error.message.contains("0xe9"), "{error}");
+    assert!(error.fix.contains("save the file as UTF-8"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .starts_with(&format!("{}:3:6:", path.display())),
+        "{error}"
+    );
+}
+
+#[test]
+fn what_an_app_lacks_is_reported_at_the_line_that_chose_the_app() {
+    for (app, key) in [
+        ("openflow", "openflow"),
+        ("router", "router"),
+        ("bridge", "port"),
+    ] {
+        let text = "# a comment\n[switch]\napp = \"APP\"\n\n[[port]]\nname = \"in\"\n\
+                    backend = \"pcap\"\nrx = \"in.pcap\"\n"
+            .replace("APP", app);
+        let error = error_of(&text);
+        assert_eq!(
+            (error.key.as_str(), error.line, error.excerpt.as_str()),
+            (key, 3, format!("app = \"{app}\"").as_str()),
+            "{error}"
+        );
+    }
+}
