@@ -184,6 +184,18 @@ pub enum AfXdpError {
         source: std::io::Error,
     },
     #[error(
+        "port {port}, queue {queue}: the kernel would not lock the frame pool in memory for \
+         AF_XDP (ENOBUFS): RLIMIT_MEMLOCK is {limit} and this process lacks CAP_IPC_LOCK; \
+         raise the limit: `ulimit -l unlimited` in the shell that starts it, \
+         LimitMEMLOCK=infinity in its systemd unit, or a memlock line in \
+         /etc/security/limits.conf (or give it a smaller frame pool: [switch] frames)"
+    )]
+    Memlock {
+        port: String,
+        queue: QueueId,
+        limit: super::MemlockLimit,
+    },
+    #[error(
         "port {port}: the frame pool has too few free frames ({free}) to fill the fill rings \
          ({needed}); make the pool larger (at least {needed} more frames)"
     )]

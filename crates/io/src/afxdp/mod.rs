@@ -75,6 +75,7 @@ mod config;
 mod interface;
 mod ledger;
 mod live;
+mod memlock;
 mod port;
 mod probe_counter;
 mod program;
@@ -90,6 +91,7 @@ pub use live::{
     LiveError, LiveFlowOrder, LiveFlows, MAX_LIVE_BATCH, MAX_LIVE_FLOWS, MAX_LIVE_FRAME,
     XdpLiveGenerator,
 };
+pub use memlock::MemlockLimit;
 pub use port::{AfXdpPort, interface_driver, interface_index};
 pub use probe_counter::{MAX_PROBE_END, ProbeCounts, ProbeFilter, ProbeSampling, XdpProbeCounter};
 pub use redirect::XdpRedirect;

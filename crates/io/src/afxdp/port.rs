@@ -29,8 +29,9 @@ use super::attachment::{Claim, XdpAttachment};
 use super::config::{AfXdpConfig, AfXdpError, QueueSelection};
 use super::interface::{Interface, InterfaceError};
 use super::ledger::Ledger;
+use super::memlock::MemlockLimit;
 use super::program::{ProgramError, is_busy};
-use super::socket::{RingSizes, SocketError, XskSocket};
+use super::socket::{REGISTER_UMEM, RingSizes, SocketError, XskSocket};
 use super::umem::Umem;
 use crate::port::{Backend, Port, PortInfo, PortStats, QueueId};
 
@@ -356,6 +357,16 @@ fn socket_error(port: &str, queue: QueueId, error: SocketError) -> AfXdpError {
         return AfXdpError::PermissionDenied {
             port: port.to_string(),
             what: format!("{}: {}", error.step, error.source),
+        };
+    }
+    if error.step == REGISTER_UMEM
+        && error.source.raw_os_error() == Some(libc::ENOBUFS)
+        && let Ok(limit) = MemlockLimit::read()
+    {
+        return AfXdpError::Memlock {
+            port: port.to_string(),
+            queue,
+            limit,
         };
     }
     AfXdpError::Socket {

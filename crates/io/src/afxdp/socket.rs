@@ -18,6 +18,7 @@
 
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 
+use super::memlock::MemlockLimit;
 use super::ring::{ConsumerRing, ProducerRing};
 use super::umem::Umem;
 
@@ -42,6 +43,9 @@ pub(crate) struct SocketError {
     pub(crate) step: &'static str,
     pub(crate) source: std::io::Error,
 }
+
+/// The step that registers the UMEM, whose ENOBUFS means RLIMIT_MEMLOCK (see `memlock`).
+pub(crate) const REGISTER_UMEM: &str = "register the UMEM (XDP_UMEM_REG)";
 
 fn step(step: &'static str) -> impl FnOnce(std::io::Error) -> SocketError {
     move |source| SocketError { step, source }
@@ -166,8 +170,17 @@ impl XskSocket {
         // SAFETY: `raw` is a fresh descriptor nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         if let Bind::Own { .. } = bind {
-            set_option(&fd, libc::XDP_UMEM_REG, &umem.registration())
-                .map_err(step("register the UMEM (XDP_UMEM_REG)"))?;
+            let register = || set_option(&fd, libc::XDP_UMEM_REG, &umem.registration());
+            // ENOBUFS: the pages exceed RLIMIT_MEMLOCK; a soft limit below the hard one may
+            // be raised, and is, once, before the port reports the limit (`memlock`).
+            register()
+                .or_else(|error| match error.raw_os_error() {
+                    Some(libc::ENOBUFS) if MemlockLimit::raise_to_hard().unwrap_or(false) => {
+                        register()
+                    }
+                    _ => Err(error),
+                })
+                .map_err(step(REGISTER_UMEM))?;
         }
         set_option(&fd, libc::XDP_UMEM_FILL_RING, &sizes.fill)
             .map_err(step("size the fill ring"))?;
