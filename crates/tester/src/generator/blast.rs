@@ -24,6 +24,7 @@ use wirespeed_packet::cpu::{rdtsc, tsc_hz};
 use wirespeed_packet::{Batch, Desc, FramePool, HEADROOM, MAX_BATCH};
 
 use super::Template;
+use super::kernel_count::TxCounters;
 use super::pacing::Rng;
 
 /// How to blast.
@@ -62,10 +63,15 @@ impl Default for BlastConfig {
 /// What a blast did.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct BlastResult {
-    /// Packets the TX port took.
+    /// Packets the TX port took (after [`BlastResult::settle`]: that the interface
+    /// transmitted).
     pub sent: u64,
     /// Packets the TX port refused (its ring was full); not counted as offered.
     pub refused: u64,
+    /// Packets the TX port took that the interface did not transmit (set by
+    /// [`BlastResult::settle`]): the kernel dropped them, too long for the MTU or for want of
+    /// a peer.
+    pub dropped_by_kernel: u64,
     /// Packets received on the RX port.
     pub received: u64,
     /// Seconds from the first to the last transmission.
@@ -73,6 +79,16 @@ pub struct BlastResult {
 }
 
 impl BlastResult {
+    /// Counts as sent only what the TX interface's own counters say it transmitted during the
+    /// blast (`interface`: their difference over it); the rest of what the port took becomes
+    /// [`BlastResult::dropped_by_kernel`]. Frames the host sent itself in the meantime (a few
+    /// IPv6 neighbour messages) can make the interface's count the larger, never the sent one.
+    pub fn settle(&mut self, interface: &TxCounters) {
+        let transmitted = self.sent.min(interface.transmitted);
+        self.dropped_by_kernel += self.sent - transmitted;
+        self.sent = transmitted;
+    }
+
     /// Transmitted packets per second.
     pub fn tx_pps(&self) -> f64 {
         if self.seconds > 0.0 {
@@ -333,6 +349,34 @@ mod tests {
         );
         assert!(in_turn < 400, "{in_turn} frames in turn");
         assert_eq!(pool.free_count(), pool.total());
+    }
+
+    #[test]
+    fn settling_counts_as_sent_only_what_the_interface_transmitted() {
+        let mut result = BlastResult {
+            sent: 1000,
+            refused: 3,
+            ..BlastResult::default()
+        };
+        // The interface dropped 400 of the 1000 the ring took.
+        result.settle(&TxCounters {
+            transmitted: 600,
+            dropped: 400,
+        });
+        assert_eq!(
+            (result.sent, result.dropped_by_kernel, result.refused),
+            (600, 400, 3)
+        );
+        // The host's own frames make the interface count more than was sent: all were sent.
+        let mut result = BlastResult {
+            sent: 1000,
+            ..BlastResult::default()
+        };
+        result.settle(&TxCounters {
+            transmitted: 1004,
+            dropped: 0,
+        });
+        assert_eq!((result.sent, result.dropped_by_kernel), (1000, 0));
     }
 
     #[test]

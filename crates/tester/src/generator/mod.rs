@@ -3,6 +3,7 @@
 pub mod backend;
 pub mod blast;
 mod in_process;
+pub mod kernel_count;
 pub mod live;
 pub mod pacing;
 pub mod probe;
@@ -12,5 +13,6 @@ mod testpmd_txonly;
 pub use backend::{BACKEND_NAMES, Backend, Spec, backend};
 pub use blast::{BlastConfig, BlastResult, blast, prefill};
 pub use in_process::{InProcess, Socket};
+pub use kernel_count::TxCounters;
 pub use template::{Template, TemplateConfig, TemplateError};
 pub use testpmd_txonly::TestpmdTxonly;

@@ -29,6 +29,8 @@ use wirespeed_tester::dut::{
     WirespeedBackend, WirespeedDut, WirespeedOptions, Wiring, XdpRedirectDut,
 };
 
+use super::numbers;
+
 #[derive(Args)]
 pub struct BenchArgs {
     #[command(subcommand)]
@@ -62,14 +64,14 @@ struct ForwardingArgs {
         default_value = "wirespeed-afxdp,wirespeed-afpacket,linux-bridge,linux-router,xdp-redirect"
     )]
     duts: Vec<String>,
-    /// Flow counts (UDP source ports).
-    #[arg(long, value_delimiter = ',', default_value = "1,256")]
+    /// Flow counts (UDP source ports), 1..=65536.
+    #[arg(long, value_delimiter = ',', default_value = "1,256", value_parser = numbers::flows())]
     flows: Vec<u32>,
-    /// Trials per DuT and flow count (the median is reported).
-    #[arg(long, default_value_t = 3)]
+    /// Trials per DuT and flow count (the median is reported), 1..=1000.
+    #[arg(long, default_value_t = 3, value_parser = numbers::repeats::<usize>())]
     runs: usize,
-    /// Seconds per trial.
-    #[arg(long, default_value_t = 5.0)]
+    /// Seconds per trial (0.001..=86400).
+    #[arg(long, default_value_t = 5.0, value_parser = numbers::seconds())]
     seconds: f64,
     /// Name prefix of the lab (at most 6 characters, so NAPI thread names stay distinct).
     #[arg(long, default_value = "wsb")]
@@ -88,7 +90,7 @@ struct ForwardingArgs {
     receiver_cpu: Option<usize>,
     /// Nice value for every benchmark thread (generator, NAPI threads, the DuT's threads), which
     /// shields them from other jobs on a shared machine while keeping them equal among themselves.
-    #[arg(long, default_value_t = -20, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = -20, allow_hyphen_values = true, value_parser = numbers::nice())]
     nice: i32,
     /// Leave thread priorities alone (no renice).
     #[arg(long)]
@@ -97,9 +99,8 @@ struct ForwardingArgs {
     /// (in-kernel live-frame sender on t0, XDP counting sink on t1).
     #[arg(long, default_value = "afxdp")]
     generator: GeneratorArg,
-    /// Generator batch: frames per AF_XDP transmit, or per kernel flush for xdp-live (at most
-    /// 256).
-    #[arg(long, default_value_t = 64)]
+    /// Generator batch: frames per AF_XDP transmit, or per kernel flush for xdp-live, 1..=256.
+    #[arg(long, default_value_t = 64, value_parser = numbers::batch())]
     batch: usize,
 }
 
@@ -251,20 +252,12 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         receiver_cpu: args.receiver_cpu.unwrap_or(args.dut_cpu),
         nice: (!args.keep_priorities).then_some(args.nice),
     };
-    anyhow::ensure!(
-        (-20..=19).contains(&args.nice),
-        "--nice {} is outside -20..=19",
-        args.nice
-    );
     let _shield = SessionShield::new(plan.nice);
     let cores = wirespeed_io::thread::available_cores();
     if plan.generator_cpu.max(plan.dut_cpu).max(plan.receiver_cpu) >= cores {
         bail!("this machine has {cores} core(s); the placement {plan:?} needs more");
     }
-    anyhow::ensure!(
-        args.runs >= 1 && args.seconds > 0.0 && !args.flows.is_empty(),
-        "give at least one run, a positive trial length and at least one flow count"
-    );
+    anyhow::ensure!(!args.flows.is_empty(), "give at least one flow count");
     let binary =
         std::env::current_exe().context("finding this executable for the wirespeed DuTs")?;
     let mut duts = args

@@ -35,6 +35,7 @@ use wirespeed_tester::suite::{Progress, SearchKind, SuiteConfig, receivers};
 use wirespeed_tester::trial::FlowOrder;
 
 use super::bench::dut;
+use super::numbers;
 use super::rfc2544::{RateTrialArgs, parse_nice, parse_resolution, setup, suite_lab};
 
 /// Flows that `--flows random` stands for.
@@ -50,20 +51,20 @@ pub struct CompareArgs {
         default_value = "linux-bridge,linux-router,linux-router-nft,ovs,wirespeed-afxdp,wirespeed-afpacket"
     )]
     duts: Vec<String>,
-    /// Frame sizes with FCS, bytes.
-    #[arg(long, value_delimiter = ',', default_value = "64")]
+    /// Frame sizes with FCS, bytes (64..=1518).
+    #[arg(long, value_delimiter = ',', default_value = "64", value_parser = numbers::frame_size())]
     frame_sizes: Vec<u16>,
     /// Flow counts: a number of UDP source ports, or `random` for 4096 of them.
     #[arg(long, value_delimiter = ',', default_value = "1")]
     flows: Vec<String>,
-    /// Runs of every DuT, interleaved (the median and the spread are reported).
-    #[arg(long, default_value_t = 3)]
+    /// Runs of every DuT, interleaved (the median and the spread are reported), 1..=1000.
+    #[arg(long, default_value_t = 3, value_parser = numbers::repeats::<u32>())]
     repeats: u32,
-    /// Seconds per search trial.
-    #[arg(long, default_value_t = 1.0)]
+    /// Seconds per search trial (0.001..=86400).
+    #[arg(long, default_value_t = 1.0, value_parser = numbers::seconds())]
     trial_seconds: f64,
-    /// Seconds per calibration trial (each run calibrates the tester first).
-    #[arg(long, default_value_t = 0.5)]
+    /// Seconds per calibration trial (each run calibrates the tester first), 0.001..=86400.
+    #[arg(long, default_value_t = 0.5, value_parser = numbers::seconds())]
     calibration_seconds: f64,
     /// Search resolution: frames/s, or a percentage of the starting rate (`5%`).
     #[arg(long, default_value = "5%")]
@@ -119,15 +120,10 @@ fn parse_flows(items: &[String]) -> Result<Vec<(u32, FlowOrder)>> {
 impl CompareArgs {
     fn suite(&self) -> Result<SuiteConfig> {
         anyhow::ensure!(
-            self.trial_seconds > 0.0 && self.calibration_seconds > 0.0,
-            "trial lengths must be positive"
-        );
-        anyhow::ensure!(
             (0.0..1.0).contains(&self.loss_tolerance),
             "the loss tolerance is a ratio in 0..1 (0.005 for 0.5 %)"
         );
         anyhow::ensure!(!self.frame_sizes.is_empty(), "give at least one frame size");
-        anyhow::ensure!(self.repeats >= 1, "give at least one repeat");
         anyhow::ensure!(!self.duts.is_empty(), "give at least one DuT");
         Ok(SuiteConfig {
             frame_sizes: self.frame_sizes.clone(),

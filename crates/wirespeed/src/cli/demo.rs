@@ -29,6 +29,7 @@ use wirespeed_tester::bench::placement::Plan;
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_tester::suite::{Resolution, SuiteConfig};
 
+use super::numbers;
 use super::pcap::forward;
 use super::rfc2544::{Options, execute, summary_table, write};
 
@@ -37,11 +38,12 @@ pub struct DemoArgs {
     /// Directory for the report and the captures the demo writes.
     #[arg(long, default_value = "reports/demo")]
     out: PathBuf,
-    /// Good frames to generate for the capture check.
-    #[arg(long, default_value_t = 10_000)]
+    /// Good frames to generate for the capture check (1..=1000000: the demo keeps them all
+    /// in memory to compare with what comes out).
+    #[arg(long, default_value_t = 10_000, value_parser = numbers::whole(1, 1_000_000))]
     frames: u32,
-    /// Seconds per trial of the RFC 2544 part.
-    #[arg(long, default_value_t = 1.0)]
+    /// Seconds per trial of the RFC 2544 part (0.001..=86400).
+    #[arg(long, default_value_t = 1.0, value_parser = numbers::seconds())]
     trial_seconds: f64,
     /// Name prefix of the demo's lab.
     #[arg(long, default_value = "wsdemo")]
@@ -60,7 +62,7 @@ fn malformed() -> Vec<(Vec<u8>, &'static str)> {
     let mut too_long = good.clone();
     too_long[16..18].copy_from_slice(&1500u16.to_be_bytes()); // total length beyond the frame
     let mut deep_vlan = good[..12].to_vec();
-    for _ in 0..3 {
+    for _ in 0..=wirespeed_packet::MAX_VLAN_TAGS {
         deep_vlan.extend_from_slice(&[0x81, 0x00, 0x00, 0x0a]);
     }
     deep_vlan.extend_from_slice(&good[12..]);

@@ -11,9 +11,12 @@
 //! ```
 //!
 //! `--backend xdp-live` sends from inside the kernel (`BPF_PROG_TEST_RUN` with live frames, see
-//! `wirespeed_tester::generator::live`) and counts arrivals on `--rx` with the XDP counting sink;
-//! it prints what the TX interface's counters say was transmitted and dropped, since the kernel
-//! call itself does not say.
+//! `wirespeed_tester::generator::live`) and counts arrivals on `--rx` with the XDP counting sink.
+//!
+//! Every backend counts as sent only what the TX interface's own counters say it transmitted
+//! ([`BlastResult::settle`]): a socket's ring takes frames the kernel then drops (longer than
+//! the MTU, no peer), and the live-frame call does not say what became of its frames. What the
+//! port or the call took beyond that is printed as dropped by the kernel.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -30,11 +33,12 @@ use wirespeed_packet::wire::EthernetAddress;
 use wirespeed_tester::generator::live::{self, LiveConfig};
 use wirespeed_tester::generator::pacing::Pattern;
 use wirespeed_tester::generator::{
-    BlastConfig, BlastResult, Template, TemplateConfig, blast, prefill,
+    BlastConfig, BlastResult, Template, TemplateConfig, TxCounters, blast, prefill,
 };
 use wirespeed_tester::trial::{self, FlowOrder, TrialConfig, TrialMeasurement};
 
 use super::build::{KernelBackend, open_interface};
+use super::numbers;
 
 #[derive(Args)]
 pub struct GenArgs {
@@ -52,22 +56,22 @@ pub struct GenArgs {
     /// (xdp-live always counts so).
     #[arg(long)]
     rx_sink: bool,
-    /// Frame size including FCS (64..1518).
-    #[arg(long, default_value_t = 64)]
+    /// Frame size including FCS (64..=1518).
+    #[arg(long, default_value_t = 64, value_parser = numbers::frame_size())]
     size: u16,
-    /// Number of UDP flows (source ports).
-    #[arg(long, default_value_t = 1)]
+    /// Number of UDP flows (source ports), 1..=65536.
+    #[arg(long, default_value_t = 1, value_parser = numbers::flows())]
     flows: u32,
-    /// Offered rate in Mpps; as fast as possible when absent.
-    #[arg(long)]
+    /// Offered rate in Mpps (0.000001..=1000); as fast as possible when absent.
+    #[arg(long, value_parser = numbers::real(1e-6, 1000.0))]
     rate_mpps: Option<f64>,
-    /// Seconds to send.
-    #[arg(long, default_value_t = 5.0)]
+    /// Seconds to send (0.001..=86400).
+    #[arg(long, default_value_t = 5.0, value_parser = numbers::seconds())]
     duration: f64,
-    /// Packets per batch (xdp-live: per kernel flush, at most 256).
-    #[arg(long, default_value_t = 64)]
+    /// Packets per batch, 1..=256 (xdp-live: per kernel flush).
+    #[arg(long, default_value_t = 64, value_parser = numbers::batch())]
     batch: usize,
-    /// Pin the generator to this core.
+    /// Pin the generator to this core (one this process may use).
     #[arg(long)]
     core: Option<usize>,
     /// Destination MAC of the frames (default: the lab's DuT side of pair 0).
@@ -80,15 +84,15 @@ pub struct GenArgs {
     /// Draw each frame's flow at random instead of in turn.
     #[arg(long)]
     random_flows: bool,
-    /// Paced trials at these percentages of the generator's maximum, measured first by a
-    /// blast of `--duration` seconds; needs `--rx`.
-    #[arg(long, value_delimiter = ',')]
+    /// Paced trials at these percentages (0.001..=100) of the generator's maximum, measured
+    /// first by a blast of `--duration` seconds; needs `--rx`.
+    #[arg(long, value_delimiter = ',', value_parser = numbers::real(0.001, 100.0))]
     rate_percent: Vec<f64>,
     /// Departures of the paced trials: `cbr` or `poisson`.
     #[arg(long, default_value = "cbr")]
     pattern: String,
-    /// Seconds per paced trial.
-    #[arg(long, default_value_t = 2.0)]
+    /// Seconds per paced trial (0.001..=86400).
+    #[arg(long, default_value_t = 2.0, value_parser = numbers::seconds())]
     trial_seconds: f64,
 }
 
@@ -138,11 +142,6 @@ fn generate(args: &GenArgs) -> Result<String> {
             args.rx.is_some(),
             "paced trials (--rate-percent) count arrivals: give --rx"
         );
-        ensure!(
-            args.rate_percent.iter().all(|p| *p > 0.0 && *p <= 100.0),
-            "--rate-percent takes percentages in (0, 100]"
-        );
-        ensure!(args.trial_seconds > 0.0, "--trial-seconds must be positive");
     }
     let template = Template::new(&TemplateConfig {
         frame_size: args.size,
@@ -191,6 +190,7 @@ fn generate(args: &GenArgs) -> Result<String> {
         Some(port) => Some(port.port.as_mut()),
         None => None,
     };
+    let before = tx_counters(&args.tx)?;
     let mut result = blast(
         tx.port.as_mut(),
         rx_port,
@@ -199,21 +199,23 @@ fn generate(args: &GenArgs) -> Result<String> {
         &config,
         &stop,
     );
+    let kernel = tx_counters(&args.tx)?.since(&before);
+    result.settle(&kernel);
     if let Some(sink) = &sink {
         result.received = sink.received()?;
     }
     let mut out = format!(
-        "sent {} frames of {} B in {:.3} s: {:.3} Mpps ({} refused by the TX ring)",
-        result.sent,
-        args.size,
-        result.seconds,
-        result.tx_pps() / 1e6,
+        "{}; the TX ring refused {}",
+        sent_line(args, &result, &kernel),
         result.refused
     );
     if args.rx.is_some() {
         out.push_str(&received_line(&result, sink.as_ref()));
     }
-    if let Some(rx) = &mut rx {
+    // Paced trials take shares of the maximum, so only they need one.
+    if !args.rate_percent.is_empty()
+        && let Some(rx) = &mut rx
+    {
         // The maximum is what arrived: what the generator sends and its own sink takes.
         let max = result.rx_pps();
         ensure!(
@@ -256,11 +258,6 @@ fn generate(args: &GenArgs) -> Result<String> {
 
 /// `--backend xdp-live`: the kernel sends, the XDP sink on `--rx` counts.
 fn generate_live(args: &GenArgs, template: &Template) -> Result<String> {
-    ensure!(
-        (1..=256).contains(&args.batch),
-        "--batch {} is not in 1..=256 (the kernel's largest live-frame batch)",
-        args.batch
-    );
     let config = LiveConfig {
         batch: args.batch as u32,
         rate_pps: args.rate_mpps.map(|m| m * 1e6),
@@ -274,34 +271,38 @@ fn generate_live(args: &GenArgs, template: &Template) -> Result<String> {
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
-    let counters = || -> Result<(u64, u64)> {
-        let read = |name: &str| -> Result<u64> {
-            let path = format!("/sys/class/net/{}/statistics/{name}", args.tx);
-            let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-            Ok(text.trim().parse()?)
-        };
-        Ok((read("tx_packets")?, read("tx_dropped")?))
-    };
-    let before = counters()?;
+    let before = tx_counters(&args.tx)?;
     let mut result = live::send(&generator, &config, &stop)?;
     if let Some(sink) = &sink {
         result.received = sink.received()?;
     }
-    let after = counters()?;
-    let mut out = format!(
-        "sent {} frames of {} B in {:.3} s: {:.3} Mpps; {} says {} transmitted, {} dropped",
+    let kernel = tx_counters(&args.tx)?.since(&before);
+    result.settle(&kernel);
+    let mut out = sent_line(args, &result, &kernel);
+    if args.rx.is_some() {
+        out.push_str(&received_line(&result, sink.as_ref()));
+    }
+    Ok(out)
+}
+
+/// `--tx`'s transmit counters, as the kernel keeps them.
+fn tx_counters(interface: &str) -> Result<TxCounters> {
+    TxCounters::read(interface).map_err(|e| anyhow::anyhow!("--tx {interface}: {e}"))
+}
+
+/// "sent N frames of S B in T s: R Mpps (IF says X transmitted, Y dropped); the kernel
+/// dropped D more": the count is what the interface transmitted ([`BlastResult::settle`]).
+fn sent_line(args: &GenArgs, result: &BlastResult, kernel: &TxCounters) -> String {
+    format!(
+        "sent {} frames of {} B in {:.3} s: {:.3} Mpps ({} says {kernel}); the kernel dropped \
+         {} more",
         result.sent,
         args.size,
         result.seconds,
         result.tx_pps() / 1e6,
         args.tx,
-        after.0 - before.0,
-        after.1 - before.1
-    );
-    if args.rx.is_some() {
-        out.push_str(&received_line(&result, sink.as_ref()));
-    }
-    Ok(out)
+        result.dropped_by_kernel,
+    )
 }
 
 /// The XDP counting sink on `--rx`, when the backend or `--rx-sink` asks for it, and its count

@@ -4,6 +4,8 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use wirespeed_lab::{Testbed, TestbedConfig};
 
+use super::numbers;
+
 #[derive(Args)]
 pub struct LabArgs {
     #[command(subcommand)]
@@ -17,10 +19,10 @@ enum LabAction {
         #[arg(long, default_value = "ws")]
         prefix: String,
         /// Tester <-> DuT veth pairs.
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = 2, value_parser = numbers::whole(1, 64))]
         pairs: u16,
         /// RX/TX queues per veth.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, value_parser = numbers::whole(1, 64))]
         queues: u16,
         /// Also the looped-back calibration pair `{prefix}-c0` <-> `{prefix}-c1`, both ends in
         /// the tester namespace (the generator measured alone).

@@ -32,6 +32,7 @@ use wirespeed_tester::suite::{Progress, Resolution, SearchKind, SuiteConfig, Tes
 use wirespeed_tester::trial::{DEFAULT_SAMPLE_EVERY, FlowOrder, ReceiverKind};
 
 use super::bench::dut;
+use super::numbers;
 
 #[derive(Args)]
 pub struct Rfc2544Args {
@@ -41,21 +42,22 @@ pub struct Rfc2544Args {
     /// of known capacity for checking the tester).
     #[arg(long, default_value = "wirespeed-afxdp")]
     dut: String,
-    /// Frame sizes with FCS, bytes.
+    /// Frame sizes with FCS, bytes (64..=1518).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "64,128,256,512,1024,1280,1518"
+        default_value = "64,128,256,512,1024,1280,1518",
+        value_parser = numbers::frame_size()
     )]
     frame_sizes: Vec<u16>,
     /// Throughput search: `binary` (RFC 2544) or `mlr` (MLRsearch, NDR and PDR).
     #[arg(long, default_value = "binary")]
     search: String,
-    /// Seconds per trial (RFC 2544 asks for 60).
-    #[arg(long, default_value_t = 10.0)]
+    /// Seconds per trial (RFC 2544 asks for 60), 0.001..=86400.
+    #[arg(long, default_value_t = 10.0, value_parser = numbers::seconds())]
     trial_seconds: f64,
-    /// Seconds per calibration trial.
-    #[arg(long, default_value_t = 1.0)]
+    /// Seconds per calibration trial (0.001..=86400).
+    #[arg(long, default_value_t = 1.0, value_parser = numbers::seconds())]
     calibration_seconds: f64,
     /// Largest loss ratio that still counts as no drop (0 for RFC 2544).
     #[arg(long, default_value_t = 0.0)]
@@ -72,8 +74,9 @@ pub struct Rfc2544Args {
     /// Seed of the Poisson pattern (and of random flows).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Flows (UDP source ports), comma-separated counts (every test runs with each).
-    #[arg(long, value_delimiter = ',', default_value = "1")]
+    /// Flows (UDP source ports), comma-separated counts in 1..=65536 (every test runs with
+    /// each).
+    #[arg(long, value_delimiter = ',', default_value = "1", value_parser = numbers::flows())]
     flows: Vec<u32>,
     /// Draw each frame's flow at random instead of in turn (for flow counts above 1).
     #[arg(long)]
@@ -81,12 +84,12 @@ pub struct Rfc2544Args {
     /// The tests beyond throughput and latency, and NDR repeatability.
     #[command(flatten)]
     more: Box<MoreTests>,
-    /// Loads for latency, percent of the NDR, comma-separated (latency at the NDR is always
-    /// measured); empty for none.
+    /// Loads for latency, percent of the NDR (0.001..=100), comma-separated (latency at the NDR
+    /// is always measured); empty for none.
     #[arg(long, default_value = "10,50,90")]
     latency_loads: String,
-    /// Repeats of the final rate, for a spread.
-    #[arg(long, default_value_t = 0)]
+    /// Repeats of the final rate, for a spread (0..=1000).
+    #[arg(long, default_value_t = 0, value_parser = numbers::whole(0, u32::from(numbers::REPEATS.1)))]
     repeats: u32,
     /// Directory for the report files.
     #[arg(long, default_value = "reports/rfc2544")]
@@ -199,32 +202,33 @@ struct MoreTests {
     /// all.
     #[arg(long, default_value = "throughput,latency")]
     tests: String,
-    /// Frame loss rate: step between loads, percent of the starting rate.
-    #[arg(long, default_value_t = 10.0)]
+    /// Frame loss rate: step between loads, percent of the starting rate (0.001..=100).
+    #[arg(long, default_value_t = 10.0, value_parser = numbers::real(0.001, 100.0))]
     loss_step: f64,
     /// Back-to-back: the longest burst tried lasts this many seconds at the starting rate.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, value_parser = numbers::seconds())]
     burst_max_seconds: f64,
-    /// Back-to-back searches and recovery trials per frame size, for a spread.
-    #[arg(long, default_value_t = 3)]
+    /// Back-to-back searches and recovery trials per frame size, for a spread (1..=1000).
+    #[arg(long, default_value_t = 3, value_parser = numbers::repeats::<u32>())]
     test_repeats: u32,
     /// System recovery: seconds of overload at 110 % of the NDR.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = numbers::seconds())]
     overload_seconds: f64,
     /// System recovery: seconds at the reduced rate after the overload.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = numbers::seconds())]
     recovery_seconds: f64,
-    /// Throughput searches in a row per frame size; 2 or more reports how well the NDR repeats.
-    #[arg(long, default_value_t = 1)]
+    /// Throughput searches in a row per frame size; 2 or more reports how well the NDR repeats
+    /// (1..=1000).
+    #[arg(long, default_value_t = 1, value_parser = numbers::repeats::<u32>())]
     ndr_runs: u32,
     /// After each trial, the longest wait in seconds for frames still inside the DuT (a trial
-    /// stops waiting as soon as everything it sent has arrived; RFC 2544 §23 waits 2 s).
-    #[arg(long, default_value_t = 1.0)]
+    /// stops waiting as soon as everything it sent has arrived; RFC 2544 §23 waits 2 s), 0..=60.
+    #[arg(long, default_value_t = 1.0, value_parser = numbers::real(0.0, 60.0))]
     drain_seconds: f64,
-    /// Offered rates for latency, Mpps, comma-separated, instead of the NDR and
-    /// `--latency-loads`: the same load in every run (e.g. to compare receivers). No search
+    /// Offered rates for latency, Mpps (0.000001..=1000), comma-separated, instead of the NDR
+    /// and `--latency-loads`: the same load in every run (e.g. to compare receivers). No search
     /// runs unless `--tests` asks for throughput or recovery.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = numbers::real(1e-6, 1000.0))]
     latency_rates: Vec<f64>,
     /// Only calibrate: measure the tester on its looped-back pair (its maximum rate, pacing
     /// and latency floor per frame size) without setting up a DuT.
@@ -260,7 +264,6 @@ impl Rfc2544Args {
         let (Some(&pattern), Some(&flows)) = (patterns.first(), self.flows.first()) else {
             bail!("give at least one pattern and one flow count");
         };
-        anyhow::ensure!(!self.flows.contains(&0), "flow counts are at least 1");
         let flow_order = if self.random_flows {
             FlowOrder::Random { seed: self.seed }
         } else {
@@ -277,21 +280,6 @@ impl Rfc2544Args {
             }
         }
         let tests = Tests::parse(&self.more.tests).map_err(anyhow::Error::msg)?;
-        anyhow::ensure!(
-            self.more.loss_step > 0.0 && self.more.loss_step <= 100.0,
-            "the loss step is a percentage in (0, 100]"
-        );
-        anyhow::ensure!(
-            self.more.burst_max_seconds > 0.0
-                && self.more.overload_seconds > 0.0
-                && self.more.recovery_seconds > 0.0,
-            "burst, overload and recovery lengths must be positive"
-        );
-        anyhow::ensure!(self.more.ndr_runs >= 1, "--ndr-runs is at least 1");
-        anyhow::ensure!(
-            (0.0..=60.0).contains(&self.more.drain_seconds),
-            "--drain-seconds is between 0 and 60"
-        );
         let resolution = parse_resolution(&self.resolution)?;
         let nice = parse_nice(&self.nice)?;
         let latency_loads = self
@@ -300,21 +288,10 @@ impl Rfc2544Args {
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .map(|s| {
-                s.parse::<f64>()
-                    .with_context(|| format!("latency load {s:?} is not a percentage"))
+                numbers::real(0.001, 100.0)(s)
+                    .map_err(|e| anyhow::anyhow!("--latency-loads {s:?}: {e}"))
             })
             .collect::<Result<Vec<_>>>()?;
-        anyhow::ensure!(
-            self.more
-                .latency_rates
-                .iter()
-                .all(|&mpps| mpps.is_finite() && mpps > 0.0),
-            "--latency-rates are positive numbers of Mpps"
-        );
-        anyhow::ensure!(
-            self.trial_seconds > 0.0 && self.calibration_seconds > 0.0,
-            "trial lengths must be positive"
-        );
         anyhow::ensure!(
             (0.0..1.0).contains(&self.loss_tolerance),
             "the loss tolerance is a ratio in 0..1 (0.005 for 0.5 %)"

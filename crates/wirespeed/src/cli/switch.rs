@@ -18,15 +18,15 @@ use wirespeed_dataplane::worker::{Conservation, StatsCell, Worker, WorkerSnapsho
 use wirespeed_fastpath::FastPath;
 use wirespeed_io::Backend;
 
-use super::{build, stats};
+use super::{build, numbers, stats};
 
 #[derive(Args)]
 pub struct SwitchArgs {
     /// The configuration file (TOML; see docs/configuration.md).
     #[arg(long)]
     config: PathBuf,
-    /// Print a line of rates every this many seconds.
-    #[arg(long)]
+    /// Print a line of rates every this many seconds (0.1..=86400).
+    #[arg(long, value_parser = numbers::real(0.1, numbers::SECONDS.1))]
     stats_interval: Option<f64>,
 }
 

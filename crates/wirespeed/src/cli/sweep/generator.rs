@@ -25,6 +25,7 @@ use wirespeed_tester::generator::{Backend, TestpmdTxonly, backend};
 
 use super::{Session, SweepCommon, finish, header};
 use crate::cli::bench::placed;
+use crate::cli::numbers;
 
 #[derive(Args)]
 pub struct GeneratorArgs {
@@ -35,8 +36,8 @@ pub struct GeneratorArgs {
         default_value = "testpmd-txonly,afxdp,afpacket"
     )]
     generators: Vec<String>,
-    /// Seconds each generator sends before the measured window opens.
-    #[arg(long, default_value_t = 1.0)]
+    /// Seconds each generator sends before the measured window opens (0..=86400).
+    #[arg(long, default_value_t = 1.0, value_parser = numbers::real(0.0, numbers::SECONDS.1))]
     warm_up: f64,
     /// Name prefix of the lab (at most 6 characters).
     #[arg(long, default_value = "wsgen")]
@@ -48,10 +49,6 @@ pub struct GeneratorArgs {
 /// `wirespeed bench generator`.
 pub fn run(args: GeneratorArgs) -> Result<()> {
     ensure!(!args.generators.is_empty(), "give at least one generator");
-    ensure!(
-        args.warm_up >= 0.0 && args.warm_up.is_finite(),
-        "--warm-up must be zero or more seconds"
-    );
     let mut generators = args
         .generators
         .iter()

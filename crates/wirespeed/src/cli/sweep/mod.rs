@@ -34,17 +34,19 @@ use wirespeed_tester::dut::{Dut, WirespeedBackend, Wiring};
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_tester::report::svg::{Plot, Series, Style};
 
+use crate::cli::numbers;
+
 /// Options every sweep shares.
 #[derive(Args, Clone, Debug)]
 pub struct SweepCommon {
     /// Directory for the JSON results and the SVG plots (created if missing).
     #[arg(long, default_value = ".")]
     out: PathBuf,
-    /// Seconds per blast.
-    #[arg(long, default_value_t = 3.0)]
+    /// Seconds per blast (0.001..=86400).
+    #[arg(long, default_value_t = 3.0, value_parser = numbers::seconds())]
     seconds: f64,
-    /// Repeats of every point, interleaved (the median is reported).
-    #[arg(long, default_value_t = 1)]
+    /// Repeats of every point, interleaved (the median is reported), 1..=1000.
+    #[arg(long, default_value_t = 1, value_parser = numbers::repeats::<usize>())]
     runs: usize,
     /// Core of the generator thread.
     #[arg(long, default_value_t = 0)]
@@ -52,8 +54,8 @@ pub struct SweepCommon {
     /// Core of the DuT (its ingress NAPI thread and its worker).
     #[arg(long, default_value_t = 1)]
     dut_cpu: usize,
-    /// Nice value for every benchmark thread.
-    #[arg(long, default_value_t = -20, allow_hyphen_values = true)]
+    /// Nice value for every benchmark thread (-20..=19).
+    #[arg(long, default_value_t = -20, allow_hyphen_values = true, value_parser = numbers::nice())]
     nice: i32,
     /// Leave thread priorities alone (no renice).
     #[arg(long)]
@@ -131,15 +133,6 @@ impl Session {
             !prefix.is_empty() && prefix.len() <= 6,
             "--prefix {prefix:?} must be 1 to 6 characters (the kernel cuts thread names at 15 \
              bytes and the NAPI threads of the two pairs must stay distinct)"
-        );
-        ensure!(
-            common.seconds > 0.0 && common.runs >= 1,
-            "give a positive --seconds and at least one run"
-        );
-        ensure!(
-            (-20..=19).contains(&common.nice),
-            "--nice {} is outside -20..=19",
-            common.nice
         );
         let cores = wirespeed_io::thread::available_cores();
         ensure!(

@@ -24,6 +24,8 @@ use wirespeed_tester::bench::sweep::{PointRecord, point};
 use wirespeed_tester::dut::{WirespeedBackend, WirespeedDut, WirespeedOptions};
 use wirespeed_tester::report::svg::{Plot, Series, Style};
 
+use crate::cli::numbers;
+
 use super::{
     Session, SweepCommon, backend, bytes_label, finish, header, medians, parse_bytes, parse_count,
     point_json, progress, series_by_dut, settle,
@@ -34,8 +36,8 @@ pub struct ModelArgs {
     /// wirespeed backends to model: afxdp, afpacket.
     #[arg(long, value_delimiter = ',', default_value = "afxdp,afpacket")]
     backends: Vec<String>,
-    /// The switch's batch sizes.
-    #[arg(long, value_delimiter = ',', default_value = "32")]
+    /// The switch's batch sizes (1..=256).
+    #[arg(long, value_delimiter = ',', default_value = "32", value_parser = numbers::batch())]
     batch: Vec<usize>,
     /// Cycles of emulated work per packet (k = 1000).
     #[arg(
@@ -88,10 +90,6 @@ pub fn run(args: ModelArgs) -> Result<()> {
     ensure!(
         spins.iter().all(|&s| s <= u64::from(u32::MAX)),
         "--spin values must fit 32 bits"
-    );
-    ensure!(
-        args.batch.iter().all(|b| (1..=256).contains(b)),
-        "--batch values must be 1..=256"
     );
     let backends = args
         .backends

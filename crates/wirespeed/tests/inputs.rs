@@ -1,0 +1,245 @@
+//! Inputs the binary must refuse or report truthfully (issue 19): every number on the command
+//! line is checked while the arguments are parsed, naming its range, before a lab, socket or
+//! frame exists; and `gen` counts as sent only what the TX interface transmitted.
+
+use std::process::{Command, Output};
+
+fn wirespeed(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(args)
+        .output()
+        .expect("run wirespeed")
+}
+
+#[test]
+fn every_cli_number_out_of_range_or_not_finite_is_refused_naming_its_range() {
+    // (arguments, what the error must say). Each of these used to start (and send, panic or
+    // build a lab) before this check existed.
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["gen", "--tx", "lo", "--size", "1519"],
+            "'1519' for '--size <SIZE>': give a whole number in 64..=1518",
+        ),
+        (
+            &["gen", "--tx", "lo", "--duration", "NaN"],
+            "'NaN' for '--duration <DURATION>': give a number in 0.001..=86400",
+        ),
+        (
+            &["gen", "--tx", "lo", "--rate-mpps", "0"],
+            "'0' for '--rate-mpps <RATE_MPPS>': give a number in 0.000001..=1000",
+        ),
+        (
+            &["gen", "--tx", "lo", "--rate-mpps", "NaN"],
+            "give a number in 0.000001..=1000",
+        ),
+        (
+            &["gen", "--tx", "lo", "--trial-seconds", "inf"],
+            "give a number in 0.001..=86400",
+        ),
+        (
+            &["gen", "--tx", "lo", "--rate-percent", "10,NaN"],
+            "'NaN' for '--rate-percent <RATE_PERCENT>': give a number in 0.001..=100",
+        ),
+        (
+            &["gen", "--tx", "lo", "--batch", "0"],
+            "give a whole number in 1..=256",
+        ),
+        (
+            &["gen", "--tx", "lo", "--flows", "0"],
+            "give a whole number in 1..=65536",
+        ),
+        (
+            &["switch", "--config", "x.toml", "--stats-interval", "NaN"],
+            "give a number in 0.1..=86400",
+        ),
+        (
+            &["bench", "rfc2544", "--frame-sizes", "64,9000"],
+            "'9000' for '--frame-sizes <FRAME_SIZES>': give a whole number in 64..=1518",
+        ),
+        (
+            &["bench", "rfc2544", "--trial-seconds", "inf"],
+            "give a number in 0.001..=86400",
+        ),
+        (
+            &["bench", "rfc2544", "--overload-seconds", "1e999"],
+            "give a number in 0.001..=86400",
+        ),
+        (
+            &["bench", "rfc2544", "--ndr-runs", "0"],
+            "give a whole number in 1..=1000",
+        ),
+        (
+            &["bench", "rfc2544", "--repeats", "5000"],
+            "give a whole number in 0..=1000",
+        ),
+        (
+            &["bench", "rfc2544", "--latency-rates", "inf"],
+            "give a number in 0.000001..=1000",
+        ),
+        (
+            &["bench", "rfc2544", "--latency-loads", "10,NaN"],
+            "--latency-loads \"NaN\": give a number in 0.001..=100",
+        ),
+        (
+            &["bench", "compare", "--calibration-seconds", "NaN"],
+            "give a number in 0.001..=86400",
+        ),
+        (
+            &["bench", "compare", "--repeats", "0"],
+            "give a whole number in 1..=1000",
+        ),
+        (
+            &["bench", "forwarding", "--seconds", "inf"],
+            "give a number in 0.001..=86400",
+        ),
+        (
+            &["bench", "forwarding", "--nice", "-21"],
+            "give a whole number in -20..=19",
+        ),
+        (
+            &["bench", "forwarding", "--batch", "257"],
+            "give a whole number in 1..=256",
+        ),
+        (
+            &["bench", "batch", "--sizes", "8,0"],
+            "give a whole number in 1..=256",
+        ),
+        (
+            &["bench", "batch", "--latency-seconds", "NaN"],
+            "give a number in 0.001..=86400",
+        ),
+        (
+            &["bench", "model", "--seconds=-1"],
+            "give a number in 0.001..=86400",
+        ),
+        (
+            &["bench", "generator", "--warm-up", "NaN"],
+            "give a number in 0..=86400",
+        ),
+        (
+            &["demo", "--frames", "4000000000"],
+            "give a whole number in 1..=1000000",
+        ),
+        (
+            &["lab", "up", "--pairs", "0"],
+            "give a whole number in 1..=64",
+        ),
+        (
+            &["pcap", "--in", "a", "--out", "b", "--batch", "0"],
+            "0 is not in 1..=256",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = wirespeed(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} was accepted");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        // Nothing ran: no line of output, no panic.
+        assert!(out.stdout.is_empty(), "{args:?} printed {:?}", out.stdout);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+/// The first number after `label` in `text`.
+fn number_after(text: &str, label: &str) -> u64 {
+    let at = text
+        .find(label)
+        .unwrap_or_else(|| panic!("{label:?} in {text}"))
+        + label.len();
+    text[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .find(|part| !part.is_empty())
+        .and_then(|digits| digits.parse().ok())
+        .unwrap_or_else(|| panic!("a number after {label:?} in {text}"))
+}
+
+#[test]
+fn gen_counts_as_sent_only_what_the_interface_transmitted() {
+    let prefix = "wstin";
+    let Some(lab) = wirespeed_lab::calibration_for_test(prefix) else {
+        return;
+    };
+    let pair = lab.calibration.clone().expect("a calibration pair");
+    let ns = lab.tester_ns.clone();
+    let generate = |backend: &str| {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &ns, env!("CARGO_BIN_EXE_wirespeed")])
+            .args(["gen", "--backend", backend, "--size", "1518"])
+            .args(["--tx", &pair.sender_if, "--rx", &pair.receiver_if])
+            .args(["--duration", "0.3"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    // 1518-byte frames pass an interface of the default MTU: sent is what the kernel counted.
+    let stdout = generate("afpacket");
+    let sent = number_after(&stdout, "sent ");
+    let transmitted = number_after(&stdout, " says ");
+    assert!(sent > 0 && sent <= transmitted, "{stdout}");
+    assert_eq!(number_after(&stdout, "the kernel dropped "), 0, "{stdout}");
+    // Below 1518 - 4 - 14 bytes of MTU, AF_PACKET's ring takes the frames and the kernel drops
+    // every one without a word (PACKET_LOSS). They used to count as sent.
+    wirespeed_lab::run(
+        "ip",
+        &["-n", &ns, "link", "set", &pair.sender_if, "mtu", "1000"],
+    )
+    .unwrap();
+    let stdout = generate("afpacket");
+    assert_eq!(number_after(&stdout, "sent "), 0, "{stdout}");
+    assert!(number_after(&stdout, "the kernel dropped ") > 0, "{stdout}");
+    drop(lab);
+    wirespeed_lab::assert_gone_for_test(prefix);
+}
+
+#[test]
+fn afxdp_under_a_memlock_limit_it_cannot_raise_names_the_limit() {
+    let prefix = "wstim";
+    if !wirespeed_lab::installed_for_test("setpriv")
+        || !wirespeed_lab::installed_for_test("prlimit")
+    {
+        return;
+    }
+    let Some(lab) = wirespeed_lab::calibration_for_test(prefix) else {
+        return;
+    };
+    let pair = lab.calibration.clone().expect("a calibration pair");
+    // 64 KiB, soft and hard, and without CAP_IPC_LOCK (which root has and which lifts the
+    // limit): the frame pool cannot be locked and the limit cannot be raised.
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.tester_ns,
+            "prlimit",
+            "--memlock=65536:65536",
+        ])
+        .args([
+            "setpriv",
+            "--bounding-set=-ipc_lock",
+            "--inh-caps=-ipc_lock",
+        ])
+        .arg(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(["gen", "--backend", "afxdp", "--tx", &pair.sender_if])
+        .args(["--duration", "0.1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("RLIMIT_MEMLOCK is 64 KiB (hard limit 64 KiB)")
+            && stderr.contains("lacks CAP_IPC_LOCK")
+            && stderr.contains("`ulimit -l unlimited`")
+            && stderr.contains("LimitMEMLOCK=infinity"),
+        "{stderr}"
+    );
+    // It used to blame the kernel's configuration.
+    assert!(!stderr.contains("CONFIG_XDP_SOCKETS"), "{stderr}");
+    drop(lab);
+    wirespeed_lab::assert_gone_for_test(prefix);
+}
