@@ -74,8 +74,9 @@ impl Dispatcher {
     }
 
     /// The dispatcher of a switch running `app`: a router's interface addresses are checked
-    /// against the gateways of every route file loaded (a route via the router itself would
-    /// loop), before anything reaches a worker, so the error can name the file's line.
+    /// against the gateway of `route add` and of every route file loaded (a route via the
+    /// router itself would loop), before anything reaches a worker, so the error can name the
+    /// file's line.
     pub fn with_app(mut self, app: &AppConfig) -> Dispatcher {
         if let AppConfig::Router(router) = app {
             self.own = router
@@ -424,6 +425,10 @@ impl Handler for Dispatcher {
             Request::Show(Show::Ports) => self.show_ports(),
             Request::Show(Show::Workers) => self.show_workers(),
             Request::Show(Show::Counters) => self.show_counters(),
+            Request::RouteAdd { via, .. } if self.own.contains(via) => {
+                let (message, fix) = tables::own_gateway(*via);
+                Err(Response::error(message, fix))
+            }
             Request::RouteLoad(upload) => self.route_load(upload, body),
             Request::AclLoad(upload) => self.acl_load(upload, body),
             other => match other.app_command() {

@@ -36,6 +36,16 @@ pub const MAX_ROUTES: usize = 16 << 20;
 /// Most ACL rules one file may hold.
 pub const MAX_ACL_RULES: usize = 1 << 16;
 
+/// Why a gateway that is one of the router's own addresses is refused (a route via the router
+/// itself would send its packets back to it), and the fix: route files, the configuration and
+/// `route add` say it alike.
+pub fn own_gateway(gateway: IpAddr) -> (String, &'static str) {
+    (
+        format!("gateway {gateway} is an address of the router itself"),
+        "route via a neighbouring router's address on that subnet, not the router's own",
+    )
+}
+
 /// An error in a table file: where, what, how to fix it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{file}:{line}: {message}")]
@@ -74,8 +84,8 @@ impl RouteList {
         &self.gateways
     }
 
-    /// Refuses a gateway that is one of `own` (the router's interface addresses): a route via
-    /// the router itself would send its packets back to it. Names the first line using it.
+    /// Refuses a gateway that is one of `own` (the router's interface addresses, see
+    /// [`own_gateway`]), naming the first line that uses it.
     pub fn check_gateways(&self, own: &[IpAddr]) -> Result<(), FileError> {
         let Some((gateway, line)) = self
             .gateways
@@ -86,12 +96,12 @@ impl RouteList {
         else {
             return Ok(());
         };
+        let (message, fix) = own_gateway(*gateway);
         Err(FileError {
             file: self.file.clone(),
             line: *line,
-            message: format!("gateway {gateway} is an address of the router itself"),
-            fix: "route via a neighbouring router's address on that subnet, not the router's own"
-                .into(),
+            message,
+            fix: fix.into(),
         })
     }
 

@@ -363,6 +363,13 @@ fn a_route_via_the_routers_own_address_is_refused_naming_the_line() {
         "10.0.0.0/8 via 198.18.0.1\n",
     );
     assert_eq!(good["result"]["applied"], 1, "{good}");
+    let added = ask(&setup.path, "route add 10.9.0.0/16 via 198.18.0.254");
+    assert_eq!(
+        added["error"],
+        "gateway 198.18.0.254 is an address of the router itself"
+    );
+    let added = ask(&setup.path, "route add 10.9.0.0/16 via 198.18.0.1");
+    assert_eq!(added["result"]["applied"], 1, "{added}");
 }
 
 #[test]

@@ -521,15 +521,13 @@ pub(super) fn router_app(
                     .find(|&&v| interface.addresses.iter().any(|&(addr, _)| addr == v))?;
                 Some((index, gateway))
             });
-        if let Some((index, gateway)) = own {
+        if let Some((index, &gateway)) = own {
+            let (message, fix) = crate::tables::own_gateway(gateway);
             return Err(at.error(
                 route.via.span(),
                 &format!("{key}.via"),
-                &format!(
-                    "gateway {gateway} is an address of the router itself \
-                     (router.interface[{index}])"
-                ),
-                "route via a neighbouring router's address on that subnet, not the router's own",
+                &format!("{message} (router.interface[{index}])"),
+                fix,
             ));
         }
         routes.push(RouterRoute { prefix, via });
