@@ -405,8 +405,8 @@ fn action(text: &str, port: &dyn Fn(&str) -> Option<u16>) -> Result<Action, Fiel
 /// Refuses fields that could never match together or that another field would silently
 /// rewrite, as OpenFlow refuses an OXM field whose prerequisites are absent or inconsistent
 /// (OpenFlow 1.3.5 section 7.2.3.6, `OFPBMC_BAD_PREREQ`). `fields` have converted one by one
-/// already; this looks at them together.
-fn prerequisites(fields: &[(String, String)]) -> Result<(), FieldError> {
+/// already; this looks at them together and returns what they say of the packets.
+fn prerequisites(fields: &[(String, String)]) -> Result<Stated, FieldError> {
     let given = |field: &str| {
         fields
             .iter()
@@ -528,6 +528,58 @@ fn prerequisites(fields: &[(String, String)]) -> Result<(), FieldError> {
             Some(_) => {}
         }
     }
+    Ok(Stated { ipv4, protocol })
+}
+
+/// What a match says of the packets it takes, for the actions' prerequisites.
+struct Stated {
+    /// IPv4 (true) or IPv6 (false) packets; `None`: not said.
+    ipv4: Option<bool>,
+    /// The IP protocol matched.
+    protocol: Option<u8>,
+}
+
+/// Refuses an action that could never act on the packets the match takes, as OpenFlow refuses
+/// a set-field whose field's prerequisites the match lacks (`OFPBAC_MATCH_INCONSISTENT`): an IP
+/// address of the family the match states, ports where it states TCP or UDP.
+fn action_prerequisites(text: &str, action: &Action, stated: &Stated) -> Result<(), FieldError> {
+    let refuse = |problem: String, accepted: &str| {
+        Err(FieldError::new(format!("action {text}"), problem, accepted))
+    };
+    match action {
+        Action::SetField(
+            field @ (SetField::Ipv4Src(_)
+            | SetField::Ipv4Dst(_)
+            | SetField::Ipv6Src(_)
+            | SetField::Ipv6Dst(_)),
+        ) => {
+            let ipv4 = matches!(field, SetField::Ipv4Src(_) | SetField::Ipv4Dst(_));
+            if stated.ipv4 != Some(ipv4) {
+                return refuse(
+                    format!(
+                        "sets an {} address, but the match does not take only {} packets",
+                        family(ipv4),
+                        family(ipv4)
+                    ),
+                    &format!(
+                        "match eth_type={} (or an {} ip_src/ip_dst) to set an {} address",
+                        if ipv4 { "0x0800" } else { "0x86dd" },
+                        family(ipv4),
+                        family(ipv4)
+                    ),
+                );
+            }
+        }
+        Action::SetField(SetField::L4Src(_) | SetField::L4Dst(_))
+            if !stated.protocol.is_some_and(has_ports) =>
+        {
+            return refuse(
+                "sets a port, but the match does not take only TCP or UDP packets".into(),
+                "match ip_proto=tcp or ip_proto=udp to set a port",
+            );
+        }
+        _ => {}
+    }
     Ok(())
 }
 
@@ -541,7 +593,9 @@ fn prerequisites(fields: &[(String, String)]) -> Result<(), FieldError> {
 ///   (an address implies its family's `eth_type`);
 /// * `ip_proto` without an IP `eth_type` or address, `icmp` with IPv6, `icmpv6` with IPv4;
 /// * `l4_src`/`l4_dst` without `ip_proto=tcp` or `udp`;
-/// * `eth_type` of a VLAN tag (0x8100, 0x88a8): it is the EtherType after the tags.
+/// * `eth_type` of a VLAN tag (0x8100, 0x88a8): it is the EtherType after the tags;
+/// * `set_field` of an IP address without a match of that family, of a port without
+///   `ip_proto=tcp` or `udp`.
 pub fn flow_rule(
     rule: &FlowRule,
     port: &dyn Fn(&str) -> Option<u16>,
@@ -575,12 +629,16 @@ pub fn flow_rule(
             _ => matcher = match_field(matcher, name, value, &port)?,
         }
     }
-    prerequisites(&rule.fields)?;
+    let stated = prerequisites(&rule.fields)?;
     let actions = rule
         .actions
         .iter()
-        .map(|text| action(text, &port))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|text| {
+            let parsed = action(text, &port)?;
+            action_prerequisites(text, &parsed, &stated)?;
+            Ok(parsed)
+        })
+        .collect::<Result<Vec<_>, FieldError>>()?;
     let mut entry = FlowEntry::new(rule.priority, matcher, actions)
         .idle_timeout(idle)
         .hard_timeout(hard);
@@ -993,6 +1051,46 @@ mod tests {
             FlowMatch::any().ethertype(0x0800).ip_proto(17).l4_dst(53)
         );
         assert!(flow(&[("vlan", "100"), ("eth_type", "0x0806")]).is_ok());
+    }
+
+    #[test]
+    fn a_set_field_needs_a_match_that_takes_its_packets() {
+        let with = |pairs: &[(&str, &str)], action: &str| {
+            let rule = FlowRule {
+                priority: 1,
+                fields: fields(pairs),
+                actions: vec![action.into(), "output:p1".into()],
+            };
+            flow_rule(&rule, &ports)
+        };
+        let e = with(&[("in_port", "p0")], "set_field:ip_dst=10.0.0.1").unwrap_err();
+        assert_eq!(e.place, "action set_field:ip_dst=10.0.0.1");
+        assert_eq!(
+            e.problem,
+            "sets an IPv4 address, but the match does not take only IPv4 packets"
+        );
+        assert!(e.accepted.contains("eth_type=0x0800"), "{e}");
+        let e = with(&[("ip_dst", "10.0.0.0/8")], "set_field:ip_src=2001:db8::1").unwrap_err();
+        assert!(e.problem.contains("IPv6 address"), "{e}");
+        let e = with(&[("eth_type", "0x0800")], "set_field:l4_dst=53").unwrap_err();
+        assert_eq!(
+            e.problem,
+            "sets a port, but the match does not take only TCP or UDP packets"
+        );
+        let e = with(
+            &[("eth_type", "0x86dd"), ("ip_proto", "icmpv6")],
+            "set_field:l4_src=1",
+        );
+        assert!(e.is_err());
+        assert!(with(&[("eth_type", "0x86dd")], "set_field:ip_dst=2001:db8::1").is_ok());
+        assert!(
+            with(
+                &[("ip_dst", "10.0.0.0/8"), ("ip_proto", "udp")],
+                "set_field:l4_dst=53"
+            )
+            .is_ok()
+        );
+        assert!(with(&[], "set_field:eth_dst=02:00:00:00:00:01").is_ok());
     }
 
     proptest::proptest! {
