@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -57,6 +57,9 @@ pub struct Dispatcher {
     fast_path: Option<Box<dyn FastPathView>>,
     /// The router's own interface addresses, which no loaded route may use as its gateway.
     own: Vec<IpAddr>,
+    /// Held while a file is loaded: one load at a time, so the switch holds one file's
+    /// parsed table (up to `tables::MAX_ROUTES` routes), not one per client.
+    loading: Mutex<()>,
 }
 
 /// One worker's answer and how long it took.
@@ -70,6 +73,7 @@ impl Dispatcher {
             timeout,
             fast_path: None,
             own: Vec::new(),
+            loading: Mutex::new(()),
         }
     }
 
@@ -409,6 +413,31 @@ impl Dispatcher {
         }))
     }
 
+    /// Loads a file with `load_file`, one at a time: a second client is told to come back
+    /// rather than making the switch hold two parsed tables.
+    fn load(
+        &self,
+        upload: &Upload,
+        body: &mut dyn Read,
+        load_file: fn(&Self, &Upload, &mut dyn Read) -> Result<Value, Response>,
+    ) -> Result<Value, Response> {
+        let _one = match self.loading.try_lock() {
+            Ok(guard) => guard,
+            // A poisoned lock guards nothing: the load that panicked left no state behind.
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                return Err(Response::error(
+                    format!(
+                        "{}: another client is loading a file; files load one at a time",
+                        upload.name
+                    ),
+                    "send it again when the other load has answered",
+                ));
+            }
+        };
+        load_file(self, upload, body)
+    }
+
     fn acl_load(&self, upload: &Upload, body: &mut dyn Read) -> Result<Value, Response> {
         let rules = tables::parse_acl(&upload.name, body).map_err(file_error)?;
         let count = rules.len();
@@ -429,8 +458,8 @@ impl Handler for Dispatcher {
                 let (message, fix) = tables::own_gateway(*via);
                 Err(Response::error(message, fix))
             }
-            Request::RouteLoad(upload) => self.route_load(upload, body),
-            Request::AclLoad(upload) => self.acl_load(upload, body),
+            Request::RouteLoad(upload) => self.load(upload, body, Self::route_load),
+            Request::AclLoad(upload) => self.load(upload, body, Self::acl_load),
             other => match other.app_command() {
                 Some(command) => self.app(command),
                 None => Err(Response::error(

@@ -401,6 +401,24 @@ fn content_is_bounded_and_the_connection_stays_in_step() {
     assert_eq!(client.reply()["result"]["routes_v4"], 1);
     assert_eq!(client.reply()["ok"], true);
 
+    // Files load one at a time: while one client's content is still arriving, another's load
+    // is refused (the switch holds one parsed table, not one per client); then it goes through.
+    let mut slow = Client::connect(path);
+    let content = "10.0.0.0/8 via 1.1.1.1\n";
+    slow.send(format!("route load {} first.txt\n10.0.0.0", content.len()).as_bytes());
+    std::thread::sleep(Duration::from_millis(100));
+    let busy = load(path, "acl", "second.acl", "permit\n");
+    assert_eq!(
+        busy["error"],
+        "second.acl: another client is loading a file; files load one at a time"
+    );
+    slow.send(b"/8 via 1.1.1.1\n");
+    assert_eq!(slow.reply()["result"]["routes_v4"], 1);
+    assert_eq!(
+        load(path, "acl", "second.acl", "permit\n")["result"]["rules"],
+        1
+    );
+
     // More than the limit: refused before a byte is read, and the client closed.
     let reply = send_file(path, "acl load 1001 big.acl", &[b'#'; 1001]);
     assert_eq!(
