@@ -12,6 +12,10 @@
 //! (every cell a string) so that one printer shows every `show` command. Everything a client sends
 //! is hostile: [`parse`] takes bytes, refuses non-UTF-8, unknown words and bad values with an error
 //! that names the word and lists what is accepted, and never panics.
+//!
+//! One exception to "a line is a request": a load (`route load BYTES NAME`, `acl load ...`) is
+//! followed by the file's BYTES bytes ([`Upload`]), because the client reads the file, not the
+//! switch.
 
 use std::net::IpAddr;
 

@@ -9,9 +9,10 @@
 //! is closed when a write times out. A file a client loads (`route load BYTES NAME`) follows its
 //! line as content: it is handed to the handler as a reader while it arrives, so the switch holds
 //! what it parsed, never the bytes; content over [`Limits::max_body`] is refused and the client
-//! closed, and what the handler does not read is discarded before the next line. The socket file is created in a private directory, given mode
-//! 0600 there and then renamed into place, so it is never reachable with wider permissions; it is
-//! removed when the [`ControlSocket`] is dropped (if it is still ours).
+//! closed, and what the handler does not read is discarded before the next line. The socket file
+//! is created in a private directory, given mode 0600 there and then renamed into place, so it is
+//! never reachable with wider permissions; it is removed when the [`ControlSocket`] is dropped (if
+//! it is still ours).
 
 use std::fs;
 use std::io::{ErrorKind, Read, Write};
