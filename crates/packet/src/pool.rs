@@ -16,15 +16,19 @@ pub type FrameId = u32;
 
 /// Smallest frame the pool accepts: a full Ethernet frame without FCS plus headroom.
 pub const MIN_FRAME_SIZE: u32 = 2048;
-/// Largest frame the pool accepts (AF_XDP chunks are at most a page).
-pub const MAX_FRAME_SIZE: u32 = 4096;
+/// Largest frame the pool accepts: a 9018-byte jumbo frame (9000 bytes of MTU, Ethernet
+/// header, two VLAN tags) plus headroom fits, with room for the largest jumbo MTUs (9216).
+pub const MAX_FRAME_SIZE: u32 = 16384;
+/// Frames above this size are larger than a page, the largest chunk AF_XDP takes: a jumbo frame
+/// crosses AF_XDP in several chunks of one pool frame.
+pub const PAGE_FRAME_SIZE: u32 = 4096;
 
 /// Why a pool could not be created.
 #[derive(Debug, thiserror::Error)]
 pub enum PoolError {
     #[error(
         "frame size {0} is not a power of two between {MIN_FRAME_SIZE} and {MAX_FRAME_SIZE}; \
-         use 2048 or 4096"
+         use 2048, 4096, 8192 or 16384 (jumbo frames)"
     )]
     FrameSize(u32),
     #[error("frame count must be between 1 and {max}, got {0}; lower `frames`", max = u32::MAX / 2)]
@@ -155,6 +159,42 @@ impl FramePool {
                 self.frame_size as usize,
             )
         }
+    }
+
+    /// Copies `len` bytes at `from_offset` in frame `from` to `to_offset` in frame `to` (another
+    /// frame), and says whether it did: nothing is copied when a range leaves its frame or the
+    /// frames are one. An AF_XDP port gathers a jumbo frame's fragments into its first
+    /// buffer's frame with it.
+    pub fn copy_between(
+        &mut self,
+        from: FrameId,
+        from_offset: usize,
+        len: usize,
+        to: FrameId,
+        to_offset: usize,
+    ) -> bool {
+        let size = self.frame_size as usize;
+        let fits = |offset: usize| offset.checked_add(len).is_some_and(|end| end <= size);
+        if from == to
+            || from >= self.frame_count
+            || to >= self.frame_count
+            || !fits(from_offset)
+            || !fits(to_offset)
+        {
+            return false;
+        }
+        let base = self.region.start().as_ptr();
+        // SAFETY: both ranges lie inside their frames (checked above), which lie inside the
+        // region; the frames differ, so the ranges do not overlap; the exclusive borrow of
+        // `self` makes these the only accesses to the region meanwhile.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                base.add(from as usize * size + from_offset),
+                base.add(to as usize * size + to_offset),
+                len,
+            );
+        }
+        true
     }
 
     /// The whole frame `id`, writable. Out-of-range ids yield an empty slice.

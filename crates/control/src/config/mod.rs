@@ -7,7 +7,7 @@
 //! cores = [1]           # optional: pin worker i to cores[i]
 //! batch = 32            # packets per batch, 1..=256
 //! frames = 16384        # frames in each worker's pool
-//! frame_size = 2048     # 2048 or 4096
+//! frame_size = 2048     # 2048, 4096, 8192 or 16384 (jumbo frames)
 //! idle = "adaptive"     # "busy": spin; "adaptive": sleep in poll(2) after empty polls
 //! drain_us = 50         # longest a packet waits in a TX batch under load
 //! realtime = "auto"     # SCHED_FIFO for workers (above the kernel's NAPI threads): true,
@@ -560,13 +560,13 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
     }
     let frame_size = switch.frame_size.as_ref().map_or(2048, |f| *f.get_ref());
     if let Some(f) = &switch.frame_size
-        && ![2048, 4096].contains(f.get_ref())
+        && ![2048, 4096, 8192, 16384].contains(f.get_ref())
     {
         return Err(at.error(
             f.span(),
             "switch.frame_size",
-            "must be 2048 or 4096",
-            "use 2048",
+            "must be 2048, 4096, 8192 or 16384",
+            "use 2048 for MTUs up to 1500, 16384 for jumbo frames (MTU 9000)",
         ));
     }
     let frames = switch.frames.as_ref().map_or(16384, |f| *f.get_ref());

@@ -50,6 +50,7 @@ mod socket;
 pub use port::{AfPacketCounters, AfPacketPort};
 
 use wirespeed_packet::batch::HEADROOM;
+use wirespeed_packet::pool::{MAX_FRAME_SIZE, MIN_FRAME_SIZE};
 
 /// Bytes of Ethernet header and two VLAN tags on top of the MTU that a frame must hold.
 pub const L2_OVERHEAD: u32 = 22;
@@ -200,9 +201,11 @@ impl AfPacketConfig {
     /// Checks the ring geometry; the error text says what to change.
     fn check(&self) -> Result<(), String> {
         let page = socket::page_size();
-        if !self.frame_size.is_power_of_two() || !(2048..=4096).contains(&self.frame_size) {
+        if !self.frame_size.is_power_of_two()
+            || !(MIN_FRAME_SIZE..=MAX_FRAME_SIZE).contains(&self.frame_size)
+        {
             return Err(format!(
-                "frame_size {} must be 2048 or 4096 (the pool's frame size)",
+                "frame_size {} must be 2048, 4096, 8192 or 16384 (the pool's frame size)",
                 self.frame_size
             ));
         }
@@ -264,7 +267,8 @@ pub enum AfPacketError {
     #[error(
         "port {port}: interface {interface} has MTU {mtu}, but {frame_size}-byte frames carry \
          at most MTU {max_mtu} ({HEADROOM} bytes headroom, {L2_OVERHEAD} bytes Ethernet and \
-         VLAN headers); lower it (`ip link set {interface} mtu {max_mtu}`) or use 4096-byte frames"
+         VLAN headers); lower it (`ip link set {interface} mtu {max_mtu}`) or use larger frames \
+         (`frame_size`: 4096 up to an MTU of 3818, 16384 for jumbo frames)"
     )]
     MtuTooLarge {
         port: String,
@@ -351,7 +355,7 @@ mod tests {
                     frame_size: 1024,
                     ..good.clone()
                 },
-                "2048 or 4096",
+                "2048, 4096, 8192 or 16384",
             ),
             (
                 AfPacketConfig {

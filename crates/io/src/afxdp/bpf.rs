@@ -32,6 +32,8 @@ pub(crate) const BPF_PSEUDO_MAP_FD: u8 = 1;
 pub(crate) const BPF_ANY: u64 = 0;
 // XDP attach flags (linux/if_link.h) and actions.
 pub(crate) const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
+/// `prog_flags` of a program that handles multi-buffer frames (`BPF_F_XDP_HAS_FRAGS`).
+pub(crate) const BPF_F_XDP_HAS_FRAGS: u32 = 1 << 5;
 pub(crate) const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
 pub(crate) const XDP_DROP: i32 = 1;
 pub(crate) const XDP_PASS: i32 = 2;
@@ -257,8 +259,19 @@ pub(crate) fn load(program: &[Insn]) -> Result<OwnedFd, ProgramError> {
         ..ProgLoadAttr::default()
     };
     attr.prog_name[..9].copy_from_slice(b"wirespeed");
+    // Frags-aware, so that the kernel attaches it to an interface whose MTU is larger than a
+    // page (a jumbo frame is then one buffer and its fragments: the programs here only
+    // redirect, they never read past the first). Kernels before 5.18 do not know the flag.
+    attr.prog_flags = BPF_F_XDP_HAS_FRAGS;
     let error = match bpf(BPF_PROG_LOAD, &mut attr) {
         Ok(fd) => return Ok(owned(fd)),
+        Err(error) if error.raw_os_error() == Some(libc::EINVAL) => {
+            attr.prog_flags = 0;
+            match bpf(BPF_PROG_LOAD, &mut attr) {
+                Ok(fd) => return Ok(owned(fd)),
+                Err(error) => error,
+            }
+        }
         Err(error) => error,
     };
     let mut log = vec![0u8; 64 * 1024];

@@ -107,7 +107,8 @@ pub enum AfXdpError {
     #[error(
         "port {port}: MTU {mtu} plus 22 bytes of Ethernet and VLAN headers does not fit the \
          {room} bytes a {frame_size}-byte frame leaves after its {headroom}-byte headroom; lower \
-         the MTU (`ip link set dev {port} mtu {max_mtu}`) or use 4096-byte frames"
+         the MTU (`ip link set dev {port} mtu {max_mtu}`) or use larger frames (`frame_size`: \
+         4096 up to an MTU of 3818, 16384 for jumbo frames)"
     )]
     MtuTooLarge {
         port: String,

@@ -16,6 +16,12 @@
 //! * `poll`: return completed frames, and kick again where the TX ring still holds frames (copy
 //!   mode transmits at most 32 frames per kick).
 //!
+//! Jumbo frames (a pool frame larger than a page, the largest UMEM chunk) cross in several
+//! descriptors chained by `XDP_PKT_CONTD` (AF_XDP multi-buffer, Linux 6.6): a received jumbo
+//! frame arrives in the first chunk of several pool frames and is gathered into the first (a
+//! copy of all but its first 3840 bytes, the one copy the port makes, and only for them); a
+//! sent one leaves from its one frame in a piece per chunk it spans, without a copy.
+//!
 //! Frames the port handed to the kernel are tracked in a [`Ledger`], so that [`Port::frames_held`]
 //! is exact and [`Port::release_all`] can return them after the sockets are closed.
 
@@ -60,6 +66,69 @@ pub struct AfXdpPort {
     tx_invalid: u64,
     /// TX descriptors published to the kernel, all sockets ([`Port::tx_departed`]).
     tx_submitted: u64,
+    /// Bytes per UMEM chunk: the frame size, or a page for jumbo frames (multi-buffer).
+    chunk_size: u32,
+    /// Index = queue id: the jumbo frame whose fragments are being received, if any.
+    gathering: Vec<Option<Gathering>>,
+    /// Index = queue id, in multi-buffer mode only (empty otherwise): where each packet's
+    /// pieces end in the TX ring, so that departures count packets, not pieces.
+    chains: Vec<TxChains>,
+}
+
+/// The packets of one TX ring sent in several pieces: for the last packets written (as many as
+/// the ring has slots, the most it can hold), the running count of pieces at each one's end.
+/// The ring is a FIFO, so a packet has left once the kernel consumed its last piece.
+#[derive(Debug)]
+struct TxChains {
+    pieces: u64,
+    packets: u64,
+    ends: Box<[u64]>,
+}
+
+impl TxChains {
+    fn new(ring: u32) -> Self {
+        TxChains {
+            pieces: 0,
+            packets: 0,
+            ends: vec![0; ring as usize].into_boxed_slice(),
+        }
+    }
+
+    /// Records a packet of `pieces` descriptors written to the ring.
+    fn push(&mut self, pieces: u32) {
+        self.pieces += u64::from(pieces);
+        let slot = (self.packets % self.ends.len() as u64) as usize;
+        self.ends[slot] = self.pieces;
+        self.packets += 1;
+    }
+
+    /// Packets all of whose pieces the kernel consumed, `in_ring` pieces being still there.
+    fn departed(&self, in_ring: u32) -> u64 {
+        let consumed = self.pieces.saturating_sub(u64::from(in_ring));
+        let len = self.ends.len() as u64;
+        let end_of = |back: u64| self.ends[((self.packets - 1 - back) % len) as usize];
+        // Packets still (partly) in the ring are the newest ones: count them back from the
+        // last, by binary search over the ends, which grow with the packet number.
+        let (mut low, mut high) = (0, self.packets.min(len));
+        while low < high {
+            let mid = (low + high) / 2;
+            if end_of(mid) > consumed {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        self.packets - low
+    }
+}
+
+/// A frame received in several buffers (AF_XDP multi-buffer) while its fragments arrive: the
+/// first buffer, into whose frame the others are copied, and whether one did not fit (then
+/// the whole frame is dropped at its last fragment).
+#[derive(Clone, Copy, Debug)]
+struct Gathering {
+    head: Desc,
+    overflow: bool,
 }
 
 impl AfXdpPort {
@@ -255,6 +324,15 @@ impl AfXdpPort {
             stats: PortStats::default(),
             tx_invalid: 0,
             tx_submitted: 0,
+            chunk_size: umem.chunk_size(),
+            gathering: vec![None; usize::from(interface.queues)],
+            chains: if umem.is_multi_buffer() {
+                (0..interface.queues)
+                    .map(|_| TxChains::new(config.tx_size))
+                    .collect()
+            } else {
+                Vec::new()
+            },
         })
     }
 
@@ -416,12 +494,16 @@ fn reap(
     ledger: &mut Ledger,
     pool: &mut FramePool,
     completion_size: u32,
+    chunk_size: u32,
 ) -> u64 {
     let n = socket.completion.available(completion_size);
     let mut strays = 0;
     for i in 0..n {
         let addr = socket.completion.read(i);
         match pool.locate(addr) {
+            // A later piece of a jumbo frame (it starts on a chunk boundary past the first
+            // chunk): its frame went back with the first piece, which completes with it.
+            Some((_, offset)) if u32::from(offset) >= chunk_size => {}
             Some((frame, _)) if ledger.take_back(frame) => pool.release(frame),
             _ => strays += 1,
         }
@@ -439,32 +521,82 @@ impl Port for AfXdpPort {
         let Some(Some(socket)) = self.sockets.get_mut(queue as usize) else {
             return 0;
         };
+        let gathering = &mut self.gathering[queue as usize];
         let n = socket.rx.available(batch.room() as u32);
         let mut received = 0;
         for i in 0..n {
             let desc = socket.rx.read(i);
-            let Some((frame, offset)) = pool.locate(desc.addr) else {
+            let more = desc.options & libc::XDP_PKT_CONTD != 0;
+            let located = pool
+                .locate(desc.addr)
+                .filter(|&(frame, _)| self.ledger.take_back(frame));
+            let Some((frame, offset)) = located else {
+                // Not a frame this port gave the kernel: never hand it out twice. A frame in
+                // the middle of a jumbo frame spoils the whole of it.
                 self.stats.rx_errors += 1;
+                if let Some(partial) = gathering {
+                    partial.overflow = true;
+                }
                 continue;
             };
-            if !self.ledger.take_back(frame) {
-                // Not a frame this port gave the kernel: never hand it out twice.
-                self.stats.rx_errors += 1;
-                continue;
-            }
-            if offset as u64 + desc.len as u64 > self.frame_size as u64 {
-                self.stats.rx_errors += 1;
-                pool.release(frame);
-                continue;
-            }
-            batch.push(Desc {
-                frame,
-                offset,
-                len: desc.len as u16,
-                port: 0,
-                queue,
-            });
-            self.stats.rx_bytes += desc.len as u64;
+            let in_frame = offset as u64 + desc.len as u64 <= self.frame_size as u64;
+            let packet = match gathering {
+                // A later fragment of a jumbo frame: copied behind the others, its buffer freed.
+                Some(partial) => {
+                    let head = &mut partial.head;
+                    let end = usize::from(head.offset) + usize::from(head.len);
+                    let copied = !partial.overflow
+                        && in_frame
+                        && pool.copy_between(
+                            frame,
+                            usize::from(offset),
+                            desc.len as usize,
+                            head.frame,
+                            end,
+                        );
+                    if copied {
+                        head.len += desc.len as u16;
+                    } else {
+                        partial.overflow = true;
+                    }
+                    pool.release(frame);
+                    if more {
+                        continue;
+                    }
+                    let done = *partial;
+                    *gathering = None;
+                    if done.overflow {
+                        self.stats.rx_errors += 1;
+                        pool.release(done.head.frame);
+                        continue;
+                    }
+                    done.head
+                }
+                None => {
+                    if !in_frame {
+                        self.stats.rx_errors += 1;
+                        pool.release(frame);
+                        continue;
+                    }
+                    let head = Desc {
+                        frame,
+                        offset,
+                        len: desc.len as u16,
+                        port: 0,
+                        queue,
+                    };
+                    if more {
+                        *gathering = Some(Gathering {
+                            head,
+                            overflow: false,
+                        });
+                        continue;
+                    }
+                    head
+                }
+            };
+            batch.push(packet);
+            self.stats.rx_bytes += u64::from(packet.len);
             received += 1;
         }
         socket.rx.release(n);
@@ -477,17 +609,41 @@ impl Port for AfXdpPort {
         let Some(Some(socket)) = self.sockets.get_mut(queue as usize) else {
             return 0;
         };
-        self.stats.rx_errors += reap(socket, &mut self.ledger, pool, self.completion_size);
-        let free = socket.tx.free(batch.len() as u32);
+        self.stats.rx_errors += reap(
+            socket,
+            &mut self.ledger,
+            pool,
+            self.completion_size,
+            self.chunk_size,
+        );
+        let chunk = self.chunk_size;
+        // Room for every piece the batch could need (one per packet unless frames are jumbo).
+        let most_pieces = self.frame_size.div_ceil(chunk) as usize;
+        let free = socket
+            .tx
+            .free((batch.len() * most_pieces).min(u32::MAX as usize) as u32);
         let mut taken = 0;
         let mut written = 0;
+        let mut packets = 0;
         for desc in batch.descs() {
-            if written == free {
+            let (start, end) = (
+                u32::from(desc.offset),
+                u32::from(desc.offset) + u32::from(desc.len),
+            );
+            // One descriptor per chunk the packet touches: a jumbo frame goes out in pieces
+            // that each stay inside their chunk, as the kernel requires, chained by
+            // XDP_PKT_CONTD; every other packet is one descriptor.
+            let pieces = if end > start {
+                (end - 1) / chunk - start / chunk + 1
+            } else {
+                1
+            };
+            if written + pieces > free {
                 break;
             }
             taken += 1;
-            let fits = desc.len > 0 && desc.offset as u32 + desc.len as u32 <= self.frame_size;
-            if !fits {
+            // A packet must start in its frame's first chunk: a completion there returns it.
+            if desc.len == 0 || end > self.frame_size || start >= chunk {
                 // The kernel would skip it without completing it; the frame goes back now.
                 self.tx_invalid += 1;
                 pool.release(desc.frame);
@@ -498,15 +654,28 @@ impl Port for AfXdpPort {
                 self.tx_invalid += 1;
                 continue;
             }
-            socket.tx.write(
-                written,
-                libc::xdp_desc {
-                    addr: pool.addr(desc.frame, desc.offset),
-                    len: desc.len as u32,
-                    options: 0,
-                },
-            );
-            written += 1;
+            let mut at = start;
+            while at < end {
+                let piece_end = end.min((at / chunk + 1) * chunk);
+                socket.tx.write(
+                    written,
+                    libc::xdp_desc {
+                        addr: pool.addr(desc.frame, at as u16),
+                        len: piece_end - at,
+                        options: if piece_end < end {
+                            libc::XDP_PKT_CONTD
+                        } else {
+                            0
+                        },
+                    },
+                );
+                written += 1;
+                at = piece_end;
+            }
+            packets += 1;
+            if let Some(chains) = self.chains.get_mut(queue as usize) {
+                chains.push(pieces);
+            }
             self.stats.tx_bytes += desc.len as u64;
         }
         if written > 0 {
@@ -516,26 +685,41 @@ impl Port for AfXdpPort {
                 socket.kick_tx();
             }
         }
-        self.stats.tx_packets += written as u64;
+        self.stats.tx_packets += packets;
         batch.consume_front(taken);
         self.stats.tx_refused += batch.len() as u64;
         taken
     }
 
-    /// Free TX descriptors after returning completed frames, exactly what `tx` would write.
+    /// Free TX descriptors after returning completed frames, exactly what `tx` would write (in
+    /// multi-buffer mode, the packets of the largest size that fit: at least what `tx` takes).
     /// Reads the kernel's consumer index only when the cached one leaves fewer than `want`.
     fn tx_room(&mut self, queue: QueueId, pool: &mut FramePool, want: usize) -> usize {
         let Some(Some(socket)) = self.sockets.get_mut(queue as usize) else {
             return 0;
         };
-        self.stats.rx_errors += reap(socket, &mut self.ledger, pool, self.completion_size);
-        let want = want.min(u32::MAX as usize) as u32;
-        socket.tx.free(want) as usize
+        self.stats.rx_errors += reap(
+            socket,
+            &mut self.ledger,
+            pool,
+            self.completion_size,
+            self.chunk_size,
+        );
+        // Packets of the largest size that fit: a jumbo frame takes a descriptor per chunk.
+        let most_pieces = self.frame_size.div_ceil(self.chunk_size) as usize;
+        let want = (want * most_pieces).min(u32::MAX as usize) as u32;
+        socket.tx.free(want) as usize / most_pieces
     }
 
     fn poll(&mut self, pool: &mut FramePool) {
         for socket in self.sockets.iter_mut().flatten() {
-            self.stats.rx_errors += reap(socket, &mut self.ledger, pool, self.completion_size);
+            self.stats.rx_errors += reap(
+                socket,
+                &mut self.ledger,
+                pool,
+                self.completion_size,
+                self.chunk_size,
+            );
             if socket.tx.needs_wakeup() && socket.tx.pending() > 0 {
                 socket.kick_tx();
             }
@@ -547,7 +731,16 @@ impl Port for AfXdpPort {
     /// refuses (a stopped queue) or the socket's send buffer has no room for (its frames still
     /// held downstream) stays in the ring. So this is when a frame left, not when it was
     /// queued: completions come later still, when the last holder frees the frame.
+    /// In multi-buffer mode a packet has left once its last piece has.
     fn tx_departed(&self) -> u64 {
+        if !self.chains.is_empty() {
+            return self
+                .sockets
+                .iter()
+                .zip(&self.chains)
+                .filter_map(|(socket, chains)| Some(chains.departed(socket.as_ref()?.tx.in_ring())))
+                .sum();
+        }
         let in_rings: u64 = self
             .sockets
             .iter()
@@ -609,5 +802,31 @@ impl Port for AfXdpPort {
             stats.tx_refused += kernel.tx_invalid_descs;
         }
         stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TxChains;
+
+    #[test]
+    fn a_packet_in_pieces_departs_with_its_last_piece() {
+        let mut chains = TxChains::new(4);
+        assert_eq!(chains.departed(0), 0);
+        // Packets of 1, 3, 2 and 3 pieces: 9 pieces, the ring (4 slots) remembers all four.
+        for pieces in [1, 3, 2, 3] {
+            chains.push(pieces);
+        }
+        let departed: Vec<u64> = (0..=9)
+            .rev()
+            .map(|in_ring| chains.departed(in_ring))
+            .collect();
+        // Consumed 0..=9 pieces: packets end after pieces 1, 4, 6 and 9.
+        assert_eq!(departed, [0, 1, 1, 1, 2, 2, 3, 3, 3, 4]);
+        // A fifth packet overwrites the first's slot; in-flight ones are still counted right.
+        chains.push(1);
+        assert_eq!(chains.departed(1), 4);
+        assert_eq!(chains.departed(0), 5);
+        assert_eq!(chains.departed(4), 3);
     }
 }

@@ -233,7 +233,12 @@ impl XskSocket {
                 } else {
                     libc::XDP_COPY
                 };
-                (mode | libc::XDP_USE_NEED_WAKEUP, 0)
+                let sg = if umem.is_multi_buffer() {
+                    libc::XDP_USE_SG
+                } else {
+                    0
+                };
+                (mode | libc::XDP_USE_NEED_WAKEUP | sg, 0)
             }
         };
         let address = libc::sockaddr_xdp {

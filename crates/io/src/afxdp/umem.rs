@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use wirespeed_packet::FramePool;
 use wirespeed_packet::batch::HEADROOM;
+use wirespeed_packet::pool::PAGE_FRAME_SIZE;
 
 /// Bytes the kernel itself leaves in front of a received packet, inside the UMEM headroom's
 /// chunk (`XDP_PACKET_HEADROOM`). In both copy and zero-copy mode it places a packet at
@@ -71,6 +72,19 @@ impl Umem {
         self.shared.frame_size
     }
 
+    /// Bytes per UMEM chunk: the frame size, or a page for frames larger than one (AF_XDP
+    /// chunks are at most a page). A jumbo frame then crosses AF_XDP as several descriptors
+    /// (multi-buffer, `XDP_USE_SG`): received into the first chunk of several pool frames and
+    /// gathered into the first, sent from consecutive chunks of its one frame.
+    pub fn chunk_size(&self) -> u32 {
+        self.shared.frame_size.min(PAGE_FRAME_SIZE)
+    }
+
+    /// Whether frames cross AF_XDP in several chunks ([`Umem::chunk_size`]).
+    pub fn is_multi_buffer(&self) -> bool {
+        self.shared.frame_size > PAGE_FRAME_SIZE
+    }
+
     /// Frames in the region.
     pub fn frame_count(&self) -> u32 {
         self.shared.frame_count
@@ -87,7 +101,7 @@ impl Umem {
         libc::xdp_umem_reg {
             addr: self.shared.addr,
             len: self.shared.len,
-            chunk_size: self.shared.frame_size,
+            chunk_size: self.chunk_size(),
             headroom: Self::headroom(),
             flags: 0,
             tx_metadata_len: 0,

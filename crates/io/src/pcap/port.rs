@@ -147,7 +147,7 @@ impl Port for PcapPort {
                 });
                 break;
             }
-            // `in_buffer` implies captured_len <= frame size - HEADROOM <= 4096: fits a u16.
+            // `in_buffer` implies captured_len <= frame size - HEADROOM < 16384: fits a u16.
             let len = u16::try_from(record.captured_len)
                 .ok()
                 .filter(|_| record.in_buffer);

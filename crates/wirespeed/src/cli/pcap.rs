@@ -14,6 +14,7 @@ use wirespeed_dataplane::app::Xconnect;
 use wirespeed_dataplane::worker::{StatsCell, Worker, WorkerConfig, WorkerPort};
 use wirespeed_io::pcap::PcapPort;
 use wirespeed_packet::FramePool;
+use wirespeed_packet::pool::MAX_FRAME_SIZE;
 
 use super::{stats, switch};
 
@@ -76,7 +77,9 @@ pub fn forward(input: &std::path::Path, output: &std::path::Path, batch: usize) 
             tx_queue: 0,
         },
     ];
-    let pool = FramePool::new(4096, 2048)?;
+    // Frames of the largest size, so that jumbo frames in a capture are forwarded like any
+    // other; 1024 of them cover the batches in flight between two files.
+    let pool = FramePool::new(1024, MAX_FRAME_SIZE)?;
     let config = WorkerConfig {
         batch_size: batch,
         ..WorkerConfig::default()
