@@ -15,6 +15,7 @@ packages=(
   librte-net-af-xdp23 # DPDK's AF_XDP poll-mode driver (net_af_xdp), which testpmd loads
   clang               # compiles the XDP fast path (crates/fastpath/bpf) with -target bpf
   libbpf-dev          # the BPF helper headers the fast path includes (bpf/bpf_helpers.h)
+  g++                 # compiles libFuzzer (C++) for the fuzz targets (make fuzz)
   python3-scapy       # the parser conformance suite's independent frame generator
 )
 
