@@ -243,3 +243,64 @@ fn afxdp_under_a_memlock_limit_it_cannot_raise_names_the_limit() {
     drop(lab);
     wirespeed_lab::assert_gone_for_test(prefix);
 }
+
+#[test]
+fn a_long_start_up_says_what_it_does_and_ctrl_c_ends_it_at_once() {
+    use std::io::{BufRead, BufReader};
+    use std::time::{Duration, Instant};
+
+    let dir = std::env::temp_dir().join(format!("wirespeed-startup-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("in.pcap");
+    // An empty capture: a pcap header alone.
+    let mut header = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+    header.extend([0; 8]);
+    header.extend(65535u32.to_le_bytes());
+    header.extend(1u32.to_le_bytes());
+    std::fs::write(&input, header).unwrap();
+    let config = dir.join("big.toml");
+    // The largest pool (8 GiB to map and touch) and a 1 GiB walk: seconds to minutes of
+    // start-up, which Ctrl-C must cut short.
+    std::fs::write(
+        &config,
+        format!(
+            "[switch]\napp = \"xconnect\"\nframes = 4194304\ncontrol_socket = \"\"\n\n\
+             [[port]]\nname = \"in\"\nbackend = \"pcap\"\nrx = \"{}\"\n\n\
+             [[port]]\nname = \"out\"\nbackend = \"pcap\"\ntx = \"{}\"\n\n\
+             [xconnect]\npairs = [[\"in\", \"out\"]]\n\n[task]\nwalk_bytes = 1073741824\n",
+            input.display(),
+            dir.join("out.pcap").display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(["switch", "--config"])
+        .arg(&config)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(
+        first.trim_end(),
+        "starting 1 worker(s), each with a pool of 4194304 frames of 2048 B (8192 MiB) and a \
+         walk over 1024 MiB; Ctrl-C stops"
+    );
+    let interrupted = Instant::now();
+    wirespeed_lab::run("kill", &["-INT", &child.id().to_string()]).unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if interrupted.elapsed() > Duration::from_secs(5) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("Ctrl-C during start-up was ignored for 5 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success(), "{status}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -32,6 +32,11 @@ pub struct SwitchArgs {
 
 pub fn run(args: SwitchArgs) -> Result<()> {
     let config = wirespeed_control::config::load(&args.config).map_err(anyhow::Error::msg)?;
+    // Building can take a while (4194304 frames are 8 GiB to map and touch, a walk of GiBs
+    // to link), so say what it does. Ctrl-C keeps its default until the workers run: it ends
+    // the process at once, and the kernel detaches what was attached (BPF links close with
+    // their descriptors) and frees the memory.
+    println!("{}", starting_line(&config));
     let build::Built {
         mut workers,
         fast_path,
@@ -109,6 +114,25 @@ pub fn run(args: SwitchArgs) -> Result<()> {
     // finished one.
     anyhow::ensure!(faults.is_empty(), "stopped early: {}", faults.join("; "));
     Ok(())
+}
+
+/// "starting N worker(s), each with a pool of F frames of S B (M MiB)[ and a walk over W
+/// MiB]; Ctrl-C stops".
+fn starting_line(config: &wirespeed_control::config::Config) -> String {
+    let switch = &config.switch;
+    let mib = |bytes: u64| bytes.div_ceil(1 << 20);
+    let walk = match config.task.walk_bytes {
+        0 => String::new(),
+        bytes => format!(" and a walk over {} MiB", mib(bytes)),
+    };
+    format!(
+        "starting {} worker(s), each with a pool of {} frames of {} B ({} MiB){walk}; Ctrl-C \
+         stops",
+        switch.workers,
+        switch.frames,
+        switch.frame_size,
+        mib(u64::from(switch.frames) * u64::from(switch.frame_size)),
+    )
 }
 
 /// Gives every worker a command channel and serves them on the control socket at `path`.
