@@ -14,8 +14,13 @@ cd "$(dirname "$0")"
 cargo=${CARGO:-cargo}
 seconds=${FUZZ_SECONDS:-60}
 
-# The committed Cargo.lock is what is fuzzed: refuse to resolve anything new.
-"$cargo" fetch --locked --quiet
+# The committed Cargo.lock is what is fuzzed: refuse to resolve anything new. It goes stale when
+# a fuzzed crate gains a dependency; say so rather than leave cargo's words alone.
+if ! "$cargo" fetch --locked --quiet; then
+  echo "fuzz/run.sh: fuzz/Cargo.lock does not match the crates it fuzzes; run" \
+    "'cargo update --workspace --manifest-path fuzz/Cargo.toml' and commit fuzz/Cargo.lock" >&2
+  exit 1
+fi
 # One build for every target (debug assertions and overflow checks on, as cargo-fuzz does);
 # the targets then run from it directly, so that no run waits for a rebuild.
 host=$(rustc -vV | sed -n 's/^host: //p')

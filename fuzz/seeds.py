@@ -162,14 +162,21 @@ write("flow_rule", "ipv6", "dl_type=0x86dd nw_src=2001:db8::/32 nw_proto=icmpv6 
 write("flow_rule", "no-actions", "in_port=1")
 write("flow_rule", "refused", "l4_dst=53 eth_type=0x8100 ip_src=10.0.0.0/8 ip_dst=::1 actions=drop")
 
-write("protocol", "every-command", "help\nping\nshow ports\nshow counters\nshow workers\n"
-      "show routes\nshow macs\nshow neighbours\nshow flows\nroute show\n"
-      "route add 10.0.0.0/8 via 198.18.1.1\nroute del 2001:db8::/32\nroute load 42 routes.txt\n"
-      "neighbour add 198.18.1.1 02:00:00:00:00:01 p1\nneighbour del 198.18.1.1\nmac flush\n"
-      "flow add priority=10 in_port=p0 ip_dst=10.0.0.0/8 actions=output:p1\n"
-      "flow del priority=10 in_port=p0\nacl load 17 acl.txt\n")
+REQUESTS = {
+    "help": "help", "ping": "ping", "show-ports": "show ports", "show-neighbors": "show neighbors",
+    "route-show": "route show", "route-add": "route add 10.0.0.0/8 via 198.18.1.1",
+    "route-add-v6": "route add 2001:db8::/32 via fe80::1", "route-del": "route remove 0.0.0.0/0",
+    "route-load": "route load 42 routes.txt", "neighbour-add":
+    "neighbour add 198.18.1.1 02:00:00:00:00:01 p1", "neighbour-del": "neighbor del 2001:db8::1",
+    "mac-flush": "mac flush", "flow-add": "flow add priority=10 table=0 in_port=p0 "
+    "ip_dst=10.0.0.0/8 actions=dec_ttl,output:p1", "flow-del": "flow del priority=10 in_port=p0",
+    "acl-load": "acl load 17 acl.txt",
+}
+for name, request in REQUESTS.items():
+    write("protocol", name, request)
+write("protocol", "stream", "\r\n".join(REQUESTS.values()) + "\n" + "x" * 200 + "\npartial")
 write("protocol", "errors", "rout add\nroute add 10.0.0.1/8 via 1.1.1.1\nshow\nflow add priority=x "
-      "actions=drop\nflow add =x actions=drop\n\xff\r\n" + "x" * 100 + "\n")
+      "actions=drop\nflow add =x actions=drop\nroute load x y\n\xff\r\n")
 
 # --- configuration --------------------------------------------------------------------------
 PORTS = ('[[port]]\nname = "p0"\nbackend = "afxdp"\ninterface = "ws-d0"\n\n'

@@ -11,8 +11,9 @@ use wirespeed_control::protocol::{self, LineEvent, LineSplitter, Prefix, Request
 use wirespeed_dataplane::command::FlowRule;
 use wirespeed_packet::wire::EthernetAddress;
 
-/// A small limit, so that the fuzzer reaches the too-long path with short inputs.
-const MAX: usize = 64;
+/// A limit far below the socket's (`protocol::MAX_LINE`), so that the fuzzer reaches the
+/// too-long path with short inputs, yet above every request in the seeds.
+const MAX: usize = 128;
 
 fn prefix_text(prefix: &Prefix) -> String {
     match prefix {
