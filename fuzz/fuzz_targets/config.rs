@@ -1,5 +1,6 @@
-//! Fuzz target for the configuration loader: any text (valid UTF-8 or not) must give a config
-//! or an error that names a place in the file, never a panic or a hang.
+//! Fuzz target for the configuration loader: any text must give a config or an error that
+//! points into the file, never a panic or a hang. The error names a line the text has, its
+//! excerpt is that line, and its column is on it, so that an editor can go to the place.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -9,10 +10,20 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Err(error) = wirespeed_control::config::parse("fuzz.toml", text) {
-        // The place named must exist in the text (line 1 for an empty file).
+        assert_eq!(error.file, "fuzz.toml");
+        let named = error
+            .line
+            .checked_sub(1)
+            .and_then(|index| text.split('\n').nth(index))
+            .unwrap_or_else(|| panic!("no line {} in the text: {error}", error.line));
+        assert_eq!(error.excerpt, named.trim_end(), "{error}");
         assert!(
-            error.line >= 1 && error.line <= text.lines().count().max(1) + 1,
+            error.column >= 1 && error.column <= named.chars().count() + 1,
             "{error}"
+        );
+        assert!(
+            !error.message.is_empty() && !error.fix.is_empty(),
+            "{error:?}"
         );
     }
 });
