@@ -101,6 +101,19 @@ impl ControlSocket {
         limits: Limits,
         handler: Arc<dyn Handler>,
     ) -> Result<ControlSocket, SocketError> {
+        ControlSocket::bind_then(path, limits, handler, || Ok(()))
+    }
+
+    /// [`ControlSocket::bind`], with `first` run on the control thread before it accepts a
+    /// client: the threads that serve clients are started by that thread and inherit what
+    /// `first` made of it (the switch drops its capabilities there). When `first` fails, nothing
+    /// is served and its error is returned.
+    pub fn bind_then(
+        path: &Path,
+        limits: Limits,
+        handler: Arc<dyn Handler>,
+        first: impl FnOnce() -> Result<(), SocketError> + Send + 'static,
+    ) -> Result<ControlSocket, SocketError> {
         let io = |source| SocketError::Io {
             path: path.to_path_buf(),
             source,
@@ -109,19 +122,37 @@ impl ControlSocket {
         let metadata = fs::symlink_metadata(path).map_err(io)?;
         listener.set_nonblocking(true).map_err(io)?;
         let stop = Arc::new(AtomicBool::new(false));
+        let (started, start) = std::sync::mpsc::sync_channel(1);
         let thread = {
             let stop = Arc::clone(&stop);
             std::thread::Builder::new()
                 .name("control".into())
-                .spawn(move || accept_loop(listener, limits, handler, stop))
+                .spawn(move || {
+                    let first = first();
+                    let serve = first.is_ok();
+                    let _ = started.send(first);
+                    if serve {
+                        accept_loop(listener, limits, handler, stop);
+                    }
+                })
                 .map_err(io)?
         };
-        Ok(ControlSocket {
+        let socket = ControlSocket {
             path: path.to_path_buf(),
             identity: (metadata.dev(), metadata.ino()),
             stop,
             thread: Some(thread),
-        })
+        };
+        // A thread that ended without a word panicked in `first`. Either way the socket is
+        // dropped: the thread is joined and the file removed.
+        start.recv().unwrap_or_else(|_| {
+            Err(SocketError::Setup {
+                path: path.to_path_buf(),
+                message: "the control thread stopped before serving".into(),
+                fix: "see the message it printed".into(),
+            })
+        })?;
+        Ok(socket)
     }
 
     pub fn path(&self) -> &Path {
@@ -466,4 +497,64 @@ pub fn request(path: &Path, line: &str, body: &[u8], timeout: Duration) -> std::
         .unwrap_or(reply.len());
     reply.truncate(end);
     String::from_utf8(reply).map_err(|_| std::io::Error::other("the reply is not UTF-8"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Request;
+
+    /// Answers every request with `ok`, naming the thread that served it.
+    struct ThreadName;
+
+    impl Handler for ThreadName {
+        fn handle(&self, _: Request, _: &mut dyn Read) -> Response {
+            Response::Ok(serde_json::json!(std::thread::current().name()))
+        }
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("wirespeed-socket-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        dir.join("ctl.sock")
+    }
+
+    #[test]
+    fn first_runs_on_the_control_thread_before_any_client_is_served() {
+        let path = scratch("first");
+        let (ran_on, ran) = std::sync::mpsc::channel();
+        let socket =
+            ControlSocket::bind_then(&path, Limits::default(), Arc::new(ThreadName), move || {
+                let _ = ran_on.send(std::thread::current().name().map(String::from));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(ran.try_recv().unwrap().as_deref(), Some("control"));
+        let reply = request(&path, "ping", &[], Duration::from_secs(5)).unwrap();
+        assert!(reply.contains("control-client"), "{reply}");
+        drop(socket);
+        let _ = fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_failing_first_serves_nobody_and_removes_the_socket() {
+        let path = scratch("refused");
+        let refused =
+            ControlSocket::bind_then(&path, Limits::default(), Arc::new(ThreadName), || {
+                Err(SocketError::Setup {
+                    path: PathBuf::from("x"),
+                    message: "dropping capabilities failed".into(),
+                    fix: "the fix".into(),
+                })
+            });
+        let error = refused.err().unwrap();
+        assert!(
+            error.to_string().contains("dropping capabilities failed"),
+            "{error}"
+        );
+        assert_eq!(error.fix(), "the fix");
+        assert!(!path.exists(), "the socket file was left behind");
+        let _ = fs::remove_dir_all(path.parent().unwrap());
+    }
 }
