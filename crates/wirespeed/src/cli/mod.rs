@@ -10,6 +10,7 @@ pub mod generate;
 pub mod lab;
 pub mod numbers;
 pub mod pcap;
+pub mod privileges;
 pub mod rfc2544;
 pub mod stats;
 pub mod sweep;

@@ -12,13 +12,13 @@ use anyhow::{Context, Result};
 use clap::Args;
 use wirespeed_control::config::Realtime;
 use wirespeed_control::dispatch::{COMMAND_TIMEOUT, Dispatcher};
-use wirespeed_control::socket::{ControlSocket, Limits};
+use wirespeed_control::socket::{ControlSocket, Limits, SocketError};
 use wirespeed_dataplane::command;
 use wirespeed_dataplane::worker::{Conservation, StatsCell, Worker, WorkerSnapshot};
 use wirespeed_fastpath::FastPath;
 use wirespeed_io::Backend;
 
-use super::{build, numbers, stats};
+use super::{build, numbers, privileges, stats};
 
 #[derive(Args)]
 pub struct SwitchArgs {
@@ -32,6 +32,7 @@ pub struct SwitchArgs {
 
 pub fn run(args: SwitchArgs) -> Result<()> {
     let config = wirespeed_control::config::load(&args.config).map_err(anyhow::Error::msg)?;
+    privileges::check(&config)?;
     // Building can take a while (4194304 frames are 8 GiB to map and touch, a walk of GiBs
     // to link), so say what it does. Ctrl-C keeps its default until the workers run: it ends
     // the process at once, and the kernel detaches what was attached (BPF links close with
@@ -41,10 +42,12 @@ pub fn run(args: SwitchArgs) -> Result<()> {
         mut workers,
         fast_path,
     } = build::workers(&config)?;
+    let kept = privileges::Kept::for_switch(fast_path.fast_path.is_some());
     // Dropped after the workers stop: the socket file goes away with the switch.
     let _control = match &config.switch.control_socket {
         Some(path) => Some(control_socket(
             path,
+            kept,
             &mut workers,
             &config.app,
             super::fast_path::View::new(
@@ -96,11 +99,13 @@ pub fn run(args: SwitchArgs) -> Result<()> {
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .context("installing signal handler")?;
     }
+    println!("{}", kept.describe());
     println!("forwarding with {} worker(s); Ctrl-C stops", workers.len());
     let interval = args.stats_interval.map(Duration::from_secs_f64);
     let (snapshots, conservation, faults) = run_workers(
         workers,
         &placement,
+        kept,
         &stop,
         interval,
         fast_path.fast_path.as_deref(),
@@ -135,9 +140,11 @@ fn starting_line(config: &wirespeed_control::config::Config) -> String {
     )
 }
 
-/// Gives every worker a command channel and serves them on the control socket at `path`.
+/// Gives every worker a command channel and serves them on the control socket at `path`, from
+/// a thread that holds only the capabilities `kept`.
 fn control_socket(
     path: &std::path::Path,
+    kept: privileges::Kept,
     workers: &mut [Worker],
     app: &wirespeed_control::config::AppConfig,
     fast_path: super::fast_path::View,
@@ -153,7 +160,15 @@ fn control_socket(
     let dispatcher = Dispatcher::new(ends, COMMAND_TIMEOUT)
         .with_fast_path(Box::new(fast_path))
         .with_app(app);
-    let socket = ControlSocket::bind(path, Limits::default(), Arc::new(dispatcher))
+    let owned = path.to_path_buf();
+    let socket =
+        ControlSocket::bind_then(path, Limits::default(), Arc::new(dispatcher), move || {
+            kept.drop_the_rest().map_err(|error| SocketError::Setup {
+                path: owned,
+                message: error.to_string(),
+                fix: error.fix().into(),
+            })
+        })
         .map_err(|e| anyhow::anyhow!("{e}\n  fix: {}", e.fix()))?;
     println!(
         "control socket {} (`wirespeed ctl --socket {} help`)",
@@ -230,10 +245,12 @@ fn priority(setting: Realtime, worker: &Worker) -> Priority {
 
 /// Runs every worker on its own thread until `stop`, printing a rate line every `interval`
 /// (frames the fast path forwarded included); returns each worker's last counters, its pool
-/// conservation, and what stopped a port early ([`Worker::faults`]).
+/// conservation, and what stopped a port early ([`Worker::faults`]). Each worker, once placed,
+/// and the calling thread, once the workers started, keep only the capabilities `kept`.
 pub fn run_workers(
     workers: Vec<Worker>,
     placement: &Placement,
+    kept: privileges::Kept,
     stop: &Arc<AtomicBool>,
     interval: Option<Duration>,
     fast_path: Option<&FastPath>,
@@ -256,18 +273,26 @@ pub fn run_workers(
                         .with_context(|| format!("pinning worker {index} to core {core}"))?;
                 }
                 match priority {
-                    Priority::Fifo => wirespeed_io::thread::set_fifo_priority(1)
-                        .with_context(|| format!("SCHED_FIFO for worker {index} (needs root)"))?,
+                    Priority::Fifo => {
+                        wirespeed_io::thread::set_fifo_priority(1).with_context(|| {
+                            format!(
+                                "SCHED_FIFO for worker {index} (needs CAP_SYS_NICE or an \
+                                 RLIMIT_RTPRIO of 1)"
+                            )
+                        })?
+                    }
                     Priority::AutoFifo => {
                         if let Err(error) = wirespeed_io::thread::set_fifo_priority(1) {
                             eprintln!(
                                 "worker {index}: SCHED_FIFO refused ({error}); running at \
-                                 normal priority (run as root or set realtime = false)"
+                                 normal priority (grant CAP_SYS_NICE, or set realtime = false)"
                             );
                         }
                     }
                     Priority::Normal | Priority::AutoNormal => {}
                 }
+                kept.drop_the_rest()
+                    .map_err(|error| error.in_thread(format_args!("worker {index}")))?;
                 worker.run(&stop, &cell);
                 let conservation = worker.shutdown();
                 worker.publish(&cell, true);
@@ -275,6 +300,13 @@ pub fn run_workers(
             })
             .context("starting a worker thread")?;
         handles.push(handle);
+    }
+    // A main thread that could not drop its capabilities stops the workers it started.
+    let dropped = kept
+        .drop_the_rest()
+        .map_err(|error| error.in_thread("the main thread"));
+    if dropped.is_err() {
+        stop.store(true, Ordering::Relaxed);
     }
     let snapshot = |cells: &[Arc<StatsCell>]| -> Vec<WorkerSnapshot> {
         cells
@@ -307,6 +339,7 @@ pub fn run_workers(
         conservation.push(pool);
         faults.extend(worker_faults);
     }
+    dropped?;
     Ok((snapshot(&cells), conservation, faults))
 }
 
