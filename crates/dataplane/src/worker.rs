@@ -121,6 +121,9 @@ pub struct WorkerSnapshot {
     pub counters: WorkerCounters,
     pub ports: Vec<(PortInfo, PortStats)>,
     pub app: Vec<(&'static str, u64)>,
+    /// What stopped a port, as [`Worker::faults`] says it, for a caller that reports it while
+    /// the worker runs (an interface deleted under a switch).
+    pub faults: Vec<String>,
 }
 
 /// Where a worker publishes its snapshot.
@@ -168,7 +171,9 @@ pub struct Worker {
     extra: Batch,
     tx: Vec<Batch>,
     keys: Box<[FlowKey]>,
+    /// The descriptors an idle worker sleeps on, and the (port, queue) each belongs to.
     fds: Vec<RawFd>,
+    fd_owners: Vec<(usize, QueueId)>,
     counters: WorkerCounters,
     last_drain: u64,
     empty_streak: u32,
@@ -186,10 +191,14 @@ impl Worker {
         let batch_size = config.batch_size.clamp(1, MAX_BATCH);
         let mut rx_queues = Vec::new();
         let mut fds = Vec::new();
+        let mut fd_owners = Vec::new();
         for (index, port) in ports.iter().enumerate() {
             for &queue in &port.rx_queues {
                 rx_queues.push((index as u16, queue));
-                fds.extend(port.port.rx_fd(queue));
+                if let Some(fd) = port.port.rx_fd(queue) {
+                    fds.push(fd);
+                    fd_owners.push((index, queue));
+                }
             }
         }
         let tx_queue = ports.iter().map(|p| p.tx_queue).collect();
@@ -206,6 +215,7 @@ impl Worker {
             tx,
             keys: vec![FlowKey::default(); batch_size].into_boxed_slice(),
             fds,
+            fd_owners,
             counters: WorkerCounters::default(),
             last_drain: rdtsc(),
             empty_streak: 0,
@@ -443,10 +453,31 @@ impl Worker {
         let t0 = rdtsc();
         self.app.idle(t0);
         // A failed poll(2) only means the worker spins instead of sleeping this time.
-        let _ = wirespeed_io::wait::wait_readable(&self.fds, timeout);
+        if let Ok(readiness) = wirespeed_io::wait::wait(&self.fds, timeout)
+            && readiness.failed != 0
+        {
+            self.descriptors_failed(readiness.failed);
+        }
         self.counters.sleeps += 1;
         self.counters.cycles.idle += rdtsc().wrapping_sub(t0);
         self.serve_commands();
+    }
+
+    /// Tells the ports whose descriptors poll(2) found in error (bit i: `fds[i]`), and stops
+    /// watching the descriptors of ports that then have a fault (their interface is gone): each
+    /// would end every later sleep at once, and the worker would spin.
+    fn descriptors_failed(&mut self, failed: u64) {
+        for index in (0..self.fds.len().min(64)).rev() {
+            if failed & (1 << index) == 0 {
+                continue;
+            }
+            let (port, queue) = self.fd_owners[index];
+            self.ports[port].descriptor_failed(queue);
+            if self.ports[port].fault().is_some() {
+                self.fds.remove(index);
+                self.fd_owners.remove(index);
+            }
+        }
     }
 
     /// Runs until `stop` is set, publishing counters to `stats` every [`PUBLISH_EVERY`]
@@ -510,13 +541,7 @@ impl Worker {
     /// What stopped a port before its end, one line per port that has a fault ("port NAME:
     /// why"): a capture that could not be written or read to its end.
     pub fn faults(&self) -> Vec<String> {
-        self.ports
-            .iter()
-            .filter_map(|port| {
-                let fault = port.fault()?;
-                Some(format!("port {}: {fault}", port.info().name))
-            })
-            .collect()
+        port_faults(&self.ports).collect()
     }
 
     pub fn shutdown(&mut self) -> Conservation {
@@ -549,4 +574,14 @@ fn fill_snapshot(
     }
     snapshot.app.clear();
     app.counters(&mut snapshot.app);
+    snapshot.faults.clear();
+    snapshot.faults.extend(port_faults(ports));
+}
+
+/// "port NAME: why" for every port that has a fault.
+fn port_faults(ports: &[Box<dyn Port>]) -> impl Iterator<Item = String> + '_ {
+    ports.iter().filter_map(|port| {
+        let fault = port.fault()?;
+        Some(format!("port {}: {fault}", port.info().name))
+    })
 }

@@ -157,6 +157,13 @@ pub trait Port: Send {
         None
     }
 
+    /// The worker's poll(2) found `rx_fd(queue)` in error (POLLERR, POLLHUP) instead of
+    /// readable. The port finds out why; when its interface is gone (deleted, moved to another
+    /// namespace) it says so from then on in [`Port::fault`] and its [`Port::info`], and the
+    /// worker stops watching the descriptor, which would otherwise end every sleep at once.
+    /// Wrappers pass it on; the default does nothing.
+    fn descriptor_failed(&mut self, _queue: QueueId) {}
+
     /// Frames of the pool this port holds right now.
     fn frames_held(&self) -> usize;
 

@@ -7,9 +7,25 @@
 use std::os::fd::RawFd;
 use std::time::Duration;
 
+/// What one wait found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Readiness {
+    /// Descriptors readable or in error.
+    pub ready: usize,
+    /// Bit `i` set: `fds[i]` is in error (POLLERR, POLLHUP, POLLNVAL), e.g. a socket whose
+    /// interface was deleted. Such a descriptor ends every wait at once until its owner deals
+    /// with it.
+    pub failed: u64,
+}
+
 /// Blocks until one of `fds` is readable or `timeout` passes; returns how many are readable
 /// (0 on timeout or when interrupted by a signal). At most 64 descriptors are watched.
 pub fn wait_readable(fds: &[RawFd], timeout: Duration) -> std::io::Result<usize> {
+    wait(fds, timeout).map(|readiness| readiness.ready)
+}
+
+/// [`wait_readable`], saying also which descriptors are in error.
+pub fn wait(fds: &[RawFd], timeout: Duration) -> std::io::Result<Readiness> {
     const MAX: usize = 64;
     let mut pollfds = [libc::pollfd {
         fd: -1,
@@ -31,11 +47,19 @@ pub fn wait_readable(fds: &[RawFd], timeout: Duration) -> std::io::Result<usize>
     if rc < 0 {
         let error = std::io::Error::last_os_error();
         if error.kind() == std::io::ErrorKind::Interrupted {
-            return Ok(0);
+            return Ok(Readiness::default());
         }
         return Err(error);
     }
-    Ok(rc as usize)
+    let failed = pollfds[..count]
+        .iter()
+        .enumerate()
+        .filter(|(_, slot)| slot.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0)
+        .fold(0u64, |mask, (index, _)| mask | 1 << index);
+    Ok(Readiness {
+        ready: rc as usize,
+        failed,
+    })
 }
 
 #[cfg(test)]
@@ -51,5 +75,22 @@ mod tests {
         assert_eq!(wait_readable(&[fd], Duration::from_millis(1)).unwrap(), 0);
         writer.write_all(b"x").unwrap();
         assert_eq!(wait_readable(&[fd], Duration::from_secs(5)).unwrap(), 1);
+    }
+
+    #[test]
+    fn a_descriptor_in_error_is_named_by_its_place() {
+        let (reader, writer) = std::io::pipe().unwrap();
+        let (quiet, _open) = std::io::pipe().unwrap();
+        // A pipe whose writer closed polls POLLHUP: a descriptor that will never be readable
+        // again, as a socket whose interface is gone.
+        drop(writer);
+        let fds = [quiet.as_raw_fd(), reader.as_raw_fd()];
+        assert_eq!(
+            wait(&fds, Duration::from_secs(5)).unwrap(),
+            Readiness {
+                ready: 1,
+                failed: 0b10
+            }
+        );
     }
 }

@@ -62,6 +62,12 @@ pub struct AfPacketPort {
     queues: Vec<Option<Queue>>,
     stats: PortStats,
     counters: AfPacketCounters,
+    /// The interface's name and index when the port was opened, to tell whether it is still
+    /// there.
+    interface: String,
+    ifindex: i32,
+    /// Why the port stopped: its interface went away ([`AfPacketPort::check_interface`]).
+    gone: Option<String>,
 }
 
 impl AfPacketPort {
@@ -168,7 +174,44 @@ impl AfPacketPort {
             queues: opened,
             stats: PortStats::default(),
             counters: AfPacketCounters::default(),
+            interface: interface.to_string(),
+            ifindex: link.index,
+            gone: None,
         })
+    }
+
+    /// Asks the kernel whether the port's interface is still the one it was opened on, after
+    /// `why` (a socket error, a failed kick) suggested otherwise. When it is gone, the port
+    /// stops: its fault and its mode say so, `tx` takes nothing and nothing is kicked, so that
+    /// neither a kick the kernel refuses nor a socket in error keeps the worker busy.
+    fn check_interface(&mut self, why: &std::io::Error) {
+        if self.gone.is_some() {
+            return;
+        }
+        let Some(queue) = self.queues.iter().flatten().next() else {
+            return;
+        };
+        let now = match socket::interface(&queue.rx_socket, &self.interface) {
+            Ok(link) if link.index == self.ifindex => {
+                self.info.link_up = link.up;
+                return;
+            }
+            Ok(_) => "another interface has its name now",
+            Err(_) => "no interface has its name now",
+        };
+        self.gone = Some(format!(
+            "interface {} went away ({why}; {now}): deleted or moved to another network \
+             namespace; its frames are dropped until the switch is restarted with it back",
+            self.interface
+        ));
+        self.info.link_up = false;
+        self.info.mode = format!(
+            "GONE (interface {} deleted), {}",
+            self.interface, self.info.mode
+        );
+        for queue in self.queues.iter_mut().flatten() {
+            queue.kick_pending = false;
+        }
     }
 
     /// The port's own counters.
@@ -183,8 +226,9 @@ impl AfPacketPort {
         counters
     }
 
-    /// Kicks `queue`'s TX ring and accounts for the answer.
-    fn kick(queue: &mut Queue, counters: &mut AfPacketCounters) {
+    /// Kicks `queue`'s TX ring and accounts for the answer; returns an error that says the
+    /// interface may be gone (ENXIO: the socket's device was unregistered; ENODEV, ENETDOWN).
+    fn kick(queue: &mut Queue, counters: &mut AfPacketCounters) -> Option<std::io::Error> {
         counters.tx_kicks += 1;
         match socket::kick(&queue.tx_socket) {
             Ok(()) => queue.kick_pending = false,
@@ -194,10 +238,15 @@ impl AfPacketPort {
                     Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => {
                         counters.tx_busy += 1
                     }
+                    Some(libc::ENXIO) | Some(libc::ENODEV) | Some(libc::ENETDOWN) => {
+                        counters.tx_kick_errors += 1;
+                        return Some(error);
+                    }
                     _ => counters.tx_kick_errors += 1,
                 }
             }
         }
+        None
     }
 }
 
@@ -410,6 +459,10 @@ impl Port for AfPacketPort {
     }
 
     fn tx(&mut self, queue: QueueId, pool: &mut FramePool, batch: &mut Batch) -> usize {
+        if self.gone.is_some() {
+            self.stats.tx_refused += batch.len() as u64;
+            return 0;
+        }
         let Some(Some(ring)) = self.queues.get_mut(queue as usize) else {
             return 0;
         };
@@ -441,8 +494,10 @@ impl Port for AfPacketPort {
         batch.consume_front(taken);
         self.stats.tx_packets += queued as u64;
         self.stats.tx_refused += batch.len() as u64;
-        if queued > 0 || ring.kick_pending {
-            Self::kick(ring, &mut self.counters);
+        if (queued > 0 || ring.kick_pending)
+            && let Some(error) = Self::kick(ring, &mut self.counters)
+        {
+            self.check_interface(&error);
         }
         taken
     }
@@ -456,11 +511,28 @@ impl Port for AfPacketPort {
     }
 
     fn poll(&mut self, _pool: &mut FramePool) {
+        let mut refused = None;
         for ring in self.queues.iter_mut().flatten() {
             if ring.kick_pending {
-                Self::kick(ring, &mut self.counters);
+                refused = refused.or(Self::kick(ring, &mut self.counters));
             }
         }
+        if let Some(error) = refused {
+            self.check_interface(&error);
+        }
+    }
+
+    fn descriptor_failed(&mut self, queue: QueueId) {
+        let Some(Some(ring)) = self.queues.get(queue as usize) else {
+            return;
+        };
+        // The pending error, or the error reading it: either way the interface is checked.
+        let error = socket::take_error(&ring.rx_socket).unwrap_or_else(|error| error);
+        self.check_interface(&error);
+    }
+
+    fn fault(&self) -> Option<String> {
+        self.gone.clone()
     }
 
     /// Frames queued on the TX ring: the kernel sends them inside the kick `tx` makes, so

@@ -129,6 +129,24 @@ pub(crate) fn bind(fd: &OwnedFd, index: i32, protocol: u16) -> io::Result<()> {
     .map(drop)
 }
 
+/// Takes the socket's pending error (`SO_ERROR`, which reading clears): what a poll(2) that
+/// answered POLLERR was about.
+pub(crate) fn take_error(fd: &OwnedFd) -> io::Result<io::Error> {
+    let mut error: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `error` and `len` are live and describe an int-sized buffer the kernel writes.
+    check(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut error as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    })?;
+    Ok(io::Error::from_raw_os_error(error))
+}
+
 /// Asks the kernel to transmit every slot marked for sending, without waiting.
 pub(crate) fn kick(fd: &OwnedFd) -> io::Result<()> {
     // SAFETY: a zero-length send with null buffer and address is how a TX ring is flushed; the

@@ -173,6 +173,10 @@ impl<P: Port> Port for Traced<P> {
         self.inner.fault()
     }
 
+    fn descriptor_failed(&mut self, queue: QueueId) {
+        self.inner.descriptor_failed(queue)
+    }
+
     fn frames_held(&self) -> usize {
         self.inner.frames_held()
     }

@@ -539,6 +539,10 @@ impl<P: Port> Port for Named<P> {
         self.port.fault()
     }
 
+    fn descriptor_failed(&mut self, queue: QueueId) {
+        self.port.descriptor_failed(queue)
+    }
+
     fn frames_held(&self) -> usize {
         self.port.frames_held()
     }

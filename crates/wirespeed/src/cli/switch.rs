@@ -316,8 +316,16 @@ pub fn run_workers(
     };
     let mut before = stats::Totals::default();
     let mut last = Instant::now();
+    // Faults already said: a port whose interface was deleted is said once, when it happens.
+    let mut said: Vec<String> = Vec::new();
     while !stop.load(Ordering::Relaxed) && !handles.iter().all(|h| h.is_finished()) {
         std::thread::sleep(Duration::from_millis(50));
+        for fault in snapshot(&cells).into_iter().flat_map(|s| s.faults) {
+            if !said.contains(&fault) {
+                eprintln!("{fault}");
+                said.push(fault);
+            }
+        }
         if let Some(interval) = interval
             && last.elapsed() >= interval
         {
