@@ -17,7 +17,7 @@ mod testbed;
 pub use command::{CommandError, run, run_in};
 pub use netns::{NetnsGuard, enter};
 pub use testbed::{
-    CalibrationPair, DUT_EGRESS_FRAMES, PortPair, Testbed, TestbedConfig, down, list,
+    CalibrationPair, DEFAULT_MTU, DUT_EGRESS_FRAMES, PortPair, Testbed, TestbedConfig, down, list,
 };
 
 /// Whether this process may build testbeds (root, with `ip` available). Tests that need a lab
@@ -82,6 +82,7 @@ pub fn calibration_for_test(prefix: &str) -> Option<Testbed> {
         pairs: 1,
         queues: 1,
         calibration: true,
+        mtu: DEFAULT_MTU,
     })
 }
 

@@ -47,7 +47,12 @@ pub struct TestbedConfig {
     /// Whether to add the looped-back calibration pair `{prefix}-c0` <-> `{prefix}-c1`, both
     /// ends in the tester namespace.
     pub calibration: bool,
+    /// MTU of every veth ([`DEFAULT_MTU`], or 9000 for jumbo frames up to 9018 bytes).
+    pub mtu: u32,
 }
+
+/// The MTU veths get by default: Ethernet's 1500 (frames up to 1518 bytes with FCS).
+pub const DEFAULT_MTU: u32 = 1500;
 
 impl Default for TestbedConfig {
     fn default() -> Self {
@@ -56,6 +61,7 @@ impl Default for TestbedConfig {
             pairs: 2,
             queues: 1,
             calibration: false,
+            mtu: DEFAULT_MTU,
         }
     }
 }
@@ -91,6 +97,8 @@ pub struct Testbed {
     pub pairs: Vec<PortPair>,
     /// The looped-back calibration pair, when the configuration asked for it.
     pub calibration: Option<CalibrationPair>,
+    /// MTU of every veth.
+    pub mtu: u32,
     /// Commands that undo what was built, in the order they were pushed.
     undo: Vec<Vec<String>>,
     /// Every setup command run, for reports.
@@ -148,6 +156,7 @@ impl Testbed {
             dut_ns: format!("{prefix}-dut"),
             pairs: Vec::new(),
             calibration: None,
+            mtu: config.mtu,
             undo: Vec::new(),
             log: Vec::new(),
         };
@@ -260,17 +269,28 @@ impl Testbed {
                     ],
                     None,
                 )?;
+                self.set_mtu(ns, ifname, config.mtu)?;
                 self.step(&["ip", "-n", ns, "link", "set", ifname, "up"], None)?;
             }
             self.pairs.push(pair);
         }
         if config.calibration {
-            self.build_calibration(&config.prefix)?;
+            self.build_calibration(&config.prefix, config.mtu)?;
         }
         Ok(())
     }
 
-    fn build_calibration(&mut self, prefix: &str) -> Result<(), TestbedError> {
+    /// Sets the MTU of `ifname` in `ns` when it is not the default (so default labs log no
+    /// extra command).
+    fn set_mtu(&mut self, ns: &str, ifname: &str, mtu: u32) -> Result<(), TestbedError> {
+        if mtu == DEFAULT_MTU {
+            return Ok(());
+        }
+        let mtu = mtu.to_string();
+        self.step(&["ip", "-n", ns, "link", "set", ifname, "mtu", &mtu], None)
+    }
+
+    fn build_calibration(&mut self, prefix: &str, mtu: u32) -> Result<(), TestbedError> {
         let ns = self.tester_ns.clone();
         let pair = CalibrationPair {
             sender_if: format!("{prefix}-c0"),
@@ -305,6 +325,7 @@ impl Testbed {
                 &["ip", "-n", &ns, "link", "set", ifname, "address", &mac],
                 None,
             )?;
+            self.set_mtu(&ns, ifname, mtu)?;
             self.step(&["ip", "-n", &ns, "link", "set", ifname, "up"], None)?;
         }
         self.calibration = Some(pair);
@@ -446,6 +467,7 @@ mod tests {
             pairs: 2,
             queues: 2,
             calibration: false,
+            mtu: DEFAULT_MTU,
         };
         let _ = down(&config.prefix);
         {
@@ -498,6 +520,7 @@ mod tests {
             pairs: 1,
             queues: 1,
             calibration: true,
+            mtu: DEFAULT_MTU,
         };
         let _ = down(&config.prefix);
         {
@@ -533,6 +556,7 @@ mod tests {
             pairs: 1,
             queues: 1,
             calibration: false,
+            mtu: DEFAULT_MTU,
         };
         let _ = down(&config.prefix);
         let lab = Testbed::up(&config).expect("lab up");

@@ -23,6 +23,20 @@ pub const MAX_FRAME_SIZE: u32 = 16384;
 /// crosses AF_XDP in several chunks of one pool frame.
 pub const PAGE_FRAME_SIZE: u32 = 4096;
 
+/// Bytes of Ethernet header and two VLAN tags a frame carries beyond its interface's MTU.
+pub const L2_OVERHEAD: u32 = 22;
+
+/// The smallest frame size the pool accepts that holds a packet as large as an interface with
+/// this `mtu` may carry (its headroom, the MTU and [`L2_OVERHEAD`]); `None` when no frame size
+/// is large enough.
+pub fn frame_size_for_mtu(mtu: u32) -> Option<u32> {
+    let needed = u32::from(HEADROOM)
+        .checked_add(mtu)?
+        .checked_add(L2_OVERHEAD)?;
+    let size = needed.checked_next_power_of_two()?.max(MIN_FRAME_SIZE);
+    (size <= MAX_FRAME_SIZE).then_some(size)
+}
+
 /// Why a pool could not be created.
 #[derive(Debug, thiserror::Error)]
 pub enum PoolError {
@@ -279,6 +293,21 @@ impl std::fmt::Debug for FramePool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_frame_size_for_an_mtu_is_the_smallest_that_holds_it() {
+        use super::frame_size_for_mtu;
+        let sizes: Vec<_> = [68, 1500, 1770, 1771, 3818, 3819, 9000, 16106, 16107]
+            .map(frame_size_for_mtu)
+            .to_vec();
+        assert_eq!(
+            sizes,
+            [2048, 2048, 2048, 4096, 4096, 8192, 16384, 16384]
+                .map(Some)
+                .into_iter()
+                .chain([None])
+                .collect::<Vec<_>>()
+        );
+    }
 
     #[test]
     fn alloc_copy_puts_the_bytes_after_the_headroom_or_leaves_the_pool_as_it_was() {

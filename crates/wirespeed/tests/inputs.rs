@@ -17,8 +17,8 @@ fn every_cli_number_out_of_range_or_not_finite_is_refused_naming_its_range() {
     // build a lab) before this check existed.
     let cases: &[(&[&str], &str)] = &[
         (
-            &["gen", "--tx", "lo", "--size", "1519"],
-            "'1519' for '--size <SIZE>': give a whole number in 64..=1518",
+            &["gen", "--tx", "lo", "--size", "9019"],
+            "'9019' for '--size <SIZE>': give a whole number in 64..=9018",
         ),
         (
             &["gen", "--tx", "lo", "--duration", "NaN"],
@@ -53,8 +53,8 @@ fn every_cli_number_out_of_range_or_not_finite_is_refused_naming_its_range() {
             "give a number in 0.1..=86400",
         ),
         (
-            &["bench", "rfc2544", "--frame-sizes", "64,9000"],
-            "'9000' for '--frame-sizes <FRAME_SIZES>': give a whole number in 64..=1518",
+            &["bench", "rfc2544", "--frame-sizes", "64,9019"],
+            "'9019' for '--frame-sizes <FRAME_SIZES>': give a whole number in 64..=9018",
         ),
         (
             &["bench", "rfc2544", "--trial-seconds", "inf"],
@@ -183,16 +183,26 @@ fn gen_counts_as_sent_only_what_the_interface_transmitted() {
     let transmitted = number_after(&stdout, " says ");
     assert!(sent > 0 && sent <= transmitted, "{stdout}");
     assert_eq!(number_after(&stdout, "the kernel dropped "), 0, "{stdout}");
-    // Below 1518 - 4 - 14 bytes of MTU, AF_PACKET's ring takes the frames and the kernel drops
-    // every one without a word (PACKET_LOSS). They used to count as sent.
+    // Below 1518 - 4 - 14 bytes of MTU, AF_PACKET's ring would take the frames and the kernel
+    // drop every one without a word (PACKET_LOSS); they used to count as sent. Now the
+    // generator refuses before it sends, naming the MTU the frames need.
     wirespeed_lab::run(
         "ip",
         &["-n", &ns, "link", "set", &pair.sender_if, "mtu", "1000"],
     )
     .unwrap();
-    let stdout = generate("afpacket");
-    assert_eq!(number_after(&stdout, "sent "), 0, "{stdout}");
-    assert!(number_after(&stdout, "the kernel dropped ") > 0, "{stdout}");
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns, env!("CARGO_BIN_EXE_wirespeed")])
+        .args(["gen", "--backend", "afpacket", "--size", "1518"])
+        .args(["--tx", &pair.sender_if, "--duration", "0.3"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--size 1518 needs an MTU of 1500") && stderr.contains("which has 1000"),
+        "{stderr}"
+    );
     drop(lab);
     wirespeed_lab::assert_gone_for_test(prefix);
 }

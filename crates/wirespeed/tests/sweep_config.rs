@@ -30,6 +30,7 @@ fn wiring() -> Wiring {
         dut_ns: "cfg-dut".into(),
         ingress: pair(0),
         egress: pair(1),
+        mtu: wirespeed_lab::DEFAULT_MTU,
     }
 }
 

@@ -50,10 +50,8 @@ mod socket;
 pub use port::{AfPacketCounters, AfPacketPort};
 
 use wirespeed_packet::batch::HEADROOM;
+pub use wirespeed_packet::pool::L2_OVERHEAD;
 use wirespeed_packet::pool::{MAX_FRAME_SIZE, MIN_FRAME_SIZE};
-
-/// Bytes of Ethernet header and two VLAN tags on top of the MTU that a frame must hold.
-pub const L2_OVERHEAD: u32 = 22;
 
 /// How the kernel spreads an interface's packets over the fanout members (the port's queues).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

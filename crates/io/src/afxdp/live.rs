@@ -85,7 +85,8 @@ pub enum LiveError {
     Setup(#[from] AfXdpError),
     #[error(
         "a live frame must be 14 to {MAX_LIVE_FRAME} bytes (it must fit one page with the \
-         kernel's headroom); this one is {0} bytes"
+         kernel's headroom); this one is {0} bytes: send larger (jumbo) frames with the AF_XDP \
+         generator (`--generator afxdp`), which sends them in several buffers"
     )]
     FrameSize(usize),
     #[error(

@@ -92,7 +92,7 @@ pub use live::{
     XdpLiveGenerator,
 };
 pub use memlock::MemlockLimit;
-pub use port::{AfXdpPort, interface_driver, interface_index};
+pub use port::{AfXdpPort, interface_driver, interface_index, interface_mtu};
 pub use probe_counter::{MAX_PROBE_END, ProbeCounts, ProbeFilter, ProbeSampling, XdpProbeCounter};
 pub use redirect::XdpRedirect;
 pub use sink::{SinkCounts, XdpSink};

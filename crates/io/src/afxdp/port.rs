@@ -29,6 +29,7 @@ use std::os::fd::RawFd;
 use std::sync::Arc;
 
 use wirespeed_packet::batch::HEADROOM;
+use wirespeed_packet::pool::L2_OVERHEAD;
 use wirespeed_packet::{Batch, Desc, FrameId, FramePool};
 
 use super::attachment::{Claim, XdpAttachment};
@@ -41,9 +42,6 @@ use super::socket::{REGISTER_UMEM, RingSizes, SocketError, XskSocket};
 use super::umem::Umem;
 use crate::port::{Backend, Port, PortInfo, PortStats, QueueId};
 
-/// Bytes of Ethernet header and two VLAN tags a frame carries beyond the MTU (see
-/// [`PortInfo::mtu`]).
-const L2_OVERHEAD: u32 = 22;
 /// Frames moved between the pool and the fill ring per `alloc_bulk` call.
 const REFILL_CHUNK: usize = 64;
 
@@ -379,6 +377,11 @@ pub(super) fn query_interface(name: &str) -> Result<Interface, AfXdpError> {
 /// The index of `interface` in the calling thread's network namespace.
 pub fn interface_index(interface: &str) -> Result<u32, AfXdpError> {
     Ok(query_interface(interface)?.ifindex)
+}
+
+/// The MTU of `interface` in the calling thread's network namespace.
+pub fn interface_mtu(interface: &str) -> Result<u32, AfXdpError> {
+    Ok(query_interface(interface)?.mtu)
 }
 
 /// The driver of `interface` in the calling thread's network namespace ("veth", "mlx5_core",

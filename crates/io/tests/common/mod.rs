@@ -28,6 +28,7 @@ pub fn lab(prefix: &str, pairs: u16, queues: u16) -> Option<Testbed> {
         pairs,
         queues,
         calibration: false,
+        mtu: wirespeed_lab::DEFAULT_MTU,
     })
 }
 

@@ -57,6 +57,8 @@ pub struct Wiring {
     pub ingress: PortPair,
     /// Frames go DuT -> tester on this pair (`d1` -> `t1`).
     pub egress: PortPair,
+    /// MTU of the lab's veths: a DuT that sizes its buffers sizes them for it.
+    pub mtu: u32,
 }
 
 impl Wiring {
@@ -67,6 +69,7 @@ impl Wiring {
             dut_ns: lab.dut_ns.clone(),
             ingress: lab.pairs.first()?.clone(),
             egress: lab.pairs.get(1)?.clone(),
+            mtu: lab.mtu,
         })
     }
 

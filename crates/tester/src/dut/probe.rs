@@ -12,7 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wirespeed_io::Port;
-use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, DEFAULT_RING_SIZE, Umem, XdpAttachment};
+use wirespeed_io::afxdp::{
+    AfXdpConfig, AfXdpPort, DEFAULT_RING_SIZE, Umem, XdpAttachment, interface_mtu,
+};
+use wirespeed_packet::pool::frame_size_for_mtu;
 use wirespeed_packet::{Batch, FramePool, MAX_BATCH};
 
 use super::{Dut, DutError, Wiring};
@@ -103,13 +106,14 @@ impl TesterPorts {
             + receiver_config.fill_size
             + sender_config.tx_size
             + sender_config.completion_size;
+        let _inside =
+            wirespeed_lab::enter(ns).map_err(|error| format!("entering {ns}: {error}"))?;
         let (mut pool, umem) = tester_pool(
             frames,
             least,
             "the fill rings of t0 and t1 and the frames in flight on t0",
+            sender,
         )?;
-        let _inside =
-            wirespeed_lab::enter(ns).map_err(|error| format!("entering {ns}: {error}"))?;
         let t0 = AfXdpPort::open(sender, &sender_config, &umem, &mut pool)
             .map_err(|error| error.to_string())?;
         let t1 = match receiver {
@@ -164,17 +168,28 @@ impl TesterPorts {
     }
 }
 
-/// The tester's pool of `frames` 2048-byte frames and its UMEM, refused with the fix when it is
-/// smaller than `least`, the frames that `needs` (the rings to fill, the frames in flight) take.
-fn tester_pool(frames: u32, least: u32, needs: &str) -> Result<(FramePool, Umem), String> {
+/// The tester's pool of `frames` frames and its UMEM, its frames as large as `interface`'s MTU
+/// needs (2048 bytes up to an MTU of 1770, 16384 for jumbo frames; the caller is in the
+/// interface's namespace); refused with the fix when it is smaller than `least`, the frames
+/// that `needs` (the rings to fill, the frames in flight) take.
+fn tester_pool(
+    frames: u32,
+    least: u32,
+    needs: &str,
+    interface: &str,
+) -> Result<(FramePool, Umem), String> {
     if frames < least {
         return Err(format!(
             "a tester pool of {frames} frames is too small: {needs} take {least}; use {least} \
              or more"
         ));
     }
-    let pool =
-        FramePool::new(frames, 2048).map_err(|error| format!("tester frame pool: {error}"))?;
+    let mtu = interface_mtu(interface).map_err(|error| error.to_string())?;
+    let frame_size = frame_size_for_mtu(mtu).ok_or_else(|| {
+        format!("{interface} has MTU {mtu}, more than the largest frames hold; lower it")
+    })?;
+    let pool = FramePool::new(frames, frame_size)
+        .map_err(|error| format!("tester frame pool: {error}"))?;
     let umem = Umem::new(&pool);
     Ok((pool, umem))
 }
@@ -198,13 +213,14 @@ pub struct TesterSender {
 
 impl TesterSender {
     /// Opens `sender` in namespace `ns` as [`TesterPorts::open_interfaces`] opens its `t0`,
-    /// with a pool of `frames` 2048-byte frames (at least its rings' worth).
+    /// with a pool of `frames` frames (at least its rings' worth) sized for its MTU.
     pub fn open(ns: &str, sender: &str, frames: u32) -> Result<TesterSender, String> {
         let config = sender_config();
         let least = config.fill_size + config.tx_size + config.completion_size;
-        let (mut pool, umem) = tester_pool(frames, least, "t0's fill ring and frames in flight")?;
         let _inside =
             wirespeed_lab::enter(ns).map_err(|error| format!("entering {ns}: {error}"))?;
+        let (mut pool, umem) =
+            tester_pool(frames, least, "t0's fill ring and frames in flight", sender)?;
         let t0 = AfXdpPort::open(sender, &config, &umem, &mut pool)
             .map_err(|error| error.to_string())?;
         Ok(TesterSender {

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wirespeed_lab::DUT_EGRESS_FRAMES;
+use wirespeed_packet::pool::{MIN_FRAME_SIZE, frame_size_for_mtu};
 use wirespeed_packet::wire::EthernetAddress;
 
 use super::linux_router::routed;
@@ -408,13 +409,18 @@ impl WirespeedDut {
         let socket = self.socket.as_ref().map_or(String::new(), |socket| {
             format!("control_socket = \"{}\"\n", socket.display())
         });
+        // Frames that hold the lab's largest packet (jumbo frames need 16 KiB ones).
+        let frame_size = match frame_size_for_mtu(wiring.mtu) {
+            Some(size) if size > MIN_FRAME_SIZE => format!("frame_size = {size}\n"),
+            _ => String::new(),
+        };
         let fast_path = match self.backend {
             WirespeedBackend::Xdp => "fast_path = \"xdp\"\n",
             WirespeedBackend::AfXdp => "fast_path = \"off\"\n",
             WirespeedBackend::AfPacket | WirespeedBackend::AfPacketV2 => "",
         };
         format!(
-            "[switch]\napp = \"{app}\"\nworkers = 1\ncores = [{core}]\nrealtime = true\nframes = {POOL_FRAMES}\n{batch}{socket}{fast_path}\n\
+            "[switch]\napp = \"{app}\"\nworkers = 1\ncores = [{core}]\nrealtime = true\nframes = {POOL_FRAMES}\n{frame_size}{batch}{socket}{fast_path}\n\
              [[port]]\nname = \"p0\"\nbackend = \"{backend}\"\ninterface = \"{d0}\"\n{port_keys}\n\
              [[port]]\nname = \"p1\"\nbackend = \"{backend}\"\ninterface = \"{d1}\"\n{port_keys}\n{app_config}",
             core = self.core,

@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use wirespeed_io::Port;
 use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
-use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, Umem};
+use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, Umem, interface_mtu};
 use wirespeed_packet::FramePool;
+use wirespeed_packet::pool::frame_size_for_mtu;
 
 use super::backend::{Backend, Spec};
 use super::live::{self, LiveConfig};
@@ -240,12 +241,16 @@ fn open(
     template: &Template,
 ) -> Result<Opened, String> {
     let placed = pin(spec)?;
-    let mut pool =
-        FramePool::new(FRAMES, 2048).map_err(|error| format!("generator pool: {error}"))?;
-    prefill(&mut pool, template);
-    let umem = Umem::new(&pool);
     let _inside = wirespeed_lab::enter(namespace)
         .map_err(|error| format!("entering {namespace}: {error}"))?;
+    // Frames that hold what the interface's MTU allows (16 KiB ones for jumbo frames).
+    let mtu = interface_mtu(interface).map_err(|error| error.to_string())?;
+    let frame_size = frame_size_for_mtu(mtu)
+        .ok_or_else(|| format!("{interface} has MTU {mtu}, more than the largest frames hold"))?;
+    let mut pool =
+        FramePool::new(FRAMES, frame_size).map_err(|error| format!("generator pool: {error}"))?;
+    prefill(&mut pool, template);
+    let umem = Umem::new(&pool);
     let port: Box<dyn Port> = match socket {
         Socket::AfXdp => {
             let config = AfXdpConfig {
@@ -258,8 +263,15 @@ fn open(
             )
         }
         Socket::AfPacket => Box::new(
-            AfPacketPort::open("t0", interface, &AfPacketConfig::default())
-                .map_err(|error| error.to_string())?,
+            AfPacketPort::open(
+                "t0",
+                interface,
+                &AfPacketConfig {
+                    frame_size,
+                    ..AfPacketConfig::default()
+                },
+            )
+            .map_err(|error| error.to_string())?,
         ),
     };
     Ok((port, pool, umem, placed))

@@ -288,6 +288,7 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         pairs: 2,
         queues: 1,
         calibration: false,
+        mtu: wirespeed_lab::DEFAULT_MTU,
     })?;
     let wiring = Wiring::of(&lab).context("the lab has two pairs")?;
     let total = args.runs * args.flows.len() * (duts.len() + 1);

@@ -51,7 +51,7 @@ pub struct CompareArgs {
         default_value = "linux-bridge,linux-router,linux-router-nft,ovs,wirespeed-afxdp,wirespeed-afpacket"
     )]
     duts: Vec<String>,
-    /// Frame sizes with FCS, bytes (64..=1518).
+    /// Frame sizes with FCS, bytes (64..=9018; the lab's MTU is raised for frames above 1518).
     #[arg(long, value_delimiter = ',', default_value = "64", value_parser = numbers::frame_size())]
     frame_sizes: Vec<u16>,
     /// Flow counts: a number of UDP source ports, or `random` for 4096 of them.
@@ -194,7 +194,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
     );
     comparison.setup.receiver = receivers(&suite);
     comparison.setup.search = suite.search_summary();
-    let mut lab = suite_lab(&args.prefix)?;
+    let mut lab = suite_lab(&args.prefix, &args.frame_sizes)?;
     let total = args.repeats as usize * flows.len() * duts.len();
     let started = Instant::now();
     let mut done = 0;

@@ -29,6 +29,7 @@ use clap::Args;
 use wirespeed_io::Port;
 use wirespeed_io::afxdp::{Umem, XdpMode, XdpSink};
 use wirespeed_packet::FramePool;
+use wirespeed_packet::pool::frame_size_for_mtu;
 use wirespeed_packet::wire::EthernetAddress;
 use wirespeed_tester::generator::live::{self, LiveConfig};
 use wirespeed_tester::generator::pacing::Pattern;
@@ -56,7 +57,7 @@ pub struct GenArgs {
     /// (xdp-live always counts so).
     #[arg(long)]
     rx_sink: bool,
-    /// Frame size including FCS (64..=1518).
+    /// Frame size including FCS (64..=9018; above 1518 the interface's MTU must hold it).
     #[arg(long, default_value_t = 64, value_parser = numbers::frame_size())]
     size: u16,
     /// Number of UDP flows (source ports), 1..=65536.
@@ -164,7 +165,26 @@ fn generate(args: &GenArgs) -> Result<String> {
         GenBackend::Afpacket => KernelBackend::Afpacket,
         GenBackend::XdpLive => return generate_live(args, &template),
     };
-    let mut pool = FramePool::new(16384, 2048)?;
+    // Frames as large as the interface's MTU allows, and a frame size that fits it: a frame
+    // larger than the MTU never leaves (the kernel drops it).
+    let mtu = wirespeed_io::afxdp::interface_mtu(&args.tx)?;
+    ensure!(
+        numbers::mtu_for_frame(args.size) <= mtu,
+        "--size {} needs an MTU of {} on {}, which has {mtu}; raise it (`ip link set dev {} mtu \
+         {}`) or send smaller frames",
+        args.size,
+        numbers::mtu_for_frame(args.size),
+        args.tx,
+        args.tx,
+        numbers::mtu_for_frame(args.size)
+    );
+    let frame_size = frame_size_for_mtu(mtu).with_context(|| {
+        format!(
+            "{} has MTU {mtu}, more than the largest frames hold",
+            args.tx
+        )
+    })?;
+    let mut pool = FramePool::new(16384, frame_size)?;
     prefill(&mut pool, &template);
     let umem = Umem::new(&pool);
     let mut tx = open_interface(backend, "tx", &args.tx, &mut pool, &umem)?;

@@ -28,6 +28,9 @@ enum LabAction {
         /// the tester namespace (the generator measured alone).
         #[arg(long)]
         calibration: bool,
+        /// MTU of every veth (68..=16106; 9000 for jumbo frames up to 9018 bytes).
+        #[arg(long, default_value_t = wirespeed_lab::DEFAULT_MTU, value_parser = numbers::whole(68, 16106))]
+        mtu: u32,
     },
     /// Remove the lab with this prefix, also the leftovers of a killed run.
     Down {
@@ -48,12 +51,14 @@ pub fn run(args: LabArgs) -> Result<()> {
             pairs,
             queues,
             calibration,
+            mtu,
         } => {
             let lab = Testbed::up(&TestbedConfig {
                 prefix: prefix.clone(),
                 pairs,
                 queues,
                 calibration,
+                mtu,
             })?;
             for command in lab.commands() {
                 println!("+ {command}");

@@ -15,9 +15,16 @@
 use std::fmt::Display;
 use std::str::FromStr;
 
-/// Frame sizes with FCS the generators and the suites send: Ethernet's 64 to 1518 bytes (the
-/// lab's veths have the default MTU of 1500; a larger frame is dropped by the kernel).
-pub const FRAME_SIZES: (u16, u16) = (64, 1518);
+/// Frame sizes with FCS the generators and the suites send: Ethernet's 64 bytes to jumbo
+/// frames of 9018 (an MTU of 9000). A frame above 1518 bytes needs an interface whose MTU
+/// holds it ([`mtu_for_frame`]): the suites build their lab with it, `gen` checks it.
+pub const FRAME_SIZES: (u16, u16) = (64, 9018);
+
+/// The MTU an untagged frame of `size` bytes with FCS needs (its Ethernet header and FCS are
+/// not part of the MTU), at least Ethernet's 1500.
+pub fn mtu_for_frame(size: u16) -> u32 {
+    (u32::from(size).saturating_sub(18)).max(wirespeed_lab::DEFAULT_MTU)
+}
 
 /// Seconds of any trial, blast or interval: a millisecond to a day.
 pub const SECONDS: (f64, f64) = (0.001, 86_400.0);
@@ -120,14 +127,22 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_above_1518_bytes_needs_an_mtu_that_holds_it() {
+        assert_eq!(
+            [64, 1518, 1519, 9018].map(mtu_for_frame),
+            [1500, 1500, 1501, 9000]
+        );
+    }
+
+    #[test]
     fn whole_numbers_outside_the_range_are_refused_naming_the_range() {
         let parse = frame_size();
         assert_eq!(parse("64"), Ok(64));
-        assert_eq!(parse("1518"), Ok(1518));
-        for bad in ["63", "1519", "65536", "-1", "64.0", "x"] {
+        assert_eq!(parse("9018"), Ok(9018));
+        for bad in ["63", "9019", "65536", "-1", "64.0", "x"] {
             assert_eq!(
                 parse(bad),
-                Err("give a whole number in 64..=1518".to_string()),
+                Err("give a whole number in 64..=9018".to_string()),
                 "{bad:?}"
             );
         }

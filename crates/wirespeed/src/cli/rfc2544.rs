@@ -42,7 +42,7 @@ pub struct Rfc2544Args {
     /// of known capacity for checking the tester).
     #[arg(long, default_value = "wirespeed-afxdp")]
     dut: String,
-    /// Frame sizes with FCS, bytes (64..=1518).
+    /// Frame sizes with FCS, bytes (64..=9018; the lab's MTU is raised for frames above 1518).
     #[arg(
         long,
         value_delimiter = ',',
@@ -363,13 +363,16 @@ pub(super) fn parse_nice(text: &str) -> Result<Option<i32>> {
 
 /// The lab every suite run measures in: two tester <-> DuT pairs, the looped-back calibration
 /// pair, and veths that push back ([`Testbed::backpressure`]) so a trial's loss is the DuT's
-/// and not a NAPI thread of a shared core falling 256 frames behind.
-pub(super) fn suite_lab(prefix: &str) -> Result<Testbed> {
+/// and not a NAPI thread of a shared core falling 256 frames behind. Their MTU holds the
+/// largest of `frame_sizes` (9000 for jumbo frames of 9018 bytes).
+pub(super) fn suite_lab(prefix: &str, frame_sizes: &[u16]) -> Result<Testbed> {
+    let largest = frame_sizes.iter().copied().max().unwrap_or(64);
     let mut lab = Testbed::up(&TestbedConfig {
         prefix: prefix.to_owned(),
         pairs: 2,
         queues: 1,
         calibration: true,
+        mtu: numbers::mtu_for_frame(largest),
     })?;
     lab.backpressure()?;
     Ok(lab)
@@ -436,7 +439,7 @@ pub fn execute(options: &Options, config_text: &str, stop: &AtomicBool) -> Resul
         std::env::current_exe().context("finding this executable for the wirespeed DuTs")?;
     let mut device = dut(&options.dut, &binary, plan.dut_cpu)?;
     let setup = setup(config_text, &options.dut);
-    let lab = suite_lab(&options.prefix)?;
+    let lab = suite_lab(&options.prefix, &options.suite.frame_sizes)?;
     let mut progress = |p: &Progress| {
         eprintln!(
             "[{}/~{} {} elapsed, ETA {}] {}",

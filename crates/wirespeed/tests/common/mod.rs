@@ -220,6 +220,7 @@ pub fn testbed(prefix: &str, pairs: u16, queues: u16) -> Option<Testbed> {
         pairs,
         queues,
         calibration: false,
+        mtu: wirespeed_lab::DEFAULT_MTU,
     })
 }
 

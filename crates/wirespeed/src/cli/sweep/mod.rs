@@ -169,6 +169,7 @@ impl Session {
             pairs: 2,
             queues: 1,
             calibration: false,
+            mtu: wirespeed_lab::DEFAULT_MTU,
         })?;
         let wiring = Wiring::of(&lab).context("the lab has two pairs")?;
         Ok(Session {
