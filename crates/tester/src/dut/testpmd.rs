@@ -50,6 +50,19 @@ impl Dut for TestpmdDut {
     }
 
     fn setup(&mut self, wiring: &Wiring) -> Result<(), DutError> {
+        // testpmd's mbufs hold 2048 bytes and DPDK's AF_XDP driver takes one buffer per frame:
+        // a larger frame would be dropped, not forwarded, and counted against the DuT.
+        if wiring.mtu > wirespeed_lab::DEFAULT_MTU {
+            return Err(DutError::Start {
+                dut: self.name(),
+                step: "setup".into(),
+                detail: format!(
+                    "the lab's MTU is {} but testpmd here forwards frames of up to 1518 bytes \
+                     (2048-byte mbufs, one per frame); measure it at 1518 bytes or less",
+                    wiring.mtu
+                ),
+            });
+        }
         let interfaces = [wiring.ingress.dut_if.clone(), wiring.egress.dut_if.clone()];
         let application = ["--forward-mode=io".to_string()];
         self.testpmd.start(&Launch {
