@@ -178,3 +178,55 @@ fn jumbo_frames_cross_a_capture() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn an_rfc2544_search_runs_at_9018_bytes() {
+    let _cores = common::shared();
+    // At most 6 characters: NAPI thread names must keep the interface whole (see the CLI).
+    let prefix = "wstjr";
+    let Some((stdout, _, out)) = common::bench_out(
+        prefix,
+        &[
+            "rfc2544",
+            "--dut",
+            "wirespeed-afxdp",
+            "--tests",
+            "throughput",
+            "--latency-loads",
+            "",
+            "--frame-sizes",
+            "9018",
+            "--trial-seconds",
+            "0.2",
+            "--calibration-seconds",
+            "0.2",
+            "--resolution",
+            "60%",
+        ],
+    ) else {
+        return;
+    };
+    let text = std::fs::read_to_string(out.join("report.json")).unwrap();
+    let report = wirespeed_tester::report::json::from_json(&text).unwrap();
+    let result = &report.results[0];
+    assert_eq!(result.frame_size, 9018);
+    assert!(result.ndr().expect("an NDR") > 0.0, "{stdout}");
+    let counters = result.counters.expect("counter check");
+    assert!(counters.transmitted > 0);
+    assert!(counters.agrees_within(0.001), "{counters:?}");
+    // The lab carried the frames at MTU 9000 and the DuT held them in 16 KiB frames.
+    assert!(text.contains("link set wstjr-d0 mtu 9000"), "{text}");
+    assert!(
+        report
+            .setup
+            .dut
+            .commands
+            .iter()
+            .any(|c| c.contains("frame_size = 16384")),
+        "{:?}",
+        report.setup.dut.commands
+    );
+    assert!(stdout.contains("| 9018 B |"), "{stdout}");
+    wirespeed_lab::assert_gone_for_test(prefix);
+    let _ = std::fs::remove_dir_all(&out);
+}
