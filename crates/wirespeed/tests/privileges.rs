@@ -216,6 +216,8 @@ fn forwards_holding_nothing(prefix: &str, capabilities: Option<&[&str]>) -> Opti
     assert!(!socket.exists(), "the control socket outlived the switch");
     drop(lab);
     wirespeed_lab::assert_gone_for_test(prefix);
+    // The directory any user could write goes with the test.
+    std::fs::remove_dir_all(&dir).unwrap();
     Some(out)
 }
 
