@@ -7,7 +7,8 @@
 # Each target starts from its committed seeds in corpus/<target>/ and from what earlier runs on
 # this machine found (target/corpus/<target>/, where new inputs go, so the committed seeds never
 # fill up with generated ones). A crash or hang is saved by libFuzzer in artifacts/<target>/ and
-# its log's tail is printed; the other targets still run, and the script fails at the end.
+# what failed is printed with the input; the other targets still run, and the script fails at
+# the end.
 # Closing line: `fuzz: N passed, N failed`.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -42,8 +43,12 @@ for target in $("$cargo" fuzz list); do
     echo "fuzz: $target: ${runs:-?} runs in ${seconds} s, ${coverage:-cov: ?}, no crash"
     passed=$((passed + 1))
   else
-    echo "fuzz: $target FAILED; the end of $PWD/$log:"
-    tail -n 40 "$log"
+    # What failed, where the input was saved, and the input itself (Base64), so that a failure
+    # seen only in CI's output can be replayed; the backtrace stays in the log.
+    echo "fuzz: $target FAILED (whole log: fuzz/$log)"
+    grep -m 1 -A 3 'panicked at' "$log" ||
+      grep -E '^(==[0-9]+== ERROR|ERROR|SUMMARY)' "$log" || tail -n 20 "$log"
+    grep -E '^(artifact_prefix|Base64)' "$log" || true
     failed=$((failed + 1))
   fi
 done
