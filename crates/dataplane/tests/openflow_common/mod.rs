@@ -1,0 +1,43 @@
+//! What the OpenFlow app's test files share: addresses, the app's test configuration, a rig
+//! around it and its counters.
+#![allow(dead_code)] // each test file uses its own part of this module
+
+use std::net::Ipv4Addr;
+
+use wirespeed_dataplane::app::openflow::{OpenFlow, OpenFlowConfig};
+use wirespeed_packet::DropReason;
+use wirespeed_packet::wire::EthernetAddress;
+use wirespeed_testkit::frames::FrameBuilder;
+use wirespeed_testkit::rig::Rig;
+
+pub const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+pub const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+pub const NEW_MAC: EthernetAddress = EthernetAddress([0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee]);
+
+pub fn config(ports: u16) -> OpenFlowConfig {
+    OpenFlowConfig {
+        ports,
+        cache_insert_one_in: 1,
+        tsc_hz: Some(1000),
+        ..OpenFlowConfig::default()
+    }
+}
+
+pub fn rig(app: OpenFlow, ports: usize) -> Rig {
+    Rig::new(Box::new(app), ports, 32)
+}
+
+pub fn counter(rig: &Rig, name: &str) -> u64 {
+    rig.app_counters()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map_or(0, |(_, v)| v)
+}
+
+pub fn base() -> FrameBuilder {
+    FrameBuilder::ipv4_udp().frame_len(60)
+}
+
+pub fn drops(rig: &Rig, reason: DropReason) -> u64 {
+    rig.worker.counters().drops[reason as usize]
+}
