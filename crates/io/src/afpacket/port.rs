@@ -192,10 +192,8 @@ impl AfPacketPort {
             return;
         };
         let now = match socket::interface(&queue.rx_socket, &self.interface) {
-            Ok(link) if link.index == self.ifindex => {
-                self.info.link_up = link.up;
-                return;
-            }
+            // Still there (the error was a link going down): nothing to stop.
+            Ok(link) if link.index == self.ifindex => return,
             Ok(_) => "another interface has its name now",
             Err(_) => "no interface has its name now",
         };

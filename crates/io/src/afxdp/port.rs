@@ -71,6 +71,8 @@ pub struct AfXdpPort {
     /// Index = queue id, in multi-buffer mode only (empty otherwise): where each packet's
     /// pieces end in the TX ring, so that departures count packets, not pieces.
     chains: Vec<TxChains>,
+    /// Why the port stopped: its interface went away ([`AfXdpPort::unbound`]).
+    gone: Option<String>,
 }
 
 /// The packets of one TX ring sent in several pieces: for the last packets written (as many as
@@ -130,6 +132,29 @@ struct Gathering {
 }
 
 impl AfXdpPort {
+    /// Stops the port after a kick answered `why` (ENXIO: the socket is no longer bound,
+    /// because its interface was unregistered, [`XskSocket::kick_tx`]): its fault and its mode
+    /// say so, `tx` takes nothing and nothing is kicked, so that neither the kicks nor the
+    /// frames stuck in its TX ring keep the worker busy. The kernel's answer is the proof: the
+    /// interface cannot be looked up by name from here, since the worker's thread need not be
+    /// in the port's network namespace.
+    fn unbound(&mut self, why: &std::io::Error) {
+        if self.gone.is_some() {
+            return;
+        }
+        self.gone = Some(format!(
+            "interface {} went away (a kick answered: {why}; the socket was unbound): deleted \
+             or moved to another network namespace; its frames are dropped until the switch is \
+             restarted with it back",
+            self.info.name
+        ));
+        self.info.link_up = false;
+        self.info.mode = format!(
+            "GONE (interface {} deleted), {}",
+            self.info.name, self.info.mode
+        );
+    }
+
     /// Opens interface `name` of the calling thread's network namespace on the worker's `umem`,
     /// filling the fill rings from `pool` (which must be the pool `umem` was made from). The
     /// port attaches its own XDP program (in `config.xdp_mode`), so no other port can open the
@@ -324,6 +349,7 @@ impl AfXdpPort {
             tx_submitted: 0,
             chunk_size: umem.chunk_size(),
             gathering: vec![None; usize::from(interface.queues)],
+            gone: None,
             chains: if umem.is_multi_buffer() {
                 (0..interface.queues)
                     .map(|_| TxChains::new(config.tx_size))
@@ -609,6 +635,10 @@ impl Port for AfXdpPort {
     }
 
     fn tx(&mut self, queue: QueueId, pool: &mut FramePool, batch: &mut Batch) -> usize {
+        if self.gone.is_some() {
+            self.stats.tx_refused += batch.len() as u64;
+            return 0;
+        }
         let Some(Some(socket)) = self.sockets.get_mut(queue as usize) else {
             return 0;
         };
@@ -681,16 +711,20 @@ impl Port for AfXdpPort {
             }
             self.stats.tx_bytes += desc.len as u64;
         }
+        let mut refused = None;
         if written > 0 {
             socket.tx.submit(written);
             self.tx_submitted += written as u64;
             if socket.tx.needs_wakeup() {
-                socket.kick_tx();
+                refused = socket.kick_tx();
             }
         }
         self.stats.tx_packets += packets;
         batch.consume_front(taken);
         self.stats.tx_refused += batch.len() as u64;
+        if let Some(error) = refused {
+            self.unbound(&error);
+        }
         taken
     }
 
@@ -715,6 +749,7 @@ impl Port for AfXdpPort {
     }
 
     fn poll(&mut self, pool: &mut FramePool) {
+        let mut refused = None;
         for socket in self.sockets.iter_mut().flatten() {
             self.stats.rx_errors += reap(
                 socket,
@@ -723,10 +758,17 @@ impl Port for AfXdpPort {
                 self.completion_size,
                 self.chunk_size,
             );
-            if socket.tx.needs_wakeup() && socket.tx.pending() > 0 {
-                socket.kick_tx();
+            if self.gone.is_none() && socket.tx.needs_wakeup() && socket.tx.pending() > 0 {
+                refused = refused.or(socket.kick_tx());
             }
         }
+        if let Some(error) = refused {
+            self.unbound(&error);
+        }
+    }
+
+    fn fault(&self) -> Option<String> {
+        self.gone.clone()
     }
 
     /// Descriptors the kernel has consumed from the TX rings. In copy mode it consumes one only
@@ -754,10 +796,13 @@ impl Port for AfXdpPort {
     }
 
     fn tx_backlog(&mut self) -> bool {
-        self.sockets
-            .iter_mut()
-            .flatten()
-            .any(|socket| socket.tx.pending() > 0)
+        // Frames left in the ring of a port whose interface is gone never leave.
+        self.gone.is_none()
+            && self
+                .sockets
+                .iter_mut()
+                .flatten()
+                .any(|socket| socket.tx.pending() > 0)
     }
 
     fn rx_fd(&self, queue: QueueId) -> Option<RawFd> {

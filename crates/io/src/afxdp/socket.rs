@@ -291,13 +291,15 @@ impl XskSocket {
     }
 
     /// Asks the kernel to process the TX ring (copy mode transmits only inside this call, at
-    /// most 32 frames per call). Errors are not reported: EAGAIN (more work than one call does,
-    /// or a full completion ring), EBUSY and ENOBUFS are transient, and frames a down interface
-    /// does not take stay in the ring, counted as held, until the next kick.
+    /// most 32 frames per call). EAGAIN (more work than one call does, or a full completion
+    /// ring), EBUSY and ENOBUFS are transient, and frames a down interface does not take stay
+    /// in the ring, counted as held, until the next kick; so only ENXIO is returned: the socket
+    /// is no longer bound, which happens when its interface is unregistered (deleted or moved
+    /// to another network namespace).
     #[inline]
-    pub(crate) fn kick_tx(&self) {
+    pub(crate) fn kick_tx(&self) -> Option<std::io::Error> {
         // SAFETY: a zero-length send with no buffer and no address touches no user memory.
-        unsafe {
+        let rc = unsafe {
             libc::sendto(
                 self.raw_fd,
                 std::ptr::null(),
@@ -305,8 +307,13 @@ impl XskSocket {
                 libc::MSG_DONTWAIT,
                 std::ptr::null(),
                 0,
-            );
+            )
+        };
+        if rc >= 0 {
+            return None;
         }
+        let error = std::io::Error::last_os_error();
+        (error.raw_os_error() == Some(libc::ENXIO)).then_some(error)
     }
 
     /// Wakes the driver to refill from the fill ring (zero-copy drivers that asked for it).

@@ -488,11 +488,16 @@ struct Named<P> {
 
 impl<P: Port> Named<P> {
     fn new(port: P, name: &str) -> Self {
-        let info = PortInfo {
+        let info = Self::new_info(&port, name);
+        Named { port, info }
+    }
+
+    /// `port`'s info under `name`.
+    fn new_info(port: &P, name: &str) -> PortInfo {
+        PortInfo {
             name: name.to_string(),
             ..port.info().clone()
-        };
-        Named { port, info }
+        }
     }
 }
 
@@ -515,6 +520,11 @@ impl<P: Port> Port for Named<P> {
 
     fn poll(&mut self, pool: &mut FramePool) {
         self.port.poll(pool);
+        // The port found its link changed (its interface gone, say): its info says so, and so
+        // must this copy of it, which `ctl show ports` reads. One comparison per poll.
+        if self.port.info().link_up != self.info.link_up {
+            self.info = Self::new_info(&self.port, &self.info.name);
+        }
     }
 
     fn tx_departed(&self) -> u64 {
