@@ -17,6 +17,7 @@ packages=(
   libbpf-dev          # the BPF helper headers the fast path includes (bpf/bpf_helpers.h)
   g++                 # compiles libFuzzer (C++) for the fuzz targets (make fuzz)
   python3-scapy       # the parser conformance suite's independent frame generator
+  prometheus          # promtool: the metrics endpoint's exposition is checked with it
 )
 
 missing=()
@@ -46,6 +47,9 @@ if [ ! -e "$policy" ]; then
 fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
-if [ -d /run/systemd/system ] && systemctl list-unit-files openvswitch-switch.service >/dev/null 2>&1; then
-  systemctl disable --now openvswitch-switch.service >/dev/null 2>&1 || true
-fi
+# Likewise the Prometheus server: only its promtool is used.
+for service in openvswitch-switch prometheus; do
+  if [ -d /run/systemd/system ] && systemctl list-unit-files "$service.service" >/dev/null 2>&1; then
+    systemctl disable --now "$service.service" >/dev/null 2>&1 || true
+  fi
+done

@@ -10,8 +10,8 @@
 //!
 //! Cycle accounting (seed 000 Table II, seed 001's c_IO / c_task / c_busy) costs four TSC reads
 //! per received batch: cycles in `rx`, in the app, in TX, and cycles of polls that found nothing
-//! (`idle`). Counters are published for other threads every [`PUBLISH_EVERY`] iterations through
-//! a `try_lock` that the worker never waits on.
+//! (`idle`). Counters are published for other threads every [`PUBLISH_EVERY`] iterations (and
+//! after every sleep) through a `try_lock` that the worker never waits on.
 //!
 //! When its queues are empty the worker either spins (`Idle::Busy`) or, after a few empty polls,
 //! sleeps in `poll(2)` on the ports' descriptors (`Idle::Adaptive`): on a machine where the
@@ -481,11 +481,18 @@ impl Worker {
     }
 
     /// Runs until `stop` is set, publishing counters to `stats` every [`PUBLISH_EVERY`]
-    /// iterations, then flushes and publishes once more.
+    /// iterations and after every sleep, then flushes and publishes once more. An idle worker
+    /// sleeps for most of each iteration, so the count alone would leave its snapshot minutes
+    /// old for a reader (a scrape, a rate line); after a sleep, publishing costs forwarding
+    /// nothing.
     pub fn run(&mut self, stop: &AtomicBool, stats: &StatsCell) {
+        let mut sleeps = self.counters.sleeps;
         while !stop.load(Ordering::Relaxed) {
             self.poll_once();
-            if self.counters.iterations.is_multiple_of(PUBLISH_EVERY) {
+            if self.counters.iterations.is_multiple_of(PUBLISH_EVERY)
+                || self.counters.sleeps != sleeps
+            {
+                sleeps = self.counters.sleeps;
                 self.publish(stats, false);
             }
         }

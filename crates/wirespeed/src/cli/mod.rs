@@ -8,6 +8,7 @@ pub mod demo;
 pub mod fast_path;
 pub mod generate;
 pub mod lab;
+pub mod metrics;
 pub mod numbers;
 pub mod pcap;
 pub mod privileges;

@@ -18,7 +18,7 @@ use wirespeed_dataplane::worker::{Conservation, StatsCell, Worker, WorkerSnapsho
 use wirespeed_fastpath::FastPath;
 use wirespeed_io::Backend;
 
-use super::{build, numbers, privileges, stats};
+use super::{build, metrics, numbers, privileges, stats};
 
 #[derive(Args)]
 pub struct SwitchArgs {
@@ -28,6 +28,10 @@ pub struct SwitchArgs {
     /// Print a line of rates every this many seconds (0.1..=86400).
     #[arg(long, value_parser = numbers::real(0.1, numbers::SECONDS.1))]
     stats_interval: Option<f64>,
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics (e.g. 127.0.0.1:9417); see
+    /// docs/operations.md for the metrics.
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 pub fn run(args: SwitchArgs) -> Result<()> {
@@ -102,8 +106,23 @@ pub fn run(args: SwitchArgs) -> Result<()> {
     println!("{}", kept.describe());
     println!("forwarding with {} worker(s); Ctrl-C stops", workers.len());
     let interval = args.stats_interval.map(Duration::from_secs_f64);
+    let cells: Vec<Arc<StatsCell>> = workers.iter().map(|_| Arc::default()).collect();
+    // Stopped (its thread joined) when it drops, after the workers.
+    let _metrics = match args.metrics {
+        Some(addr) => {
+            let source = metrics::Source {
+                cells: cells.clone(),
+                fast_path: fast_path.fast_path.clone(),
+            };
+            let server = metrics::MetricsServer::start(addr, source, kept)?;
+            println!("metrics at http://{addr}/metrics");
+            Some(server)
+        }
+        None => None,
+    };
     let (snapshots, conservation, faults) = run_workers(
         workers,
+        cells,
         &placement,
         kept,
         &stop,
@@ -245,17 +264,19 @@ fn priority(setting: Realtime, worker: &Worker) -> Priority {
 
 /// Runs every worker on its own thread until `stop`, printing a rate line every `interval`
 /// (frames the fast path forwarded included); returns each worker's last counters, its pool
-/// conservation, and what stopped a port early ([`Worker::faults`]). Each worker, once placed,
+/// conservation, and what stopped a port early ([`Worker::faults`]). Worker *i* publishes its
+/// snapshot into `cells[i]` (which the metrics endpoint reads too). Each worker, once placed,
 /// and the calling thread, once the workers started, keep only the capabilities `kept`.
 pub fn run_workers(
     workers: Vec<Worker>,
+    cells: Vec<Arc<StatsCell>>,
     placement: &Placement,
     kept: privileges::Kept,
     stop: &Arc<AtomicBool>,
     interval: Option<Duration>,
     fast_path: Option<&FastPath>,
 ) -> Result<(Vec<WorkerSnapshot>, Vec<Conservation>, Vec<String>)> {
-    let cells: Vec<Arc<StatsCell>> = workers.iter().map(|_| Arc::default()).collect();
+    anyhow::ensure!(cells.len() == workers.len(), "one stats cell per worker");
     let mut handles = Vec::new();
     for (index, mut worker) in workers.into_iter().enumerate() {
         let (cell, stop) = (Arc::clone(&cells[index]), Arc::clone(stop));

@@ -45,6 +45,11 @@ impl Drop for Switch {
 
 impl Switch {
     pub fn start(lab: &Testbed, config: &str, dir: &std::path::Path) -> Switch {
+        Switch::start_with(lab, config, dir, &[])
+    }
+
+    /// [`Switch::start`] with more arguments for `wirespeed switch`.
+    pub fn start_with(lab: &Testbed, config: &str, dir: &std::path::Path, args: &[&str]) -> Switch {
         // Named after the lab: the default control socket is /run/wirespeed/<stem>.sock, and
         // tests run in parallel.
         let path = dir.join(format!("{}.toml", lab.dut_ns));
@@ -59,6 +64,7 @@ impl Switch {
                 "--config",
             ])
             .arg(&path)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
