@@ -12,6 +12,7 @@ pub mod bridge;
 pub mod fields;
 pub mod openflow;
 pub mod router;
+pub mod router_mirror;
 pub mod trace;
 pub mod xconnect;
 

@@ -44,6 +44,7 @@ use std::time::Duration;
 use wirespeed_packet::wire::EthernetAddress;
 use wirespeed_packet::{Batch, DropReason, FramePool, MAX_BATCH};
 
+use crate::app::router_mirror::{RouteMirror, RouteSync};
 use crate::app::trace::{Arrival, Disposition, TraceRing};
 use crate::app::{App, CommandContext, Context, MAX_SHOW_ROWS, fields};
 use crate::command::{AppCommand, AppReply, Retired, Routes, Table};
@@ -225,6 +226,8 @@ pub struct Router {
     /// Held packets dropped because their neighbour never answered or was aged out.
     hold_expired: u64,
     neighbours_aged: u64,
+    /// The copy of the IPv4 forwarding state in the XDP fast path, if any.
+    mirror: Option<RouteMirror>,
     trace: TraceRing<RouterTrace>,
     /// Each packet of the current batch as it arrived; written only while tracing.
     arrivals: Box<[Arrival; MAX_BATCH]>,
@@ -272,6 +275,7 @@ impl Router {
             orphans: Vec::new(),
             hold_expired: 0,
             neighbours_aged: 0,
+            mirror: None,
             trace: TraceRing::default(),
             arrivals: Box::new([Arrival::default(); MAX_BATCH]),
         };
@@ -379,6 +383,9 @@ impl Router {
             Prefix::V4(_) => None,
         });
         self.route.replace(v4, v6)?;
+        if let Some(mirror) = &mut self.mirror {
+            mirror.all_routes(&self.route);
+        }
         Ok(())
     }
 
@@ -386,7 +393,12 @@ impl Router {
     pub fn add_route(&mut self, route: &StaticRoute) -> Result<(), RouterError> {
         let hops = self.hops(route)?;
         match route.prefix {
-            Prefix::V4(p) => self.route.insert_v4(p, &hops)?,
+            Prefix::V4(p) => {
+                self.route.insert_v4(p, &hops)?;
+                if let Some(mirror) = &mut self.mirror {
+                    mirror.route_changed(&self.route, p);
+                }
+            }
             Prefix::V6(p) => self.route.insert_v6(p, &hops)?,
         }
         Ok(())
@@ -395,8 +407,29 @@ impl Router {
     /// Deletes the route for exactly `prefix`; whether there was one.
     pub fn remove_route(&mut self, prefix: Prefix) -> bool {
         match prefix {
-            Prefix::V4(p) => self.route.remove_v4(p),
+            Prefix::V4(p) => {
+                let found = self.route.remove_v4(p);
+                if let Some(mirror) = &mut self.mirror {
+                    mirror.route_changed(&self.route, p);
+                }
+                found
+            }
             Prefix::V6(p) => self.route.remove_v6(p),
+        }
+    }
+
+    /// Makes `sync` a copy of the IPv4 forwarding state (every route, the rewrites of the
+    /// resolved gateways) and tells it of every change from now on: the XDP fast path's maps.
+    pub fn mirror_routes(&mut self, sync: Box<dyn RouteSync>) {
+        let mut mirror = RouteMirror::new(sync, &self.route);
+        mirror.sync_rewrites(&self.route, &self.neighbours, &self.interfaces);
+        self.mirror = Some(mirror);
+    }
+
+    /// Brings the copy's rewrites up to date with the neighbour table (when it changed).
+    fn sync_mirror(&mut self) {
+        if let Some(mirror) = &mut self.mirror {
+            mirror.sync_rewrites(&self.route, &self.neighbours, &self.interfaces);
         }
     }
 
@@ -501,6 +534,9 @@ impl Router {
             }
         }
         let (old4, old6) = self.route.adopt(fib4, fib6, hops);
+        if let Some(mirror) = &mut self.mirror {
+            mirror.all_routes(&self.route);
+        }
         Ok(Routes {
             v4: Arc::new(old4),
             v6: Arc::new(old6),
@@ -618,6 +654,7 @@ impl Router {
         for frame in self.orphans.drain(..) {
             pool.release(frame);
         }
+        self.sync_mirror();
         while let Some(slot) = self.resolved_between.pop() {
             if let Some(entry) = self.neighbours.entry(slot).copied() {
                 self.discovery.release(
@@ -699,6 +736,9 @@ impl App for Router {
         let l = self.local.counters();
         out.push(("local.echo_replies", l.echo_replies));
         out.push(("local.unhandled", l.unhandled));
+        if let Some(mirror) = &self.mirror {
+            out.push(("route.fast_path_refused", mirror.refused()));
+        }
         if let Some(acl) = &self.acl {
             acl.append_counters(out);
         }
@@ -712,6 +752,16 @@ impl App for Router {
     }
 
     fn command(&mut self, command: AppCommand, ctx: &CommandContext<'_>) -> AppReply {
+        let reply = self.apply(command, ctx);
+        // A changed neighbour reaches the fast path before the reply.
+        self.sync_mirror();
+        reply
+    }
+}
+
+impl Router {
+    /// One control command ([`App::command`]).
+    fn apply(&mut self, command: AppCommand, ctx: &CommandContext<'_>) -> AppReply {
         let done = |result: Result<(), RouterError>| match result {
             Ok(()) => AppReply::Done,
             Err(error) => AppReply::Refused(error.to_string()),
