@@ -60,6 +60,36 @@ struct {
 	__type(value, struct fp_mac_entry);
 } macs SEC(".maps");
 
+// Router: the IPv4 FIB as user space has it, prefix -> hop id (an `adjacencies` key) or
+// FP_ROUTE_LOCAL / FP_ROUTE_ECMP. Every route is here, also those the kernel cannot forward
+// by, so that a longest match never falls through to a shorter prefix user space would not
+// pick. Its size is set at load time.
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fp_route_key);
+	__type(value, __u32);
+} routes4 SEC(".maps");
+
+// Router: hop id -> the rewrite of a gateway whose neighbour is resolved. A hop without an
+// entry (unresolved, a connected subnet, the router itself) goes to user space.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FP_MAX_ADJACENCIES);
+	__type(key, __u32);
+	__type(value, struct fp_adjacency);
+} adjacencies SEC(".maps");
+
+// Router: 1 while `routes4` equals user space's FIB; 0 while a route load is being mirrored,
+// when every routed frame goes to user space (never a stale decision, never a stall).
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} routes_ready SEC(".maps");
+
 // Counters: ingress slot -> its counters, per CPU.
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -204,6 +234,101 @@ static __always_inline int bridge(struct xdp_md *ctx, const struct fp_port *in, 
 	return forward(in->slot, out_slot, bytes);
 }
 
+// Whether a 20-byte IPv4 header (no options) carries a valid checksum: its 16-bit words sum,
+// with the carries folded back, to 0xffff (RFC 1071).
+static __always_inline int header_checksum_valid(const __u16 *words)
+{
+	__u32 sum = 0;
+
+#pragma unroll
+	for (int i = 0; i < 10; i++)
+		sum += words[i];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return sum == 0xffff;
+}
+
+// What user space's route stage calls a martian (crates/dataplane/src/stage/route.rs,
+// martian_v4): 0/8, 127/8, multicast and above.
+static __always_inline int martian(__u8 first)
+{
+	return first == 0 || first == 127 || first >= 224;
+}
+
+// The router forwards exactly the frames its user-space forwarding loop would forward through
+// a current adjacency (crates/dataplane/src/stage/fast_path.rs, `check` and `forward`, with
+// the parser's `plain_ipv4_transport`): untagged Ethernet to a unicast MAC; IPv4 with a 20-byte
+// header whose total length fits the frame, not a fragment; UDP or TCP whose length fits; a
+// valid header checksum, TTL above 1, neither address a martian; a route to one gateway whose
+// neighbour is resolved. The rewrite is the same: the adjacency's MACs, TTL down by one and
+// the checksum updated as Linux's ip_decrease_ttl does (RFC 1624 for this one change). Every
+// other frame goes to user space, which decides it as before.
+static __always_inline int router(struct xdp_md *ctx, const struct fp_port *in, __u64 bytes)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u8 *h = data;
+	struct fp_route_key key = { .prefixlen = 32 };
+	struct fp_adjacency *adjacency;
+	__u32 *hop, *ready, zero = 0;
+	__u32 total_len, segment, frame_len, sum;
+
+	if (data + 42 > end)
+		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+	if (h[12] == 0x81 && h[13] == 0x00)
+		return to_user(ctx, in->slot, FP_TO_USER_VLAN, bytes);
+	if (h[12] != 0x08 || h[13] != 0x00 || h[14] != 0x45 || (h[0] & 1))
+		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+	frame_len = end - data;
+	total_len = (__u32)h[16] << 8 | h[17];
+	// A total length under 20 wraps past any frame.
+	segment = total_len - 20;
+	if (frame_len > 0xffff || segment > frame_len - 34 || ((h[20] & 0x3f) | h[21]))
+		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+	if (h[23] == 17) {
+		__u32 length = (__u32)h[38] << 8 | h[39];
+
+		if (length < 8 || length > segment)
+			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+	} else if (h[23] == 6) {
+		__u32 header_len;
+
+		if (data + 54 > end)
+			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+		header_len = (__u32)(h[46] >> 4) * 4;
+		if (header_len < 20 || header_len > segment)
+			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+	} else {
+		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+	}
+	if (!header_checksum_valid((const __u16 *)(h + 14)) || martian(h[26]) || martian(h[30]))
+		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+	if (h[22] <= 1)
+		return to_user(ctx, in->slot, FP_TO_USER_TTL, bytes);
+	ready = bpf_map_lookup_elem(&routes_ready, &zero);
+	if (!ready || !*ready)
+		return to_user(ctx, in->slot, FP_TO_USER_SYNC, bytes);
+	__builtin_memcpy(key.addr, h + 30, 4);
+	hop = bpf_map_lookup_elem(&routes4, &key);
+	if (!hop)
+		return to_user(ctx, in->slot, FP_TO_USER_NO_ROUTE, bytes);
+	if (*hop == FP_ROUTE_LOCAL)
+		return to_user(ctx, in->slot, FP_TO_USER_LOCAL, bytes);
+	adjacency = bpf_map_lookup_elem(&adjacencies, hop);
+	if (!adjacency || adjacency->slot >= FP_MAX_PORTS)
+		return to_user(ctx, in->slot, FP_TO_USER_NEXT_HOP, bytes);
+
+	__builtin_memcpy(h, adjacency->dst, 6);
+	__builtin_memcpy(h + 6, adjacency->src, 6);
+	// TTL down by one: the checksum's high byte word gains 0x0100, the carry folded back.
+	h[22] -= 1;
+	sum = ((__u32)h[24] << 8 | h[25]) + 0x0100;
+	sum += sum >= 0xffff;
+	h[24] = sum >> 8;
+	h[25] = sum;
+	return forward(in->slot, adjacency->slot, bytes);
+}
+
 SEC("xdp")
 int fast_path(struct xdp_md *ctx)
 {
@@ -218,6 +343,8 @@ int fast_path(struct xdp_md *ctx)
 		return forward(in->slot, in->peer, bytes);
 	case FP_APP_BRIDGE:
 		return bridge(ctx, in, bytes);
+	case FP_APP_ROUTER:
+		return router(ctx, in, bytes);
 	default:
 		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
 	}

@@ -16,6 +16,7 @@
 #define FP_APP_USER 1
 #define FP_APP_XCONNECT 2
 #define FP_APP_BRIDGE 3
+#define FP_APP_ROUTER 4
 
 #define FP_VLAN_ACCESS 0
 #define FP_VLAN_TRUNK 1
@@ -29,7 +30,20 @@
 #define FP_TO_USER_FLOOD 1 // unknown destination, broadcast, multicast
 #define FP_TO_USER_VLAN 2 // a VLAN case the kernel leaves to user space
 #define FP_TO_USER_OTHER 3 // everything else (short frames, same-port destination, ...)
-#define FP_TO_USER_REASONS 4
+#define FP_TO_USER_LOCAL 4 // router: to one of the router's own addresses
+#define FP_TO_USER_TTL 5 // router: TTL <= 1 (user space sends Time Exceeded)
+#define FP_TO_USER_NO_ROUTE 6 // router: no route (user space sends Unreachable)
+#define FP_TO_USER_NEXT_HOP 7 // router: unresolved neighbour, connected subnet or ECMP
+#define FP_TO_USER_SYNC 8 // router: a route load is being mirrored into the kernel
+#define FP_TO_USER_REASONS 9
+
+// Router: the most routes the kernel's table holds by default and the most adjacencies (one
+// per gateway in use).
+#define FP_MAX_ADJACENCIES 65536
+
+// Router: what a route of `routes4` designates besides a hop id (an adjacency's key).
+#define FP_ROUTE_LOCAL 0xfffffffe // the router's own address
+#define FP_ROUTE_ECMP 0xffffffff // several gateways: user space picks by the flow hash
 
 struct fp_port {
 	__u32 slot;
@@ -47,6 +61,19 @@ struct fp_mac_key {
 struct fp_mac_entry {
 	__u32 slot;
 	__u32 ifindex;
+};
+
+// Router: a key of the IPv4 LPM trie (prefix length, then the address in network order).
+struct fp_route_key {
+	__u32 prefixlen;
+	__u8 addr[4];
+};
+
+// Router: a resolved gateway's rewrite, keyed by its hop id.
+struct fp_adjacency {
+	__u32 slot; // the output port
+	__u8 dst[6]; // the neighbour's MAC
+	__u8 src[6]; // the output port's MAC
 };
 
 struct fp_count {

@@ -15,7 +15,13 @@
 //!   arrived on, with the tag pushed or popped for the output port. Unknown or moved sources
 //!   (learning), unknown destinations, broadcast and multicast, priority tags and every other
 //!   VLAN case go to user space, which learns, ages and floods as before and mirrors its MAC
-//!   table into the kernel's ([`MacMirror`]).
+//!   table into the kernel's ([`MacMirror`]);
+//! * router (IPv4): the frames its user-space forwarding loop would forward through a resolved
+//!   gateway (plain UDP or TCP over IPv4 without options, valid checksum, TTL above 1, no
+//!   martian address, a route to one gateway whose neighbour is resolved), rewritten the same
+//!   way. ARP, IPv6, tagged frames, packets for the router, TTL expiry, no route, unresolved
+//!   neighbours, ECMP and every malformed case go to user space, which mirrors its FIB and
+//!   its gateways' rewrites into the kernel's maps ([`RouterMirror`]).
 //!
 //! One [`FastPath`] serves a switch: one program attached to every port's interface. Each port
 //! is a *slot* (its index in the configuration); the [`XdpAttachment`] of slot *s* puts its
@@ -23,11 +29,13 @@
 //! ports open on it exactly as on an attachment of their own.
 
 mod maps;
+mod router;
 
 use std::fmt;
 use std::os::fd::AsFd;
 use std::sync::Arc;
 
+use aya::maps::lpm_trie::LpmTrie;
 use aya::maps::{Array, DevMap, HashMap, Map, MapData, PerCpuArray};
 use aya::programs::{ProgramError, Xdp};
 use aya::{Ebpf, EbpfLoader};
@@ -36,6 +44,7 @@ use wirespeed_io::afxdp::{AfXdpError, XdpAttachment, XdpMode, interface_index};
 
 pub use maps::{Count, MAX_PORTS, QUEUES_PER_PORT};
 use maps::{Counts, MacEntry, MacKey, PortEntry};
+pub use router::RouterMirror;
 
 /// The compiled program (see the build script).
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/fast_path.o"));
@@ -50,8 +59,19 @@ pub enum PortPlan {
     Xconnect { peer: u16 },
     /// The bridge's known unicast is forwarded; the port's VLAN setting as the bridge has it.
     Bridge(BridgeVlan),
+    /// IPv4 routed through a resolved gateway is forwarded (the router, one worker).
+    Router,
     /// Every frame goes to user space.
     User,
+}
+
+/// The sizes of the kernel's tables, set at load time.
+#[derive(Clone, Copy, Debug)]
+pub struct Capacity {
+    /// Entries of the bridge's MAC table.
+    pub macs: u32,
+    /// IPv4 routes of the router's table (an LPM trie, allocated as it fills).
+    pub routes: u32,
 }
 
 /// A bridge port's VLAN setting, as the kernel needs it.
@@ -130,6 +150,8 @@ pub enum FastPathError {
     },
     #[error(transparent)]
     Attach(#[from] AfXdpError),
+    #[error("cannot start the thread that mirrors route loads into the kernel: {source}")]
+    Thread { source: std::io::Error },
 }
 
 /// The program, its maps, and its attachment to every port's interface. Dropping it detaches
@@ -144,6 +166,9 @@ pub struct FastPath {
     ifindexes: Vec<u32>,
     counters: PerCpuArray<MapData, Counts>,
     macs: MapData,
+    routes4: MapData,
+    adjacencies: MapData,
+    routes_ready: MapData,
 }
 
 impl fmt::Debug for FastPath {
@@ -156,9 +181,9 @@ impl fmt::Debug for FastPath {
 }
 
 impl FastPath {
-    /// Loads the program with a MAC table of `mac_capacity` entries, fills the port maps from
-    /// `ports` (slot = position), and attaches the program to every port's interface.
-    pub fn attach(ports: &[PortSpec], mac_capacity: u32) -> Result<FastPath, FastPathError> {
+    /// Loads the program with tables of `capacity`, fills the port maps from `ports` (slot =
+    /// position), and attaches the program to every port's interface.
+    pub fn attach(ports: &[PortSpec], capacity: Capacity) -> Result<FastPath, FastPathError> {
         if ports.len() > MAX_PORTS {
             return Err(FastPathError::TooManyPorts(ports.len()));
         }
@@ -183,7 +208,8 @@ impl FastPath {
             })
             .collect::<Result<Vec<u32>, _>>()?;
         let mut ebpf = EbpfLoader::new()
-            .map_max_entries("macs", mac_capacity.max(1))
+            .map_max_entries("macs", capacity.macs.max(1))
+            .map_max_entries("routes4", capacity.routes.max(1))
             .load(OBJECT)
             .map_err(FastPathError::Load)?;
         let program: &mut Xdp = ebpf
@@ -245,6 +271,9 @@ impl FastPath {
                 what: "is not a hash map",
             });
         };
+        let routes4 = map_data(map(&mut ebpf, "routes4")?, "routes4")?;
+        let adjacencies = map_data(map(&mut ebpf, "adjacencies")?, "adjacencies")?;
+        let routes_ready = map_data(map(&mut ebpf, "routes_ready")?, "routes_ready")?;
         let Some(Map::XskMap(xsks)) = ebpf.map("xsks") else {
             return Err(FastPathError::ObjectMap {
                 map: "xsks",
@@ -280,6 +309,9 @@ impl FastPath {
             ifindexes,
             counters,
             macs,
+            routes4,
+            adjacencies,
+            routes_ready,
         })
     }
 
@@ -296,28 +328,37 @@ impl FastPath {
 
     /// A handle through which a bridge keeps the kernel's MAC table equal to its own.
     pub fn mac_mirror(&self) -> Result<MacMirror, FastPathError> {
-        let error = |source| FastPathError::Map {
+        let data = duplicate(&self.macs, "macs")?;
+        let map = HashMap::try_from(Map::HashMap(data)).map_err(|source| FastPathError::Map {
             map: "macs",
             source,
-        };
-        let fd = self
-            .macs
-            .fd()
-            .as_fd()
-            .try_clone_to_owned()
-            .map_err(|io_error| {
-                error(aya::maps::MapError::SyscallError(aya::sys::SyscallError {
-                    call: "dup",
-                    io_error,
-                }))
-            })?;
-        let data = MapData::from_fd(fd).map_err(error)?;
-        let map = HashMap::try_from(Map::HashMap(data)).map_err(error)?;
+        })?;
         Ok(MacMirror {
             map,
             ifindexes: self.ifindexes.clone(),
             refused: 0,
         })
+    }
+
+    /// A handle through which a router keeps the kernel's routes and gateway rewrites equal to
+    /// its own (one router: the fast path serves a router of one worker).
+    pub fn router_mirror(&self) -> Result<RouterMirror, FastPathError> {
+        let error = |map: &'static str| move |source| FastPathError::Map { map, source };
+        let routes = |name| -> Result<LpmTrie<MapData, [u8; 4], u32>, FastPathError> {
+            LpmTrie::try_from(Map::LpmTrie(duplicate(&self.routes4, name)?)).map_err(error(name))
+        };
+        let adjacencies =
+            HashMap::try_from(Map::HashMap(duplicate(&self.adjacencies, "adjacencies")?))
+                .map_err(error("adjacencies"))?;
+        let ready = Array::try_from(Map::Array(duplicate(&self.routes_ready, "routes_ready")?))
+            .map_err(error("routes_ready"))?;
+        RouterMirror::new(
+            routes("routes4")?,
+            routes("routes4")?,
+            adjacencies,
+            ready,
+            self.names.len(),
+        )
     }
 
     /// Every port's counters, summed over the CPUs, index = slot.
@@ -347,6 +388,29 @@ impl FastPath {
     }
 }
 
+/// The data of a map the object declares (the loader hands every map out as an enum).
+fn map_data(map: Map, name: &'static str) -> Result<MapData, FastPathError> {
+    match map {
+        Map::LpmTrie(data) | Map::HashMap(data) | Map::Array(data) => Ok(data),
+        _ => Err(FastPathError::ObjectMap {
+            map: name,
+            what: "is not of the type the program declares",
+        }),
+    }
+}
+
+/// A second handle on `map` (its descriptor duplicated), for a mirror that writes it.
+fn duplicate(map: &MapData, name: &'static str) -> Result<MapData, FastPathError> {
+    let error = |source| FastPathError::Map { map: name, source };
+    let fd = map.fd().as_fd().try_clone_to_owned().map_err(|io_error| {
+        error(aya::maps::MapError::SyscallError(aya::sys::SyscallError {
+            call: "dup",
+            io_error,
+        }))
+    })?;
+    MapData::from_fd(fd).map_err(error)
+}
+
 /// A port's entry in the `ports` map.
 fn port_entry(slot: u32, plan: &PortPlan) -> PortEntry {
     let mut entry = PortEntry {
@@ -370,6 +434,7 @@ fn port_entry(slot: u32, plan: &PortPlan) -> PortEntry {
             entry.vlan_mode = maps::VLAN_TRUNK;
             entry.untagged_vlan = native.unwrap_or(maps::NO_VLAN);
         }
+        PortPlan::Router => entry.app = maps::APP_ROUTER,
         PortPlan::User => {}
     }
     entry
@@ -401,14 +466,33 @@ pub enum ToUser {
     Flood,
     /// A VLAN case the kernel leaves to the pipeline.
     Vlan,
-    /// Anything else (ports without a fast path, short frames, ...).
+    /// Anything else (ports without a fast path, short frames, ARP, IPv6, options, ...).
     Other,
+    /// Router: to one of the router's own addresses.
+    Local,
+    /// Router: TTL at most 1 (user space sends Time Exceeded).
+    Ttl,
+    /// Router: no route (user space sends Unreachable).
+    NoRoute,
+    /// Router: an unresolved neighbour, a connected subnet or an ECMP route.
+    NextHop,
+    /// Router: a route load is being mirrored into the kernel.
+    Sync,
 }
 
 impl ToUser {
     /// Every reason, in the `counters` map's order.
-    pub const ALL: [ToUser; maps::TO_USER_REASONS] =
-        [ToUser::Learn, ToUser::Flood, ToUser::Vlan, ToUser::Other];
+    pub const ALL: [ToUser; maps::TO_USER_REASONS] = [
+        ToUser::Learn,
+        ToUser::Flood,
+        ToUser::Vlan,
+        ToUser::Other,
+        ToUser::Local,
+        ToUser::Ttl,
+        ToUser::NoRoute,
+        ToUser::NextHop,
+        ToUser::Sync,
+    ];
 
     /// The reason's name in counter names (`to_user.NAME`).
     pub fn name(self) -> &'static str {
@@ -417,6 +501,11 @@ impl ToUser {
             ToUser::Flood => "flood",
             ToUser::Vlan => "vlan",
             ToUser::Other => "other",
+            ToUser::Local => "local",
+            ToUser::Ttl => "ttl",
+            ToUser::NoRoute => "no_route",
+            ToUser::NextHop => "next_hop",
+            ToUser::Sync => "sync",
         }
     }
 
@@ -428,6 +517,11 @@ impl ToUser {
             ToUser::Flood => "FP_TO_USER_FLOOD",
             ToUser::Vlan => "FP_TO_USER_VLAN",
             ToUser::Other => "FP_TO_USER_OTHER",
+            ToUser::Local => "FP_TO_USER_LOCAL",
+            ToUser::Ttl => "FP_TO_USER_TTL",
+            ToUser::NoRoute => "FP_TO_USER_NO_ROUTE",
+            ToUser::NextHop => "FP_TO_USER_NEXT_HOP",
+            ToUser::Sync => "FP_TO_USER_SYNC",
         }
     }
 }

@@ -12,6 +12,7 @@ pub const NO_VLAN: u16 = 0xffff;
 pub const APP_USER: u32 = 1;
 pub const APP_XCONNECT: u32 = 2;
 pub const APP_BRIDGE: u32 = 3;
+pub const APP_ROUTER: u32 = 4;
 
 pub const VLAN_ACCESS: u16 = 0;
 pub const VLAN_TRUNK: u16 = 1;
@@ -20,7 +21,21 @@ pub const VLAN_TRUNK: u16 = 1;
 pub const MAX_IFINDEX: u32 = 65536;
 
 /// Reasons a frame goes to user space (`Counts::to_user`).
-pub const TO_USER_REASONS: usize = 4;
+pub const TO_USER_REASONS: usize = 9;
+
+/// A route of `routes4` to the router's own address.
+pub const ROUTE_LOCAL: u32 = 0xffff_fffe;
+/// A route of `routes4` to several gateways (user space picks by the flow hash).
+pub const ROUTE_ECMP: u32 = 0xffff_ffff;
+
+/// A value of the `adjacencies` map (key: the hop id).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AdjacencyEntry {
+    pub slot: u32,
+    pub dst: [u8; 6],
+    pub src: [u8; 6],
+}
 
 /// A value of the `ports` map (key: the interface's index).
 #[repr(C)]
@@ -81,6 +96,8 @@ unsafe impl aya::Pod for MacKey {}
 unsafe impl aya::Pod for MacEntry {}
 // SAFETY: as above.
 unsafe impl aya::Pod for Count {}
+// SAFETY: as above.
+unsafe impl aya::Pod for AdjacencyEntry {}
 // SAFETY: as above (arrays of `Count`).
 unsafe impl aya::Pod for Counts {}
 
@@ -98,6 +115,8 @@ mod tests {
         assert_eq!(offset_of!(MacKey, vlan), 6);
         assert_eq!(size_of::<MacEntry>(), 8);
         assert_eq!(size_of::<Count>(), 16);
+        assert_eq!(size_of::<AdjacencyEntry>(), 16);
+        assert_eq!(offset_of!(AdjacencyEntry, src), 10);
         assert_eq!(size_of::<Counts>(), 16 * (TO_USER_REASONS + MAX_PORTS));
     }
 
@@ -122,6 +141,9 @@ mod tests {
         assert_eq!(defined("FP_APP_USER"), u64::from(APP_USER));
         assert_eq!(defined("FP_APP_XCONNECT"), u64::from(APP_XCONNECT));
         assert_eq!(defined("FP_APP_BRIDGE"), u64::from(APP_BRIDGE));
+        assert_eq!(defined("FP_APP_ROUTER"), u64::from(APP_ROUTER));
+        assert_eq!(defined("FP_ROUTE_LOCAL"), u64::from(ROUTE_LOCAL));
+        assert_eq!(defined("FP_ROUTE_ECMP"), u64::from(ROUTE_ECMP));
         assert_eq!(defined("FP_VLAN_ACCESS"), u64::from(VLAN_ACCESS));
         assert_eq!(defined("FP_VLAN_TRUNK"), u64::from(VLAN_TRUNK));
         assert_eq!(defined("FP_MAX_IFINDEX"), u64::from(MAX_IFINDEX));

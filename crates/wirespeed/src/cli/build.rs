@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use wirespeed_fastpath::MacMirror;
+use wirespeed_fastpath::{MacMirror, RouterMirror};
 
 use super::fast_path::{self, FastPathChoice};
 use std::net::IpAddr;
@@ -93,11 +93,16 @@ pub fn workers(config: &Config) -> Result<Built> {
         }
         let macs: Vec<[u8; 6]> = ports.iter().map(|p| p.port.info().mac).collect();
         let mirror = match (&fast_path.fast_path, &config.app) {
-            (Some(fast_path), AppConfig::Bridge { .. }) => Some(
+            (Some(fast_path), AppConfig::Bridge { .. }) => Some(Mirror::Macs(
                 fast_path
                     .mac_mirror()
                     .context("the fast path's MAC table")?,
-            ),
+            )),
+            (Some(fast_path), AppConfig::Router(_)) => Some(Mirror::Routes(Box::new(
+                fast_path
+                    .router_mirror()
+                    .context("the fast path's routing tables")?,
+            ))),
             _ => None,
         };
         let app = app(config, index as u64, &macs, mirror)?;
@@ -182,13 +187,19 @@ pub(super) fn xdp_mode_of(mode: XdpModeConfig) -> XdpMode {
     }
 }
 
+/// The fast path's copy of an app's tables, which the app keeps equal to its own.
+enum Mirror {
+    Macs(MacMirror),
+    Routes(Box<RouterMirror>),
+}
+
 /// The configured app; `macs` are the opened ports' MAC addresses (the router's defaults);
-/// `mirror` is the fast path's MAC table, which a bridge keeps equal to its own.
+/// `mirror` is the fast path's copy of its tables.
 fn app(
     config: &Config,
     seed: u64,
     macs: &[[u8; 6]],
-    mirror: Option<MacMirror>,
+    mirror: Option<Mirror>,
 ) -> Result<Box<dyn App>> {
     let task = Task::new(
         config.task.spin_cycles as u64,
@@ -224,7 +235,7 @@ fn app(
                 age_seconds: *age_seconds,
             };
             let mut bridge = Bridge::new(bridge).context("the [bridge] configuration")?;
-            if let Some(mirror) = mirror {
+            if let Some(Mirror::Macs(mirror)) = mirror {
                 bridge.mirror_macs(Box::new(mirror), rdtsc());
             }
             match acl_config(config)? {
@@ -235,7 +246,11 @@ fn app(
         AppConfig::Router(router) => {
             let mut router = router_config(router, macs)?;
             router.acl = acl_config(config)?;
-            Box::new(Router::new(router).context("the [router] configuration")?)
+            let mut router = Router::new(router).context("the [router] configuration")?;
+            if let Some(Mirror::Routes(mirror)) = mirror {
+                router.mirror_routes(mirror);
+            }
+            Box::new(router)
         }
         AppConfig::OpenFlow(openflow) => Box::new(openflow_app(config, openflow)?),
     })

@@ -3,7 +3,8 @@
 //!
 //! The fast path needs every port on AF_XDP (the program hands what it does not forward to
 //! the port's socket) and an app whose decisions the kernel can apply: the cross-connect
-//! without emulated work, and the bridge without an ACL. Under `"auto"` anything else, and a
+//! without emulated work, the bridge without an ACL, and the router without an ACL on one
+//! worker (its neighbours are learned per worker; the kernel has one table). Under `"auto"` anything else, and a
 //! kernel or interface that refuses the program, leaves the switch on the user-space path
 //! with the reason printed; under `"xdp"` it is an error.
 
@@ -12,10 +13,15 @@ use std::sync::Arc;
 use anyhow::{Result, bail};
 use wirespeed_control::config::{AppConfig, BackendConfig, Config, FastPathMode, PortVlan};
 use wirespeed_control::dispatch::FastPathView;
-use wirespeed_fastpath::{BridgeVlan, FastPath, PortPlan, PortSpec, ToUser};
+use wirespeed_fastpath::{BridgeVlan, Capacity, FastPath, PortPlan, PortSpec, ToUser};
 use wirespeed_io::afxdp::interface_driver;
 
 use super::build::xdp_mode_of;
+
+/// IPv4 routes the kernel's table takes (an LPM trie, allocated as it fills): room for a
+/// full Internet table several times over; a load beyond it keeps the router on the
+/// user-space path (`route.fast_path_refused`).
+const ROUTE_CAPACITY: u32 = 1 << 22;
 
 /// The fast path a switch got, if any, and what each port does.
 pub struct FastPathChoice {
@@ -44,9 +50,15 @@ pub fn choose(config: &Config) -> Result<FastPathChoice> {
         }
         Err(why) => return Ok(off(format!("no XDP fast path: {why}"))),
     };
-    let capacity = match &config.app {
-        AppConfig::Bridge { mac_capacity, .. } => *mac_capacity as u32,
-        _ => 1,
+    let capacity = Capacity {
+        macs: match &config.app {
+            AppConfig::Bridge { mac_capacity, .. } => *mac_capacity as u32,
+            _ => 1,
+        },
+        routes: match &config.app {
+            AppConfig::Router(_) => ROUTE_CAPACITY,
+            _ => 1,
+        },
     };
     match FastPath::attach(&specs, capacity) {
         Ok(fast_path) => {
@@ -62,6 +74,10 @@ pub fn choose(config: &Config) -> Result<FastPathChoice> {
                         }
                         PortPlan::Bridge(_) => "known unicast; learning, flooding and \
                                                 other VLAN cases in user space"
+                            .to_string(),
+                        PortPlan::Router => "IPv4 through resolved gateways; ARP, IPv6, \
+                                             the router's own traffic, TTL expiry, unresolved \
+                                             neighbours and the rest in user space"
                             .to_string(),
                         PortPlan::User => "no peer: every frame to user space".to_string(),
                     };
@@ -145,7 +161,21 @@ fn specs(config: &Config) -> Result<Vec<PortSpec>, String> {
                 });
             }
         }
-        AppConfig::Router(_) => return Err("the router has no fast path yet".into()),
+        AppConfig::Router(_) => {
+            if config.acl.is_some() {
+                return Err("the router has an [acl], which only user space applies".into());
+            }
+            if config.switch.workers > 1 {
+                return Err(format!(
+                    "the router runs on {} workers, each learning its own neighbours, and the \
+                     kernel has one table; set workers = 1",
+                    config.switch.workers
+                ));
+            }
+            for spec in &mut specs {
+                spec.plan = PortPlan::Router;
+            }
+        }
         AppConfig::OpenFlow(_) => return Err("the openflow app has no fast path yet".into()),
     }
     Ok(specs)

@@ -1,0 +1,310 @@
+//! The router's hand on the kernel's routing maps ([`RouterMirror`]): `routes4` (an LPM trie,
+//! every IPv4 route with its hop id), `adjacencies` (hop id -> the rewrite of a resolved
+//! gateway) and `routes_ready` (whether `routes4` equals the router's FIB).
+//!
+//! A single route change (`ctl route add/del`) and every rewrite change are written at once on
+//! the worker's thread, so they are in the kernel before the command's reply: one `bpf(2)` call
+//! per change, none per packet. A bulk replacement (the configuration's routes, `ctl route
+//! load` of a million) is not: writing a million entries takes seconds, which the worker must
+//! not spend. It first closes `routes_ready` (one call; from then on every routed frame goes to
+//! user space, which has the new routes: no frame is forwarded by a stale route), then hands
+//! the routes to the mirror's own thread, which writes them, deletes the routes they replace,
+//! and opens `routes_ready` again once no other replacement is waiting. Changes made while one
+//! is waiting follow it through the thread, in order.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+use aya::maps::lpm_trie::{Key, LpmTrie};
+use aya::maps::{Array, HashMap as BpfHashMap, MapData};
+use wirespeed_dataplane::app::router_mirror::{GatewayRewrite, RouteSync, RouteTarget};
+use wirespeed_dataplane::table::fib::Ipv4Prefix;
+
+use crate::FastPathError;
+use crate::maps::{self, AdjacencyEntry};
+
+type Routes = LpmTrie<MapData, [u8; 4], u32>;
+
+/// A route as the kernel keys it: (address in host order, prefix length).
+type Prefix = (u32, u8);
+
+/// The kernel's key for `prefix`.
+fn key((addr, len): Prefix) -> Key<[u8; 4]> {
+    Key::new(u32::from(len), addr.to_be_bytes())
+}
+
+/// The kernel's value for `target`.
+fn value(target: RouteTarget) -> u32 {
+    match target {
+        RouteTarget::Hop(id) => id,
+        RouteTarget::Local => maps::ROUTE_LOCAL,
+        RouteTarget::Ecmp => maps::ROUTE_ECMP,
+    }
+}
+
+fn prefix(prefix: Ipv4Prefix) -> Prefix {
+    (prefix.addr(), prefix.len())
+}
+
+/// Work for the mirror's thread, in the order the router made the changes.
+enum Job {
+    /// Every route replaced by these.
+    Replace(Vec<(Prefix, u32)>),
+    /// One route set (`Some`) or removed (`None`); `written`: the worker wrote it already and
+    /// the thread only notes it.
+    One {
+        prefix: Prefix,
+        value: Option<u32>,
+        written: bool,
+    },
+}
+
+/// What the worker and the thread share, under a lock taken only on changes.
+struct Gate {
+    /// Replacements handed to the thread and not finished.
+    pending: u32,
+    /// The kernel refused a route (its map is full): a longest match there could pick a
+    /// shorter prefix than user space, so `routes_ready` stays closed for good and the router
+    /// stays on the user-space path (counted in `refused`).
+    broken: bool,
+    routes_ready: Array<MapData, u32>,
+}
+
+impl Gate {
+    /// Closes `routes_ready`, or opens it when no replacement waits and no route was refused.
+    fn update(&mut self, refused: &AtomicU64) {
+        let ready = self.pending == 0 && !self.broken;
+        if self.routes_ready.set(0, u32::from(ready), 0).is_err() {
+            refused.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A route the kernel refused: closes the gate for good.
+    fn refuse(&mut self, refused: &AtomicU64) {
+        refused.fetch_add(1, Ordering::Relaxed);
+        self.broken = true;
+        self.update(refused);
+    }
+}
+
+/// See the module documentation.
+pub struct RouterMirror {
+    routes: Routes,
+    adjacencies: BpfHashMap<MapData, u32, AdjacencyEntry>,
+    /// Ports of the switch: a rewrite to a port beyond them is not written.
+    slots: usize,
+    /// The rewrites in the kernel, by hop id.
+    installed: HashMap<u32, AdjacencyEntry>,
+    gate: Arc<Mutex<Gate>>,
+    /// `None` once dropped (so that `drop` can close the channel before joining).
+    jobs: Option<Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+    /// Entries the kernel refused (a full map), by the worker or the thread.
+    refused: Arc<AtomicU64>,
+}
+
+impl fmt::Debug for RouterMirror {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RouterMirror")
+            .field("adjacencies", &self.installed.len())
+            .field("refused", &self.refused.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl RouterMirror {
+    /// A mirror writing through `routes` (the worker's handle), `thread_routes` (the thread's),
+    /// `adjacencies` and `routes_ready`, for a switch of `slots` ports.
+    pub(crate) fn new(
+        routes: Routes,
+        thread_routes: Routes,
+        adjacencies: BpfHashMap<MapData, u32, AdjacencyEntry>,
+        routes_ready: Array<MapData, u32>,
+        slots: usize,
+    ) -> Result<RouterMirror, FastPathError> {
+        let gate = Arc::new(Mutex::new(Gate {
+            pending: 0,
+            broken: false,
+            routes_ready,
+        }));
+        let refused = Arc::new(AtomicU64::new(0));
+        let (jobs, receiver) = channel();
+        let thread = {
+            let gate = Arc::clone(&gate);
+            let refused = Arc::clone(&refused);
+            std::thread::Builder::new()
+                .name("fast-path-routes".into())
+                .spawn(move || run(thread_routes, receiver, &gate, &refused))
+                .map_err(|source| FastPathError::Thread { source })?
+        };
+        Ok(RouterMirror {
+            routes,
+            adjacencies,
+            slots,
+            installed: HashMap::new(),
+            gate,
+            jobs: Some(jobs),
+            thread: Some(thread),
+            refused,
+        })
+    }
+
+    /// One route set or removed: written now unless a replacement is waiting, then after it.
+    fn one(&mut self, prefix: Prefix, value: Option<u32>) {
+        let mut gate = self.gate.lock().unwrap_or_else(PoisonError::into_inner);
+        let written = gate.pending == 0;
+        if written {
+            let result = match value {
+                Some(value) => self.routes.insert(&key(prefix), value, 0),
+                // Absent already is fine: the kernel refused it.
+                None => self.routes.remove(&key(prefix)).or(Ok(())),
+            };
+            if result.is_err() {
+                gate.refuse(&self.refused);
+            }
+        }
+        self.send(Job::One {
+            prefix,
+            value,
+            written,
+        });
+        drop(gate);
+    }
+
+    fn send(&self, job: Job) {
+        // The thread ends only when the sender is dropped, so a send cannot fail.
+        if let Some(jobs) = &self.jobs {
+            let _ = jobs.send(job);
+        }
+    }
+}
+
+impl RouteSync for RouterMirror {
+    fn route_set(&mut self, route: Ipv4Prefix, target: RouteTarget) {
+        self.one(prefix(route), Some(value(target)));
+    }
+
+    fn route_removed(&mut self, route: Ipv4Prefix) {
+        self.one(prefix(route), None);
+    }
+
+    fn routes_replaced(&mut self, routes: Vec<(Ipv4Prefix, RouteTarget)>) {
+        let routes = routes
+            .into_iter()
+            .map(|(route, target)| (prefix(route), value(target)))
+            .collect();
+        let mut gate = self.gate.lock().unwrap_or_else(PoisonError::into_inner);
+        gate.pending += 1;
+        gate.update(&self.refused);
+        self.send(Job::Replace(routes));
+        drop(gate);
+    }
+
+    fn rewrites(&mut self, rewrites: &[GatewayRewrite]) {
+        let wanted: HashMap<u32, AdjacencyEntry> = rewrites
+            .iter()
+            .filter(|rewrite| usize::from(rewrite.port) < self.slots)
+            .map(|rewrite| {
+                let entry = AdjacencyEntry {
+                    slot: u32::from(rewrite.port),
+                    dst: rewrite.dst.0,
+                    src: rewrite.src.0,
+                };
+                (rewrite.hop, entry)
+            })
+            .collect();
+        // Removals first: a hop never forwards by a rewrite user space no longer has.
+        let gone: Vec<u32> = self
+            .installed
+            .keys()
+            .filter(|hop| !wanted.contains_key(hop))
+            .copied()
+            .collect();
+        for hop in gone {
+            let _ = self.adjacencies.remove(&hop);
+            self.installed.remove(&hop);
+        }
+        for (hop, entry) in wanted {
+            if self.installed.get(&hop) == Some(&entry) {
+                continue;
+            }
+            if self.adjacencies.insert(hop, entry, 0).is_ok() {
+                self.installed.insert(hop, entry);
+            } else {
+                self.refused.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for RouterMirror {
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The mirror's thread: applies the jobs in order, keeping the set of routes in the kernel so
+/// that a replacement deletes exactly the routes it does not keep.
+fn run(mut routes: Routes, jobs: Receiver<Job>, gate: &Mutex<Gate>, refused: &AtomicU64) {
+    let mut installed: HashSet<Prefix> = HashSet::new();
+    let lock = || gate.lock().unwrap_or_else(PoisonError::into_inner);
+    for job in jobs {
+        match job {
+            Job::One {
+                prefix,
+                value,
+                written,
+            } => {
+                let result = match (value, written) {
+                    (_, true) => Ok(()),
+                    (Some(value), false) => routes.insert(&key(prefix), value, 0),
+                    (None, false) => routes.remove(&key(prefix)).or(Ok(())),
+                };
+                match (value, result) {
+                    (_, Err(_)) => lock().refuse(refused),
+                    (Some(_), Ok(())) => {
+                        installed.insert(prefix);
+                    }
+                    (None, Ok(())) => {
+                        installed.remove(&prefix);
+                    }
+                }
+            }
+            Job::Replace(new) => {
+                let mut kept = HashSet::with_capacity(new.len());
+                let mut failed = false;
+                for (prefix, value) in new {
+                    if routes.insert(&key(prefix), value, 0).is_ok() {
+                        kept.insert(prefix);
+                    } else {
+                        failed = true;
+                    }
+                }
+                for prefix in installed.difference(&kept) {
+                    let _ = routes.remove(&key(*prefix));
+                }
+                installed = kept;
+                let mut gate = lock();
+                gate.pending = gate.pending.saturating_sub(1);
+                if failed {
+                    gate.refuse(refused);
+                } else {
+                    // The kernel's routes are the router's again.
+                    gate.broken = false;
+                    gate.update(refused);
+                }
+            }
+        }
+    }
+}

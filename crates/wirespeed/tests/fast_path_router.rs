@@ -1,0 +1,388 @@
+//! The router on the XDP fast path against the router in user space, frame for frame, over
+//! AF_XDP in a lab.
+//!
+//! * The same seeded mix goes through a two-port router once with `fast_path = "off"` and
+//!   once with `fast_path = "xdp"`, and each tester port must receive the same frames byte for
+//!   byte: forwarded UDP and TCP, and every case the kernel leaves to user space (TTL 1 and 0,
+//!   which get Time Exceeded; no route, which gets Unreachable; an unresolved gateway, which
+//!   gets ARP requests; a connected destination; pings and UDP to the router; ARP requests
+//!   for it; options, fragments, bad checksums, martians, multicast MACs, VLAN tags, IPv6).
+//!   The router's own ARP requests are compared by count only: it retries on a timer.
+//! * Routes added and removed with `ctl` take effect in the kernel before the reply: the
+//!   kernel forwards to an added route, and after `route del` the frames get Unreachable from
+//!   user space instead.
+
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::time::Duration;
+
+use wirespeed_io::afpacket::AfPacketPort;
+use wirespeed_lab::Testbed;
+use wirespeed_packet::FramePool;
+use wirespeed_packet::wire::EthernetAddress;
+use wirespeed_testkit::frames::{FrameBuilder, L3, L4, arp_request};
+use wirespeed_testkit::ports::{receive, send};
+
+mod common;
+use common::*;
+
+/// The prefix routed through the tester's t1 (a static neighbour).
+const ROUTED: [u8; 2] = [198, 19];
+/// The prefix routed through a gateway that never answers ARP.
+const UNRESOLVED: [u8; 2] = [198, 20];
+/// The unresolved gateway's host part in t1's subnet.
+const SILENT_GATEWAY: u8 = 77;
+
+/// A small deterministic generator (xorshift64*), so a failure can be replayed.
+struct Random(u64);
+
+impl Random {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn router_config(lab: &Testbed, fast_path: &str, socket: &Path) -> String {
+    let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
+    let [a, b] = ROUTED;
+    let [c, d] = UNRESOLVED;
+    let silent = Ipv4Addr::new(198, 18, 1, SILENT_GATEWAY);
+    format!(
+        "[switch]\napp = \"router\"\nfast_path = \"{fast_path}\"\ncontrol_socket = \"{}\"\n\n\
+         [[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [[port]]\nname = \"p1\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [[router.interface]]\nport = \"p0\"\naddresses = [\"{}/24\"]\n\n\
+         [[router.interface]]\nport = \"p1\"\naddresses = [\"{}/24\"]\n\n\
+         [[router.neighbour]]\nport = \"p0\"\naddress = \"{}\"\nmac = \"{}\"\n\n\
+         [[router.neighbour]]\nport = \"p1\"\naddress = \"{}\"\nmac = \"{}\"\n\n\
+         [[router.route]]\nprefix = \"{a}.{b}.0.0/16\"\nvia = [\"{}\"]\n\n\
+         [[router.route]]\nprefix = \"{c}.{d}.0.0/16\"\nvia = [\"{silent}\"]\n",
+        socket.display(),
+        p0.dut_if,
+        p1.dut_if,
+        p0.dut_ipv4,
+        p1.dut_ipv4,
+        p0.tester_ipv4,
+        mac_text(p0.tester_mac),
+        p1.tester_ipv4,
+        mac_text(p1.tester_mac),
+        p1.tester_ipv4,
+    )
+}
+
+/// One frame of the mix, sent by t0: its IPv4 identification (or, for IPv6, flow label and
+/// for ARP the sender's last byte) carries `seq`, so every frame is distinct.
+fn mix_frame(lab: &Testbed, random: &mut Random, seq: u16) -> Vec<u8> {
+    let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
+    let to_router = EthernetAddress(p0.dut_mac);
+    let from = EthernetAddress(p0.tester_mac);
+    let host = |prefix: [u8; 2]| {
+        Ipv4Addr::new(
+            prefix[0],
+            prefix[1],
+            random_byte(seq, 3),
+            random_byte(seq, 7),
+        )
+    };
+    let udp = L4::Udp {
+        src_port: 1024 + seq % 64,
+        dst_port: TEST_PORT,
+    };
+    let tcp = L4::Tcp {
+        src_port: 2048 + seq % 64,
+        dst_port: TEST_PORT,
+    };
+    let ipv4 = |dst: Ipv4Addr| {
+        FrameBuilder::ipv4_udp()
+            .macs(from, to_router)
+            .with_l3(L3::Ipv4 {
+                src: p0.tester_ipv4,
+                dst,
+            })
+            .with_l4(udp)
+    };
+    let size = 60 + random.below(200) as usize;
+    let mut builder = match random.below(20) {
+        // Forwarded by both paths: the common case, most of the mix.
+        0..=6 => ipv4(host(ROUTED)).frame_len(size),
+        7 => ipv4(host(ROUTED)).with_l4(tcp).frame_len(size),
+        8 => ipv4(host(ROUTED)).ttl(1),
+        9 => ipv4(host(ROUTED)).ttl(if seq.is_multiple_of(2) { 0 } else { 2 }),
+        10 => ipv4(Ipv4Addr::new(203, 0, 113, 9)),
+        11 => ipv4(host(UNRESOLVED)),
+        12 => ipv4(p1.tester_ipv4),
+        13 => ipv4(p0.dut_ipv4).with_l4(L4::Echo {
+            ident: 7,
+            seq_no: seq,
+        }),
+        14 => ipv4(p1.dut_ipv4),
+        15 => ipv4(host(ROUTED)).fragment(8 * (seq % 3), seq.is_multiple_of(2)),
+        16 => ipv4(host(ROUTED)).macs(from, EthernetAddress([1, 0, 0x5e, 0, 0, 1])),
+        17 => ipv4(host(ROUTED)).vlan(10),
+        18 => FrameBuilder::ipv6_udp().macs(from, to_router),
+        _ => {
+            return arp_request(
+                from,
+                Ipv4Addr::new(198, 18, 0, 100 + (seq % 100) as u8),
+                p0.dut_ipv4,
+            );
+        }
+    };
+    if random.below(30) == 0 {
+        builder = builder.with_l3(L3::Ipv4 {
+            src: Ipv4Addr::new(127, 0, 0, 1),
+            dst: host(ROUTED),
+        });
+    }
+    let mut frame = builder.build();
+    if frame[12..14] == [0x08, 0x00] {
+        frame[18..20].copy_from_slice(&seq.to_be_bytes());
+        fill_ipv4_checksum(&mut frame);
+        match random.below(40) {
+            // A bad header checksum.
+            0 => frame[24] ^= 0x55,
+            // An option (IHL 6): the router's policy drops it, on either path.
+            1 => frame[14] = 0x46,
+            _ => {}
+        }
+    }
+    frame
+}
+
+/// A byte of `seq` mixed (destinations spread over the prefix).
+fn random_byte(seq: u16, salt: u32) -> u8 {
+    (u32::from(seq).wrapping_mul(2_654_435_761).rotate_left(salt) >> 24) as u8
+}
+
+/// Rewrites the IPv4 header checksum of an untagged frame.
+fn fill_ipv4_checksum(frame: &mut [u8]) {
+    frame[24..26].copy_from_slice(&[0, 0]);
+    let sum: u32 = frame[14..34]
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    let folded = (sum & 0xffff) + (sum >> 16);
+    let folded = (folded & 0xffff) + (folded >> 16);
+    frame[24..26].copy_from_slice(&(!(folded as u16)).to_be_bytes());
+}
+
+/// Whether `frame` is the router's ARP request (compared by count: it retries on a timer).
+fn is_arp_request(frame: &[u8]) -> bool {
+    frame.len() >= 22 && frame[12..14] == [0x08, 0x06] && frame[20..22] == [0, 1]
+}
+
+/// Whether `frame` is the test's or the router's, not one of the lab kernels' own (IPv6
+/// neighbour discovery and MLD).
+fn is_ours(frame: &[u8]) -> bool {
+    frame.len() >= 14 && (frame[12..14] == [0x08, 0x00] || frame[12..14] == [0x08, 0x06])
+}
+
+/// What each tester port received: the frames, sorted, and the ARP requests counted.
+struct Received {
+    frames: [Vec<Vec<u8>>; 2],
+    arp_requests: [usize; 2],
+    out: String,
+}
+
+/// Sends `mix` from t0 through a router with `fast_path`, one frame at a time.
+fn run(prefix: &str, fast_path: &str, seed: u64, count: u16) -> Option<Received> {
+    let (lab, dir) = lab_with(prefix, 2, 1)?;
+    for pair in 0..2 {
+        receive_with_napi(&lab, pair);
+    }
+    let socket = dir.join("ctl.sock");
+    let mut switch = Switch::start(&lab, &router_config(&lab, fast_path, &socket), &dir);
+    wait_for_control(&socket);
+    let mut pool = FramePool::new(8192, 2048).unwrap();
+    let mut ports: Vec<AfPacketPort> = (0..2).map(|pair| tester_port(&lab, pair)).collect();
+    let mut random = Random(seed);
+    let mut got: [Vec<Vec<u8>>; 2] = [Vec::new(), Vec::new()];
+    let mut collect = |ports: &mut Vec<AfPacketPort>, pool: &mut FramePool| {
+        for (index, tester) in ports.iter_mut().enumerate() {
+            got[index].extend(receive(tester, pool).into_iter().filter(|f| is_ours(f)));
+        }
+    };
+    for seq in 0..count {
+        let frame = mix_frame(&lab, &mut random, seq);
+        send(&mut ports[0], &mut pool, std::slice::from_ref(&frame));
+        // One frame in the router's hands at a time, as in the bridge's differential test.
+        std::thread::sleep(Duration::from_millis(5));
+        collect(&mut ports, &mut pool);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    collect(&mut ports, &mut pool);
+    let (success, out) = switch.interrupt();
+    assert!(success && out.contains("conservation holds"), "{out}");
+    let mut arp_requests = [0; 2];
+    for (index, frames) in got.iter_mut().enumerate() {
+        arp_requests[index] = frames.iter().filter(|f| is_arp_request(f)).count();
+        frames.retain(|f| !is_arp_request(f));
+        frames.sort();
+    }
+    Some(Received {
+        frames: got,
+        arp_requests,
+        out,
+    })
+}
+
+#[test]
+fn the_router_on_the_fast_path_gives_the_same_bytes_and_errors_as_in_user_space() {
+    let _alone = alone();
+    const SEED: u64 = 0x0005_eed0_f0a7;
+    const COUNT: u16 = 400;
+    let Some(pipeline) = run("wsfru", "off", SEED, COUNT) else {
+        return;
+    };
+    let Some(fast) = run("wsfrx", "xdp", SEED, COUNT) else {
+        return;
+    };
+    for port in 0..2 {
+        assert_eq!(
+            fast.frames[port].len(),
+            pipeline.frames[port].len(),
+            "t{port}: frames received, fast path against user space\n{}",
+            fast.out
+        );
+        if let Some(i) =
+            (0..fast.frames[port].len()).find(|&i| fast.frames[port][i] != pipeline.frames[port][i])
+        {
+            panic!(
+                "t{port}, frame {i} differs:\n fast path  {:02x?}\n user space {:02x?}",
+                fast.frames[port][i], pipeline.frames[port][i]
+            );
+        }
+    }
+    // The user-space cases happened on both paths: Time Exceeded and Unreachable (ICMP types
+    // 11 and 3) back to t0, echo and ARP replies, the router's ARP requests on t1.
+    let icmp_type =
+        |frame: &Vec<u8>| (frame[12..14] == [8, 0] && frame[23] == 1).then(|| frame[34]);
+    for wanted in [0u8, 3, 11] {
+        assert!(
+            fast.frames[0].iter().any(|f| icmp_type(f) == Some(wanted)),
+            "no ICMP type {wanted} back to t0"
+        );
+    }
+    assert!(
+        fast.frames[0].iter().any(|f| f[12..14] == [8, 6]),
+        "no ARP reply"
+    );
+    assert!(fast.arp_requests[1] > 0 && pipeline.arp_requests[1] > 0);
+    // The kernel forwarded most of the routed frames, and left the rest to user space.
+    let row = fast_path_row(&fast.out, "p0");
+    let forwarded = row[0];
+    let to_user: u64 = row[2..].iter().sum();
+    eprintln!(
+        "{} and {} frames received; {forwarded} forwarded by the kernel, {to_user} to user space",
+        fast.frames[0].len(),
+        fast.frames[1].len()
+    );
+    assert!(forwarded >= u64::from(COUNT) / 4, "{}", fast.out);
+    assert!(to_user >= u64::from(COUNT) / 4, "{}", fast.out);
+}
+
+#[test]
+fn routes_changed_by_ctl_take_effect_in_the_kernel_before_the_reply() {
+    let _alone = alone();
+    let Some((lab, dir)) = lab_with("wsfrc", 2, 1) else {
+        return;
+    };
+    for pair in 0..2 {
+        receive_with_napi(&lab, pair);
+    }
+    let socket = dir.join("ctl.sock");
+    let mut switch = Switch::start(&lab, &router_config(&lab, "xdp", &socket), &dir);
+    wait_for_control(&socket);
+    let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
+    let mut pool = FramePool::new(4096, 2048).unwrap();
+    let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
+    let frames: Vec<Vec<u8>> = (0..8u8)
+        .map(|i| {
+            let mut frame = FrameBuilder::ipv4_udp()
+                .macs(EthernetAddress(p0.tester_mac), EthernetAddress(p0.dut_mac))
+                .with_l3(L3::Ipv4 {
+                    src: p0.tester_ipv4,
+                    dst: Ipv4Addr::new(203, 0, 113, i),
+                })
+                .with_l4(L4::Udp {
+                    src_port: 1024,
+                    dst_port: TEST_PORT,
+                })
+                .build();
+            fill_ipv4_checksum(&mut frame);
+            frame
+        })
+        .collect();
+    let kernel_forwarded = |out: &str| fast_path_row(out, "p0")[0];
+    let ok = |words: &[&str]| {
+        let (success, reply) = ctl_at(&socket, words);
+        assert!(success, "ctl {words:?}: {reply}");
+    };
+
+    // No route: Unreachable from user space, nothing to t1.
+    send(&mut t0, &mut pool, &frames);
+    let errors = receive_kept(&mut t0, &mut pool, 8, |f| {
+        f.len() > 34 && f[23] == 1 && f[34] == 3
+    });
+    assert_eq!(errors.len(), 8, "Destination Unreachable for every frame");
+
+    // Added: the kernel forwards, byte for byte as the router rewrites.
+    let via = p1.tester_ipv4.to_string();
+    ok(&["route", "add", "203.0.113.0/24", "via", &via]);
+    send(&mut t0, &mut pool, &frames);
+    let got = receive_all(&mut t1, &mut pool, 8, TEST_PORT);
+    let want: Vec<Vec<u8>> = frames
+        .iter()
+        .map(|frame| {
+            let mut out = frame.clone();
+            out[0..6].copy_from_slice(&p1.tester_mac);
+            out[6..12].copy_from_slice(&p1.dut_mac);
+            out[22] -= 1;
+            fill_ipv4_checksum(&mut out);
+            out
+        })
+        .collect();
+    assert_same(&got, &want);
+
+    // Removed: Unreachable again at once; the kernel forwards nothing more.
+    ok(&["route", "del", "203.0.113.0/24"]);
+    send(&mut t0, &mut pool, &frames);
+    let errors = receive_kept(&mut t0, &mut pool, 8, |f| {
+        f.len() > 34 && f[23] == 1 && f[34] == 3
+    });
+    assert_eq!(errors.len(), 8, "Destination Unreachable after route del");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        receive(&mut t1, &mut pool)
+            .iter()
+            .all(|f| !is_udp_to(f, TEST_PORT)),
+        "a frame was forwarded by a removed route"
+    );
+
+    // TTL 1 on a route the kernel has: Time Exceeded from user space.
+    let mut expiring = FrameBuilder::ipv4_udp()
+        .macs(EthernetAddress(p0.tester_mac), EthernetAddress(p0.dut_mac))
+        .with_l3(L3::Ipv4 {
+            src: p0.tester_ipv4,
+            dst: Ipv4Addr::new(ROUTED[0], ROUTED[1], 1, 1),
+        })
+        .ttl(1)
+        .build();
+    fill_ipv4_checksum(&mut expiring);
+    send(&mut t0, &mut pool, &[expiring]);
+    let exceeded = receive_kept(&mut t0, &mut pool, 1, |f| {
+        f.len() > 34 && f[23] == 1 && f[34] == 11
+    });
+    assert_eq!(exceeded.len(), 1, "Time Exceeded for TTL 1");
+
+    let (success, out) = switch.interrupt();
+    assert!(success && out.contains("conservation holds"), "{out}");
+    assert_eq!(kernel_forwarded(&out), 8, "{out}");
+}
