@@ -34,6 +34,9 @@
 //! [xconnect]
 //! pairs = [["p0", "p1"]]  # each pair forwards both ways
 //!
+//! [metrics]             # optional: the Prometheus endpoint (docs/operations.md)
+//! listen = "127.0.0.1:9417"
+//!
 //! [task]                # optional emulated per-packet work (seed 001)
 //! spin_cycles = 0
 //! walk_bytes = 0
@@ -103,6 +106,8 @@ pub struct Config {
     pub task: TaskConfig,
     /// The ACL in front of the bridge or router, if configured.
     pub acl: Option<AclConfig>,
+    /// Where the Prometheus endpoint listens (`[metrics] listen`), if anywhere.
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// An ACL: rules in order (first match wins) and the default action.
@@ -907,6 +912,20 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
             spin_cycles: t.spin_cycles.map_or(0, Spanned::into_inner),
             walk_bytes: t.walk_bytes.map_or(0, Spanned::into_inner),
         });
+    let metrics = match &raw.metrics {
+        None => None,
+        Some(metrics) => {
+            let listen = &metrics.get_ref().listen;
+            Some(listen.get_ref().parse().map_err(|_| {
+                at.error(
+                    listen.span(),
+                    "metrics.listen",
+                    &format!("{:?} is not an address and port", listen.get_ref()),
+                    "write ADDRESS:PORT, e.g. \"127.0.0.1:9417\" ([::1]:9417 for IPv6)",
+                )
+            })?)
+        }
+    };
     Ok(Config {
         switch: SwitchConfig {
             workers,
@@ -924,6 +943,7 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
         app,
         task,
         acl,
+        metrics,
     })
 }
 

@@ -20,6 +20,7 @@ pub(super) struct RawConfig {
     pub(super) openflow: Option<Spanned<RawOpenFlow>>,
     pub(super) acl: Option<Spanned<RawAcl>>,
     pub(super) task: Option<Spanned<RawTask>>,
+    pub(super) metrics: Option<Spanned<RawMetrics>>,
 }
 
 /// A TOML value given as text or as a number (`dst_port = 53` or `dst_port = "1000-2000"`).
@@ -177,6 +178,12 @@ pub(super) struct RawPort {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawXconnect {
     pub(super) pairs: Spanned<Vec<Spanned<Vec<Spanned<String>>>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMetrics {
+    pub(super) listen: Spanned<String>,
 }
 
 #[derive(Deserialize)]

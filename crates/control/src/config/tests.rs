@@ -563,3 +563,18 @@ fn what_an_app_lacks_is_reported_at_the_line_that_chose_the_app() {
         );
     }
 }
+
+#[test]
+fn the_metrics_endpoint_is_where_the_config_says_or_refused_at_its_line() {
+    assert_eq!(parse("good.toml", GOOD).unwrap().metrics, None);
+    let with = format!("{GOOD}\n[metrics]\nlisten = \"127.0.0.1:9417\"\n");
+    assert_eq!(
+        parse("good.toml", &with).unwrap().metrics,
+        Some("127.0.0.1:9417".parse().unwrap())
+    );
+    let bad = error_of(&format!("{GOOD}\n[metrics]\nlisten = \"localhost\"\n"));
+    let text = bad.to_string();
+    assert!(text.contains("metrics.listen"), "{text}");
+    assert!(text.contains("127.0.0.1:9417"), "{text}");
+    assert_eq!(bad.line, GOOD.lines().count() + 3, "{text}");
+}

@@ -28,8 +28,8 @@ pub struct SwitchArgs {
     /// Print a line of rates every this many seconds (0.1..=86400).
     #[arg(long, value_parser = numbers::real(0.1, numbers::SECONDS.1))]
     stats_interval: Option<f64>,
-    /// Serve Prometheus metrics at http://ADDR:PORT/metrics (e.g. 127.0.0.1:9417); see
-    /// docs/operations.md for the metrics.
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics (e.g. 127.0.0.1:9417), instead of
+    /// where `[metrics] listen` says; see docs/operations.md for the metrics.
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<std::net::SocketAddr>,
 }
@@ -108,7 +108,7 @@ pub fn run(args: SwitchArgs) -> Result<()> {
     let interval = args.stats_interval.map(Duration::from_secs_f64);
     let cells: Vec<Arc<StatsCell>> = workers.iter().map(|_| Arc::default()).collect();
     // Stopped (its thread joined) when it drops, after the workers.
-    let _metrics = match args.metrics {
+    let _metrics = match args.metrics.or(config.metrics) {
         Some(addr) => {
             let source = metrics::Source {
                 cells: cells.clone(),
