@@ -11,6 +11,9 @@
 //! * Routes added and removed with `ctl` take effect in the kernel before the reply: the
 //!   kernel forwards to an added route, and after `route del` the frames get Unreachable from
 //!   user space instead.
+//! * A million routes loaded with `ctl route load` while frames flow: the kernel's routes are
+//!   closed to it meanwhile (every routed frame through user space, none lost, no long gap),
+//!   and afterwards a loaded route forwards in the kernel and a route the load dropped is gone.
 
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -385,4 +388,143 @@ fn routes_changed_by_ctl_take_effect_in_the_kernel_before_the_reply() {
     let (success, out) = switch.interrupt();
     assert!(success && out.contains("conservation holds"), "{out}");
     assert_eq!(kernel_forwarded(&out), 8, "{out}");
+}
+
+#[test]
+fn a_million_routes_load_behind_a_closed_gate_while_frames_keep_crossing() {
+    let _alone = alone();
+    let Some((lab, dir)) = lab_with("wsfrl", 2, 1) else {
+        return;
+    };
+    for pair in 0..2 {
+        receive_with_napi(&lab, pair);
+    }
+    let socket = dir.join("ctl.sock");
+    let mut switch = Switch::start(&lab, &router_config(&lab, "xdp", &socket), &dir);
+    let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
+    // A million /24s from 11.0.0.0 up, and the routed prefix; 198.20.0.0/16 (the silent
+    // gateway's) is not in the file, so the load removes it.
+    const ROUTES: u32 = 1_000_000;
+    let via = p1.tester_ipv4;
+    let file = dir.join("million.routes");
+    let mut text = String::with_capacity(ROUTES as usize * 32);
+    for i in 0..ROUTES {
+        let [a, b, c, _] = (0x0b00_0000u32 + (i << 8)).to_be_bytes();
+        text.push_str(&format!("{a}.{b}.{c}.0/24 via {via}\n"));
+    }
+    text.push_str(&format!("{}.{}.0.0/16 via {via}\n", ROUTED[0], ROUTED[1]));
+    std::fs::write(&file, text).unwrap();
+    wait_for_control(&socket);
+
+    let mut pool = FramePool::new(4096, 2048).unwrap();
+    let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
+    let frame_to = |dst: Ipv4Addr| {
+        let mut frame = FrameBuilder::ipv4_udp()
+            .macs(EthernetAddress(p0.tester_mac), EthernetAddress(p0.dut_mac))
+            .with_l3(L3::Ipv4 {
+                src: p0.tester_ipv4,
+                dst,
+            })
+            .with_l4(L4::Udp {
+                src_port: 1024,
+                dst_port: TEST_PORT,
+            })
+            .build();
+        fill_ipv4_checksum(&mut frame);
+        frame
+    };
+    let routed = vec![frame_to(Ipv4Addr::new(ROUTED[0], ROUTED[1], 0, 1)); 4];
+    send(&mut t0, &mut pool, &routed);
+    assert_eq!(receive_all(&mut t1, &mut pool, 4, TEST_PORT).len(), 4);
+
+    // Frames every millisecond while the load runs; every one must cross.
+    let mut load = std::process::Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(["ctl", "--socket"])
+        .arg(&socket)
+        .args(["route", "load"])
+        .arg(&file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let (mut sent, mut arrived) = (0, 0);
+    let mut last = started;
+    let mut longest_gap = Duration::ZERO;
+    // Until the load has answered and the kernel had a few seconds to take the routes in.
+    let mut answered = None;
+    while answered.is_none_or(|at: std::time::Instant| at.elapsed() < Duration::from_secs(8)) {
+        if answered.is_none() && load.try_wait().unwrap().is_some() {
+            answered = Some(std::time::Instant::now());
+        }
+        send(&mut t0, &mut pool, &routed[..1]);
+        sent += 1;
+        std::thread::sleep(Duration::from_millis(1));
+        let now = receive(&mut t1, &mut pool)
+            .into_iter()
+            .filter(|f| is_udp_to(f, TEST_PORT))
+            .count();
+        if now > 0 {
+            longest_gap = longest_gap.max(last.elapsed());
+            last = std::time::Instant::now();
+            arrived += now;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "the load never ended"
+        );
+    }
+    let output = load.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    arrived += receive_all(&mut t1, &mut pool, sent - arrived, TEST_PORT).len();
+    println!(
+        "{sent} frames sent during the load and after, {arrived} arrived, longest gap \
+         {longest_gap:?}"
+    );
+    assert_eq!(arrived, sent, "frames were lost during the load");
+    assert!(
+        longest_gap < Duration::from_millis(500),
+        "a gap of {longest_gap:?}"
+    );
+
+    // The loaded routes are the kernel's: a loaded /24 forwards in the kernel, the removed
+    // prefix gets Unreachable from user space.
+    let before = kernel_received(&socket);
+    let loaded = vec![frame_to(Ipv4Addr::new(11, 0, 7, 1)); 8];
+    send(&mut t0, &mut pool, &loaded);
+    assert_eq!(receive_all(&mut t1, &mut pool, 8, TEST_PORT).len(), 8);
+    assert_eq!(
+        kernel_received(&socket) - before,
+        8,
+        "forwarded by the kernel"
+    );
+    let removed = frame_to(Ipv4Addr::new(UNRESOLVED[0], UNRESOLVED[1], 0, 1));
+    send(&mut t0, &mut pool, &[removed]);
+    let errors = receive_kept(&mut t0, &mut pool, 1, |f| {
+        f.len() > 34 && f[23] == 1 && f[34] == 3
+    });
+    assert_eq!(
+        errors.len(),
+        1,
+        "Unreachable for the prefix the load removed"
+    );
+    let (success, out) = switch.interrupt();
+    assert!(success && out.contains("conservation holds"), "{out}");
+}
+
+/// The frames the kernel forwarded, as `ctl show counters` has them (the `rx_packets` row's
+/// "fast path" column, after the one worker's).
+fn kernel_received(socket: &Path) -> u64 {
+    let (success, text) = ctl_at(socket, &["show", "counters"]);
+    assert!(success, "{text}");
+    text.lines()
+        .find(|line| line.starts_with("rx_packets "))
+        .and_then(|line| line.split_whitespace().nth(2))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| panic!("no rx_packets row with a fast path column:\n{text}"))
 }
