@@ -32,7 +32,8 @@ use super::{
 
 #[derive(Args)]
 pub struct FibArgs {
-    /// Router DuTs: wirespeed-router (AF_XDP), wirespeed-router-afpacket, linux-router.
+    /// Router DuTs: wirespeed-router (AF_XDP), wirespeed-router-xdp (behind the XDP fast
+    /// path), wirespeed-router-afpacket, linux-router.
     #[arg(
         long,
         value_delimiter = ',',
@@ -188,6 +189,7 @@ fn fib_dut(
     };
     Ok(match name {
         "wirespeed-router" | "wirespeed-router-afxdp" => wirespeed(WirespeedBackend::AfXdp),
+        "wirespeed-router-xdp" => wirespeed(WirespeedBackend::Xdp),
         "wirespeed-router-afpacket" => wirespeed(WirespeedBackend::AfPacket),
         "linux-router" => match &routes {
             Some(routes) => Box::new(LinuxRouterFib::new(Arc::clone(routes))),
@@ -195,7 +197,7 @@ fn fib_dut(
         },
         other => bail!(
             "unknown router DuT {other:?}; choose from wirespeed-router, \
-             wirespeed-router-afpacket, linux-router"
+             wirespeed-router-xdp, wirespeed-router-afpacket, linux-router"
         ),
     })
 }
