@@ -24,6 +24,7 @@ use wirespeed_tester::bench::placement::{Plan, SessionShield};
 use wirespeed_tester::bench::{
     CEILING, ForwardingConfig, Generator, Limit, Summary, TrialRecord, run_forwarding, summarize,
 };
+use wirespeed_tester::dut::routes::RouteTable;
 use wirespeed_tester::dut::{
     Dut, LinuxBridge, LinuxRouter, LinuxRouterNft, LinuxRouterTbf, OvsAction, OvsDut, TestpmdDut,
     WirespeedBackend, WirespeedDut, WirespeedOptions, Wiring, XdpRedirectDut,
@@ -112,11 +113,13 @@ enum GeneratorArg {
 
 /// The DuT names `--duts` accepts (`linux-router-nft:N` gives the firewall N rules,
 /// `linux-router-tbf:MBIT` the shaper its rate).
-pub const DUT_NAMES: [&str; 15] = [
+pub const DUT_NAMES: [&str; 17] = [
     "wirespeed-xdp",
     "wirespeed-afxdp",
     "wirespeed-bridge-xdp",
     "wirespeed-bridge-afxdp",
+    "wirespeed-router-xdp",
+    "wirespeed-router-afxdp",
     "wirespeed-afpacket",
     "wirespeed-afpacket-v2",
     "linux-bridge",
@@ -165,6 +168,21 @@ pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn 
             Box::new(
                 WirespeedDut::new(backend, binary.into(), core).with_options(WirespeedOptions {
                     bridge: true,
+                    ..WirespeedOptions::default()
+                }),
+            )
+        }
+        // The router with one route, the lab's destinations through `t1` (`bench fib` gives it
+        // larger tables).
+        "wirespeed-router-xdp" | "wirespeed-router-afxdp" => {
+            let backend = if name.ends_with("-xdp") {
+                WirespeedBackend::Xdp
+            } else {
+                WirespeedBackend::AfXdp
+            };
+            Box::new(
+                WirespeedDut::new(backend, binary.into(), core).with_options(WirespeedOptions {
+                    routes: Some(Arc::new(RouteTable::new(&[], 1))),
                     ..WirespeedOptions::default()
                 }),
             )
