@@ -159,7 +159,7 @@ write("flow_rule", "every-field", "priority=7 in_port=p0 eth_src=02:00:00:00:00:
       "set_field:l4_dst=5353,push_vlan:100,pop_vlan,output:p1")
 write("flow_rule", "ipv6", "dl_type=0x86dd nw_src=2001:db8::/32 nw_proto=icmpv6 vlan=none "
       "actions=set_field:ip_dst=2001:db8::9,set_field:vlan_vid=20,flood")
-write("flow_rule", "no-actions", "in_port=1")
+write("flow_rule", "port-number", "in_port=1 actions=drop,flood")
 write("flow_rule", "refused", "l4_dst=53 eth_type=0x8100 ip_src=10.0.0.0/8 ip_dst=::1 actions=drop")
 
 REQUESTS = {
