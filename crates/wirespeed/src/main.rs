@@ -42,3 +42,43 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(args) => cli::bench::run(args),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// Every subcommand's arguments parse into their fields with the defaults (and "1" for what
+    /// is required): a value parser whose type differs from its field's only panics when the
+    /// arguments are read, so a subcommand no other test runs would ship that panic.
+    #[test]
+    fn every_subcommand_parses_its_defaults() {
+        fn leaves(command: &clap::Command, path: Vec<String>, out: &mut Vec<Vec<String>>) {
+            if command.get_subcommands().next().is_none() {
+                let mut argv = path;
+                for arg in command.get_arguments().filter(|arg| arg.is_required_set()) {
+                    match arg.get_long() {
+                        Some(long) => argv.extend([format!("--{long}"), "1".into()]),
+                        None => argv.push("1".into()),
+                    }
+                }
+                out.push(argv);
+                return;
+            }
+            for sub in command.get_subcommands() {
+                let mut next = path.clone();
+                next.push(sub.get_name().to_string());
+                leaves(sub, next, out);
+            }
+        }
+        let mut all = Vec::new();
+        leaves(&Cli::command(), vec!["wirespeed".into()], &mut all);
+        assert!(all.len() >= 10, "{all:?}");
+        for argv in all {
+            if let Err(error) = Cli::try_parse_from(&argv) {
+                panic!("{argv:?}: {error}");
+            }
+        }
+    }
+}

@@ -40,7 +40,7 @@ pub struct DemoArgs {
     out: PathBuf,
     /// Good frames to generate for the capture check (1..=1000000: the demo keeps them all
     /// in memory to compare with what comes out).
-    #[arg(long, default_value_t = 10_000, value_parser = numbers::whole(1, 1_000_000))]
+    #[arg(long, default_value_t = 10_000, value_parser = numbers::whole(1u32, 1_000_000))]
     frames: u32,
     /// Seconds per trial of the RFC 2544 part (0.001..=86400).
     #[arg(long, default_value_t = 1.0, value_parser = numbers::seconds())]

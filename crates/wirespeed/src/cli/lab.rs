@@ -19,17 +19,17 @@ enum LabAction {
         #[arg(long, default_value = "ws")]
         prefix: String,
         /// Tester <-> DuT veth pairs.
-        #[arg(long, default_value_t = 2, value_parser = numbers::whole(1, 64))]
+        #[arg(long, default_value_t = 2, value_parser = numbers::whole(1u16, 64))]
         pairs: u16,
         /// RX/TX queues per veth.
-        #[arg(long, default_value_t = 1, value_parser = numbers::whole(1, 64))]
+        #[arg(long, default_value_t = 1, value_parser = numbers::whole(1u16, 64))]
         queues: u16,
         /// Also the looped-back calibration pair `{prefix}-c0` <-> `{prefix}-c1`, both ends in
         /// the tester namespace (the generator measured alone).
         #[arg(long)]
         calibration: bool,
         /// MTU of every veth (68..=16106; 9000 for jumbo frames up to 9018 bytes).
-        #[arg(long, default_value_t = wirespeed_lab::DEFAULT_MTU, value_parser = numbers::whole(68, 16106))]
+        #[arg(long, default_value_t = wirespeed_lab::DEFAULT_MTU, value_parser = numbers::whole(68u32, 16106))]
         mtu: u32,
     },
     /// Remove the lab with this prefix, also the leftovers of a killed run.
