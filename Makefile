@@ -19,6 +19,7 @@ test: setup lint
 
 lint:
 	$(CARGO) fmt --all -- --check
+	$(CARGO) fmt --manifest-path fuzz/Cargo.toml --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
 # The main job: build wirespeed, check it on a capture, then an RFC 2544 run against it in a
