@@ -72,6 +72,15 @@ struct {
 	__type(value, __u32);
 } routes4 SEC(".maps");
 
+// Router: the IPv6 FIB, as `routes4` is the IPv4 one.
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fp_route6_key);
+	__type(value, __u32);
+} routes6 SEC(".maps");
+
 // Router: hop id -> the rewrite of a gateway whose neighbour is resolved. A hop without an
 // entry (unresolved, a connected subnet, the router itself) goes to user space.
 struct {
@@ -81,7 +90,7 @@ struct {
 	__type(value, struct fp_adjacency);
 } adjacencies SEC(".maps");
 
-// Router: 1 while `routes4` equals user space's FIB; 0 while a route load is being mirrored,
+// Router: 1 while `routes4` and `routes6` equal user space's FIBs; 0 while a route load is being mirrored,
 // when every routed frame goes to user space (never a stale decision, never a stall).
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -255,14 +264,112 @@ static __always_inline int martian(__u8 first)
 	return first == 0 || first == 127 || first >= 224;
 }
 
+// What user space's route stage calls an IPv6 martian (martian_v6): unspecified, loopback,
+// multicast, IPv4-mapped and link-local.
+static __always_inline int martian6(const __u8 *a)
+{
+	__u8 high = 0;
+
+#pragma unroll
+	for (int i = 0; i < 10; i++)
+		high |= a[i];
+	if (a[0] == 0xff || (a[0] == 0xfe && (a[1] & 0xc0) == 0x80))
+		return 1;
+	if (high)
+		return 0;
+	if (a[10] == 0xff && a[11] == 0xff)
+		return 1;
+	return (a[10] | a[11] | a[12] | a[13] | a[14]) == 0 && a[15] <= 1;
+}
+
+// The rewrite of the hop a route names, if it is a gateway whose neighbour is resolved.
+static __always_inline struct fp_adjacency *next_hop(__u32 *hop)
+{
+	if (!hop || *hop == FP_ROUTE_LOCAL)
+		return 0;
+	return bpf_map_lookup_elem(&adjacencies, hop);
+}
+
+// The reason a routed frame whose hop gave no adjacency goes to user space.
+static __always_inline __u32 no_adjacency(__u32 *hop)
+{
+	if (!hop)
+		return FP_TO_USER_NO_ROUTE;
+	return *hop == FP_ROUTE_LOCAL ? FP_TO_USER_LOCAL : FP_TO_USER_NEXT_HOP;
+}
+
+static __always_inline int routes_are_ready(void)
+{
+	__u32 zero = 0;
+	__u32 *ready = bpf_map_lookup_elem(&routes_ready, &zero);
+
+	return ready && *ready;
+}
+
+// IPv6 as the user-space loop forwards it (`check_ipv6`, with `plain_ipv6_transport`): no
+// extension header, UDP or TCP whose length fits the payload, which fits the frame; hop limit
+// above 1; neither address a martian; a route to one resolved gateway. The hop limit is
+// decremented (IPv6 has no header checksum).
+static __always_inline int router6(struct xdp_md *ctx, const struct fp_port *in, __u64 bytes)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u8 *h = data;
+	struct fp_route6_key key = { .prefixlen = 128 };
+	struct fp_adjacency *adjacency;
+	__u32 *hop, segment, frame_len;
+
+	if (data + 54 > end || (h[14] >> 4) != 6)
+		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+	frame_len = end - data;
+	segment = (__u32)h[18] << 8 | h[19];
+	if (frame_len > 0xffff || 54 + segment > frame_len)
+		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+	if (h[20] == 17) {
+		__u32 length;
+
+		if (data + 62 > end || segment < 8)
+			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+		length = (__u32)h[58] << 8 | h[59];
+		if (length < 8 || length > segment)
+			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+	} else if (h[20] == 6) {
+		__u32 header_len;
+
+		if (data + 74 > end || segment < 20)
+			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+		header_len = (__u32)(h[66] >> 4) * 4;
+		if (header_len < 20 || header_len > segment)
+			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+	} else {
+		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+	}
+	if (martian6(h + 22) || martian6(h + 38))
+		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+	if (h[21] <= 1)
+		return to_user(ctx, in->slot, FP_TO_USER_TTL, bytes);
+	if (!routes_are_ready())
+		return to_user(ctx, in->slot, FP_TO_USER_SYNC, bytes);
+	__builtin_memcpy(key.addr, h + 38, 16);
+	hop = bpf_map_lookup_elem(&routes6, &key);
+	adjacency = next_hop(hop);
+	if (!adjacency || adjacency->slot >= FP_MAX_PORTS)
+		return to_user(ctx, in->slot, no_adjacency(hop), bytes);
+
+	__builtin_memcpy(h, adjacency->dst, 6);
+	__builtin_memcpy(h + 6, adjacency->src, 6);
+	h[21] -= 1;
+	return forward(in->slot, adjacency->slot, bytes);
+}
+
 // The router forwards exactly the frames its user-space forwarding loop would forward through
 // a current adjacency (crates/dataplane/src/stage/fast_path.rs, `check` and `forward`, with
 // the parser's `plain_ipv4_transport`): untagged Ethernet to a unicast MAC; IPv4 with a 20-byte
 // header whose total length fits the frame, not a fragment; UDP or TCP whose length fits; a
 // valid header checksum, TTL above 1, neither address a martian; a route to one gateway whose
 // neighbour is resolved. The rewrite is the same: the adjacency's MACs, TTL down by one and
-// the checksum updated as Linux's ip_decrease_ttl does (RFC 1624 for this one change). Every
-// other frame goes to user space, which decides it as before.
+// the checksum updated as Linux's ip_decrease_ttl does (RFC 1624 for this one change). IPv6
+// likewise (router6). Every other frame goes to user space, which decides it as before.
 static __always_inline int router(struct xdp_md *ctx, const struct fp_port *in, __u64 bytes)
 {
 	void *data = (void *)(long)ctx->data;
@@ -270,14 +377,16 @@ static __always_inline int router(struct xdp_md *ctx, const struct fp_port *in, 
 	__u8 *h = data;
 	struct fp_route_key key = { .prefixlen = 32 };
 	struct fp_adjacency *adjacency;
-	__u32 *hop, *ready, zero = 0;
+	__u32 *hop;
 	__u32 total_len, segment, frame_len, sum;
 
-	if (data + 42 > end)
+	if (data + 14 > end || (h[0] & 1))
 		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
 	if (h[12] == 0x81 && h[13] == 0x00)
 		return to_user(ctx, in->slot, FP_TO_USER_VLAN, bytes);
-	if (h[12] != 0x08 || h[13] != 0x00 || h[14] != 0x45 || (h[0] & 1))
+	if (h[12] == 0x86 && h[13] == 0xdd)
+		return router6(ctx, in, bytes);
+	if (data + 42 > end || h[12] != 0x08 || h[13] != 0x00 || h[14] != 0x45)
 		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
 	frame_len = end - data;
 	total_len = (__u32)h[16] << 8 | h[17];
@@ -305,18 +414,13 @@ static __always_inline int router(struct xdp_md *ctx, const struct fp_port *in, 
 		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
 	if (h[22] <= 1)
 		return to_user(ctx, in->slot, FP_TO_USER_TTL, bytes);
-	ready = bpf_map_lookup_elem(&routes_ready, &zero);
-	if (!ready || !*ready)
+	if (!routes_are_ready())
 		return to_user(ctx, in->slot, FP_TO_USER_SYNC, bytes);
 	__builtin_memcpy(key.addr, h + 30, 4);
 	hop = bpf_map_lookup_elem(&routes4, &key);
-	if (!hop)
-		return to_user(ctx, in->slot, FP_TO_USER_NO_ROUTE, bytes);
-	if (*hop == FP_ROUTE_LOCAL)
-		return to_user(ctx, in->slot, FP_TO_USER_LOCAL, bytes);
-	adjacency = bpf_map_lookup_elem(&adjacencies, hop);
+	adjacency = next_hop(hop);
 	if (!adjacency || adjacency->slot >= FP_MAX_PORTS)
-		return to_user(ctx, in->slot, FP_TO_USER_NEXT_HOP, bytes);
+		return to_user(ctx, in->slot, no_adjacency(hop), bytes);
 
 	__builtin_memcpy(h, adjacency->dst, 6);
 	__builtin_memcpy(h + 6, adjacency->src, 6);

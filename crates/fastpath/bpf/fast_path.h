@@ -31,7 +31,7 @@
 #define FP_TO_USER_VLAN 2 // a VLAN case the kernel leaves to user space
 #define FP_TO_USER_OTHER 3 // everything else (short frames, same-port destination, ...)
 #define FP_TO_USER_LOCAL 4 // router: to one of the router's own addresses
-#define FP_TO_USER_TTL 5 // router: TTL <= 1 (user space sends Time Exceeded)
+#define FP_TO_USER_TTL 5 // router: TTL or hop limit <= 1 (user space sends Time Exceeded)
 #define FP_TO_USER_NO_ROUTE 6 // router: no route (user space sends Unreachable)
 #define FP_TO_USER_NEXT_HOP 7 // router: unresolved neighbour, connected subnet or ECMP
 #define FP_TO_USER_SYNC 8 // router: a route load is being mirrored into the kernel
@@ -67,6 +67,12 @@ struct fp_mac_entry {
 struct fp_route_key {
 	__u32 prefixlen;
 	__u8 addr[4];
+};
+
+// Router: a key of the IPv6 LPM trie.
+struct fp_route6_key {
+	__u32 prefixlen;
+	__u8 addr[16];
 };
 
 // Router: a resolved gateway's rewrite, keyed by its hop id.

@@ -16,12 +16,13 @@
 //!   (learning), unknown destinations, broadcast and multicast, priority tags and every other
 //!   VLAN case go to user space, which learns, ages and floods as before and mirrors its MAC
 //!   table into the kernel's ([`MacMirror`]);
-//! * router (IPv4): the frames its user-space forwarding loop would forward through a resolved
-//!   gateway (plain UDP or TCP over IPv4 without options, valid checksum, TTL above 1, no
-//!   martian address, a route to one gateway whose neighbour is resolved), rewritten the same
-//!   way. ARP, IPv6, tagged frames, packets for the router, TTL expiry, no route, unresolved
-//!   neighbours, ECMP and every malformed case go to user space, which mirrors its FIB and
-//!   its gateways' rewrites into the kernel's maps ([`RouterMirror`]).
+//! * router: the frames its user-space forwarding loop would forward through a resolved
+//!   gateway (plain UDP or TCP over IPv4 without options and a valid checksum, or over IPv6
+//!   without extension headers; TTL or hop limit above 1, no martian address, a route to one
+//!   gateway whose neighbour is resolved), rewritten the same way. ARP and NDP, tagged frames,
+//!   packets for the router, TTL expiry, no route, unresolved neighbours, ECMP and every
+//!   malformed case go to user space, which mirrors its FIBs and its gateways' rewrites into
+//!   the kernel's maps ([`RouterMirror`]).
 //!
 //! One [`FastPath`] serves a switch: one program attached to every port's interface. Each port
 //! is a *slot* (its index in the configuration); the [`XdpAttachment`] of slot *s* puts its
@@ -45,6 +46,7 @@ use wirespeed_io::afxdp::{AfXdpError, XdpAttachment, XdpMode, interface_index};
 pub use maps::{Count, MAX_PORTS, QUEUES_PER_PORT};
 use maps::{Counts, MacEntry, MacKey, PortEntry};
 pub use router::RouterMirror;
+use router::Tries;
 
 /// The compiled program (see the build script).
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/fast_path.o"));
@@ -59,7 +61,7 @@ pub enum PortPlan {
     Xconnect { peer: u16 },
     /// The bridge's known unicast is forwarded; the port's VLAN setting as the bridge has it.
     Bridge(BridgeVlan),
-    /// IPv4 routed through a resolved gateway is forwarded (the router, one worker).
+    /// IP routed through a resolved gateway is forwarded (the router, one worker).
     Router,
     /// Every frame goes to user space.
     User,
@@ -70,7 +72,8 @@ pub enum PortPlan {
 pub struct Capacity {
     /// Entries of the bridge's MAC table.
     pub macs: u32,
-    /// IPv4 routes of the router's table (an LPM trie, allocated as it fills).
+    /// Routes of each of the router's tables, IPv4 and IPv6 (LPM tries, allocated as they
+    /// fill).
     pub routes: u32,
 }
 
@@ -167,6 +170,7 @@ pub struct FastPath {
     counters: PerCpuArray<MapData, Counts>,
     macs: MapData,
     routes4: MapData,
+    routes6: MapData,
     adjacencies: MapData,
     routes_ready: MapData,
 }
@@ -210,6 +214,7 @@ impl FastPath {
         let mut ebpf = EbpfLoader::new()
             .map_max_entries("macs", capacity.macs.max(1))
             .map_max_entries("routes4", capacity.routes.max(1))
+            .map_max_entries("routes6", capacity.routes.max(1))
             .load(OBJECT)
             .map_err(FastPathError::Load)?;
         let program: &mut Xdp = ebpf
@@ -272,6 +277,7 @@ impl FastPath {
             });
         };
         let routes4 = map_data(map(&mut ebpf, "routes4")?, "routes4")?;
+        let routes6 = map_data(map(&mut ebpf, "routes6")?, "routes6")?;
         let adjacencies = map_data(map(&mut ebpf, "adjacencies")?, "adjacencies")?;
         let routes_ready = map_data(map(&mut ebpf, "routes_ready")?, "routes_ready")?;
         let Some(Map::XskMap(xsks)) = ebpf.map("xsks") else {
@@ -310,6 +316,7 @@ impl FastPath {
             counters,
             macs,
             routes4,
+            routes6,
             adjacencies,
             routes_ready,
         })
@@ -344,21 +351,20 @@ impl FastPath {
     /// its own (one router: the fast path serves a router of one worker).
     pub fn router_mirror(&self) -> Result<RouterMirror, FastPathError> {
         let error = |map: &'static str| move |source| FastPathError::Map { map, source };
-        let routes = |name| -> Result<LpmTrie<MapData, [u8; 4], u32>, FastPathError> {
-            LpmTrie::try_from(Map::LpmTrie(duplicate(&self.routes4, name)?)).map_err(error(name))
+        let routes = || -> Result<Tries, FastPathError> {
+            Ok(Tries {
+                v4: LpmTrie::try_from(Map::LpmTrie(duplicate(&self.routes4, "routes4")?))
+                    .map_err(error("routes4"))?,
+                v6: LpmTrie::try_from(Map::LpmTrie(duplicate(&self.routes6, "routes6")?))
+                    .map_err(error("routes6"))?,
+            })
         };
         let adjacencies =
             HashMap::try_from(Map::HashMap(duplicate(&self.adjacencies, "adjacencies")?))
                 .map_err(error("adjacencies"))?;
         let ready = Array::try_from(Map::Array(duplicate(&self.routes_ready, "routes_ready")?))
             .map_err(error("routes_ready"))?;
-        RouterMirror::new(
-            routes("routes4")?,
-            routes("routes4")?,
-            adjacencies,
-            ready,
-            self.names.len(),
-        )
+        RouterMirror::new(routes()?, routes()?, adjacencies, ready, self.names.len())
     }
 
     /// Every port's counters, summed over the CPUs, index = slot.

@@ -1,6 +1,6 @@
-//! The router's hand on the kernel's routing maps ([`RouterMirror`]): `routes4` (an LPM trie,
-//! every IPv4 route with its hop id), `adjacencies` (hop id -> the rewrite of a resolved
-//! gateway) and `routes_ready` (whether `routes4` equals the router's FIB).
+//! The router's hand on the kernel's routing maps ([`RouterMirror`]): `routes4` and `routes6`
+//! (LPM tries, every route with its hop id), `adjacencies` (hop id -> the rewrite of a
+//! resolved gateway) and `routes_ready` (whether the tries equal the router's FIBs).
 //!
 //! A single route change (`ctl route add/del`) and every rewrite change are written at once on
 //! the worker's thread, so they are in the kernel before the command's reply: one `bpf(2)` call
@@ -21,20 +21,43 @@ use std::thread::JoinHandle;
 
 use aya::maps::lpm_trie::{Key, LpmTrie};
 use aya::maps::{Array, HashMap as BpfHashMap, MapData};
+use wirespeed_dataplane::app::router::Prefix;
 use wirespeed_dataplane::app::router_mirror::{GatewayRewrite, RouteSync, RouteTarget};
-use wirespeed_dataplane::table::fib::Ipv4Prefix;
 
 use crate::FastPathError;
 use crate::maps::{self, AdjacencyEntry};
 
-type Routes = LpmTrie<MapData, [u8; 4], u32>;
+/// The kernel's two route tables.
+pub(crate) struct Tries {
+    pub(crate) v4: LpmTrie<MapData, [u8; 4], u32>,
+    pub(crate) v6: LpmTrie<MapData, [u8; 16], u32>,
+}
 
-/// A route as the kernel keys it: (address in host order, prefix length).
-type Prefix = (u32, u8);
+impl Tries {
+    fn insert(&mut self, prefix: Prefix, value: u32) -> Result<(), aya::maps::MapError> {
+        match prefix {
+            Prefix::V4(p) => {
+                self.v4
+                    .insert(&Key::new(p.len().into(), p.addr().to_be_bytes()), value, 0)
+            }
+            Prefix::V6(p) => {
+                self.v6
+                    .insert(&Key::new(p.len().into(), p.addr().to_be_bytes()), value, 0)
+            }
+        }
+    }
 
-/// The kernel's key for `prefix`.
-fn key((addr, len): Prefix) -> Key<[u8; 4]> {
-    Key::new(u32::from(len), addr.to_be_bytes())
+    /// Removes the route for exactly `prefix`; absent already is fine (the kernel refused it).
+    fn remove(&mut self, prefix: Prefix) {
+        let _ = match prefix {
+            Prefix::V4(p) => self
+                .v4
+                .remove(&Key::new(p.len().into(), p.addr().to_be_bytes())),
+            Prefix::V6(p) => self
+                .v6
+                .remove(&Key::new(p.len().into(), p.addr().to_be_bytes())),
+        };
+    }
 }
 
 /// The kernel's value for `target`.
@@ -44,10 +67,6 @@ fn value(target: RouteTarget) -> u32 {
         RouteTarget::Local => maps::ROUTE_LOCAL,
         RouteTarget::Ecmp => maps::ROUTE_ECMP,
     }
-}
-
-fn prefix(prefix: Ipv4Prefix) -> Prefix {
-    (prefix.addr(), prefix.len())
 }
 
 /// Work for the mirror's thread, in the order the router made the changes.
@@ -93,7 +112,7 @@ impl Gate {
 
 /// See the module documentation.
 pub struct RouterMirror {
-    routes: Routes,
+    routes: Tries,
     adjacencies: BpfHashMap<MapData, u32, AdjacencyEntry>,
     /// Ports of the switch: a rewrite to a port beyond them is not written.
     slots: usize,
@@ -117,11 +136,11 @@ impl fmt::Debug for RouterMirror {
 }
 
 impl RouterMirror {
-    /// A mirror writing through `routes` (the worker's handle), `thread_routes` (the thread's),
-    /// `adjacencies` and `routes_ready`, for a switch of `slots` ports.
+    /// A mirror writing through `routes` (the worker's handles), `thread_routes` (the
+    /// thread's), `adjacencies` and `routes_ready`, for a switch of `slots` ports.
     pub(crate) fn new(
-        routes: Routes,
-        thread_routes: Routes,
+        routes: Tries,
+        thread_routes: Tries,
         adjacencies: BpfHashMap<MapData, u32, AdjacencyEntry>,
         routes_ready: Array<MapData, u32>,
         slots: usize,
@@ -159,9 +178,11 @@ impl RouterMirror {
         let written = gate.pending == 0;
         if written {
             let result = match value {
-                Some(value) => self.routes.insert(&key(prefix), value, 0),
-                // Absent already is fine: the kernel refused it.
-                None => self.routes.remove(&key(prefix)).or(Ok(())),
+                Some(value) => self.routes.insert(prefix, value),
+                None => {
+                    self.routes.remove(prefix);
+                    Ok(())
+                }
             };
             if result.is_err() {
                 gate.refuse(&self.refused);
@@ -184,18 +205,18 @@ impl RouterMirror {
 }
 
 impl RouteSync for RouterMirror {
-    fn route_set(&mut self, route: Ipv4Prefix, target: RouteTarget) {
-        self.one(prefix(route), Some(value(target)));
+    fn route_set(&mut self, prefix: Prefix, target: RouteTarget) {
+        self.one(prefix, Some(value(target)));
     }
 
-    fn route_removed(&mut self, route: Ipv4Prefix) {
-        self.one(prefix(route), None);
+    fn route_removed(&mut self, prefix: Prefix) {
+        self.one(prefix, None);
     }
 
-    fn routes_replaced(&mut self, routes: Vec<(Ipv4Prefix, RouteTarget)>) {
+    fn routes_replaced(&mut self, routes: Vec<(Prefix, RouteTarget)>) {
         let routes = routes
             .into_iter()
-            .map(|(route, target)| (prefix(route), value(target)))
+            .map(|(prefix, target)| (prefix, value(target)))
             .collect();
         let mut gate = self.gate.lock().unwrap_or_else(PoisonError::into_inner);
         gate.pending += 1;
@@ -256,7 +277,7 @@ impl Drop for RouterMirror {
 
 /// The mirror's thread: applies the jobs in order, keeping the set of routes in the kernel so
 /// that a replacement deletes exactly the routes it does not keep.
-fn run(mut routes: Routes, jobs: Receiver<Job>, gate: &Mutex<Gate>, refused: &AtomicU64) {
+fn run(mut routes: Tries, jobs: Receiver<Job>, gate: &Mutex<Gate>, refused: &AtomicU64) {
     let mut installed: HashSet<Prefix> = HashSet::new();
     let lock = || gate.lock().unwrap_or_else(PoisonError::into_inner);
     for job in jobs {
@@ -268,8 +289,11 @@ fn run(mut routes: Routes, jobs: Receiver<Job>, gate: &Mutex<Gate>, refused: &At
             } => {
                 let result = match (value, written) {
                     (_, true) => Ok(()),
-                    (Some(value), false) => routes.insert(&key(prefix), value, 0),
-                    (None, false) => routes.remove(&key(prefix)).or(Ok(())),
+                    (Some(value), false) => routes.insert(prefix, value),
+                    (None, false) => {
+                        routes.remove(prefix);
+                        Ok(())
+                    }
                 };
                 match (value, result) {
                     (_, Err(_)) => lock().refuse(refused),
@@ -285,14 +309,14 @@ fn run(mut routes: Routes, jobs: Receiver<Job>, gate: &Mutex<Gate>, refused: &At
                 let mut kept = HashSet::with_capacity(new.len());
                 let mut failed = false;
                 for (prefix, value) in new {
-                    if routes.insert(&key(prefix), value, 0).is_ok() {
+                    if routes.insert(prefix, value).is_ok() {
                         kept.insert(prefix);
                     } else {
                         failed = true;
                     }
                 }
                 for prefix in installed.difference(&kept) {
-                    let _ = routes.remove(&key(*prefix));
+                    routes.remove(*prefix);
                 }
                 installed = kept;
                 let mut gate = lock();

@@ -6,8 +6,10 @@
 //!   byte: forwarded UDP and TCP, and every case the kernel leaves to user space (TTL 1 and 0,
 //!   which get Time Exceeded; no route, which gets Unreachable; an unresolved gateway, which
 //!   gets ARP requests; a connected destination; pings and UDP to the router; ARP requests
-//!   for it; options, fragments, bad checksums, martians, multicast MACs, VLAN tags, IPv6).
-//!   The router's own ARP requests are compared by count only: it retries on a timer.
+//!   for it; options, fragments, bad checksums, martians, multicast MACs, VLAN tags), and the
+//!   same for IPv6 (forwarded UDP and TCP, hop limit 1 and 0, no route, extension headers,
+//!   pings). The router's own ARP requests are compared by count only and its neighbour
+//!   discovery not at all: it retries on a timer.
 //! * Routes added and removed with `ctl` take effect in the kernel before the reply: the
 //!   kernel forwards to an added route, and after `route del` the frames get Unreachable from
 //!   user space instead.
@@ -15,7 +17,7 @@
 //!   closed to it meanwhile (every routed frame through user space, none lost, no long gap),
 //!   and afterwards a loaded route forwards in the kernel and a route the load dropped is gone.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 use std::time::Duration;
 
@@ -35,6 +37,8 @@ const ROUTED: [u8; 2] = [198, 19];
 const UNRESOLVED: [u8; 2] = [198, 20];
 /// The unresolved gateway's host part in t1's subnet.
 const SILENT_GATEWAY: u8 = 77;
+/// The IPv6 prefix routed through t1 (a /48 of the documentation prefix).
+const ROUTED6: [u16; 3] = [0x2001, 0xdb8, 0x19];
 
 /// A small deterministic generator (xorshift64*), so a failure can be replayed.
 struct Random(u64);
@@ -61,23 +65,40 @@ fn router_config(lab: &Testbed, fast_path: &str, socket: &Path) -> String {
         "[switch]\napp = \"router\"\nfast_path = \"{fast_path}\"\ncontrol_socket = \"{}\"\n\n\
          [[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
          [[port]]\nname = \"p1\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
-         [[router.interface]]\nport = \"p0\"\naddresses = [\"{}/24\"]\n\n\
-         [[router.interface]]\nport = \"p1\"\naddresses = [\"{}/24\"]\n\n\
+         [[router.interface]]\nport = \"p0\"\naddresses = [\"{}/24\", \"{}/64\"]\n\n\
+         [[router.interface]]\nport = \"p1\"\naddresses = [\"{}/24\", \"{}/64\"]\n\n\
+         [[router.neighbour]]\nport = \"p0\"\naddress = \"{}\"\nmac = \"{}\"\n\n\
+         [[router.neighbour]]\nport = \"p1\"\naddress = \"{}\"\nmac = \"{}\"\n\n\
          [[router.neighbour]]\nport = \"p0\"\naddress = \"{}\"\nmac = \"{}\"\n\n\
          [[router.neighbour]]\nport = \"p1\"\naddress = \"{}\"\nmac = \"{}\"\n\n\
          [[router.route]]\nprefix = \"{a}.{b}.0.0/16\"\nvia = [\"{}\"]\n\n\
-         [[router.route]]\nprefix = \"{c}.{d}.0.0/16\"\nvia = [\"{silent}\"]\n",
+         [[router.route]]\nprefix = \"{c}.{d}.0.0/16\"\nvia = [\"{silent}\"]\n\n\
+         [[router.route]]\nprefix = \"{}/48\"\nvia = [\"{}\"]\n",
         socket.display(),
         p0.dut_if,
         p1.dut_if,
         p0.dut_ipv4,
+        p0.dut_ipv6,
         p1.dut_ipv4,
+        p1.dut_ipv6,
         p0.tester_ipv4,
         mac_text(p0.tester_mac),
         p1.tester_ipv4,
         mac_text(p1.tester_mac),
+        p0.tester_ipv6,
+        mac_text(p0.tester_mac),
+        p1.tester_ipv6,
+        mac_text(p1.tester_mac),
         p1.tester_ipv4,
+        routed6(0),
+        p1.tester_ipv6,
     )
+}
+
+/// Host `host` of [`ROUTED6`].
+fn routed6(host: u16) -> Ipv6Addr {
+    let [a, b, c] = ROUTED6;
+    Ipv6Addr::new(a, b, c, 0, 0, 0, 0, host)
 }
 
 /// One frame of the mix, sent by t0: its IPv4 identification (or, for IPv6, flow label and
@@ -111,8 +132,17 @@ fn mix_frame(lab: &Testbed, random: &mut Random, seq: u16) -> Vec<u8> {
             })
             .with_l4(udp)
     };
+    let ipv6 = |dst: Ipv6Addr| {
+        FrameBuilder::ipv6_udp()
+            .macs(from, to_router)
+            .with_l3(L3::Ipv6 {
+                src: p0.tester_ipv6,
+                dst,
+            })
+            .with_l4(udp)
+    };
     let size = 60 + random.below(200) as usize;
-    let mut builder = match random.below(20) {
+    let mut builder = match random.below(26) {
         // Forwarded by both paths: the common case, most of the mix.
         0..=6 => ipv4(host(ROUTED)).frame_len(size),
         7 => ipv4(host(ROUTED)).with_l4(tcp).frame_len(size),
@@ -129,7 +159,15 @@ fn mix_frame(lab: &Testbed, random: &mut Random, seq: u16) -> Vec<u8> {
         15 => ipv4(host(ROUTED)).fragment(8 * (seq % 3), seq.is_multiple_of(2)),
         16 => ipv4(host(ROUTED)).macs(from, EthernetAddress([1, 0, 0x5e, 0, 0, 1])),
         17 => ipv4(host(ROUTED)).vlan(10),
-        18 => FrameBuilder::ipv6_udp().macs(from, to_router),
+        18 | 19 => ipv6(routed6(seq)).frame_len(size + 20),
+        20 => ipv6(routed6(seq)).with_l4(tcp).frame_len(size + 20),
+        21 => ipv6(routed6(seq)).ttl(if seq.is_multiple_of(2) { 1 } else { 0 }),
+        22 => ipv6(Ipv6Addr::new(0x2001, 0xdb8, 0x77, 0, 0, 0, 0, seq)),
+        23 => ipv6(routed6(seq)).extension_headers(1 + usize::from(seq % 2)),
+        24 => ipv6(p0.dut_ipv6).with_l4(L4::Echo {
+            ident: 7,
+            seq_no: seq,
+        }),
         _ => {
             return arp_request(
                 from,
@@ -138,7 +176,7 @@ fn mix_frame(lab: &Testbed, random: &mut Random, seq: u16) -> Vec<u8> {
             );
         }
     };
-    if random.below(30) == 0 {
+    if random.below(30) == 0 && matches!(builder.l3, L3::Ipv4 { .. }) {
         builder = builder.with_l3(L3::Ipv4 {
             src: Ipv4Addr::new(127, 0, 0, 1),
             dst: host(ROUTED),
@@ -182,9 +220,19 @@ fn is_arp_request(frame: &[u8]) -> bool {
 }
 
 /// Whether `frame` is the test's or the router's, not one of the lab kernels' own (IPv6
-/// neighbour discovery and MLD).
+/// router solicitations, MLD, neighbour discovery) nor the router's neighbour discovery:
+/// IPv4 and ARP, and IPv6 to a unicast address from one that is not link-local, other than
+/// neighbour discovery (ICMPv6 133 to 137).
 fn is_ours(frame: &[u8]) -> bool {
-    frame.len() >= 14 && (frame[12..14] == [0x08, 0x00] || frame[12..14] == [0x08, 0x06])
+    match frame.get(12..14) {
+        Some([0x08, 0x00] | [0x08, 0x06]) => true,
+        Some([0x86, 0xdd]) if frame.len() >= 55 => {
+            let link_local = frame[22] == 0xfe && frame[23] & 0xc0 == 0x80;
+            let discovery = frame[20] == 58 && (133..=137).contains(&frame[54]);
+            frame[38] != 0xff && !link_local && !discovery
+        }
+        _ => false,
+    }
 }
 
 /// What each tester port received: the frames, sorted, and the ARP requests counted.
@@ -273,6 +321,20 @@ fn the_router_on_the_fast_path_gives_the_same_bytes_and_errors_as_in_user_space(
             "no ICMP type {wanted} back to t0"
         );
     }
+    // And for IPv6: Time Exceeded, Unreachable and echo replies (ICMPv6 3, 1, 129), and
+    // forwarded frames.
+    let icmp6_type =
+        |frame: &Vec<u8>| (frame[12..14] == [0x86, 0xdd] && frame[20] == 58).then(|| frame[54]);
+    for wanted in [1u8, 3, 129] {
+        assert!(
+            fast.frames[0].iter().any(|f| icmp6_type(f) == Some(wanted)),
+            "no ICMPv6 type {wanted} back to t0"
+        );
+    }
+    assert!(
+        fast.frames[1].iter().any(|f| is_udp6_to(f, TEST_PORT)),
+        "no IPv6 forwarded"
+    );
     assert!(
         fast.frames[0].iter().any(|f| f[12..14] == [8, 6]),
         "no ARP reply"
@@ -451,9 +513,9 @@ fn a_million_routes_load_behind_a_closed_gate_while_frames_keep_crossing() {
     let (mut sent, mut arrived) = (0, 0);
     let mut last = started;
     let mut longest_gap = Duration::ZERO;
-    // Until the load has answered and the kernel had a few seconds to take the routes in.
+    // Until a second after the load answered.
     let mut answered = None;
-    while answered.is_none_or(|at: std::time::Instant| at.elapsed() < Duration::from_secs(8)) {
+    while answered.is_none_or(|at: std::time::Instant| at.elapsed() < Duration::from_secs(1)) {
         if answered.is_none() && load.try_wait().unwrap().is_some() {
             answered = Some(std::time::Instant::now());
         }
@@ -492,11 +554,31 @@ fn a_million_routes_load_behind_a_closed_gate_while_frames_keep_crossing() {
         "a gap of {longest_gap:?}"
     );
 
-    // The loaded routes are the kernel's: a loaded /24 forwards in the kernel, the removed
+    // The mirror's thread takes the routes in behind the closed gate (seconds in a debug
+    // build); once it opens, a loaded /24 forwards in the kernel.
+    let loaded = frame_to(Ipv4Addr::new(11, 0, 7, 1));
+    let answered = answered.unwrap_or_else(std::time::Instant::now);
+    loop {
+        let before = kernel_received(&socket);
+        send(&mut t0, &mut pool, std::slice::from_ref(&loaded));
+        assert_eq!(receive_all(&mut t1, &mut pool, 1, TEST_PORT).len(), 1);
+        if kernel_received(&socket) > before {
+            break;
+        }
+        assert!(
+            answered.elapsed() < Duration::from_secs(120),
+            "the kernel never took the loaded routes"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    println!(
+        "the kernel forwards by the loaded routes {:?} after the load's reply",
+        answered.elapsed()
+    );
+    // Its routes are the loaded ones: the loaded /24 forwards in the kernel, the removed
     // prefix gets Unreachable from user space.
     let before = kernel_received(&socket);
-    let loaded = vec![frame_to(Ipv4Addr::new(11, 0, 7, 1)); 8];
-    send(&mut t0, &mut pool, &loaded);
+    send(&mut t0, &mut pool, &vec![loaded; 8]);
     assert_eq!(receive_all(&mut t1, &mut pool, 8, TEST_PORT).len(), 8);
     assert_eq!(
         kernel_received(&socket) - before,

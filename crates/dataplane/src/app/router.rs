@@ -393,32 +393,28 @@ impl Router {
     pub fn add_route(&mut self, route: &StaticRoute) -> Result<(), RouterError> {
         let hops = self.hops(route)?;
         match route.prefix {
-            Prefix::V4(p) => {
-                self.route.insert_v4(p, &hops)?;
-                if let Some(mirror) = &mut self.mirror {
-                    mirror.route_changed(&self.route, p);
-                }
-            }
+            Prefix::V4(p) => self.route.insert_v4(p, &hops)?,
             Prefix::V6(p) => self.route.insert_v6(p, &hops)?,
+        }
+        if let Some(mirror) = &mut self.mirror {
+            mirror.route_changed(&self.route, route.prefix);
         }
         Ok(())
     }
 
     /// Deletes the route for exactly `prefix`; whether there was one.
     pub fn remove_route(&mut self, prefix: Prefix) -> bool {
-        match prefix {
-            Prefix::V4(p) => {
-                let found = self.route.remove_v4(p);
-                if let Some(mirror) = &mut self.mirror {
-                    mirror.route_changed(&self.route, p);
-                }
-                found
-            }
+        let found = match prefix {
+            Prefix::V4(p) => self.route.remove_v4(p),
             Prefix::V6(p) => self.route.remove_v6(p),
+        };
+        if let Some(mirror) = &mut self.mirror {
+            mirror.route_changed(&self.route, prefix);
         }
+        found
     }
 
-    /// Makes `sync` a copy of the IPv4 forwarding state (every route, the rewrites of the
+    /// Makes `sync` a copy of the forwarding state (every route, the rewrites of the
     /// resolved gateways) and tells it of every change from now on: the XDP fast path's maps.
     pub fn mirror_routes(&mut self, sync: Box<dyn RouteSync>) {
         let mut mirror = RouteMirror::new(sync, &self.route);

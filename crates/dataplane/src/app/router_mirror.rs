@@ -1,4 +1,4 @@
-//! The router's IPv4 forwarding state as a copy elsewhere needs it (the XDP fast path's maps):
+//! The router's forwarding state as a copy elsewhere needs it (the XDP fast path's maps):
 //! every route with what it designates, and the rewrite of every gateway whose neighbour is
 //! resolved. The copy ([`RouteSync`]) is told of changes only, between batches, so the hot
 //! path pays nothing while nothing changes.
@@ -11,16 +11,15 @@
 //! again from the table, as the neighbour stage would read them, and given to the copy whole;
 //! it writes the difference. The work is one probe per gateway in use, on changes only.
 //!
-//! IPv4 only: the kernel's fast path does not route IPv6 yet.
-
 use wirespeed_packet::wire::EthernetAddress;
 
+use crate::app::router::Prefix;
 use crate::stage::route::{Hop, Route};
-use crate::table::fib::{Ipv4Prefix, NextHop};
+use crate::table::fib::NextHop;
 use crate::table::interfaces::Interfaces;
 use crate::table::neighbour::{Lookup, NeighbourTable};
 
-/// What an IPv4 route designates, as a copy needs it.
+/// What a route designates, as a copy needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RouteTarget {
     /// One hop (a gateway, or a connected subnet): its id, the key of its rewrite.
@@ -40,15 +39,15 @@ pub struct GatewayRewrite {
     pub src: EthernetAddress,
 }
 
-/// A copy of the router's IPv4 forwarding state (see the module documentation).
+/// A copy of the router's forwarding state (see the module documentation).
 pub trait RouteSync: Send + std::fmt::Debug {
     /// The route for exactly `prefix` now designates `target` (new or replaced).
-    fn route_set(&mut self, prefix: Ipv4Prefix, target: RouteTarget);
+    fn route_set(&mut self, prefix: Prefix, target: RouteTarget);
     /// The route for exactly `prefix` is gone (a shorter one may now match).
-    fn route_removed(&mut self, prefix: Ipv4Prefix);
+    fn route_removed(&mut self, prefix: Prefix);
     /// Every route is replaced by `routes`, which may be a million: the copy must not take
     /// them in on the caller's thread, and must not forward by the old ones meanwhile.
-    fn routes_replaced(&mut self, routes: Vec<(Ipv4Prefix, RouteTarget)>);
+    fn routes_replaced(&mut self, routes: Vec<(Prefix, RouteTarget)>);
     /// The rewrites of every resolved gateway hop now, replacing the last set.
     fn rewrites(&mut self, rewrites: &[GatewayRewrite]);
     /// Entries the copy could not take (it was full); their packets stay on the user-space path.
@@ -86,9 +85,16 @@ impl RouteMirror {
 
     /// Tells the copy of every route (after a bulk change) and to read the rewrites again.
     pub(crate) fn all_routes(&mut self, route: &Route) {
-        let routes = route
+        let v4 = route
             .fib_v4()
             .routes()
+            .map(|(prefix, next_hop)| (Prefix::V4(prefix), next_hop));
+        let v6 = route
+            .fib_v6()
+            .routes()
+            .map(|(prefix, next_hop)| (Prefix::V6(prefix), next_hop));
+        let routes = v4
+            .chain(v6)
             .map(|(prefix, next_hop)| (prefix, target(route, next_hop)))
             .collect();
         self.sync.routes_replaced(routes);
@@ -97,8 +103,12 @@ impl RouteMirror {
 
     /// Tells the copy what the FIB now holds for exactly `prefix` (after an add or a remove),
     /// and to read the rewrites again (the hop may be new).
-    pub(crate) fn route_changed(&mut self, route: &Route, prefix: Ipv4Prefix) {
-        match route.fib_v4().route(prefix) {
+    pub(crate) fn route_changed(&mut self, route: &Route, prefix: Prefix) {
+        let now = match prefix {
+            Prefix::V4(p) => route.fib_v4().route(p),
+            Prefix::V6(p) => route.fib_v6().route(p),
+        };
+        match now {
             Some(next_hop) => self.sync.route_set(prefix, target(route, next_hop)),
             None => self.sync.route_removed(prefix),
         }
@@ -126,9 +136,6 @@ impl RouteMirror {
             let Hop::Gateway(key) = hop else {
                 continue;
             };
-            if !key.addr().is_ipv4() {
-                continue;
-            }
             if let Lookup::Resolved(dst) = neighbours.lookup(&key) {
                 let port = key.port();
                 self.rewrites.push(GatewayRewrite {

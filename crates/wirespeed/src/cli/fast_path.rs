@@ -18,9 +18,9 @@ use wirespeed_io::afxdp::interface_driver;
 
 use super::build::xdp_mode_of;
 
-/// IPv4 routes the kernel's table takes (an LPM trie, allocated as it fills): room for a
-/// full Internet table several times over; a load beyond it keeps the router on the
-/// user-space path (`route.fast_path_refused`).
+/// Routes each of the kernel's tables (IPv4, IPv6) takes (LPM tries, allocated as they fill):
+/// room for a full Internet table several times over; a load beyond it keeps the router on
+/// the user-space path (`route.fast_path_refused`).
 const ROUTE_CAPACITY: u32 = 1 << 22;
 
 /// The fast path a switch got, if any, and what each port does.
@@ -75,7 +75,7 @@ pub fn choose(config: &Config) -> Result<FastPathChoice> {
                         PortPlan::Bridge(_) => "known unicast; learning, flooding and \
                                                 other VLAN cases in user space"
                             .to_string(),
-                        PortPlan::Router => "IPv4 through resolved gateways; ARP, IPv6, \
+                        PortPlan::Router => "IP through resolved gateways; ARP, NDP, \
                                              the router's own traffic, TTL expiry, unresolved \
                                              neighbours and the rest in user space"
                             .to_string(),
