@@ -14,7 +14,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -122,6 +122,9 @@ pub struct RouterMirror {
     /// `None` once dropped (so that `drop` can close the channel before joining).
     jobs: Option<Sender<Job>>,
     thread: Option<JoinHandle<()>>,
+    /// Set when the mirror is dropped: the thread leaves a replacement half written (the
+    /// program goes with the switch) instead of holding the switch's exit for seconds.
+    stop: Arc<AtomicBool>,
     /// Entries the kernel refused (a full map), by the worker or the thread.
     refused: Arc<AtomicU64>,
 }
@@ -151,13 +154,15 @@ impl RouterMirror {
             routes_ready,
         }));
         let refused = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
         let (jobs, receiver) = channel();
         let thread = {
             let gate = Arc::clone(&gate);
             let refused = Arc::clone(&refused);
+            let stop = Arc::clone(&stop);
             std::thread::Builder::new()
                 .name("fast-path-routes".into())
-                .spawn(move || run(thread_routes, receiver, &gate, &refused))
+                .spawn(move || run(thread_routes, receiver, &gate, &refused, &stop))
                 .map_err(|source| FastPathError::Thread { source })?
         };
         Ok(RouterMirror {
@@ -168,6 +173,7 @@ impl RouterMirror {
             gate,
             jobs: Some(jobs),
             thread: Some(thread),
+            stop,
             refused,
         })
     }
@@ -268,6 +274,7 @@ impl RouteSync for RouterMirror {
 
 impl Drop for RouterMirror {
     fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
         self.jobs = None;
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -277,7 +284,13 @@ impl Drop for RouterMirror {
 
 /// The mirror's thread: applies the jobs in order, keeping the set of routes in the kernel so
 /// that a replacement deletes exactly the routes it does not keep.
-fn run(mut routes: Tries, jobs: Receiver<Job>, gate: &Mutex<Gate>, refused: &AtomicU64) {
+fn run(
+    mut routes: Tries,
+    jobs: Receiver<Job>,
+    gate: &Mutex<Gate>,
+    refused: &AtomicU64,
+    stop: &AtomicBool,
+) {
     let mut installed: HashSet<Prefix> = HashSet::new();
     let lock = || gate.lock().unwrap_or_else(PoisonError::into_inner);
     for job in jobs {
@@ -309,6 +322,9 @@ fn run(mut routes: Tries, jobs: Receiver<Job>, gate: &Mutex<Gate>, refused: &Ato
                 let mut kept = HashSet::with_capacity(new.len());
                 let mut failed = false;
                 for (prefix, value) in new {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
                     if routes.insert(prefix, value).is_ok() {
                         kept.insert(prefix);
                     } else {

@@ -15,7 +15,8 @@
 //!   user space instead.
 //! * A million routes loaded with `ctl route load` while frames flow: the kernel's routes are
 //!   closed to it meanwhile (every routed frame through user space, none lost, no long gap),
-//!   and afterwards a loaded route forwards in the kernel and a route the load dropped is gone.
+//!   and afterwards a loaded route forwards in the kernel and a route the load dropped is gone;
+//!   a switch stopped while the kernel takes the load in exits at once.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
@@ -466,16 +467,7 @@ fn a_million_routes_load_behind_a_closed_gate_while_frames_keep_crossing() {
     let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
     // A million /24s from 11.0.0.0 up, and the routed prefix; 198.20.0.0/16 (the silent
     // gateway's) is not in the file, so the load removes it.
-    const ROUTES: u32 = 1_000_000;
-    let via = p1.tester_ipv4;
-    let file = dir.join("million.routes");
-    let mut text = String::with_capacity(ROUTES as usize * 32);
-    for i in 0..ROUTES {
-        let [a, b, c, _] = (0x0b00_0000u32 + (i << 8)).to_be_bytes();
-        text.push_str(&format!("{a}.{b}.{c}.0/24 via {via}\n"));
-    }
-    text.push_str(&format!("{}.{}.0.0/16 via {via}\n", ROUTED[0], ROUTED[1]));
-    std::fs::write(&file, text).unwrap();
+    let file = million_routes(&dir, p1.tester_ipv4);
     wait_for_control(&socket);
 
     let mut pool = FramePool::new(4096, 2048).unwrap();
@@ -597,6 +589,44 @@ fn a_million_routes_load_behind_a_closed_gate_while_frames_keep_crossing() {
     );
     let (success, out) = switch.interrupt();
     assert!(success && out.contains("conservation holds"), "{out}");
+}
+
+/// Writes a route file of a million /24s from 11.0.0.0 up and [`ROUTED`], all via `via`.
+fn million_routes(dir: &Path, via: Ipv4Addr) -> std::path::PathBuf {
+    let file = dir.join("million.routes");
+    let mut text = String::with_capacity(1_000_000 * 32);
+    for i in 0..1_000_000u32 {
+        let [a, b, c, _] = (0x0b00_0000u32 + (i << 8)).to_be_bytes();
+        text.push_str(&format!("{a}.{b}.{c}.0/24 via {via}\n"));
+    }
+    text.push_str(&format!("{}.{}.0.0/16 via {via}\n", ROUTED[0], ROUTED[1]));
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+#[test]
+fn a_switch_stopped_while_the_kernel_takes_a_route_load_exits_at_once() {
+    let _alone = alone();
+    let Some((lab, dir)) = lab_with("wsfrs", 2, 1) else {
+        return;
+    };
+    let socket = dir.join("ctl.sock");
+    let mut switch = Switch::start(&lab, &router_config(&lab, "xdp", &socket), &dir);
+    let file = million_routes(&dir, lab.pairs[1].tester_ipv4);
+    wait_for_control(&socket);
+    let (success, reply) = ctl_at(&socket, &["route", "load", &file.display().to_string()]);
+    assert!(success, "{reply}");
+    // The mirror's thread now writes a million routes into the kernel (seconds in a debug
+    // build); the switch must not wait for it to finish.
+    let started = std::time::Instant::now();
+    let (success, out) = switch.interrupt();
+    println!("stopped in {:?}", started.elapsed());
+    assert!(success && out.contains("conservation holds"), "{out}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "the switch took {:?} to stop",
+        started.elapsed()
+    );
 }
 
 /// The frames the kernel forwarded, as `ctl show counters` has them (the `rx_packets` row's
