@@ -676,6 +676,9 @@ impl App for Router {
         } else {
             self.run::<false>(ctx, batch);
         }
+        // A neighbour this batch taught (or changed) reaches the fast path now: the next batch
+        // may be long in coming while the kernel forwards everything else.
+        self.sync_mirror();
     }
 
     fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
