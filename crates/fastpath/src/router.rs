@@ -10,7 +10,8 @@
 //! user space, which has the new routes: no frame is forwarded by a stale route), then hands
 //! the routes to the mirror's own thread, which writes them, deletes the routes they replace,
 //! and opens `routes_ready` again once no other replacement is waiting. Changes made while one
-//! is waiting follow it through the thread, in order.
+//! is waiting follow it through the thread, in order. A router that gains an ACL (which only
+//! user space applies) closes `routes_ready` for good.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -87,16 +88,18 @@ struct Gate {
     /// Replacements handed to the thread and not finished.
     pending: u32,
     /// The kernel refused a route (its map is full): a longest match there could pick a
-    /// shorter prefix than user space, so `routes_ready` stays closed for good and the router
-    /// stays on the user-space path (counted in `refused`).
+    /// shorter prefix than user space, so `routes_ready` stays closed until a replacement fits
+    /// and the router stays on the user-space path (counted in `refused`).
     broken: bool,
+    /// The router stopped mirroring (it has an ACL): `routes_ready` stays closed for good.
+    stopped: bool,
     routes_ready: Array<MapData, u32>,
 }
 
 impl Gate {
     /// Closes `routes_ready`, or opens it when no replacement waits and no route was refused.
     fn update(&mut self, refused: &AtomicU64) {
-        let ready = self.pending == 0 && !self.broken;
+        let ready = self.pending == 0 && !self.broken && !self.stopped;
         if self.routes_ready.set(0, u32::from(ready), 0).is_err() {
             refused.fetch_add(1, Ordering::Relaxed);
         }
@@ -151,6 +154,7 @@ impl RouterMirror {
         let gate = Arc::new(Mutex::new(Gate {
             pending: 0,
             broken: false,
+            stopped: false,
             routes_ready,
         }));
         let refused = Arc::new(AtomicU64::new(0));
@@ -265,6 +269,12 @@ impl RouteSync for RouterMirror {
                 self.refused.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+
+    fn stop_forwarding(&mut self) {
+        let mut gate = self.gate.lock().unwrap_or_else(PoisonError::into_inner);
+        gate.stopped = true;
+        gate.update(&self.refused);
     }
 
     fn refused(&self) -> u64 {

@@ -19,6 +19,8 @@
 //!   a switch stopped while the kernel takes the load in exits at once.
 //! * A gateway learned by ARP, and then moved to another MAC, is in the kernel as soon as the
 //!   batch that taught user space is done.
+//! * An ACL loaded at run time, which only user space applies, stops the kernel's forwarding
+//!   before the reply.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
@@ -724,6 +726,68 @@ fn a_neighbour_learned_or_changed_reaches_the_kernel_with_its_batch() {
             "forwarded by the kernel"
         );
     }
+    let (success, out) = switch.interrupt();
+    assert!(success && out.contains("conservation holds"), "{out}");
+}
+
+#[test]
+fn an_acl_loaded_at_run_time_takes_the_router_off_the_kernel_path() {
+    let _alone = alone();
+    let Some((lab, dir)) = lab_with("wsfra", 2, 1) else {
+        return;
+    };
+    for pair in 0..2 {
+        receive_with_napi(&lab, pair);
+    }
+    let socket = dir.join("ctl.sock");
+    let mut switch = Switch::start(&lab, &router_config(&lab, "xdp", &socket), &dir);
+    wait_for_control(&socket);
+    let p0 = &lab.pairs[0];
+    let mut pool = FramePool::new(4096, 2048).unwrap();
+    let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
+    let frames: Vec<Vec<u8>> = (0..8u8)
+        .map(|i| {
+            let mut frame = FrameBuilder::ipv4_udp()
+                .macs(EthernetAddress(p0.tester_mac), EthernetAddress(p0.dut_mac))
+                .with_l3(L3::Ipv4 {
+                    src: p0.tester_ipv4,
+                    dst: Ipv4Addr::new(ROUTED[0], ROUTED[1], 0, i),
+                })
+                .with_l4(L4::Udp {
+                    src_port: 1024,
+                    dst_port: TEST_PORT,
+                })
+                .build();
+            fill_ipv4_checksum(&mut frame);
+            frame
+        })
+        .collect();
+    let before = kernel_received(&socket);
+    send(&mut t0, &mut pool, &frames);
+    assert_eq!(receive_all(&mut t1, &mut pool, 8, TEST_PORT).len(), 8);
+    assert_eq!(
+        kernel_received(&socket) - before,
+        8,
+        "forwarded by the kernel"
+    );
+
+    // The ACL denies the flow; only user space applies it, so the kernel stops forwarding
+    // before the reply, and every frame is dropped.
+    let acl = dir.join("deny.acl");
+    std::fs::write(&acl, format!("deny proto=udp dst_port={TEST_PORT}\n")).unwrap();
+    let (success, reply) = ctl_at(&socket, &["acl", "load", acl.to_str().unwrap()]);
+    assert!(success, "{reply}");
+    let before = kernel_received(&socket);
+    send(&mut t0, &mut pool, &frames);
+    let leaked = receive_during(&mut t1, &mut pool, Duration::from_millis(300), |f| {
+        is_udp_to(f, TEST_PORT)
+    });
+    assert!(leaked.is_empty(), "{} denied frames crossed", leaked.len());
+    assert_eq!(
+        kernel_received(&socket),
+        before,
+        "the kernel forwarded after the ACL"
+    );
     let (success, out) = switch.interrupt();
     assert!(success && out.contains("conservation holds"), "{out}");
 }

@@ -561,6 +561,10 @@ impl Router {
     /// configured: the stage is created then). Between batches.
     pub fn set_acl(&mut self, rules: &[AclRule]) {
         crate::stage::acl::replace_rules(&mut self.acl, rules);
+        // Only user space applies an ACL: the fast path stops forwarding before the reply.
+        if let Some(mirror) = self.mirror.take() {
+            mirror.stop_forwarding();
+        }
     }
 
     /// The ACL stage, when there is one.

@@ -50,6 +50,9 @@ pub trait RouteSync: Send + std::fmt::Debug {
     fn routes_replaced(&mut self, routes: Vec<(Prefix, RouteTarget)>);
     /// The rewrites of every resolved gateway hop now, replacing the last set.
     fn rewrites(&mut self, rewrites: &[GatewayRewrite]);
+    /// The copy must forward nothing more, for good: the router's decisions now need what it
+    /// cannot apply (an ACL loaded at run time). No other call follows.
+    fn stop_forwarding(&mut self);
     /// Entries the copy could not take (it was full); their packets stay on the user-space path.
     fn refused(&self) -> u64 {
         0
@@ -76,6 +79,11 @@ impl RouteMirror {
         };
         mirror.all_routes(route);
         mirror
+    }
+
+    /// Tells the copy to forward nothing more (see [`RouteSync::stop_forwarding`]).
+    pub(crate) fn stop_forwarding(mut self) {
+        self.sync.stop_forwarding();
     }
 
     /// The copy's count of refused entries.
