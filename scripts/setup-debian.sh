@@ -18,6 +18,7 @@ packages=(
   g++                 # compiles libFuzzer (C++) for the fuzz targets (make fuzz)
   python3-scapy       # the parser conformance suite's independent frame generator
   prometheus          # promtool: the metrics endpoint's exposition is checked with it
+  tmux                # a real terminal for the `wirespeed top` test
 )
 
 missing=()

@@ -29,6 +29,8 @@ enum Command {
     Ctl(cli::ctl::CtlArgs),
     /// Measure wirespeed and its peers side by side in a namespace lab.
     Bench(cli::bench::BenchArgs),
+    /// Watch a running switch live: Mpps per port, drops, cycles per packet, tables.
+    Top(cli::top::TopArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -40,6 +42,7 @@ fn main() -> anyhow::Result<()> {
         Command::Demo(args) => cli::demo::run(args),
         Command::Ctl(args) => cli::ctl::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        Command::Top(args) => cli::top::run(args),
     }
 }
 

@@ -115,10 +115,16 @@ fn upload_line(first: &str, file: &str, bytes: usize) -> String {
 }
 
 fn socket_path(args: &CtlArgs) -> Result<PathBuf> {
-    if let Some(socket) = &args.socket {
-        return Ok(socket.clone());
+    find_socket(args.socket.as_deref(), args.config.as_deref())
+}
+
+/// The control socket to talk to: `socket` if given, else the one `config` names, else the only
+/// one in /run/wirespeed.
+pub(super) fn find_socket(socket: Option<&Path>, config: Option<&Path>) -> Result<PathBuf> {
+    if let Some(socket) = socket {
+        return Ok(socket.to_path_buf());
     }
-    if let Some(config) = &args.config {
+    if let Some(config) = config {
         let config = wirespeed_control::config::load(config).map_err(anyhow::Error::msg)?;
         return config
             .switch

@@ -16,3 +16,4 @@ pub mod rfc2544;
 pub mod stats;
 pub mod sweep;
 pub mod switch;
+pub mod top;
