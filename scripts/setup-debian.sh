@@ -19,6 +19,7 @@ packages=(
   python3-scapy       # the parser conformance suite's independent frame generator
   prometheus          # promtool: the metrics endpoint's exposition is checked with it
   tmux                # a real terminal for the `wirespeed top` test
+  systemd             # systemd-analyze verifies the service unit in dist/
 )
 
 missing=()
