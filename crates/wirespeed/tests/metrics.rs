@@ -142,6 +142,36 @@ fn prometheus_scrapes_a_forwarding_switch_and_its_counters_agree_with_ctl() {
         );
     }
 
+    // Every metric the Grafana dashboard in docs/ queries is one the switch exposes (the fast
+    // path's only where a fast path is in force, which this switch has not).
+    let dashboard = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/grafana/wirespeed.json"
+    ))
+    .unwrap();
+    let dashboard: serde_json::Value = serde_json::from_str(&dashboard).unwrap();
+    let mut queried = Vec::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            for (start, _) in expr.match_indices("wirespeed_") {
+                let name: String = expr[start..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                queried.push(name);
+            }
+        }
+    }
+    assert!(queried.len() >= 10, "{queried:?}");
+    for name in queried {
+        let fast_path = name.starts_with("wirespeed_fast_path_");
+        assert!(
+            fast_path || before.contains(&format!("\n{name}{{")),
+            "the dashboard queries {name}, which the switch does not expose"
+        );
+    }
+
     // Prometheus's own linter accepts the exposition (it reads the older text format).
     let text = scrape(&lab.dut_ns, false);
     let mut promtool = Command::new("promtool")
