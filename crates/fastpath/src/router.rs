@@ -6,12 +6,14 @@
 //! the worker's thread, so they are in the kernel before the command's reply: one `bpf(2)` call
 //! per change, none per packet. A bulk replacement (the configuration's routes, `ctl route
 //! load` of a million) is not: writing a million entries takes seconds, which the worker must
-//! not spend. It first closes `routes_ready` (one call; from then on every routed frame goes to
-//! user space, which has the new routes: no frame is forwarded by a stale route), then hands
-//! the routes to the mirror's own thread, which writes them, deletes the routes they replace,
-//! and opens `routes_ready` again once no other replacement is waiting. Changes made while one
-//! is waiting follow it through the thread, in order. A router that gains an ACL (which only
-//! user space applies) closes `routes_ready` for good.
+//! not spend. The worker only lists the routes (one pass over its FIB: with a million, the
+//! longest gap in forwarding the lab test saw was 17–70 ms in a debug build), closes
+//! `routes_ready` (one call; from then on every routed frame goes to user space, which has the
+//! new routes: no frame is forwarded by a stale route), then hands the routes to the mirror's
+//! own thread, which writes them, deletes the routes they replace, and opens `routes_ready`
+//! again once no other replacement is waiting. Changes made while one is waiting follow it
+//! through the thread, in order. A router that gains an ACL (which only user space applies)
+//! closes `routes_ready` for good.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
