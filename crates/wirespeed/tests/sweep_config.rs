@@ -96,3 +96,20 @@ fn an_xconnect_with_the_emulated_task() {
     assert_eq!(config.task.walk_bytes, 1 << 20);
     assert_eq!(config.switch.batch, 32);
 }
+
+#[test]
+fn a_scraped_dut_serves_its_metrics_and_says_so_in_its_name() {
+    let dut = dut(WirespeedOptions {
+        scrape_every: Some(std::time::Duration::from_millis(100)),
+        ..WirespeedOptions::default()
+    });
+    assert_eq!(
+        wirespeed_tester::dut::Dut::name(&dut),
+        "wirespeed-afxdp+scrape"
+    );
+    let config = parse("scraped.toml", &dut.config(&wiring())).unwrap();
+    assert_eq!(
+        config.metrics,
+        Some(wirespeed_tester::dut::METRICS.parse().unwrap())
+    );
+}

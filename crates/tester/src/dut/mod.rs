@@ -30,6 +30,7 @@ mod linux_router_tbf;
 mod ovs;
 pub mod probe;
 pub mod routes;
+pub mod scraper;
 mod steps;
 mod testpmd;
 mod wirespeed;
@@ -42,7 +43,7 @@ pub use linux_router_tbf::LinuxRouterTbf;
 pub use ovs::{OvsAction, OvsDut};
 pub use steps::Steps;
 pub use testpmd::TestpmdDut;
-pub use wirespeed::{SwitchCounters, WirespeedOptions};
+pub use wirespeed::{METRICS, SwitchCounters, WirespeedOptions};
 pub use wirespeed::{WirespeedBackend, WirespeedDut};
 pub use xdp_redirect::XdpRedirectDut;
 

@@ -26,6 +26,7 @@ use wirespeed_packet::wire::EthernetAddress;
 
 use super::linux_router::routed;
 use super::routes::RouteTable;
+use super::scraper::Scraper;
 use super::{Dut, DutError, Steps, Wiring};
 
 /// Frames in the switch's pool: each of its two AF_XDP ports may hold a fill and an RX ring of
@@ -50,7 +51,13 @@ pub struct WirespeedOptions {
     pub routes: Option<Arc<RouteTable>>,
     /// Run the learning bridge instead of the xconnect (ignored with `routes`).
     pub bridge: bool,
+    /// Serve metrics (`[metrics] listen` on [`METRICS`]) and scrape them at this interval
+    /// while the switch runs, as Prometheus would.
+    pub scrape_every: Option<Duration>,
 }
+
+/// Where a DuT that is scraped serves its metrics, inside its namespace.
+pub const METRICS: &str = "127.0.0.1:9417";
 
 /// Cumulative counters of the switch's workers (`show counters`, summed over workers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -166,6 +173,8 @@ pub struct WirespeedDut {
     options: WirespeedOptions,
     /// The control socket of the running switch.
     socket: Option<PathBuf>,
+    /// Scraping the switch's metrics, with `scrape_every`.
+    scraper: Option<Scraper>,
 }
 
 impl WirespeedDut {
@@ -182,6 +191,7 @@ impl WirespeedDut {
             output: String::new(),
             options: WirespeedOptions::default(),
             socket: None,
+            scraper: None,
         }
     }
 
@@ -414,6 +424,11 @@ impl WirespeedDut {
             Some(size) if size > MIN_FRAME_SIZE => format!("frame_size = {size}\n"),
             _ => String::new(),
         };
+        let metrics = if self.options.scrape_every.is_some() {
+            format!("\n[metrics]\nlisten = \"{METRICS}\"\n")
+        } else {
+            String::new()
+        };
         let fast_path = match self.backend {
             WirespeedBackend::Xdp => "fast_path = \"xdp\"\n",
             WirespeedBackend::AfXdp => "fast_path = \"off\"\n",
@@ -422,7 +437,7 @@ impl WirespeedDut {
         format!(
             "[switch]\napp = \"{app}\"\nworkers = 1\ncores = [{core}]\nrealtime = true\nframes = {POOL_FRAMES}\n{frame_size}{batch}{socket}{fast_path}\n\
              [[port]]\nname = \"p0\"\nbackend = \"{backend}\"\ninterface = \"{d0}\"\n{port_keys}\n\
-             [[port]]\nname = \"p1\"\nbackend = \"{backend}\"\ninterface = \"{d1}\"\n{port_keys}\n{app_config}",
+             [[port]]\nname = \"p1\"\nbackend = \"{backend}\"\ninterface = \"{d1}\"\n{port_keys}\n{app_config}{metrics}",
             core = self.core,
             d0 = wiring.ingress.dut_if,
             d1 = wiring.egress.dut_if,
@@ -479,13 +494,19 @@ impl WirespeedDut {
 
 impl Dut for WirespeedDut {
     fn name(&self) -> String {
-        if self.options.routes.is_some() {
-            format!("wirespeed-router-{}", self.backend.name())
+        let app = if self.options.routes.is_some() {
+            "router-"
         } else if self.options.bridge {
-            format!("wirespeed-bridge-{}", self.backend.name())
+            "bridge-"
         } else {
-            format!("wirespeed-{}", self.backend.name())
-        }
+            ""
+        };
+        let scraped = if self.options.scrape_every.is_some() {
+            "+scrape"
+        } else {
+            ""
+        };
+        format!("wirespeed-{app}{}{scraped}", self.backend.name())
     }
 
     fn setup(&mut self, wiring: &Wiring) -> Result<(), DutError> {
@@ -545,10 +566,28 @@ impl Dut for WirespeedDut {
         self.child = Some(child);
         self.wait_until_started(Duration::from_secs(10))?;
         self.teach_bridge(wiring)?;
-        self.load_routes(wiring, &stem)
+        self.load_routes(wiring, &stem)?;
+        if let Some(every) = self.options.scrape_every {
+            let addr = METRICS.parse().expect("a literal address");
+            self.steps.record(format!(
+                "while sleep {}; do ip netns exec {} curl -s http://{METRICS}/metrics; done &",
+                every.as_secs_f64(),
+                wiring.dut_ns
+            ));
+            self.scraper = Some(
+                Scraper::start(&wiring.dut_ns, addr, every)
+                    .map_err(|detail| self.start_error("scrape the metrics", detail))?,
+            );
+        }
+        Ok(())
     }
 
     fn teardown(&mut self) -> Result<(), DutError> {
+        if let Some(scraper) = self.scraper.take() {
+            let (answered, failed) = scraper.counts();
+            self.steps
+                .record(format!("# {answered} scrapes answered, {failed} failed"));
+        }
         let stopped = self.stop();
         let undone = self.steps.undo_all();
         stopped.and(undone)

@@ -16,6 +16,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
@@ -112,7 +113,8 @@ enum GeneratorArg {
 }
 
 /// The DuT names `--duts` accepts (`linux-router-nft:N` gives the firewall N rules,
-/// `linux-router-tbf:MBIT` the shaper its rate).
+/// `linux-router-tbf:MBIT` the shaper its rate, `wirespeed-afxdp+scrape` and the like a
+/// wirespeed DuT whose metrics are scraped every 100 ms).
 pub const DUT_NAMES: [&str; 17] = [
     "wirespeed-xdp",
     "wirespeed-afxdp",
@@ -145,9 +147,29 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
 }
 
-/// The driver for the DuT called `name` (one of [`DUT_NAMES`], `linux-router-nft:N` or
-/// `linux-router-tbf:MBIT`).
+/// The driver for the DuT called `name` (one of [`DUT_NAMES`], `linux-router-nft:N`,
+/// `linux-router-tbf:MBIT` or `wirespeed-afxdp+scrape`, `wirespeed-xdp+scrape`,
+/// `wirespeed-afpacket+scrape`).
 pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn Dut>> {
+    // `NAME+scrape`: the wirespeed DuT NAME serving its metrics, scraped every 100 ms as
+    // Prometheus would, to measure what being watched costs it beside NAME itself.
+    if let Some(base) = name.strip_suffix("+scrape") {
+        let scraped = match base {
+            "wirespeed-afxdp" => WirespeedBackend::AfXdp,
+            "wirespeed-xdp" => WirespeedBackend::Xdp,
+            "wirespeed-afpacket" => WirespeedBackend::AfPacket,
+            other => bail!(
+                "{other}+scrape: scraping is for wirespeed-afxdp, wirespeed-xdp and \
+                 wirespeed-afpacket"
+            ),
+        };
+        return Ok(Box::new(
+            WirespeedDut::new(scraped, binary.into(), core).with_options(WirespeedOptions {
+                scrape_every: Some(Duration::from_millis(100)),
+                ..WirespeedOptions::default()
+            }),
+        ));
+    }
     Ok(match name {
         "wirespeed-afxdp" => Box::new(WirespeedDut::new(
             WirespeedBackend::AfXdp,

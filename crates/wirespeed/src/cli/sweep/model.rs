@@ -132,8 +132,7 @@ pub fn run(args: ModelArgs) -> Result<()> {
                     batch: Some(*batch),
                     spin_cycles: if walk { 0 } else { value },
                     walk_bytes: if walk { value } else { 0 },
-                    routes: None,
-                    bridge: false,
+                    ..WirespeedOptions::default()
                 };
                 let mut dut = WirespeedDut::new(
                     *backend,
