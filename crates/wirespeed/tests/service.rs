@@ -10,7 +10,10 @@ fn the_service_unit_verifies_cleanly() {
         "/../../dist/wirespeed@.service"
     ))
     .unwrap();
-    assert!(unit.contains("ExecStart=/usr/local/bin/wirespeed switch"), "{unit}");
+    assert!(
+        unit.contains("ExecStart=/usr/local/bin/wirespeed switch"),
+        "{unit}"
+    );
     // An instance of the template, its binary the one this test was built with (verify checks
     // that the executable exists).
     let dir = std::env::temp_dir().join(format!("wirespeed-unit-{}", std::process::id()));
