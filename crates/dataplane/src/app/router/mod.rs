@@ -46,8 +46,8 @@ use wirespeed_packet::{Batch, DropReason, FramePool, MAX_BATCH};
 
 use crate::app::router_mirror::{RouteMirror, RouteSync};
 use crate::app::trace::{Arrival, Disposition, TraceRing};
-use crate::app::{App, CommandContext, Context, MAX_SHOW_ROWS, fields};
-use crate::command::{AppCommand, AppReply, Retired, Routes, Table};
+use crate::app::{App, CommandContext, Context, MAX_SHOW_ROWS};
+use crate::command::{AppCommand, AppReply, Routes, Table};
 use crate::stage::Parse;
 use crate::stage::acl::{Acl, AclConfig, AclRule};
 use crate::stage::discovery::{Discovered, Discovery};
@@ -62,6 +62,8 @@ use crate::table::neighbour::{Neighbour, NeighbourKey, NeighbourState, Neighbour
 
 pub use crate::stage::route::OptionsPolicy;
 pub use crate::table::interfaces::Interface;
+
+mod commands;
 
 /// An IPv4 or IPv6 prefix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -759,76 +761,6 @@ impl App for Router {
         // A changed neighbour reaches the fast path before the reply.
         self.sync_mirror();
         reply
-    }
-}
-
-impl Router {
-    /// One control command ([`App::command`]).
-    fn apply(&mut self, command: AppCommand, ctx: &CommandContext<'_>) -> AppReply {
-        let done = |result: Result<(), RouterError>| match result {
-            Ok(()) => AppReply::Done,
-            Err(error) => AppReply::Refused(error.to_string()),
-        };
-        let removed = |found: bool, prefix: &dyn std::fmt::Display| {
-            if found {
-                AppReply::Done
-            } else {
-                AppReply::Refused(format!(
-                    "no route for exactly {prefix}; `show routes` lists them"
-                ))
-            }
-        };
-        match command {
-            AppCommand::RouteAddV4 { prefix, via } => done(self.add_route(&StaticRoute {
-                prefix: Prefix::V4(prefix),
-                via: vec![Gateway::new(IpAddr::V4(via))],
-            })),
-            AppCommand::RouteAddV6 { prefix, via } => done(self.add_route(&StaticRoute {
-                prefix: Prefix::V6(prefix),
-                via: vec![Gateway::new(IpAddr::V6(via))],
-            })),
-            AppCommand::RouteRemoveV4(prefix) => {
-                removed(self.remove_route(Prefix::V4(prefix)), &prefix)
-            }
-            AppCommand::RouteRemoveV6(prefix) => {
-                removed(self.remove_route(Prefix::V6(prefix)), &prefix)
-            }
-            AppCommand::ReplaceFib(routes) => match self.adopt_routes(routes) {
-                Ok(old) => AppReply::Retired(Retired::Fib(old)),
-                Err(error) => AppReply::Refused(error.to_string()),
-            },
-            AppCommand::NeighbourAdd(neighbour) => {
-                let Some(port) = ctx.port_index(&neighbour.port) else {
-                    return AppReply::Refused(format!(
-                        "no port named {}; the ports are: {}",
-                        neighbour.port,
-                        ctx.port_names()
-                    ));
-                };
-                done(self.add_neighbour(&StaticNeighbour {
-                    port,
-                    addr: neighbour.addr,
-                    mac: EthernetAddress(neighbour.mac),
-                }))
-            }
-            AppCommand::NeighbourRemove(addr) => {
-                if self.remove_neighbour(addr) > 0 {
-                    AppReply::Done
-                } else {
-                    AppReply::Refused(format!("no neighbour {addr}; `show neighbours` lists them"))
-                }
-            }
-            AppCommand::ShowRoutes => AppReply::Table(self.route_table(ctx)),
-            AppCommand::ShowNeighbours => AppReply::Table(self.neighbour_table(ctx)),
-            AppCommand::ReplaceAcl(rules) => match fields::acl_rules(&rules) {
-                Ok(typed) => {
-                    self.set_acl(&typed);
-                    AppReply::Retired(Retired::Acl(rules))
-                }
-                Err(error) => AppReply::Refused(format!("acl: {error}")),
-            },
-            _ => AppReply::Unsupported,
-        }
     }
 }
 
