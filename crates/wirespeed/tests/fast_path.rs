@@ -31,22 +31,6 @@ const HOME: [usize; 6] = [0, 0, 1, 1, 2, 2];
 const BROADCAST: [u8; 6] = [0xff; 6];
 const MULTICAST: [u8; 6] = [0x01, 0, 0x5e, 0, 0, 0x42];
 
-/// A small deterministic generator (xorshift64*), so a failure can be replayed.
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// One frame of the mix: the port it enters by and its bytes (a UDP frame to [`TEST_PORT`]
 /// with its sequence number in the IPv4 identification, so every frame is distinct).
 fn mix(count: u32, seed: u64) -> Vec<(usize, Vec<u8>)> {

@@ -45,22 +45,6 @@ const SILENT_GATEWAY: u8 = 77;
 /// The IPv6 prefix routed through t1 (a /48 of the documentation prefix).
 const ROUTED6: [u16; 3] = [0x2001, 0xdb8, 0x19];
 
-/// A small deterministic generator (xorshift64*), so a failure can be replayed.
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 fn router_config(lab: &Testbed, fast_path: &str, socket: &Path) -> String {
     let (p0, p1) = (&lab.pairs[0], &lab.pairs[1]);
     let [a, b] = ROUTED;

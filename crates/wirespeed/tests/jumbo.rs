@@ -5,12 +5,10 @@
 use std::process::Command;
 use std::time::Duration;
 
-use wirespeed_io::Port;
 use wirespeed_io::afpacket::{AfPacketConfig, AfPacketPort};
-use wirespeed_io::pcap::PcapPort;
 use wirespeed_lab::Testbed;
+use wirespeed_packet::FramePool;
 use wirespeed_packet::pool::MAX_FRAME_SIZE;
-use wirespeed_packet::{Batch, FramePool};
 use wirespeed_tester::generator::{Template, TemplateConfig};
 
 mod common;
@@ -94,15 +92,7 @@ fn switch_forwards_jumbo_frames(prefix: &str, backend_lines: &str) {
     let mut switch = Switch::start(&lab, &config, &dir);
     let mut pool = FramePool::new(1024, MAX_FRAME_SIZE).unwrap();
     let (mut t0, mut t1) = (jumbo_tester_port(&lab, 0), jumbo_tester_port(&lab, 1));
-    let probe = frames_to(1, 7);
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while receive_all(&mut t1, &mut pool, 1, 7).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the switch never forwarded"
-        );
-        wirespeed_testkit::ports::send(&mut t0, &mut pool, &probe);
-    }
+    wait_until_forwarding(&mut t0, &mut t1, &mut pool);
 
     let mut ports = [t0, t1];
     for from in [0, 1] {
@@ -145,18 +135,7 @@ fn jumbo_frames_cross_a_capture() {
     std::fs::create_dir_all(&dir).unwrap();
     let (input, output) = (dir.join("in.pcap"), dir.join("out.pcap"));
     let frames = jumbo_frames(200);
-    let mut port = PcapPort::open("gen", None, Some(&input)).unwrap();
-    let mut pool = FramePool::new(256, MAX_FRAME_SIZE).unwrap();
-    let mut batch = Batch::new(32);
-    for frame in &frames {
-        batch.push(pool.alloc_copy(frame, 0).unwrap());
-        if batch.is_full() {
-            port.tx(0, &mut pool, &mut batch);
-        }
-    }
-    port.tx(0, &mut pool, &mut batch);
-    port.release_all(&mut pool);
-    drop(port);
+    write_capture(&input, &frames);
 
     let out = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
         .arg("pcap")

@@ -88,24 +88,12 @@ fn prometheus_scrapes_a_forwarding_switch_and_its_counters_agree_with_ctl() {
     let Some((lab, dir)) = lab(prefix, 1) else {
         return;
     };
-    let config = format!(
-        "[switch]\napp = \"xconnect\"\n\n[[port]]\nname = \"p0\"\ninterface = \"{}\"\nbackend = \"afpacket\"\n\n\
-         [[port]]\nname = \"p1\"\ninterface = \"{}\"\nbackend = \"afpacket\"\n\n[xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
-        lab.pairs[0].dut_if, lab.pairs[1].dut_if
-    );
+    let config = xconnect_config(&lab, "backend = \"afpacket\"");
     let mut switch = Switch::start_with(&lab, &config, &dir, &["--metrics", METRICS]);
     let socket = std::path::PathBuf::from(format!("/run/wirespeed/{}.sock", lab.dut_ns));
     let mut pool = FramePool::new(4096, 2048).unwrap();
     let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
-    let probe = frames_to(1, 7);
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while receive_all(&mut t1, &mut pool, 1, 7).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the switch never forwarded"
-        );
-        send(&mut t0, &mut pool, &probe);
-    }
+    wait_until_forwarding(&mut t0, &mut t1, &mut pool);
     let burst = frames(300);
     for chunk in burst.chunks(50) {
         send(&mut t0, &mut pool, chunk);

@@ -9,6 +9,9 @@ use wirespeed_io::pcap::PcapPort;
 use wirespeed_packet::{Batch, FramePool};
 use wirespeed_testkit::frames::FrameBuilder;
 
+mod common;
+use common::write_capture;
+
 /// A capture of `count` test frames at `path`; returns its bytes.
 fn capture(path: &Path, count: u32) -> Vec<u8> {
     let frames: Vec<Vec<u8>> = (0..count)
@@ -18,18 +21,7 @@ fn capture(path: &Path, count: u32) -> Vec<u8> {
                 .build()
         })
         .collect();
-    let mut port = PcapPort::open("gen", None, Some(path)).unwrap();
-    let mut pool = FramePool::new(1024, 2048).unwrap();
-    let mut batch = Batch::new(32);
-    for frame in &frames {
-        batch.push(pool.alloc_copy(frame, 0).unwrap());
-        if batch.is_full() {
-            port.tx(0, &mut pool, &mut batch);
-        }
-    }
-    port.tx(0, &mut pool, &mut batch);
-    port.release_all(&mut pool);
-    drop(port);
+    write_capture(path, &frames);
     std::fs::read(path).unwrap()
 }
 

@@ -14,7 +14,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use wirespeed_io::afpacket::AfPacketPort;
 use wirespeed_lab::Testbed;
 use wirespeed_packet::FramePool;
 use wirespeed_testkit::ports::send;
@@ -134,20 +133,6 @@ fn assert_no_thread_holds_a_capability(pid: u32, expected: &[&str], bounding: bo
              {threads:#?}"
         );
         std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Sends probes t0 -> t1 until one arrives (at most 10 s).
-fn wait_until_forwarding(t0: &mut AfPacketPort, t1: &mut AfPacketPort, pool: &mut FramePool) {
-    const PROBE_PORT: u16 = 7;
-    let probe = frames_to(1, PROBE_PORT);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while receive_all(t1, pool, 1, PROBE_PORT).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the switch never forwarded a probe"
-        );
-        send(t0, pool, &probe);
     }
 }
 

@@ -5,7 +5,6 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use wirespeed_io::afpacket::AfPacketPort;
 use wirespeed_io::afxdp::{AfXdpConfig, AfXdpPort, Umem};
 use wirespeed_io::{Port, QueueId};
 use wirespeed_lab::Testbed;
@@ -15,29 +14,6 @@ use wirespeed_testkit::ports::{push_copies, receive, send};
 
 mod common;
 use common::*;
-
-/// A cross-connect of the lab's DuT interfaces d0 and d1 with the given backend lines.
-fn xconnect_config(lab: &Testbed, backend_lines: &str) -> String {
-    format!(
-        "[switch]\napp = \"xconnect\"\n\n[[port]]\nname = \"p0\"\ninterface = \"{}\"\n{backend_lines}\n\n\
-         [[port]]\nname = \"p1\"\ninterface = \"{}\"\n{backend_lines}\n\n[xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
-        lab.pairs[0].dut_if, lab.pairs[1].dut_if
-    )
-}
-
-/// Waits until a probe frame (to another UDP port than the test frames) crosses t0 -> t1.
-fn wait_until_forwarding(t0: &mut AfPacketPort, t1: &mut AfPacketPort, pool: &mut FramePool) {
-    const PROBE_PORT: u16 = 7;
-    let probe = frames_to(1, PROBE_PORT);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while receive_all(t1, pool, 1, PROBE_PORT).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the switch never forwarded a probe"
-        );
-        send(t0, pool, &probe);
-    }
-}
 
 /// Writes `config` to `path` and runs `wirespeed switch --config PATH` on it (inside namespace
 /// `ns` when given); asserts the switch refused to start and returns what it said on stderr.

@@ -650,6 +650,8 @@ impl Port for AfXdpPort {
             self.chunk_size,
         );
         let chunk = self.chunk_size;
+        // Chunks are a power of two (an aligned UMEM): chunk arithmetic per packet is a shift.
+        let shift = chunk.trailing_zeros();
         // Room for every piece the batch could need (one per packet unless frames are jumbo).
         let most_pieces = self.frame_size.div_ceil(chunk) as usize;
         let free = socket
@@ -667,7 +669,7 @@ impl Port for AfXdpPort {
             // that each stay inside their chunk, as the kernel requires, chained by
             // XDP_PKT_CONTD; every other packet is one descriptor.
             let pieces = if end > start {
-                (end - 1) / chunk - start / chunk + 1
+                ((end - 1) >> shift) - (start >> shift) + 1
             } else {
                 1
             };
@@ -689,7 +691,7 @@ impl Port for AfXdpPort {
             }
             let mut at = start;
             while at < end {
-                let piece_end = end.min((at / chunk + 1) * chunk);
+                let piece_end = end.min(((at >> shift) + 1) << shift);
                 socket.tx.write(
                     written,
                     libc::xdp_desc {

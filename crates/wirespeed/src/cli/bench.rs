@@ -147,6 +147,15 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
 }
 
+/// The fast path (`...-xdp`) or the user-space path over AF_XDP (`...-afxdp`), by the name's end.
+fn xdp_or_afxdp(name: &str) -> WirespeedBackend {
+    if name.ends_with("-xdp") {
+        WirespeedBackend::Xdp
+    } else {
+        WirespeedBackend::AfXdp
+    }
+}
+
 /// The driver for the DuT called `name` (one of [`DUT_NAMES`], `linux-router-nft:N`,
 /// `linux-router-tbf:MBIT` or `wirespeed-afxdp+scrape`, `wirespeed-xdp+scrape`,
 /// `wirespeed-afpacket+scrape`).
@@ -182,11 +191,7 @@ pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn 
             core,
         )),
         "wirespeed-bridge-xdp" | "wirespeed-bridge-afxdp" => {
-            let backend = if name.ends_with("-xdp") {
-                WirespeedBackend::Xdp
-            } else {
-                WirespeedBackend::AfXdp
-            };
+            let backend = xdp_or_afxdp(name);
             Box::new(
                 WirespeedDut::new(backend, binary.into(), core).with_options(WirespeedOptions {
                     bridge: true,
@@ -197,11 +202,7 @@ pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn 
         // The router with one route, the lab's destinations through `t1` (`bench fib` gives it
         // larger tables).
         "wirespeed-router-xdp" | "wirespeed-router-afxdp" => {
-            let backend = if name.ends_with("-xdp") {
-                WirespeedBackend::Xdp
-            } else {
-                WirespeedBackend::AfXdp
-            };
+            let backend = xdp_or_afxdp(name);
             Box::new(
                 WirespeedDut::new(backend, binary.into(), core).with_options(WirespeedOptions {
                     routes: Some(Arc::new(RouteTable::new(&[], 1))),

@@ -332,3 +332,59 @@ pub fn receive_during(
     }
     got
 }
+
+/// A cross-connect of the lab's DuT interfaces d0 and d1 with the given backend lines.
+pub fn xconnect_config(lab: &Testbed, backend_lines: &str) -> String {
+    format!(
+        "[switch]\napp = \"xconnect\"\n\n[[port]]\nname = \"p0\"\ninterface = \"{}\"\n{backend_lines}\n\n\
+         [[port]]\nname = \"p1\"\ninterface = \"{}\"\n{backend_lines}\n\n[xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
+        lab.pairs[0].dut_if, lab.pairs[1].dut_if
+    )
+}
+
+/// Waits until a probe frame (to another UDP port than the test frames) crosses t0 -> t1.
+pub fn wait_until_forwarding(t0: &mut AfPacketPort, t1: &mut AfPacketPort, pool: &mut FramePool) {
+    const PROBE_PORT: u16 = 7;
+    let probe = frames_to(1, PROBE_PORT);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while receive_all(t1, pool, 1, PROBE_PORT).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the switch never forwarded a probe"
+        );
+        wirespeed_testkit::ports::send(t0, pool, &probe);
+    }
+}
+
+/// A small deterministic generator (xorshift64*), so a failure can be replayed.
+pub struct Random(pub u64);
+
+impl Random {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Writes `frames` as a capture at `path`, as `wirespeed pcap` and the switch's capture ports
+/// write theirs (frames of any size up to jumbo).
+pub fn write_capture(path: &Path, frames: &[Vec<u8>]) {
+    use wirespeed_io::Port;
+    let mut port = wirespeed_io::pcap::PcapPort::open("gen", None, Some(path)).unwrap();
+    let mut pool = FramePool::new(256, wirespeed_packet::pool::MAX_FRAME_SIZE).unwrap();
+    let mut batch = wirespeed_packet::Batch::new(32);
+    for frame in frames {
+        batch.push(pool.alloc_copy(frame, 0).unwrap());
+        if batch.is_full() {
+            port.tx(0, &mut pool, &mut batch);
+        }
+    }
+    port.tx(0, &mut pool, &mut batch);
+    port.release_all(&mut pool);
+}
