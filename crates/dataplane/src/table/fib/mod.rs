@@ -1,5 +1,7 @@
 //! The router's longest-prefix-match tables (FIB): [`Ipv4Fib`] (DIR-24-8) and [`Ipv6Fib`]
-//! (a 16-8-8-... multibit trie), plus [`EcmpGroups`] to spread a prefix over several next hops.
+//! (a 16-8-8-... multibit trie), their compressed alternatives [`Ipv4Trie`] and [`Ipv6Trie`]
+//! (Poptrie: the same interface in a few MiB, see [`Poptrie`]), plus [`EcmpGroups`] to spread a
+//! prefix over several next hops.
 //!
 //! A FIB maps a prefix to a [`NextHop`]: a small integer the router resolves in its own next-hop
 //! table (output port, MAC addresses). A next hop is either one hop id or an ECMP group id; the
@@ -23,6 +25,7 @@
 mod ecmp;
 mod ipv4;
 mod ipv6;
+mod poptrie;
 mod prefix;
 mod rib;
 
@@ -34,6 +37,7 @@ use wirespeed_packet::memory::ReservedTable;
 pub use ecmp::EcmpGroups;
 pub use ipv4::Ipv4Fib;
 pub use ipv6::Ipv6Fib;
+pub use poptrie::{Ipv4Trie, Ipv6Trie, Poptrie};
 pub use prefix::{Ipv4Prefix, Ipv6Prefix};
 
 /// A lookup array reserved for `fixed` entries and up to `limit` blocks of `block` entries (tbl8
@@ -176,6 +180,16 @@ pub enum FibError {
          Ipv6Fib::with_node_limit(larger) or aggregate the prefixes"
     )]
     NodesExhausted {
+        /// The configured number of nodes.
+        limit: u32,
+    },
+    /// Every node, or every leaf, of a Poptrie table is in use.
+    #[error(
+        "Poptrie FIB: all {limit} nodes (or the eight leaves per node allowed with them) are in \
+         use; build the table with Ipv4Trie/Ipv6Trie::with_node_limit(larger) or aggregate the \
+         prefixes"
+    )]
+    TrieNodesExhausted {
         /// The configured number of nodes.
         limit: u32,
     },

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use super::NextHop;
 
 /// Address bits of one family: `u32` for IPv4, `u128` for IPv6.
-pub(super) trait AddrBits: Copy + Eq + Hash {
+pub trait AddrBits: Copy + Eq + Hash {
     /// Address width in bits.
     const BITS: u8;
     /// `self` with everything after the first `len` bits cleared.

@@ -1,0 +1,274 @@
+//! Poptrie's compressed nodes and the arrays that hold them: how a subtree is built from the
+//! routes under it, released, and walked.
+//!
+//! A node covers six address bits (64 slots). `vector` bit *v* says slot *v* holds a child; its
+//! children sit side by side from `children`, so the child of slot *v* is
+//! `children + popcount(vector & bits 0..=v) - 1`. The other slots are leaves, compressed: a
+//! run of slots with the same next hop (children skipped) is stored once, `leafvec` marks the
+//! slot where each run starts, and slot *v*'s leaf is
+//! `leaves + popcount(leafvec & bits 0..=v) - 1`. A node is 24 bytes however sparse it is, against 256 entries (1 KiB) for a node of the
+//! 16-8-8 trie (`fib/ipv6.rs`); that, and the leaf compression, is what keeps a full table in a
+//! few MiB.
+
+use super::Key;
+use super::arena::{Arena, Block};
+
+/// Address bits a node covers.
+pub(super) const STRIDE: u8 = 6;
+
+/// A compressed 64-ary node (Asai and Ohara, Poptrie, SIGCOMM 2015, §3.2-3.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub(super) struct Node {
+    /// Bit *v*: slot *v* is a child.
+    pub(super) vector: u64,
+    /// Bit *v*: a run of equal leaves starts at slot *v*.
+    pub(super) leafvec: u64,
+    /// Index of the node's first leaf.
+    pub(super) leaves: u32,
+    /// Index of the node's first child.
+    pub(super) children: u32,
+}
+
+/// Where slot `slot` of `node` leads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Slot {
+    /// The node at this index.
+    Child(u32),
+    /// The leaf at this index.
+    Leaf(u32),
+}
+
+impl Node {
+    /// Where slot `slot` (0..64) leads: one popcount over the bits up to and including it.
+    #[inline(always)]
+    pub(super) fn slot(&self, slot: usize) -> Slot {
+        let through = (2u64 << slot).wrapping_sub(1);
+        if self.vector >> slot & 1 != 0 {
+            Slot::Child(
+                self.children
+                    .wrapping_add((self.vector & through).count_ones())
+                    .wrapping_sub(1),
+            )
+        } else {
+            Slot::Leaf(
+                self.leaves
+                    .wrapping_add((self.leafvec & through).count_ones())
+                    .wrapping_sub(1),
+            )
+        }
+    }
+
+    fn child_block(&self) -> Option<Block> {
+        let len = self.vector.count_ones() as u8;
+        (len > 0).then_some(Block {
+            base: self.children,
+            len,
+        })
+    }
+
+    fn leaf_block(&self) -> Option<Block> {
+        let len = self.leafvec.count_ones() as u8;
+        (len > 0).then_some(Block {
+            base: self.leaves,
+            len,
+        })
+    }
+}
+
+/// A route as a subtree build reads it: address, length, table entry (next hop bits).
+pub(super) type Route<A> = (A, u8, u32);
+
+/// The node and leaf arrays.
+pub(super) struct Store {
+    pub(super) nodes: Arena<Node>,
+    pub(super) leaves: Arena<u32>,
+}
+
+/// Entries a build may take beyond the arenas' limits: those of the subtree it replaces, which
+/// are released once it is in place. `None` where no limit applies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Headroom {
+    pub(super) nodes: usize,
+    pub(super) leaves: usize,
+}
+
+/// Blocks handed out while a subtree was built: released again if the build fails.
+#[derive(Default)]
+pub(super) struct Made {
+    nodes: Vec<Block>,
+    leaves: Vec<Block>,
+}
+
+impl Store {
+    /// Releases every block of `made` (a build that failed half-way).
+    pub(super) fn undo(&mut self, made: Made) {
+        for block in made.nodes {
+            self.nodes.release(block);
+        }
+        for block in made.leaves {
+            self.leaves.release(block);
+        }
+    }
+
+    /// Builds the subtree for `routes` (sorted by address then length, every one inside the
+    /// subtree's block and longer than `offset`) under a root node of its own; returns the
+    /// root's index. `default`: the entry of slots no route covers. `headroom`: how far past the
+    /// arenas' limits it may go (see [`Arena::alloc`]). `None` when an arena is full; `made` then lists
+    /// what to [`Store::undo`].
+    pub(super) fn build_root<A: Key>(
+        &mut self,
+        routes: &[Route<A>],
+        offset: u8,
+        default: u32,
+        headroom: Option<Headroom>,
+        made: &mut Made,
+    ) -> Option<u32> {
+        let root = self.nodes.alloc(1, headroom.map(|h| h.nodes))?;
+        made.nodes.push(root);
+        let node = self.build(routes, offset, default, headroom, made)?;
+        if let Some(slot) = self.nodes.block_mut(root).first_mut() {
+            *slot = node;
+        }
+        Some(root.base)
+    }
+
+    /// The node for `routes` at `offset`, its leaves and children written to blocks of their own.
+    fn build<A: Key>(
+        &mut self,
+        routes: &[Route<A>],
+        offset: u8,
+        default: u32,
+        headroom: Option<Headroom>,
+        made: &mut Made,
+    ) -> Option<Node> {
+        // Sorted by address then length, a route comes after every route that contains it,
+        // so writing them in order leaves each slot with its longest match.
+        let mut values = [default; 64];
+        let mut vector = 0u64;
+        let mut deeper = Vec::new();
+        for &(addr, len, entry) in routes {
+            let slot = addr.bits(offset, STRIDE);
+            if len <= offset + STRIDE {
+                let count = 1usize << (offset + STRIDE - len);
+                values
+                    .get_mut(slot..slot + count)
+                    .unwrap_or_default()
+                    .fill(entry);
+            } else {
+                vector |= 1 << slot;
+                deeper.push((addr, len, entry));
+            }
+        }
+
+        let mut node = Node {
+            vector,
+            ..Node::default()
+        };
+        let mut run = [0u32; 64];
+        let mut runs = 0;
+        let mut previous = None;
+        for (slot, &value) in values.iter().enumerate() {
+            if vector >> slot & 1 == 0 && previous != Some(value) {
+                node.leafvec |= 1 << slot;
+                if let Some(leaf) = run.get_mut(runs) {
+                    *leaf = value;
+                }
+                runs += 1;
+                previous = Some(value);
+            }
+        }
+        if runs > 0 {
+            let block = self.leaves.alloc(runs, headroom.map(|h| h.leaves))?;
+            made.leaves.push(block);
+            self.leaves
+                .block_mut(block)
+                .copy_from_slice(run.get(..runs).unwrap_or_default());
+            node.leaves = block.base;
+        }
+
+        let children = vector.count_ones() as usize;
+        if children > 0 {
+            let block = self.nodes.alloc(children, headroom.map(|h| h.nodes))?;
+            made.nodes.push(block);
+            node.children = block.base;
+            let slot_of = |route: &Route<A>| route.0.bits(offset, STRIDE);
+            for (i, group) in deeper.chunk_by(|a, b| slot_of(a) == slot_of(b)).enumerate() {
+                let inherited = group
+                    .first()
+                    .and_then(|route| values.get(slot_of(route)))
+                    .copied()
+                    .unwrap_or(default);
+                let child = self.build(group, offset + STRIDE, inherited, headroom, made)?;
+                if let Some(slot) = self.nodes.block_mut(block).get_mut(i) {
+                    *slot = child;
+                }
+            }
+        }
+        Some(node)
+    }
+
+    /// The nodes (itself included) and leaves of the subtree under the root node `root`.
+    pub(super) fn size(&self, root: u32) -> Headroom {
+        let mut size = Headroom::default();
+        let mut stack = vec![root];
+        while let Some(index) = stack.pop() {
+            let Some(node) = self.nodes.entries().get(index as usize) else {
+                continue;
+            };
+            size.nodes += 1;
+            size.leaves += node.leafvec.count_ones() as usize;
+            if let Some(block) = node.child_block() {
+                stack.extend(block.base..block.base + u32::from(block.len));
+            }
+        }
+        size
+    }
+
+    /// Releases the subtree under the root node `root` (built by [`Store::build_root`]).
+    pub(super) fn release_root(&mut self, root: u32) {
+        self.release(root);
+        self.nodes.release(Block { base: root, len: 1 });
+    }
+
+    /// Releases the blocks of node `index`'s leaves and children, and theirs.
+    fn release(&mut self, index: u32) {
+        let Some(&node) = self.nodes.entries().get(index as usize) else {
+            return;
+        };
+        if let Some(block) = node.leaf_block() {
+            self.leaves.release(block);
+        }
+        if let Some(block) = node.child_block() {
+            for child in block.base..block.base + u32::from(block.len) {
+                self.release(child);
+            }
+            self.nodes.release(block);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_finds_children_and_compressed_leaves_by_popcount() {
+        // Slots 3 and 63 are children; leaves: 0..3 = A, 4..10 = B, 10..63 = A.
+        let node = Node {
+            vector: 1 << 3 | 1 << 63,
+            leafvec: 1 | 1 << 4 | 1 << 10,
+            leaves: 100,
+            children: 200,
+        };
+        assert_eq!(node.slot(0), Slot::Leaf(100));
+        assert_eq!(node.slot(2), Slot::Leaf(100));
+        assert_eq!(node.slot(3), Slot::Child(200));
+        assert_eq!(node.slot(4), Slot::Leaf(101));
+        assert_eq!(node.slot(9), Slot::Leaf(101));
+        assert_eq!(node.slot(10), Slot::Leaf(102));
+        assert_eq!(node.slot(62), Slot::Leaf(102));
+        assert_eq!(node.slot(63), Slot::Child(201));
+        assert_eq!(size_of::<Node>(), 24);
+    }
+}
