@@ -24,6 +24,7 @@ use wirespeed_packet::DropReason;
 
 use crate::config::AppConfig;
 use crate::protocol::{self, Request, Response, Show, Upload, table};
+use crate::reload::{Event, Level, Reloader};
 use crate::tables;
 
 /// How long a worker has to answer a command.
@@ -60,6 +61,8 @@ pub struct Dispatcher {
     /// Held while a file is loaded: one load at a time, so the switch holds one file's
     /// parsed table (up to `tables::MAX_ROUTES` routes), not one per client.
     loading: Mutex<()>,
+    /// The configuration file and what runs of it, for `reload` (and SIGHUP).
+    reloader: Option<Reloader>,
 }
 
 /// One worker's answer and how long it took.
@@ -74,6 +77,7 @@ impl Dispatcher {
             fast_path: None,
             own: Vec::new(),
             loading: Mutex::new(()),
+            reloader: None,
         }
     }
 
@@ -90,6 +94,33 @@ impl Dispatcher {
                 .collect();
         }
         self
+    }
+
+    /// The dispatcher of a switch started from `reloader`'s file, which `reload` reads again.
+    pub fn with_reloader(mut self, reloader: Reloader) -> Dispatcher {
+        self.reloader = Some(reloader);
+        self
+    }
+
+    /// Reads the configuration file again and applies what changed (see [`crate::reload`]):
+    /// one event per change, refusal or error.
+    pub fn reload(&self) -> Vec<Event> {
+        match &self.reloader {
+            Some(reloader) => reloader.reload(self),
+            None => vec![Event {
+                level: Level::Error,
+                text: "reload: this switch was not started from a configuration file".into(),
+            }],
+        }
+    }
+
+    /// Sends one app command to every worker, as `ctl` would; the error says why not.
+    pub(crate) fn app_command(&self, command: AppCommand) -> Result<(), String> {
+        match self.app(command) {
+            Ok(_) => Ok(()),
+            Err(Response::Error { error, .. }) => Err(error),
+            Err(Response::Ok(_)) => Ok(()),
+        }
     }
 
     /// The dispatcher of a switch with the XDP fast path, whose figures `show` adds.
@@ -460,6 +491,7 @@ impl Handler for Dispatcher {
             }
             Request::RouteLoad(upload) => self.load(upload, body, Self::route_load),
             Request::AclLoad(upload) => self.load(upload, body, Self::acl_load),
+            Request::Reload => reload_response(self.reload()),
             other => match other.app_command() {
                 Some(command) => self.app(command),
                 None => Err(Response::error(
@@ -473,6 +505,34 @@ impl Handler for Dispatcher {
             Err(response) => response,
         }
     }
+}
+
+/// The events as a table; an error (with every event) when one is an error.
+fn reload_response(events: Vec<Event>) -> Result<Value, Response> {
+    if events.iter().any(|event| event.level == Level::Error) {
+        let text = events
+            .iter()
+            .map(|event| event.text.as_str())
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err(Response::error(
+            text,
+            "correct the configuration file and reload again; the running configuration stays \
+             where the reload could not change it",
+        ));
+    }
+    let rows = events
+        .into_iter()
+        .map(|event| {
+            let level = match event.level {
+                Level::Info => "info",
+                Level::Warning => "warning",
+                Level::Error => "error",
+            };
+            vec![level.to_string(), event.text]
+        })
+        .collect();
+    Ok(table(&["level", "event"], rows))
 }
 
 fn file_error(error: tables::FileError) -> Response {

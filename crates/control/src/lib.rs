@@ -7,7 +7,8 @@
 //! At run time, [`socket`] serves the control socket: [`protocol`] parses each request line,
 //! [`dispatch`] turns it into commands for the workers (built off their hot path, see
 //! `wirespeed_dataplane::command`) and their replies into one JSON reply, and [`tables`] builds
-//! tables from files (a route file into FIBs) on the control thread.
+//! tables from files (a route file into FIBs) on the control thread. [`reload`] reads the
+//! configuration file again and applies what changed through the same commands.
 #![deny(unsafe_code)]
 // Config errors are built once, on the control path, and carry the whole place; boxing them buys
 // nothing.
@@ -16,6 +17,7 @@
 pub mod config;
 pub mod dispatch;
 pub mod protocol;
+pub mod reload;
 pub mod socket;
 pub mod tables;
 

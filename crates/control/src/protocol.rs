@@ -31,6 +31,12 @@ pub const MAX_LINE: usize = 64 * 1024;
 pub const COMMANDS: &[(&str, &str)] = &[
     ("help", "this list"),
     (
+        "reload",
+        "read the configuration file again and apply what can change at run time (routes, \
+         neighbours, ACL rules, flows, MAC age), as SIGHUP does; lists each change and each key \
+         that needs a restart",
+    ),
+    (
         "ping",
         "ask every worker to answer; shows each one's reply time",
     ),
@@ -123,6 +129,7 @@ pub enum Request {
     FlowAdd(FlowRule),
     FlowDel(FlowRule),
     AclLoad(Upload),
+    Reload,
 }
 
 /// A file sent by the client after its request line (`route load BYTES NAME`, then exactly
@@ -367,6 +374,7 @@ pub fn parse(line: &[u8]) -> Result<Request, ProtocolError> {
     match first {
         "help" => exact(Request::Help, 0),
         "ping" => exact(Request::Ping, 0),
+        "reload" => exact(Request::Reload, 0),
         "show" => {
             let show = match rest.first().copied() {
                 Some("ports") => Show::Ports,

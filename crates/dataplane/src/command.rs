@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use rtrb::{Consumer, Producer, RingBuffer};
 
+use crate::app::router::StaticRoute;
 use crate::table::fib::{Ipv4Fib, Ipv4Prefix, Ipv6Fib, Ipv6Prefix};
 use crate::worker::WorkerSnapshot;
 
@@ -57,6 +58,9 @@ pub enum AppCommand {
     RouteAddV6 { prefix: Ipv6Prefix, via: Ipv6Addr },
     /// Remove the IPv6 route of exactly this prefix.
     RouteRemoveV6(Ipv6Prefix),
+    /// Add or replace one route of either family, with one gateway or several (ECMP): a
+    /// reloaded configuration's route.
+    RouteSet(StaticRoute),
     /// Replace every static route (both families) with FIBs built on the control thread.
     ReplaceFib(Routes),
     /// Add or replace a neighbour (ARP/NDP) entry.
@@ -65,6 +69,9 @@ pub enum AppCommand {
     NeighbourRemove(IpAddr),
     /// Forget every learned MAC address.
     MacFlush,
+    /// Forget a MAC address not seen for this many seconds from now on (a reloaded
+    /// configuration's `[bridge] age_seconds`).
+    SetMacAge(f64),
     /// The MAC table as a [`Table`].
     ShowMacs,
     /// The neighbour table as a [`Table`].
@@ -85,12 +92,15 @@ impl AppCommand {
     /// The command's words in the control protocol, for messages.
     pub fn name(&self) -> &'static str {
         match self {
-            AppCommand::RouteAddV4 { .. } | AppCommand::RouteAddV6 { .. } => "route add",
+            AppCommand::RouteAddV4 { .. }
+            | AppCommand::RouteAddV6 { .. }
+            | AppCommand::RouteSet(_) => "route add",
             AppCommand::RouteRemoveV4(_) | AppCommand::RouteRemoveV6(_) => "route del",
             AppCommand::ReplaceFib(_) => "route load",
             AppCommand::NeighbourAdd(_) => "neighbour add",
             AppCommand::NeighbourRemove(_) => "neighbour del",
             AppCommand::MacFlush => "mac flush",
+            AppCommand::SetMacAge(_) => "mac age",
             AppCommand::ShowMacs => "show macs",
             AppCommand::ShowNeighbours => "show neighbours",
             AppCommand::ShowRoutes => "show routes",

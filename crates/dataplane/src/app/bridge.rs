@@ -80,6 +80,15 @@ pub enum BridgeError {
     Age(f64),
 }
 
+/// `seconds` in TSC cycles at `hz`; an error unless it is a positive number. Saturates for
+/// very long ages (and infinity): never aged.
+fn age_cycles(seconds: f64, hz: u64) -> Result<u64, BridgeError> {
+    if seconds.is_nan() || seconds <= 0.0 {
+        return Err(BridgeError::Age(seconds));
+    }
+    Ok((seconds * hz as f64) as u64)
+}
+
 /// Every counter of the bridge, stage by stage.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BridgeCounters {
@@ -157,11 +166,7 @@ impl Bridge {
 
     /// As [`Bridge::new`] with a given clock rate: `ctx.now` is read in units of `hz`.
     pub fn with_tsc_hz(config: BridgeConfig, hz: u64) -> Result<Bridge, BridgeError> {
-        if config.age_seconds.is_nan() || config.age_seconds <= 0.0 {
-            return Err(BridgeError::Age(config.age_seconds));
-        }
-        // Saturates for very long ages (and infinity): never aged.
-        let age_cycles = (config.age_seconds * hz as f64) as u64;
+        let age_cycles = age_cycles(config.age_seconds, hz)?;
         let ports: Vec<(u16, VlanMode)> = config
             .ports
             .iter()
@@ -178,6 +183,13 @@ impl Bridge {
             batch_vlans: Box::new([0; MAX_BATCH]),
             trace: TraceRing::default(),
         })
+    }
+
+    /// Changes the MAC ageing time (`[bridge] age_seconds` of a reloaded configuration).
+    /// Between batches.
+    pub fn set_age(&mut self, seconds: f64) -> Result<(), BridgeError> {
+        self.table.set_age_cycles(age_cycles(seconds, self.hz)?);
+        Ok(())
     }
 
     /// The bridge with an ACL in front of learning and forwarding.
@@ -402,6 +414,10 @@ impl App for Bridge {
                 AppReply::Done
             }
             AppCommand::ShowMacs => AppReply::Table(self.mac_table(ctx)),
+            AppCommand::SetMacAge(seconds) => match self.set_age(seconds) {
+                Ok(()) => AppReply::Done,
+                Err(error) => AppReply::Refused(error.to_string()),
+            },
             AppCommand::ReplaceAcl(rules) => match fields::acl_rules(&rules) {
                 Ok(typed) => {
                     self.set_acl(&typed);

@@ -182,6 +182,13 @@ impl MacTable {
         })
     }
 
+    /// Changes the age at which an entry is forgotten (a reloaded configuration's): entries
+    /// are stamped with the time last seen, not an expiry, so the new age applies to every
+    /// entry at once, with nothing to rewrite.
+    pub fn set_age_cycles(&mut self, age_cycles: u64) {
+        self.age_cycles = age_cycles;
+    }
+
     /// Makes `mirror` a copy of the table (cleared, then given every live entry at `now`) and
     /// tells it of every change from now on.
     pub fn mirror_into(&mut self, mut mirror: Box<dyn MacSync>, now: u64) {

@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod numbers;
 pub mod pcap;
 pub mod privileges;
+pub mod reload;
 pub mod rfc2544;
 pub mod stats;
 pub mod sweep;

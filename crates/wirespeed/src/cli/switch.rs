@@ -12,13 +12,14 @@ use anyhow::{Context, Result};
 use clap::Args;
 use wirespeed_control::config::Realtime;
 use wirespeed_control::dispatch::{COMMAND_TIMEOUT, Dispatcher};
+use wirespeed_control::reload::Reloader;
 use wirespeed_control::socket::{ControlSocket, Limits, SocketError};
 use wirespeed_dataplane::command;
 use wirespeed_dataplane::worker::{Conservation, StatsCell, Worker, WorkerSnapshot};
 use wirespeed_fastpath::FastPath;
 use wirespeed_io::Backend;
 
-use super::{build, metrics, numbers, privileges, stats};
+use super::{build, metrics, numbers, privileges, reload, stats};
 
 #[derive(Args)]
 pub struct SwitchArgs {
@@ -48,23 +49,28 @@ pub fn run(args: SwitchArgs) -> Result<()> {
     } = build::workers(&config)?;
     let kept = privileges::Kept::for_switch(fast_path.fast_path.is_some());
     // Dropped after the workers stop: the socket file goes away with the switch.
-    let _control = match &config.switch.control_socket {
-        Some(path) => Some(control_socket(
-            path,
-            kept,
-            &mut workers,
-            &config.app,
-            super::fast_path::View::new(
-                &fast_path,
-                &config
-                    .ports
-                    .iter()
-                    .map(|port| port.name.clone())
-                    .collect::<Vec<_>>(),
-            ),
-        )?),
-        None => None,
+    let (_control, dispatcher) = match &config.switch.control_socket {
+        Some(path) => {
+            let (socket, dispatcher) = control_socket(
+                path,
+                kept,
+                &mut workers,
+                &config.app,
+                Reloader::new(args.config.clone(), config.clone()),
+                super::fast_path::View::new(
+                    &fast_path,
+                    &config
+                        .ports
+                        .iter()
+                        .map(|port| port.name.clone())
+                        .collect::<Vec<_>>(),
+                ),
+            )?;
+            (Some(socket), Some(dispatcher))
+        }
+        None => (None, None),
     };
+    let _reload = reload::OnHangup::start(dispatcher, kept)?;
     for worker in &workers {
         for port in worker.ports() {
             let info = port.info();
@@ -160,14 +166,16 @@ fn starting_line(config: &wirespeed_control::config::Config) -> String {
 }
 
 /// Gives every worker a command channel and serves them on the control socket at `path`, from
-/// a thread that holds only the capabilities `kept`.
+/// a thread that holds only the capabilities `kept`; the dispatcher is returned too, for
+/// SIGHUP's reloads.
 fn control_socket(
     path: &std::path::Path,
     kept: privileges::Kept,
     workers: &mut [Worker],
     app: &wirespeed_control::config::AppConfig,
+    reloader: Reloader,
     fast_path: super::fast_path::View,
-) -> Result<ControlSocket> {
+) -> Result<(ControlSocket, Arc<Dispatcher>)> {
     let ends = workers
         .iter_mut()
         .map(|worker| {
@@ -176,25 +184,27 @@ fn control_socket(
             control
         })
         .collect();
-    let dispatcher = Dispatcher::new(ends, COMMAND_TIMEOUT)
-        .with_fast_path(Box::new(fast_path))
-        .with_app(app);
+    let dispatcher = Arc::new(
+        Dispatcher::new(ends, COMMAND_TIMEOUT)
+            .with_fast_path(Box::new(fast_path))
+            .with_app(app)
+            .with_reloader(reloader),
+    );
     let owned = path.to_path_buf();
-    let socket =
-        ControlSocket::bind_then(path, Limits::default(), Arc::new(dispatcher), move || {
-            kept.drop_the_rest().map_err(|error| SocketError::Setup {
-                path: owned,
-                message: error.to_string(),
-                fix: error.fix().into(),
-            })
+    let socket = ControlSocket::bind_then(path, Limits::default(), dispatcher.clone(), move || {
+        kept.drop_the_rest().map_err(|error| SocketError::Setup {
+            path: owned,
+            message: error.to_string(),
+            fix: error.fix().into(),
         })
-        .map_err(|e| anyhow::anyhow!("{e}\n  fix: {}", e.fix()))?;
+    })
+    .map_err(|e| anyhow::anyhow!("{e}\n  fix: {}", e.fix()))?;
     println!(
         "control socket {} (`wirespeed ctl --socket {} help`)",
         path.display(),
         path.display()
     );
-    Ok(socket)
+    Ok((socket, dispatcher))
 }
 
 /// Where worker threads run.

@@ -34,6 +34,7 @@ impl Router {
                 prefix: Prefix::V6(prefix),
                 via: vec![Gateway::new(IpAddr::V6(via))],
             })),
+            AppCommand::RouteSet(route) => done(self.add_route(&route)),
             AppCommand::RouteRemoveV4(prefix) => {
                 removed(self.remove_route(Prefix::V4(prefix)), &prefix)
             }
