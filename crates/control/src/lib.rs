@@ -16,6 +16,7 @@
 
 pub mod config;
 pub mod dispatch;
+pub mod openflow;
 pub mod protocol;
 pub mod reload;
 pub mod socket;

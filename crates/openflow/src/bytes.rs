@@ -73,11 +73,21 @@ impl<'a> Reader<'a> {
         Ok(u64::from_be_bytes(self.array()?))
     }
 
-    /// A NUL-padded string field of `len` bytes, up to its first NUL.
+    /// A NUL-terminated string field of `len` bytes: up to its first NUL and at most
+    /// `len - 1` bytes (the last byte is the terminator), cut before any byte that is not
+    /// UTF-8, so that emitting it gives the same field back.
     pub fn string(&mut self, len: usize) -> Result<String, OfError> {
         let raw = self.take(len)?;
-        let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
-        Ok(String::from_utf8_lossy(&raw[..end]).into_owned())
+        let end = raw
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(raw.len())
+            .min(len.saturating_sub(1));
+        let text = match std::str::from_utf8(&raw[..end]) {
+            Ok(text) => text,
+            Err(error) => std::str::from_utf8(&raw[..error.valid_up_to()]).unwrap_or_default(),
+        };
+        Ok(text.to_string())
     }
 }
 
@@ -113,9 +123,12 @@ impl Writer for Vec<u8> {
         self.resize(self.len() + len, 0);
     }
     fn string(&mut self, text: &str, len: usize) {
-        let bytes = text.as_bytes();
-        let used = bytes.len().min(len.saturating_sub(1));
-        self.extend_from_slice(&bytes[..used]);
+        let mut used = text.len().min(len.saturating_sub(1));
+        while !text.is_char_boundary(used) {
+            used -= 1;
+        }
+        let used = text[..used].find('\0').unwrap_or(used);
+        self.extend_from_slice(&text.as_bytes()[..used]);
         self.zeros(len - used);
     }
     fn patch_u16(&mut self, at: usize, value: u16) {

@@ -673,3 +673,28 @@ proptest! {
         }
     }
 }
+
+/// Found by the fuzz target: a name that is not UTF-8 (or fills its field without a NUL) is
+/// read up to what can be written back the same.
+#[test]
+fn strings_that_are_not_utf8_round_trip() {
+    let mut bytes = Message::PortStatus {
+        reason: 0,
+        port: PortDesc::default(),
+    }
+    .encode(1)
+    .unwrap();
+    // ofp_port's name: header 8, reason and pad 8, port_no, pad, hw_addr, pad: 16.
+    for (at, byte) in [(32, 0x61), (33, 0xff), (34, 0x62)] {
+        bytes[at] = byte;
+    }
+    let (_, message) = Message::decode(&bytes).unwrap();
+    let Message::PortStatus { port, .. } = &message else {
+        unreachable!()
+    };
+    assert_eq!(port.name, "a");
+    round_trip(&message);
+    bytes[32..48].fill(b'x');
+    let (_, message) = Message::decode(&bytes).unwrap();
+    round_trip(&message);
+}

@@ -1,0 +1,554 @@
+//! One OpenFlow connection: its bytes cut into messages, the handshake, keep-alive, and the
+//! answer to every request.
+//!
+//! The agent's thread polls every connection in turn with non-blocking sockets, so a peer
+//! that sends nothing, sends slowly or does not read only ever costs its own connection: it
+//! is cut off when the handshake does not finish within [`Timers::handshake`], when an echo
+//! request goes unanswered for [`Timers::echo_timeout`] after [`Timers::echo_idle`] of
+//! silence, when it has sent [`MAX_REFUSED`] messages the switch refused, or when more than
+//! [`MAX_OUTPUT`] bytes wait for it to read them.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use wirespeed_openflow::message::{Features, HEADER_LEN, Role, SwitchConfig, role};
+use wirespeed_openflow::multipart::{
+    Desc, MORE, MultipartReply, MultipartRequest, PortStats, ReplyBody, RequestBody,
+    TableFeatureProperty, TableFeatures, TableStats, property,
+};
+use wirespeed_openflow::{Header, Message, OfError, VERSION};
+
+use super::switch::Switch;
+use super::translate;
+
+/// How long a connection may take for what.
+#[derive(Clone, Copy, Debug)]
+pub struct Timers {
+    /// From connect to the peer's HELLO.
+    pub handshake: Duration,
+    /// Silence after which the switch sends an ECHO_REQUEST.
+    pub echo_idle: Duration,
+    /// Time the peer then has to send anything.
+    pub echo_timeout: Duration,
+}
+
+impl Default for Timers {
+    fn default() -> Self {
+        Timers {
+            handshake: Duration::from_secs(5),
+            echo_idle: Duration::from_secs(5),
+            echo_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Refused messages after which a connection is closed (a peer speaking garbage).
+pub const MAX_REFUSED: u32 = 32;
+/// Bytes waiting for the peer to read, beyond which it is closed.
+pub const MAX_OUTPUT: usize = 4 << 20;
+/// Flow entries per MULTIPART_REPLY part (each at most about 1 KiB: 16 actions and a match).
+const FLOWS_PER_REPLY: usize = 48;
+/// Bytes of a refused message copied into the ERROR (§7.4.4: at least 64).
+const ERROR_DATA: usize = 64;
+
+/// Why a connection ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Closed {
+    PeerClosed,
+    Io(String),
+    NoHello,
+    Incompatible,
+    EchoTimeout,
+    Garbage,
+    NotReading,
+}
+
+impl std::fmt::Display for Closed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Closed::PeerClosed => write!(f, "closed by the peer"),
+            Closed::Io(error) => write!(f, "I/O error: {error}"),
+            Closed::NoHello => write!(f, "no HELLO in time"),
+            Closed::Incompatible => write!(f, "no common OpenFlow version (1.3 needed)"),
+            Closed::EchoTimeout => write!(f, "echo request not answered in time"),
+            Closed::Garbage => write!(f, "too many refused messages"),
+            Closed::NotReading => write!(f, "the peer does not read its replies"),
+        }
+    }
+}
+
+/// Messages counted per connection, for `show openflow`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub received: u64,
+    pub sent: u64,
+    pub refused: u64,
+    pub flow_mods: u64,
+}
+
+/// What handling a message asks of the agent beyond this connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    None,
+    /// This connection became master: the others that were master become slaves.
+    BecameMaster,
+}
+
+/// One connection, passive (accepted) or active (to a configured controller).
+pub struct Connection {
+    stream: TcpStream,
+    pub peer: SocketAddr,
+    pub active: bool,
+    input: Vec<u8>,
+    output: Vec<u8>,
+    opened: Instant,
+    last_heard: Instant,
+    echo_sent: Option<Instant>,
+    pub negotiated: bool,
+    pub role: u32,
+    pub counts: Counts,
+    config: SwitchConfig,
+    next_xid: u32,
+}
+
+impl Connection {
+    /// A connection over `stream` (made non-blocking here); the switch's HELLO goes first.
+    pub fn new(
+        stream: TcpStream,
+        peer: SocketAddr,
+        active: bool,
+        now: Instant,
+    ) -> std::io::Result<Self> {
+        stream.set_nonblocking(true)?;
+        stream.set_nodelay(true)?;
+        let mut connection = Connection {
+            stream,
+            peer,
+            active,
+            input: Vec::new(),
+            output: Vec::new(),
+            opened: now,
+            last_heard: now,
+            echo_sent: None,
+            negotiated: false,
+            role: role::EQUAL,
+            counts: Counts::default(),
+            config: SwitchConfig {
+                flags: 0,
+                miss_send_len: 128,
+            },
+            next_xid: 1,
+        };
+        let hello = Message::Hello {
+            bitmap: Some(vec![1 << VERSION]),
+        };
+        connection.send(&hello, 0);
+        Ok(connection)
+    }
+
+    fn send(&mut self, message: &Message, xid: u32) {
+        if let Some(bytes) = message.encode(xid) {
+            self.output.extend_from_slice(&bytes);
+            self.counts.sent += 1;
+        }
+    }
+
+    fn refuse(&mut self, error: OfError, xid: u32, request: &[u8]) {
+        self.counts.refused += 1;
+        let data = request[..request.len().min(ERROR_DATA)].to_vec();
+        self.send(&Message::Error { error, data }, xid);
+    }
+
+    /// Reads what arrived, answers it, writes what waits, checks the timers. `Ok(true)` when
+    /// anything moved.
+    pub fn poll(
+        &mut self,
+        now: Instant,
+        timers: &Timers,
+        switch: &Switch<'_>,
+    ) -> Result<(bool, Event), Closed> {
+        let mut busy = false;
+        let mut event = Event::None;
+        let mut chunk = [0u8; 16 * 1024];
+        // A bounded number of reads per turn, so one fast peer cannot starve the others.
+        for _ in 0..8 {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Err(Closed::PeerClosed),
+                Ok(n) => {
+                    self.input.extend_from_slice(&chunk[..n]);
+                    self.last_heard = now;
+                    self.echo_sent = None;
+                    busy = true;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Closed::Io(e.to_string())),
+            }
+        }
+        let mut used = 0;
+        while let Some(header) = Header::peek(&self.input[used..]) {
+            let len = usize::from(header.length);
+            if len < HEADER_LEN {
+                // The stream cannot be cut any further.
+                let mut head = [0u8; HEADER_LEN];
+                head.copy_from_slice(&self.input[used..used + HEADER_LEN]);
+                self.refuse(OfError::BAD_REQUEST_LEN, header.xid, &head);
+                self.flush()?;
+                return Err(Closed::Garbage);
+            }
+            if self.input.len() - used < len {
+                break;
+            }
+            let bytes = self.input[used..used + len].to_vec();
+            used += len;
+            self.counts.received += 1;
+            if self.handle(&bytes, switch, &mut event)? == Handled::Refused
+                && self.counts.refused > u64::from(MAX_REFUSED)
+            {
+                self.flush()?;
+                return Err(Closed::Garbage);
+            }
+        }
+        self.input.drain(..used);
+        if !self.negotiated && now.duration_since(self.opened) > timers.handshake {
+            return Err(Closed::NoHello);
+        }
+        match self.echo_sent {
+            Some(sent) if now.duration_since(sent) > timers.echo_timeout => {
+                return Err(Closed::EchoTimeout);
+            }
+            None if self.negotiated && now.duration_since(self.last_heard) > timers.echo_idle => {
+                let xid = self.xid();
+                self.send(&Message::EchoRequest(Vec::new()), xid);
+                self.echo_sent = Some(now);
+            }
+            _ => {}
+        }
+        busy |= self.flush()?;
+        Ok((busy, event))
+    }
+
+    fn xid(&mut self) -> u32 {
+        self.next_xid = self.next_xid.wrapping_add(1);
+        self.next_xid
+    }
+
+    /// Writes what the socket takes; whether it took anything.
+    fn flush(&mut self) -> Result<bool, Closed> {
+        let mut written = 0;
+        while written < self.output.len() {
+            match self.stream.write(&self.output[written..]) {
+                Ok(0) => return Err(Closed::PeerClosed),
+                Ok(n) => written += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Closed::Io(e.to_string())),
+            }
+        }
+        self.output.drain(..written);
+        if self.output.len() > MAX_OUTPUT {
+            return Err(Closed::NotReading);
+        }
+        Ok(written > 0)
+    }
+
+    fn handle(
+        &mut self,
+        bytes: &[u8],
+        switch: &Switch<'_>,
+        event: &mut Event,
+    ) -> Result<Handled, Closed> {
+        let (header, message) = match Message::decode(bytes) {
+            Ok(decoded) => decoded,
+            Err(refused) => {
+                if !self.negotiated {
+                    return Err(Closed::Incompatible);
+                }
+                self.refuse(refused.error, refused.xid, bytes);
+                return Ok(Handled::Refused);
+            }
+        };
+        let xid = header.xid;
+        if !self.negotiated {
+            let Message::Hello { bitmap } = message else {
+                return Err(Closed::NoHello);
+            };
+            let speaks_13 = match bitmap {
+                Some(words) => words.first().is_some_and(|w| w & (1 << VERSION) != 0),
+                None => header.version >= VERSION,
+            };
+            if !speaks_13 {
+                self.send(
+                    &Message::Error {
+                        error: OfError::HELLO_INCOMPATIBLE,
+                        data: b"wirespeed speaks OpenFlow 1.3 (0x04) only".to_vec(),
+                    },
+                    xid,
+                );
+                let _ = self.flush();
+                return Err(Closed::Incompatible);
+            }
+            self.negotiated = true;
+            return Ok(Handled::Done);
+        }
+        let slave = self.role == role::SLAVE;
+        match message {
+            Message::Hello { .. } | Message::EchoReply(_) | Message::BarrierReply => {}
+            Message::EchoRequest(data) => self.send(&Message::EchoReply(data), xid),
+            Message::Error { .. } => {}
+            Message::FeaturesRequest => {
+                let reply = Message::FeaturesReply(Features {
+                    datapath_id: switch.datapath_id,
+                    n_buffers: 0,
+                    n_tables: switch.tables,
+                    auxiliary_id: 0,
+                    // FLOW_STATS | TABLE_STATS | PORT_STATS.
+                    capabilities: 1 | 2 | 4,
+                });
+                self.send(&reply, xid);
+            }
+            Message::GetConfigRequest => self.send(&Message::GetConfigReply(self.config), xid),
+            Message::SetConfig(config) => self.config = config,
+            Message::BarrierRequest => self.send(&Message::BarrierReply, xid),
+            Message::RoleRequest(request) => {
+                if request.role != role::NOCHANGE {
+                    self.role = request.role;
+                    if request.role == role::MASTER {
+                        *event = Event::BecameMaster;
+                    }
+                }
+                let reply = Role {
+                    role: self.role,
+                    generation_id: request.generation_id,
+                };
+                self.send(&Message::RoleReply(reply), xid);
+            }
+            Message::FlowMod(_) | Message::GroupMod(_) | Message::PacketOut(_) if slave => {
+                self.refuse(OfError::BAD_REQUEST_IS_SLAVE, xid, bytes);
+                return Ok(Handled::Refused);
+            }
+            Message::FlowMod(flow_mod) => {
+                self.counts.flow_mods += 1;
+                if let Err(error) = switch.flow_mod(&flow_mod) {
+                    self.refuse(error, xid, bytes);
+                    return Ok(Handled::Refused);
+                }
+            }
+            Message::GroupMod(_) => {
+                // The app has no group table yet.
+                self.refuse(OfError::GROUP_MOD_OUT_OF_GROUPS, xid, bytes);
+                return Ok(Handled::Refused);
+            }
+            Message::PacketOut(_) => {
+                // The workers have no injection path from the control thread yet.
+                self.refuse(OfError::BAD_REQUEST_EPERM, xid, bytes);
+                return Ok(Handled::Refused);
+            }
+            Message::MultipartRequest(request) => {
+                if let Err(error) = self.multipart(&request, xid, switch) {
+                    self.refuse(error, xid, bytes);
+                    return Ok(Handled::Refused);
+                }
+            }
+            // Messages only a switch sends.
+            Message::FeaturesReply(_)
+            | Message::GetConfigReply(_)
+            | Message::PacketIn(_)
+            | Message::FlowRemoved(_)
+            | Message::PortStatus { .. }
+            | Message::MultipartReply(_)
+            | Message::RoleReply(_) => {
+                self.refuse(OfError::BAD_REQUEST_TYPE, xid, bytes);
+                return Ok(Handled::Refused);
+            }
+        }
+        Ok(Handled::Done)
+    }
+
+    fn reply(&mut self, body: ReplyBody, xid: u32) {
+        self.send(
+            &Message::MultipartReply(MultipartReply { flags: 0, body }),
+            xid,
+        );
+    }
+
+    fn multipart(
+        &mut self,
+        request: &MultipartRequest,
+        xid: u32,
+        switch: &Switch<'_>,
+    ) -> Result<(), OfError> {
+        match &request.body {
+            RequestBody::Desc => self.reply(
+                ReplyBody::Desc(Desc {
+                    manufacturer: "wirespeed".into(),
+                    hardware: "user-space packet forwarder".into(),
+                    software: env!("CARGO_PKG_VERSION").into(),
+                    serial: "none".into(),
+                    datapath: "wirespeed openflow app".into(),
+                }),
+                xid,
+            ),
+            RequestBody::Flow(selection) => {
+                let flows = switch.stats_select(selection)?;
+                let stats: Vec<_> = flows
+                    .iter()
+                    .map(|flow| wirespeed_openflow::multipart::FlowStats {
+                        table_id: flow.table,
+                        duration_sec: 0,
+                        duration_nsec: 0,
+                        priority: flow.entry.priority,
+                        idle_timeout: flow.entry.idle_timeout,
+                        hard_timeout: flow.entry.hard_timeout,
+                        flags: 0,
+                        cookie: flow.entry.cookie,
+                        packet_count: flow.packets,
+                        byte_count: flow.bytes,
+                        matcher: translate::entry_match(&flow.entry),
+                        instructions: translate::entry_instructions(&flow.entry),
+                    })
+                    .collect();
+                let parts: Vec<_> = stats.chunks(FLOWS_PER_REPLY).collect();
+                if parts.is_empty() {
+                    self.reply(ReplyBody::Flow(Vec::new()), xid);
+                }
+                for (i, part) in parts.iter().enumerate() {
+                    let flags = if i + 1 < parts.len() { MORE } else { 0 };
+                    let body = ReplyBody::Flow(part.to_vec());
+                    self.send(
+                        &Message::MultipartReply(MultipartReply { flags, body }),
+                        xid,
+                    );
+                }
+            }
+            RequestBody::Aggregate(selection) => {
+                let flows = switch.stats_select(selection)?;
+                self.reply(
+                    ReplyBody::Aggregate {
+                        packet_count: flows.iter().map(|f| f.packets).sum(),
+                        byte_count: flows.iter().map(|f| f.bytes).sum(),
+                        flow_count: flows.len() as u32,
+                    },
+                    xid,
+                );
+            }
+            RequestBody::Table => {
+                let flows = switch.flows()?;
+                let tables = (0..switch.tables)
+                    .map(|table| TableStats {
+                        table_id: table,
+                        active_count: flows.iter().filter(|f| f.table == table).count() as u32,
+                        lookup_count: 0,
+                        matched_count: flows
+                            .iter()
+                            .filter(|f| f.table == table)
+                            .map(|f| f.packets)
+                            .sum(),
+                    })
+                    .collect();
+                self.reply(ReplyBody::Table(tables), xid);
+            }
+            RequestBody::PortDesc => self.reply(ReplyBody::PortDesc(switch.port_descs()), xid),
+            RequestBody::PortStats(number) => {
+                let stats: Vec<PortStats> = switch
+                    .port_stats()
+                    .into_iter()
+                    .filter(|s| {
+                        *number == wirespeed_openflow::action::port::ANY || s.port_no == *number
+                    })
+                    .collect();
+                if stats.is_empty() {
+                    return Err(OfError::BAD_REQUEST_PORT);
+                }
+                self.reply(ReplyBody::PortStats(stats), xid);
+            }
+            RequestBody::Group(_) => self.reply(ReplyBody::Group(Vec::new()), xid),
+            RequestBody::GroupDesc => self.reply(ReplyBody::GroupDesc(Vec::new()), xid),
+            RequestBody::TableFeatures(change) => {
+                if !change.is_empty() {
+                    return Err(OfError::TABLE_FEATURES_EPERM);
+                }
+                self.reply(ReplyBody::TableFeatures(table_features(switch)), xid);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether a message was carried out or refused with an ERROR.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Handled {
+    Done,
+    Refused,
+}
+
+/// What each table can do, as TABLE_FEATURES describes it: the match fields of the flow key,
+/// apply-actions and goto-table, the actions of `translate`.
+fn table_features(switch: &Switch<'_>) -> Vec<TableFeatures> {
+    // (OXM field, maskable, payload bytes) of the fields `translate::match_fields` takes.
+    let fields: &[(u8, bool, u8)] = &[
+        (0, false, 4),
+        (3, false, 6),
+        (4, false, 6),
+        (5, false, 2),
+        (6, false, 2),
+        (10, false, 1),
+        (11, true, 4),
+        (12, true, 4),
+        (13, false, 2),
+        (14, false, 2),
+        (15, false, 2),
+        (16, false, 2),
+        (26, true, 16),
+        (27, true, 16),
+    ];
+    let set_fields: &[(u8, bool, u8)] = &[
+        (3, false, 6),
+        (4, false, 6),
+        (6, false, 2),
+        (11, false, 4),
+        (12, false, 4),
+        (13, false, 2),
+        (14, false, 2),
+        (15, false, 2),
+        (16, false, 2),
+        (26, false, 16),
+        (27, false, 16),
+    ];
+    // OUTPUT, PUSH_VLAN, POP_VLAN, DEC_NW_TTL, SET_FIELD.
+    let actions: &[u16] = &[0, 17, 18, 24, 25];
+    (0..switch.tables)
+        .map(|table| {
+            let later: Vec<u8> = (table + 1..switch.tables).collect();
+            let mut instructions = vec![4];
+            if !later.is_empty() {
+                instructions.insert(0, 1);
+            }
+            TableFeatures {
+                table_id: table,
+                name: format!("table{table}"),
+                metadata_match: 0,
+                metadata_write: 0,
+                config: 0,
+                max_entries: switch.flows_per_table,
+                properties: vec![
+                    TableFeatureProperty::types(property::INSTRUCTIONS, &instructions),
+                    TableFeatureProperty::types(property::INSTRUCTIONS_MISS, &instructions),
+                    TableFeatureProperty::next_tables(property::NEXT_TABLES, &later),
+                    TableFeatureProperty::next_tables(property::NEXT_TABLES_MISS, &later),
+                    TableFeatureProperty::types(property::WRITE_ACTIONS, &[]),
+                    TableFeatureProperty::types(property::WRITE_ACTIONS_MISS, &[]),
+                    TableFeatureProperty::types(property::APPLY_ACTIONS, actions),
+                    TableFeatureProperty::types(property::APPLY_ACTIONS_MISS, actions),
+                    TableFeatureProperty::fields(property::MATCH, fields),
+                    TableFeatureProperty::fields(property::WILDCARDS, fields),
+                    TableFeatureProperty::fields(property::WRITE_SETFIELD, &[]),
+                    TableFeatureProperty::fields(property::WRITE_SETFIELD_MISS, &[]),
+                    TableFeatureProperty::fields(property::APPLY_SETFIELD, set_fields),
+                    TableFeatureProperty::fields(property::APPLY_SETFIELD_MISS, set_fields),
+                ],
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,356 @@
+//! The OpenFlow 1.3 agent: controllers (and `ovs-ofctl`) drive the openflow app over TCP.
+//!
+//! One control-plane thread, never a worker, serves every connection: the listener
+//! (`ptcp:6653` on 127.0.0.1 unless configured) and the configured controllers, reconnected
+//! with an exponential back-off. Sockets are non-blocking and polled in turn, so no peer can
+//! hold up another, and nothing here touches a worker except through the control socket's
+//! own [`Handler`]: a FLOW_MOD reaches the app exactly as `wirespeed ctl flow add/del` does
+//! (`switch`), after `translate` has refused, with the specification's error, whatever the
+//! app cannot do. The codec is `wirespeed-openflow`.
+
+pub mod connection;
+pub mod switch;
+pub mod translate;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use connection::{Closed, Connection, Counts, Event, Timers};
+use switch::Switch;
+use translate::Ports;
+use wirespeed_openflow::message::role;
+
+use crate::dispatch::Handler;
+
+/// The port OpenFlow controllers and switches listen on (IANA).
+pub const DEFAULT_PORT: u16 = 6653;
+
+/// What the switch does while no controller is connected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailMode {
+    /// Keep forwarding by the flows it has; misses do what `[openflow] miss` says.
+    Secure,
+}
+
+/// The `[openflow]` section's agent keys, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentConfig {
+    /// Where to accept connections (`listen = "ptcp:PORT[:ADDR]"`), `None` for nowhere.
+    pub listen: Option<SocketAddr>,
+    /// Controllers to connect to (`controllers = ["tcp:ADDR:PORT"]`).
+    pub controllers: Vec<SocketAddr>,
+    pub datapath_id: u64,
+    pub fail_mode: FailMode,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            listen: Some(SocketAddr::new(
+                IpAddr::V4(Ipv4Addr::LOCALHOST),
+                DEFAULT_PORT,
+            )),
+            controllers: Vec::new(),
+            datapath_id: 1,
+            fail_mode: FailMode::Secure,
+        }
+    }
+}
+
+/// `ptcp:PORT` (on 127.0.0.1) or `ptcp:PORT:ADDR`, as Open vSwitch writes a passive target;
+/// `none` for no listener.
+pub fn parse_listen(text: &str) -> Option<Option<SocketAddr>> {
+    if text == "none" {
+        return Some(None);
+    }
+    let rest = text.strip_prefix("ptcp:")?;
+    let (port, addr) = match rest.split_once(':') {
+        Some((port, addr)) => (port, addr.trim_start_matches('[').trim_end_matches(']')),
+        None => (rest, "127.0.0.1"),
+    };
+    Some(Some(SocketAddr::new(
+        addr.parse().ok()?,
+        port.parse().ok()?,
+    )))
+}
+
+/// `tcp:ADDR:PORT` (`tcp:[V6ADDR]:PORT` for IPv6), or `tcp:ADDR` for port 6653.
+pub fn parse_controller(text: &str) -> Option<SocketAddr> {
+    let rest = text.strip_prefix("tcp:")?;
+    if let Ok(addr) = rest.parse::<SocketAddr>() {
+        return Some(addr);
+    }
+    let addr: IpAddr = rest
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()?;
+    Some(SocketAddr::new(addr, DEFAULT_PORT))
+}
+
+/// The switch as the agent serves it.
+pub struct SwitchInfo {
+    pub handler: Arc<dyn Handler>,
+    /// Port names in configuration order: OpenFlow port `n` is `ports[n - 1]`.
+    pub ports: Vec<String>,
+    pub tables: u8,
+    pub flows_per_table: u32,
+}
+
+/// One connection as `show openflow` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectionStatus {
+    pub peer: String,
+    /// `passive`, `active`, or `active (down: why, retry in N s)`.
+    pub kind: String,
+    pub state: String,
+    pub role: &'static str,
+    pub counts: Counts,
+}
+
+fn role_name(role: u32) -> &'static str {
+    match role {
+        role::MASTER => "master",
+        role::SLAVE => "slave",
+        _ => "equal",
+    }
+}
+
+/// A configured controller's connection attempts.
+struct Controller {
+    addr: SocketAddr,
+    connected: bool,
+    next_attempt: Instant,
+    backoff: Duration,
+    last_error: Option<String>,
+}
+
+/// First and largest wait between two attempts to reach a controller.
+const BACKOFF_FIRST: Duration = Duration::from_secs(1);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// How long one connection attempt may hold the agent's thread.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(200);
+/// The thread's sleep when nothing moved.
+const IDLE_SLEEP: Duration = Duration::from_millis(5);
+
+/// The running agent; dropping it stops its thread and closes every connection.
+pub struct Agent {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    status: Arc<Mutex<Vec<ConnectionStatus>>>,
+    local: Option<SocketAddr>,
+}
+
+impl Agent {
+    /// Binds the listener (an error names the address) and starts the agent's thread.
+    pub fn start(config: AgentConfig, info: SwitchInfo, timers: Timers) -> std::io::Result<Agent> {
+        let listener = match config.listen {
+            Some(addr) => {
+                let listener = TcpListener::bind(addr).map_err(|e| {
+                    std::io::Error::new(
+                        e.kind(),
+                        format!(
+                            "openflow.listen: cannot listen on {addr}: {e}; choose another \
+                             port (listen = \"ptcp:PORT\") or stop what uses it"
+                        ),
+                    )
+                })?;
+                listener.set_nonblocking(true)?;
+                Some(listener)
+            }
+            None => None,
+        };
+        let local = listener.as_ref().and_then(|l| l.local_addr().ok());
+        let stop = Arc::new(AtomicBool::new(false));
+        let status = Arc::new(Mutex::new(Vec::new()));
+        let thread = {
+            let (stop, status) = (Arc::clone(&stop), Arc::clone(&status));
+            std::thread::Builder::new()
+                .name("openflow".into())
+                .spawn(move || run(config, info, timers, listener, &stop, &status))?
+        };
+        Ok(Agent {
+            stop,
+            thread: Some(thread),
+            status,
+            local,
+        })
+    }
+
+    /// The address the listener took (its port when configured as 0).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.local
+    }
+
+    /// The connections now.
+    pub fn status(&self) -> Vec<ConnectionStatus> {
+        self.status
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The agent's thread: accept, connect, poll every connection, publish the status.
+fn run(
+    config: AgentConfig,
+    info: SwitchInfo,
+    timers: Timers,
+    listener: Option<TcpListener>,
+    stop: &AtomicBool,
+    status: &Mutex<Vec<ConnectionStatus>>,
+) {
+    let ports = Ports {
+        names: info.ports.clone(),
+    };
+    let switch = Switch {
+        handler: info.handler.as_ref(),
+        ports: &ports,
+        tables: info.tables,
+        flows_per_table: info.flows_per_table,
+        datapath_id: config.datapath_id,
+    };
+    let now = Instant::now();
+    let mut controllers: Vec<Controller> = config
+        .controllers
+        .iter()
+        .map(|&addr| Controller {
+            addr,
+            connected: false,
+            next_attempt: now,
+            backoff: BACKOFF_FIRST,
+            last_error: None,
+        })
+        .collect();
+    let mut connections: Vec<Connection> = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        let mut busy = false;
+        if let Some(listener) = &listener {
+            while let Ok((stream, peer)) = listener.accept() {
+                if let Ok(connection) = Connection::new(stream, peer, false, now) {
+                    connections.push(connection);
+                    busy = true;
+                }
+            }
+        }
+        for controller in controllers
+            .iter_mut()
+            .filter(|c| !c.connected && now >= c.next_attempt)
+        {
+            match TcpStream::connect_timeout(&controller.addr, CONNECT_TIMEOUT)
+                .and_then(|stream| Connection::new(stream, controller.addr, true, now))
+            {
+                Ok(connection) => {
+                    connections.push(connection);
+                    controller.connected = true;
+                    controller.backoff = BACKOFF_FIRST;
+                    controller.last_error = None;
+                }
+                Err(error) => {
+                    controller.last_error = Some(error.to_string());
+                    controller.next_attempt = now + controller.backoff;
+                    controller.backoff = (controller.backoff * 2).min(BACKOFF_MAX);
+                }
+            }
+        }
+        let mut master = None;
+        let mut index = 0;
+        while index < connections.len() {
+            match connections[index].poll(now, &timers, &switch) {
+                Ok((moved, event)) => {
+                    busy |= moved;
+                    if event == Event::BecameMaster {
+                        master = Some(index);
+                    }
+                    index += 1;
+                }
+                Err(why) => {
+                    let closed = connections.swap_remove(index);
+                    if closed.active {
+                        lost_controller(&mut controllers, closed.peer, &why, now);
+                    }
+                    busy = true;
+                }
+            }
+        }
+        if let Some(master) = master {
+            // §6.3.7: one master at a time; the others that were become slaves.
+            for (i, connection) in connections.iter_mut().enumerate() {
+                if i != master && connection.role == role::MASTER {
+                    connection.role = role::SLAVE;
+                }
+            }
+        }
+        publish(status, &connections, &controllers, now);
+        if !busy {
+            std::thread::sleep(IDLE_SLEEP);
+        }
+    }
+}
+
+fn lost_controller(controllers: &mut [Controller], peer: SocketAddr, why: &Closed, now: Instant) {
+    if let Some(controller) = controllers.iter_mut().find(|c| c.addr == peer) {
+        controller.connected = false;
+        controller.last_error = Some(why.to_string());
+        controller.next_attempt = now + controller.backoff;
+        controller.backoff = (controller.backoff * 2).min(BACKOFF_MAX);
+    }
+}
+
+fn publish(
+    status: &Mutex<Vec<ConnectionStatus>>,
+    connections: &[Connection],
+    controllers: &[Controller],
+    now: Instant,
+) {
+    let mut rows: Vec<ConnectionStatus> = connections
+        .iter()
+        .map(|c| ConnectionStatus {
+            peer: c.peer.to_string(),
+            kind: if c.active { "active" } else { "passive" }.into(),
+            state: if c.negotiated {
+                "connected"
+            } else {
+                "handshake"
+            }
+            .into(),
+            role: role_name(c.role),
+            counts: c.counts,
+        })
+        .collect();
+    rows.extend(
+        controllers
+            .iter()
+            .filter(|c| !c.connected)
+            .map(|c| ConnectionStatus {
+                peer: c.addr.to_string(),
+                kind: "active".into(),
+                state: format!(
+                    "down ({}), retry in {} s",
+                    c.last_error.as_deref().unwrap_or("not yet tried"),
+                    c.next_attempt.saturating_duration_since(now).as_secs()
+                ),
+                role: "-",
+                counts: Counts::default(),
+            }),
+    );
+    *status
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = rows;
+}
+
+#[cfg(test)]
+mod tests;

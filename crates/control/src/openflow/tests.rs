@@ -1,0 +1,435 @@
+//! The agent against a stand-in for the dispatcher that applies requests to a real openflow
+//! app (one worker's worth), spoken to over TCP with the codec as a controller would.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+use wirespeed_dataplane::app::openflow::{OpenFlow, OpenFlowConfig};
+use wirespeed_dataplane::app::{App, CommandContext};
+use wirespeed_dataplane::command::AppReply;
+use wirespeed_io::Port;
+use wirespeed_io::memory::{LinkConfig, link};
+use wirespeed_openflow::action::{group, port};
+use wirespeed_openflow::message::{FlowMod, FlowModCommand, NO_BUFFER};
+use wirespeed_openflow::multipart::{FlowStatsRequest, MultipartRequest, ReplyBody, RequestBody};
+use wirespeed_openflow::oxm::ETH_TYPE_IPV4;
+use wirespeed_openflow::{Action, Header, Instruction, Match, Message, OfError, Oxm};
+
+use super::connection::Timers;
+use super::{Agent, AgentConfig, SwitchInfo};
+use crate::dispatch::Handler;
+use crate::protocol::{Request, Response, Show};
+
+/// One openflow app behind the control socket's requests, as a one-worker dispatcher would
+/// answer them.
+struct OneWorker {
+    worker: Mutex<(OpenFlow, Vec<Box<dyn Port>>)>,
+}
+
+impl Handler for OneWorker {
+    fn handle(&self, request: Request, _body: &mut dyn Read) -> Response {
+        if request == Request::Show(Show::Ports) {
+            let rows: Vec<_> = ["p0", "p1", "p2"]
+                .iter()
+                .map(|name| json!(["0", name, "memory", "-", "5", "6", "0", "0", "0", "-"]))
+                .collect();
+            return Response::Ok(json!({ "columns": [], "rows": rows }));
+        }
+        let Some(command) = request.app_command() else {
+            return Response::error("unsupported", "-");
+        };
+        let mut worker = self.worker.lock().unwrap();
+        let (app, ports) = &mut *worker;
+        let ctx = CommandContext { ports, now: 0 };
+        match app.command(command, &ctx) {
+            AppReply::Done => Response::Ok(json!({ "applied": 1 })),
+            AppReply::Table(table) => {
+                let rows: Vec<_> = table
+                    .rows
+                    .into_iter()
+                    .map(|row| {
+                        let mut all = vec!["0".to_string()];
+                        all.extend(row);
+                        all
+                    })
+                    .collect();
+                Response::Ok(json!({ "columns": table.columns, "rows": rows }))
+            }
+            AppReply::Refused(why) => Response::error(why, "-"),
+            other => Response::error(format!("{other:?}"), "-"),
+        }
+    }
+}
+
+fn start(timers: Timers) -> Agent {
+    let (p0, p1) = link("p0", "p1", &LinkConfig::default());
+    let (p2, _p3) = link("p2", "p3", &LinkConfig::default());
+    let ports: Vec<Box<dyn Port>> = vec![Box::new(p0), Box::new(p1), Box::new(p2)];
+    let app = OpenFlow::new(OpenFlowConfig {
+        tables: 2,
+        ports: 3,
+        tsc_hz: Some(1_000_000_000),
+        ..OpenFlowConfig::default()
+    });
+    let handler = Arc::new(OneWorker {
+        worker: Mutex::new((app, ports)),
+    });
+    let config = AgentConfig {
+        listen: Some("127.0.0.1:0".parse().unwrap()),
+        ..AgentConfig::default()
+    };
+    let info = SwitchInfo {
+        handler,
+        ports: vec!["p0".into(), "p1".into(), "p2".into()],
+        tables: 2,
+        flows_per_table: 1000,
+    };
+    Agent::start(config, info, timers).unwrap()
+}
+
+/// A controller's end of a connection.
+struct Peer {
+    stream: TcpStream,
+    xid: u32,
+}
+
+impl Peer {
+    fn connect(addr: SocketAddr) -> Peer {
+        let stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        Peer { stream, xid: 100 }
+    }
+
+    /// Connects and exchanges HELLOs.
+    fn hello(addr: SocketAddr) -> Peer {
+        let mut peer = Peer::connect(addr);
+        let (header, hello) = peer.receive();
+        assert_eq!(header.version, 4);
+        assert_eq!(
+            hello,
+            Message::Hello {
+                bitmap: Some(vec![0x10])
+            }
+        );
+        peer.send(&Message::Hello {
+            bitmap: Some(vec![0x12]),
+        });
+        peer
+    }
+
+    fn send(&mut self, message: &Message) -> u32 {
+        self.xid += 1;
+        self.stream
+            .write_all(&message.encode(self.xid).unwrap())
+            .unwrap();
+        self.xid
+    }
+
+    fn receive(&mut self) -> (Header, Message) {
+        let mut head = [0u8; 8];
+        self.stream.read_exact(&mut head).unwrap();
+        let header = Header::peek(&head).unwrap();
+        let mut bytes = head.to_vec();
+        bytes.resize(usize::from(header.length), 0);
+        self.stream.read_exact(&mut bytes[8..]).unwrap();
+        Message::decode(&bytes).unwrap()
+    }
+
+    /// Sends `message` and a barrier; the replies before the barrier's.
+    fn ask(&mut self, message: &Message) -> Vec<Message> {
+        self.send(message);
+        let barrier = self.send(&Message::BarrierRequest);
+        let mut replies = Vec::new();
+        loop {
+            let (header, reply) = self.receive();
+            if header.xid == barrier && reply == Message::BarrierReply {
+                return replies;
+            }
+            replies.push(reply);
+        }
+    }
+
+    fn flows(&mut self) -> Vec<wirespeed_openflow::multipart::FlowStats> {
+        let request = Message::MultipartRequest(MultipartRequest {
+            flags: 0,
+            body: RequestBody::Flow(FlowStatsRequest {
+                table_id: 0xff,
+                out_port: port::ANY,
+                out_group: group::ANY,
+                cookie: 0,
+                cookie_mask: 0,
+                matcher: Match::default(),
+            }),
+        });
+        let mut flows = Vec::new();
+        for reply in self.ask(&request) {
+            let Message::MultipartReply(reply) = reply else {
+                panic!("{reply:?}");
+            };
+            let ReplyBody::Flow(part) = reply.body else {
+                panic!("{reply:?}");
+            };
+            flows.extend(part);
+        }
+        flows
+    }
+}
+
+fn flow_mod(
+    command: FlowModCommand,
+    priority: u16,
+    fields: Vec<Oxm>,
+    actions: Vec<Action>,
+) -> Message {
+    Message::FlowMod(FlowMod {
+        cookie: 0,
+        cookie_mask: 0,
+        table_id: 0,
+        command,
+        idle_timeout: 0,
+        hard_timeout: 0,
+        priority,
+        buffer_id: NO_BUFFER,
+        out_port: port::ANY,
+        out_group: group::ANY,
+        flags: 0,
+        matcher: Match::new(fields),
+        instructions: vec![Instruction::ApplyActions(actions)],
+    })
+}
+
+fn ipv4_dst(a: u8) -> Vec<Oxm> {
+    vec![
+        Oxm::EthType(ETH_TYPE_IPV4),
+        Oxm::Ipv4Dst([10, a, 0, 0].into(), Some([255, 255, 0, 0].into())),
+    ]
+}
+
+#[test]
+fn features_and_descriptions() {
+    let agent = start(Timers::default());
+    let mut peer = Peer::hello(agent.local_addr().unwrap());
+    let replies = peer.ask(&Message::FeaturesRequest);
+    let [Message::FeaturesReply(features)] = replies.as_slice() else {
+        panic!("{replies:?}");
+    };
+    assert_eq!((features.datapath_id, features.n_tables), (1, 2));
+    let ports = peer.ask(&Message::MultipartRequest(MultipartRequest {
+        flags: 0,
+        body: RequestBody::PortDesc,
+    }));
+    let [Message::MultipartReply(reply)] = ports.as_slice() else {
+        panic!("{ports:?}");
+    };
+    let ReplyBody::PortDesc(ports) = &reply.body else {
+        panic!("{reply:?}");
+    };
+    let names: Vec<_> = ports.iter().map(|p| (p.port_no, p.name.as_str())).collect();
+    assert_eq!(names, [(1, "p0"), (2, "p1"), (3, "p2")]);
+    let tables = peer.ask(&Message::MultipartRequest(MultipartRequest {
+        flags: 0,
+        body: RequestBody::TableFeatures(Vec::new()),
+    }));
+    assert!(matches!(&tables[..], [Message::MultipartReply(r)]
+        if matches!(&r.body, ReplyBody::TableFeatures(t) if t.len() == 2)));
+    let status = agent.status();
+    assert_eq!(status.len(), 1);
+    assert_eq!(status[0].state, "connected");
+}
+
+#[test]
+fn flow_mods_reach_the_app_and_dump_back() {
+    let agent = start(Timers::default());
+    let mut peer = Peer::hello(agent.local_addr().unwrap());
+    for (priority, a, out) in [(10, 1, 2), (20, 2, 3), (30, 3, 3)] {
+        let add = flow_mod(
+            FlowModCommand::Add,
+            priority,
+            ipv4_dst(a),
+            vec![Action::output(out)],
+        );
+        assert_eq!(peer.ask(&add), vec![]);
+    }
+    let flows = peer.flows();
+    assert_eq!(flows.len(), 3);
+    assert_eq!(flows[0].priority, 30);
+    assert_eq!(flows[0].matcher, Match::new(ipv4_dst(3)));
+    assert_eq!(
+        flows[0].instructions,
+        vec![Instruction::ApplyActions(vec![Action::output(3)])]
+    );
+    // Strict delete takes the one flow; non-strict with out_port 3 the one left on port 3.
+    let strict = flow_mod(FlowModCommand::DeleteStrict, 10, ipv4_dst(1), vec![]);
+    assert_eq!(peer.ask(&strict), vec![]);
+    assert_eq!(peer.flows().len(), 2);
+    let Message::FlowMod(mut by_port) = flow_mod(FlowModCommand::Delete, 0, vec![], vec![]) else {
+        unreachable!()
+    };
+    by_port.out_port = 3;
+    by_port.table_id = 0xff;
+    assert_eq!(peer.ask(&Message::FlowMod(by_port.clone())), vec![]);
+    assert!(peer.flows().is_empty());
+    // Modify changes the actions of the flows it selects.
+    let add = flow_mod(FlowModCommand::Add, 5, ipv4_dst(9), vec![Action::output(1)]);
+    assert_eq!(peer.ask(&add), vec![]);
+    let modify = flow_mod(
+        FlowModCommand::Modify,
+        0,
+        vec![],
+        vec![Action::output(port::FLOOD)],
+    );
+    assert_eq!(peer.ask(&modify), vec![]);
+    let flows = peer.flows();
+    assert_eq!(
+        flows[0].instructions,
+        vec![Instruction::ApplyActions(vec![Action::output(port::FLOOD)])]
+    );
+    assert_eq!(agent.status()[0].counts.flow_mods, 7);
+}
+
+#[test]
+fn what_the_app_cannot_do_is_refused_with_the_specs_error() {
+    let agent = start(Timers::default());
+    let mut peer = Peer::hello(agent.local_addr().unwrap());
+    let refused = |peer: &mut Peer, message: Message| -> OfError {
+        let replies = peer.ask(&message);
+        let [Message::Error { error, .. }] = replies.as_slice() else {
+            panic!("{replies:?}");
+        };
+        *error
+    };
+    let arp = vec![Oxm::EthType(0x0806), Oxm::ArpOp(1)];
+    let add = flow_mod(FlowModCommand::Add, 1, arp, vec![]);
+    assert_eq!(refused(&mut peer, add), OfError::BAD_MATCH_FIELD);
+    let add = flow_mod(FlowModCommand::Add, 1, vec![], vec![Action::output(9)]);
+    assert_eq!(refused(&mut peer, add), OfError::BAD_ACTION_OUT_PORT);
+    let add = flow_mod(
+        FlowModCommand::Add,
+        1,
+        vec![],
+        vec![Action::output(port::CONTROLLER)],
+    );
+    assert_eq!(refused(&mut peer, add), OfError::BAD_ACTION_OUT_PORT);
+    let holes = vec![
+        Oxm::EthType(ETH_TYPE_IPV4),
+        Oxm::Ipv4Src([10, 0, 0, 1].into(), Some([255, 0, 0, 255].into())),
+    ];
+    let add = flow_mod(FlowModCommand::Add, 1, holes, vec![]);
+    assert_eq!(refused(&mut peer, add), OfError::BAD_MATCH_NW_ADDR_MASK);
+    let Message::FlowMod(mut far) = flow_mod(FlowModCommand::Add, 1, vec![], vec![]) else {
+        unreachable!()
+    };
+    far.table_id = 5;
+    assert_eq!(
+        refused(&mut peer, Message::FlowMod(far)),
+        OfError::FLOW_MOD_BAD_TABLE_ID
+    );
+    // A malformed message is answered, and the connection goes on.
+    peer.stream.write_all(&[4, 77, 0, 8, 0, 0, 0, 1]).unwrap();
+    let (header, reply) = peer.receive();
+    assert_eq!(header.xid, 1);
+    assert!(matches!(
+        reply,
+        Message::Error {
+            error: OfError::BAD_REQUEST_TYPE,
+            ..
+        }
+    ));
+    assert_eq!(
+        peer.ask(&Message::EchoRequest(vec![1, 2])),
+        vec![Message::EchoReply(vec![1, 2])]
+    );
+}
+
+#[test]
+fn silent_and_garbage_peers_are_cut_off_without_disturbing_others() {
+    let timers = Timers {
+        handshake: Duration::from_millis(300),
+        echo_idle: Duration::from_millis(300),
+        echo_timeout: Duration::from_millis(300),
+    };
+    let agent = start(timers);
+    let addr = agent.local_addr().unwrap();
+    let mut good = Peer::hello(addr);
+    let mut silent = Peer::connect(addr);
+    let _ = silent.receive();
+    let mut garbage = Peer::connect(addr);
+    let _ = garbage.receive();
+    garbage.stream.write_all(&[0xde; 64]).unwrap();
+    // The good peer answers the echo requests and keeps its connection.
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_millis(1500) {
+        let (header, message) = good.receive();
+        if let Message::EchoRequest(data) = message {
+            good.stream
+                .write_all(&Message::EchoReply(data).encode(header.xid).unwrap())
+                .unwrap();
+        }
+    }
+    let mut rest = Vec::new();
+    assert_eq!(
+        silent.stream.read_to_end(&mut rest).unwrap(),
+        0,
+        "silent peer closed"
+    );
+    let _ = garbage.stream.read_to_end(&mut rest);
+    assert_eq!(peer_count(&agent), 1);
+    assert_eq!(
+        good.ask(&Message::BarrierRequest),
+        vec![Message::BarrierReply]
+    );
+}
+
+fn peer_count(agent: &Agent) -> usize {
+    agent.status().len()
+}
+
+#[test]
+fn a_peer_without_openflow_13_is_refused() {
+    let agent = start(Timers::default());
+    let mut peer = Peer::connect(agent.local_addr().unwrap());
+    let _ = peer.receive();
+    // OpenFlow 1.0's HELLO, no bitmap.
+    peer.stream.write_all(&[1, 0, 0, 8, 0, 0, 0, 5]).unwrap();
+    let (_, reply) = peer.receive();
+    assert!(matches!(
+        reply,
+        Message::Error {
+            error: OfError::HELLO_INCOMPATIBLE,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn listen_and_controller_targets_parse() {
+    use super::{parse_controller, parse_listen};
+    assert_eq!(
+        parse_listen("ptcp:6653"),
+        Some(Some("127.0.0.1:6653".parse().unwrap()))
+    );
+    assert_eq!(
+        parse_listen("ptcp:6633:0.0.0.0"),
+        Some(Some("0.0.0.0:6633".parse().unwrap()))
+    );
+    assert_eq!(parse_listen("none"), Some(None));
+    assert_eq!(parse_listen("tcp:1"), None);
+    assert_eq!(
+        parse_controller("tcp:192.0.2.1:6653"),
+        Some("192.0.2.1:6653".parse().unwrap())
+    );
+    assert_eq!(
+        parse_controller("tcp:[2001:db8::1]:6633"),
+        Some("[2001:db8::1]:6633".parse().unwrap())
+    );
+    assert_eq!(
+        parse_controller("tcp:192.0.2.1"),
+        Some("192.0.2.1:6653".parse().unwrap())
+    );
+    assert_eq!(parse_controller("ssl:192.0.2.1:6653"), None);
+}

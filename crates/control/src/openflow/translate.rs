@@ -1,0 +1,376 @@
+//! Between OpenFlow 1.3 and the openflow app's rules: a FLOW_MOD's match and instructions
+//! become the fields and actions of a [`FlowRule`], the form `wirespeed ctl flow add` sends,
+//! and a flow entry the app shows becomes an `ofp_flow_stats` again.
+//!
+//! What the app cannot do is refused here with the error the specification names, before
+//! anything reaches a worker: a match field the flow key does not carry is BAD_MATCH/BAD_FIELD,
+//! a mask the classifier cannot express BAD_DL_ADDR_MASK / BAD_NW_ADDR_MASK / BAD_MASK, an
+//! output to a reserved port it has no path for BAD_ACTION/BAD_OUT_PORT, an instruction other
+//! than apply-actions and goto-table BAD_INSTRUCTION/UNSUP_INST. Everything it lets through is
+//! then checked again by the app's own rule reader (`fields::flow_rule`), as any `ctl` rule is.
+//!
+//! OpenFlow port numbers are the app's port indices plus one (port 0 is not a valid OpenFlow
+//! port).
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use wirespeed_dataplane::app::openflow::{
+    Action as AppAction, FlowEntry, MAX_FLOW_ACTIONS, SetField,
+};
+use wirespeed_dataplane::command::FlowRule;
+use wirespeed_openflow::action::port;
+use wirespeed_openflow::oxm::{ETH_TYPE_IPV4, OFPVID_NONE, OFPVID_PRESENT};
+use wirespeed_openflow::{Action, Instruction, Match, OfError, Oxm};
+use wirespeed_packet::flow_key::FlowKey;
+
+/// The switch's ports by OpenFlow number: `names[n - 1]` is port `n`.
+#[derive(Clone, Debug)]
+pub struct Ports {
+    pub names: Vec<String>,
+}
+
+impl Ports {
+    /// The name of OpenFlow port `number`, if the switch has it.
+    pub fn name(&self, number: u32) -> Option<&str> {
+        let index = usize::try_from(number.checked_sub(1)?).ok()?;
+        self.names.get(index).map(String::as_str)
+    }
+
+    /// The OpenFlow number of the port at `index`.
+    pub fn number(index: u16) -> u32 {
+        u32::from(index) + 1
+    }
+
+    /// The app's index of the port called `name`.
+    pub fn index(&self, name: &str) -> Option<u16> {
+        let at = self.names.iter().position(|n| n == name)?;
+        u16::try_from(at).ok()
+    }
+}
+
+fn mac_text(mac: &[u8; 6]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// The prefix length of a contiguous mask, or `None` when it has holes.
+fn prefix_len(mask: u128, bits: u32) -> Option<u32> {
+    let len = mask.leading_ones();
+    let shifted = if len == 128 { 0 } else { mask << len };
+    (shifted == 0 && len <= bits).then_some(len)
+}
+
+fn v4_text(addr: Ipv4Addr, mask: Option<Ipv4Addr>) -> Result<String, OfError> {
+    match mask {
+        None => Ok(addr.to_string()),
+        Some(mask) => {
+            let len = prefix_len(u128::from(u32::from(mask)) << 96, 32)
+                .ok_or(OfError::BAD_MATCH_NW_ADDR_MASK)?;
+            Ok(format!("{addr}/{len}"))
+        }
+    }
+}
+
+fn v6_text(addr: Ipv6Addr, mask: Option<Ipv6Addr>) -> Result<String, OfError> {
+    match mask {
+        None => Ok(addr.to_string()),
+        Some(mask) => {
+            let len = prefix_len(u128::from(mask), 128).ok_or(OfError::BAD_MATCH_NW_ADDR_MASK)?;
+            Ok(format!("{addr}/{len}"))
+        }
+    }
+}
+
+/// A match as the fields of a flow rule.
+pub fn match_fields(matcher: &Match, ports: &Ports) -> Result<Vec<(String, String)>, OfError> {
+    let mut fields = Vec::new();
+    let mut push = |name: &str, value: String| fields.push((name.to_string(), value));
+    for field in &matcher.fields {
+        match *field {
+            Oxm::InPort(number) => {
+                let name = ports.name(number).ok_or(OfError::BAD_MATCH_VALUE)?;
+                push("in_port", name.to_string());
+            }
+            Oxm::EthSrc(mac, mask) | Oxm::EthDst(mac, mask) => {
+                if mask.is_some_and(|m| m != [0xff; 6]) {
+                    return Err(OfError::BAD_MATCH_DL_ADDR_MASK);
+                }
+                let name = if matches!(field, Oxm::EthSrc(..)) {
+                    "eth_src"
+                } else {
+                    "eth_dst"
+                };
+                push(name, mac_text(&mac));
+            }
+            Oxm::EthType(ethertype) => push("eth_type", format!("0x{ethertype:04x}")),
+            Oxm::VlanVid(vid, mask) => {
+                if mask.is_some_and(|m| m != 0x1fff) {
+                    return Err(OfError::BAD_MATCH_MASK);
+                }
+                if vid == OFPVID_NONE {
+                    push("vlan", "none".into());
+                } else {
+                    push("vlan", (vid & 0x0fff).to_string());
+                }
+            }
+            Oxm::IpProto(proto) => push("ip_proto", proto.to_string()),
+            Oxm::Ipv4Src(a, m) => push("ip_src", v4_text(a, m)?),
+            Oxm::Ipv4Dst(a, m) => push("ip_dst", v4_text(a, m)?),
+            Oxm::Ipv6Src(a, m) => push("ip_src", v6_text(a, m)?),
+            Oxm::Ipv6Dst(a, m) => push("ip_dst", v6_text(a, m)?),
+            Oxm::TcpSrc(p) | Oxm::UdpSrc(p) => push("l4_src", p.to_string()),
+            Oxm::TcpDst(p) | Oxm::UdpDst(p) => push("l4_dst", p.to_string()),
+            Oxm::VlanPcp(_)
+            | Oxm::IpDscp(_)
+            | Oxm::Icmpv4Type(_)
+            | Oxm::Icmpv4Code(_)
+            | Oxm::Icmpv6Type(_)
+            | Oxm::Icmpv6Code(_)
+            | Oxm::ArpOp(_)
+            | Oxm::ArpSpa(..)
+            | Oxm::ArpTpa(..) => return Err(OfError::BAD_MATCH_FIELD),
+        }
+    }
+    Ok(fields)
+}
+
+/// An apply-actions list as the actions of a flow rule (`drop` for none).
+pub fn action_texts(actions: &[Action], ports: &Ports) -> Result<Vec<String>, OfError> {
+    let mut out = Vec::new();
+    let mut iter = actions.iter().peekable();
+    while let Some(action) = iter.next() {
+        let text = match *action {
+            Action::Output {
+                port: port::FLOOD, ..
+            } => "flood".to_string(),
+            Action::Output { port: number, .. } => {
+                let name = ports.name(number).ok_or(OfError::BAD_ACTION_OUT_PORT)?;
+                format!("output:{name}")
+            }
+            Action::PushVlan(0x8100) => {
+                // OpenFlow pushes a tag, then sets its id; the app does both in one action.
+                let vid = match iter.peek() {
+                    Some(Action::SetField(Oxm::VlanVid(vid, None))) => {
+                        let vid = *vid & 0x0fff;
+                        iter.next();
+                        vid
+                    }
+                    _ => 0,
+                };
+                format!("push_vlan:{vid}")
+            }
+            Action::PushVlan(_) => return Err(OfError::BAD_ACTION_ARGUMENT),
+            Action::PopVlan => "pop_vlan".into(),
+            Action::DecNwTtl => "dec_ttl".into(),
+            Action::SetField(field) => format!("set_field:{}", set_field_text(field)?),
+            Action::SetNwTtl(_) => return Err(OfError::BAD_ACTION_TYPE),
+            Action::Group(_) => return Err(OfError::BAD_ACTION_OUT_GROUP),
+        };
+        out.push(text);
+    }
+    if out.len() > MAX_FLOW_ACTIONS {
+        return Err(OfError::BAD_ACTION_TOO_MANY);
+    }
+    if out.is_empty() {
+        out.push("drop".into());
+    }
+    Ok(out)
+}
+
+fn set_field_text(field: Oxm) -> Result<String, OfError> {
+    Ok(match field {
+        Oxm::EthSrc(mac, None) => format!("eth_src={}", mac_text(&mac)),
+        Oxm::EthDst(mac, None) => format!("eth_dst={}", mac_text(&mac)),
+        Oxm::Ipv4Src(a, None) => format!("ip_src={a}"),
+        Oxm::Ipv4Dst(a, None) => format!("ip_dst={a}"),
+        Oxm::Ipv6Src(a, None) => format!("ip_src={a}"),
+        Oxm::Ipv6Dst(a, None) => format!("ip_dst={a}"),
+        Oxm::TcpSrc(p) | Oxm::UdpSrc(p) => format!("l4_src={p}"),
+        Oxm::TcpDst(p) | Oxm::UdpDst(p) => format!("l4_dst={p}"),
+        Oxm::VlanVid(vid, None) if vid & OFPVID_PRESENT != 0 => {
+            format!("vlan_vid={}", vid & 0x0fff)
+        }
+        _ => return Err(OfError::BAD_ACTION_SET_TYPE),
+    })
+}
+
+/// What a FLOW_MOD's instructions ask, in the app's terms.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Instructions {
+    pub actions: Vec<String>,
+    pub goto: Option<u8>,
+}
+
+/// Apply-actions and goto-table; anything else is refused. A goto must go to a later,
+/// existing table (BAD_INSTRUCTION/BAD_TABLE_ID).
+pub fn instructions(
+    list: &[Instruction],
+    table: u8,
+    tables: u8,
+    ports: &Ports,
+) -> Result<Instructions, OfError> {
+    let mut out = Instructions::default();
+    for instruction in list {
+        match instruction {
+            Instruction::ApplyActions(actions) => {
+                out.actions = action_texts(actions, ports)?;
+                out.actions.retain(|a| a != "drop");
+            }
+            Instruction::GotoTable(next) => {
+                if *next <= table || *next >= tables {
+                    return Err(OfError::BAD_INSTRUCTION_TABLE_ID);
+                }
+                out.goto = Some(*next);
+            }
+            _ => return Err(OfError::BAD_INSTRUCTION_UNSUPPORTED),
+        }
+    }
+    if out.actions.is_empty() && out.goto.is_none() {
+        out.actions.push("drop".into());
+    }
+    Ok(out)
+}
+
+/// The flow rule of a flow entry: `fields` (the match) plus its table, goto and timeouts.
+pub fn flow_rule(
+    table: u8,
+    priority: u16,
+    fields: Vec<(String, String)>,
+    instructions: Instructions,
+    timeouts: (u16, u16),
+    cookie: u64,
+) -> FlowRule {
+    let mut fields = fields;
+    fields.push(("table".into(), table.to_string()));
+    if let Some(goto) = instructions.goto {
+        fields.push(("goto".into(), goto.to_string()));
+    }
+    if timeouts.0 > 0 {
+        fields.push(("idle_timeout".into(), timeouts.0.to_string()));
+    }
+    if timeouts.1 > 0 {
+        fields.push(("hard_timeout".into(), timeouts.1.to_string()));
+    }
+    if cookie != 0 {
+        fields.push(("cookie".into(), cookie.to_string()));
+    }
+    FlowRule {
+        priority,
+        fields,
+        actions: instructions.actions,
+    }
+}
+
+/// A flow entry's match as OXM fields, prerequisites first.
+pub fn entry_match(entry: &FlowEntry) -> Match {
+    let (key, mask) = (entry.matcher.key(), entry.matcher.mask());
+    let mut fields = Vec::new();
+    if mask.in_port != 0 {
+        fields.push(Oxm::InPort(Ports::number(key.in_port)));
+    }
+    if mask.dst_mac.0 != [0; 6] {
+        fields.push(Oxm::EthDst(key.dst_mac.0, None));
+    }
+    if mask.src_mac.0 != [0; 6] {
+        fields.push(Oxm::EthSrc(key.src_mac.0, None));
+    }
+    let ipv4 = key.ethertype == ETH_TYPE_IPV4;
+    if mask.ethertype != 0 {
+        fields.push(Oxm::EthType(key.ethertype));
+    }
+    if mask.flags & FlowKey::FLAG_VLAN != 0 {
+        let vid = if key.flags & FlowKey::FLAG_VLAN != 0 {
+            OFPVID_PRESENT | key.vlan
+        } else {
+            OFPVID_NONE
+        };
+        fields.push(Oxm::VlanVid(vid, None));
+    }
+    if mask.ip_proto != 0 {
+        fields.push(Oxm::IpProto(key.ip_proto));
+    }
+    for (addr, addr_mask, src) in [
+        (key.ip_src, mask.ip_src, true),
+        (key.ip_dst, mask.ip_dst, false),
+    ] {
+        if addr_mask == [0; 16] {
+            continue;
+        }
+        let (value, m) = (u128::from_be_bytes(addr), u128::from_be_bytes(addr_mask));
+        let field = if ipv4 {
+            let (a, m) = (Ipv4Addr::from(value as u32), Ipv4Addr::from(m as u32));
+            let m = (m != Ipv4Addr::BROADCAST).then_some(m);
+            if src {
+                Oxm::Ipv4Src(a, m)
+            } else {
+                Oxm::Ipv4Dst(a, m)
+            }
+        } else {
+            let (a, m) = (Ipv6Addr::from(value), Ipv6Addr::from(m));
+            let m = (u128::from(m) != u128::MAX).then_some(m);
+            if src {
+                Oxm::Ipv6Src(a, m)
+            } else {
+                Oxm::Ipv6Dst(a, m)
+            }
+        };
+        fields.push(field);
+    }
+    let tcp = key.ip_proto == 6;
+    if mask.l4_src != 0 {
+        fields.push(if tcp {
+            Oxm::TcpSrc(key.l4_src)
+        } else {
+            Oxm::UdpSrc(key.l4_src)
+        });
+    }
+    if mask.l4_dst != 0 {
+        fields.push(if tcp {
+            Oxm::TcpDst(key.l4_dst)
+        } else {
+            Oxm::UdpDst(key.l4_dst)
+        });
+    }
+    Match::new(fields)
+}
+
+/// A flow entry's actions and goto as OpenFlow instructions.
+pub fn entry_instructions(entry: &FlowEntry) -> Vec<Instruction> {
+    let mut actions = Vec::new();
+    for action in &entry.actions {
+        match *action {
+            AppAction::Output(index) => actions.push(Action::output(Ports::number(index))),
+            AppAction::Flood => actions.push(Action::output(port::FLOOD)),
+            AppAction::Drop => {}
+            AppAction::PushVlan(vid) => {
+                actions.push(Action::PushVlan(0x8100));
+                actions.push(Action::SetField(Oxm::VlanVid(OFPVID_PRESENT | vid, None)));
+            }
+            AppAction::PopVlan => actions.push(Action::PopVlan),
+            AppAction::DecTtl => actions.push(Action::DecNwTtl),
+            AppAction::SetField(field) => actions.push(Action::SetField(match field {
+                SetField::EthSrc(mac) => Oxm::EthSrc(mac.0, None),
+                SetField::EthDst(mac) => Oxm::EthDst(mac.0, None),
+                SetField::Ipv4Src(a) => Oxm::Ipv4Src(a, None),
+                SetField::Ipv4Dst(a) => Oxm::Ipv4Dst(a, None),
+                SetField::Ipv6Src(a) => Oxm::Ipv6Src(a, None),
+                SetField::Ipv6Dst(a) => Oxm::Ipv6Dst(a, None),
+                SetField::L4Src(p) if entry.matcher.key().ip_proto == 17 => Oxm::UdpSrc(p),
+                SetField::L4Src(p) => Oxm::TcpSrc(p),
+                SetField::L4Dst(p) if entry.matcher.key().ip_proto == 17 => Oxm::UdpDst(p),
+                SetField::L4Dst(p) => Oxm::TcpDst(p),
+                SetField::VlanVid(vid) => Oxm::VlanVid(OFPVID_PRESENT | vid, None),
+            })),
+        }
+    }
+    let mut out = Vec::new();
+    if !actions.is_empty() {
+        out.push(Instruction::ApplyActions(actions));
+    }
+    if let Some(goto) = entry.goto {
+        out.push(Instruction::GotoTable(goto));
+    }
+    out
+}
