@@ -3,7 +3,7 @@
 //! One lab (prefix `wstlive`, one pair). The generator runs in the tester namespace and sends
 //! out of `t0`; `d0`, in the DuT namespace, receives with an AF_XDP port (to see every frame's
 //! bytes) or with the counting sink. Its frames carry the local experimental ethertype 0x88b5
-//! and a signature, so the lab's own IPv6 chatter is told apart; two 16-bit fields vary by flow.
+//! and a signature, so the lab's own IPv6 chatter is told apart; the head of each frame (42 bytes) is its flow's.
 //! The counts are checked against the kernel's interface counters
 //! (/sys/class/net/*/statistics, read inside each namespace), and after each part no XDP
 //! program may be left on `d0`.
@@ -21,7 +21,9 @@ use wirespeed_packet::{Batch, FramePool};
 mod common;
 use common::xdp_attached;
 
-const FLOW_OFFSETS: [u16; 2] = [20, 26];
+/// The bytes of the head (the first 42) that differ between flows, not adjacent.
+const FLOW_OFFSETS: [usize; 5] = [20, 24, 26, 30, 40];
+const HEAD_LEN: usize = 42;
 const TIMEOUT: Duration = Duration::from_secs(3);
 
 /// A 60-byte test frame from `src` to `dst`: ethertype 0x88b5, "WSLIVE", a byte pattern.
@@ -41,11 +43,19 @@ fn is_test_frame(bytes: &[u8]) -> bool {
     bytes.len() >= 20 && bytes[12..14] == [0x88, 0xb5] && &bytes[14..20] == b"WSLIVE"
 }
 
-/// Flow `i` writes `[i, 0xa0 | i]` and `[0xc0, i]` (distinct in every byte for i < 16).
-fn flows(count: u8, order: LiveFlowOrder) -> LiveFlows {
+/// Flow `i`'s head: `frame`'s, with the two bytes at offset `f` of [`FLOW_OFFSETS`] set to
+/// `[i, 0x10 * f | i]` (distinct in every byte for i < 16).
+fn flows(frame: &[u8], count: u8, order: LiveFlowOrder) -> LiveFlows {
     LiveFlows {
-        offsets: FLOW_OFFSETS,
-        values: (0..count).map(|i| [i, 0xa0 | i, 0xc0, i]).collect(),
+        heads: (0..count)
+            .map(|i| {
+                let mut head = frame[..HEAD_LEN].to_vec();
+                for (f, &at) in FLOW_OFFSETS.iter().enumerate() {
+                    head[at..at + 2].copy_from_slice(&[i, (0x10 * f as u8) | i]);
+                }
+                head
+            })
+            .collect(),
         order,
     }
 }
@@ -53,11 +63,7 @@ fn flows(count: u8, order: LiveFlowOrder) -> LiveFlows {
 /// `frame` as flow `flow` of `flows` sends it.
 fn expected(frame: &[u8], flows: &LiveFlows, flow: usize) -> Vec<u8> {
     let mut bytes = frame.to_vec();
-    let value = flows.values[flow];
-    for (i, &offset) in flows.offsets.iter().enumerate() {
-        let at = offset as usize;
-        bytes[at..at + 2].copy_from_slice(&value[2 * i..2 * i + 2]);
-    }
+    bytes[..HEAD_LEN].copy_from_slice(&flows.heads[flow]);
     bytes
 }
 
@@ -97,7 +103,7 @@ fn live_frames_arrive_byte_for_byte_and_the_sink_counts_what_the_kernel_counts()
     // Missing interfaces are named in the error.
     {
         let _guard = enter(tester).expect("enter the tester namespace");
-        match XdpLiveGenerator::new("wsnosuch0", &template, None, 64) {
+        match XdpLiveGenerator::new("wsnosuch0", &template, &LiveFlows::single(&template), 64) {
             Err(LiveError::Setup(AfXdpError::NoSuchInterface { port })) => {
                 assert_eq!(port, "wsnosuch0")
             }
@@ -110,7 +116,7 @@ fn live_frames_arrive_byte_for_byte_and_the_sink_counts_what_the_kernel_counts()
     }
 
     // Byte for byte, flows in turn: an AF_XDP port on d0 sees every frame.
-    let round_robin = flows(5, LiveFlowOrder::RoundRobin);
+    let round_robin = flows(&template, 5, LiveFlowOrder::RoundRobin);
     let mut pool = FramePool::new(4096, 2048).expect("pool");
     let umem = Umem::new(&pool);
     let mut port = {
@@ -120,8 +126,8 @@ fn live_frames_arrive_byte_for_byte_and_the_sink_counts_what_the_kernel_counts()
     let calls = 8;
     {
         let _guard = enter(tester).expect("enter the tester namespace");
-        let generator = XdpLiveGenerator::new(&pair.tester_if, &template, Some(&round_robin), 64)
-            .expect("generator");
+        let generator =
+            XdpLiveGenerator::new(&pair.tester_if, &template, &round_robin, 64).expect("generator");
         assert_eq!(generator.flows(), 5);
         for _ in 0..calls {
             // Calls of one batch, spaced, stay far below d0's ring of 256.
@@ -140,11 +146,11 @@ fn live_frames_arrive_byte_for_byte_and_the_sink_counts_what_the_kernel_counts()
     }
 
     // Random flows: every frame is one of the flows, and every flow occurs.
-    let random = flows(4, LiveFlowOrder::Random);
+    let random = flows(&template, 4, LiveFlowOrder::Random);
     {
         let _guard = enter(tester).expect("enter the tester namespace");
-        let generator = XdpLiveGenerator::new(&pair.tester_if, &template, Some(&random), 64)
-            .expect("generator");
+        let generator =
+            XdpLiveGenerator::new(&pair.tester_if, &template, &random, 64).expect("generator");
         for _ in 0..4 {
             generator.send(64).expect("send");
             std::thread::sleep(Duration::from_millis(5));
@@ -179,8 +185,8 @@ fn live_frames_arrive_byte_for_byte_and_the_sink_counts_what_the_kernel_counts()
     let sent = 20 * 10_000u64;
     {
         let _guard = enter(tester).expect("enter the tester namespace");
-        let generator = XdpLiveGenerator::new(&pair.tester_if, &template, Some(&round_robin), 64)
-            .expect("generator");
+        let generator =
+            XdpLiveGenerator::new(&pair.tester_if, &template, &round_robin, 64).expect("generator");
         for _ in 0..20 {
             generator.send(10_000).expect("send");
         }

@@ -89,7 +89,7 @@ pub use attachment::XdpAttachment;
 pub use config::{AfXdpConfig, AfXdpError, DEFAULT_RING_SIZE, QueueSelection, XdpMode};
 pub use live::{
     LiveError, LiveFlowOrder, LiveFlows, MAX_LIVE_BATCH, MAX_LIVE_FLOWS, MAX_LIVE_FRAME,
-    XdpLiveGenerator,
+    MAX_LIVE_HEAD, XdpLiveGenerator,
 };
 pub use memlock::MemlockLimit;
 pub use port::{AfXdpPort, interface_driver, interface_index, interface_mtu};

@@ -3,10 +3,11 @@
 //! frames), as fast as the kernel runs them or paced, from one thread issuing one system call
 //! per call of K frames.
 //!
-//! The frames are the template's, byte for byte: the template says which two 16-bit fields its
-//! flows differ in ([`Template::flow_fields`]: UDP source port and checksum), and each flow's
-//! bytes for them are taken from the template's own frame of that flow, so every checksum is
-//! the template's (valid for IPv4 and IPv6) and the program does no arithmetic.
+//! The frames are the template's, byte for byte: the program writes each frame's headers
+//! ([`Template::head_len`] bytes) from the template's own frame of that pattern (flow, and
+//! destination where frames spread over destinations), so every checksum is the template's
+//! (valid for IPv4 and IPv6), the program does no arithmetic, and nothing a receiver wrote into
+//! a recycled page (a router's TTL decrement and MAC rewrite) stays in the next frame.
 //!
 //! Each system call has a fixed cost besides its frames: measured on this kernel (6.18, 2-vCPU
 //! VM), about 27 ms per call whether it sends 64 frames or 16,384. The kernel sets up and tears
@@ -62,41 +63,32 @@ impl Default for LiveConfig {
     }
 }
 
-/// The per-flow fields of `template` for the live generator; `None` for one flow.
-pub fn live_flows(template: &Template, random: bool) -> Result<Option<LiveFlows>, LiveError> {
-    if template.flows() == 1 {
-        return Ok(None);
-    }
-    let offsets = template.flow_fields().ok_or(LiveError::Flows {
-        flows: template.flows() as usize,
-        offsets: [0, 0],
-        frame: template.len(),
-    })?;
-    let flows = template.flows() as usize;
-    if flows > wirespeed_io::afxdp::MAX_LIVE_FLOWS {
+/// The heads the live generator writes for `template`: one per frame pattern (flows, or flows
+/// times destinations), each the pattern's headers as the template builds them.
+pub fn live_flows(template: &Template, random: bool) -> Result<LiveFlows, LiveError> {
+    let patterns = template.patterns();
+    if patterns > wirespeed_io::afxdp::MAX_LIVE_FLOWS as u64 {
         return Err(LiveError::Flows {
-            flows,
-            offsets: offsets.map(|offset| offset as u16),
+            flows: patterns as usize,
             frame: template.len(),
         });
     }
+    let head_len = template.head_len();
     let mut frame = vec![0u8; template.len()];
-    let values = (0..flows as u32)
-        .map(|flow| {
-            template.write(&mut frame, flow);
-            let [a, b] = offsets;
-            [frame[a], frame[a + 1], frame[b], frame[b + 1]]
+    let heads = (0..patterns as u32)
+        .map(|pattern| {
+            template.write(&mut frame, pattern);
+            frame[..head_len].to_vec()
         })
         .collect();
-    Ok(Some(LiveFlows {
-        offsets: offsets.map(|offset| offset as u16),
-        values,
+    Ok(LiveFlows {
+        heads,
         order: if random {
             LiveFlowOrder::Random
         } else {
             LiveFlowOrder::RoundRobin
         },
-    }))
+    })
 }
 
 /// Loads the generator for `template` out of interface `target` (of the calling thread's
@@ -107,7 +99,7 @@ pub fn open(
     config: &LiveConfig,
 ) -> Result<XdpLiveGenerator, LiveError> {
     let flows = live_flows(template, config.random_flows)?;
-    XdpLiveGenerator::new(target, template.bytes(), flows.as_ref(), config.batch)
+    XdpLiveGenerator::new(target, template.bytes(), &flows, config.batch)
 }
 
 /// Sends until the duration is over or `stop` is set; `received` is left for the caller's
@@ -185,28 +177,28 @@ fn wait_until(due: u64, hz: f64, stop: &AtomicBool) {
 mod tests {
     use super::*;
     use crate::generator::TemplateConfig;
-    use std::net::IpAddr;
+    use std::net::{IpAddr, Ipv4Addr};
 
-    /// Flow 0's frame with a flow's two fields put in is that flow's frame: the fields are all
-    /// that differ, so the live generator sends the template's frames byte for byte.
+    /// Flow 0's frame with a pattern's fields put in is that pattern's frame: the fields are
+    /// all that differ, so the live generator sends the template's frames byte for byte.
     fn check(config: &TemplateConfig) {
-        let template = Template::new(config).unwrap();
-        let flows = live_flows(&template, false).unwrap().expect("flows");
-        assert_eq!(flows.values.len(), config.flows as usize);
+        check_template(&Template::new(config).unwrap(), config.flows as usize);
+    }
+
+    fn check_template(template: &Template, patterns: usize) {
+        let flows = live_flows(template, false).unwrap();
+        assert_eq!(flows.heads.len(), patterns);
         let mut want = vec![0u8; template.len()];
-        for (flow, value) in flows.values.iter().enumerate() {
+        for (flow, head) in flows.heads.iter().enumerate() {
             let mut frame = template.bytes().to_vec();
-            for (i, &offset) in flows.offsets.iter().enumerate() {
-                let at = offset as usize;
-                frame[at..at + 2].copy_from_slice(&value[2 * i..2 * i + 2]);
-            }
+            frame[..head.len()].copy_from_slice(head);
             template.write(&mut want, flow as u32);
             assert_eq!(frame, want, "flow {flow}");
         }
     }
 
     #[test]
-    fn two_fields_make_every_flow_of_ipv4_ipv6_and_tagged_templates() {
+    fn the_heads_make_every_flow_of_ipv4_ipv6_and_tagged_templates() {
         check(&TemplateConfig {
             flows: 256,
             ..TemplateConfig::default()
@@ -226,19 +218,40 @@ mod tests {
     }
 
     #[test]
+    fn destinations_and_flows_make_every_pattern_of_a_spread_template() {
+        // 4 flows over 6 destinations repeat after 12 frames; with one flow, the destinations.
+        let destinations: Vec<_> = (1..=6u8).map(|d| [10, 0, d, 1].into()).collect();
+        for (flows, patterns) in [(4, 12), (1, 6)] {
+            let spread = Template::new(&TemplateConfig {
+                flows,
+                ..TemplateConfig::default()
+            })
+            .unwrap()
+            .with_destinations(destinations.clone())
+            .unwrap();
+            assert_eq!(spread.patterns(), patterns);
+            check_template(&spread, patterns as usize);
+        }
+    }
+
+    #[test]
     fn one_flow_needs_no_table_and_impossible_flows_are_refused() {
+        // One flow still has its head written: a receiver may have changed the page.
         let one = Template::new(&TemplateConfig::default()).unwrap();
-        assert!(live_flows(&one, false).unwrap().is_none());
-        let spread = Template::new(&TemplateConfig {
-            flows: 2,
+        assert_eq!(
+            live_flows(&one, false).unwrap().heads,
+            [one.bytes()[..42].to_vec()]
+        );
+        let too_spread = Template::new(&TemplateConfig {
+            flows: 3,
             ..TemplateConfig::default()
         })
         .unwrap()
-        .with_destinations(vec![[10, 0, 0, 1].into(), [10, 0, 0, 2].into()])
+        .with_destinations((0..65536u32).map(Ipv4Addr::from).collect())
         .unwrap();
         assert!(matches!(
-            live_flows(&spread, false),
-            Err(LiveError::Flows { .. })
+            live_flows(&too_spread, false),
+            Err(LiveError::Flows { flows: 196_608, .. })
         ));
         let many = Template::new(&TemplateConfig {
             flows: 70_000,

@@ -262,13 +262,24 @@ impl Template {
         &self.bytes
     }
 
-    /// Offsets of the two 16-bit fields in which the frames of different flows differ (the UDP
-    /// source port and checksum), for senders that stamp flows themselves (the in-kernel live
-    /// generator); `None` when frames spread over destinations, which changes more.
-    pub fn flow_fields(&self) -> Option<[usize; 2]> {
-        self.destinations
-            .is_empty()
-            .then_some([self.udp_offset, self.udp_offset + 6])
+    /// Bytes of every header (Ethernet, VLAN tag, IP, UDP): all that differs between the
+    /// frames of different flows and destinations, and all a forwarder rewrites.
+    pub fn head_len(&self) -> usize {
+        self.udp_offset + udp::HEADER_LEN
+    }
+
+    /// How many different frames the template sends before frame *i* repeats: the flows, or
+    /// with destinations the least common multiple of the flows and the destinations.
+    pub fn patterns(&self) -> u64 {
+        let flows = u64::from(self.flows.max(1));
+        let destinations = self.destinations.len().max(1) as u64;
+        let gcd = |mut a: u64, mut b: u64| {
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        };
+        flows / gcd(flows, destinations) * destinations
     }
 
     /// Writes the frame of flow `flow % flows` to the front of `out`; returns its length, or 0
