@@ -367,6 +367,20 @@ impl FastPath {
         RouterMirror::new(routes()?, routes()?, adjacencies, ready, self.names.len())
     }
 
+    /// Whether the kernel forwards by the router's routes (the router's mirror opens the
+    /// `routes_ready` gate once a loaded table is written in full and no route was refused;
+    /// until then every routed frame goes to user space); `None` where no port routes. A
+    /// benchmark waits for it after a bulk load, or it would measure the user-space path.
+    pub fn routes_ready(&self) -> Option<bool> {
+        if !self.plans.contains(&PortPlan::Router) {
+            return None;
+        }
+        let ready = duplicate(&self.routes_ready, "routes_ready")
+            .ok()
+            .and_then(|map| Array::<MapData, u32>::try_from(Map::Array(map)).ok());
+        Some(ready.is_some_and(|ready| matches!(ready.get(&0, 0), Ok(1))))
+    }
+
     /// Every port's counters, summed over the CPUs, index = slot.
     pub fn counters(&self) -> Vec<PortCounters> {
         let slots = self.names.len();

@@ -33,6 +33,7 @@ pub mod generators;
 pub mod placement;
 pub mod sweep;
 
+use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -66,6 +67,9 @@ pub struct ForwardingConfig {
     pub ceiling: bool,
     /// What sends and counts.
     pub generator: Generator,
+    /// IPv4 destinations the frames spread over (a router DuT with a large table); empty for
+    /// the lab's one destination.
+    pub destinations: Vec<Ipv4Addr>,
 }
 
 /// The tester's sender and receiver for the forwarding trials (see the module documentation).
@@ -98,6 +102,7 @@ impl Default for ForwardingConfig {
             plan: Plan::default(),
             ceiling: true,
             generator: Generator::default(),
+            destinations: Vec::new(),
         }
     }
 }
@@ -319,6 +324,10 @@ fn template(
         src_ip: wiring.ingress.tester_ipv4.into(),
         flows,
         ..TemplateConfig::default()
+    })
+    .and_then(|template| match config.destinations.as_slice() {
+        [] => Ok(template),
+        spread => template.with_destinations(spread.to_vec()),
     })
     .map_err(|error| error.to_string())
 }

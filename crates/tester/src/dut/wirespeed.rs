@@ -89,17 +89,7 @@ impl SwitchCounters {
     /// [...,"total"],"rows":[["rx_packets",...,"123"],...]}}`); `None` when it is not one.
     pub fn parse(reply: &str) -> Option<SwitchCounters> {
         let value: serde_json::Value = serde_json::from_str(reply).ok()?;
-        if value["ok"] != serde_json::Value::Bool(true) {
-            return None;
-        }
-        let rows = value["result"]["rows"].as_array()?;
-        let total = |name: &str| -> Option<u64> {
-            let row = rows
-                .iter()
-                .filter_map(serde_json::Value::as_array)
-                .find(|row| row.first().and_then(serde_json::Value::as_str) == Some(name))?;
-            row.last()?.as_str()?.parse().ok()
-        };
+        let total = |name: &str| -> Option<u64> { total_column(&value, name)?.parse().ok() };
         Some(SwitchCounters {
             rx_packets: total("rx_packets")?,
             tx_packets: total("tx_packets")?,
@@ -109,6 +99,27 @@ impl SwitchCounters {
             cycles_idle: total("cycles.idle")?,
         })
     }
+}
+
+/// The `total` column of the row called `name` in a successful `show counters` reply (see
+/// [`SwitchCounters::parse`] for its form).
+fn total_column<'a>(reply: &'a serde_json::Value, name: &str) -> Option<&'a str> {
+    if reply["ok"] != serde_json::Value::Bool(true) {
+        return None;
+    }
+    let row = reply["result"]["rows"]
+        .as_array()?
+        .iter()
+        .filter_map(serde_json::Value::as_array)
+        .find(|row| row.first().and_then(serde_json::Value::as_str) == Some(name))?;
+    row.last()?.as_str()
+}
+
+/// The `fast_path.routes_ready` gauge of a `show counters` reply: `None` when the reply has
+/// no such row (a switch without the fast path's route tables).
+fn routes_ready(reply: &str) -> Option<bool> {
+    let value: serde_json::Value = serde_json::from_str(reply).ok()?;
+    Some(total_column(&value, "fast_path.routes_ready")? == "1")
 }
 
 /// Which kernel interface the switch's ports use.
@@ -391,7 +402,40 @@ impl WirespeedDut {
             self.binary.display()
         ));
         self.ctl(&["--timeout", "120", "route", "load", &path_text])?;
+        if self.backend == WirespeedBackend::Xdp {
+            self.wait_for_kernel_routes(Duration::from_secs(120))?;
+        }
         Ok(())
+    }
+
+    /// Waits until the fast path forwards by the loaded routes: the reply of `route load`
+    /// comes when the router has them, and the kernel's copy is written after it, off the
+    /// worker (seconds for a million), with every routed frame on the user-space path
+    /// meanwhile; a trial started then would measure that path, not the fast one.
+    fn wait_for_kernel_routes(&mut self, timeout: Duration) -> Result<(), DutError> {
+        self.steps.record(format!(
+            "# wait until `{} ctl show counters` says fast_path.routes_ready 1",
+            self.binary.display()
+        ));
+        let started = Instant::now();
+        loop {
+            let reply = self.ctl(&["--json", "show", "counters"])?;
+            match routes_ready(&reply) {
+                // No such row: the switch routes without the fast path's tables.
+                None | Some(true) => return Ok(()),
+                Some(false) if started.elapsed() > timeout => {
+                    return Err(self.start_error(
+                        "wait for the fast path to take the routes in",
+                        format!(
+                            "fast_path.routes_ready still 0 after {} s (a table larger than the \
+                             kernel's maps, or routes it refused: see fast_path counters)",
+                            timeout.as_secs()
+                        ),
+                    ));
+                }
+                Some(false) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
     }
 
     /// The configuration file the driver writes for `wiring`.
@@ -651,6 +695,21 @@ impl Drop for WirespeedDut {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fast_paths_route_readiness_is_read_from_show_counters() {
+        let reply = |ready: &str| {
+            format!(
+                r#"{{"ok":true,"result":{{"columns":["counter","worker 0","fast path","total"],"rows":[["rx_packets","10","0","10"],["fast_path.routes_ready","0","{ready}","{ready}"]]}}}}"#
+            )
+        };
+        assert_eq!(routes_ready(&reply("0")), Some(false));
+        assert_eq!(routes_ready(&reply("1")), Some(true));
+        let without =
+            r#"{"ok":true,"result":{"columns":["counter","total"],"rows":[["rx_packets","10"]]}}"#;
+        assert_eq!(routes_ready(without), None);
+        assert_eq!(routes_ready(r#"{"ok":false}"#), None);
+    }
 
     #[test]
     fn counters_are_read_from_the_total_column_of_show_counters() {

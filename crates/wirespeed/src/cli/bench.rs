@@ -25,7 +25,7 @@ use wirespeed_tester::bench::placement::{Plan, SessionShield};
 use wirespeed_tester::bench::{
     CEILING, ForwardingConfig, Generator, Limit, Summary, TrialRecord, run_forwarding, summarize,
 };
-use wirespeed_tester::dut::routes::RouteTable;
+use wirespeed_tester::dut::routes::{LinuxRouterFib, RouteTable};
 use wirespeed_tester::dut::{
     Dut, LinuxBridge, LinuxRouter, LinuxRouterNft, LinuxRouterTbf, OvsAction, OvsDut, TestpmdDut,
     WirespeedBackend, WirespeedDut, WirespeedOptions, Wiring, XdpRedirectDut,
@@ -104,6 +104,40 @@ struct ForwardingArgs {
     /// Generator batch: frames per AF_XDP transmit, or per kernel flush for xdp-live, 1..=256.
     #[arg(long, default_value_t = 64, value_parser = numbers::batch())]
     batch: usize,
+    /// Routes in the router DuTs' tables (e.g. 1M): BGP-like prefix lengths, every route via
+    /// `t1`, and the frames of every DuT spread over 65536 destinations among them (`bench fib`
+    /// sweeps the size with the AF_XDP generator; this measures one size with any generator).
+    /// Without it a router has one route and the frames one destination.
+    #[arg(long)]
+    routes: Option<String>,
+}
+
+/// Destinations the frames of `bench forwarding --routes` spread over: as many as the live
+/// generator varies, so every DuT gets the same frames with either generator.
+const ROUTED_DESTINATIONS: usize = 65536;
+
+/// `count` routes drawn from the testkit's BGP-like generator with `seed`, via `t1` (a few
+/// drawn prefixes fall in the lab's range and are left out, so a little more is drawn).
+pub fn bgp_like_table(count: usize, seed: u64) -> RouteTable {
+    let generated = wirespeed_testkit::routes::ipv4_prefixes(count + count / 50 + 64, seed);
+    RouteTable::new(&generated, count)
+}
+
+/// The table and destinations of `--routes`, drawn from seed 1 as `bench fib` draws them.
+fn routing_table(routes: &str) -> Result<(Arc<RouteTable>, Vec<std::net::Ipv4Addr>)> {
+    let count = super::sweep::parse_count(routes)? as usize;
+    anyhow::ensure!(
+        (1..=4_000_000).contains(&count),
+        "--routes {routes}: give 1 to 4M routes"
+    );
+    let seed = 1;
+    let table = Arc::new(bgp_like_table(count, seed));
+    let destinations =
+        wirespeed_testkit::routes::ipv4_destinations(table.prefixes(), ROUTED_DESTINATIONS, seed)
+            .into_iter()
+            .map(std::net::Ipv4Addr::from)
+            .collect();
+    Ok((table, destinations))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -160,6 +194,17 @@ fn xdp_or_afxdp(name: &str) -> WirespeedBackend {
 /// `linux-router-tbf:MBIT` or `wirespeed-afxdp+scrape`, `wirespeed-xdp+scrape`,
 /// `wirespeed-afpacket+scrape`).
 pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn Dut>> {
+    routing_dut(name, binary, core, None)
+}
+
+/// [`dut`], with `routes` (when given) in the router DuTs' tables: wirespeed's routers and the
+/// Linux router.
+fn routing_dut(
+    name: &str,
+    binary: &std::path::Path,
+    core: usize,
+    routes: Option<&Arc<RouteTable>>,
+) -> Result<Box<dyn Dut>> {
     // `NAME+scrape`: the wirespeed DuT NAME serving its metrics, scraped every 100 ms as
     // Prometheus would, to measure what being watched costs it beside NAME itself.
     if let Some(base) = name.strip_suffix("+scrape") {
@@ -199,16 +244,20 @@ pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn 
                 }),
             )
         }
-        // The router with one route, the lab's destinations through `t1` (`bench fib` gives it
-        // larger tables).
+        // The router with one route, the lab's destinations through `t1`, unless `--routes`
+        // gives it a table (`bench fib` sweeps the table's size).
         "wirespeed-router-xdp" | "wirespeed-router-afxdp" => {
             let backend = xdp_or_afxdp(name);
+            let routes = routes.map_or_else(|| Arc::new(RouteTable::new(&[], 1)), Arc::clone);
             Box::new(
                 WirespeedDut::new(backend, binary.into(), core).with_options(WirespeedOptions {
-                    routes: Some(Arc::new(RouteTable::new(&[], 1))),
+                    routes: Some(routes),
                     ..WirespeedOptions::default()
                 }),
             )
+        }
+        "linux-router" if routes.is_some() => {
+            Box::new(LinuxRouterFib::new(Arc::clone(routes.expect("checked"))))
         }
         "wirespeed-afpacket" => Box::new(WirespeedDut::new(
             WirespeedBackend::AfPacket,
@@ -301,10 +350,11 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
     anyhow::ensure!(!args.flows.is_empty(), "give at least one flow count");
     let binary =
         std::env::current_exe().context("finding this executable for the wirespeed DuTs")?;
+    let routing = args.routes.as_deref().map(routing_table).transpose()?;
     let mut duts = args
         .duts
         .iter()
-        .map(|name| dut(name, &binary, plan.dut_cpu))
+        .map(|name| routing_dut(name, &binary, plan.dut_cpu, routing.as_ref().map(|r| &r.0)))
         .collect::<Result<Vec<_>>>()?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -322,6 +372,9 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
             GeneratorArg::Afxdp => Generator::Afxdp,
             GeneratorArg::XdpLive => Generator::XdpLive,
         },
+        destinations: routing
+            .map(|(_, destinations)| destinations)
+            .unwrap_or_default(),
         ..ForwardingConfig::default()
     };
     let lab = Testbed::up(&TestbedConfig {

@@ -225,13 +225,16 @@ impl FastPathView for View {
             return Vec::new();
         };
         let ports = fast_path.counters();
-        ToUser::ALL
-            .iter()
-            .map(|&reason| {
-                let total = ports.iter().map(|port| port.to_user(reason)).sum();
-                (format!("to_user.{}", reason.name()), total)
-            })
-            .collect()
+        let to_user = ToUser::ALL.iter().map(|&reason| {
+            let total = ports.iter().map(|port| port.to_user(reason)).sum();
+            (format!("to_user.{}", reason.name()), total)
+        });
+        // A gauge among the counters (1 once the kernel forwards by the router's routes), so
+        // that a script or the tester can wait for a loaded table to reach the kernel.
+        let ready = fast_path
+            .routes_ready()
+            .map(|ready| ("routes_ready".to_string(), u64::from(ready)));
+        to_user.chain(ready).collect()
     }
 
     fn path(&self, port: &str) -> String {
