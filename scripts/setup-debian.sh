@@ -13,6 +13,9 @@ packages=(
   openvswitch-switch  # the ovs DuT (its own daemons in the lab, never the system service)
   dpdk-dev            # dpdk-testpmd: the dpdk-testpmd DuT and the testpmd-txonly generator
   librte-net-af-xdp23 # DPDK's AF_XDP poll-mode driver (net_af_xdp), which testpmd loads
+  libdpdk-dev         # rte_lpm/rte_lpm6 headers and libraries: crates/dpdk-lpm, the FIB reference
+  pkgconf             # pkg-config: crates/dpdk-lpm's build finds libdpdk-dev with it
+  gcc                 # compiles crates/dpdk-lpm's C shim (the cc crate)
   clang               # compiles the XDP fast path (crates/fastpath/bpf) with -target bpf
   libbpf-dev          # the BPF helper headers the fast path includes (bpf/bpf_helpers.h)
   g++                 # compiles libFuzzer (C++) for the fuzz targets (make fuzz)

@@ -40,9 +40,16 @@ pub struct FibArgs {
         default_value = "wirespeed-router,linux-router"
     )]
     duts: Vec<String>,
-    /// Routing-table sizes (k = 1000, M = 1000000).
-    #[arg(long, value_delimiter = ',', default_value = "1,10,100,1k,10k,100k,1M")]
-    routes: Vec<String>,
+    /// Routing-table sizes (k = 1000, M = 1000000; default 1,10,100,1k,10k,100k,1M). With
+    /// --against: one IPv4 table size (default 1M) or a file of `PREFIX NEXTHOP` lines.
+    #[arg(long, value_delimiter = ',')]
+    routes: Option<Vec<String>>,
+    /// Instead of the lab sweep, compare wirespeed's FIB lookups with DPDK's in this process:
+    /// rte_lpm (IPv4), rte_lpm6 (IPv6), or both (needs root for DPDK's EAL).
+    #[arg(long, value_delimiter = ',')]
+    against: Vec<super::fib_reference::Reference>,
+    #[command(flatten)]
+    reference: super::fib_reference::ReferenceArgs,
     /// Seed of the route and destination generators.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -59,8 +66,20 @@ fn no_counters(_: &(dyn Dut + 'static)) -> Option<Result<SwitchCounters, String>
 
 /// `wirespeed bench fib`.
 pub fn run(args: FibArgs) -> Result<()> {
-    let mut counts = args
-        .routes
+    if !args.against.is_empty() {
+        return super::fib_reference::run(
+            &args.against,
+            args.routes.as_deref(),
+            &args.reference,
+            args.seed,
+        );
+    }
+    let sizes = args.routes.unwrap_or_else(|| {
+        ["1", "10", "100", "1k", "10k", "100k", "1M"]
+            .map(String::from)
+            .to_vec()
+    });
+    let mut counts = sizes
         .iter()
         .map(|r| parse_count(r).map(|c| c as usize))
         .collect::<Result<Vec<_>>>()?;

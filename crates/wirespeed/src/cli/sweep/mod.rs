@@ -15,6 +15,7 @@
 
 pub mod batch;
 pub mod fib;
+pub mod fib_reference;
 pub mod generator;
 pub mod model;
 

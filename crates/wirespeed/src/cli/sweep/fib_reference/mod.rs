@@ -1,0 +1,332 @@
+//! `wirespeed bench fib --against rte_lpm,rte_lpm6`: wirespeed's FIBs against DPDK's LPM tables
+//! in this process, with the same routes and the same destinations for every table.
+//!
+//! ```sh
+//! taskset -c 1 wirespeed bench fib --against rte_lpm,rte_lpm6          # 1M IPv4, 200k IPv6 routes
+//! taskset -c 1 wirespeed bench fib --against rte_lpm --routes table.txt # a real table
+//! ```
+//!
+//! For each family and trace, every table is built (the load time is measured), looked up once
+//! untimed (warming it, and checking that every table answers every destination as the first
+//! one does: a disagreement fails the command), then measured in interleaved rounds (round by
+//! round, table by table, single lookups then batched), so a drift of a shared machine spreads
+//! over all tables alike. Medians over the rounds are printed with the ratios of each wirespeed
+//! table to DPDK's. Single lookups are one plain loop of lookups; batched ones hand the table a
+//! worker batch of 32 addresses per call (`rte_lpm_lookup_bulk`, `lookup_batch`).
+
+pub mod tables;
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Result, bail, ensure};
+use clap::Args;
+use wirespeed_dpdk_lpm::Eal;
+use wirespeed_tester::bench::median;
+
+use super::parse_count;
+use tables::{
+    Candidate, LpmTable, Routes, TraceKind, generated_ipv4, generated_ipv6, ipv4_tables,
+    ipv4_trace, ipv6_tables, ipv6_trace, routes_file,
+};
+
+/// The DPDK reference tables `--against` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Reference {
+    /// DPDK's IPv4 table against wirespeed's IPv4 FIBs.
+    #[value(name = "rte_lpm")]
+    RteLpm,
+    /// DPDK's IPv6 table against wirespeed's IPv6 FIBs.
+    #[value(name = "rte_lpm6")]
+    RteLpm6,
+}
+
+/// The options of the comparison with DPDK (`--against`).
+#[derive(Args)]
+pub struct ReferenceArgs {
+    /// With --against: IPv6 routes generated when --routes is not a file (k = 1000, M = 1000000).
+    #[arg(long, default_value = "200k")]
+    routes6: String,
+    /// With --against: destinations per trace.
+    #[arg(long, default_value = "10M")]
+    lookups: String,
+    /// With --against: the traces, uniform over the address space and/or inside routed prefixes.
+    #[arg(long, value_delimiter = ',', default_value = "random,routed")]
+    trace: Vec<TraceKind>,
+    /// With --against: measured rounds per table (the median is reported), 1..=1000.
+    #[arg(long, default_value_t = 5, value_parser = crate::cli::numbers::repeats::<usize>())]
+    rounds: usize,
+    /// With --against: MiB of memory DPDK's EAL may give its tables (ordinary pages).
+    #[arg(long, default_value_t = 2048)]
+    dpdk_memory: u32,
+}
+
+/// One table's figures for one trace.
+struct Measured {
+    name: &'static str,
+    load_seconds: f64,
+    memory_bytes: usize,
+    heap_bytes: Option<usize>,
+    /// Seconds of every round: single lookups, batched lookups.
+    single: Vec<f64>,
+    bulk: Vec<f64>,
+}
+
+/// `wirespeed bench fib --against ...`; `routes` is `--routes`: one IPv4 count (default 1M) or a
+/// routes file.
+pub fn run(
+    against: &[Reference],
+    routes: Option<&[String]>,
+    args: &ReferenceArgs,
+    seed: u64,
+) -> Result<()> {
+    let lookups = parse_count(&args.lookups)? as usize;
+    ensure!(
+        (1..=1_000_000_000).contains(&lookups),
+        "--lookups must be 1 to 1G"
+    );
+    let (v4, v6) = match routes {
+        None => (generated_ipv4(1_000_000, seed), None),
+        Some([one]) if Path::new(one).is_file() => {
+            let (v4, v6) = routes_file(Path::new(one))?;
+            eprintln!("{one}: {} IPv4 and {} IPv6 routes", v4.len(), v6.len());
+            (v4, Some(v6))
+        }
+        Some([one]) => {
+            let count = parse_count(one)? as usize;
+            ensure!(
+                (1..=4_000_000).contains(&count),
+                "--routes must be 1 to 4M routes or a file"
+            );
+            (generated_ipv4(count, seed), None)
+        }
+        Some(_) => bail!("with --against, --routes is one count or one routes file"),
+    };
+    let eal = Eal::init(args.dpdk_memory)?;
+    for reference in against {
+        match reference {
+            Reference::RteLpm => {
+                for &kind in &args.trace {
+                    let trace = ipv4_trace(kind, &v4, lookups, seed ^ 0x4);
+                    let results = measure(eal, &ipv4_tables(), &v4, &trace, args.rounds)?;
+                    print(
+                        &format!("IPv4, {} routes, {kind:?} trace", v4.len()),
+                        &results,
+                        lookups,
+                    );
+                }
+            }
+            Reference::RteLpm6 => {
+                let v6 = match &v6 {
+                    Some(v6) => v6.clone(),
+                    None => generated_ipv6(parse_count(&args.routes6)? as usize, seed),
+                };
+                for &kind in &args.trace {
+                    let trace = ipv6_trace(kind, &v6, lookups, seed ^ 0x6);
+                    let results = measure(eal, &ipv6_tables(), &v6, &trace, args.rounds)?;
+                    print(
+                        &format!("IPv6, {} routes, {kind:?} trace", v6.len()),
+                        &results,
+                        lookups,
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The addresses of `trace` that `table` answers differently from `expected`, at most `limit`
+/// of them (index, expected, found), for single and batched lookups.
+pub fn disagreements<A>(
+    table: &dyn LpmTable<A>,
+    trace: &[A],
+    expected: &[u32],
+    limit: usize,
+) -> Vec<(usize, u32, u32)> {
+    let mut found = vec![0; trace.len()];
+    let mut out = Vec::new();
+    for bulk in [false, true] {
+        if bulk {
+            table.lookup_bulk(trace, &mut found);
+        } else {
+            table.lookup_each(trace, &mut found);
+        }
+        out.extend(
+            expected
+                .iter()
+                .zip(&found)
+                .enumerate()
+                .filter(|(_, (e, f))| e != f)
+                .map(|(i, (&e, &f))| (i, e, f))
+                .take(limit),
+        );
+    }
+    out.truncate(limit);
+    out
+}
+
+/// Builds every table of `candidates`, checks their answers against the first one's, then times
+/// `rounds` interleaved rounds of single and batched lookups of `trace`.
+fn measure<A, R>(
+    eal: &Eal,
+    candidates: &[Candidate<A, R>],
+    routes: &Routes<R>,
+    trace: &[A],
+    rounds: usize,
+) -> Result<Vec<Measured>> {
+    let mut built = Vec::with_capacity(candidates.len());
+    for candidate in candidates {
+        let start = Instant::now();
+        let table = (candidate.build)(eal, routes)?;
+        let load_seconds = start.elapsed().as_secs_f64();
+        built.push((candidate.name, table, load_seconds));
+    }
+    let mut expected = vec![0; trace.len()];
+    if let Some((_, first, _)) = built.first() {
+        first.lookup_each(trace, &mut expected);
+    }
+    for (name, table, _) in &built {
+        let wrong = disagreements(table.as_ref(), trace, &expected, 5);
+        if !wrong.is_empty() {
+            bail!(
+                "{name} and {} disagree (index, {}, {name}; {} is a miss): {wrong:?}",
+                candidates[0].name,
+                candidates[0].name,
+                tables::MISS
+            );
+        }
+    }
+    let mut results: Vec<Measured> = built
+        .iter()
+        .map(|(name, table, load_seconds)| Measured {
+            name,
+            load_seconds: *load_seconds,
+            memory_bytes: table.memory_bytes(),
+            heap_bytes: table.heap_bytes(),
+            single: Vec::new(),
+            bulk: Vec::new(),
+        })
+        .collect();
+    let mut hops = vec![0u32; trace.len()];
+    for _ in 0..rounds {
+        for ((_, table, _), result) in built.iter().zip(&mut results) {
+            let start = Instant::now();
+            table.lookup_each(black_box(trace), &mut hops);
+            black_box(&mut hops);
+            result.single.push(start.elapsed().as_secs_f64());
+            let start = Instant::now();
+            table.lookup_bulk(black_box(trace), &mut hops);
+            black_box(&mut hops);
+            result.bulk.push(start.elapsed().as_secs_f64());
+        }
+    }
+    Ok(results)
+}
+
+fn print(title: &str, results: &[Measured], lookups: usize) {
+    const MIB: f64 = (1 << 20) as f64;
+    let rate = |seconds: &[f64]| lookups as f64 / median(seconds) / 1e6;
+    println!(
+        "\n### {title}, {lookups} lookups, medians over {} rounds\n",
+        { results.first().map_or(0, |r| r.single.len()) }
+    );
+    println!(
+        "| table | load s | lookup arrays MiB | DPDK heap MiB | single M lookups/s | \
+         batched M lookups/s |\n| --- | ---: | ---: | ---: | ---: | ---: |"
+    );
+    for r in results {
+        println!(
+            "| {} | {:.2} | {:.1} | {} | {:.1} | {:.1} |",
+            r.name,
+            r.load_seconds,
+            r.memory_bytes as f64 / MIB,
+            r.heap_bytes
+                .map_or("-".into(), |b| format!("{:.1}", b as f64 / MIB)),
+            rate(&r.single),
+            rate(&r.bulk),
+        );
+    }
+    let Some(reference) = results.last() else {
+        return;
+    };
+    for r in &results[..results.len() - 1] {
+        println!(
+            "{} / {}: single {:.2}x, batched {:.2}x, load time {:.2}x, lookup arrays {:.2}x",
+            r.name,
+            reference.name,
+            rate(&r.single) / rate(&reference.single),
+            rate(&r.bulk) / rate(&reference.bulk),
+            r.load_seconds / reference.load_seconds,
+            r.memory_bytes as f64 / reference.memory_bytes as f64,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tables::*;
+    use super::*;
+
+    /// DPDK's EAL, or `None` (the test skips) when not root; as root it must start.
+    fn eal() -> Option<&'static Eal> {
+        use std::os::unix::fs::MetadataExt;
+        // /proc/self belongs to the process's effective user.
+        if std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() != 0) {
+            eprintln!("skipped: DPDK's EAL needs root");
+            return None;
+        }
+        Some(Eal::init(1024).expect("DPDK's EAL starts as root"))
+    }
+
+    fn agree<A, R>(candidates: &[Candidate<A, R>], routes: &Routes<R>, trace: &[A]) {
+        let Some(eal) = eal() else { return };
+        let reference = candidates.last().unwrap();
+        let dpdk = (reference.build)(eal, routes).unwrap();
+        let mut expected = vec![0; trace.len()];
+        dpdk.lookup_each(trace, &mut expected);
+        assert!(
+            expected.contains(&MISS) && expected.iter().any(|&h| h != MISS),
+            "the trace has hits and misses"
+        );
+        for candidate in candidates {
+            let table = (candidate.build)(eal, routes).unwrap();
+            let wrong = disagreements(table.as_ref(), trace, &expected, 10);
+            assert!(wrong.is_empty(), "{}: {wrong:?}", candidate.name);
+        }
+    }
+
+    #[test]
+    fn every_ipv4_fib_agrees_with_rte_lpm_on_every_lookup() {
+        let routes = generated_ipv4(10_000, 11);
+        let mut trace = ipv4_trace(TraceKind::Routed, &routes, 50_000, 12);
+        trace.extend(ipv4_trace(TraceKind::Random, &routes, 50_000, 13));
+        agree(&ipv4_tables(), &routes, &trace);
+    }
+
+    #[test]
+    fn every_ipv6_fib_agrees_with_rte_lpm6_on_every_lookup() {
+        let routes = generated_ipv6(10_000, 21);
+        let mut trace = ipv6_trace(TraceKind::Routed, &routes, 50_000, 22);
+        trace.extend(ipv6_trace(TraceKind::Random, &routes, 50_000, 23));
+        agree(&ipv6_tables(), &routes, &trace);
+    }
+
+    #[test]
+    fn a_routes_file_gives_both_families_with_numbered_next_hops() {
+        let path = std::env::temp_dir().join(format!("ws-routes-{}.txt", std::process::id()));
+        std::fs::write(
+            &path,
+            "# bgpdump -m | awk\n0.0.0.0/0 192.0.2.9\n1.2.3.0/24 192.0.2.1\n10.1.0.0/16 192.0.2.2 \n\n\
+             2001:db8::/32 2001:db8::1\n1.2.3.77/24 192.0.2.2  # again: replaces\n",
+        )
+        .unwrap();
+        let (v4, v6) = routes_file(&path).unwrap();
+        assert_eq!(v4, vec![(0x0102_0300, 24, 1), (0x0a01_0000, 16, 1)]);
+        assert_eq!(v6, vec![(0x2001_0db8 << 96, 32, 2)]);
+        std::fs::write(&path, "1.2.3.0/24\n").unwrap();
+        assert!(routes_file(&path).is_err());
+        std::fs::remove_file(&path).unwrap();
+    }
+}
