@@ -1,5 +1,7 @@
 //! FIB micro-benchmarks: lookups per second at BGP-like table sizes, the 1M-route build, and the
-//! memory the tables take (printed once, criterion has no memory measurement).
+//! memory the tables take (printed once, criterion has no memory measurement), for DIR-24-8 and
+//! the 16-8-8 trie (`batch32`, `single`) and for Poptrie on the same tables and destinations
+//! (`trie_batch32`, `trie_single`).
 //!
 //! Destinations are spread over every route of the table (`testkit::routes`), so the large tables
 //! miss the caches on almost every lookup, as a router's FIB does under many flows. Batched
@@ -10,8 +12,12 @@
 
 use std::hint::black_box;
 
+use criterion::BenchmarkGroup;
+use criterion::measurement::WallTime;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use wirespeed_dataplane::table::fib::{Ipv4Fib, Ipv4Prefix, Ipv6Fib, Ipv6Prefix, NextHop};
+use wirespeed_dataplane::table::fib::{
+    Ipv4Fib, Ipv4Prefix, Ipv4Trie, Ipv6Fib, Ipv6Prefix, Ipv6Trie, NextHop,
+};
 use wirespeed_testkit::routes;
 
 const BATCH: usize = 32;
@@ -48,6 +54,42 @@ fn sweep<A: Copy>(destinations: &[A], mut step: impl FnMut(&[A])) -> impl FnMut(
     }
 }
 
+/// Benchmarks `{prefix}batch32/{name}` (lookups 32 at a time through `batch`) and
+/// `{prefix}single/{name}` (one by one through `single`) over `destinations`.
+fn lookups<A: Copy>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    prefix: &str,
+    name: &str,
+    destinations: &[A],
+    batch: impl Fn(&[A], &mut [Option<NextHop>]),
+    single: impl Fn(A) -> Option<NextHop>,
+) {
+    let mut out = [None; BATCH];
+    group.bench_function(BenchmarkId::new(format!("{prefix}batch32"), name), |b| {
+        b.iter(sweep(destinations, |window| {
+            for addrs in window.chunks(BATCH) {
+                batch(black_box(addrs), &mut out);
+                black_box(&out);
+            }
+        }))
+    });
+    group.bench_function(BenchmarkId::new(format!("{prefix}single"), name), |b| {
+        b.iter(sweep(destinations, |window| {
+            for &addr in window {
+                black_box(single(black_box(addr)));
+            }
+        }))
+    });
+}
+
+fn print_trie(family: &str, name: &str, bytes: usize, rib_bytes: usize, nodes: usize) {
+    println!(
+        "{family} {name} routes, Poptrie: lookup arrays {:.1} MiB, route set {:.1} MiB, {nodes} nodes",
+        bytes as f64 / MIB,
+        rib_bytes as f64 / MIB,
+    );
+}
+
 fn ipv4_lookup(c: &mut Criterion) {
     let mut group = c.benchmark_group("fib_ipv4_lookup");
     group.throughput(Throughput::Elements(PER_ITER as u64));
@@ -62,22 +104,30 @@ fn ipv4_lookup(c: &mut Criterion) {
         );
         let prefixes: Vec<(u32, u8)> = table.iter().map(|(p, _)| (p.addr(), p.len())).collect();
         let destinations = routes::ipv4_destinations(&prefixes, DESTINATIONS, 2);
-        let mut out = [None; BATCH];
-        group.bench_function(BenchmarkId::new("batch32", name), |b| {
-            b.iter(sweep(&destinations, |window| {
-                for addrs in window.chunks(BATCH) {
-                    fib.lookup_batch(black_box(addrs), &mut out);
-                    black_box(&out);
-                }
-            }))
-        });
-        group.bench_function(BenchmarkId::new("single", name), |b| {
-            b.iter(sweep(&destinations, |window| {
-                for &addr in window {
-                    black_box(fib.lookup(black_box(addr)));
-                }
-            }))
-        });
+        lookups(
+            &mut group,
+            "",
+            name,
+            &destinations,
+            |a, o| fib.lookup_batch(a, o),
+            |a| fib.lookup(a),
+        );
+        let trie = Ipv4Trie::from_routes(table.iter().copied()).unwrap();
+        print_trie(
+            "fib_ipv4",
+            name,
+            trie.memory_bytes(),
+            trie.rib_memory_bytes(),
+            trie.nodes_in_use(),
+        );
+        lookups(
+            &mut group,
+            "trie_",
+            name,
+            &destinations,
+            |a, o| trie.lookup_batch(a, o),
+            |a| trie.lookup(a),
+        );
     }
     group.finish();
 }
@@ -96,22 +146,30 @@ fn ipv6_lookup(c: &mut Criterion) {
         );
         let prefixes: Vec<(u128, u8)> = table.iter().map(|(p, _)| (p.addr(), p.len())).collect();
         let destinations = routes::ipv6_destinations(&prefixes, DESTINATIONS, 2);
-        let mut out = [None; BATCH];
-        group.bench_function(BenchmarkId::new("batch32", name), |b| {
-            b.iter(sweep(&destinations, |window| {
-                for addrs in window.chunks(BATCH) {
-                    fib.lookup_batch(black_box(addrs), &mut out);
-                    black_box(&out);
-                }
-            }))
-        });
-        group.bench_function(BenchmarkId::new("single", name), |b| {
-            b.iter(sweep(&destinations, |window| {
-                for &addr in window {
-                    black_box(fib.lookup(black_box(addr)));
-                }
-            }))
-        });
+        lookups(
+            &mut group,
+            "",
+            name,
+            &destinations,
+            |a, o| fib.lookup_batch(a, o),
+            |a| fib.lookup(a),
+        );
+        let trie = Ipv6Trie::from_routes(table.iter().copied()).unwrap();
+        print_trie(
+            "fib_ipv6",
+            name,
+            trie.memory_bytes(),
+            trie.rib_memory_bytes(),
+            trie.nodes_in_use(),
+        );
+        lookups(
+            &mut group,
+            "trie_",
+            name,
+            &destinations,
+            |a, o| trie.lookup_batch(a, o),
+            |a| trie.lookup(a),
+        );
     }
     group.finish();
 }
@@ -126,6 +184,12 @@ fn build(c: &mut Criterion) {
     let v6 = ipv6_routes(200_000);
     group.bench_function("ipv6_200k", |b| {
         b.iter_with_large_drop(|| Ipv6Fib::from_routes(black_box(&v6).iter().copied()).unwrap())
+    });
+    group.bench_function("ipv4_1M_trie", |b| {
+        b.iter_with_large_drop(|| Ipv4Trie::from_routes(black_box(&v4).iter().copied()).unwrap())
+    });
+    group.bench_function("ipv6_200k_trie", |b| {
+        b.iter_with_large_drop(|| Ipv6Trie::from_routes(black_box(&v6).iter().copied()).unwrap())
     });
     group.finish();
 }

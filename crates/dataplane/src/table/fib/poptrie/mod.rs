@@ -25,7 +25,7 @@ mod node;
 use std::collections::BTreeSet;
 
 use arena::Arena;
-use node::{Headroom, Made, Route, STRIDE, Slot, Store};
+use node::{Headroom, Made, Route, STRIDE, Store};
 
 use super::prefix::{Ipv4Prefix, Ipv6Prefix};
 use super::rib::{AddrBits, Rib};
@@ -375,19 +375,17 @@ impl<A: Key> Poptrie<A> {
                 .get((entry & INDEX) as usize)
                 .copied()
                 .unwrap_or_default();
-            match node.slot(addr.bits(offset, STRIDE)) {
-                Slot::Child(child) => entry = NODE | child,
-                Slot::Leaf(leaf) => {
-                    return self
-                        .store
-                        .leaves
-                        .entries()
-                        .get(leaf as usize)
-                        .copied()
-                        .unwrap_or(0);
-                }
-            }
+            entry = node.next(addr.bits(offset, STRIDE));
             offset += STRIDE;
+        }
+        if entry & LEAF != 0 {
+            return self
+                .store
+                .leaves
+                .entries()
+                .get((entry & INDEX) as usize)
+                .copied()
+                .unwrap_or(0);
         }
         entry & !NODE
     }
@@ -428,17 +426,14 @@ impl<A: Key> Poptrie<A> {
         while pending & NODE != 0 && offset < A::BITS {
             pending = 0;
             for (state, &addr) in state.iter_mut().zip(addrs) {
-                if *state & NODE != 0 {
-                    let node = nodes
-                        .get((*state & INDEX) as usize)
-                        .copied()
-                        .unwrap_or_default();
-                    *state = match node.slot(addr.bits(offset, STRIDE)) {
-                        Slot::Child(child) => NODE | child,
-                        Slot::Leaf(leaf) => LEAF | leaf,
-                    };
-                    pending |= *state;
-                }
+                // A destination already done reads node 0 (in the cache) and keeps its state:
+                // the same instructions for every destination, no branch to mispredict.
+                let walking = *state & NODE != 0;
+                let index = if walking { *state & INDEX } else { 0 };
+                let node = nodes.get(index as usize).copied().unwrap_or_default();
+                let next = node.next(addr.bits(offset, STRIDE));
+                *state = if walking { next } else { *state };
+                pending |= *state;
             }
             offset += STRIDE;
         }

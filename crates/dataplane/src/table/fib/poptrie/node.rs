@@ -10,8 +10,8 @@
 //! 16-8-8 trie (`fib/ipv6.rs`); that, and the leaf compression, is what keeps a full table in a
 //! few MiB.
 
-use super::Key;
 use super::arena::{Arena, Block};
+use super::{Key, LEAF, NODE};
 
 /// Address bits a node covers.
 pub(super) const STRIDE: u8 = 6;
@@ -30,33 +30,21 @@ pub(super) struct Node {
     pub(super) children: u32,
 }
 
-/// Where slot `slot` of `node` leads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Slot {
-    /// The node at this index.
-    Child(u32),
-    /// The leaf at this index.
-    Leaf(u32),
-}
-
 impl Node {
-    /// Where slot `slot` (0..64) leads: one popcount over the bits up to and including it.
+    /// Where slot `slot` (0..64) leads, as a lookup's state: `NODE` and the child's index, or
+    /// `LEAF` and the leaf's index. One popcount over the slots up to and including `slot`, and
+    /// no branch: a batch of lookups takes children and leaves in any mix without mispredicting.
     #[inline(always)]
-    pub(super) fn slot(&self, slot: usize) -> Slot {
+    pub(super) fn next(&self, slot: usize) -> u32 {
         let through = (2u64 << slot).wrapping_sub(1);
-        if self.vector >> slot & 1 != 0 {
-            Slot::Child(
-                self.children
-                    .wrapping_add((self.vector & through).count_ones())
-                    .wrapping_sub(1),
-            )
+        let child = self.vector >> slot & 1 != 0;
+        let (bits, base) = if child {
+            (self.vector, NODE | self.children)
         } else {
-            Slot::Leaf(
-                self.leaves
-                    .wrapping_add((self.leafvec & through).count_ones())
-                    .wrapping_sub(1),
-            )
-        }
+            (self.leafvec, LEAF | self.leaves)
+        };
+        base.wrapping_add((bits & through).count_ones())
+            .wrapping_sub(1)
     }
 
     fn child_block(&self) -> Option<Block> {
@@ -261,14 +249,14 @@ mod tests {
             leaves: 100,
             children: 200,
         };
-        assert_eq!(node.slot(0), Slot::Leaf(100));
-        assert_eq!(node.slot(2), Slot::Leaf(100));
-        assert_eq!(node.slot(3), Slot::Child(200));
-        assert_eq!(node.slot(4), Slot::Leaf(101));
-        assert_eq!(node.slot(9), Slot::Leaf(101));
-        assert_eq!(node.slot(10), Slot::Leaf(102));
-        assert_eq!(node.slot(62), Slot::Leaf(102));
-        assert_eq!(node.slot(63), Slot::Child(201));
+        assert_eq!(node.next(0), LEAF | 100);
+        assert_eq!(node.next(2), LEAF | 100);
+        assert_eq!(node.next(3), NODE | 200);
+        assert_eq!(node.next(4), LEAF | 101);
+        assert_eq!(node.next(9), LEAF | 101);
+        assert_eq!(node.next(10), LEAF | 102);
+        assert_eq!(node.next(62), LEAF | 102);
+        assert_eq!(node.next(63), NODE | 201);
         assert_eq!(size_of::<Node>(), 24);
     }
 }
