@@ -11,6 +11,7 @@ use super::{
     AclConfig, AppConfig, ConfigError, Locator, OpenFlowConfig, OpenFlowMiss, PortConfig, PortVlan,
     RouterConfig, RouterInterface, RouterNeighbour, RouterRoute,
 };
+use crate::openflow::{self, AgentConfig, FailMode};
 
 pub(super) fn acl_config(at: &Locator<'_>, raw: Spanned<RawAcl>) -> Result<AclConfig, ConfigError> {
     let action = |text: &Spanned<String>, key: &str| match text.get_ref().as_str() {
@@ -252,6 +253,7 @@ pub(super) fn openflow_app(
         }
         flows.push(rule);
     }
+    let agent = openflow_agent(at, &raw)?;
     Ok(AppConfig::OpenFlow(OpenFlowConfig {
         tables,
         miss,
@@ -259,7 +261,76 @@ pub(super) fn openflow_app(
         cache_entries,
         megaflows,
         flows,
+        agent,
     }))
+}
+
+/// The agent's keys of `[openflow]`, checked; `None` when none is given.
+fn openflow_agent(at: &Locator<'_>, raw: &RawOpenFlow) -> Result<Option<AgentConfig>, ConfigError> {
+    if raw.listen.is_none()
+        && raw.controllers.is_none()
+        && raw.datapath_id.is_none()
+        && raw.fail_mode.is_none()
+    {
+        return Ok(None);
+    }
+    let mut agent = AgentConfig::default();
+    if let Some(listen) = &raw.listen {
+        agent.listen = openflow::parse_listen(listen.get_ref()).ok_or_else(|| {
+            at.error(
+                listen.span(),
+                "openflow.listen",
+                &format!("{:?} is not a passive OpenFlow target", listen.get_ref()),
+                "write \"ptcp:PORT\" (on 127.0.0.1), \"ptcp:PORT:ADDR\" or \"none\"",
+            )
+        })?;
+    }
+    if let Some(controllers) = &raw.controllers {
+        for (i, target) in controllers.get_ref().iter().enumerate() {
+            let addr = openflow::parse_controller(target.get_ref()).ok_or_else(|| {
+                at.error(
+                    target.span(),
+                    &format!("openflow.controllers[{i}]"),
+                    &format!(
+                        "{:?} is not an OpenFlow controller target",
+                        target.get_ref()
+                    ),
+                    "write \"tcp:ADDR:PORT\" with an IP address (\"tcp:[ADDR]:PORT\" for IPv6)",
+                )
+            })?;
+            agent.controllers.push(addr);
+        }
+    }
+    if let Some(id) = &raw.datapath_id {
+        let text = id.get_ref().text();
+        let parsed = match text.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16).ok(),
+            None => text.parse().ok(),
+        };
+        agent.datapath_id = parsed.ok_or_else(|| {
+            at.error(
+                id.span(),
+                "openflow.datapath_id",
+                &format!("{text:?} is not a 64-bit datapath id"),
+                "write a number, e.g. datapath_id = \"0x0000000000000001\" or 1",
+            )
+        })?;
+    }
+    if let Some(mode) = &raw.fail_mode {
+        agent.fail_mode = match mode.get_ref().as_str() {
+            "secure" => FailMode::Secure,
+            other => {
+                return Err(at.error(
+                    mode.span(),
+                    "openflow.fail_mode",
+                    &format!("{other:?} is not supported (standalone is not implemented yet)"),
+                    "write fail_mode = \"secure\": without a controller the switch keeps its \
+                     flows and misses do what openflow.miss says",
+                ));
+            }
+        };
+    }
+    Ok(Some(agent))
 }
 
 /// Largest MAC table a bridge may ask for (the table's own limit).

@@ -52,6 +52,9 @@
 //! [openflow]            # app = "openflow"
 //! tables = 2
 //! miss = "drop"         # drop | flood | output:PORT
+//! listen = "ptcp:6653"  # OpenFlow 1.3 agent (optional): listener, on 127.0.0.1 unless
+//! controllers = []      # ptcp:PORT:ADDR says; controllers "tcp:ADDR:PORT"; datapath_id;
+//! fail_mode = "secure"  # any of these keys turns the agent on (docs/openflow.md)
 //! [[openflow.flow]]
 //! table = 0
 //! priority = 10
@@ -129,6 +132,9 @@ pub struct OpenFlowConfig {
     /// Checked against the ports: every flow converts with `fields::flow_rule` (its table,
     /// goto and timeouts are fields of the rule).
     pub flows: Vec<FlowRule>,
+    /// The OpenFlow 1.3 agent, when any of its keys (`listen`, `controllers`, `datapath_id`,
+    /// `fail_mode`) is given.
+    pub agent: Option<crate::openflow::AgentConfig>,
 }
 
 /// What a packet no flow of a table matches gets.

@@ -69,6 +69,11 @@ pub(super) struct RawOpenFlow {
     pub(super) megaflows: Option<Spanned<usize>>,
     #[serde(default)]
     pub(super) flow: Vec<Spanned<RawFlow>>,
+    /// The OpenFlow agent's keys (any of them turns the agent on).
+    pub(super) listen: Option<Spanned<String>>,
+    pub(super) controllers: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) datapath_id: Option<Spanned<RawText>>,
+    pub(super) fail_mode: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

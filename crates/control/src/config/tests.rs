@@ -578,3 +578,43 @@ fn the_metrics_endpoint_is_where_the_config_says_or_refused_at_its_line() {
     assert!(text.contains("127.0.0.1:9417"), "{text}");
     assert_eq!(bad.line, GOOD.lines().count() + 3, "{text}");
 }
+
+#[test]
+fn the_openflow_agent_is_configured_by_its_keys_with_errors_that_name_them() {
+    let base =
+        GOOD.replace("app = \"xconnect\"", "app = \"openflow\"") + "\n[openflow]\ntables = 2\n";
+    let agent = |text: &str| match parse("of.toml", text).unwrap().app {
+        AppConfig::OpenFlow(openflow) => openflow.agent,
+        _ => panic!("not openflow"),
+    };
+    assert_eq!(agent(&base), None);
+    let text = base.clone()
+        + "listen = \"ptcp:6634\"\ncontrollers = [\"tcp:192.0.2.1:6653\"]\n\
+           datapath_id = \"0x00000000000000ff\"\nfail_mode = \"secure\"\n";
+    let config = agent(&text).unwrap();
+    assert_eq!(config.listen, Some("127.0.0.1:6634".parse().unwrap()));
+    assert_eq!(config.controllers, ["192.0.2.1:6653".parse().unwrap()]);
+    assert_eq!(config.datapath_id, 255);
+    let default = agent(&(base.clone() + "datapath_id = 7\n")).unwrap();
+    assert_eq!(default.listen, Some("127.0.0.1:6653".parse().unwrap()));
+    for (bad, key) in [
+        ("ptcp:6634", "openflow.listen"),
+        ("tcp:192.0.2.1:6653", "openflow.controllers[0]"),
+        ("0x00000000000000ff", "openflow.datapath_id"),
+        ("secure", "openflow.fail_mode"),
+    ] {
+        let broken = match bad {
+            "ptcp:6634" => "tcp:6634",
+            "tcp:192.0.2.1:6653" => "tcp:controller.example:6653",
+            "0x00000000000000ff" => "0xzz",
+            _ => "standalone",
+        };
+        let error = parse("of.toml", &text.replace(bad, broken)).unwrap_err();
+        assert_eq!(error.key, key, "{error}");
+        assert_eq!(
+            error.line,
+            text.lines().position(|l| l.contains(bad)).unwrap() + 1
+        );
+        assert!(!error.fix.is_empty());
+    }
+}

@@ -145,8 +145,15 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// Binds the listener (an error names the address) and starts the agent's thread.
-    pub fn start(config: AgentConfig, info: SwitchInfo, timers: Timers) -> std::io::Result<Agent> {
+    /// Binds the listener (an error names the address) and starts the agent's thread, which
+    /// runs `setup` first (the switch drops the thread's capabilities there) and serves no one
+    /// if it fails.
+    pub fn start(
+        config: AgentConfig,
+        info: SwitchInfo,
+        timers: Timers,
+        setup: impl FnOnce() -> std::io::Result<()> + Send + 'static,
+    ) -> std::io::Result<Agent> {
         let listener = match config.listen {
             Some(addr) => {
                 let listener = TcpListener::bind(addr).map_err(|e| {
@@ -170,7 +177,10 @@ impl Agent {
             let (stop, status) = (Arc::clone(&stop), Arc::clone(&status));
             std::thread::Builder::new()
                 .name("openflow".into())
-                .spawn(move || run(config, info, timers, listener, &stop, &status))?
+                .spawn(move || match setup() {
+                    Ok(()) => run(config, info, timers, listener, &stop, &status),
+                    Err(error) => eprintln!("openflow agent: not started: {error}"),
+                })?
         };
         Ok(Agent {
             stop,

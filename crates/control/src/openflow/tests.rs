@@ -87,7 +87,7 @@ fn start(timers: Timers) -> Agent {
         tables: 2,
         flows_per_table: 1000,
     };
-    Agent::start(config, info, timers).unwrap()
+    Agent::start(config, info, timers, || Ok(())).unwrap()
 }
 
 /// A controller's end of a connection.

@@ -12,6 +12,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use wirespeed_control::config::Realtime;
 use wirespeed_control::dispatch::{COMMAND_TIMEOUT, Dispatcher};
+use wirespeed_control::openflow::connection::Timers;
+use wirespeed_control::openflow::{Agent, SwitchInfo};
 use wirespeed_control::reload::Reloader;
 use wirespeed_control::socket::{ControlSocket, Limits, SocketError};
 use wirespeed_dataplane::command;
@@ -70,6 +72,8 @@ pub fn run(args: SwitchArgs) -> Result<()> {
         }
         None => (None, None),
     };
+    // Stopped (dropped) before the control socket closes.
+    let _openflow = openflow_agent(&config, dispatcher.as_ref(), kept)?;
     let _reload = reload::OnHangup::start(dispatcher, kept)?;
     for worker in &workers {
         for port in worker.ports() {
@@ -205,6 +209,49 @@ fn control_socket(
         path.display()
     );
     Ok((socket, dispatcher))
+}
+
+/// Starts the OpenFlow agent when `[openflow]` configures one. It reaches the app through the
+/// control socket's dispatcher, as `wirespeed ctl` does, so it needs the socket.
+fn openflow_agent(
+    config: &wirespeed_control::config::Config,
+    dispatcher: Option<&Arc<Dispatcher>>,
+    kept: privileges::Kept,
+) -> Result<Option<Agent>> {
+    let wirespeed_control::config::AppConfig::OpenFlow(openflow) = &config.app else {
+        return Ok(None);
+    };
+    let Some(agent) = &openflow.agent else {
+        return Ok(None);
+    };
+    let Some(dispatcher) = dispatcher else {
+        anyhow::bail!(
+            "[openflow] configures an OpenFlow agent, which reaches the app through the control \
+             socket\n  fix: remove control_socket = \"\" from [switch] or the agent's keys from \
+             [openflow]"
+        );
+    };
+    let info = SwitchInfo {
+        handler: dispatcher.clone(),
+        ports: config.ports.iter().map(|port| port.name.clone()).collect(),
+        tables: openflow.tables,
+        flows_per_table: u32::try_from(openflow.flows_per_table).unwrap_or(u32::MAX),
+    };
+    let setup = move || {
+        kept.drop_the_rest()
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    };
+    let started = Agent::start(agent.clone(), info, Timers::default(), setup)?;
+    let listen = started
+        .local_addr()
+        .map_or("nowhere".to_string(), |addr| addr.to_string());
+    let controllers: Vec<String> = agent.controllers.iter().map(ToString::to_string).collect();
+    println!(
+        "openflow agent: datapath {:#018x}, listening on {listen}, controllers: [{}]",
+        agent.datapath_id,
+        controllers.join(", ")
+    );
+    Ok(Some(started))
 }
 
 /// Where worker threads run.
