@@ -45,6 +45,17 @@
 #define FP_ROUTE_LOCAL 0xfffffffe // the router's own address
 #define FP_ROUTE_ECMP 0xffffffff // several gateways: user space picks by the flow hash
 
+// Router: the IPv4 FIB's DIR-24-8 arrays, in blocks of 256 entries (a tbl8 group is one
+// block; tbl24 is 65536 of them). An entry as crates/dataplane/src/table/fib/ipv4.rs lays it out.
+#define FP_DIR24_BLOCK 256
+#define FP_DIR24_TBL24_BLOCKS 65536
+#define FP_DIR24_VALID 0x80000000 // a route
+#define FP_DIR24_GROUP 0x40000000 // tbl24 only: bits 0..24 are a tbl8 group
+#define FP_DIR24_GROUP_INDEX 0x00ffffff
+#define FP_DIR24_ECMP 0x00800000 // the route's next hop is an ECMP group
+#define FP_DIR24_ID 0x007fffff // the hop id (or ECMP group id)
+#define FP_DIR24_LOCAL 0x007fffff // the hop id that stands for the router's own address
+
 struct fp_port {
 	__u32 slot;
 	__u32 app;
@@ -63,16 +74,15 @@ struct fp_mac_entry {
 	__u32 ifindex;
 };
 
-// Router: a key of the IPv4 LPM trie (prefix length, then the address in network order).
-struct fp_route_key {
-	__u32 prefixlen;
-	__u8 addr[4];
-};
-
-// Router: a key of the IPv6 LPM trie.
+// Router: a key of the IPv6 LPM trie (prefix length, then the address in network order).
 struct fp_route6_key {
 	__u32 prefixlen;
 	__u8 addr[16];
+};
+
+// Router: a block of DIR-24-8 entries (a value of `tbl24` and `tbl8`).
+struct fp_dir24_block {
+	__u32 entry[FP_DIR24_BLOCK];
 };
 
 // Router: a resolved gateway's rewrite, keyed by its hop id.

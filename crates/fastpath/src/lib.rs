@@ -29,12 +29,13 @@
 //! sockets into slots `s * QUEUES_PER_PORT + queue` of the program's XSKMAP, so the AF_XDP
 //! ports open on it exactly as on an attachment of their own.
 
+mod dir24;
 mod maps;
 mod router;
 
 use std::fmt;
 use std::os::fd::AsFd;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use aya::maps::lpm_trie::LpmTrie;
 use aya::maps::{Array, DevMap, HashMap, Map, MapData, PerCpuArray};
@@ -43,6 +44,7 @@ use aya::{Ebpf, EbpfLoader};
 use wirespeed_dataplane::table::mac::{MacKey as SyncedKey, MacSync};
 use wirespeed_io::afxdp::{AfXdpError, XdpAttachment, XdpMode, interface_index};
 
+use dir24::KernelRoutes4;
 pub use maps::{Count, MAX_PORTS, QUEUES_PER_PORT};
 use maps::{Counts, MacEntry, MacKey, PortEntry};
 pub use router::RouterMirror;
@@ -144,6 +146,14 @@ pub enum FastPathError {
         map: &'static str,
         source: aya::maps::MapError,
     },
+    #[error(
+        "cannot map the fast path's {map} array into this process: {source}; the kernel needs \
+         BPF_F_MMAPABLE arrays (Linux 5.5 or later)"
+    )]
+    Mapping {
+        map: &'static str,
+        source: std::io::Error,
+    },
     #[error("the fast path's map tx_ports: {0}")]
     DevMap(#[source] aya::maps::xdp::XdpMapError),
     #[error("the fast path's object is not as this build expects: map {map} {what}")]
@@ -169,7 +179,9 @@ pub struct FastPath {
     ifindexes: Vec<u32>,
     counters: PerCpuArray<MapData, Counts>,
     macs: MapData,
-    routes4: MapData,
+    /// The IPv4 routes' arrays (mapped by the router's mirror).
+    tbl24: MapData,
+    tbl8: MapData,
     routes6: MapData,
     adjacencies: MapData,
     routes_ready: MapData,
@@ -211,9 +223,17 @@ impl FastPath {
                 Ok(index)
             })
             .collect::<Result<Vec<u32>, _>>()?;
+        // The IPv4 arrays take memory when made (96 MiB): only a router gets them whole.
+        let routes = ports.iter().any(|port| port.plan == PortPlan::Router);
+        let (tbl24_blocks, tbl8_groups) = if routes {
+            (maps::TBL24_BLOCKS, dir24::TBL8_GROUPS)
+        } else {
+            (1, 1)
+        };
         let mut ebpf = EbpfLoader::new()
             .map_max_entries("macs", capacity.macs.max(1))
-            .map_max_entries("routes4", capacity.routes.max(1))
+            .map_max_entries("tbl24", tbl24_blocks)
+            .map_max_entries("tbl8", tbl8_groups)
             .map_max_entries("routes6", capacity.routes.max(1))
             .load(OBJECT)
             .map_err(FastPathError::Load)?;
@@ -276,7 +296,8 @@ impl FastPath {
                 what: "is not a hash map",
             });
         };
-        let routes4 = map_data(map(&mut ebpf, "routes4")?, "routes4")?;
+        let tbl24 = map_data(map(&mut ebpf, "tbl24")?, "tbl24")?;
+        let tbl8 = map_data(map(&mut ebpf, "tbl8")?, "tbl8")?;
         let routes6 = map_data(map(&mut ebpf, "routes6")?, "routes6")?;
         let adjacencies = map_data(map(&mut ebpf, "adjacencies")?, "adjacencies")?;
         let routes_ready = map_data(map(&mut ebpf, "routes_ready")?, "routes_ready")?;
@@ -315,7 +336,8 @@ impl FastPath {
             ifindexes,
             counters,
             macs,
-            routes4,
+            tbl24,
+            tbl8,
             routes6,
             adjacencies,
             routes_ready,
@@ -351,10 +373,17 @@ impl FastPath {
     /// its own (one router: the fast path serves a router of one worker).
     pub fn router_mirror(&self) -> Result<RouterMirror, FastPathError> {
         let error = |map: &'static str| move |source| FastPathError::Map { map, source };
+        let v4 =
+            KernelRoutes4::map(&self.tbl24, &self.tbl8, dir24::TBL8_GROUPS).map_err(|source| {
+                FastPathError::Mapping {
+                    map: "tbl24",
+                    source,
+                }
+            })?;
+        let v4 = Arc::new(Mutex::new(v4));
         let routes = || -> Result<Tries, FastPathError> {
             Ok(Tries {
-                v4: LpmTrie::try_from(Map::LpmTrie(duplicate(&self.routes4, "routes4")?))
-                    .map_err(error("routes4"))?,
+                v4: Arc::clone(&v4),
                 v6: LpmTrie::try_from(Map::LpmTrie(duplicate(&self.routes6, "routes6")?))
                     .map_err(error("routes6"))?,
             })

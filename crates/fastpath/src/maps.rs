@@ -23,10 +23,18 @@ pub const MAX_IFINDEX: u32 = 65536;
 /// Reasons a frame goes to user space (`Counts::to_user`).
 pub const TO_USER_REASONS: usize = 9;
 
-/// A route of `routes4` to the router's own address.
+/// A route (of `routes6`; the program's reading of a `tbl24`/`tbl8` entry) to the router's
+/// own address.
 pub const ROUTE_LOCAL: u32 = 0xffff_fffe;
-/// A route of `routes4` to several gateways (user space picks by the flow hash).
+/// A route to several gateways (user space picks by the flow hash).
 pub const ROUTE_ECMP: u32 = 0xffff_ffff;
+
+/// Entries of a `tbl24` or `tbl8` block (a tbl8 group is one block).
+pub const DIR24_BLOCK: usize = 256;
+/// Blocks of `tbl24` in a router (2^24 entries).
+pub const TBL24_BLOCKS: u32 = 1 << 16;
+/// The hop id of a `tbl24`/`tbl8` entry that stands for the router's own address.
+pub const DIR24_LOCAL: u32 = wirespeed_dataplane::table::fib::NextHop::MAX_ID;
 
 /// A value of the `adjacencies` map (key: the hop id).
 #[repr(C)]
@@ -105,6 +113,7 @@ unsafe impl aya::Pod for Counts {}
 mod tests {
     use super::*;
     use std::mem::{offset_of, size_of};
+    use wirespeed_dataplane::table::fib::{Ipv4Fib, NextHop};
 
     #[test]
     fn layouts_have_no_padding_and_match_the_header() {
@@ -144,6 +153,15 @@ mod tests {
         assert_eq!(defined("FP_APP_ROUTER"), u64::from(APP_ROUTER));
         assert_eq!(defined("FP_ROUTE_LOCAL"), u64::from(ROUTE_LOCAL));
         assert_eq!(defined("FP_ROUTE_ECMP"), u64::from(ROUTE_ECMP));
+        assert_eq!(defined("FP_DIR24_BLOCK"), DIR24_BLOCK as u64);
+        assert_eq!(defined("FP_DIR24_TBL24_BLOCKS"), u64::from(TBL24_BLOCKS));
+        assert_eq!(defined("FP_DIR24_LOCAL"), u64::from(DIR24_LOCAL));
+        assert_eq!(defined("FP_DIR24_ID"), u64::from(NextHop::MAX_ID));
+        assert_eq!(defined("FP_DIR24_VALID"), u64::from(Ipv4Fib::ENTRY_VALID));
+        assert_eq!(defined("FP_DIR24_GROUP"), u64::from(Ipv4Fib::ENTRY_GROUP));
+        assert_eq!(defined("FP_DIR24_ECMP"), u64::from(Ipv4Fib::ENTRY_ECMP));
+        assert_eq!(defined("FP_DIR24_GROUP_INDEX"), (1 << 24) - 1);
+        assert_eq!(DIR24_BLOCK, Ipv4Fib::GROUP_LEN);
         assert_eq!(defined("FP_VLAN_ACCESS"), u64::from(VLAN_ACCESS));
         assert_eq!(defined("FP_VLAN_TRUNK"), u64::from(VLAN_TRUNK));
         assert_eq!(defined("FP_MAX_IFINDEX"), u64::from(MAX_IFINDEX));

@@ -1,6 +1,7 @@
-//! The router's hand on the kernel's routing maps ([`RouterMirror`]): `routes4` and `routes6`
-//! (LPM tries, every route with its hop id), `adjacencies` (hop id -> the rewrite of a
-//! resolved gateway) and `routes_ready` (whether the tries equal the router's FIBs).
+//! The router's hand on the kernel's routing maps ([`RouterMirror`]): the IPv4 routes
+//! (DIR-24-8 arrays, [`KernelRoutes4`]) and `routes6` (an LPM trie), every route with its hop
+//! id; `adjacencies` (hop id -> the rewrite of a resolved gateway) and `routes_ready` (whether
+//! the kernel's routes equal the router's FIBs).
 //!
 //! A single route change (`ctl route add/del`) and every rewrite change are written at once on
 //! the worker's thread, so they are in the kernel before the command's reply: one `bpf(2)` call
@@ -28,38 +29,44 @@ use wirespeed_dataplane::app::router::Prefix;
 use wirespeed_dataplane::app::router_mirror::{GatewayRewrite, RouteSync, RouteTarget};
 
 use crate::FastPathError;
+use crate::dir24::KernelRoutes4;
 use crate::maps::{self, AdjacencyEntry};
 
-/// The kernel's two route tables.
+/// The kernel's two route tables, as one thread (the worker's, or the mirror's own) reaches
+/// them: the IPv4 arrays are shared (their lock is taken on changes only, and by one side at
+/// a time: the worker writes while no replacement waits, the thread while one does), the
+/// IPv6 trie is a handle of each side's own.
 pub(crate) struct Tries {
-    pub(crate) v4: LpmTrie<MapData, [u8; 4], u32>,
+    pub(crate) v4: Arc<Mutex<KernelRoutes4>>,
     pub(crate) v6: LpmTrie<MapData, [u8; 16], u32>,
 }
 
 impl Tries {
-    fn insert(&mut self, prefix: Prefix, value: u32) -> Result<(), aya::maps::MapError> {
+    /// Sets the route; false when the kernel's table could not take it.
+    fn insert(&mut self, prefix: Prefix, value: u32) -> bool {
         match prefix {
-            Prefix::V4(p) => {
-                self.v4
-                    .insert(&Key::new(p.len().into(), p.addr().to_be_bytes()), value, 0)
-            }
-            Prefix::V6(p) => {
-                self.v6
-                    .insert(&Key::new(p.len().into(), p.addr().to_be_bytes()), value, 0)
-            }
+            Prefix::V4(p) => self.v4().insert(p, value),
+            Prefix::V6(p) => self
+                .v6
+                .insert(&Key::new(p.len().into(), p.addr().to_be_bytes()), value, 0)
+                .is_ok(),
         }
     }
 
     /// Removes the route for exactly `prefix`; absent already is fine (the kernel refused it).
     fn remove(&mut self, prefix: Prefix) {
-        let _ = match prefix {
-            Prefix::V4(p) => self
-                .v4
-                .remove(&Key::new(p.len().into(), p.addr().to_be_bytes())),
-            Prefix::V6(p) => self
-                .v6
-                .remove(&Key::new(p.len().into(), p.addr().to_be_bytes())),
-        };
+        match prefix {
+            Prefix::V4(p) => self.v4().remove(p),
+            Prefix::V6(p) => {
+                let _ = self
+                    .v6
+                    .remove(&Key::new(p.len().into(), p.addr().to_be_bytes()));
+            }
+        }
+    }
+
+    fn v4(&self) -> std::sync::MutexGuard<'_, KernelRoutes4> {
+        self.v4.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -189,14 +196,14 @@ impl RouterMirror {
         let mut gate = self.gate.lock().unwrap_or_else(PoisonError::into_inner);
         let written = gate.pending == 0;
         if written {
-            let result = match value {
+            let taken = match value {
                 Some(value) => self.routes.insert(prefix, value),
                 None => {
                     self.routes.remove(prefix);
-                    Ok(())
+                    true
                 }
             };
-            if result.is_err() {
+            if !taken {
                 gate.refuse(&self.refused);
             }
         }
@@ -312,32 +319,46 @@ fn run(
                 value,
                 written,
             } => {
-                let result = match (value, written) {
-                    (_, true) => Ok(()),
+                let taken = match (value, written) {
+                    (_, true) => true,
                     (Some(value), false) => routes.insert(prefix, value),
                     (None, false) => {
                         routes.remove(prefix);
-                        Ok(())
+                        true
                     }
                 };
-                match (value, result) {
-                    (_, Err(_)) => lock().refuse(refused),
-                    (Some(_), Ok(())) => {
+                // Only the IPv6 routes are listed: a replacement rebuilds the IPv4 table whole.
+                let v6 = matches!(prefix, Prefix::V6(_));
+                match (value, taken) {
+                    (_, false) => lock().refuse(refused),
+                    (Some(_), true) if v6 => {
                         installed.insert(prefix);
                     }
-                    (None, Ok(())) => {
+                    (None, true) if v6 => {
                         installed.remove(&prefix);
                     }
+                    _ => {}
                 }
             }
             Job::Replace(new) => {
-                let mut kept = HashSet::with_capacity(new.len());
-                let mut failed = false;
+                // IPv4 whole, built and copied at once; IPv6 route by route into its trie.
+                let v4: Vec<_> = new
+                    .iter()
+                    .filter_map(|&(prefix, value)| match prefix {
+                        Prefix::V4(p) => Some((p, value)),
+                        Prefix::V6(_) => None,
+                    })
+                    .collect();
+                let mut failed = !routes.v4().replace(&v4);
+                let mut kept = HashSet::with_capacity(new.len() - v4.len());
                 for (prefix, value) in new {
                     if stop.load(Ordering::Relaxed) {
                         return;
                     }
-                    if routes.insert(prefix, value).is_ok() {
+                    if matches!(prefix, Prefix::V4(_)) {
+                        continue;
+                    }
+                    if routes.insert(prefix, value) {
                         kept.insert(prefix);
                     } else {
                         failed = true;

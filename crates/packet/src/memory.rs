@@ -10,6 +10,7 @@
 //! moves and so keeps them.
 
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The transparent huge page size on x86_64.
 const HUGE_PAGE: usize = 2 << 20;
@@ -222,6 +223,76 @@ impl<T: Copy> std::ops::DerefMut for ReservedTable<T> {
     }
 }
 
+/// The first `len` 32-bit words of a file descriptor's memory, mapped shared (a BPF array
+/// made with `BPF_F_MMAPABLE`): what is written here, the descriptor's other users (an XDP
+/// program) read at once. They read while this side writes, so every access is atomic, and a
+/// word is written only when it changes. Unmapped on drop; the descriptor may be closed
+/// before (the mapping keeps the memory).
+pub struct SharedWords {
+    words: NonNull<AtomicU32>,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned by this value and only reached through atomics.
+unsafe impl Send for SharedWords {}
+// SAFETY: as above: shared access is atomic.
+unsafe impl Sync for SharedWords {}
+
+impl SharedWords {
+    /// Maps the first `len` words of `fd`, which must be at least that long.
+    pub fn map(fd: std::os::fd::BorrowedFd<'_>, len: usize) -> std::io::Result<Self> {
+        use std::os::fd::AsRawFd;
+        let bytes = len
+            .checked_mul(4)
+            .filter(|&bytes| bytes > 0)
+            .ok_or_else(|| std::io::Error::other("a shared mapping of no words"))?;
+        // SAFETY: a shared mapping at an address of the kernel's choosing touches no existing
+        // memory; the kernel checks the length against the descriptor's; the result is checked
+        // before use.
+        let mapping = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if mapping == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let words = NonNull::new(mapping.cast::<AtomicU32>())
+            .ok_or_else(|| std::io::Error::other("mmap returned null"))?;
+        Ok(SharedWords { words, len })
+    }
+
+    /// The words.
+    pub fn words(&self) -> &[AtomicU32] {
+        // SAFETY: `len` words are mapped for as long as `self` lives, page-aligned, and an
+        // `AtomicU32` has the layout of a `u32`.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr(), self.len) }
+    }
+
+    /// Writes `values` from word `first` on (as far as the mapping goes), each word only where
+    /// it differs.
+    pub fn write(&self, first: usize, values: &[u32]) {
+        let words = self.words().get(first..).unwrap_or_default();
+        for (word, &value) in words.iter().zip(values) {
+            if word.load(Ordering::Relaxed) != value {
+                word.store(value, Ordering::Release);
+            }
+        }
+    }
+}
+
+impl Drop for SharedWords {
+    fn drop(&mut self) {
+        // SAFETY: exactly the mapping `map` made.
+        unsafe { libc::munmap(self.words.as_ptr().cast(), self.len * 4) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,6 +353,32 @@ mod tests {
             }
         }
         assert!(HugeRegion::new(usize::MAX - 100, false).is_err());
+    }
+
+    #[test]
+    fn shared_words_are_the_descriptors_memory() {
+        let file = tempfile_of_words(1024);
+        let words = SharedWords::map(std::os::fd::AsFd::as_fd(&file), 1024).expect("map");
+        words.write(1020, &[1, 2, 3, 4, 5, 6]);
+        assert_eq!(words.words()[1023].load(Ordering::Relaxed), 4);
+        let again = SharedWords::map(std::os::fd::AsFd::as_fd(&file), 1024).expect("map");
+        assert_eq!(again.words()[1020].load(Ordering::Relaxed), 1);
+        assert!(SharedWords::map(std::os::fd::AsFd::as_fd(&file), 0).is_err());
+    }
+
+    /// An unlinked file of `len` zero words.
+    fn tempfile_of_words(len: u64) -> std::fs::File {
+        let path = std::env::temp_dir().join(format!("ws-shared-words-{}", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .expect("create");
+        std::fs::remove_file(&path).expect("unlink");
+        file.set_len(len * 4).expect("size");
+        file
     }
 
     #[test]

@@ -191,6 +191,15 @@ impl Default for Ipv4Fib {
 }
 
 impl Ipv4Fib {
+    /// Entries of a tbl8 group (the last 8 bits of a destination index one).
+    pub const GROUP_LEN: usize = GROUP_LEN;
+    /// Entry bit: a route (see the module documentation for the entry's layout).
+    pub const ENTRY_VALID: u32 = VALID;
+    /// Entry bit: a tbl24 entry that holds a tbl8 group number (bits 0..24) instead of a route.
+    pub const ENTRY_GROUP: u32 = GROUP;
+    /// Entry bit: the route's next hop is an ECMP group.
+    pub const ENTRY_ECMP: u32 = ECMP;
+
     /// Default cap on tbl8 groups (64 MiB of groups at most).
     pub const DEFAULT_TBL8_LIMIT: u32 = 1 << 16;
     /// The most tbl8 groups an entry can address.
@@ -310,6 +319,13 @@ impl Ipv4Fib {
     /// Number of routes.
     pub fn len(&self) -> usize {
         self.rib.len()
+    }
+
+    /// The lookup arrays as they stand: tbl24 (2^24 entries) and the tbl8 groups made so far
+    /// ([`Ipv4Fib::GROUP_LEN`] entries each), entries as the module documentation lays them
+    /// out. For a copy that another reader looks up the same way: the XDP fast path's arrays.
+    pub fn arrays(&self) -> (&[u32], &[u32]) {
+        (&self.tables.tbl24[..], &self.tables.tbl8[..])
     }
 
     /// Whether the table holds no route.
