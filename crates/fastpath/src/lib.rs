@@ -74,8 +74,9 @@ pub enum PortPlan {
 pub struct Capacity {
     /// Entries of the bridge's MAC table.
     pub macs: u32,
-    /// Routes of each of the router's tables, IPv4 and IPv6 (LPM tries, allocated as they
-    /// fill).
+    /// Routes of the router's IPv6 table (an LPM trie, allocated as it fills). The IPv4
+    /// table is DIR-24-8 arrays of fixed size (`dir24::TBL8_GROUPS` groups for routes longer
+    /// than /24).
     pub routes: u32,
 }
 

@@ -18,9 +18,10 @@ use wirespeed_io::afxdp::interface_driver;
 
 use super::build::xdp_mode_of;
 
-/// Routes each of the kernel's tables (IPv4, IPv6) takes (LPM tries, allocated as they fill):
-/// room for a full Internet table several times over; a load beyond it keeps the router on
-/// the user-space path (`route.fast_path_refused`).
+/// Routes the kernel's IPv6 table takes (an LPM trie, allocated as it fills): room for a full
+/// Internet table several times over. The IPv4 table (DIR-24-8 arrays) takes any number of
+/// routes up to /24 and 32 768 /24s holding longer ones. A load beyond either keeps the
+/// router on the user-space path (`route.fast_path_refused`).
 const ROUTE_CAPACITY: u32 = 1 << 22;
 
 /// The fast path a switch got, if any, and what each port does.
