@@ -448,6 +448,9 @@ pub enum Limit {
     DutDrops,
     /// The DuT lost under 1 % but pushed the generator well below its ceiling.
     DutBackpressure,
+    /// The DuT forwarded under 1 % of what it was offered: a broken setup to diagnose (its
+    /// output and commands are in the results), not a rate to compare.
+    Broken,
     /// No trial succeeded.
     Failed,
     /// The generator's own ceiling trial (no DuT).
@@ -460,6 +463,7 @@ impl Limit {
             Limit::Generator => "generator",
             Limit::DutDrops => "DuT (drops)",
             Limit::DutBackpressure => "DuT (backpressure)",
+            Limit::Broken => "broken setup (< 1 % forwarded)",
             Limit::Failed => "failed",
             Limit::Ceiling => "-",
         }
@@ -480,6 +484,8 @@ pub fn median(values: &[f64]) -> f64 {
 
 /// Loss under which a DuT forwarded everything it was given.
 pub const LOSS_THRESHOLD: f64 = 0.01;
+/// Loss from which a DuT is taken to be broken rather than slow ([`Limit::Broken`]).
+pub const BROKEN_LOSS: f64 = 0.99;
 /// Share of the generator's ceiling above which the generator is taken to be the limit.
 pub const CEILING_SHARE: f64 = 0.9;
 
@@ -541,7 +547,9 @@ pub fn summarize(records: &[TrialRecord]) -> Vec<Summary> {
             .filter(|(flows, _)| *flows == summary.flows)
             .map(|&(_, pps)| pps)
             .fold(0.0, f64::max);
-        summary.limit = if summary.loss_median >= LOSS_THRESHOLD {
+        summary.limit = if summary.loss_median >= BROKEN_LOSS {
+            Limit::Broken
+        } else if summary.loss_median >= LOSS_THRESHOLD {
             Limit::DutDrops
         } else if summary.offered_median_pps >= CEILING_SHARE * ceiling {
             Limit::Generator
@@ -590,6 +598,8 @@ mod tests {
             record("slow", 1, 500_000, 499_900),
             // Loses a fifth.
             record("lossy", 1, 1_000_000, 800_000),
+            // Forwards next to nothing: a setup to diagnose, not a rate.
+            record("nearly-nothing", 1, 1_000_000, 800),
             record("fast", 1, 990_000, 990_000),
             record("fast", 1, 970_000, 960_000),
         ];
@@ -607,6 +617,7 @@ mod tests {
         assert_eq!((fast.min_pps, fast.max_pps), (960_000.0, 990_000.0));
         assert_eq!(find("slow").limit, Limit::DutBackpressure);
         assert_eq!(find("lossy").limit, Limit::DutDrops);
+        assert_eq!(find("nearly-nothing").limit, Limit::Broken);
         let broken = find("broken");
         assert_eq!(broken.limit, Limit::Failed);
         assert_eq!(

@@ -97,9 +97,10 @@ struct ForwardingArgs {
     /// Leave thread priorities alone (no renice).
     #[arg(long)]
     keep_priorities: bool,
-    /// The tester's sender and receiver: afxdp (AF_XDP sockets on t0 and t1) or xdp-live
-    /// (in-kernel live-frame sender on t0, XDP counting sink on t1).
-    #[arg(long, default_value = "afxdp")]
+    /// The tester's sender and receiver: xdp-live (in-kernel live-frame sender on t0, XDP
+    /// counting sink on t1: several Mpps, so it does not cap the DuTs compared) or afxdp
+    /// (AF_XDP sockets on t0 and t1, about 1 Mpps, the receive a copy on the DuT's core).
+    #[arg(long, default_value = "xdp-live")]
     generator: GeneratorArg,
     /// Generator batch: frames per AF_XDP transmit, or per kernel flush for xdp-live, 1..=256.
     #[arg(long, default_value_t = 64, value_parser = numbers::batch())]
@@ -638,6 +639,9 @@ pub(crate) fn placed(p: &wirespeed_tester::bench::placement::Placed) -> String {
     }
 }
 
+/// wirespeed's DuTs against every other DuT of the same flow count; a DuT that forwarded next
+/// to nothing is a setup to diagnose, never a ratio (`62.89 x linux-router` said nothing about
+/// Linux routing, only that the setup dropped what it was sent).
 fn ratios(summaries: &[Summary]) -> Vec<String> {
     let mut lines = Vec::new();
     for ours in summaries
@@ -651,13 +655,31 @@ fn ratios(summaries: &[Summary]) -> Vec<String> {
                 && s.trials > 0
                 && s.median_pps > 0.0
         }) {
-            lines.push(format!(
-                "{} flow(s): {} is {:.2} x {}",
-                ours.flows,
-                ours.dut,
-                ours.median_pps / peer.median_pps,
-                peer.dut
-            ));
+            let line = if ours.limit == Limit::Broken || peer.limit == Limit::Broken {
+                let broken = if ours.limit == Limit::Broken {
+                    ours
+                } else {
+                    peer
+                };
+                format!(
+                    "{} flow(s): {} not compared with {}: {} forwarded {:.2} % of what it was \
+                     offered, a broken setup (its output and commands are in the JSON results)",
+                    ours.flows,
+                    ours.dut,
+                    peer.dut,
+                    broken.dut,
+                    100.0 * (1.0 - broken.loss_median)
+                )
+            } else {
+                format!(
+                    "{} flow(s): {} is {:.2} x {}",
+                    ours.flows,
+                    ours.dut,
+                    ours.median_pps / peer.median_pps,
+                    peer.dut
+                )
+            };
+            lines.push(line);
         }
     }
     lines
@@ -828,6 +850,7 @@ fn limit_key(limit: Limit) -> &'static str {
         Limit::Generator => "generator",
         Limit::DutDrops => "dut-drops",
         Limit::DutBackpressure => "dut-backpressure",
+        Limit::Broken => "broken",
         Limit::Failed => "failed",
         Limit::Ceiling => "ceiling",
     }
@@ -867,6 +890,21 @@ mod tests {
         assert_eq!(
             ratios(&summaries),
             vec!["1 flow(s): wirespeed-afxdp is 2.00 x linux-bridge"]
+        );
+        // A peer that forwarded 0.08 % of what it was offered gives no ratio.
+        let broken = Summary {
+            loss_median: 0.9992,
+            limit: Limit::Broken,
+            ..summary("linux-router", 1, 6e3)
+        };
+        let lines = ratios(&[summary("wirespeed-afxdp", 1, 2e6), broken]);
+        assert_eq!(
+            lines,
+            vec![
+                "1 flow(s): wirespeed-afxdp not compared with linux-router: linux-router \
+                 forwarded 0.08 % of what it was offered, a broken setup (its output and \
+                 commands are in the JSON results)"
+            ]
         );
     }
 }
