@@ -1,0 +1,236 @@
+//! The OpenFlow 1.3 agent driven by Open vSwitch's `ovs-ofctl -O OpenFlow13`, end to end: a
+//! `wirespeed switch` running the openflow app over AF_XDP in a lab's DuT namespace, its agent
+//! listening on the namespace's loopback; what ovs-ofctl prints is checked, and frames sent
+//! on the tester side go where the flows it installed say.
+//!
+//! Skips with a printed reason where namespaces cannot be made (not root) or where ovs-ofctl
+//! is not installed (`scripts/setup-debian.sh` installs it); runs in CI, which is root.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use wirespeed_lab::Testbed;
+use wirespeed_packet::FramePool;
+use wirespeed_testkit::ports::send;
+
+mod common;
+use common::*;
+
+/// How long the test waits to be sure that frames do not arrive.
+const QUIET: Duration = Duration::from_millis(300);
+
+/// `ovs-ofctl -O OpenFlow13 COMMAND tcp:127.0.0.1:6653 ARGS...` inside the DuT namespace;
+/// (success, stdout + stderr).
+fn ofctl(lab: &Testbed, command: &str, args: &[&str]) -> (bool, String) {
+    let output = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.dut_ns,
+            "ovs-ofctl",
+            "-O",
+            "OpenFlow13",
+        ])
+        .args(["--timeout", "5", command, "tcp:127.0.0.1:6653"])
+        .args(args)
+        .output()
+        .expect("run ovs-ofctl");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+fn ok(lab: &Testbed, command: &str, args: &[&str]) -> String {
+    let (success, out) = ofctl(lab, command, args);
+    assert!(success, "ovs-ofctl {command} {args:?} failed:\n{out}");
+    out
+}
+
+/// The flow lines of `dump-flows` (the reply header line left out).
+fn flow_lines(lab: &Testbed) -> Vec<String> {
+    ok(lab, "dump-flows", &[])
+        .lines()
+        .filter(|l| l.contains("priority="))
+        .map(str::to_string)
+        .collect()
+}
+
+fn config(lab: &Testbed, socket: &Path) -> String {
+    format!(
+        "[switch]\napp = \"openflow\"\ncontrol_socket = \"{}\"\n\n\
+         [[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [[port]]\nname = \"p1\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
+         [openflow]\ntables = 2\nmiss = \"drop\"\ncache_entries = 1024\n\
+         listen = \"ptcp:6653\"\ndatapath_id = \"0x00000000000000a1\"\n",
+        socket.display(),
+        lab.pairs[0].dut_if,
+        lab.pairs[1].dut_if,
+    )
+}
+
+#[test]
+fn ovs_ofctl_drives_the_openflow_app() {
+    if Command::new("ovs-ofctl").arg("--version").output().is_err() {
+        println!("skipped: ovs-ofctl is not installed (scripts/setup-debian.sh installs it)");
+        return;
+    }
+    let Some((lab, dir)) = lab("wsofa", 1) else {
+        return;
+    };
+    let lo = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.dut_ns,
+            "ip",
+            "link",
+            "set",
+            "lo",
+            "up",
+        ])
+        .status()
+        .expect("ip link set lo up");
+    assert!(lo.success());
+    let socket = dir.join("ctl.sock");
+    let mut switch = Switch::start(&lab, &config(&lab, &socket), &dir);
+    wait_for_control(&socket);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let shown = loop {
+        let (success, out) = ofctl(&lab, "show", &[]);
+        if success || Instant::now() > deadline {
+            break out;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    for want in ["dpid:00000000000000a1", "n_tables:2", "1(p0)", "2(p1)"] {
+        assert!(shown.contains(want), "show lacks {want}:\n{shown}");
+    }
+
+    let mut pool = FramePool::new(4096, 2048).unwrap();
+    let (mut t0, mut t1) = (tester_port(&lab, 0), tester_port(&lab, 1));
+    let input = frames(40);
+    let ours = |f: &[u8]| is_udp_to(f, TEST_PORT);
+    send(&mut t0, &mut pool, &input);
+    assert!(receive_during(&mut t1, &mut pool, QUIET, ours).is_empty());
+
+    // add-flow: the frames go out of p1 with the MAC the flow sets.
+    let to = mac_text(lab.pairs[1].tester_mac);
+    let flow = format!(
+        "priority=10,in_port=1,udp,nw_dst=198.19.0.0/16,actions=set_field:{to}->eth_dst,output:2"
+    );
+    ok(&lab, "add-flow", &[&flow]);
+    send(&mut t0, &mut pool, &input);
+    let expected: Vec<Vec<u8>> = input
+        .iter()
+        .map(|f| {
+            let mut out = f.clone();
+            out[0..6].copy_from_slice(&lab.pairs[1].tester_mac);
+            out
+        })
+        .collect();
+    assert_same(
+        &receive_all(&mut t1, &mut pool, expected.len(), TEST_PORT),
+        &expected,
+    );
+    let flows = flow_lines(&lab);
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    for want in [
+        "n_packets=40",
+        "priority=10",
+        "in_port=1",
+        "nw_dst=198.19.0.0/16",
+        "output:2",
+        "eth_dst",
+    ] {
+        assert!(
+            flows[0].contains(want),
+            "dump-flows lacks {want}: {flows:?}"
+        );
+    }
+    // The same flow, as `wirespeed ctl` shows it: one table behind both.
+    let (_, ctl_flows) = ctl_at(&socket, &["flow", "show"]);
+    assert!(ctl_flows.contains("ip_dst=198.19.0.0/16"), "{ctl_flows}");
+
+    // add-flows from a file, dump-aggregate, dump-tables.
+    let file = dir.join("flows.txt");
+    std::fs::write(
+        &file,
+        "table=0,priority=5,in_port=2,actions=output:1\n\
+         table=1,priority=1,ip,nw_src=10.0.0.0/8,actions=drop\n",
+    )
+    .unwrap();
+    ok(&lab, "add-flows", &[file.to_str().unwrap()]);
+    assert_eq!(flow_lines(&lab).len(), 3);
+    let aggregate = ok(&lab, "dump-aggregate", &[]);
+    assert!(
+        aggregate.contains("flow_count=3") && aggregate.contains("packet_count=40"),
+        "{aggregate}"
+    );
+    let tables = ok(&lab, "dump-tables", &[]);
+    assert!(
+        tables.contains("table 0") || tables.contains("  0:"),
+        "{tables}"
+    );
+    let ports = ok(&lab, "dump-ports", &[]);
+    assert!(
+        ports.contains("port  1") || ports.contains("port 1"),
+        "{ports}"
+    );
+    let descs = ok(&lab, "dump-ports-desc", &[]);
+    assert!(
+        descs.contains("1(p0)") && descs.contains("2(p1)"),
+        "{descs}"
+    );
+    ok(&lab, "dump-groups", &[]);
+
+    // mod-flows: the flow to p1 now floods (p1 is the only other port).
+    ok(
+        &lab,
+        "mod-flows",
+        &["in_port=1,udp,nw_dst=198.19.0.0/16,actions=flood"],
+    );
+    let modified = flow_lines(&lab);
+    assert!(
+        modified
+            .iter()
+            .any(|f| f.contains("nw_dst=198.19.0.0/16") && f.contains("FLOOD")),
+        "{modified:?}"
+    );
+    send(&mut t0, &mut pool, &input);
+    assert_eq!(
+        receive_all(&mut t1, &mut pool, input.len(), TEST_PORT).len(),
+        input.len()
+    );
+
+    // del-flows --strict takes exactly one flow; it stops the traffic.
+    let strict = ofctl(
+        &lab,
+        "del-flows",
+        &["--strict", "priority=10,in_port=1,udp,nw_dst=198.19.0.0/16"],
+    );
+    assert!(strict.0, "{}", strict.1);
+    assert_eq!(flow_lines(&lab).len(), 2);
+    send(&mut t0, &mut pool, &input);
+    assert!(receive_during(&mut t1, &mut pool, QUIET, ours).is_empty());
+    // Non-strict del-flows of one table, then of all.
+    ok(&lab, "del-flows", &["table=1"]);
+    assert_eq!(flow_lines(&lab).len(), 1);
+    ok(&lab, "del-flows", &[]);
+    assert!(flow_lines(&lab).is_empty());
+
+    // What the app cannot do yet is refused with the spec's error, which ovs-ofctl prints.
+    let (success, out) = ofctl(&lab, "add-flow", &["priority=1,arp,arp_op=1,actions=drop"]);
+    assert!(!success && out.contains("OFPBMC_BAD_FIELD"), "{out}");
+    let (success, out) = ofctl(&lab, "add-group", &["group_id=1,type=all,bucket=output:1"]);
+    assert!(!success && out.contains("OFPGMFC"), "{out}");
+
+    let (success, out) = switch.interrupt();
+    assert!(
+        success && out.contains("conservation holds") && out.contains("openflow agent"),
+        "{out}"
+    );
+}
