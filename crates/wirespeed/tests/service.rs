@@ -14,6 +14,11 @@ fn the_service_unit_verifies_cleanly() {
         unit.contains("ExecStart=/usr/local/bin/wirespeed switch"),
         "{unit}"
     );
+    // `systemctl reload` is the switch's SIGHUP reload.
+    assert!(
+        unit.contains("ExecReload=/bin/kill -HUP $MAINPID"),
+        "{unit}"
+    );
     // An instance of the template, its binary the one this test was built with (verify checks
     // that the executable exists).
     let dir = std::env::temp_dir().join(format!("wirespeed-unit-{}", std::process::id()));
