@@ -276,14 +276,19 @@ fn run(
                 }
             }
         }
-        let mut master = None;
         let mut index = 0;
         while index < connections.len() {
             match connections[index].poll(now, &timers, &switch) {
                 Ok((moved, event)) => {
                     busy |= moved;
                     if event == Event::BecameMaster {
-                        master = Some(index);
+                        // §6.3.7: one master at a time; the others that were become slaves,
+                        // before any of them is heard again.
+                        for (i, other) in connections.iter_mut().enumerate() {
+                            if i != index && other.role == role::MASTER {
+                                other.role = role::SLAVE;
+                            }
+                        }
                     }
                     index += 1;
                 }
@@ -293,14 +298,6 @@ fn run(
                         lost_controller(&mut controllers, closed.peer, &why, now);
                     }
                     busy = true;
-                }
-            }
-        }
-        if let Some(master) = master {
-            // §6.3.7: one master at a time; the others that were become slaves.
-            for (i, connection) in connections.iter_mut().enumerate() {
-                if i != master && connection.role == role::MASTER {
-                    connection.role = role::SLAVE;
                 }
             }
         }

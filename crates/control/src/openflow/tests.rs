@@ -65,6 +65,16 @@ impl Handler for OneWorker {
 }
 
 fn start(timers: Timers) -> Agent {
+    start_with(
+        timers,
+        AgentConfig {
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+            ..AgentConfig::default()
+        },
+    )
+}
+
+fn start_with(timers: Timers, config: AgentConfig) -> Agent {
     let (p0, p1) = link("p0", "p1", &LinkConfig::default());
     let (p2, _p3) = link("p2", "p3", &LinkConfig::default());
     let ports: Vec<Box<dyn Port>> = vec![Box::new(p0), Box::new(p1), Box::new(p2)];
@@ -77,10 +87,6 @@ fn start(timers: Timers) -> Agent {
     let handler = Arc::new(OneWorker {
         worker: Mutex::new((app, ports)),
     });
-    let config = AgentConfig {
-        listen: Some("127.0.0.1:0".parse().unwrap()),
-        ..AgentConfig::default()
-    };
     let info = SwitchInfo {
         handler,
         ports: vec!["p0".into(), "p1".into(), "p2".into()],
@@ -432,4 +438,91 @@ fn listen_and_controller_targets_parse() {
         Some("192.0.2.1:6653".parse().unwrap())
     );
     assert_eq!(parse_controller("ssl:192.0.2.1:6653"), None);
+}
+
+#[test]
+fn an_active_connection_is_made_again_after_its_controller_drops_it() {
+    let controller = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = controller.local_addr().unwrap();
+    let agent = start_with(
+        Timers::default(),
+        AgentConfig {
+            listen: None,
+            controllers: vec![addr],
+            ..AgentConfig::default()
+        },
+    );
+    let accept = |controller: &std::net::TcpListener| {
+        let (stream, _) = controller.accept().unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut peer = Peer { stream, xid: 1 };
+        assert!(matches!(peer.receive().1, Message::Hello { .. }));
+        peer.send(&Message::Hello {
+            bitmap: Some(vec![0x10]),
+        });
+        peer
+    };
+    let mut peer = accept(&controller);
+    assert_eq!(
+        peer.ask(&Message::BarrierRequest),
+        vec![Message::BarrierReply]
+    );
+    let status = agent.status();
+    assert_eq!(
+        (status[0].kind.as_str(), status[0].state.as_str()),
+        ("active", "connected")
+    );
+    drop(peer);
+    let started = std::time::Instant::now();
+    let mut again = accept(&controller);
+    // The first retry waits the first back-off, 1 s.
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(4),
+        "{waited:?}"
+    );
+    assert_eq!(
+        again.ask(&Message::BarrierRequest),
+        vec![Message::BarrierReply]
+    );
+}
+
+#[test]
+fn one_master_at_a_time_and_slaves_may_not_change_flows() {
+    let agent = start(Timers::default());
+    let addr = agent.local_addr().unwrap();
+    let (mut first, mut second) = (Peer::hello(addr), Peer::hello(addr));
+    let role = |peer: &mut Peer, role: u32| -> u32 {
+        let replies = peer.ask(&Message::RoleRequest(wirespeed_openflow::message::Role {
+            role,
+            generation_id: 1,
+        }));
+        let [Message::RoleReply(reply)] = replies.as_slice() else {
+            panic!("{replies:?}");
+        };
+        reply.role
+    };
+    use wirespeed_openflow::message::role;
+    assert_eq!(role(&mut first, role::MASTER), role::MASTER);
+    assert_eq!(role(&mut second, role::MASTER), role::MASTER);
+    // The first is a slave now.
+    assert_eq!(role(&mut first, role::NOCHANGE), role::SLAVE);
+    let add = flow_mod(FlowModCommand::Add, 1, vec![], vec![Action::output(1)]);
+    let replies = first.ask(&add);
+    assert!(
+        matches!(
+            replies.as_slice(),
+            [Message::Error {
+                error: OfError::BAD_REQUEST_IS_SLAVE,
+                ..
+            }]
+        ),
+        "{replies:?}"
+    );
+    assert_eq!(second.ask(&add), vec![]);
+    let mut roles: Vec<_> = agent.status().iter().map(|s| s.role).collect();
+    roles.sort();
+    assert_eq!(roles, ["master", "slave"]);
 }
