@@ -1,7 +1,8 @@
-//! Property tests: the IPv6 multibit-trie FIB answers every lookup exactly as a plain binary-trie
-//! LPM (`prefix-trie`) over the same routes, after any sequence of inserts and removes; it holds
-//! exactly the trie nodes the remaining routes need (so removes free them); and a bulk build from
-//! the final route set gives the same answers.
+//! Property tests: both IPv6 FIBs, the multibit trie and Poptrie, answer every lookup exactly as
+//! a plain binary-trie LPM (`prefix-trie`) over the same routes, after any sequence of inserts
+//! and removes; the multibit trie holds exactly the nodes the remaining routes need (so removes
+//! free them), and each holds what a bulk build from the final route set holds, which gives the
+//! same answers.
 //!
 //! Prefixes are drawn around a few shared bases so that they overlap, repeat and nest; /0 and /128
 //! are drawn on purpose. Probes are random addresses plus the edges of every prefix.
@@ -10,7 +11,7 @@ use std::collections::HashSet;
 
 use prefix_trie::PrefixMap;
 use proptest::prelude::*;
-use wirespeed_dataplane::table::fib::{Ipv6Fib, Ipv6Prefix, NextHop};
+use wirespeed_dataplane::table::fib::{Ipv6Fib, Ipv6Prefix, Ipv6Trie, NextHop};
 
 const BASES: [u128; 4] = [
     0x2001_0db8 << 96,
@@ -77,18 +78,76 @@ fn probes(prefixes: &[(u128, u8)], random: &[u128]) -> Vec<u128> {
     out
 }
 
-fn check(
-    fib: &Ipv6Fib,
+/// What the properties ask of an IPv6 FIB.
+trait Fib: Sized {
+    fn empty() -> Self;
+    fn build(routes: impl IntoIterator<Item = (Ipv6Prefix, NextHop)>) -> Self;
+    fn add(&mut self, prefix: Ipv6Prefix, hop: NextHop) -> Option<NextHop>;
+    fn delete(&mut self, prefix: Ipv6Prefix) -> Option<NextHop>;
+    fn find(&self, addr: u128) -> Option<NextHop>;
+    fn find_batch(&self, addrs: &[u128], out: &mut [Option<NextHop>]);
+    fn count(&self) -> usize;
+    /// The blocks of memory the table holds for its routes.
+    fn usage(&self) -> usize;
+    /// What [`Fib::usage`] must be for the route set of `reference`, where that is known.
+    fn usage_needed(reference: &PrefixMap<(u128, u8), u32>) -> Option<usize>;
+}
+
+macro_rules! fib {
+    ($table:ty, $usage:expr, $needed:expr) => {
+        impl Fib for $table {
+            fn empty() -> Self {
+                <$table>::new()
+            }
+            fn build(routes: impl IntoIterator<Item = (Ipv6Prefix, NextHop)>) -> Self {
+                <$table>::from_routes(routes).unwrap()
+            }
+            fn add(&mut self, prefix: Ipv6Prefix, hop: NextHop) -> Option<NextHop> {
+                self.insert(prefix, hop).unwrap()
+            }
+            fn delete(&mut self, prefix: Ipv6Prefix) -> Option<NextHop> {
+                self.remove(prefix)
+            }
+            fn find(&self, addr: u128) -> Option<NextHop> {
+                self.lookup(addr)
+            }
+            fn find_batch(&self, addrs: &[u128], out: &mut [Option<NextHop>]) {
+                self.lookup_batch(addrs, out)
+            }
+            fn count(&self) -> usize {
+                self.len()
+            }
+            fn usage(&self) -> usize {
+                $usage(self)
+            }
+            fn usage_needed(reference: &PrefixMap<(u128, u8), u32>) -> Option<usize> {
+                $needed(reference)
+            }
+        }
+    };
+}
+
+fib!(Ipv6Fib, Ipv6Fib::nodes_in_use, |reference| Some(
+    nodes_needed(reference)
+));
+fib!(
+    Ipv6Trie,
+    |trie: &Ipv6Trie| trie.nodes_in_use() + trie.leaves_in_use(),
+    |_| None
+);
+
+fn check<F: Fib>(
+    fib: &F,
     reference: &PrefixMap<(u128, u8), u32>,
     probes: &[u128],
 ) -> Result<(), TestCaseError> {
     let mut batch = vec![None; probes.len()];
-    fib.lookup_batch(probes, &mut batch);
+    fib.find_batch(probes, &mut batch);
     for (&addr, &batched) in probes.iter().zip(&batch) {
         let expected = reference
             .get_lpm(&(addr, 128))
             .and_then(|(_, &h)| NextHop::hop(h));
-        prop_assert_eq!(fib.lookup(addr), expected, "lookup {:#x}", addr);
+        prop_assert_eq!(fib.find(addr), expected, "lookup {:#x}", addr);
         prop_assert_eq!(batched, expected, "lookup_batch {:#x}", addr);
     }
     Ok(())
@@ -106,6 +165,64 @@ fn nodes_needed(reference: &PrefixMap<(u128, u8), u32>) -> usize {
     nodes.len()
 }
 
+fn agrees_after_inserts_and_removes<F: Fib>(
+    prefixes: &[(u128, u8)],
+    ops: &[Op],
+    random: &[u128],
+) -> Result<(), TestCaseError> {
+    let mut fib = F::empty();
+    let mut reference: PrefixMap<(u128, u8), u32> = PrefixMap::new();
+    for op in ops {
+        match *op {
+            Op::Insert(i, h) => {
+                let (addr, len) = prefixes[i % prefixes.len()];
+                let (p, hop) = route(addr, len, h);
+                let previous = fib.add(p, hop);
+                prop_assert_eq!(
+                    previous.map(NextHop::id),
+                    reference.insert((p.addr(), len), h)
+                );
+            }
+            Op::Remove(i) => {
+                let (addr, len) = prefixes[i % prefixes.len()];
+                let p = Ipv6Prefix::new(addr, len).unwrap();
+                let removed = fib.delete(p).map(NextHop::id);
+                prop_assert_eq!(removed, reference.remove(&(p.addr(), len)));
+            }
+        }
+    }
+    let probes = probes(prefixes, random);
+    check(&fib, &reference, &probes)?;
+    prop_assert_eq!(fib.count(), reference.len());
+    if let Some(needed) = F::usage_needed(&reference) {
+        prop_assert_eq!(fib.usage(), needed, "nodes freed with their last prefix");
+    }
+
+    let built = F::build(reference.iter().map(|((a, l), &h)| route(a, l, h)));
+    check(&built, &reference, &probes)?;
+    prop_assert_eq!(
+        built.usage(),
+        fib.usage(),
+        "updates hold what a build holds"
+    );
+    Ok(())
+}
+
+fn bulk_build_agrees<F: Fib>(
+    routes: &[((u128, u8), u32)],
+    random: &[u128],
+) -> Result<(), TestCaseError> {
+    let mut reference: PrefixMap<(u128, u8), u32> = PrefixMap::new();
+    for &((addr, len), h) in routes {
+        reference.insert((addr & mask(len), len), h); // later duplicates win
+    }
+    let fib = F::build(routes.iter().map(|&((a, l), h)| route(a, l, h)));
+    let prefixes: Vec<(u128, u8)> = routes.iter().map(|r| r.0).collect();
+    check(&fib, &reference, &probes(&prefixes, random))?;
+    prop_assert_eq!(fib.count(), reference.len());
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -114,32 +231,7 @@ proptest! {
         (prefixes, ops) in ops(),
         random in prop::collection::vec(any::<u128>(), 64),
     ) {
-        let mut fib = Ipv6Fib::new();
-        let mut reference: PrefixMap<(u128, u8), u32> = PrefixMap::new();
-        for op in &ops {
-            match *op {
-                Op::Insert(i, h) => {
-                    let (addr, len) = prefixes[i % prefixes.len()];
-                    let (p, hop) = route(addr, len, h);
-                    let previous = fib.insert(p, hop).unwrap();
-                    prop_assert_eq!(previous.map(NextHop::id), reference.insert((p.addr(), len), h));
-                }
-                Op::Remove(i) => {
-                    let (addr, len) = prefixes[i % prefixes.len()];
-                    let p = Ipv6Prefix::new(addr, len).unwrap();
-                    let removed = fib.remove(p).map(NextHop::id);
-                    prop_assert_eq!(removed, reference.remove(&(p.addr(), len)));
-                }
-            }
-        }
-        let probes = probes(&prefixes, &random);
-        check(&fib, &reference, &probes)?;
-        prop_assert_eq!(fib.len(), reference.len());
-        prop_assert_eq!(fib.nodes_in_use(), nodes_needed(&reference), "nodes freed with their last prefix");
-
-        let built = Ipv6Fib::from_routes(reference.iter().map(|((a, l), &h)| route(a, l, h))).unwrap();
-        check(&built, &reference, &probes)?;
-        prop_assert_eq!(built.nodes_in_use(), fib.nodes_in_use());
+        agrees_after_inserts_and_removes::<Ipv6Fib>(&prefixes, &ops, &random)?;
     }
 
     #[test]
@@ -147,13 +239,22 @@ proptest! {
         routes in prop::collection::vec((prefix(), 0u32..1000), 0..200),
         random in prop::collection::vec(any::<u128>(), 64),
     ) {
-        let mut reference: PrefixMap<(u128, u8), u32> = PrefixMap::new();
-        for &((addr, len), h) in &routes {
-            reference.insert((addr & mask(len), len), h); // later duplicates win
-        }
-        let fib = Ipv6Fib::from_routes(routes.iter().map(|&((a, l), h)| route(a, l, h))).unwrap();
-        let prefixes: Vec<(u128, u8)> = routes.iter().map(|r| r.0).collect();
-        check(&fib, &reference, &probes(&prefixes, &random))?;
-        prop_assert_eq!(fib.len(), reference.len());
+        bulk_build_agrees::<Ipv6Fib>(&routes, &random)?;
+    }
+
+    #[test]
+    fn poptrie_agrees_with_reference_after_inserts_and_removes(
+        (prefixes, ops) in ops(),
+        random in prop::collection::vec(any::<u128>(), 64),
+    ) {
+        agrees_after_inserts_and_removes::<Ipv6Trie>(&prefixes, &ops, &random)?;
+    }
+
+    #[test]
+    fn poptrie_bulk_build_with_duplicates_agrees_with_reference(
+        routes in prop::collection::vec((prefix(), 0u32..1000), 0..200),
+        random in prop::collection::vec(any::<u128>(), 64),
+    ) {
+        bulk_build_agrees::<Ipv6Trie>(&routes, &random)?;
     }
 }

@@ -101,6 +101,9 @@ pub type Ipv6Trie = Poptrie<u128>;
 pub struct Poptrie<A: Key> {
     /// 2^[`Key::DIRECT`] entries: a next hop, zero, or `NODE` and a subtree's root.
     direct: Box<[u32]>,
+    /// Per direct entry, the length of the longest route of /18 or shorter that covers it (0
+    /// for none): which entries a short prefix decides (control path only).
+    lengths: Box<[u8]>,
     store: Store,
     rib: Rib<A>,
     /// The prefixes longer than [`Key::DIRECT`], ordered, so that the routes of one subtree are
@@ -137,6 +140,7 @@ impl<A: Key> Poptrie<A> {
             .min(Self::MAX_NODE_LIMIT);
         Poptrie {
             direct: vec![0; 1 << A::DIRECT].into_boxed_slice(),
+            lengths: vec![0; 1 << A::DIRECT].into_boxed_slice(),
             store: Store {
                 nodes: Arena::new(nodes),
                 leaves: Arena::new(leaves),
@@ -192,6 +196,10 @@ impl<A: Key> Poptrie<A> {
                 .get_mut(first..first + count)
                 .unwrap_or_default()
                 .fill(entry);
+            trie.lengths
+                .get_mut(first..first + count)
+                .unwrap_or_default()
+                .fill(len);
         }
         let Poptrie { direct, store, .. } = &mut trie;
         let block_of = |route: &Route<A>| route.0.bits(0, A::DIRECT);
@@ -257,37 +265,56 @@ impl<A: Key> Poptrie<A> {
     /// where it is, or was, the longest route of /18 or shorter; `held`: to the node limit.
     fn update(&mut self, addr: A, len: u8, held: bool) -> Result<(), FibError> {
         if len > A::DIRECT {
-            return self.refresh(addr.bits(0, A::DIRECT), held);
-        }
-        let first = addr.bits(0, A::DIRECT);
-        for index in first..first + (1usize << (A::DIRECT - len)) {
+            let index = addr.bits(0, A::DIRECT);
             let (start, _) = A::block(index);
-            let shadowed = self
+            let inherited = self
                 .rib
                 .covering(start, A::DIRECT + 1)
-                .is_some_and(|(l, _)| l > len);
-            if !shadowed {
-                self.refresh(index, held)?;
+                .map_or(0, |(_, hop)| hop.bits());
+            return self.refresh(index, inherited, true, held);
+        }
+        // What the entries where `addr/len` is the longest short route inherit now: the route
+        // itself, or (removed) the longest route shorter than it, the same for all of them.
+        let (new_len, inherited) = match self.rib.route(addr, len) {
+            Some(hop) => (len, hop.bits()),
+            None => self
+                .rib
+                .covering(addr, len)
+                .map_or((0, 0), |(l, hop)| (l, hop.bits())),
+        };
+        let first = addr.bits(0, A::DIRECT);
+        for index in first..first + (1usize << (A::DIRECT - len)) {
+            match self.lengths.get_mut(index) {
+                Some(length) if *length <= len => *length = new_len,
+                _ => continue,
             }
+            self.refresh(index, inherited, false, held)?;
         }
         Ok(())
     }
 
-    /// Rebuilds direct entry `index` from the route set: a new subtree, switched to, then the
-    /// old one released. When `held` to the limit, the new subtree may use what the old one
-    /// frees.
-    fn refresh(&mut self, index: usize, held: bool) -> Result<(), FibError> {
-        let (start, last) = A::block(index);
-        let inherited = self
-            .rib
-            .covering(start, A::DIRECT + 1)
-            .map_or(0, |(_, hop)| hop.bits());
-        let routes: Vec<Route<A>> = self
-            .long
-            .range((start, 0)..=(last, u8::MAX))
-            .filter_map(|&(a, l)| self.rib.route(a, l).map(|hop| (a, l, hop.bits())))
-            .collect();
+    /// Rebuilds direct entry `index` from the route set, its slots no long route covers
+    /// holding `inherited`: a new subtree, switched to, then the old one released. Without
+    /// `long_changed` (no prefix longer than /18 came or went) an entry with no subtree has no
+    /// long route under it and just takes `inherited`. When `held` to the limit, the new
+    /// subtree may use what the old one frees.
+    fn refresh(
+        &mut self,
+        index: usize,
+        inherited: u32,
+        long_changed: bool,
+        held: bool,
+    ) -> Result<(), FibError> {
         let old = self.direct.get(index).copied().unwrap_or(0);
+        let (start, last) = A::block(index);
+        let routes: Vec<Route<A>> = if long_changed || old & NODE != 0 {
+            self.long
+                .range((start, 0)..=(last, u8::MAX))
+                .filter_map(|&(a, l)| self.rib.route(a, l).map(|hop| (a, l, hop.bits())))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let headroom = held.then(|| {
             if old & NODE != 0 {
                 self.store.size(old & INDEX)
