@@ -164,21 +164,6 @@ mod tests {
     use std::os::fd::AsFd;
     use std::sync::atomic::Ordering;
 
-    /// An unlinked file of `words` zero words, standing in for a BPF array.
-    fn zeroed(words: usize, name: &str) -> std::fs::File {
-        let path = std::env::temp_dir().join(format!("ws-dir24-{name}-{}", std::process::id()));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .expect("create");
-        std::fs::remove_file(&path).expect("unlink");
-        file.set_len(words as u64 * 4).expect("size");
-        file
-    }
-
     /// What the program would read for `addr` in the shared arrays.
     fn kernel_lookup(routes: &KernelRoutes4, addr: u32) -> u32 {
         let tbl24 = routes.tbl24.words();
@@ -196,10 +181,8 @@ mod tests {
     #[test]
     fn the_shared_arrays_answer_as_the_table_after_every_change() {
         let groups = 64;
-        let (a, b) = (
-            zeroed(1 << 24, "tbl24"),
-            zeroed(groups * DIR24_BLOCK, "tbl8"),
-        );
+        let scratch = |words| SharedWords::scratch(words).expect("scratch file");
+        let (a, b) = (scratch(1 << 24), scratch(groups * DIR24_BLOCK));
         let mut routes = KernelRoutes4::over(a.as_fd(), b.as_fd(), groups as u32).expect("map");
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut next = move || {

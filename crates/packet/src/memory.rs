@@ -267,6 +267,26 @@ impl SharedWords {
         Ok(SharedWords { words, len })
     }
 
+    /// An unlinked temporary file of `len` zero words, for a mapping where no BPF array is at
+    /// hand (the tests of the code that writes one).
+    pub fn scratch(len: usize) -> std::io::Result<std::fs::File> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let name = format!(
+            "wirespeed-scratch-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = std::env::temp_dir().join(name);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        std::fs::remove_file(&path)?;
+        file.set_len(len as u64 * 4)?;
+        Ok(file)
+    }
+
     /// The words.
     pub fn words(&self) -> &[AtomicU32] {
         // SAFETY: `len` words are mapped for as long as `self` lives, page-aligned, and an
@@ -357,28 +377,13 @@ mod tests {
 
     #[test]
     fn shared_words_are_the_descriptors_memory() {
-        let file = tempfile_of_words(1024);
+        let file = SharedWords::scratch(1024).expect("scratch file");
         let words = SharedWords::map(std::os::fd::AsFd::as_fd(&file), 1024).expect("map");
         words.write(1020, &[1, 2, 3, 4, 5, 6]);
         assert_eq!(words.words()[1023].load(Ordering::Relaxed), 4);
         let again = SharedWords::map(std::os::fd::AsFd::as_fd(&file), 1024).expect("map");
         assert_eq!(again.words()[1020].load(Ordering::Relaxed), 1);
         assert!(SharedWords::map(std::os::fd::AsFd::as_fd(&file), 0).is_err());
-    }
-
-    /// An unlinked file of `len` zero words.
-    fn tempfile_of_words(len: u64) -> std::fs::File {
-        let path = std::env::temp_dir().join(format!("ws-shared-words-{}", std::process::id()));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .expect("create");
-        std::fs::remove_file(&path).expect("unlink");
-        file.set_len(len * 4).expect("size");
-        file
     }
 
     #[test]
