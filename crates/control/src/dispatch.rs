@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::net::IpAddr;
-use std::sync::{Mutex, TryLockError};
+use std::sync::{Mutex, OnceLock, TryLockError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -63,7 +63,27 @@ pub struct Dispatcher {
     loading: Mutex<()>,
     /// The configuration file and what runs of it, for `reload` (and SIGHUP).
     reloader: Option<Reloader>,
+    /// The OpenFlow agent's connections, once it runs (it is started with this dispatcher).
+    openflow: OnceLock<Box<dyn OpenFlowView>>,
 }
+
+/// What `show openflow` shows of the OpenFlow agent: one row per connection, in the columns of
+/// [`OPENFLOW_COLUMNS`].
+pub trait OpenFlowView: Send + Sync {
+    fn rows(&self) -> Vec<Vec<String>>;
+}
+
+/// The columns of `show openflow`.
+pub const OPENFLOW_COLUMNS: [&str; 8] = [
+    "peer",
+    "kind",
+    "state",
+    "role",
+    "received",
+    "sent",
+    "refused",
+    "flow mods",
+];
 
 /// One worker's answer and how long it took.
 type Answer = (Result<ReplyBody, CommandError>, Duration);
@@ -78,6 +98,7 @@ impl Dispatcher {
             own: Vec::new(),
             loading: Mutex::new(()),
             reloader: None,
+            openflow: OnceLock::new(),
         }
     }
 
@@ -94,6 +115,21 @@ impl Dispatcher {
                 .collect();
         }
         self
+    }
+
+    /// Shows `view` on `show openflow` (set once, when the agent starts).
+    pub fn set_openflow(&self, view: Box<dyn OpenFlowView>) {
+        let _ = self.openflow.set(view);
+    }
+
+    fn show_openflow(&self) -> Result<Value, Response> {
+        match self.openflow.get() {
+            Some(view) => Ok(table(&OPENFLOW_COLUMNS, view.rows())),
+            None => Err(Response::error(
+                "this switch runs no OpenFlow agent",
+                "give [openflow] a listen, controllers or datapath_id key (docs/openflow.md)",
+            )),
+        }
     }
 
     /// The dispatcher of a switch started from `reloader`'s file, which `reload` reads again.
@@ -485,6 +521,7 @@ impl Handler for Dispatcher {
             Request::Show(Show::Ports) => self.show_ports(),
             Request::Show(Show::Workers) => self.show_workers(),
             Request::Show(Show::Counters) => self.show_counters(),
+            Request::Show(Show::OpenFlow) => self.show_openflow(),
             Request::RouteAdd { via, .. } if self.own.contains(via) => {
                 let (message, fix) = tables::own_gateway(*via);
                 Err(Response::error(message, fix))

@@ -56,6 +56,11 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("show macs", "the app's MAC table (bridge)"),
     ("show neighbours", "the app's neighbour table (router)"),
     ("show flows", "the app's flow rules (openflow)"),
+    (
+        "show openflow",
+        "the OpenFlow agent's connections: peer, active or passive, state, role, messages \
+         received, sent and refused, flow mods",
+    ),
     ("route show", "the same as `show routes`"),
     ("route add PREFIX via ADDRESS", "add or replace one route"),
     ("route del PREFIX", "remove the route of exactly PREFIX"),
@@ -93,7 +98,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
 
 /// The first words the protocol knows.
 const FIRST_WORDS: &str = "help, ping, show, route, neighbour, mac, flow, acl";
-const SHOW_WORDS: &str = "ports, counters, workers, routes, macs, neighbours, flows";
+const SHOW_WORDS: &str = "ports, counters, workers, routes, macs, neighbours, flows, openflow";
 
 /// What `show` can show.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +110,8 @@ pub enum Show {
     Macs,
     Neighbours,
     Flows,
+    /// The OpenFlow agent's connections.
+    OpenFlow,
 }
 
 /// A route's prefix, either family.
@@ -384,6 +391,7 @@ pub fn parse(line: &[u8]) -> Result<Request, ProtocolError> {
                 Some("macs") => Show::Macs,
                 Some("neighbours" | "neighbors") => Show::Neighbours,
                 Some("flows") => Show::Flows,
+                Some("openflow") => Show::OpenFlow,
                 Some(other) => {
                     return Err(ProtocolError::new(
                         format!("cannot show {}", quote(other)),
@@ -641,6 +649,7 @@ mod tests {
             ("neighbours", Show::Neighbours),
             ("neighbors", Show::Neighbours),
             ("flows", Show::Flows),
+            ("openflow", Show::OpenFlow),
         ] {
             assert_eq!(ok(&format!("show {word}")), Request::Show(show));
         }

@@ -154,6 +154,8 @@ fn ovs_ofctl_drives_the_openflow_app() {
     // The same flow, as `wirespeed ctl` shows it: one table behind both.
     let (_, ctl_flows) = ctl_at(&socket, &["flow", "show"]);
     assert!(ctl_flows.contains("ip_dst=198.19.0.0/16"), "{ctl_flows}");
+    let (shown, connections) = ctl_at(&socket, &["show", "openflow"]);
+    assert!(shown && connections.contains("flow mods"), "{connections}");
 
     // add-flows from a file, dump-aggregate, dump-tables.
     let file = dir.join("flows.txt");

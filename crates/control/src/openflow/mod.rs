@@ -23,7 +23,7 @@ use switch::Switch;
 use translate::Ports;
 use wirespeed_openflow::message::role;
 
-use crate::dispatch::Handler;
+use crate::dispatch::{Handler, OpenFlowView};
 
 /// The port OpenFlow controllers and switches listen on (IANA).
 pub const DEFAULT_PORT: u16 = 6653;
@@ -201,6 +201,37 @@ impl Agent {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone()
+    }
+
+    /// The connections for `show openflow`, as the dispatcher asks for them.
+    pub fn view(&self) -> Box<dyn OpenFlowView> {
+        Box::new(StatusView(Arc::clone(&self.status)))
+    }
+}
+
+/// The agent's published status, read by `show openflow`.
+struct StatusView(Arc<Mutex<Vec<ConnectionStatus>>>);
+
+impl OpenFlowView for StatusView {
+    fn rows(&self) -> Vec<Vec<String>> {
+        let rows = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        rows.iter()
+            .map(|c| {
+                vec![
+                    c.peer.clone(),
+                    c.kind.clone(),
+                    c.state.clone(),
+                    c.role.to_string(),
+                    c.counts.received.to_string(),
+                    c.counts.sent.to_string(),
+                    c.counts.refused.to_string(),
+                    c.counts.flow_mods.to_string(),
+                ]
+            })
+            .collect()
     }
 }
 

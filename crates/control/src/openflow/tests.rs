@@ -246,6 +246,11 @@ fn features_and_descriptions() {
     let status = agent.status();
     assert_eq!(status.len(), 1);
     assert_eq!(status[0].state, "connected");
+    // What `show openflow` lists: peer, kind, state, role, received, sent, refused, flow mods.
+    let rows = agent.view().rows();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0][1..4], ["passive", "connected", "equal"]);
+    assert_eq!(rows[0][4], status[0].counts.received.to_string());
 }
 
 #[test]

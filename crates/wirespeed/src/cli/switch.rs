@@ -242,6 +242,7 @@ fn openflow_agent(
             .map_err(|e| std::io::Error::other(e.to_string()))
     };
     let started = Agent::start(agent.clone(), info, Timers::default(), setup)?;
+    dispatcher.set_openflow(started.view());
     let listen = started
         .local_addr()
         .map_or("nowhere".to_string(), |addr| addr.to_string());
