@@ -177,8 +177,6 @@ impl Connection {
                 Ok(0) => return Err(Closed::PeerClosed),
                 Ok(n) => {
                     self.input.extend_from_slice(&chunk[..n]);
-                    self.last_heard = now;
-                    self.echo_sent = None;
                     busy = true;
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -203,6 +201,10 @@ impl Connection {
             let bytes = self.input[used..used + len].to_vec();
             used += len;
             self.counts.received += 1;
+            // Only a whole message counts as hearing from the peer: one that trickles a
+            // message byte by byte still meets the echo's deadline.
+            self.last_heard = now;
+            self.echo_sent = None;
             if self.handle(&bytes, switch, &mut event)? == Handled::Refused
                 && self.counts.refused > u64::from(MAX_REFUSED)
             {

@@ -372,10 +372,15 @@ fn silent_and_garbage_peers_are_cut_off_without_disturbing_others() {
     let mut garbage = Peer::connect(addr);
     let _ = garbage.receive();
     garbage.stream.write_all(&[0xde; 64]).unwrap();
+    // A peer that finished its HELLO, then trickles a message that never ends.
+    let mut trickle = Peer::hello(addr);
+    trickle.stream.write_all(&[4, 2, 0xff, 0xff]).unwrap();
     // The good peer answers the echo requests and keeps its connection.
     let started = std::time::Instant::now();
     while started.elapsed() < Duration::from_millis(1500) {
         let (header, message) = good.receive();
+        // One more byte of the trickler's endless message, which must not keep it alive.
+        let _ = trickle.stream.write_all(&[0]);
         if let Message::EchoRequest(data) = message {
             good.stream
                 .write_all(&Message::EchoReply(data).encode(header.xid).unwrap())
