@@ -16,8 +16,15 @@ fn hop(i: usize) -> NextHop {
     NextHop::hop(i as u32 % 4096).unwrap()
 }
 
-/// The 1M-route IPv4 table, its reference, and destinations spread over it.
-fn ipv4_table() -> (Vec<(Ipv4Prefix, NextHop)>, Vec<u32>, Vec<Option<NextHop>>) {
+/// A table, destinations spread over all its routes, and what the reference finds for them.
+struct Scale<P, A> {
+    table: Vec<(P, NextHop)>,
+    destinations: Vec<A>,
+    expected: Vec<Option<NextHop>>,
+}
+
+/// The 1M-route IPv4 table.
+fn ipv4_table() -> Scale<Ipv4Prefix, u32> {
     let prefixes = routes::ipv4_prefixes(1_000_000, 1);
     let mut reference = PrefixMap::<(u32, u8), usize>::new();
     for (i, &p) in prefixes.iter().enumerate() {
@@ -33,11 +40,15 @@ fn ipv4_table() -> (Vec<(Ipv4Prefix, NextHop)>, Vec<u32>, Vec<Option<NextHop>>) 
         .enumerate()
         .map(|(i, &(a, l))| (Ipv4Prefix::new(a, l).unwrap(), hop(i)))
         .collect();
-    (table, destinations, expected)
+    Scale {
+        table,
+        destinations,
+        expected,
+    }
 }
 
-/// The 200k-route IPv6 table, its reference, and destinations spread over it.
-fn ipv6_table() -> (Vec<(Ipv6Prefix, NextHop)>, Vec<u128>, Vec<Option<NextHop>>) {
+/// The 200k-route IPv6 table.
+fn ipv6_table() -> Scale<Ipv6Prefix, u128> {
     let prefixes = routes::ipv6_prefixes(200_000, 1);
     let mut reference = PrefixMap::<(u128, u8), usize>::new();
     for (i, &p) in prefixes.iter().enumerate() {
@@ -53,7 +64,11 @@ fn ipv6_table() -> (Vec<(Ipv6Prefix, NextHop)>, Vec<u128>, Vec<Option<NextHop>>)
         .enumerate()
         .map(|(i, &(a, l))| (Ipv6Prefix::new(a, l).unwrap(), hop(i)))
         .collect();
-    (table, destinations, expected)
+    Scale {
+        table,
+        destinations,
+        expected,
+    }
 }
 
 /// Asserts that the table's batched lookups of `destinations` give `expected`, and that its
@@ -75,7 +90,11 @@ fn check<A: Copy + std::fmt::Debug>(
 
 #[test]
 fn a_million_ipv4_routes_fit_in_100_mib_and_match_the_reference() {
-    let (table, destinations, expected) = ipv4_table();
+    let Scale {
+        table,
+        destinations,
+        expected,
+    } = ipv4_table();
     let fib = Ipv4Fib::from_routes(table).unwrap();
     assert_eq!(fib.len(), 1_000_000);
     let batch = |a: &[u32], o: &mut [Option<NextHop>]| fib.lookup_batch(a, o);
@@ -84,7 +103,11 @@ fn a_million_ipv4_routes_fit_in_100_mib_and_match_the_reference() {
 
 #[test]
 fn a_million_ipv4_routes_in_poptrie_fit_in_16_mib_and_match_the_reference() {
-    let (table, destinations, expected) = ipv4_table();
+    let Scale {
+        table,
+        destinations,
+        expected,
+    } = ipv4_table();
     let fib = Ipv4Trie::from_routes(table).unwrap();
     assert_eq!(fib.len(), 1_000_000);
     let batch = |a: &[u32], o: &mut [Option<NextHop>]| fib.lookup_batch(a, o);
@@ -96,7 +119,11 @@ fn a_million_ipv4_routes_in_poptrie_fit_in_16_mib_and_match_the_reference() {
 
 #[test]
 fn two_hundred_thousand_ipv6_routes_match_the_reference() {
-    let (table, destinations, expected) = ipv6_table();
+    let Scale {
+        table,
+        destinations,
+        expected,
+    } = ipv6_table();
     let fib = Ipv6Fib::from_routes(table).unwrap();
     assert_eq!(fib.len(), 200_000);
     let batch = |a: &[u128], o: &mut [Option<NextHop>]| fib.lookup_batch(a, o);
@@ -111,7 +138,11 @@ fn two_hundred_thousand_ipv6_routes_match_the_reference() {
 
 #[test]
 fn two_hundred_thousand_ipv6_routes_in_poptrie_fit_in_32_mib_and_match_the_reference() {
-    let (table, destinations, expected) = ipv6_table();
+    let Scale {
+        table,
+        destinations,
+        expected,
+    } = ipv6_table();
     let fib = Ipv6Trie::from_routes(table).unwrap();
     assert_eq!(fib.len(), 200_000);
     let batch = |a: &[u128], o: &mut [Option<NextHop>]| fib.lookup_batch(a, o);
