@@ -374,3 +374,123 @@ pub fn entry_instructions(entry: &FlowEntry) -> Vec<Instruction> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use wirespeed_dataplane::app::fields;
+
+    use super::*;
+
+    fn ports() -> Ports {
+        Ports {
+            names: vec!["p0".into(), "p1".into()],
+        }
+    }
+
+    fn index(name: &str) -> Option<u16> {
+        ports().index(name)
+    }
+
+    /// A FLOW_MOD's match and apply-actions, through the app's own rule reader and back.
+    fn through_the_app(matcher: Match, actions: Vec<Action>) -> (Match, Vec<Instruction>) {
+        let ports = ports();
+        let fields = match_fields(&matcher, &ports).unwrap();
+        let list = instructions(&[Instruction::ApplyActions(actions)], 0, 2, &ports).unwrap();
+        let rule = flow_rule(0, 7, fields, list, (0, 0), 0);
+        let parsed = fields::flow_rule(&rule, &index).unwrap();
+        (
+            entry_match(&parsed.entry),
+            entry_instructions(&parsed.entry),
+        )
+    }
+
+    #[test]
+    fn matches_and_actions_come_back_as_they_went() {
+        let v6 = Match::new(vec![
+            Oxm::InPort(2),
+            Oxm::EthType(0x86dd),
+            Oxm::IpProto(17),
+            Oxm::Ipv6Dst(
+                "2001:db8::".parse().unwrap(),
+                Some("ffff:ffff::".parse().unwrap()),
+            ),
+            Oxm::UdpDst(53),
+        ]);
+        let actions = vec![
+            Action::PushVlan(0x8100),
+            Action::SetField(Oxm::VlanVid(OFPVID_PRESENT | 10, None)),
+            Action::SetField(Oxm::UdpDst(5353)),
+            Action::DecNwTtl,
+            Action::output(1),
+        ];
+        let (matcher, instructions) = through_the_app(v6.clone(), actions.clone());
+        assert_eq!(matcher, v6);
+        assert_eq!(instructions, vec![Instruction::ApplyActions(actions)]);
+        let untagged = Match::new(vec![
+            Oxm::EthSrc([2, 0, 0, 0, 0, 1], None),
+            Oxm::EthType(ETH_TYPE_IPV4),
+            Oxm::VlanVid(OFPVID_NONE, None),
+            Oxm::Ipv4Src([10, 0, 0, 0].into(), Some([255, 0, 0, 0].into())),
+        ]);
+        let (matcher, instructions) = through_the_app(untagged, vec![Action::output(port::FLOOD)]);
+        assert!(matcher.fields.contains(&Oxm::VlanVid(OFPVID_NONE, None)));
+        assert!(matcher.fields.contains(&Oxm::Ipv4Src(
+            [10, 0, 0, 0].into(),
+            Some([255, 0, 0, 0].into())
+        )));
+        assert_eq!(
+            instructions,
+            vec![Instruction::ApplyActions(vec![Action::output(port::FLOOD)])]
+        );
+    }
+
+    #[test]
+    fn refusals_name_the_specs_error() {
+        let ports = ports();
+        let masked_mac = Match::new(vec![Oxm::EthDst([1; 6], Some([0xff, 0, 0, 0, 0, 0]))]);
+        assert_eq!(
+            match_fields(&masked_mac, &ports),
+            Err(OfError::BAD_MATCH_DL_ADDR_MASK)
+        );
+        let v6_holes = Match::new(vec![
+            Oxm::EthType(0x86dd),
+            Oxm::Ipv6Src("::1".parse().unwrap(), Some("ffff::ffff".parse().unwrap())),
+        ]);
+        assert_eq!(
+            match_fields(&v6_holes, &ports),
+            Err(OfError::BAD_MATCH_NW_ADDR_MASK)
+        );
+        assert_eq!(
+            match_fields(&Match::new(vec![Oxm::InPort(3)]), &ports),
+            Err(OfError::BAD_MATCH_VALUE)
+        );
+        for (action, error) in [
+            (Action::output(port::IN_PORT), OfError::BAD_ACTION_OUT_PORT),
+            (Action::output(port::ALL), OfError::BAD_ACTION_OUT_PORT),
+            (Action::PushVlan(0x88a8), OfError::BAD_ACTION_ARGUMENT),
+            (Action::SetNwTtl(3), OfError::BAD_ACTION_TYPE),
+            (Action::Group(1), OfError::BAD_ACTION_OUT_GROUP),
+            (
+                Action::SetField(Oxm::IpProto(6)),
+                OfError::BAD_ACTION_SET_TYPE,
+            ),
+        ] {
+            assert_eq!(action_texts(&[action], &ports), Err(error), "{action:?}");
+        }
+        assert_eq!(
+            action_texts(&[Action::DecNwTtl; 17], &ports),
+            Err(OfError::BAD_ACTION_TOO_MANY)
+        );
+        let goto_back = [Instruction::GotoTable(0)];
+        assert_eq!(
+            instructions(&goto_back, 1, 2, &ports),
+            Err(OfError::BAD_INSTRUCTION_TABLE_ID)
+        );
+        assert_eq!(
+            instructions(&[Instruction::ClearActions], 0, 2, &ports),
+            Err(OfError::BAD_INSTRUCTION_UNSUPPORTED)
+        );
+        // No instructions: a drop.
+        assert_eq!(instructions(&[], 0, 2, &ports).unwrap().actions, ["drop"]);
+    }
+}
