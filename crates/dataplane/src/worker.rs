@@ -32,7 +32,7 @@ use wirespeed_packet::cpu::rdtsc;
 use wirespeed_packet::flow_key::FlowKey;
 use wirespeed_packet::{Batch, DropReason, FramePool, MAX_BATCH};
 
-use crate::app::{App, CommandContext, Context};
+use crate::app::{App, CacheLookups, CommandContext, Context, TableFill};
 use crate::command::{COMMAND_EVERY, Command, ReplyBody, WorkerEnd};
 
 /// Empty iterations an adaptive worker adds to its spins while a port still has frames the kernel
@@ -79,6 +79,18 @@ impl Default for WorkerConfig {
     }
 }
 
+/// Upper bounds of the receive batch-size histogram's buckets (`WorkerCounters::batch_sizes`):
+/// powers of two up to the largest batch, so a batch finds its bucket with one count of
+/// leading zeros, once per batch.
+pub const BATCH_BUCKETS: [usize; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+
+const _: () = assert!(BATCH_BUCKETS[BATCH_BUCKETS.len() - 1] >= MAX_BATCH);
+
+/// The bucket of [`BATCH_BUCKETS`] a non-empty batch of `count` packets falls in.
+fn batch_bucket(count: usize) -> usize {
+    ((usize::BITS - (count - 1).leading_zeros()) as usize).min(BATCH_BUCKETS.len() - 1)
+}
+
 /// TSC cycles spent per part of the loop.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Cycles {
@@ -106,6 +118,10 @@ pub struct WorkerCounters {
     pub sleeps: u64,
     /// Run-time commands answered.
     pub commands: u64,
+    /// Receive polls that returned packets, by batch size: bucket *i* counts the batches of
+    /// more than `BATCH_BUCKETS[i - 1]` and at most `BATCH_BUCKETS[i]` packets. Their sizes
+    /// sum to `rx_packets`.
+    pub batch_sizes: [u64; BATCH_BUCKETS.len()],
 }
 
 impl WorkerCounters {
@@ -121,6 +137,13 @@ pub struct WorkerSnapshot {
     pub counters: WorkerCounters,
     pub ports: Vec<(PortInfo, PortStats)>,
     pub app: Vec<(&'static str, u64)>,
+    /// How full the app's tables are.
+    pub tables: Vec<TableFill>,
+    /// How the app's caches answer.
+    pub caches: Vec<CacheLookups>,
+    /// Frames of the worker's pool that are free, of how many.
+    pub pool_free: u32,
+    pub pool_total: u32,
     /// What stopped a port, as [`Worker::faults`] says it, for a caller that reports it while
     /// the worker runs (an interface deleted under a switch).
     pub faults: Vec<String>,
@@ -271,6 +294,7 @@ impl Worker {
                 continue;
             }
             self.counters.cycles.rx += t1.wrapping_sub(mark);
+            self.counters.batch_sizes[batch_bucket(count)] += 1;
             for desc in self.rx.descs_mut() {
                 desc.port = port;
             }
@@ -331,6 +355,7 @@ impl Worker {
             app,
             ports,
             counters,
+            pool,
             ..
         } = self;
         let served = end.serve(|command| match command {
@@ -339,7 +364,7 @@ impl Worker {
             },
             Command::Snapshot => {
                 let mut snapshot = WorkerSnapshot::default();
-                fill_snapshot(&mut snapshot, counters, ports, app.as_ref());
+                fill_snapshot(&mut snapshot, counters, ports, app.as_ref(), pool);
                 ReplyBody::Snapshot(Box::new(snapshot))
             }
             Command::App(command) => {
@@ -526,6 +551,7 @@ impl Worker {
             &self.counters,
             &self.ports,
             self.app.as_ref(),
+            &self.pool,
         );
     }
 
@@ -573,14 +599,21 @@ fn fill_snapshot(
     counters: &WorkerCounters,
     ports: &[Box<dyn Port>],
     app: &dyn App,
+    pool: &FramePool,
 ) {
     snapshot.counters.clone_from(counters);
+    snapshot.pool_free = pool.free_count();
+    snapshot.pool_total = pool.total();
     snapshot.ports.clear();
     for port in ports {
         snapshot.ports.push((port.info().clone(), port.stats()));
     }
     snapshot.app.clear();
     app.counters(&mut snapshot.app);
+    snapshot.tables.clear();
+    app.tables(&mut snapshot.tables);
+    snapshot.caches.clear();
+    app.caches(&mut snapshot.caches);
     snapshot.faults.clear();
     snapshot.faults.extend(port_faults(ports));
 }
@@ -591,4 +624,21 @@ fn port_faults(ports: &[Box<dyn Port>]) -> impl Iterator<Item = String> + '_ {
         let fault = port.fault()?;
         Some(format!("port {}: {fault}", port.info().name))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BATCH_BUCKETS, batch_bucket};
+
+    #[test]
+    fn a_batch_falls_in_the_first_bucket_that_holds_it() {
+        for count in 1..=wirespeed_packet::MAX_BATCH {
+            let bucket = batch_bucket(count);
+            assert!(count <= BATCH_BUCKETS[bucket], "{count} in {bucket}");
+            assert!(
+                bucket == 0 || count > BATCH_BUCKETS[bucket - 1],
+                "{count} in {bucket}"
+            );
+        }
+    }
 }

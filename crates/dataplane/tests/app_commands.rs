@@ -10,7 +10,10 @@ use std::time::Instant;
 
 use wirespeed_dataplane::app::bridge::{Bridge, BridgeConfig, BridgePort};
 use wirespeed_dataplane::app::openflow::{OpenFlow, OpenFlowConfig};
-use wirespeed_dataplane::app::router::{Interface, Router, RouterConfig, StaticNeighbour};
+use wirespeed_dataplane::app::router::{
+    Gateway, Interface, Prefix, Router, RouterConfig, StaticNeighbour, StaticRoute,
+};
+use wirespeed_dataplane::app::{App, TableFill};
 use wirespeed_dataplane::command::{
     AclAction, AclRule, AppCommand, AppReply, COMMAND_EVERY, Command, ControlEnd, FlowRule,
     Neighbour, ReplyBody, Retired, Routes, Table,
@@ -788,4 +791,84 @@ fn flows_added_and_removed_at_run_time_decide_the_next_batch() {
     let why = refused(call(&mut rig, &mut control, AppCommand::FlowAdd(bad)));
     assert!(why.contains("table 9"), "{why}");
     finish(rig);
+}
+
+/// A reloaded configuration's route: one command sets a route of either family to one gateway
+/// or several (ECMP), in place.
+#[test]
+fn a_route_set_from_a_reload_spreads_over_its_gateways_then_follows_one() {
+    let (mut rig, mut control) = router_rig(router_config());
+    let set = |via: &[&str]| {
+        AppCommand::RouteSet(StaticRoute {
+            prefix: Prefix::new("198.51.100.0".parse().unwrap(), 24).unwrap(),
+            via: via
+                .iter()
+                .map(|v| Gateway::new(v.parse().unwrap()))
+                .collect(),
+        })
+    };
+    // Flows that differ in their source port spread over both gateways.
+    let frames: Vec<Vec<u8>> = (0..64)
+        .map(|port| {
+            let mut frame = udp4("198.51.100.7", 53);
+            frame[34..36].copy_from_slice(&(4000u16 + port).to_be_bytes());
+            frame
+        })
+        .collect();
+    done(call(&mut rig, &mut control, set(&["10.1.0.2", "10.2.0.2"])));
+    let out = rig.exchange(0, &frames);
+    assert_eq!(out[1].len() + out[2].len(), frames.len());
+    assert!(
+        !out[1].is_empty() && !out[2].is_empty(),
+        "ECMP used one gateway"
+    );
+    done(call(&mut rig, &mut control, set(&["10.2.0.2"])));
+    let out = rig.exchange(0, &frames);
+    assert_eq!((out[1].len(), out[2].len()), (0, frames.len()));
+    finish(rig);
+}
+
+/// A reloaded `age_seconds` applies to the entries already learned; a bad one is refused.
+#[test]
+fn the_mac_age_changes_at_run_time() {
+    let (mut rig, mut control) = bridge_rig(None);
+    let (a, b) = (mac(1), mac(2));
+    rig.exchange(1, &[ethernet(b, a, 7)]);
+    let out = rig.exchange(0, &[ethernet(a, b, 7)]);
+    assert_eq!((out[1].len(), out[2].len()), (1, 0), "learned: unicast");
+    let why = refused(call(&mut rig, &mut control, AppCommand::SetMacAge(0.0)));
+    assert!(why.contains("age"), "{why}");
+    // A nanosecond: b is forgotten by the next batch.
+    done(call(&mut rig, &mut control, AppCommand::SetMacAge(1e-9)));
+    let out = rig.exchange(0, &[ethernet(a, b, 7)]);
+    assert_eq!((out[1].len(), out[2].len()), (1, 1), "aged: flooded");
+    finish(rig);
+}
+
+/// What the metrics show of the apps' tables: entries against capacity.
+#[test]
+fn apps_report_their_table_fills() {
+    let fill = |app: &dyn App, table: &str| -> TableFill {
+        let mut fills = Vec::new();
+        app.tables(&mut fills);
+        *fills
+            .iter()
+            .find(|f| f.table == table)
+            .unwrap_or_else(|| panic!("no {table} in {fills:?}"))
+    };
+    let router = Router::new(router_config()).unwrap();
+    let neighbours = fill(&router, "neighbours");
+    assert_eq!((neighbours.entries, neighbours.capacity), (3, Some(4096)));
+    // Each interface's connected and local route.
+    assert_eq!(fill(&router, "routes_v4").entries, 6);
+    assert_eq!(fill(&router, "routes_v6").entries, 6);
+    assert!(fill(&router, "routes_v4_tbl8_groups").capacity.is_some());
+    let openflow = OpenFlow::new(OpenFlowConfig {
+        ports: 3,
+        ..OpenFlowConfig::default()
+    });
+    let flows = fill(&openflow, "flows");
+    assert_eq!(flows.entries, 0);
+    assert!(flows.capacity.unwrap() > 0);
+    assert!(fill(&openflow, "flow_cache").capacity.unwrap() > 0);
 }

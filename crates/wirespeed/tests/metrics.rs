@@ -53,7 +53,8 @@ fn scrape(ns: &str, openmetrics: bool) -> String {
 /// The value of the sample `series` (name and labels exactly as exposed).
 fn sample(body: &str, series: &str) -> u64 {
     body.lines()
-        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+        // Histogram sums are written as floats (`301.0`).
+        .find_map(|line| Some(line.strip_prefix(series)?.trim().parse::<f64>().ok()? as u64))
         .unwrap_or_else(|| panic!("no sample {series} in\n{body}"))
 }
 
@@ -88,7 +89,13 @@ fn prometheus_scrapes_a_forwarding_switch_and_its_counters_agree_with_ctl() {
     let Some((lab, dir)) = lab(prefix, 1) else {
         return;
     };
-    let config = xconnect_config(&lab, "backend = \"afpacket\"");
+    // A bridge with an ACL, for tables and a cache to show; the frames flood from p0 to p1.
+    let config = xconnect_config(&lab, "backend = \"afpacket\"")
+        .replace("app = \"xconnect\"", "app = \"bridge\"")
+        .replace(
+            "[xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
+            "[acl]\n[[acl.rule]]\naction = \"deny\"\nproto = \"udp\"\ndst_port = 53\n",
+        );
     let mut switch = Switch::start_with(&lab, &config, &dir, &["--metrics", METRICS]);
     let socket = std::path::PathBuf::from(format!("/run/wirespeed/{}.sock", lab.dut_ns));
     let mut pool = FramePool::new(4096, 2048).unwrap();
@@ -123,12 +130,53 @@ fn prometheus_scrapes_a_forwarding_switch_and_its_counters_agree_with_ctl() {
         "wirespeed_port_rx_bytes_total{worker=\"0\",port=\"p0\"}",
         "wirespeed_port_up{worker=\"0\",port=\"p0\"} 1",
         "wirespeed_build_info{version=",
+        "# TYPE wirespeed_worker_rx_batch_size histogram",
+        "wirespeed_worker_rx_batch_size_bucket{le=\"256.0\",worker=\"0\"}",
+        "wirespeed_table_entries{worker=\"0\",table=\"mac\"}",
+        "wirespeed_table_capacity{worker=\"0\",table=\"mac\"} 8192",
+        "wirespeed_table_entries{worker=\"0\",table=\"acl_rules\"} 1",
+        "wirespeed_cache_hits_total{worker=\"0\",cache=\"acl\"}",
+        "wirespeed_cache_misses_total{worker=\"0\",cache=\"acl\"}",
+        "wirespeed_pool_frames{worker=\"0\"}",
+        "wirespeed_pool_free_frames{worker=\"0\"}",
     ] {
         assert!(
             before.contains(expected),
             "{expected} missing from\n{before}"
         );
     }
+
+    // The batch histogram counts every frame received once: its sum is the worker's frames,
+    // its count the batches, its +Inf bucket all of them.
+    let received = sample(&before, "wirespeed_worker_rx_packets_total{worker=\"0\"}");
+    let batches = sample(
+        &before,
+        "wirespeed_worker_rx_batch_size_count{worker=\"0\"}",
+    );
+    assert_eq!(
+        sample(&before, "wirespeed_worker_rx_batch_size_sum{worker=\"0\"}"),
+        received
+    );
+    assert!(
+        0 < batches && batches <= received,
+        "{batches} batches of {received}"
+    );
+    assert_eq!(
+        sample(
+            &before,
+            "wirespeed_worker_rx_batch_size_bucket{le=\"+Inf\",worker=\"0\"}"
+        ),
+        batches
+    );
+    // Every frame the ACL saw was a cache hit or a scan.
+    let looked = sample(
+        &before,
+        "wirespeed_cache_hits_total{worker=\"0\",cache=\"acl\"}",
+    ) + sample(
+        &before,
+        "wirespeed_cache_misses_total{worker=\"0\",cache=\"acl\"}",
+    );
+    assert!(looked >= 301, "{looked}");
 
     // Every metric the Grafana dashboard in docs/ queries is one the switch exposes (the fast
     // path's only where a fast path is in force, which this switch has not).

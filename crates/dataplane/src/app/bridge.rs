@@ -30,7 +30,7 @@ use wirespeed_packet::cpu::tsc_hz;
 use wirespeed_packet::{Batch, DropReason, MAX_BATCH, Meta};
 
 use crate::app::trace::TraceRing;
-use crate::app::{App, CommandContext, Context, MAX_SHOW_ROWS, fields};
+use crate::app::{App, CacheLookups, CommandContext, Context, MAX_SHOW_ROWS, TableFill, fields};
 use crate::command::{AppCommand, AppReply, Retired, Table};
 use crate::stage::Parse;
 use crate::stage::acl::{Acl, AclConfig, AclRule};
@@ -404,6 +404,23 @@ impl App for Bridge {
         }
         if let Some(refused) = self.table.mirror_refused() {
             out.push(("mac.fast_path_refused", refused));
+        }
+    }
+
+    fn tables(&self, out: &mut Vec<TableFill>) {
+        out.push(TableFill {
+            table: "mac",
+            entries: self.table.len() as u64,
+            capacity: Some(self.table.capacity() as u64),
+        });
+        if let Some(acl) = &self.acl {
+            acl.append_tables(out);
+        }
+    }
+
+    fn caches(&self, out: &mut Vec<CacheLookups>) {
+        if let Some(acl) = &self.acl {
+            acl.append_caches(out);
         }
     }
 

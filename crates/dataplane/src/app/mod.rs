@@ -54,6 +54,25 @@ impl Context<'_> {
     }
 }
 
+/// How full one of an app's tables is, for the metrics: entries in use and, where the table
+/// has one, the most it holds (a route table's limit is the memory its longer prefixes take,
+/// which its own row says: `routes_v4_tbl8_groups`, `routes_v6_nodes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableFill {
+    pub table: &'static str,
+    pub entries: u64,
+    pub capacity: Option<u64>,
+}
+
+/// One of an app's exact-match caches: lookups it answered and lookups it sent on to the
+/// slower table behind it, for the hit ratio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheLookups {
+    pub cache: &'static str,
+    pub hits: u64,
+    pub misses: u64,
+}
+
 /// A configured pipeline.
 pub trait App: Send {
     /// Short name for stats output.
@@ -64,6 +83,12 @@ pub trait App: Send {
 
     /// Appends the app's own counters (name, value) for stats output.
     fn counters(&self, out: &mut Vec<(&'static str, u64)>);
+
+    /// Appends how full each of the app's tables is (apps without tables keep the default).
+    fn tables(&self, _out: &mut Vec<TableFill>) {}
+
+    /// Appends the lookups of each of the app's exact-match caches.
+    fn caches(&self, _out: &mut Vec<CacheLookups>) {}
 
     /// Housekeeping while the worker has nothing to do, right before it sleeps (TSC `now`):
     /// where the XDP fast path forwards in the kernel, user space may see no traffic for a

@@ -26,6 +26,7 @@ use std::ops::RangeInclusive;
 use wirespeed_packet::flow_key::FlowKey;
 use wirespeed_packet::{Batch, DropReason, Meta};
 
+use crate::app::{CacheLookups, TableFill};
 use crate::table::flow_cache::FlowCache;
 
 /// An address prefix over the flow key's 16-byte addresses (IPv4 is IPv4-mapped).
@@ -333,6 +334,24 @@ impl Acl {
 
     pub fn counters(&self) -> AclCounters {
         self.counters
+    }
+
+    /// Appends its rules (an ACL has no fixed capacity) for the metrics.
+    pub fn append_tables(&self, out: &mut Vec<TableFill>) {
+        out.push(TableFill {
+            table: "acl_rules",
+            entries: self.len() as u64,
+            capacity: None,
+        });
+    }
+
+    /// Appends its cache's lookups: a miss is a scan of the rules.
+    pub fn append_caches(&self, out: &mut Vec<CacheLookups>) {
+        out.push(CacheLookups {
+            cache: "acl",
+            hits: self.counters.cache_hits,
+            misses: self.counters.scans,
+        });
     }
 
     /// Appends the stage's counters under `acl.*` names.

@@ -16,8 +16,16 @@
 //!   `wirespeed_worker_cycles_total{part}` (TSC cycles in rx, process, tx and idle),
 //!   `wirespeed_worker_empty_polls_total`, `wirespeed_worker_sleeps_total`,
 //!   `wirespeed_worker_iterations_total`;
+//! * `wirespeed_worker_rx_batch_size` (a histogram of the receive batches' sizes, buckets at
+//!   the powers of two up to the largest batch; the worker counts a batch in a fixed array,
+//!   once per batch, and its `_sum` is the frames received);
 //! * `wirespeed_app_value{counter}`: the app's own counters and table fills, by the names
 //!   `ctl show counters` uses (a gauge: some are table sizes);
+//! * `wirespeed_table_entries{table}` and `wirespeed_table_capacity{table}` (MAC, neighbours,
+//!   routes per family and what limits them, flows, megaflows, the flow cache, ACL rules; a
+//!   table without a fixed capacity has no capacity series),
+//!   `wirespeed_cache_{hits,misses}_total{cache}` (the flow cache, the megaflows, the ACL's
+//!   cache), `wirespeed_pool_frames` and `wirespeed_pool_free_frames` (the worker's frames);
 //! * `wirespeed_fast_path_{rx,tx}_forwarded_packets_total` and
 //!   `wirespeed_fast_path_to_user_packets_total{reason}` when the XDP fast path is in force;
 //! * `wirespeed_build_info{version}`.
@@ -28,11 +36,13 @@ use std::thread::JoinHandle;
 
 use anyhow::{Context, Result};
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
-use wirespeed_dataplane::worker::{StatsCell, WorkerSnapshot};
+use wirespeed_dataplane::worker::{BATCH_BUCKETS, StatsCell, WorkerSnapshot};
 use wirespeed_fastpath::{FastPath, ToUser};
 use wirespeed_packet::DropReason;
 
@@ -148,6 +158,8 @@ pub fn exposition(source: &Source) -> String {
     .set(1);
     register_ports(&mut registry, &snapshots);
     register_workers(&mut registry, &snapshots);
+    register_batches(&mut registry, &snapshots);
+    register_tables(&mut registry, &snapshots);
     if let Some(fast_path) = &source.fast_path {
         register_fast_path(&mut registry, fast_path);
     }
@@ -322,6 +334,103 @@ fn register_workers(registry: &mut Registry, snapshots: &[WorkerSnapshot]) {
             app.get_or_create(&labels)
                 .set(i64::try_from(*value).unwrap_or(i64::MAX));
         }
+    }
+}
+
+/// A histogram a worker counted itself: counts per bucket of [`BATCH_BUCKETS`] and their
+/// sum, set once per scrape (the client's own histogram observes values one by one).
+#[derive(Debug, Default)]
+struct Counted(std::sync::OnceLock<([u64; BATCH_BUCKETS.len()], u64)>);
+
+impl TypedMetric for Counted {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for Counted {
+    fn encode(&self, mut encoder: MetricEncoder) -> std::fmt::Result {
+        let (counts, sum) = self.0.get().copied().unwrap_or_default();
+        // Per bucket, not cumulative: the encoder sums them; +Inf holds nothing more.
+        let buckets: Vec<(f64, u64)> = BATCH_BUCKETS
+            .iter()
+            .zip(counts)
+            .map(|(&le, count)| (le as f64, count))
+            .chain([(f64::INFINITY, 0)])
+            .collect();
+        encoder.encode_histogram::<NoLabelSet>(sum as f64, counts.iter().sum(), &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
+fn register_batches(registry: &mut Registry, snapshots: &[WorkerSnapshot]) {
+    let family = Family::<Labels, Counted>::default();
+    registry.register(
+        "worker_rx_batch_size",
+        "Sizes of the receive batches (packets per poll that returned any)",
+        family.clone(),
+    );
+    for (worker, snapshot) in snapshots.iter().enumerate() {
+        let c = &snapshot.counters;
+        let _ = family
+            .get_or_create(&vec![("worker", worker.to_string())])
+            .0
+            .set((c.batch_sizes, c.rx_packets));
+    }
+}
+
+fn register_tables(registry: &mut Registry, snapshots: &[WorkerSnapshot]) {
+    let entries = gauges(
+        registry,
+        "table_entries",
+        "Entries in use in the app's tables",
+    );
+    let capacity = gauges(
+        registry,
+        "table_capacity",
+        "The most entries the app's tables hold (tables without a fixed capacity have none)",
+    );
+    let hits = counters(
+        registry,
+        "cache_hits",
+        "Lookups the app's caches answered",
+        None,
+    );
+    let misses = counters(
+        registry,
+        "cache_misses",
+        "Lookups the app's caches passed on to the tables behind them",
+        None,
+    );
+    let pool = gauges(registry, "pool_frames", "Frames of the worker's pool");
+    let free = gauges(
+        registry,
+        "pool_free_frames",
+        "Frames of the worker's pool that are free (neither in a ring nor in a batch)",
+    );
+    let gauge = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+    for (worker, snapshot) in snapshots.iter().enumerate() {
+        let id = worker.to_string();
+        let labels = |name: &'static str, value: &str| {
+            vec![("worker", id.clone()), (name, value.to_string())]
+        };
+        for fill in &snapshot.tables {
+            let labels = || labels("table", fill.table);
+            entries.get_or_create(&labels()).set(gauge(fill.entries));
+            if let Some(most) = fill.capacity {
+                capacity.get_or_create(&labels()).set(gauge(most));
+            }
+        }
+        for cache in &snapshot.caches {
+            set(&hits, labels("cache", cache.cache), cache.hits);
+            set(&misses, labels("cache", cache.cache), cache.misses);
+        }
+        let labels = vec![("worker", id.clone())];
+        pool.get_or_create(&labels)
+            .set(i64::from(snapshot.pool_total));
+        free.get_or_create(&labels)
+            .set(i64::from(snapshot.pool_free));
     }
 }
 

@@ -40,6 +40,7 @@
 //! (`trace(key)` is the slow path's table-by-table walk of one key).
 
 pub mod action;
+mod fills;
 pub mod table;
 
 use std::fmt;
@@ -660,6 +661,14 @@ impl App for OpenFlow {
         } else {
             self.run::<false>(ctx, batch);
         }
+    }
+
+    fn tables(&self, out: &mut Vec<crate::app::TableFill>) {
+        self.append_tables(out);
+    }
+
+    fn caches(&self, out: &mut Vec<crate::app::CacheLookups>) {
+        self.append_caches(out);
     }
 
     fn counters(&self, out: &mut Vec<(&'static str, u64)>) {

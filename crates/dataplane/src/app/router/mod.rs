@@ -64,6 +64,7 @@ pub use crate::stage::route::OptionsPolicy;
 pub use crate::table::interfaces::Interface;
 
 mod commands;
+mod fills;
 
 /// An IPv4 or IPv6 prefix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -685,6 +686,14 @@ impl App for Router {
         // A neighbour this batch taught (or changed) reaches the fast path now: the next batch
         // may be long in coming while the kernel forwards everything else.
         self.sync_mirror();
+    }
+
+    fn tables(&self, out: &mut Vec<crate::app::TableFill>) {
+        self.append_tables(out);
+    }
+
+    fn caches(&self, out: &mut Vec<crate::app::CacheLookups>) {
+        self.append_caches(out);
     }
 
     fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
