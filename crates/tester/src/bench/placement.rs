@@ -37,15 +37,16 @@
 //! it would on an idle machine. (SCHED_FIFO would shield them too, but it would also let a
 //! polling worker starve the NAPI thread it depends on, changing what is measured.)
 //!
-//! One exception: where the tester's receive runs on another core (`receiver_cpu` is not
-//! `dut_cpu`: the RFC 2544 suite's placement), the DuT's ingress NAPI thread runs at
-//! SCHED_FIFO 1, as wirespeed's worker does (the wirespeed DuT driver). It is a kernel DuT's
-//! worker, and at a normal priority another job's busy loop still took its core for a whole
-//! scheduler tick (4 ms at HZ 250) a few times a second: d0's 256-frame ring overflowed under a
-//! shaper passing 104 kframes/s, and the searches found 71–74 kframes/s on a loaded machine
-//! against 104.8–105.3 with the thread real-time (issue 16). Where the tester's receive shares
-//! the DuT core (`bench forwarding`), the thread keeps the plan's nice value: real-time there,
-//! it would starve that receive under overload.
+//! One exception ([`make_kernel_dut_realtime`]): for a DuT that runs in the kernel (bridge,
+//! router, XDP redirect), where the tester's receive runs on another core (`receiver_cpu` is
+//! not `dut_cpu`: the RFC 2544 suite's placement), the DuT's ingress NAPI thread runs at
+//! SCHED_FIFO 1, as wirespeed's worker does (the wirespeed DuT driver). That thread is the
+//! kernel DuT's worker, and at a normal priority another job's busy loop still took its core
+//! for a whole scheduler tick (4 ms at HZ 250) a few times a second: d0's 256-frame ring
+//! overflowed under a shaper passing 104 kframes/s, and the searches found 64–81 kframes/s on
+//! a loaded machine against 104.5–104.9 with the thread real-time (issue 16). Where the
+//! tester's receive shares the DuT core (`bench forwarding`), the thread keeps the plan's nice
+//! value: real-time there, it would starve that receive under overload.
 //!
 //! A thread's nice value only weighs it against the threads of its own *autogroup* (with
 //! `kernel.sched_autogroup_enabled = 1`, each session is one scheduling group, and groups share
@@ -145,16 +146,28 @@ pub fn place_kernel(
     ] {
         placed.extend(place_napi_niced(ns, interface, cpu, plan.nice, log)?);
     }
-    // The DuT's ingress NAPI thread is a kernel DuT's worker: real-time, as wirespeed's worker
-    // is, where nothing of the tester shares its core (see the module documentation).
-    if plan.nice.is_some() && plan.receiver_cpu != plan.dut_cpu {
-        for (pid, comm) in napi_threads(&wiring.ingress.dut_if) {
-            let pid = pid.to_string();
-            log.push(format!("chrt -f -p 1 {pid}  # {comm}"));
-            run("chrt", &["-f", "-p", "1", &pid])?;
-        }
-    }
     Ok(placed)
+}
+
+/// For a DuT that runs in the kernel (no process of its own), after [`place_kernel`]: its
+/// ingress NAPI thread, which is its worker, runs at SCHED_FIFO 1 as wirespeed's worker does,
+/// where priorities are set and nothing of the tester shares the DuT's core (see the module
+/// documentation). A DuT with a process keeps the plan's nice value on that thread: its own
+/// threads are what it is measured by.
+pub fn make_kernel_dut_realtime(
+    wiring: &Wiring,
+    plan: &Plan,
+    log: &mut Vec<String>,
+) -> Result<(), PlacementError> {
+    if plan.nice.is_none() || plan.receiver_cpu == plan.dut_cpu {
+        return Ok(());
+    }
+    for (pid, comm) in napi_threads(&wiring.ingress.dut_if) {
+        let pid = pid.to_string();
+        log.push(format!("chrt -f -p 1 {pid}  # {comm}"));
+        run("chrt", &["-f", "-p", "1", &pid])?;
+    }
+    Ok(())
 }
 
 /// Gives `interface` (in namespace `ns`) threaded NAPI and pins its NAPI threads to `cpu`,

@@ -49,7 +49,9 @@ use std::time::{Duration, Instant};
 
 use wirespeed_lab::Testbed;
 
-use crate::bench::placement::{Placed, check_threads, place_kernel, place_napi_niced};
+use crate::bench::placement::{
+    Placed, check_threads, make_kernel_dut_realtime, place_kernel, place_napi_niced,
+};
 use crate::dut::probe::verify;
 use crate::dut::{Dut, Wiring};
 use crate::generator::pacing::Pattern;
@@ -317,11 +319,14 @@ fn prepare(
     dut.setup(wiring).map_err(|error| error.to_string())?;
     verify(dut, wiring, 4, Duration::from_secs(10)).map_err(|error| error.to_string())?;
     pins.extend(place_kernel(wiring, &config.plan, commands).map_err(|e| e.to_string())?);
-    if let Some(pid) = dut.pid() {
-        pins.extend(
+    match dut.pid() {
+        Some(pid) => pins.extend(
             check_threads(pid, dut.worker_prefix(), config.plan.dut_cpu)
                 .map_err(|e| e.to_string())?,
-        );
+        ),
+        None => {
+            make_kernel_dut_realtime(wiring, &config.plan, commands).map_err(|e| e.to_string())?
+        }
     }
     Ok(())
 }
