@@ -408,11 +408,11 @@ impl App for Bridge {
     }
 
     fn tables(&self, out: &mut Vec<TableFill>) {
-        out.push(TableFill {
-            table: "mac",
-            entries: self.table.len() as u64,
-            capacity: Some(self.table.capacity() as u64),
-        });
+        out.push(TableFill::new(
+            "mac",
+            self.table.len(),
+            Some(self.table.capacity()),
+        ));
         if let Some(acl) = &self.acl {
             acl.append_tables(out);
         }

@@ -64,6 +64,17 @@ pub struct TableFill {
     pub capacity: Option<u64>,
 }
 
+impl TableFill {
+    /// `table` with `entries` in use of at most `capacity` (`None`: no fixed capacity).
+    pub fn new(table: &'static str, entries: usize, capacity: Option<usize>) -> TableFill {
+        TableFill {
+            table,
+            entries: entries as u64,
+            capacity: capacity.map(|most| most as u64),
+        }
+    }
+}
+
 /// One of an app's exact-match caches: lookups it answered and lookups it sent on to the
 /// slower table behind it, for the hit ratio.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -338,11 +338,7 @@ impl Acl {
 
     /// Appends its rules (an ACL has no fixed capacity) for the metrics.
     pub fn append_tables(&self, out: &mut Vec<TableFill>) {
-        out.push(TableFill {
-            table: "acl_rules",
-            entries: self.len() as u64,
-            capacity: None,
-        });
+        out.push(TableFill::new("acl_rules", self.len(), None));
     }
 
     /// Appends its cache's lookups: a miss is a scan of the rules.

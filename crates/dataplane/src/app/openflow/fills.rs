@@ -12,21 +12,13 @@ impl OpenFlow {
         let megaflows = self.lookup.classifier();
         let cache = self.lookup.cache();
         out.extend([
-            TableFill {
-                table: "flows",
-                entries: flows.iter().map(|t| t.len() as u64).sum(),
-                capacity: Some(flows.iter().map(|t| t.capacity() as u64).sum()),
-            },
-            TableFill {
-                table: "megaflows",
-                entries: megaflows.len() as u64,
-                capacity: Some(megaflows.capacity() as u64),
-            },
-            TableFill {
-                table: "flow_cache",
-                entries: cache.len() as u64,
-                capacity: Some(cache.capacity() as u64),
-            },
+            TableFill::new(
+                "flows",
+                flows.iter().map(|t| t.len()).sum(),
+                Some(flows.iter().map(|t| t.capacity()).sum()),
+            ),
+            TableFill::new("megaflows", megaflows.len(), Some(megaflows.capacity())),
+            TableFill::new("flow_cache", cache.len(), Some(cache.capacity())),
         ]);
     }
 

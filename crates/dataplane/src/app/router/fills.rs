@@ -11,31 +11,23 @@ impl Router {
     pub(super) fn append_tables(&self, out: &mut Vec<TableFill>) {
         let (v4, v6) = (self.route.fib_v4(), self.route.fib_v6());
         out.extend([
-            TableFill {
-                table: "neighbours",
-                entries: self.neighbours.len() as u64,
-                capacity: Some(self.neighbours.capacity() as u64),
-            },
-            TableFill {
-                table: "routes_v4",
-                entries: v4.len() as u64,
-                capacity: None,
-            },
-            TableFill {
-                table: "routes_v4_tbl8_groups",
-                entries: v4.tbl8_groups_in_use() as u64,
-                capacity: Some(u64::from(v4.tbl8_limit())),
-            },
-            TableFill {
-                table: "routes_v6",
-                entries: v6.len() as u64,
-                capacity: None,
-            },
-            TableFill {
-                table: "routes_v6_nodes",
-                entries: v6.nodes_in_use() as u64,
-                capacity: Some(u64::from(v6.node_limit())),
-            },
+            TableFill::new(
+                "neighbours",
+                self.neighbours.len(),
+                Some(self.neighbours.capacity()),
+            ),
+            TableFill::new("routes_v4", v4.len(), None),
+            TableFill::new(
+                "routes_v4_tbl8_groups",
+                v4.tbl8_groups_in_use(),
+                Some(v4.tbl8_limit() as usize),
+            ),
+            TableFill::new("routes_v6", v6.len(), None),
+            TableFill::new(
+                "routes_v6_nodes",
+                v6.nodes_in_use(),
+                Some(v6.node_limit() as usize),
+            ),
         ]);
         if let Some(acl) = &self.acl {
             acl.append_tables(out);
