@@ -229,6 +229,10 @@ fn ovs_ofctl_drives_the_openflow_app() {
     assert!(!success && out.contains("OFPBMC_BAD_FIELD"), "{out}");
     let (success, out) = ofctl(&lab, "add-group", &["group_id=1,type=all,bucket=output:1"]);
     assert!(!success && out.contains("OFPGMFC"), "{out}");
+    let frame =
+        "02000000000202000000000108004500001c0001000040117acbc6120001c613000100090009000800000000";
+    let (success, out) = ofctl(&lab, "packet-out", &["controller", "output:2", frame]);
+    assert!(!success && out.contains("OFPBRC_EPERM"), "{out}");
 
     let (success, out) = switch.interrupt();
     assert!(
