@@ -25,8 +25,8 @@
 //! of destinations spread over all routes run at ~11 M/s (8 M/s while the nodes were in 4 KiB
 //! pages: the entries are now reserved up front and stay in huge pages), 10 000 routes at ~24
 //! M/s. Most nodes hold one /48 each: that memory, and the DRAM misses it causes, is what a
-//! Poptrie-style compressed node (~100 B instead of 1 KiB) would win back, at the price of
-//! rebuilding nodes on update; it is the next step if IPv6 tables grow.
+//! compressed node wins back, at the price of rebuilding nodes on update: [`super::Ipv6Trie`]
+//! (Poptrie, 24-byte nodes) holds the same 200k routes in 9.5 MiB.
 
 use super::prefix::Ipv6Prefix;
 use super::rib::Rib;
