@@ -8,7 +8,8 @@
 //! [`dispatch`] turns it into commands for the workers (built off their hot path, see
 //! `wirespeed_dataplane::command`) and their replies into one JSON reply, and [`tables`] builds
 //! tables from files (a route file into FIBs) on the control thread. [`reload`] reads the
-//! configuration file again and applies what changed through the same commands.
+//! configuration file again and applies what changed through the same commands. [`openflow`] is
+//! the OpenFlow 1.3 agent, whose flow mods reach the app through the same dispatcher.
 #![deny(unsafe_code)]
 // Config errors are built once, on the control path, and carry the whole place; boxing them buys
 // nothing.
