@@ -160,6 +160,53 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
     assert_gone_for_test(prefix);
 }
 
+/// IPv6 frames through both routers (each is set up for IPv4 and IPv6 alike): neither is a
+/// broken setup, and the report says which version ran.
+#[test]
+fn bench_forwarding_routes_ipv6_through_the_linux_and_wirespeed_routers() {
+    let prefix = "wstb6";
+    if !wirespeed_lab::clear_for_test(prefix) {
+        return;
+    }
+    let json = std::env::temp_dir().join("wirespeed-wstb6.json");
+    let (stdout, _) = common::bench(
+        &[
+            "forwarding",
+            "--ip",
+            "6",
+            "--duts",
+            "linux-router,wirespeed-router-afxdp",
+            "--flows",
+            "1",
+            "--runs",
+            "1",
+            "--seconds",
+            "0.2",
+        ],
+        prefix,
+        "--json",
+        &json,
+    );
+    assert!(stdout.contains("84 B UDP/IPv6 frames"), "{stdout}");
+    for dut in ["linux-router", "wirespeed-router-afxdp"] {
+        let row = stdout
+            .lines()
+            .find(|line| line.starts_with(&format!("| {dut} | 1 | ")))
+            .unwrap_or_else(|| panic!("no {dut} row: {stdout}"));
+        assert!(
+            !row.contains("broken") && !row.contains("failed"),
+            "{stdout}"
+        );
+    }
+    assert!(
+        std::fs::read_to_string(&json)
+            .unwrap()
+            .contains("\"ip\": 6")
+    );
+    let _ = std::fs::remove_file(&json);
+    assert_gone_for_test(prefix);
+}
+
 #[test]
 fn generators_report_rates_that_agree_with_the_kernels_counters() {
     let prefix = "wstgn";

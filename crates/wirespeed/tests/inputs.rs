@@ -101,6 +101,22 @@ fn every_cli_number_out_of_range_or_not_finite_is_refused_naming_its_range() {
             "give a whole number in 1..=256",
         ),
         (
+            &["bench", "forwarding", "--ip", "6", "--routes", "1k"],
+            "give --ip 4 with it",
+        ),
+        (
+            &["bench", "rfc2544", "--ip", "6", "--frame-sizes", "64,128"],
+            "--frame-sizes 64: an IPv6/UDP frame with the tester's probe needs at least 84 bytes",
+        ),
+        (
+            &["bench", "compare", "--ip", "6"],
+            "give sizes from 84 with --ip 6",
+        ),
+        (
+            &["bench", "forwarding", "--ip", "5"],
+            "invalid value '5' for '--ip",
+        ),
+        (
             &["bench", "batch", "--sizes", "8,0"],
             "give a whole number in 1..=256",
         ),

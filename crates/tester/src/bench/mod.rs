@@ -40,7 +40,7 @@ use std::time::Duration;
 use wirespeed_io::Port;
 
 use crate::dut::probe::{TesterPorts, verify};
-use crate::dut::{Dut, Wiring};
+use crate::dut::{Dut, IpVersion, Wiring};
 use crate::generator::live::{self, LiveConfig};
 use crate::generator::{BlastConfig, BlastResult, Template, TemplateConfig, blast, prefill};
 use placement::{Placed, Plan, place_kernel, place_process, place_this_thread};
@@ -70,6 +70,8 @@ pub struct ForwardingConfig {
     /// IPv4 destinations the frames spread over (a router DuT with a large table); empty for
     /// the lab's one destination.
     pub destinations: Vec<Ipv4Addr>,
+    /// The frames' IP version.
+    pub ip: IpVersion,
 }
 
 /// The tester's sender and receiver for the forwarding trials (see the module documentation).
@@ -103,6 +105,7 @@ impl Default for ForwardingConfig {
             ceiling: true,
             generator: Generator::default(),
             destinations: Vec::new(),
+            ip: IpVersion::V4,
         }
     }
 }
@@ -317,11 +320,13 @@ fn template(
     config: &ForwardingConfig,
     flows: u32,
 ) -> Result<Template, String> {
+    let (src_ip, dst_ip) = config.ip.addresses(wiring);
     Template::new(&TemplateConfig {
         frame_size: config.frame_size,
         src_mac: wiring.ingress.tester_mac,
         dst_mac,
-        src_ip: wiring.ingress.tester_ipv4.into(),
+        src_ip,
+        dst_ip,
         flows,
         ..TemplateConfig::default()
     })

@@ -1,15 +1,16 @@
-//! The Linux IPv4 router as a DuT: kernel forwarding between `d0` and `d1`.
+//! The Linux router as a DuT: kernel forwarding between `d0` and `d1`, IPv4 and IPv6.
 //!
-//! The generator's destinations are in 198.19.0.0/16 (the second half of the RFC 2544 range),
-//! routed via `t1`'s address. The neighbour entry for `t1` is static, so no ARP exchange is
-//! needed (the tester's AF_XDP socket would swallow the requests). The tester's frames are
-//! addressed to `d0`'s MAC, as a host addresses its gateway; each leaves `d1` with `d1`'s MAC as
-//! source, `t1`'s as destination, the TTL one lower and the IPv4 header checksum updated.
+//! The generator's destinations are in 198.19.0.0/16 (the second half of the RFC 2544 range)
+//! or [`GENERATOR_PREFIX6`], routed via `t1`'s address of that version. The neighbour entries
+//! for `t1` are static, so no ARP or NDP exchange is needed (the tester's AF_XDP socket would
+//! swallow the requests). The tester's frames are addressed to `d0`'s MAC, as a host addresses
+//! its gateway; each leaves `d1` with `d1`'s MAC as source, `t1`'s as destination, the TTL (hop
+//! limit) one lower and the IPv4 header checksum updated.
 
 use wirespeed_packet::checksum;
 use wirespeed_packet::wire::EthernetAddress;
 
-use super::{Dut, DutError, Steps, Wiring};
+use super::{Dut, DutError, GENERATOR_PREFIX6, Steps, Wiring};
 
 /// The destination prefix the generator uses and the router routes.
 pub const GENERATOR_PREFIX: &str = "198.19.0.0/16";
@@ -184,13 +185,84 @@ fn configure(steps: &mut Steps, wiring: &Wiring) -> Result<(), DutError> {
         ],
         Some(&["ip", "-n", ns, "route", "del", GENERATOR_PREFIX]),
     )?;
+    // IPv6 likewise (the namespace's own setting: `all.forwarding` of a namespace).
+    let next_hop6 = wiring.egress.tester_ipv6.to_string();
+    let old6 = steps.run(
+        "read net.ipv6.conf.all.forwarding",
+        &[
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-n",
+            "net.ipv6.conf.all.forwarding",
+        ],
+        None,
+    )?;
+    let restore6 = format!("net.ipv6.conf.all.forwarding={}", old6.trim());
+    steps.run(
+        "enable IPv6 forwarding",
+        &[
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-qw",
+            "net.ipv6.conf.all.forwarding=1",
+        ],
+        Some(&["ip", "netns", "exec", ns, "sysctl", "-qw", &restore6]),
+    )?;
+    steps.run(
+        &format!("add a static neighbour {next_hop6} on {egress}"),
+        &[
+            "ip",
+            "-n",
+            ns,
+            "neigh",
+            "replace",
+            &next_hop6,
+            "lladdr",
+            &next_hop_mac,
+            "dev",
+            egress,
+            "nud",
+            "permanent",
+        ],
+        Some(&["ip", "-n", ns, "neigh", "del", &next_hop6, "dev", egress]),
+    )?;
+    steps.run(
+        &format!("route {GENERATOR_PREFIX6} via {next_hop6}"),
+        &[
+            "ip",
+            "-n",
+            ns,
+            "-6",
+            "route",
+            "add",
+            GENERATOR_PREFIX6,
+            "via",
+            &next_hop6,
+            "dev",
+            egress,
+        ],
+        Some(&["ip", "-n", ns, "-6", "route", "del", GENERATOR_PREFIX6]),
+    )?;
     Ok(())
 }
 
-/// `frame` (Ethernet + IPv4 without options) as a router forwards it: new MACs, TTL one lower,
-/// header checksum recomputed. Anything else is returned unchanged.
+/// `frame` (Ethernet + IPv4 without options, or IPv6) as a router forwards it: new MACs, TTL or
+/// hop limit one lower, an IPv4 header checksum recomputed. Anything else is returned unchanged.
 pub fn routed(frame: &[u8], src_mac: [u8; 6], dst_mac: [u8; 6]) -> Vec<u8> {
     let mut out = frame.to_vec();
+    // IPv6 (no extension header): new MACs and the hop limit one lower; it has no checksum.
+    if out.len() >= 54 && out[12..14] == [0x86, 0xdd] && out[14] >> 4 == 6 && out[21] > 0 {
+        out[0..6].copy_from_slice(&dst_mac);
+        out[6..12].copy_from_slice(&src_mac);
+        out[21] -= 1;
+        return out;
+    }
     if out.len() < 34 || out[12..14] != [0x08, 0x00] || out[14] != 0x45 || out[22] == 0 {
         return out;
     }
@@ -218,5 +290,21 @@ mod tests {
         assert!(checksum::is_valid(&out[14..34]));
         assert_eq!(out[26..], frame[26..], "addresses and UDP are untouched");
         assert_eq!(routed(&frame[..20], [0; 6], [0; 6]), frame[..20]);
+    }
+
+    #[test]
+    fn a_routed_ipv6_frame_has_new_macs_and_a_lower_hop_limit() {
+        let template = Template::new(&TemplateConfig {
+            src_ip: "2001:2::1".parse().unwrap(),
+            dst_ip: "2001:2:0:ff::1".parse().unwrap(),
+            ..TemplateConfig::default()
+        })
+        .unwrap();
+        let frame = template.bytes();
+        let out = routed(frame, [2, 0, 0, 0, 0, 0xaa], [2, 0, 0, 0, 0, 0xbb]);
+        assert_eq!(out[..12], [2, 0, 0, 0, 0, 0xbb, 2, 0, 0, 0, 0, 0xaa]);
+        assert_eq!(out[21], frame[21] - 1);
+        assert_eq!(out[22..], frame[22..], "addresses and UDP are untouched");
+        assert_eq!(out[12..21], frame[12..21]);
     }
 }

@@ -10,7 +10,8 @@
 //!
 //! The drivers:
 //! * [`LinuxBridge`]: a kernel bridge with `d0` and `d1` as its ports;
-//! * [`LinuxRouter`]: kernel IPv4 forwarding with a route and a static neighbour towards `t1`;
+//! * [`LinuxRouter`]: kernel IPv4 and IPv6 forwarding with a route and a static neighbour
+//!   towards `t1` for each;
 //! * [`LinuxRouterNft`]: the same router behind an nftables forward chain of N rules;
 //! * [`LinuxRouterTbf`]: the same router shaped to a known rate, a reference DuT for checking
 //!   the tester's accuracy and repeatability;
@@ -47,7 +48,47 @@ pub use wirespeed::{METRICS, SwitchCounters, WirespeedOptions};
 pub use wirespeed::{WirespeedBackend, WirespeedDut};
 pub use xdp_redirect::XdpRedirectDut;
 
+use std::net::{IpAddr, Ipv6Addr};
+
 use wirespeed_lab::{CommandError, PortPair, Testbed};
+
+/// Which IP version a benchmark's frames carry. The routers are set up for both (each routes
+/// the generator's prefix of either version via `t1`); the frames say which one is measured.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IpVersion {
+    #[default]
+    V4,
+    V6,
+}
+
+/// The IPv6 prefix the generator's frames go to and the routers route via `t1` (in RFC 5180's
+/// benchmarking range, beside the lab's own `2001:2:0:N::/64` links).
+pub const GENERATOR_PREFIX6: &str = "2001:2:0:ff::/64";
+
+impl IpVersion {
+    /// 4 or 6.
+    pub fn number(self) -> u8 {
+        match self {
+            IpVersion::V4 => 4,
+            IpVersion::V6 => 6,
+        }
+    }
+
+    /// The generator's source and destination addresses in `wiring`: `t0`'s address, and one
+    /// in the generator's prefix ([`linux_router::GENERATOR_PREFIX`] or [`GENERATOR_PREFIX6`]).
+    pub fn addresses(self, wiring: &Wiring) -> (IpAddr, IpAddr) {
+        match self {
+            IpVersion::V4 => (
+                wiring.ingress.tester_ipv4.into(),
+                IpAddr::from([198, 19, 0, 1]),
+            ),
+            IpVersion::V6 => (
+                wiring.ingress.tester_ipv6.into(),
+                Ipv6Addr::new(0x2001, 2, 0, 0xff, 0, 0, 0, 1).into(),
+            ),
+        }
+    }
+}
 
 /// Where a DuT sits: the two namespaces and the two links frames cross.
 #[derive(Clone, Debug, PartialEq, Eq)]

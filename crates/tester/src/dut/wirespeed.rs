@@ -27,7 +27,7 @@ use wirespeed_packet::wire::EthernetAddress;
 use super::linux_router::routed;
 use super::routes::RouteTable;
 use super::scraper::Scraper;
-use super::{Dut, DutError, Steps, Wiring};
+use super::{Dut, DutError, GENERATOR_PREFIX6, Steps, Wiring};
 
 /// Frames in the switch's pool: each of its two AF_XDP ports may hold a fill and an RX ring of
 /// 2048 and TX and completion rings of [`DUT_EGRESS_FRAMES`] (40960 in all), with room to spare.
@@ -333,13 +333,19 @@ impl WirespeedDut {
         let mut text = String::new();
         if let Some(routes) = &self.options.routes {
             let gateway = wiring.egress.tester_ipv4;
+            let gateway6 = wiring.egress.tester_ipv6;
+            let mac = EthernetAddress(wiring.egress.tester_mac);
+            // Both IP versions, as the Linux router: the frames say which one is measured.
             text.push_str(&format!(
-                "[[router.interface]]\nport = \"p0\"\naddresses = [\"{}/24\"]\n\n\
-                 [[router.interface]]\nport = \"p1\"\naddresses = [\"{}/24\"]\n\n\
-                 [[router.neighbour]]\nport = \"p1\"\naddress = \"{gateway}\"\nmac = \"{}\"\n",
+                "[[router.interface]]\nport = \"p0\"\naddresses = [\"{}/24\", \"{}/64\"]\n\n\
+                 [[router.interface]]\nport = \"p1\"\naddresses = [\"{}/24\", \"{}/64\"]\n\n\
+                 [[router.neighbour]]\nport = \"p1\"\naddress = \"{gateway}\"\nmac = \"{mac}\"\n\n\
+                 [[router.neighbour]]\nport = \"p1\"\naddress = \"{gateway6}\"\nmac = \"{mac}\"\n\n\
+                 [[router.route]]\nprefix = \"{GENERATOR_PREFIX6}\"\nvia = [\"{gateway6}\"]\n",
                 wiring.ingress.dut_ipv4,
+                wiring.ingress.dut_ipv6,
                 wiring.egress.dut_ipv4,
-                EthernetAddress(wiring.egress.tester_mac)
+                wiring.egress.dut_ipv6,
             ));
             // A table that fits the configuration file goes in it; a larger one is loaded
             // through the control socket once the switch runs (see `load_routes`), with the

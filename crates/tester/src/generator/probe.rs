@@ -42,6 +42,11 @@ pub const SIGNATURE: [u8; 4] = *b"wsP2";
 /// Bytes a probe takes in the UDP payload.
 pub const PROBE_LEN: usize = 18;
 
+/// The smallest IPv6/UDP frame (FCS counted) with room for a probe: 84 bytes, the same 18
+/// bytes of payload a 64-byte IPv4 frame carries. (RFC 5180's smallest IPv6 frame, 78 bytes,
+/// has no room for one.)
+pub const SMALLEST_IPV6_FRAME: u16 = (FCS_LEN + 14 + 40 + 8 + PROBE_LEN) as u16;
+
 /// Offset of the sequence number in the probe.
 pub const SEQUENCE_AT: usize = 6;
 

@@ -2,6 +2,7 @@
 //! and every other choice of [`SuiteConfig`].
 
 use crate::bench::placement::Plan;
+use crate::dut::IpVersion;
 use crate::generator::pacing::Pattern;
 use crate::rfc2544::Vote;
 use crate::trial::{DEFAULT_SAMPLE_EVERY, FlowOrder, ReceiverKind};
@@ -197,6 +198,8 @@ pub struct SuiteConfig {
     /// receive: [`ReceiverKind::Sampled`] or [`ReceiverKind::Probe`] (a counter alone measures
     /// no latency).
     pub latency_receiver: ReceiverKind,
+    /// The frames' IP version.
+    pub ip: IpVersion,
 }
 
 impl Default for SuiteConfig {
@@ -228,6 +231,7 @@ impl Default for SuiteConfig {
             vote: Vote::SINGLE_TRIAL,
             drain_seconds: 1.0,
             receiver: ReceiverKind::Count,
+            ip: IpVersion::V4,
             latency_receiver: ReceiverKind::Sampled {
                 every: DEFAULT_SAMPLE_EVERY,
             },

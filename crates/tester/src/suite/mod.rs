@@ -181,12 +181,13 @@ pub fn run(
     report.setup.link_bits_per_second = config.link_bits_per_second;
     let kinds = config.kinds();
     report.setup.traffic = format!(
-        "{}; UDP/IPv4, every frame carries a probe",
+        "{}; UDP/IPv{}, every frame carries a probe",
         kinds
             .iter()
             .map(Traffic::label)
             .collect::<Vec<_>>()
-            .join("; ")
+            .join("; "),
+        config.ip.number()
     );
     report.setup.receiver = receivers(config);
     report.setup.search = config.search_summary();
@@ -543,11 +544,13 @@ fn frame_size(
         frame_size: size as u32,
         ..FrameSizeResult::default()
     };
+    let (src_ip, dst_ip) = config.ip.addresses(wiring);
     let template = match Template::new(&TemplateConfig {
         frame_size: size,
         src_mac: wiring.ingress.tester_mac,
         dst_mac: dut.destination_mac(wiring),
-        src_ip: wiring.ingress.tester_ipv4.into(),
+        src_ip,
+        dst_ip,
         flows: config.flows,
         ..TemplateConfig::default()
     }) {

@@ -27,9 +27,10 @@ use wirespeed_tester::bench::{
 };
 use wirespeed_tester::dut::routes::{LinuxRouterFib, RouteTable};
 use wirespeed_tester::dut::{
-    Dut, LinuxBridge, LinuxRouter, LinuxRouterNft, LinuxRouterTbf, OvsAction, OvsDut, TestpmdDut,
-    WirespeedBackend, WirespeedDut, WirespeedOptions, Wiring, XdpRedirectDut,
+    Dut, IpVersion, LinuxBridge, LinuxRouter, LinuxRouterNft, LinuxRouterTbf, OvsAction, OvsDut,
+    TestpmdDut, WirespeedBackend, WirespeedDut, WirespeedOptions, Wiring, XdpRedirectDut,
 };
+use wirespeed_tester::generator::probe::SMALLEST_IPV6_FRAME;
 
 use super::numbers;
 
@@ -111,6 +112,9 @@ struct ForwardingArgs {
     /// Without it a router has one route and the frames one destination.
     #[arg(long)]
     routes: Option<String>,
+    /// IP version of the frames: 4 or 6 (`--routes` spreads IPv4 destinations only).
+    #[arg(long, default_value = "4")]
+    ip: IpArg,
 }
 
 /// Destinations the frames of `bench forwarding --routes` spread over: as many as the live
@@ -139,6 +143,37 @@ fn routing_table(routes: &str) -> Result<(Arc<RouteTable>, Vec<std::net::Ipv4Add
             .map(std::net::Ipv4Addr::from)
             .collect();
     Ok((table, destinations))
+}
+
+/// `--ip 4|6`: the IP version of the frames (every router DuT is set up for both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum IpArg {
+    #[value(name = "4")]
+    V4,
+    #[value(name = "6")]
+    V6,
+}
+
+impl IpArg {
+    /// Refuses frame sizes too small for this version's headers and a probe.
+    pub(super) fn check_frame_sizes(self, sizes: &[u16]) -> Result<()> {
+        if let (IpArg::V6, Some(size)) = (self, sizes.iter().find(|&&s| s < SMALLEST_IPV6_FRAME)) {
+            bail!(
+                "--frame-sizes {size}: an IPv6/UDP frame with the tester's probe needs at least \
+                 {SMALLEST_IPV6_FRAME} bytes; give sizes from {SMALLEST_IPV6_FRAME} with --ip 6"
+            );
+        }
+        Ok(())
+    }
+}
+
+impl From<IpArg> for IpVersion {
+    fn from(ip: IpArg) -> IpVersion {
+        match ip {
+            IpArg::V4 => IpVersion::V4,
+            IpArg::V6 => IpVersion::V6,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -351,6 +386,10 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
     anyhow::ensure!(!args.flows.is_empty(), "give at least one flow count");
     let binary =
         std::env::current_exe().context("finding this executable for the wirespeed DuTs")?;
+    anyhow::ensure!(
+        args.routes.is_none() || args.ip == IpArg::V4,
+        "--routes spreads the frames over IPv4 destinations: give --ip 4 with it"
+    );
     let routing = args.routes.as_deref().map(routing_table).transpose()?;
     let mut duts = args
         .duts
@@ -376,6 +415,11 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         destinations: routing
             .map(|(_, destinations)| destinations)
             .unwrap_or_default(),
+        ip: args.ip.into(),
+        frame_size: match args.ip {
+            IpArg::V4 => 64,
+            IpArg::V6 => SMALLEST_IPV6_FRAME,
+        },
         ..ForwardingConfig::default()
     };
     let lab = Testbed::up(&TestbedConfig {
@@ -534,10 +578,11 @@ fn report(results: &Results) -> String {
     );
     let _ = writeln!(
         out,
-        "{} B frames, {} s trials, {} run(s), median of the runs; generator {}; placement: \
+        "{} B UDP/IPv{} frames, {} s trials, {} run(s), median of the runs; generator {}; placement: \
          generator on CPU {}, DuT and d0's NAPI on CPU {}, t1's NAPI (tester receive) on CPU {}; \
          {}\n",
         config.frame_size,
+        config.ip.number(),
         config.seconds,
         config.runs,
         config.generator.name(),
@@ -753,7 +798,7 @@ fn json(results: &Results) -> String {
     let _ = writeln!(
         out,
         "  \"config\": {{\"frame_size\": {}, \"seconds\": {}, \"runs\": {}, \"flows\": [{}], \
-         \"batch\": {}, \"generator\": {}, \"generator_cpu\": {}, \"dut_cpu\": {}, \
+         \"batch\": {}, \"ip\": {}, \"generator\": {}, \"generator_cpu\": {}, \"dut_cpu\": {}, \
          \"receiver_cpu\": {}, \"nice\": {}}},",
         config.frame_size,
         number(config.seconds),
@@ -765,6 +810,7 @@ fn json(results: &Results) -> String {
             .collect::<Vec<_>>()
             .join(", "),
         config.batch,
+        config.ip.number(),
         string(config.generator.name()),
         config.plan.generator_cpu,
         config.plan.dut_cpu,

@@ -57,6 +57,9 @@ pub struct CompareArgs {
     /// Flow counts: a number of UDP source ports, or `random` for 4096 of them.
     #[arg(long, value_delimiter = ',', default_value = "1")]
     flows: Vec<String>,
+    /// IP version of the frames: 4 or 6 (every router DuT is set up for both).
+    #[arg(long, default_value = "4")]
+    ip: super::bench::IpArg,
     /// Runs of every DuT, interleaved (the median and the spread are reported), 1..=1000.
     #[arg(long, default_value_t = 3, value_parser = numbers::repeats::<u32>())]
     repeats: u32,
@@ -124,6 +127,7 @@ impl CompareArgs {
             "the loss tolerance is a ratio in 0..1 (0.005 for 0.5 %)"
         );
         anyhow::ensure!(!self.frame_sizes.is_empty(), "give at least one frame size");
+        self.ip.check_frame_sizes(&self.frame_sizes)?;
         anyhow::ensure!(!self.duts.is_empty(), "give at least one DuT");
         Ok(SuiteConfig {
             frame_sizes: self.frame_sizes.clone(),
@@ -144,6 +148,7 @@ impl CompareArgs {
                 nice: parse_nice(&self.nice)?,
             },
             receiver: self.rate_trials.receiver,
+            ip: self.ip.into(),
             latency_receiver: self.rate_trials.latency_receiver()?,
             vote: self.rate_trials.vote(self.trial_seconds)?,
             ..SuiteConfig::default()

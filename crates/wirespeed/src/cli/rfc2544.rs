@@ -81,6 +81,9 @@ pub struct Rfc2544Args {
     /// Draw each frame's flow at random instead of in turn (for flow counts above 1).
     #[arg(long)]
     random_flows: bool,
+    /// IP version of the frames: 4 or 6 (every router DuT is set up for both).
+    #[arg(long, default_value = "4")]
+    ip: super::bench::IpArg,
     /// The tests beyond throughput and latency, and NDR repeatability.
     #[command(flatten)]
     more: Box<MoreTests>,
@@ -297,6 +300,7 @@ impl Rfc2544Args {
             "the loss tolerance is a ratio in 0..1 (0.005 for 0.5 %)"
         );
         anyhow::ensure!(!self.frame_sizes.is_empty(), "give at least one frame size");
+        self.ip.check_frame_sizes(&self.frame_sizes)?;
         Ok(Options {
             dut: self.dut.clone(),
             prefix: self.prefix.clone(),
@@ -325,6 +329,7 @@ impl Rfc2544Args {
                 calibrate_only: self.more.calibrate_only,
                 drain_seconds: self.more.drain_seconds,
                 receiver: self.rate_trials.receiver,
+                ip: self.ip.into(),
                 latency_receiver: self.rate_trials.latency_receiver()?,
                 vote: self.rate_trials.vote(self.trial_seconds)?,
                 latency_loads,
