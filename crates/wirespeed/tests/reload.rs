@@ -281,10 +281,11 @@ fn sighup_applies_routes_and_acl_without_losing_unchanged_traffic() {
     }
     assert!(count.iter().all(|&c| c <= 1), "a frame arrived twice");
     // Not one frame of the unchanged traffic lost, through the whole run.
+    // (The reload may be applied before a frame is sent between the signal and the check.)
     for phase in [Phase::Old, Phase::Reloading, Phase::New] {
         let (frames, got) = tally(Kind::Unchanged, phase);
         assert!(
-            frames > 0 && got == frames,
+            (frames > 0 || phase == Phase::Reloading) && got == frames,
             "{Kind:?}: {got} of {frames} unchanged frames sent {phase:?} forwarded",
             Kind = Kind::Unchanged
         );

@@ -18,6 +18,20 @@ use wirespeed_control::reload::{Event, Level};
 
 use super::privileges;
 
+/// SIGHUP caught from the start, before the (possibly long) build of the workers: under
+/// systemd a `systemctl reload` may come as soon as the process runs, and SIGHUP's default
+/// action would end it. Signals that arrive before [`OnHangup::start`] wait for it.
+pub struct Hangups(Signals);
+
+impl Hangups {
+    /// Installs the handler: from now on a SIGHUP is kept for the reload thread.
+    pub fn catch() -> Result<Hangups> {
+        Ok(Hangups(
+            Signals::new([SIGHUP]).context("installing the SIGHUP handler")?,
+        ))
+    }
+}
+
 /// The thread that reloads on SIGHUP; stopped and joined when dropped.
 pub struct OnHangup {
     handle: Handle,
@@ -29,8 +43,11 @@ impl OnHangup {
     /// capabilities `kept`. Without a dispatcher (a switch with no control socket, so no
     /// command channels) a SIGHUP only says so: it must not end the switch, as it would by
     /// default.
-    pub fn start(dispatcher: Option<Arc<Dispatcher>>, kept: privileges::Kept) -> Result<OnHangup> {
-        let mut signals = Signals::new([SIGHUP]).context("installing the SIGHUP handler")?;
+    pub fn start(
+        Hangups(mut signals): Hangups,
+        dispatcher: Option<Arc<Dispatcher>>,
+        kept: privileges::Kept,
+    ) -> Result<OnHangup> {
         let handle = signals.handle();
         let thread = std::thread::Builder::new()
             .name("reload".into())

@@ -38,6 +38,7 @@ pub struct SwitchArgs {
 }
 
 pub fn run(args: SwitchArgs) -> Result<()> {
+    let hangups = reload::Hangups::catch()?;
     let config = wirespeed_control::config::load(&args.config).map_err(anyhow::Error::msg)?;
     privileges::check(&config)?;
     // Building can take a while (4194304 frames are 8 GiB to map and touch, a walk of GiBs
@@ -74,7 +75,7 @@ pub fn run(args: SwitchArgs) -> Result<()> {
     };
     // Stopped (dropped) before the control socket closes.
     let _openflow = openflow_agent(&config, dispatcher.as_ref(), kept)?;
-    let _reload = reload::OnHangup::start(dispatcher, kept)?;
+    let _reload = reload::OnHangup::start(hangups, dispatcher, kept)?;
     for worker in &workers {
         for port in worker.ports() {
             let info = port.info();
