@@ -58,7 +58,7 @@ use crate::table::classifier::{Classifier, FlowMatch, RuleId};
 
 pub use action::{Action, SetField};
 pub use table::{FlowEntry, FlowError, FlowInfo, MAX_FLOW_ACTIONS, MissAction, Trace, TraceStep};
-use table::{FlowState, Pipeline, Plan, Resolved};
+use table::{FlowState, Hot, Pipeline, Plan, Resolved};
 
 /// The OpenFlow app's configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,10 +125,14 @@ pub struct OpenFlow {
     parse: Parse,
     lookup: FlowLookup<u32>,
     pipeline: Pipeline,
-    /// Stored results, megaflow value -> slot; the first `stored` are in use.
+    /// Stored results, megaflow value -> slot; the first `stored` are in use. Their lists here,
+    /// their plans and counts in `hot` (the same slot), which is all a hit reads of them unless
+    /// its plan is `Plan::Actions`.
     results: Vec<Resolved>,
+    hot: Vec<Hot>,
     stored: usize,
     scratch: Resolved,
+    scratch_hot: Hot,
     /// The lookup stage's groups of the batch being processed.
     batch_groups: Box<[FlowGroup<u32>]>,
     /// The stored result of each packet of a batch the cache answered whole
@@ -177,8 +181,10 @@ impl OpenFlow {
                 miss: config.miss,
             },
             results: Vec::new(),
+            hot: Vec::new(),
             stored: 0,
             scratch: Resolved::default(),
+            scratch_hot: Hot::default(),
             batch_groups: vec![FlowGroup::default(); MAX_BATCH].into_boxed_slice(),
             batch_slots: vec![0; MAX_BATCH].into_boxed_slice(),
             whole_batch_hits: true,
@@ -401,9 +407,8 @@ impl OpenFlow {
     /// Folds the counts the fast path kept per megaflow into the flow entries. Called before
     /// anything reads or removes flow entries.
     fn fold_all(&mut self) {
-        let stored = self.stored.min(self.results.len());
-        for resolved in &mut self.results[..stored] {
-            resolved.fold_into(&mut self.pipeline.tables);
+        for (resolved, hot) in self.results.iter().zip(&mut self.hot).take(self.stored) {
+            hot.fold_into(&resolved.flows, &mut self.pipeline.tables);
         }
     }
 
@@ -484,9 +489,12 @@ impl OpenFlow {
         if self.stored < capacity {
             if self.results.len() <= self.stored {
                 self.results.push(Resolved::default());
+                self.hot.push(Hot::default());
             }
             let slot = self.stored;
-            let consulted = self.pipeline.resolve(key, &mut self.results[slot]);
+            let consulted =
+                self.pipeline
+                    .resolve(key, &mut self.results[slot], &mut self.hot[slot]);
             let matcher = FlowMatch::new(*key, consulted);
             if self.lookup.install(matcher, slot as u32).is_ok() {
                 self.stored += 1;
@@ -495,11 +503,13 @@ impl OpenFlow {
             self.counters.megaflows_refused += 1;
             self.megaflows_full = true;
             std::mem::swap(&mut self.results[slot], &mut self.scratch);
+            std::mem::swap(&mut self.hot[slot], &mut self.scratch_hot);
             return None;
         }
         self.counters.megaflows_refused += 1;
         self.megaflows_full = capacity > 0;
-        self.pipeline.resolve(key, &mut self.scratch);
+        self.pipeline
+            .resolve(key, &mut self.scratch, &mut self.scratch_hot);
         None
     }
 }
@@ -524,19 +534,20 @@ struct Effects<'a> {
 }
 
 impl Effects<'_> {
-    /// Decides the packets of one group by `resolved`'s plan (an output or a drop is one store
-    /// per packet; anything else runs the actions packet by packet); returns the group's bytes
-    /// as they arrived.
+    /// Decides the packets of one group by `plan` (an output or a drop is one store per
+    /// packet; anything else runs `resolved`'s actions packet by packet, the only case that
+    /// reads `resolved`); returns the group's bytes as they arrived.
     #[inline(always)]
     fn apply(
         &mut self,
+        plan: Plan,
         resolved: &Resolved,
         ctx: &mut Context<'_>,
         descs: &mut [Desc],
         metas: &mut [Meta],
     ) -> u64 {
         let mut bytes = 0;
-        match resolved.plan {
+        match plan {
             Plan::Output(port) => {
                 for (desc, meta) in descs.iter().zip(metas) {
                     bytes += u64::from(desc.len);
@@ -559,13 +570,13 @@ impl Effects<'_> {
         bytes
     }
 
-    /// Counts `packets` packets of `bytes` bytes decided by `resolved`, the last at TSC `now`:
-    /// in the result (folded into its flows later) and, when a table missed, in the app's
+    /// Counts `packets` packets of `bytes` bytes decided by `hot`'s answer, the last at TSC
+    /// `now`: in `hot` (folded into its flows later) and, when a table missed, in the app's
     /// `table_misses`.
     #[inline(always)]
-    fn count(&mut self, resolved: &mut Resolved, packets: u64, bytes: u64, now: u64) {
-        resolved.count(packets, bytes, now);
-        if resolved.miss {
+    fn count(&mut self, hot: &mut Hot, packets: u64, bytes: u64, now: u64) {
+        hot.count(packets, bytes, now);
+        if hot.miss {
             self.counters.table_misses += packets;
         }
     }
@@ -778,7 +789,7 @@ impl OpenFlow {
                         Ok(found) => found,
                         Err(path) => {
                             if TRACE {
-                                let table_miss = path == SlowPath::Refused && self.scratch.miss;
+                                let table_miss = path == SlowPath::Refused && self.scratch_hot.miss;
                                 let at = group.start;
                                 let looked = self.lookup.trace(at + 1).get(at).copied();
                                 push_record(
@@ -796,7 +807,8 @@ impl OpenFlow {
                     }
                 }
             };
-            let Some(resolved) = self.results.get_mut(slot) else {
+            let (Some(resolved), Some(hot)) = (self.results.get(slot), self.hot.get_mut(slot))
+            else {
                 for meta in metas.iter_mut() {
                     meta.drop = Some(DropReason::NoOutput);
                 }
@@ -814,6 +826,7 @@ impl OpenFlow {
                     let at = group.start + i;
                     let arrival = ctx.keys.get(at).map(|key| Arrival::new(desc, key));
                     bytes += effects.apply(
+                        hot.plan,
                         resolved,
                         ctx,
                         std::slice::from_mut(desc),
@@ -826,16 +839,16 @@ impl OpenFlow {
                         arrival,
                         record,
                         path,
-                        resolved.miss,
+                        hot.miss,
                         meta,
                     );
                 }
                 bytes
             } else {
-                effects.apply(resolved, ctx, descs, metas)
+                effects.apply(hot.plan, resolved, ctx, descs, metas)
             };
             // Once per group: a train of one flow writes its counters once.
-            effects.count(resolved, group.len as u64, bytes, ctx.now);
+            effects.count(hot, group.len as u64, bytes, ctx.now);
         }
     }
 
@@ -856,17 +869,20 @@ impl OpenFlow {
             if meta.drop.is_some() {
                 continue;
             }
-            let Some(resolved) = self.results.get_mut(slot as usize) else {
+            let slot = slot as usize;
+            let (Some(resolved), Some(hot)) = (self.results.get(slot), self.hot.get_mut(slot))
+            else {
                 meta.drop = Some(DropReason::NoOutput);
                 continue;
             };
             let bytes = effects.apply(
+                hot.plan,
                 resolved,
                 ctx,
                 std::slice::from_mut(desc),
                 std::slice::from_mut(meta),
             );
-            effects.count(resolved, 1, bytes, ctx.now);
+            effects.count(hot, 1, bytes, ctx.now);
         }
     }
 
@@ -893,20 +909,22 @@ impl OpenFlow {
         if let Some(slot) = self.upcall(key) {
             return Ok((slot, SlowPath::Installed));
         }
-        self.counters.table_misses += u64::from(self.scratch.miss);
+        self.counters.table_misses += u64::from(self.scratch_hot.miss);
         let bytes = Effects {
             counters: &mut self.counters,
             copy: &mut self.copy,
             ports: self.config.ports,
         }
         .apply(
+            self.scratch_hot.plan,
             &self.scratch,
             ctx,
             std::slice::from_mut(desc),
             std::slice::from_mut(meta),
         );
-        self.scratch.count(1, bytes, ctx.now);
-        self.scratch.fold_into(&mut self.pipeline.tables);
+        self.scratch_hot.count(1, bytes, ctx.now);
+        self.scratch_hot
+            .fold_into(&self.scratch.flows, &mut self.pipeline.tables);
         Err(SlowPath::Refused)
     }
 }
