@@ -186,14 +186,54 @@ fn last_error() -> i32 {
     unsafe { ws_last_error() }
 }
 
-fn check_route(index: usize, len: u8, hop: u32, max: u8) -> Result<(), LpmError> {
-    if len == 0 || len > max || hop > MAX_HOP {
-        return Err(LpmError::Route {
-            index,
-            len,
-            hop,
-            max,
-        });
+/// Refuses the first route DPDK could not hold (`max`: the address width).
+fn check_routes<A>(routes: &[(A, u8, u32)], max: u8) -> Result<(), LpmError> {
+    for (index, &(_, len, hop)) in routes.iter().enumerate() {
+        if len == 0 || len > max || hop > MAX_HOP {
+            return Err(LpmError::Route {
+                index,
+                len,
+                hop,
+                max,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The table `create` returned, or the error naming why DPDK returned none.
+fn created<T>(
+    raw: *mut T,
+    table: &'static str,
+    rules: u32,
+    tbl8s: u32,
+) -> Result<NonNull<T>, LpmError> {
+    NonNull::new(raw).ok_or_else(|| LpmError::Create {
+        table,
+        rules,
+        tbl8s,
+        errno: last_error(),
+    })
+}
+
+/// Adds every route with `add` (DPDK's add for one route: 0 or a negative errno), stopping at
+/// the first it refuses.
+fn add_all<A: Copy>(
+    table: &'static str,
+    routes: &[(A, u8, u32)],
+    mut add: impl FnMut(A, u8, u32) -> c_int,
+) -> Result<(), LpmError> {
+    for (index, &(addr, len, hop)) in routes.iter().enumerate() {
+        let code = add(addr, len, hop);
+        if code < 0 {
+            return Err(LpmError::Add {
+                table,
+                index,
+                len,
+                hop,
+                code,
+            });
+        }
     }
     Ok(())
 }
@@ -218,9 +258,7 @@ impl Lpm {
     /// with exactly as many tbl8 groups as they need (one per /24 that holds a longer prefix), so
     /// its memory is what these routes take. A later duplicate prefix replaces an earlier one.
     pub fn new(eal: &Eal, routes: &[(u32, u8, u32)]) -> Result<Self, LpmError> {
-        for (index, &(_, len, hop)) in routes.iter().enumerate() {
-            check_route(index, len, hop, 32)?;
-        }
+        check_routes(routes, 32)?;
         let mut long: Vec<u32> = routes
             .iter()
             .filter(|r| r.1 > 24)
@@ -234,32 +272,15 @@ impl Lpm {
         let name = unique_name("lpm");
         // SAFETY: the EAL runs; `name` is a NUL-terminated string DPDK copies.
         let raw = unsafe { ws_lpm_create(name.as_ptr(), rules, tbl8s) };
-        let Some(raw) = NonNull::new(raw) else {
-            return Err(LpmError::Create {
-                table: "rte_lpm",
-                rules,
-                tbl8s,
-                errno: last_error(),
-            });
-        };
         let mut lpm = Lpm {
-            raw,
+            raw: created(raw, "rte_lpm", rules, tbl8s)?,
             tbl8s,
             heap_bytes: 0,
         };
-        for (index, &(addr, len, hop)) in routes.iter().enumerate() {
-            // SAFETY: `raw` is a live table this value owns; the arguments are plain values.
-            let code = unsafe { ws_lpm_add(lpm.raw.as_ptr(), addr & mask4(len), len, hop) };
-            if code < 0 {
-                return Err(LpmError::Add {
-                    table: "rte_lpm",
-                    index,
-                    len,
-                    hop,
-                    code,
-                });
-            }
-        }
+        add_all("rte_lpm", routes, |addr, len, hop| {
+            // SAFETY: `raw` is a live table `lpm` owns; the arguments are plain values.
+            unsafe { ws_lpm_add(lpm.raw.as_ptr(), addr & mask4(len), len, hop) }
+        })?;
         lpm.heap_bytes = heap_allocated(eal).saturating_sub(before);
         Ok(lpm)
     }
@@ -325,9 +346,7 @@ impl Lpm6 {
     /// with the tbl8 groups they need and a little more. A later duplicate prefix replaces an earlier
     /// one.
     pub fn new(eal: &Eal, routes: &[(u128, u8, u32)]) -> Result<Self, LpmError> {
-        for (index, &(_, len, hop)) in routes.iter().enumerate() {
-            check_route(index, len, hop, 128)?;
-        }
+        check_routes(routes, 128)?;
         let needed = Self::groups_needed(routes);
         let tbl8s = needed + needed / 16 + 16;
         let rules = routes.len().max(1) as u32;
@@ -335,33 +354,16 @@ impl Lpm6 {
         let name = unique_name("lpm6_");
         // SAFETY: the EAL runs; `name` is a NUL-terminated string DPDK copies.
         let raw = unsafe { ws_lpm6_create(name.as_ptr(), rules, tbl8s) };
-        let Some(raw) = NonNull::new(raw) else {
-            return Err(LpmError::Create {
-                table: "rte_lpm6",
-                rules,
-                tbl8s,
-                errno: last_error(),
-            });
-        };
         let mut lpm = Lpm6 {
-            raw,
+            raw: created(raw, "rte_lpm6", rules, tbl8s)?,
             tbl8s,
             heap_bytes: 0,
         };
-        for (index, &(addr, len, hop)) in routes.iter().enumerate() {
+        add_all("rte_lpm6", routes, |addr, len, hop| {
             let bytes = (addr & mask6(len)).to_be_bytes();
-            // SAFETY: `raw` is a live table this value owns; `bytes` is 16 readable bytes.
-            let code = unsafe { ws_lpm6_add(lpm.raw.as_ptr(), bytes.as_ptr(), len, hop) };
-            if code < 0 {
-                return Err(LpmError::Add {
-                    table: "rte_lpm6",
-                    index,
-                    len,
-                    hop,
-                    code,
-                });
-            }
-        }
+            // SAFETY: `raw` is a live table `lpm` owns; `bytes` is 16 readable bytes.
+            unsafe { ws_lpm6_add(lpm.raw.as_ptr(), bytes.as_ptr(), len, hop) }
+        })?;
         lpm.heap_bytes = heap_allocated(eal).saturating_sub(before);
         Ok(lpm)
     }
