@@ -1,6 +1,6 @@
 //! The configurations the sweeps give the wirespeed DuT are valid `wirespeed switch`
 //! configurations that say what the sweep asked: the router with its interfaces, the static
-//! neighbour `t1` and every route of a table that fits the file; the batch size; the emulated
+//! neighbours `t1` (IPv4 and IPv6) and every route of a table that fits the file; the batch size; the emulated
 //! task. Pure: parsed with the switch's own parser, no lab needed.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -19,8 +19,8 @@ fn pair(index: u8) -> PortPair {
         dut_mac: [2, 0, 0, 0, index, 2],
         tester_ipv4: Ipv4Addr::new(198, 18, index, 1),
         dut_ipv4: Ipv4Addr::new(198, 18, index, 2),
-        tester_ipv6: Ipv6Addr::LOCALHOST,
-        dut_ipv6: Ipv6Addr::LOCALHOST,
+        tester_ipv6: Ipv6Addr::new(0x2001, 2, 0, index.into(), 0, 0, 0, 1),
+        dut_ipv6: Ipv6Addr::new(0x2001, 2, 0, index.into(), 0, 0, 0, 0xfe),
     }
 }
 
@@ -53,12 +53,25 @@ fn a_router_configuration_holds_the_whole_table_the_neighbour_and_the_batch() {
         panic!("not a router: {:?}", config.app)
     };
     assert_eq!(router.interfaces.len(), 2);
-    assert_eq!(router.routes.len(), 200);
+    // The table's 200 IPv4 routes, and the generator's IPv6 prefix: the router is set up for
+    // both versions.
     let gateway = IpAddr::from(Ipv4Addr::new(198, 18, 1, 1));
-    assert!(router.routes.iter().all(|r| r.via == [gateway]));
-    assert_eq!(router.neighbours.len(), 1);
-    assert_eq!(router.neighbours[0].address, gateway);
-    assert_eq!(router.neighbours[0].mac, [2, 0, 0, 0, 1, 1]);
+    let gateway6 = IpAddr::from(Ipv6Addr::new(0x2001, 2, 0, 1, 0, 0, 0, 1));
+    let via = |gateway| router.routes.iter().filter(|r| r.via == [gateway]).count();
+    assert_eq!((via(gateway), via(gateway6)), (200, 1));
+    assert_eq!(router.routes.len(), 201);
+    let neighbours: Vec<_> = router
+        .neighbours
+        .iter()
+        .map(|n| (n.address, n.mac))
+        .collect();
+    assert_eq!(
+        neighbours,
+        [
+            (gateway, [2, 0, 0, 0, 1, 1]),
+            (gateway6, [2, 0, 0, 0, 1, 1])
+        ]
+    );
     assert_eq!(
         wirespeed_tester::dut::Dut::name(&dut),
         "wirespeed-router-afxdp"
@@ -76,7 +89,8 @@ fn a_table_too_large_for_the_file_starts_with_the_lab_route_only() {
     let AppConfig::Router(router) = parse("big.toml", &dut.config(&wiring())).unwrap().app else {
         panic!("not a router")
     };
-    assert_eq!(router.routes.len(), 1);
+    // The lab's IPv4 route and the IPv6 one.
+    assert_eq!(router.routes.len(), 2);
 }
 
 #[test]
