@@ -261,7 +261,7 @@ fn print(title: &str, results: &[Measured], lookups: usize) {
     };
     for r in &results[..results.len() - 1] {
         println!(
-            "{} / {}: single {:.2}x, batched {:.2}x, load time {:.2}x, lookup arrays {:.2}x",
+            "{} / {}: single {:.2}x, batched {:.2}x, load time {:.4}x, lookup arrays {:.2}x",
             r.name,
             reference.name,
             rate(&r.single) / rate(&reference.single),
