@@ -295,6 +295,7 @@ mod tests {
     #[test]
     fn a_routed_ipv6_frame_has_new_macs_and_a_lower_hop_limit() {
         let template = Template::new(&TemplateConfig {
+            frame_size: crate::generator::probe::SMALLEST_IPV6_FRAME,
             src_ip: "2001:2::1".parse().unwrap(),
             dst_ip: "2001:2:0:ff::1".parse().unwrap(),
             ..TemplateConfig::default()
