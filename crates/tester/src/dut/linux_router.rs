@@ -118,38 +118,50 @@ impl<A> Drop for Router<A> {
     }
 }
 
-/// Turns the DuT namespace of `wiring` into the router, through `steps`.
+/// Turns the DuT namespace of `wiring` into the router, through `steps`: IPv4 and IPv6 alike.
 fn configure(steps: &mut Steps, wiring: &Wiring) -> Result<(), DutError> {
+    let v4 = wiring.egress.tester_ipv4.to_string();
+    let v6 = wiring.egress.tester_ipv6.to_string();
+    forward(steps, wiring, "net.ipv4.ip_forward", &v4, GENERATOR_PREFIX)?;
+    // A namespace's own IPv6 setting is its `all.forwarding`.
+    forward(
+        steps,
+        wiring,
+        "net.ipv6.conf.all.forwarding",
+        &v6,
+        GENERATOR_PREFIX6,
+    )
+}
+
+/// Turns forwarding sysctl `switch` on (restoring it on undo), adds `t1`'s address `next_hop`
+/// as a static neighbour on the egress interface and routes `prefix` via it.
+fn forward(
+    steps: &mut Steps,
+    wiring: &Wiring,
+    switch: &str,
+    next_hop: &str,
+    prefix: &str,
+) -> Result<(), DutError> {
     let ns = wiring.dut_ns.as_str();
     let egress = wiring.egress.dut_if.as_str();
-    let next_hop = wiring.egress.tester_ipv4.to_string();
     let next_hop_mac = EthernetAddress(wiring.egress.tester_mac).to_string();
-    let old = steps.run(
-        "read net.ipv4.ip_forward",
-        &[
-            "ip",
-            "netns",
-            "exec",
-            ns,
-            "sysctl",
-            "-n",
-            "net.ipv4.ip_forward",
-        ],
-        None,
-    )?;
-    let restore = format!("net.ipv4.ip_forward={}", old.trim());
+    let sysctl = |args: &[&str]| -> Vec<String> {
+        ["ip", "netns", "exec", ns, "sysctl"]
+            .iter()
+            .chain(args)
+            .map(|word| word.to_string())
+            .collect()
+    };
+    let read = sysctl(&["-n", switch]);
+    let old = steps.run(&format!("read {switch}"), &words(&read), None)?;
+    let (enable, restore) = (
+        sysctl(&["-qw", &format!("{switch}=1")]),
+        sysctl(&["-qw", &format!("{switch}={}", old.trim())]),
+    );
     steps.run(
-        "enable IPv4 forwarding",
-        &[
-            "ip",
-            "netns",
-            "exec",
-            ns,
-            "sysctl",
-            "-qw",
-            "net.ipv4.ip_forward=1",
-        ],
-        Some(&["ip", "netns", "exec", ns, "sysctl", "-qw", &restore]),
+        &format!("turn {switch} on"),
+        &words(&enable),
+        Some(&words(&restore)),
     )?;
     steps.run(
         &format!("add a static neighbour {next_hop} on {egress}"),
@@ -159,7 +171,7 @@ fn configure(steps: &mut Steps, wiring: &Wiring) -> Result<(), DutError> {
             ns,
             "neigh",
             "replace",
-            &next_hop,
+            next_hop,
             "lladdr",
             &next_hop_mac,
             "dev",
@@ -167,89 +179,21 @@ fn configure(steps: &mut Steps, wiring: &Wiring) -> Result<(), DutError> {
             "nud",
             "permanent",
         ],
-        Some(&["ip", "-n", ns, "neigh", "del", &next_hop, "dev", egress]),
+        Some(&["ip", "-n", ns, "neigh", "del", next_hop, "dev", egress]),
     )?;
     steps.run(
-        &format!("route {GENERATOR_PREFIX} via {next_hop}"),
+        &format!("route {prefix} via {next_hop}"),
         &[
-            "ip",
-            "-n",
-            ns,
-            "route",
-            "add",
-            GENERATOR_PREFIX,
-            "via",
-            &next_hop,
-            "dev",
-            egress,
+            "ip", "-n", ns, "route", "add", prefix, "via", next_hop, "dev", egress,
         ],
-        Some(&["ip", "-n", ns, "route", "del", GENERATOR_PREFIX]),
-    )?;
-    // IPv6 likewise (the namespace's own setting: `all.forwarding` of a namespace).
-    let next_hop6 = wiring.egress.tester_ipv6.to_string();
-    let old6 = steps.run(
-        "read net.ipv6.conf.all.forwarding",
-        &[
-            "ip",
-            "netns",
-            "exec",
-            ns,
-            "sysctl",
-            "-n",
-            "net.ipv6.conf.all.forwarding",
-        ],
-        None,
-    )?;
-    let restore6 = format!("net.ipv6.conf.all.forwarding={}", old6.trim());
-    steps.run(
-        "enable IPv6 forwarding",
-        &[
-            "ip",
-            "netns",
-            "exec",
-            ns,
-            "sysctl",
-            "-qw",
-            "net.ipv6.conf.all.forwarding=1",
-        ],
-        Some(&["ip", "netns", "exec", ns, "sysctl", "-qw", &restore6]),
-    )?;
-    steps.run(
-        &format!("add a static neighbour {next_hop6} on {egress}"),
-        &[
-            "ip",
-            "-n",
-            ns,
-            "neigh",
-            "replace",
-            &next_hop6,
-            "lladdr",
-            &next_hop_mac,
-            "dev",
-            egress,
-            "nud",
-            "permanent",
-        ],
-        Some(&["ip", "-n", ns, "neigh", "del", &next_hop6, "dev", egress]),
-    )?;
-    steps.run(
-        &format!("route {GENERATOR_PREFIX6} via {next_hop6}"),
-        &[
-            "ip",
-            "-n",
-            ns,
-            "-6",
-            "route",
-            "add",
-            GENERATOR_PREFIX6,
-            "via",
-            &next_hop6,
-            "dev",
-            egress,
-        ],
-        Some(&["ip", "-n", ns, "-6", "route", "del", GENERATOR_PREFIX6]),
+        Some(&["ip", "-n", ns, "route", "del", prefix]),
     )?;
     Ok(())
+}
+
+/// `words` as the `&str`s a step takes.
+fn words(words: &[String]) -> Vec<&str> {
+    words.iter().map(String::as_str).collect()
 }
 
 /// `frame` (Ethernet + IPv4 without options, or IPv6) as a router forwards it: new MACs, TTL or
