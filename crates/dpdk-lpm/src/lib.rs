@@ -305,7 +305,9 @@ impl Lpm {
         (TBL24_ENTRIES + self.tbl8s as usize * TBL8_ENTRIES) * ENTRY_BYTES
     }
 
-    /// Bytes the table took from DPDK's heap: the lookup arrays and the rules.
+    /// Bytes the table took from DPDK's heap: the lookup arrays and the rules (the heap's
+    /// growth while it was built: exact when no other thread of the process builds or frees a
+    /// table meanwhile, as in `bench fib --against`).
     pub fn heap_bytes(&self) -> usize {
         self.heap_bytes
     }
@@ -388,7 +390,9 @@ impl Lpm6 {
         (TBL24_ENTRIES + self.tbl8s as usize * TBL8_ENTRIES) * ENTRY_BYTES
     }
 
-    /// Bytes the table took from DPDK's heap: the lookup arrays and the rules.
+    /// Bytes the table took from DPDK's heap: the lookup arrays and the rules (the heap's
+    /// growth while it was built: exact when no other thread of the process builds or frees a
+    /// table meanwhile, as in `bench fib --against`).
     pub fn heap_bytes(&self) -> usize {
         self.heap_bytes
     }

@@ -5,6 +5,10 @@
 
 use wirespeed_dpdk_lpm::{Eal, Lpm, Lpm6, LpmError, MAX_HOP, MISS};
 
+/// Held by each test for its whole run: a table's `heap_bytes` is the growth of DPDK's heap
+/// while it was built, which another test's tables, built or freed meanwhile, would change.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// DPDK's EAL, or `None` (the test skips) when not root; as root it must start.
 fn eal() -> Option<&'static Eal> {
     use std::os::unix::fs::MetadataExt;
@@ -18,6 +22,9 @@ fn eal() -> Option<&'static Eal> {
 
 #[test]
 fn rte_lpm_finds_the_longest_prefix_single_and_bulk() {
+    let _alone = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let Some(eal) = eal() else { return };
     let routes = [
         (0x0a00_0000, 8, 1),
@@ -56,6 +63,9 @@ fn rte_lpm_finds_the_longest_prefix_single_and_bulk() {
 
 #[test]
 fn rte_lpm6_finds_the_longest_prefix_single_and_bulk() {
+    let _alone = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let Some(eal) = eal() else { return };
     let net = 0x2001_0db8_u128 << 96;
     let routes = [
@@ -83,6 +93,9 @@ fn rte_lpm6_finds_the_longest_prefix_single_and_bulk() {
 
 #[test]
 fn routes_outside_dpdks_limits_are_refused_before_dpdk_sees_them() {
+    let _alone = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let Some(eal) = eal() else { return };
     assert!(matches!(
         Lpm::new(eal, &[(0, 33, 1)]),
