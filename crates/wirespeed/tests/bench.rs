@@ -130,11 +130,7 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
     // The in-kernel generator (the default) sends what the template says even to a DuT that
     // rewrites frames in place in the very pages the generator recycles (a router: MACs, TTL,
     // checksum); when it did not, the Linux router forwarded 0.08 % of it.
-    let router = stdout
-        .lines()
-        .find(|line| line.starts_with("| linux-router | 1 | "))
-        .unwrap_or_else(|| panic!("no linux-router row: {stdout}"));
-    assert!(!router.contains("broken"), "{stdout}");
+    assert!(!row(&stdout, "linux-router").contains("broken"), "{stdout}");
     assert!(stdout.contains("generator on CPU 0 nice -20"), "{stdout}");
     let written = std::fs::read_to_string(&json).unwrap();
     assert!(written.contains("\"schema\": \"wirespeed.bench.forwarding/1\""));
@@ -158,6 +154,14 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
     let text = String::from_utf8_lossy(&refused.stderr);
     assert!(text.contains("unknown DuT \"vpp\""), "{text}");
     assert_gone_for_test(prefix);
+}
+
+/// The 1-flow row of `dut` in a `bench forwarding` table.
+fn row<'a>(stdout: &'a str, dut: &str) -> &'a str {
+    stdout
+        .lines()
+        .find(|line| line.starts_with(&format!("| {dut} | 1 | ")))
+        .unwrap_or_else(|| panic!("no {dut} row: {stdout}"))
 }
 
 /// IPv6 frames through both routers (each is set up for IPv4 and IPv6 alike): neither is a
@@ -189,10 +193,7 @@ fn bench_forwarding_routes_ipv6_through_the_linux_and_wirespeed_routers() {
     );
     assert!(stdout.contains("84 B UDP/IPv6 frames"), "{stdout}");
     for dut in ["linux-router", "wirespeed-router-afxdp"] {
-        let row = stdout
-            .lines()
-            .find(|line| line.starts_with(&format!("| {dut} | 1 | ")))
-            .unwrap_or_else(|| panic!("no {dut} row: {stdout}"));
+        let row = row(&stdout, dut);
         assert!(
             !row.contains("broken") && !row.contains("failed"),
             "{stdout}"
