@@ -160,8 +160,8 @@ impl Connection {
         self.send(&Message::Error { error, data }, xid);
     }
 
-    /// Reads what arrived, answers it, writes what waits, checks the timers. `Ok(true)` when
-    /// anything moved.
+    /// Reads what arrived, answers it into the output, checks the timers. `Ok(true)` when
+    /// anything moved. The answers leave with [`Connection::flush`].
     pub fn poll(
         &mut self,
         now: Instant,
@@ -227,7 +227,6 @@ impl Connection {
             }
             _ => {}
         }
-        busy |= self.flush()?;
         Ok((busy, event))
     }
 
@@ -237,7 +236,7 @@ impl Connection {
     }
 
     /// Writes what the socket takes; whether it took anything.
-    fn flush(&mut self) -> Result<bool, Closed> {
+    pub fn flush(&mut self) -> Result<bool, Closed> {
         let mut written = 0;
         while written < self.output.len() {
             match self.stream.write(&self.output[written..]) {

@@ -324,18 +324,48 @@ fn run(
                     index += 1;
                 }
                 Err(why) => {
-                    let closed = connections.swap_remove(index);
-                    if closed.active {
-                        lost_controller(&mut controllers, closed.peer, &why, now);
-                    }
+                    close(&mut connections, index, &mut controllers, &why, now);
                     busy = true;
                 }
             }
         }
         publish(status, &connections, &controllers, now);
+        // The replies leave after the status that reflects them is out: a controller that
+        // holds a reply finds its effect in `show openflow`.
+        let mut index = 0;
+        let mut closed_any = false;
+        while index < connections.len() {
+            match connections[index].flush() {
+                Ok(wrote) => {
+                    busy |= wrote;
+                    index += 1;
+                }
+                Err(why) => {
+                    close(&mut connections, index, &mut controllers, &why, now);
+                    closed_any = true;
+                }
+            }
+        }
+        if closed_any {
+            publish(status, &connections, &controllers, now);
+        }
         if !busy {
             std::thread::sleep(IDLE_SLEEP);
         }
+    }
+}
+
+/// Forgets a closed connection; an active one's controller is tried again after its back-off.
+fn close(
+    connections: &mut Vec<Connection>,
+    index: usize,
+    controllers: &mut [Controller],
+    why: &Closed,
+    now: Instant,
+) {
+    let closed = connections.swap_remove(index);
+    if closed.active {
+        lost_controller(controllers, closed.peer, why, now);
     }
 }
 
