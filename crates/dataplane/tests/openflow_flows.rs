@@ -6,6 +6,7 @@
 use std::net::Ipv4Addr;
 
 use proptest::prelude::*;
+use wirespeed_dataplane::app::openflow::kernel::{FlowSync, KernelDecision};
 use wirespeed_dataplane::app::openflow::{
     Action, FlowEntry, MissAction, OpenFlow, OpenFlowConfig, SetField,
 };
@@ -751,4 +752,119 @@ proptest! {
         whole.finish();
         groups.finish();
     }
+}
+
+/// The kernel's copy as a test sees it: what was installed, how often it was made stale, and
+/// counts the test says the kernel forwarded.
+#[derive(Debug, Default)]
+struct KernelSeen {
+    installed: Vec<(FlowKey, u32, KernelDecision)>,
+    invalidations: u32,
+    counts: std::collections::HashMap<u32, (u64, u64)>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct FakeKernel(std::sync::Arc<std::sync::Mutex<KernelSeen>>);
+
+impl FlowSync for FakeKernel {
+    fn install(&mut self, key: &FlowKey, result: u32, decision: &KernelDecision) {
+        let mut seen = self.0.lock().unwrap();
+        seen.installed.push((*key, result, *decision));
+    }
+
+    fn invalidate(&mut self) {
+        self.0.lock().unwrap().invalidations += 1;
+    }
+
+    fn counts(&self, result: u32) -> (u64, u64) {
+        let seen = self.0.lock().unwrap();
+        seen.counts.get(&result).copied().unwrap_or_default()
+    }
+
+    fn refused(&self) -> u64 {
+        0
+    }
+}
+
+/// With the XDP fast path, the flows the cache takes reach the kernel with the decision the
+/// kernel can carry out (MAC rewrites, a TTL decrement, one output), and nothing else does;
+/// what the kernel forwarded is counted in the flows; a table change makes the kernel's copy
+/// stale before it returns.
+#[test]
+fn the_kernels_copy_gets_the_cached_flows_it_can_apply_and_its_counts_reach_the_flows() {
+    let mut app = OpenFlow::new(config(3));
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            10,
+            FlowMatch::any().in_port(0),
+            vec![
+                Action::SetField(SetField::EthDst(NEW_MAC)),
+                Action::DecTtl,
+                Action::Output(1),
+            ],
+        ),
+    )
+    .unwrap();
+    app.add_flow(
+        0,
+        FlowEntry::new(10, FlowMatch::any().in_port(1), vec![Action::Flood]),
+    )
+    .unwrap();
+    let kernel = FakeKernel::default();
+    app.mirror_flows(Box::new(kernel.clone()));
+    let mut direct = Direct::new(app);
+    let frame = base().build();
+    for _ in 0..3 {
+        let (sent, _) = direct.run(1, 0, std::slice::from_ref(&frame));
+        assert_eq!(sent.len(), 1);
+        direct.run(1, 1, std::slice::from_ref(&frame));
+    }
+    {
+        let seen = kernel.0.lock().unwrap();
+        // The first packet of each flow took the slow path, the second a megaflow and went into
+        // the cache: one entry, the rewriting flow's; flood stays in user space.
+        assert_eq!(seen.installed.len(), 1, "{:?}", seen.installed);
+        let (key, result, decision) = seen.installed[0];
+        assert_eq!(key.in_port, 0);
+        assert_eq!(
+            decision,
+            KernelDecision {
+                out_port: 1,
+                eth_src: None,
+                eth_dst: Some(NEW_MAC.0),
+                dec_ttl: true,
+            }
+        );
+        drop(seen);
+        kernel
+            .0
+            .lock()
+            .unwrap()
+            .counts
+            .insert(result, (1000, 60_000));
+    }
+    let flows = direct.app.flows();
+    let rewriting = flows
+        .iter()
+        .find(|f| f.entry.matcher == FlowMatch::any().in_port(0))
+        .unwrap();
+    let frame_len = frame.len() as u64;
+    assert_eq!(
+        (rewriting.packets, rewriting.bytes),
+        (1003, 60_000 + 3 * frame_len)
+    );
+    // Read again: nothing new, nothing counted twice.
+    let flows = direct.app.flows();
+    assert!(flows.iter().any(|f| f.packets == 1003));
+    let before = kernel.0.lock().unwrap().invalidations;
+    direct
+        .app
+        .add_flow(
+            0,
+            FlowEntry::new(20, FlowMatch::any().in_port(2), vec![Action::Output(0)]),
+        )
+        .unwrap();
+    assert_eq!(kernel.0.lock().unwrap().invalidations, before + 1);
+    direct.finish();
 }

@@ -113,6 +113,37 @@ struct {
 	__type(value, __u32);
 } routes_ready SEC(".maps");
 
+// OpenFlow: the flows user space's exact-match cache holds whose actions the kernel can apply,
+// its flow key -> what to do. Written by user space as its cache fills; an LRU map, so that a
+// full one drops its least used entries (those flows go back to user space) instead of
+// refusing new ones. Its size is set at load time to the cache's.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct fp_flow_key);
+	__type(value, struct fp_flow);
+} flows SEC(".maps");
+
+// OpenFlow: the generation of `flows`' valid entries. User space bumps it when its tables
+// change, which makes every entry stale at once (as its own cache's generation does).
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} flow_generation SEC(".maps");
+
+// OpenFlow: packets and bytes per stored result (`fp_flow.result`), added atomically; user
+// space reads them through mmap and credits them to the flows behind each result. Its size is
+// set at load time to the number of stored results (megaflows).
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fp_count);
+} flow_counts SEC(".maps");
+
 // Counters: ingress slot -> its counters, per CPU.
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -257,6 +288,87 @@ static __always_inline int bridge(struct xdp_md *ctx, const struct fp_port *in, 
 	return forward(in->slot, out_slot, bytes);
 }
 
+// Whether the frame is the common IPv4 case every fast path takes, as user space's parser
+// defines it (crates/packet/src/parse/mod.rs, `plain_ipv4_transport`): untagged Ethernet, IPv4
+// with a 20-byte header whose total length fits the frame, not a fragment, UDP with a length
+// that fits the IP payload or TCP with a header that does.
+static __always_inline int plain_ipv4(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u8 *h = data;
+	__u32 frame_len, segment;
+
+	if (data + 42 > end || h[12] != 0x08 || h[13] != 0x00 || h[14] != 0x45)
+		return 0;
+	frame_len = end - data;
+	// A total length under 20 wraps past any frame.
+	segment = ((__u32)h[16] << 8 | h[17]) - 20;
+	if (frame_len > 0xffff || segment > frame_len - 34 || ((h[20] & 0x3f) | h[21]))
+		return 0;
+	if (h[23] == 17) {
+		__u32 length = (__u32)h[38] << 8 | h[39];
+
+		return length >= 8 && length <= segment;
+	}
+	if (h[23] == 6) {
+		__u32 header_len;
+
+		if (data + 54 > end)
+			return 0;
+		header_len = (__u32)(h[46] >> 4) * 4;
+		return header_len >= 20 && header_len <= segment;
+	}
+	return 0;
+}
+
+// The IPv6 common case (`plain_ipv6_transport`): untagged Ethernet, IPv6 whose payload length
+// fits the frame, no extension header, UDP or TCP whose length fits the payload.
+static __always_inline int plain_ipv6(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u8 *h = data;
+	__u32 frame_len, segment;
+
+	if (data + 54 > end || h[12] != 0x86 || h[13] != 0xdd || (h[14] >> 4) != 6)
+		return 0;
+	frame_len = end - data;
+	segment = (__u32)h[18] << 8 | h[19];
+	if (frame_len > 0xffff || 54 + segment > frame_len)
+		return 0;
+	if (h[20] == 17) {
+		__u32 length;
+
+		if (data + 62 > end || segment < 8)
+			return 0;
+		length = (__u32)h[58] << 8 | h[59];
+		return length >= 8 && length <= segment;
+	}
+	if (h[20] == 6) {
+		__u32 header_len;
+
+		if (data + 74 > end || segment < 20)
+			return 0;
+		header_len = (__u32)(h[66] >> 4) * 4;
+		return header_len >= 20 && header_len <= segment;
+	}
+	return 0;
+}
+
+// TTL down by one in the IPv4 header at h + 14: the checksum's high byte word gains 0x0100,
+// the carry folded back (RFC 1624 for this one change, as Linux's ip_decrease_ttl does).
+static __always_inline void decrement_ttl4(__u8 *h)
+{
+	__u32 sum;
+
+	h[22] -= 1;
+	sum = ((__u32)h[24] << 8 | h[25]) + 0x0100;
+	sum += sum >= 0xffff;
+	h[24] = sum >> 8;
+	h[25] = sum;
+}
+
 // Whether a 20-byte IPv4 header (no options) carries a valid checksum: its 16-bit words sum,
 // with the carries folded back, to 0xffff (RFC 1071).
 static __always_inline int header_checksum_valid(const __u16 *words)
@@ -367,33 +479,10 @@ static __always_inline int router6(struct xdp_md *ctx, const struct fp_port *in,
 	__u8 *h = data;
 	struct fp_route6_key key = { .prefixlen = 128 };
 	struct fp_adjacency *adjacency;
-	__u32 *hop, segment, frame_len;
+	__u32 *hop;
 
-	if (data + 54 > end || (h[14] >> 4) != 6)
+	if (!plain_ipv6(ctx) || data + 54 > end)
 		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-	frame_len = end - data;
-	segment = (__u32)h[18] << 8 | h[19];
-	if (frame_len > 0xffff || 54 + segment > frame_len)
-		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-	if (h[20] == 17) {
-		__u32 length;
-
-		if (data + 62 > end || segment < 8)
-			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-		length = (__u32)h[58] << 8 | h[59];
-		if (length < 8 || length > segment)
-			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-	} else if (h[20] == 6) {
-		__u32 header_len;
-
-		if (data + 74 > end || segment < 20)
-			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-		header_len = (__u32)(h[66] >> 4) * 4;
-		if (header_len < 20 || header_len > segment)
-			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-	} else {
-		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-	}
 	if (martian6(h + 22) || martian6(h + 38))
 		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
 	if (h[21] <= 1)
@@ -427,7 +516,6 @@ static __always_inline int router(struct xdp_md *ctx, const struct fp_port *in, 
 	__u8 *h = data;
 	struct fp_adjacency *adjacency;
 	__u32 *hop, hop_value;
-	__u32 total_len, segment, frame_len, sum;
 
 	if (data + 14 > end || (h[0] & 1))
 		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
@@ -435,30 +523,9 @@ static __always_inline int router(struct xdp_md *ctx, const struct fp_port *in, 
 		return to_user(ctx, in->slot, FP_TO_USER_VLAN, bytes);
 	if (h[12] == 0x86 && h[13] == 0xdd)
 		return router6(ctx, in, bytes);
-	if (data + 42 > end || h[12] != 0x08 || h[13] != 0x00 || h[14] != 0x45)
+	// The bound again, for the verifier, which may not carry it out of plain_ipv4.
+	if (!plain_ipv4(ctx) || data + 42 > end)
 		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-	frame_len = end - data;
-	total_len = (__u32)h[16] << 8 | h[17];
-	// A total length under 20 wraps past any frame.
-	segment = total_len - 20;
-	if (frame_len > 0xffff || segment > frame_len - 34 || ((h[20] & 0x3f) | h[21]))
-		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-	if (h[23] == 17) {
-		__u32 length = (__u32)h[38] << 8 | h[39];
-
-		if (length < 8 || length > segment)
-			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-	} else if (h[23] == 6) {
-		__u32 header_len;
-
-		if (data + 54 > end)
-			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-		header_len = (__u32)(h[46] >> 4) * 4;
-		if (header_len < 20 || header_len > segment)
-			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-	} else {
-		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-	}
 	if (!header_checksum_valid((const __u16 *)(h + 14)) || martian(h[26]) || martian(h[30]))
 		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
 	if (h[22] <= 1)
@@ -472,13 +539,77 @@ static __always_inline int router(struct xdp_md *ctx, const struct fp_port *in, 
 
 	__builtin_memcpy(h, adjacency->dst, 6);
 	__builtin_memcpy(h + 6, adjacency->src, 6);
-	// TTL down by one: the checksum's high byte word gains 0x0100, the carry folded back.
-	h[22] -= 1;
-	sum = ((__u32)h[24] << 8 | h[25]) + 0x0100;
-	sum += sum >= 0xffff;
-	h[24] = sum >> 8;
-	h[25] = sum;
+	decrement_ttl4(h);
 	return forward(in->slot, adjacency->slot, bytes);
+}
+
+// OpenFlow: the frames of flows user space's exact-match cache holds and the kernel can carry
+// out (crates/dataplane/src/app/openflow/kernel.rs decides which). The key is the one user
+// space's parser makes, built here only for the frames whose parse is the plain one (IPv4 or
+// IPv6 with UDP or TCP, untagged): for those the two agree field for field; every other frame,
+// and every flow not in `flows` under the current generation, goes to user space. A hit is
+// counted in its stored result's `flow_counts`, which user space folds into the flows behind it.
+static __always_inline int openflow(struct xdp_md *ctx, const struct fp_port *in, __u64 bytes)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u8 *h = data;
+	struct fp_flow_key key = {};
+	struct fp_flow *flow;
+	struct fp_count *count;
+	__u32 zero = 0, *generation;
+	int ipv4;
+
+	if (plain_ipv4(ctx) && data + 42 <= end) {
+		ipv4 = 1;
+		key.ip_src[10] = 0xff;
+		key.ip_src[11] = 0xff;
+		__builtin_memcpy(key.ip_src + 12, h + 26, 4);
+		key.ip_dst[10] = 0xff;
+		key.ip_dst[11] = 0xff;
+		__builtin_memcpy(key.ip_dst + 12, h + 30, 4);
+		key.ethertype = 0x0800;
+		key.ip_proto = h[23];
+		key.l4_src = (__u16)h[34] << 8 | h[35];
+		key.l4_dst = (__u16)h[36] << 8 | h[37];
+	} else if (plain_ipv6(ctx) && data + 58 <= end) {
+		ipv4 = 0;
+		__builtin_memcpy(key.ip_src, h + 22, 16);
+		__builtin_memcpy(key.ip_dst, h + 38, 16);
+		key.ethertype = 0x86dd;
+		key.ip_proto = h[20];
+		key.l4_src = (__u16)h[54] << 8 | h[55];
+		key.l4_dst = (__u16)h[56] << 8 | h[57];
+	} else {
+		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+	}
+	__builtin_memcpy(key.dst_mac, h, 6);
+	__builtin_memcpy(key.src_mac, h + 6, 6);
+	key.in_port = in->slot;
+
+	flow = bpf_map_lookup_elem(&flows, &key);
+	generation = bpf_map_lookup_elem(&flow_generation, &zero);
+	if (!flow || !generation || flow->generation != *generation || flow->out_slot >= FP_MAX_PORTS)
+		return to_user(ctx, in->slot, FP_TO_USER_FLOW_MISS, bytes);
+	if (flow->ops & FP_FLOW_DEC_TTL) {
+		// User space drops what would leave with 0 and counts it.
+		if (ipv4 ? h[22] <= 1 : h[21] <= 1)
+			return to_user(ctx, in->slot, FP_TO_USER_TTL, bytes);
+		if (ipv4)
+			decrement_ttl4(h);
+		else
+			h[21] -= 1;
+	}
+	if (flow->ops & FP_FLOW_SET_DST)
+		__builtin_memcpy(h, flow->dst, 6);
+	if (flow->ops & FP_FLOW_SET_SRC)
+		__builtin_memcpy(h + 6, flow->src, 6);
+	count = bpf_map_lookup_elem(&flow_counts, &flow->result);
+	if (count) {
+		__sync_fetch_and_add(&count->packets, 1);
+		__sync_fetch_and_add(&count->bytes, bytes);
+	}
+	return forward(in->slot, flow->out_slot, bytes);
 }
 
 SEC("xdp")
@@ -497,6 +628,8 @@ int fast_path(struct xdp_md *ctx)
 		return bridge(ctx, in, bytes);
 	case FP_APP_ROUTER:
 		return router(ctx, in, bytes);
+	case FP_APP_OPENFLOW:
+		return openflow(ctx, in, bytes);
 	default:
 		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
 	}

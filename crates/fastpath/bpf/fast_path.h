@@ -17,6 +17,7 @@
 #define FP_APP_XCONNECT 2
 #define FP_APP_BRIDGE 3
 #define FP_APP_ROUTER 4
+#define FP_APP_OPENFLOW 5
 
 #define FP_VLAN_ACCESS 0
 #define FP_VLAN_TRUNK 1
@@ -35,7 +36,8 @@
 #define FP_TO_USER_NO_ROUTE 6 // router: no route (user space sends Unreachable)
 #define FP_TO_USER_NEXT_HOP 7 // router: unresolved neighbour, connected subnet or ECMP
 #define FP_TO_USER_SYNC 8 // router: a route load is being mirrored into the kernel
-#define FP_TO_USER_REASONS 9
+#define FP_TO_USER_FLOW_MISS 9 // openflow: the flow is not (or no longer) in the kernel's cache
+#define FP_TO_USER_REASONS 10
 
 // Router: the most routes the kernel's table holds by default and the most adjacencies (one
 // per gateway in use).
@@ -90,6 +92,39 @@ struct fp_adjacency {
 	__u32 slot; // the output port
 	__u8 dst[6]; // the neighbour's MAC
 	__u8 src[6]; // the output port's MAC
+};
+
+// OpenFlow: a flow key, byte for byte user space's `FlowKey` (crates/packet/src/flow_key.rs):
+// IPv4 addresses IPv4-mapped, the 16-bit fields in host order.
+struct fp_flow_key {
+	__u8 ip_src[16];
+	__u8 ip_dst[16];
+	__u8 dst_mac[6];
+	__u8 src_mac[6];
+	__u16 in_port;
+	__u16 vlan;
+	__u16 ethertype;
+	__u16 l4_src;
+	__u16 l4_dst;
+	__u8 ip_proto;
+	__u8 flags;
+};
+
+// OpenFlow: what the kernel does with a cached flow's frames (`ops` bits), then the output.
+#define FP_FLOW_SET_DST 1 // the destination MAC becomes `dst`
+#define FP_FLOW_SET_SRC 2 // the source MAC becomes `src`
+#define FP_FLOW_DEC_TTL 4 // the TTL or hop limit goes down by one (at most 1: user space)
+
+// OpenFlow: a value of `flows`. `generation` must equal `flow_generation`'s, or the entry is
+// stale (the tables changed since); `result` is user space's stored result the flow resolved
+// to, the index of its counts in `flow_counts`.
+struct fp_flow {
+	__u32 generation;
+	__u32 result;
+	__u16 out_slot;
+	__u16 ops;
+	__u8 dst[6];
+	__u8 src[6];
 };
 
 struct fp_count {

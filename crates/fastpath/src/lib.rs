@@ -22,7 +22,11 @@
 //!   gateway whose neighbour is resolved), rewritten the same way. ARP and NDP, tagged frames,
 //!   packets for the router, TTL expiry, no route, unresolved neighbours, ECMP and every
 //!   malformed case go to user space, which mirrors its FIBs and its gateways' rewrites into
-//!   the kernel's maps ([`RouterMirror`]).
+//!   the kernel's maps ([`RouterMirror`]);
+//! * openflow: the flows of the app's exact-match cache whose actions the kernel can apply (one
+//!   output after MAC rewrites and a TTL decrement), for plain UDP and TCP over IPv4 or IPv6;
+//!   misses and every other action go to user space, which fills the kernel's cache as its own
+//!   fills and counts what the kernel forwarded per flow ([`FlowMirror`]).
 //!
 //! One [`FastPath`] serves a switch: one program attached to every port's interface. Each port
 //! is a *slot* (its index in the configuration); the [`XdpAttachment`] of slot *s* puts its
@@ -30,6 +34,7 @@
 //! ports open on it exactly as on an attachment of their own.
 
 mod dir24;
+mod flows;
 mod maps;
 mod router;
 
@@ -45,6 +50,7 @@ use wirespeed_dataplane::table::mac::{MacKey as SyncedKey, MacSync};
 use wirespeed_io::afxdp::{AfXdpError, XdpAttachment, XdpMode, interface_index};
 
 use dir24::KernelRoutes4;
+pub use flows::FlowMirror;
 pub use maps::{Count, MAX_PORTS, QUEUES_PER_PORT};
 use maps::{Counts, MacEntry, MacKey, PortEntry};
 pub use router::RouterMirror;
@@ -65,6 +71,8 @@ pub enum PortPlan {
     Bridge(BridgeVlan),
     /// IP routed through a resolved gateway is forwarded (the router, one worker).
     Router,
+    /// The flows of the openflow app's cache the kernel can apply are forwarded (one worker).
+    OpenFlow,
     /// Every frame goes to user space.
     User,
 }
@@ -78,6 +86,10 @@ pub struct Capacity {
     /// table is DIR-24-8 arrays of fixed size (`dir24::TBL8_GROUPS` groups for routes longer
     /// than /24).
     pub routes: u32,
+    /// Entries of the openflow app's flow cache in the kernel (an LRU map).
+    pub flows: u32,
+    /// Stored results the openflow app keeps (its megaflows): the kernel counts per result.
+    pub flow_results: u32,
 }
 
 /// A bridge port's VLAN setting, as the kernel needs it.
@@ -186,6 +198,10 @@ pub struct FastPath {
     routes6: MapData,
     adjacencies: MapData,
     routes_ready: MapData,
+    flows: MapData,
+    flow_generation: MapData,
+    flow_counts: MapData,
+    flow_results: u32,
 }
 
 impl fmt::Debug for FastPath {
@@ -236,6 +252,8 @@ impl FastPath {
             .map_max_entries("tbl24", tbl24_blocks)
             .map_max_entries("tbl8", tbl8_groups)
             .map_max_entries("routes6", capacity.routes.max(1))
+            .map_max_entries("flows", capacity.flows.max(1))
+            .map_max_entries("flow_counts", capacity.flow_results.max(1))
             .load(OBJECT)
             .map_err(FastPathError::Load)?;
         let program: &mut Xdp = ebpf
@@ -302,6 +320,9 @@ impl FastPath {
         let routes6 = map_data(map(&mut ebpf, "routes6")?, "routes6")?;
         let adjacencies = map_data(map(&mut ebpf, "adjacencies")?, "adjacencies")?;
         let routes_ready = map_data(map(&mut ebpf, "routes_ready")?, "routes_ready")?;
+        let flows = map_data(map(&mut ebpf, "flows")?, "flows")?;
+        let flow_generation = map_data(map(&mut ebpf, "flow_generation")?, "flow_generation")?;
+        let flow_counts = map_data(map(&mut ebpf, "flow_counts")?, "flow_counts")?;
         let Some(Map::XskMap(xsks)) = ebpf.map("xsks") else {
             return Err(FastPathError::ObjectMap {
                 map: "xsks",
@@ -342,6 +363,10 @@ impl FastPath {
             routes6,
             adjacencies,
             routes_ready,
+            flows,
+            flow_generation,
+            flow_counts,
+            flow_results: capacity.flow_results.max(1),
         })
     }
 
@@ -397,6 +422,26 @@ impl FastPath {
         RouterMirror::new(routes()?, routes()?, adjacencies, ready, self.names.len())
     }
 
+    /// A handle through which the openflow app keeps the kernel's flow cache a part of its
+    /// own (one app: the fast path serves an openflow app of one worker).
+    pub fn flow_mirror(&self) -> Result<FlowMirror, FastPathError> {
+        let error = |map: &'static str| move |source| FastPathError::Map { map, source };
+        let flows = HashMap::try_from(Map::LruHashMap(duplicate(&self.flows, "flows")?))
+            .map_err(error("flows"))?;
+        let generation = Array::try_from(Map::Array(duplicate(
+            &self.flow_generation,
+            "flow_generation",
+        )?))
+        .map_err(error("flow_generation"))?;
+        FlowMirror::new(
+            flows,
+            generation,
+            &self.flow_counts,
+            self.flow_results,
+            self.names.len(),
+        )
+    }
+
     /// Whether the kernel forwards by the router's routes (the router's mirror opens the
     /// `routes_ready` gate once a loaded table is written in full and no route was refused;
     /// until then every routed frame goes to user space); `None` where no port routes. A
@@ -441,7 +486,9 @@ impl FastPath {
 /// The data of a map the object declares (the loader hands every map out as an enum).
 fn map_data(map: Map, name: &'static str) -> Result<MapData, FastPathError> {
     match map {
-        Map::LpmTrie(data) | Map::HashMap(data) | Map::Array(data) => Ok(data),
+        Map::LpmTrie(data) | Map::HashMap(data) | Map::LruHashMap(data) | Map::Array(data) => {
+            Ok(data)
+        }
         _ => Err(FastPathError::ObjectMap {
             map: name,
             what: "is not of the type the program declares",
@@ -485,6 +532,7 @@ fn port_entry(slot: u32, plan: &PortPlan) -> PortEntry {
             entry.untagged_vlan = native.unwrap_or(maps::NO_VLAN);
         }
         PortPlan::Router => entry.app = maps::APP_ROUTER,
+        PortPlan::OpenFlow => entry.app = maps::APP_OPENFLOW,
         PortPlan::User => {}
     }
     entry
@@ -528,6 +576,9 @@ pub enum ToUser {
     NextHop,
     /// Router: a route load is being mirrored into the kernel.
     Sync,
+    /// OpenFlow: the flow is not (or no longer) in the kernel's cache, or its actions are
+    /// user space's.
+    FlowMiss,
 }
 
 impl ToUser {
@@ -542,6 +593,7 @@ impl ToUser {
         ToUser::NoRoute,
         ToUser::NextHop,
         ToUser::Sync,
+        ToUser::FlowMiss,
     ];
 
     /// The reason's name in counter names (`to_user.NAME`).
@@ -556,6 +608,7 @@ impl ToUser {
             ToUser::NoRoute => "no_route",
             ToUser::NextHop => "next_hop",
             ToUser::Sync => "sync",
+            ToUser::FlowMiss => "flow_miss",
         }
     }
 
@@ -572,6 +625,7 @@ impl ToUser {
             ToUser::NoRoute => "FP_TO_USER_NO_ROUTE",
             ToUser::NextHop => "FP_TO_USER_NEXT_HOP",
             ToUser::Sync => "FP_TO_USER_SYNC",
+            ToUser::FlowMiss => "FP_TO_USER_FLOW_MISS",
         }
     }
 }

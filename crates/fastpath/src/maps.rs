@@ -13,6 +13,7 @@ pub const APP_USER: u32 = 1;
 pub const APP_XCONNECT: u32 = 2;
 pub const APP_BRIDGE: u32 = 3;
 pub const APP_ROUTER: u32 = 4;
+pub const APP_OPENFLOW: u32 = 5;
 
 pub const VLAN_ACCESS: u16 = 0;
 pub const VLAN_TRUNK: u16 = 1;
@@ -21,7 +22,7 @@ pub const VLAN_TRUNK: u16 = 1;
 pub const MAX_IFINDEX: u32 = 65536;
 
 /// Reasons a frame goes to user space (`Counts::to_user`).
-pub const TO_USER_REASONS: usize = 9;
+pub const TO_USER_REASONS: usize = 10;
 
 /// A route (of `routes6`; the program's reading of a `tbl24`/`tbl8` entry) to the router's
 /// own address.
@@ -72,6 +73,42 @@ pub struct MacEntry {
     pub ifindex: u32,
 }
 
+/// A key of the `flows` map: user space's `FlowKey`, field for field.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowKey {
+    pub ip_src: [u8; 16],
+    pub ip_dst: [u8; 16],
+    pub dst_mac: [u8; 6],
+    pub src_mac: [u8; 6],
+    pub in_port: u16,
+    pub vlan: u16,
+    pub ethertype: u16,
+    pub l4_src: u16,
+    pub l4_dst: u16,
+    pub ip_proto: u8,
+    pub flags: u8,
+}
+
+/// `FlowEntry::ops`: the destination MAC becomes `dst`.
+pub const FLOW_SET_DST: u16 = 1;
+/// `FlowEntry::ops`: the source MAC becomes `src`.
+pub const FLOW_SET_SRC: u16 = 2;
+/// `FlowEntry::ops`: the TTL or hop limit goes down by one.
+pub const FLOW_DEC_TTL: u16 = 4;
+
+/// A value of the `flows` map.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowEntry {
+    pub generation: u32,
+    pub result: u32,
+    pub out_slot: u16,
+    pub ops: u16,
+    pub dst: [u8; 6],
+    pub src: [u8; 6],
+}
+
 /// Packets and bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -106,6 +143,10 @@ unsafe impl aya::Pod for MacEntry {}
 unsafe impl aya::Pod for Count {}
 // SAFETY: as above.
 unsafe impl aya::Pod for AdjacencyEntry {}
+// SAFETY: as above.
+unsafe impl aya::Pod for FlowKey {}
+// SAFETY: as above.
+unsafe impl aya::Pod for FlowEntry {}
 // SAFETY: as above (arrays of `Count`).
 unsafe impl aya::Pod for Counts {}
 
@@ -127,6 +168,14 @@ mod tests {
         assert_eq!(size_of::<AdjacencyEntry>(), 16);
         assert_eq!(offset_of!(AdjacencyEntry, src), 10);
         assert_eq!(size_of::<Counts>(), 16 * (TO_USER_REASONS + MAX_PORTS));
+        assert_eq!(
+            size_of::<FlowKey>(),
+            wirespeed_packet::flow_key::FLOW_KEY_LEN
+        );
+        assert_eq!(offset_of!(FlowKey, in_port), 44);
+        assert_eq!(offset_of!(FlowKey, flags), 55);
+        assert_eq!(size_of::<FlowEntry>(), 24);
+        assert_eq!(offset_of!(FlowEntry, dst), 12);
     }
 
     #[test]
@@ -151,6 +200,10 @@ mod tests {
         assert_eq!(defined("FP_APP_XCONNECT"), u64::from(APP_XCONNECT));
         assert_eq!(defined("FP_APP_BRIDGE"), u64::from(APP_BRIDGE));
         assert_eq!(defined("FP_APP_ROUTER"), u64::from(APP_ROUTER));
+        assert_eq!(defined("FP_APP_OPENFLOW"), u64::from(APP_OPENFLOW));
+        assert_eq!(defined("FP_FLOW_SET_DST"), u64::from(FLOW_SET_DST));
+        assert_eq!(defined("FP_FLOW_SET_SRC"), u64::from(FLOW_SET_SRC));
+        assert_eq!(defined("FP_FLOW_DEC_TTL"), u64::from(FLOW_DEC_TTL));
         assert_eq!(defined("FP_ROUTE_LOCAL"), u64::from(ROUTE_LOCAL));
         assert_eq!(defined("FP_ROUTE_ECMP"), u64::from(ROUTE_ECMP));
         assert_eq!(defined("FP_DIR24_BLOCK"), DIR24_BLOCK as u64);

@@ -102,6 +102,9 @@ pub struct FlowLookup<V: Copy + Default> {
     /// Per packet of the batch [`FlowLookup::process_cached`] is deciding: whether it opens a
     /// run (and is probed) or repeats the packet before it.
     opens_run: [bool; MAX_BATCH],
+    /// Whether the keys the cache takes are noted in `noted` (see [`FlowLookup::note_cached`]).
+    noting: bool,
+    noted: Vec<(FlowKey, V)>,
 }
 
 /// Batches between two re-rankings of the classifier's subtables.
@@ -119,7 +122,23 @@ impl<V: Copy + Default> FlowLookup<V> {
             trace: [Looked::Skipped; MAX_BATCH],
             runs: [Run::default(); MAX_BATCH],
             opens_run: [false; MAX_BATCH],
+            noting: false,
+            noted: Vec::new(),
         }
+    }
+
+    /// From now on, notes every key the cache takes with its value, until
+    /// [`FlowLookup::take_cached`] hands them over: how a copy of the cache elsewhere (the
+    /// kernel's fast path) is filled with the flows that earned a place in it. Room for a
+    /// batch is reserved now; the caller takes the notes after every batch.
+    pub fn note_cached(&mut self) {
+        self.noting = true;
+        self.noted.reserve_exact(MAX_BATCH);
+    }
+
+    /// The keys the cache took since the last call, with their values.
+    pub fn take_cached(&mut self) -> std::vec::Drain<'_, (FlowKey, V)> {
+        self.noted.drain(..)
     }
 
     /// The outcomes of the last batch processed with tracing on, packet by packet.
@@ -156,6 +175,7 @@ impl<V: Copy + Default> FlowLookup<V> {
     pub fn clear(&mut self) {
         self.classifier.clear();
         self.cache.invalidate();
+        self.noted.clear();
     }
 
     pub fn classifier(&self) -> &Classifier<V> {
@@ -205,14 +225,24 @@ impl<V: Copy + Default> FlowLookup<V> {
                     return (None, Looked::Miss);
                 };
                 self.counters.classifier_hits += 1;
-                let before = if TRACE {
+                let noting = TRACE || self.noting;
+                let before = if noting {
                     self.cache.counters().inserted
                 } else {
                     0
                 };
                 self.cache.insert(hash, key, value);
-                let cached = TRACE && self.cache.counters().inserted != before;
-                (Some(value), Looked::ClassifierHit { cached })
+                let cached = noting && self.cache.counters().inserted != before;
+                // Within the room reserved once: a batch inserts at most a batch of keys.
+                if self.noting && cached && self.noted.len() < self.noted.capacity() {
+                    self.noted.push((*key, value));
+                }
+                (
+                    Some(value),
+                    Looked::ClassifierHit {
+                        cached: TRACE && cached,
+                    },
+                )
             }
             None => {
                 self.counters.misses += 1;

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use wirespeed_fastpath::{MacMirror, RouterMirror};
+use wirespeed_fastpath::{FlowMirror, MacMirror, RouterMirror};
 
 use super::fast_path::{self, FastPathChoice};
 use std::net::IpAddr;
@@ -103,6 +103,11 @@ pub fn workers(config: &Config) -> Result<Built> {
                     .router_mirror()
                     .context("the fast path's routing tables")?,
             ))),
+            (Some(fast_path), AppConfig::OpenFlow(_)) => Some(Mirror::Flows(
+                fast_path
+                    .flow_mirror()
+                    .context("the fast path's flow cache")?,
+            )),
             _ => None,
         };
         let app = app(config, index as u64, &macs, mirror)?;
@@ -191,6 +196,7 @@ pub(super) fn xdp_mode_of(mode: XdpModeConfig) -> XdpMode {
 enum Mirror {
     Macs(MacMirror),
     Routes(Box<RouterMirror>),
+    Flows(FlowMirror),
 }
 
 /// The configured app; `macs` are the opened ports' MAC addresses (the router's defaults);
@@ -252,7 +258,13 @@ fn app(
             }
             Box::new(router)
         }
-        AppConfig::OpenFlow(openflow) => Box::new(openflow_app(config, openflow)?),
+        AppConfig::OpenFlow(openflow) => {
+            let mut app = openflow_app(config, openflow)?;
+            if let Some(Mirror::Flows(mirror)) = mirror {
+                app.mirror_flows(Box::new(mirror));
+            }
+            Box::new(app)
+        }
     })
 }
 

@@ -3,8 +3,9 @@
 //!
 //! The fast path needs every port on AF_XDP (the program hands what it does not forward to
 //! the port's socket) and an app whose decisions the kernel can apply: the cross-connect
-//! without emulated work, the bridge without an ACL, and the router without an ACL on one
-//! worker (its neighbours are learned per worker; the kernel has one table). Under `"auto"` anything else, and a
+//! without emulated work, the bridge without an ACL, the router without an ACL on one worker
+//! (its neighbours are learned per worker; the kernel has one table), and the openflow app on
+//! one worker (its flow cache and stored results are per worker; the kernel has one of each). Under `"auto"` anything else, and a
 //! kernel or interface that refuses the program, leaves the switch on the user-space path
 //! with the reason printed; under `"xdp"` it is an error.
 
@@ -60,6 +61,14 @@ pub fn choose(config: &Config) -> Result<FastPathChoice> {
             AppConfig::Router(_) => ROUTE_CAPACITY,
             _ => 1,
         },
+        flows: match &config.app {
+            AppConfig::OpenFlow(openflow) => openflow.cache_entries as u32,
+            _ => 1,
+        },
+        flow_results: match &config.app {
+            AppConfig::OpenFlow(openflow) => openflow.megaflows as u32,
+            _ => 1,
+        },
     };
     match FastPath::attach(&specs, capacity) {
         Ok(fast_path) => {
@@ -79,6 +88,11 @@ pub fn choose(config: &Config) -> Result<FastPathChoice> {
                         PortPlan::Router => "IP through resolved gateways; ARP, NDP, \
                                              the router's own traffic, TTL expiry, unresolved \
                                              neighbours and the rest in user space"
+                            .to_string(),
+                        PortPlan::OpenFlow => "UDP and TCP flows of the flow cache whose \
+                                               actions the kernel can apply (one output after \
+                                               MAC rewrites and a TTL decrement); misses, \
+                                               other actions and other frames in user space"
                             .to_string(),
                         PortPlan::User => "no peer: every frame to user space".to_string(),
                     };
@@ -177,7 +191,18 @@ fn specs(config: &Config) -> Result<Vec<PortSpec>, String> {
                 spec.plan = PortPlan::Router;
             }
         }
-        AppConfig::OpenFlow(_) => return Err("the openflow app has no fast path yet".into()),
+        AppConfig::OpenFlow(_) => {
+            if config.switch.workers > 1 {
+                return Err(format!(
+                    "the openflow app runs on {} workers, each with its own flow cache, and the \
+                     kernel has one; set workers = 1",
+                    config.switch.workers
+                ));
+            }
+            for spec in &mut specs {
+                spec.plan = PortPlan::OpenFlow;
+            }
+        }
     }
     Ok(specs)
 }

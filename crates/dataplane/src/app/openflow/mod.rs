@@ -41,6 +41,7 @@
 
 pub mod action;
 mod fills;
+pub mod kernel;
 pub mod table;
 
 use std::fmt;
@@ -57,6 +58,7 @@ use crate::stage::flow_cache::{FlowGroup, FlowLookup, Looked};
 use crate::table::classifier::{Classifier, FlowMatch, RuleId};
 
 pub use action::{Action, SetField};
+use kernel::{FlowSync, KernelCopy};
 pub use table::{FlowEntry, FlowError, FlowInfo, MAX_FLOW_ACTIONS, MissAction, Trace, TraceStep};
 use table::{FlowState, Hot, Pipeline, Plan, Resolved};
 
@@ -157,6 +159,8 @@ pub struct OpenFlow {
     expired: Vec<(u8, RuleId)>,
     counters: OpenFlowCounters,
     trace: TraceRing<OpenFlowTrace>,
+    /// The kernel's copy of the exact-match cache, with the XDP fast path.
+    kernel: Option<KernelCopy>,
 }
 
 /// Bytes of the copy buffer: the largest frame a pool has.
@@ -199,6 +203,7 @@ impl OpenFlow {
             expired: Vec::new(),
             counters: OpenFlowCounters::default(),
             trace: TraceRing::default(),
+            kernel: None,
             config: OpenFlowConfig { tables, ..config },
         }
     }
@@ -404,9 +409,36 @@ impl OpenFlow {
         self.lookup.classifier().len()
     }
 
-    /// Folds the counts the fast path kept per megaflow into the flow entries. Called before
-    /// anything reads or removes flow entries.
+    /// Keeps `sync` (the XDP fast path's copy) equal to the flows of the exact-match cache
+    /// whose answer the kernel can carry out, and counts what the kernel forwarded (see
+    /// [`kernel`]). Before the first batch.
+    pub fn mirror_flows(&mut self, sync: Box<dyn FlowSync>) {
+        self.fold_all();
+        self.flush_fast_path();
+        self.lookup.note_cached();
+        self.kernel = Some(KernelCopy::new(sync));
+    }
+
+    /// Hands the keys the cache took in this batch to the kernel's copy.
+    fn mirror_cached(&mut self) {
+        let Some(kernel) = &mut self.kernel else {
+            return;
+        };
+        for (key, slot) in self.lookup.take_cached() {
+            let at = slot as usize;
+            if let (Some(hot), Some(resolved)) = (self.hot.get(at), self.results.get(at)) {
+                kernel.cached(&key, slot, hot, resolved);
+            }
+        }
+    }
+
+    /// Folds the counts the fast path kept per megaflow (and the kernel's, with the XDP fast
+    /// path) into the flow entries. Called before anything reads or removes flow entries.
     fn fold_all(&mut self) {
+        if let Some(kernel) = &mut self.kernel {
+            let stored = self.stored.min(self.hot.len());
+            kernel.pull(&mut self.hot[..stored]);
+        }
         for (resolved, hot) in self.results.iter().zip(&mut self.hot).take(self.stored) {
             hot.fold_into(&resolved.flows, &mut self.pipeline.tables);
         }
@@ -416,6 +448,9 @@ impl OpenFlow {
     fn flush_fast_path(&mut self) {
         self.lookup.clear();
         self.stored = 0;
+        if let Some(kernel) = &mut self.kernel {
+            kernel.invalidate();
+        }
     }
 
     /// Removes the flows whose idle or hard timeout has passed at TSC `now`; returns how many.
@@ -498,6 +533,9 @@ impl OpenFlow {
             let matcher = FlowMatch::new(*key, consulted);
             if self.lookup.install(matcher, slot as u32).is_ok() {
                 self.stored += 1;
+                if let Some(kernel) = &mut self.kernel {
+                    kernel.stored(slot);
+                }
                 return Some(slot);
             }
             self.counters.megaflows_refused += 1;
@@ -698,6 +736,9 @@ impl App for OpenFlow {
         out.push(("openflow.copies", c.copies));
         out.push(("openflow.emit_overflow", c.emit_overflow));
         out.push(("openflow.pool_empty", c.pool_empty));
+        if let Some(kernel) = &self.kernel {
+            out.push(("openflow.fast_path_refused", kernel.refused()));
+        }
     }
 
     fn command(&mut self, command: AppCommand, ctx: &CommandContext<'_>) -> AppReply {
@@ -850,6 +891,7 @@ impl OpenFlow {
             // Once per group: a train of one flow writes its counters once.
             effects.count(hot, group.len as u64, bytes, ctx.now);
         }
+        self.mirror_cached();
     }
 
     /// Decides a batch the cache answered whole (`batch_slots`), packet by packet: what the
