@@ -6,8 +6,9 @@
 //! kept) and every case it must leave to user space: unknown and moved sources, unknown
 //! destinations, broadcast and multicast, priority tags, tags an access port refuses, VLANs a
 //! trunk does not carry, a frame back to its own port, a multicast source. Frames are sent
-//! one at a time with a pause, so learning happens in the same order both times; the kernel's
-//! decisions must then be exactly those the pipeline would have made.
+//! one at a time, each once the switch has taken the one before (its counters say so), so
+//! learning happens in the same order both times, however slow a loaded machine makes user
+//! space; the kernel's decisions must then be exactly those the pipeline would have made.
 
 use std::time::Duration;
 
@@ -114,29 +115,44 @@ fn run(
     for pair in 0..3 {
         receive_with_napi(&lab, pair);
     }
+    let socket = dir.join("ctl.sock");
     let config = format!(
-        "[switch]\napp = \"bridge\"\nfast_path = \"{fast_path}\"\ncontrol_socket = \"\"\n\n\
+        "[switch]\napp = \"bridge\"\nfast_path = \"{fast_path}\"\ncontrol_socket = \"{}\"\n\n\
          [[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
          [[port]]\nname = \"p1\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
          [[port]]\nname = \"p2\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
          [[bridge.port]]\nname = \"p0\"\naccess = 10\n\n\
          [[bridge.port]]\nname = \"p1\"\ntrunk = [10, 20]\n\n\
          [[bridge.port]]\nname = \"p2\"\ntrunk = [10, 20]\nnative = 10\n",
-        lab.pairs[0].dut_if, lab.pairs[1].dut_if, lab.pairs[2].dut_if,
+        socket.display(),
+        lab.pairs[0].dut_if,
+        lab.pairs[1].dut_if,
+        lab.pairs[2].dut_if,
     );
     let mut switch = Switch::start(&lab, &config, &dir);
     let mut pool = FramePool::new(8192, 2048).unwrap();
     let mut ports: Vec<AfPacketPort> = (0..3).map(|pair| tester_port(&lab, pair)).collect();
     // Let the switch come up: its first frames must not be lost to a port not yet open.
-    std::thread::sleep(Duration::from_millis(500));
+    wait_for_control(&socket);
     let mut got: Vec<Vec<Vec<u8>>> = vec![Vec::new(); 3];
+    let mut taken = frames_taken(&socket);
     for (port, frame) in mix {
         send(&mut ports[*port], &mut pool, std::slice::from_ref(frame));
-        // Long enough for the pipeline to have learned from it before the next one, also on
-        // a busy machine (the worker runs at SCHED_FIFO, the kernel's NAPI threads do not, and
-        // a hog's time slice is 3-4 ms): two frames in the worker's hands at once could be
-        // taken in another order than they were sent, and learn differently.
-        std::thread::sleep(Duration::from_millis(10));
+        // The pipeline must have learned from it before the next one: two frames in the
+        // worker's hands at once could be taken in another order than they were sent, and a
+        // frame the kernel forwards could overtake one user space has not learned from yet.
+        // The worker answers `show counters` between batches, so once they count the frame,
+        // its batch is done (the lab kernels' own frames may count too: then the wait ends
+        // early, as the fixed pause this replaces always could).
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let now = frames_taken(&socket);
+            if now > taken || std::time::Instant::now() > deadline {
+                taken = now;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
         for (index, tester) in ports.iter_mut().enumerate() {
             got[index].extend(
                 receive(tester, &mut pool)

@@ -293,6 +293,18 @@ pub fn ctl_at(socket: &std::path::Path, words: &[&str]) -> (bool, String) {
     (output.status.success(), text)
 }
 
+/// Frames the switch on `socket` has taken in: received by its workers or forwarded by the
+/// kernel's fast path (the `rx_packets` row's total in `show counters`).
+pub fn frames_taken(socket: &std::path::Path) -> u64 {
+    let (success, text) = ctl_at(socket, &["show", "counters"]);
+    assert!(success, "{text}");
+    text.lines()
+        .find(|line| line.starts_with("rx_packets "))
+        .and_then(|line| line.split_whitespace().last())
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| panic!("no rx_packets row:\n{text}"))
+}
+
 /// Waits (at most 10 s) until the switch answers `ping` on `socket`.
 pub fn wait_for_control(socket: &std::path::Path) {
     let deadline = Instant::now() + Duration::from_secs(10);
