@@ -233,12 +233,12 @@ fn html_has_one_svg_per_plot_with_labels_and_no_external_urls() {
 fn json_round_trips_and_checks_the_schema_version() {
     let report = synthetic_report();
     let json = to_json(&report);
-    assert!(json.contains(&format!("\"schema_version\": {SCHEMA_VERSION}")));
+    assert!(json.contains(&format!("\"schema_version\":{SCHEMA_VERSION}")));
     let back = from_json(&json).unwrap();
     assert!(back == report, "the report read back differs");
     let future = json.replacen(
-        &format!("\"schema_version\": {SCHEMA_VERSION}"),
-        "\"schema_version\": 999",
+        &format!("\"schema_version\":{SCHEMA_VERSION}"),
+        "\"schema_version\":999",
         1,
     );
     assert!(matches!(

@@ -31,8 +31,9 @@ use super::svg::{escape, si, ticks};
 use super::{Limit, Report, Setup};
 use crate::bench::median;
 
-/// Version of the JSON layout of a [`Comparison`].
-pub const COMPARE_SCHEMA_VERSION: u32 = 1;
+/// Version of the JSON layout of a [`Comparison`]. 2: latency histograms are HdrHistogram
+/// encodings, as in the report.
+pub const COMPARE_SCHEMA_VERSION: u32 = 2;
 
 /// One DuT as it was run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -308,7 +309,8 @@ struct Document<'a> {
     ratios: Vec<Ratio>,
 }
 
-/// The comparison as pretty-printed JSON, with the summary and the ratios computed.
+/// The comparison as compact JSON on one line (as the report's), with the summary and the
+/// ratios computed.
 pub fn to_json(comparison: &Comparison) -> String {
     let summary = comparison.rows();
     let ratios = ratios(&summary);
@@ -318,7 +320,10 @@ pub fn to_json(comparison: &Comparison) -> String {
         ratios,
     };
     // Strings, numbers, options and vectors only: serialising cannot fail.
-    serde_json::to_string_pretty(&document).unwrap_or_else(|_| unreachable!("reports serialise"))
+    let mut text =
+        serde_json::to_string(&document).unwrap_or_else(|_| unreachable!("reports serialise"));
+    text.push('\n');
+    text
 }
 
 /// Why a comparison cannot be read.
@@ -822,7 +827,11 @@ mod tests {
         let json = to_json(&c);
         assert!(json.contains("\"summary\"") && json.contains("\"ratios\""));
         assert_eq!(from_json(&json).unwrap(), c);
-        let wrong = json.replacen("\"schema_version\": 1", "\"schema_version\": 9", 1);
+        let wrong = json.replacen(
+            &format!("\"schema_version\":{COMPARE_SCHEMA_VERSION}"),
+            "\"schema_version\":9",
+            1,
+        );
         assert!(matches!(
             from_json(&wrong),
             Err(CompareJsonError::Version { found: 9 })

@@ -1,9 +1,7 @@
 //! The report as CSV, for spreadsheets: one table of per-frame-size results, one of latency
 //! per offered load, and one of every search trial with its departures (what was scheduled,
 //! what left the tester, how late). Columns are fixed and named in the first line; an unknown
-//! value is empty.
-
-use std::fmt::Write;
+//! value is empty. Written with the `csv` crate, which quotes what needs quoting (RFC 4180).
 
 use super::{Report, wire_bits_per_second};
 
@@ -27,7 +25,7 @@ pub const RESULT_COLUMNS: [&str; 15] = [
 ];
 
 /// Columns of [`latency_csv`].
-pub const LATENCY_COLUMNS: [&str; 13] = [
+pub const LATENCY_COLUMNS: [&str; 14] = [
     "frame_size",
     "rate_fps",
     "count",
@@ -41,6 +39,7 @@ pub const LATENCY_COLUMNS: [&str; 13] = [
     "p999_ns",
     "max_ns",
     "percent_of_line",
+    "percent_of_ndr",
 ];
 
 /// Columns of [`trials_csv`].
@@ -68,24 +67,28 @@ fn cell(value: Option<f64>) -> String {
     value.map(|v| format!("{v}")).unwrap_or_default()
 }
 
-/// `text` as a CSV field: quoted (with doubled quotes) when it holds a comma or a quote.
-fn quoted(text: &str) -> String {
-    if text.contains([',', '"', '\n']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
+/// A CSV table: `columns`, then one record per row.
+fn table<const N: usize>(
+    columns: [&str; N],
+    rows: impl IntoIterator<Item = [String; N]>,
+) -> String {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    // Writing to memory cannot fail, and every record has the header's length.
+    let _ = writer.write_record(columns);
+    for row in rows {
+        let _ = writer.write_record(&row);
     }
+    let bytes = writer.into_inner().unwrap_or_default();
+    String::from_utf8(bytes).unwrap_or_default()
 }
 
 /// One line per frame size (and kind of traffic).
 pub fn results_csv(report: &Report) -> String {
-    let mut out = RESULT_COLUMNS.join(",");
-    out.push('\n');
-    for result in &report.results {
+    let rows = report.results.iter().map(|result| {
         let line = report.line_rate(result.frame_size);
         let ndr = result.ndr();
         let repeated = result.throughput.as_ref().and_then(|t| t.repeated.as_ref());
-        let cells = [
+        [
             result.frame_size.to_string(),
             cell(Some(line)),
             cell(ndr),
@@ -103,7 +106,7 @@ pub fn results_csv(report: &Report) -> String {
                     .filter(|r| r.time.count > 0)
                     .map(|r| r.time.median),
             ),
-            quoted(&result.traffic),
+            result.traffic.clone(),
             // Several values in one cell, separated by spaces.
             result
                 .ndr_runs
@@ -123,79 +126,77 @@ pub fn results_csv(report: &Report) -> String {
                         .join(" ")
                 })
                 .unwrap_or_default(),
-        ];
-        let _ = writeln!(out, "{}", cells.join(","));
-    }
-    out
+        ]
+    });
+    table(RESULT_COLUMNS, rows)
 }
 
 /// One line per frame size and offered load.
 pub fn latency_csv(report: &Report) -> String {
-    let mut out = LATENCY_COLUMNS.join(",");
-    out.push('\n');
-    for result in &report.results {
+    let rows = report.results.iter().flat_map(|result| {
         let line = report.line_rate(result.frame_size);
-        for at in &result.latency {
+        let ndr = result.ndr().filter(|&ndr| ndr > 0.0);
+        result.latency.iter().map(move |at| {
             let s = &at.summary;
-            let _ = writeln!(
-                out,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                result.frame_size,
-                at.rate,
-                s.count,
-                s.min_ns,
-                s.mean_ns,
-                s.p25_ns,
-                s.p50_ns,
-                s.p75_ns,
-                s.p95_ns,
-                s.p99_ns,
-                s.p999_ns,
-                s.max_ns,
-                100.0 * at.rate / line
-            );
-        }
-    }
-    out
+            [
+                result.frame_size.to_string(),
+                at.rate.to_string(),
+                s.count.to_string(),
+                s.min_ns.to_string(),
+                s.mean_ns.to_string(),
+                s.p25_ns.to_string(),
+                s.p50_ns.to_string(),
+                s.p75_ns.to_string(),
+                s.p95_ns.to_string(),
+                s.p99_ns.to_string(),
+                s.p999_ns.to_string(),
+                s.max_ns.to_string(),
+                (100.0 * at.rate / line).to_string(),
+                cell(ndr.map(|ndr| 100.0 * at.rate / ndr)),
+            ]
+        })
+    });
+    table(LATENCY_COLUMNS, rows)
 }
 
 /// One line per trial of every search (the first, then those that measured repeatability),
 /// with its departure figures where the trial measured them ([`crate::rfc2544::Departure`]).
 pub fn trials_csv(report: &Report) -> String {
-    let mut out = TRIAL_COLUMNS.join(",");
-    out.push('\n');
-    for result in &report.results {
-        for (search, trials) in result.searches().enumerate() {
-            for (index, trial) in trials.iter().enumerate() {
-                let outcome = &trial.outcome;
-                let departure = outcome.departure;
-                let count = |value: Option<u64>| value.map(|v| v.to_string()).unwrap_or_default();
-                let cells = [
-                    result.frame_size.to_string(),
-                    quoted(&result.traffic),
-                    (search + 1).to_string(),
-                    (index + 1).to_string(),
-                    trial.phase.to_string(),
-                    cell(Some(trial.spec.load.rate())),
-                    outcome.sent.to_string(),
-                    outcome.received.to_string(),
-                    outcome.lost().to_string(),
-                    cell(Some(outcome.loss_ratio())),
-                    cell(departure.map(|d| d.departed_rate)),
-                    cell(departure.map(|d| d.lag_seconds * 1e3)),
-                    cell(departure.map(|d| d.tolerance_seconds * 1e3)),
-                    count(departure.map(|d| d.held_back)),
-                    count(departure.map(|d| d.behind)),
-                    count(departure.map(|d| d.sent_late)),
-                    departure
-                        .map(|d| d.on_schedule().to_string())
-                        .unwrap_or_default(),
-                ];
-                let _ = writeln!(out, "{}", cells.join(","));
-            }
-        }
-    }
-    out
+    let rows = report.results.iter().flat_map(|result| {
+        result
+            .searches()
+            .enumerate()
+            .flat_map(move |(search, trials)| {
+                trials.iter().enumerate().map(move |(index, trial)| {
+                    let outcome = &trial.outcome;
+                    let departure = outcome.departure;
+                    let count =
+                        |value: Option<u64>| value.map(|v| v.to_string()).unwrap_or_default();
+                    [
+                        result.frame_size.to_string(),
+                        result.traffic.clone(),
+                        (search + 1).to_string(),
+                        (index + 1).to_string(),
+                        trial.phase.to_string(),
+                        cell(Some(trial.spec.load.rate())),
+                        outcome.sent.to_string(),
+                        outcome.received.to_string(),
+                        outcome.lost().to_string(),
+                        cell(Some(outcome.loss_ratio())),
+                        cell(departure.map(|d| d.departed_rate)),
+                        cell(departure.map(|d| d.lag_seconds * 1e3)),
+                        cell(departure.map(|d| d.tolerance_seconds * 1e3)),
+                        count(departure.map(|d| d.held_back)),
+                        count(departure.map(|d| d.behind)),
+                        count(departure.map(|d| d.sent_late)),
+                        departure
+                            .map(|d| d.on_schedule().to_string())
+                            .unwrap_or_default(),
+                    ]
+                })
+            })
+    });
+    table(TRIAL_COLUMNS, rows)
 }
 
 #[cfg(test)]
@@ -240,12 +241,18 @@ mod tests {
             ),
             "{row}"
         );
-        assert_eq!(quoted("a \"b\""), "\"a \"\"b\"\"\"");
         // No search: the trials table has its header alone.
         assert_eq!(
             trials_csv(&report),
             format!("{}\n", TRIAL_COLUMNS.join(","))
         );
-        assert_eq!(quoted("CBR"), "CBR");
+        // A quote in a cell is doubled, and a reader gets the cell back whole.
+        report.results[0].traffic = "a \"b\", c".into();
+        let text = results_csv(&report);
+        assert!(text.contains("\"a \"\"b\"\", c\""), "{text}");
+        let mut reader = csv::Reader::from_reader(text.as_bytes());
+        let record = reader.records().next().unwrap().unwrap();
+        assert_eq!(&record[11], "a \"b\", c");
+        assert_eq!(record.len(), RESULT_COLUMNS.len());
     }
 }

@@ -112,12 +112,12 @@ pub fn plots(report: &Report) -> Vec<Plot> {
         });
     }
     for result in report.results.iter().filter(|r| !r.latency.is_empty()) {
-        let line = report.line_rate(result.frame_size);
+        let (share, of_what) = load_share(report, result);
         let histograms = result
             .latency
             .iter()
             .map(|at| Series {
-                name: format!("{:.0} % load", 100.0 * at.rate / line),
+                name: load_label(at.rate, share, of_what),
                 points: histogram_points(&at.summary),
                 style: Style::Step,
             })
@@ -143,12 +143,12 @@ pub fn plots(report: &Report) -> Vec<Plot> {
             for (series, value) in percentiles.iter_mut().zip(at.summary.percentiles()) {
                 series
                     .points
-                    .push((100.0 * at.rate / line, value as f64 / 1000.0));
+                    .push((100.0 * at.rate / share, value as f64 / 1000.0));
             }
         }
         plots.push(Plot {
             title: format!("Latency percentiles vs load, {}", result.label()),
-            x_label: "offered load (% of line rate)".into(),
+            x_label: format!("offered load (% of {of_what})"),
             y_label: "latency (µs, log)".into(),
             series: percentiles,
             log_y: true,
@@ -204,6 +204,24 @@ pub fn plots(report: &Report) -> Vec<Plot> {
 }
 
 /// The kinds of traffic in `report`, in order of first appearance ("" for a run of one kind).
+/// What a result's loads are told as a share of: its NDR where it has one (what a reader
+/// compares latency loads with), else the line rate. Returns (that rate, its name).
+fn load_share(report: &Report, result: &crate::report::FrameSizeResult) -> (f64, &'static str) {
+    match result.ndr().filter(|&ndr| ndr > 0.0) {
+        Some(ndr) => (ndr, "the NDR"),
+        None => (report.line_rate(result.frame_size), "line rate"),
+    }
+}
+
+/// A load in Mpps and as a share (`load_share`).
+fn load_label(rate: f64, share: f64, of_what: &str) -> String {
+    format!(
+        "{:.3} Mpps ({:.0} % of {of_what})",
+        rate / 1e6,
+        100.0 * rate / share
+    )
+}
+
 fn traffic_kinds(report: &Report) -> Vec<String> {
     let mut kinds: Vec<String> = Vec::new();
     for result in &report.results {
@@ -445,7 +463,9 @@ fn other_tests(report: &Report, out: &mut String) {
     }
 }
 
-/// The whole page.
+/// The whole page: what was measured first (results, plots, notes, the other tests), then
+/// how far the tester itself goes (calibration, timestamps), then every search trial, and the
+/// setup last, its commands and configuration folded.
 pub fn to_html(report: &Report) -> String {
     let mut out = String::new();
     let title = escape(&report.title);
@@ -459,95 +479,25 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
 </style></head><body><h1>{title}</h1><p>wirespeed report, schema version {}.</p>",
         report.schema_version
     );
-    let setup = &report.setup;
-    out.push_str("<h2>Setup</h2><table>");
-    row(&mut out, "started", &setup.started);
-    row(&mut out, "command line", &setup.command_line.join(" "));
-    row(
-        &mut out,
-        "DuT",
-        &format!("{} {}", setup.dut.name, setup.dut.version),
-    );
-    for (name, version) in &setup.versions {
-        row(&mut out, &format!("version of {name}"), version);
+    results_table(report, &mut out);
+    out.push_str("<h2>Plots</h2><div class=\"plots\">");
+    for plot in plots(report) {
+        out.push_str(&plot.render());
     }
-    row(&mut out, "kernel", &setup.kernel);
-    row(
-        &mut out,
-        "CPU",
-        &format!(
-            "{} at {} MHz (TSC {} Hz)",
-            setup.cpu_model,
-            setup.cpu_mhz,
-            si(setup.tsc_hz as f64)
-        ),
-    );
-    row(&mut out, "ports / XDP mode", &setup.xdp_mode);
-    let pinning: Vec<String> = setup
-        .core_pinning
-        .iter()
-        .map(|p| format!("{} on core {}", p.thread, p.core))
-        .collect();
-    row(&mut out, "core pinning", &pinning.join(", "));
-    row(
-        &mut out,
-        "link speed",
-        &format!("{}bit/s", si(setup.link_bits_per_second)),
-    );
-    row(
-        &mut out,
-        "timestamps",
-        &format!(
-            "{} (resolution {} ns)",
-            setup.timestamp_source, setup.timestamp_resolution_ns
-        ),
-    );
-    row(&mut out, "traffic", &setup.traffic);
-    row(&mut out, "receiver", &setup.receiver);
-    row(&mut out, "search", &setup.search);
-    out.push_str("</table><h3>DuT commands</h3><pre>");
-    out.push_str(&escape(&setup.dut.commands.join("\n")));
-    if !setup.dut.output.is_empty() {
-        out.push_str("</pre><h3>DuT output</h3><pre>");
-        out.push_str(&escape(&setup.dut.output));
-    }
-    out.push_str("</pre><h3>Configuration</h3><pre>");
-    out.push_str(&escape(&setup.config));
-    out.push_str("</pre>");
-    if let Some(calibration) = &report.calibration {
-        out.push_str("<h2>Calibration (tester without DuT, looped-back veth)</h2><table><tr><th>frame size (B)</th><th>tester limit (frames/s)</th><th>bare-path latency p50 / p99 / max (µs)</th></tr>");
-        for (size, fps) in &calibration.throughput {
-            let floor = calibration
-                .latency_by_size
-                .iter()
-                .find(|(s, _)| s == size)
-                .map(|(_, l)| {
-                    format!(
-                        "{:.1} / {:.1} / {:.1}",
-                        l.p50_ns as f64 / 1e3,
-                        l.p99_ns as f64 / 1e3,
-                        l.max_ns as f64 / 1e3
-                    )
-                })
-                .unwrap_or_else(|| "–".into());
-            let _ = write!(
-                out,
-                "<tr><td>{size}</td><td>{}</td><td>{floor}</td></tr>",
-                si(*fps)
-            );
-        }
-        let _ = write!(
-            out,
-            "</table><p>Bare-path latency: p50 {} ns, p99 {} ns, max {} ns. A result is \
-             tester-limited when its NDR reaches {:.0} % of the tester's own limit; latency \
-             \"minus floor\" subtracts the bare path's median at the same frame size.</p>",
-            calibration.latency.p50_ns,
-            calibration.latency.p99_ns,
-            calibration.latency.max_ns,
-            100.0 * super::TESTER_SHARE
-        );
-    }
-    out.push_str("<h2>Results</h2><table><tr><th>frame size (B)</th><th>line rate (frames/s)</th><th>NDR (frames/s)</th><th>NDR (bit/s)</th><th>limit</th><th>NDR repeats min / median / max</th><th>PDR (frames/s)</th><th>latency p50 / p99 / p99.9 at highest load (µs; samples)</th><th>same minus floor (µs)</th><th>tester vs kernel counters (tx / rx)</th></tr>");
+    out.push_str("</div>");
+    notes(report, &mut out);
+    other_tests(report, &mut out);
+    calibration(report, &mut out);
+    timestamps(report, &mut out);
+    search_trials(report, &mut out);
+    setup(report, &mut out);
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// The summary table: one row per frame size (and kind of traffic).
+fn results_table(report: &Report, out: &mut String) {
+    out.push_str("<h2>Results</h2><table><tr><th>frame size (B)</th><th>line rate (frames/s)</th><th>NDR (frames/s)</th><th>NDR (bit/s)</th><th>limit</th><th>NDR repeats min / median / max</th><th>PDR (frames/s)</th><th>latency p50 / p99 / p99.9 at the highest load (µs; samples)</th><th>same minus floor (µs)</th><th>tester vs kernel counters (tx / rx)</th></tr>");
     for result in &report.results {
         let ndr = result.ndr();
         let repeats = result
@@ -564,15 +514,17 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
             })
             .unwrap_or_else(|| "–".into());
         let at = result.latency.last();
+        let (share, of_what) = load_share(report, result);
         let latency = at
             .map(|at| {
                 let s = &at.summary;
                 format!(
-                    "{:.1} / {:.1} / {:.1} ({})",
+                    "{:.1} / {:.1} / {:.1} ({}) at {}",
                     s.p50_ns as f64 / 1e3,
                     s.p99_ns as f64 / 1e3,
                     s.p999_ns as f64 / 1e3,
-                    s.count
+                    s.count,
+                    load_label(at.rate, share, of_what)
                 )
             })
             .unwrap_or_else(|| "–".into());
@@ -623,10 +575,61 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
         );
     }
     out.push_str("</table>");
-    other_tests(report, &mut out);
+}
+
+/// The run's notes.
+fn notes(report: &Report, out: &mut String) {
+    if !report.notes.is_empty() {
+        out.push_str("<h2>Notes</h2><ul>");
+        for note in &report.notes {
+            let _ = write!(out, "<li>{}</li>", escape(note));
+        }
+        out.push_str("</ul>");
+    }
+}
+
+/// The tester without a DuT: its own limit and the bare path's latency.
+fn calibration(report: &Report, out: &mut String) {
+    if let Some(calibration) = &report.calibration {
+        out.push_str("<h2>Calibration (tester without DuT, looped-back veth)</h2><table><tr><th>frame size (B)</th><th>tester limit (frames/s)</th><th>bare-path latency p50 / p99 / max (µs)</th></tr>");
+        for (size, fps) in &calibration.throughput {
+            let floor = calibration
+                .latency_by_size
+                .iter()
+                .find(|(s, _)| s == size)
+                .map(|(_, l)| {
+                    format!(
+                        "{:.1} / {:.1} / {:.1}",
+                        l.p50_ns as f64 / 1e3,
+                        l.p99_ns as f64 / 1e3,
+                        l.max_ns as f64 / 1e3
+                    )
+                })
+                .unwrap_or_else(|| "–".into());
+            let _ = write!(
+                out,
+                "<tr><td>{size}</td><td>{}</td><td>{floor}</td></tr>",
+                si(*fps)
+            );
+        }
+        let _ = write!(
+            out,
+            "</table><p>Bare-path latency: p50 {} ns, p99 {} ns, max {} ns. A result is \
+             tester-limited when its NDR reaches {:.0} % of the tester's own limit; latency \
+             \"minus floor\" subtracts the bare path's median at the same frame size.</p>",
+            calibration.latency.p50_ns,
+            calibration.latency.p99_ns,
+            calibration.latency.max_ns,
+            100.0 * super::TESTER_SHARE
+        );
+    }
+}
+
+/// Which timestamps were used, and why.
+fn timestamps(report: &Report, out: &mut String) {
     if let Some(probe) = &report.timestamps {
         out.push_str("<h2>Timestamps</h2><table>");
-        row(&mut out, "RX port probed", &probe.interface);
+        row(out, "RX port probed", &probe.interface);
         let offered = probe.capabilities.map_or("unknown".to_string(), |c| {
             format!(
                 "hardware RX {}, software RX {}{}",
@@ -636,12 +639,12 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
                     .map_or(String::new(), |i| format!(", PTP clock {i}"))
             )
         });
-        row(&mut out, "offered (ethtool -T)", &offered);
-        row(&mut out, "used", &probe.used);
-        row(&mut out, "why", &probe.reason);
+        row(out, "offered (ethtool -T)", &offered);
+        row(out, "used", &probe.used);
+        row(out, "why", &probe.reason);
         for clock in &probe.clocks {
             row(
-                &mut out,
+                out,
                 &clock.name,
                 &format!(
                     "resolution {:.1} ns (smallest non-zero step of successive readings), \
@@ -652,20 +655,69 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
         }
         out.push_str("</table>");
     }
-    search_trials(report, &mut out);
-    if !report.notes.is_empty() {
-        out.push_str("<h2>Notes</h2><ul>");
-        for note in &report.notes {
-            let _ = write!(out, "<li>{}</li>", escape(note));
-        }
-        out.push_str("</ul>");
+}
+
+/// Everything needed to run it again.
+fn setup(report: &Report, out: &mut String) {
+    let setup = &report.setup;
+    out.push_str("<h2>Setup</h2><table>");
+    row(out, "started", &setup.started);
+    row(out, "command line", &setup.command_line.join(" "));
+    row(
+        out,
+        "DuT",
+        &format!("{} {}", setup.dut.name, setup.dut.version),
+    );
+    for (name, version) in &setup.versions {
+        row(out, &format!("version of {name}"), version);
     }
-    out.push_str("<h2>Plots</h2><div class=\"plots\">");
-    for plot in plots(report) {
-        out.push_str(&plot.render());
+    row(out, "kernel", &setup.kernel);
+    row(
+        out,
+        "CPU",
+        &format!(
+            "{} at {} MHz (TSC {} Hz)",
+            setup.cpu_model,
+            setup.cpu_mhz,
+            si(setup.tsc_hz as f64)
+        ),
+    );
+    row(out, "ports / XDP mode", &setup.xdp_mode);
+    let pinning: Vec<String> = setup
+        .core_pinning
+        .iter()
+        .map(|p| format!("{} on core {}", p.thread, p.core))
+        .collect();
+    row(out, "core pinning", &pinning.join(", "));
+    row(
+        out,
+        "link speed",
+        &format!("{}bit/s", si(setup.link_bits_per_second)),
+    );
+    row(
+        out,
+        "timestamps",
+        &format!(
+            "{} (resolution {} ns)",
+            setup.timestamp_source, setup.timestamp_resolution_ns
+        ),
+    );
+    row(out, "traffic", &setup.traffic);
+    row(out, "receiver", &setup.receiver);
+    row(out, "search", &setup.search);
+    out.push_str("</table>");
+    let folded = |out: &mut String, title: &str, text: &str| {
+        let _ = write!(
+            out,
+            "<details><summary>{title}</summary><pre>{}</pre></details>",
+            escape(text)
+        );
+    };
+    folded(out, "DuT commands", &setup.dut.commands.join("\n"));
+    if !setup.dut.output.is_empty() {
+        folded(out, "DuT output", &setup.dut.output);
     }
-    out.push_str("</div></body></html>\n");
-    out
+    folded(out, "Full configuration", &setup.config);
 }
 
 #[cfg(test)]
@@ -721,6 +773,41 @@ mod tests {
             }
         }
         report
+    }
+
+    /// Results lead, the setup comes last with its long parts folded, and loads are told in
+    /// Mpps and as a share of the NDR.
+    #[test]
+    fn the_page_leads_with_results_and_folds_the_setup() {
+        let mut report = report();
+        report.setup.config = "[switch]\napp = \"xconnect\"".into();
+        report.setup.dut.commands = vec!["ip link set d0 up".into()];
+        report.calibration = Some(crate::report::Calibration::default());
+        report.results[0].latency = vec![crate::report::LatencyAtLoad {
+            rate: 500_000.0,
+            summary: crate::stats::LatencySummary {
+                count: 10,
+                p50_ns: 20_000,
+                ..Default::default()
+            },
+        }];
+        let html = to_html(&report);
+        let at = |text: &str| html.find(text).unwrap_or_else(|| panic!("{text} missing"));
+        let order = [
+            "<h2>Results</h2>",
+            "<h2>Plots</h2>",
+            "<h2>NDR repeatability</h2>",
+            "<h2>Calibration",
+            "<h2>Setup</h2>",
+            "<details><summary>DuT commands</summary>",
+            "<details><summary>Full configuration</summary>",
+        ];
+        for pair in order.windows(2) {
+            assert!(at(pair[0]) < at(pair[1]), "{} before {}", pair[0], pair[1]);
+        }
+        // NDR 1 Mpps at 64 B: the load is half of it.
+        assert!(html.contains("at 0.500 Mpps (50 % of the NDR)"), "{html}");
+        assert!(html.contains("offered load (% of the NDR)"));
     }
 
     #[test]

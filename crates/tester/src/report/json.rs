@@ -14,10 +14,15 @@ pub enum JsonError {
     Version { found: u64 },
 }
 
-/// The report as pretty-printed JSON.
+/// The report as compact JSON on one line (`jq .` prints it indented), its latency histograms
+/// in HdrHistogram's own encoding: a report with many trials stays at kilobytes.
 pub fn to_json(report: &Report) -> String {
-    // A Report holds only strings, numbers, options and vectors: serialising cannot fail.
-    serde_json::to_string_pretty(report).unwrap_or_else(|_| unreachable!("reports serialise"))
+    // A Report holds only strings, numbers, options and vectors (and histograms whose encoding
+    // writes to memory): serialising cannot fail.
+    let mut text =
+        serde_json::to_string(report).unwrap_or_else(|_| unreachable!("reports serialise"));
+    text.push('\n');
+    text
 }
 
 /// Reads a report written by [`to_json`], checking the schema version first.

@@ -28,8 +28,9 @@ pub mod html;
 pub mod json;
 pub mod svg;
 
-/// Version of the JSON layout of [`Report`].
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the JSON layout of [`Report`]. 2: latency histograms are HdrHistogram
+/// encodings (`histogram`), no longer lists of buckets (`buckets`).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One benchmark run, everything needed to read and to reproduce it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

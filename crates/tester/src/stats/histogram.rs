@@ -71,14 +71,6 @@ impl LatencyHistogram {
             return LatencySummary::default();
         }
         let [p25, p50, p75, p95, p99, p999] = PERCENTILES.map(|p| h.value_at_percentile(p));
-        let buckets = h
-            .iter_recorded()
-            .map(|v| LatencyBucket {
-                low_ns: h.lowest_equivalent(v.value_iterated_to()),
-                high_ns: h.highest_equivalent(v.value_iterated_to()),
-                count: v.count_at_value(),
-            })
-            .collect();
         LatencySummary {
             count: h.len(),
             min_ns: h.min(),
@@ -90,9 +82,68 @@ impl LatencyHistogram {
             p99_ns: p99,
             p999_ns: p999,
             max_ns: h.max(),
-            buckets,
+            buckets: buckets(h),
         }
     }
+}
+
+/// The summary's buckets as HdrHistogram's compressed encoding and back: the buckets are the
+/// recorded values of a histogram of this module's bounds, so recording each bucket's highest
+/// value `count` times rebuilds that histogram exactly, and its recorded values are the
+/// buckets again.
+mod hdr_encoded {
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+    use hdrhistogram::serialization::{Deserializer as HdrReader, Serializer, V2DeflateSerializer};
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serializer as SerdeSerializer};
+
+    use super::{LatencyBucket, LatencyHistogram, buckets};
+
+    pub fn serialize<S: SerdeSerializer>(
+        list: &[LatencyBucket],
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut histogram = LatencyHistogram::new();
+        for bucket in list {
+            let _ = histogram
+                .histogram
+                .record_n(bucket.high_ns.min(super::MAX_LATENCY_NS), bucket.count);
+        }
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&histogram.histogram, &mut bytes)
+            .map_err(|error| serde::ser::Error::custom(format!("{error:?}")))?;
+        serializer.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<LatencyBucket>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let bytes = STANDARD
+            .decode(text.as_bytes())
+            .map_err(|error| D::Error::custom(format!("histogram: not base64: {error}")))?;
+        let histogram: hdrhistogram::Histogram<u64> = HdrReader::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|error| {
+                D::Error::custom(format!(
+                    "histogram: not an HdrHistogram encoding: {error:?}"
+                ))
+            })?;
+        Ok(buckets(&histogram))
+    }
+}
+
+/// Every non-empty bucket of `h`, in increasing order.
+fn buckets(h: &Histogram<u64>) -> Vec<LatencyBucket> {
+    h.iter_recorded()
+        .map(|v| LatencyBucket {
+            low_ns: h.lowest_equivalent(v.value_iterated_to()),
+            high_ns: h.highest_equivalent(v.value_iterated_to()),
+            count: v.count_at_value(),
+        })
+        .collect()
 }
 
 /// One bucket of the histogram: `count` latencies between `low_ns` and `high_ns` (inclusive).
@@ -116,7 +167,11 @@ pub struct LatencySummary {
     pub p99_ns: u64,
     pub p999_ns: u64,
     pub max_ns: u64,
-    /// Every non-empty bucket, in increasing order.
+    /// Every non-empty bucket, in increasing order. In JSON: `histogram`, the histogram in
+    /// HdrHistogram's own compressed encoding (V2, deflate, base64), which every HdrHistogram
+    /// library reads (Java's `HistogramLogReader`, Python's `hdrh`); a list of buckets took
+    /// megabytes per report.
+    #[serde(rename = "histogram", with = "hdr_encoded")]
     pub buckets: Vec<LatencyBucket>,
 }
 
@@ -144,6 +199,44 @@ mod tests {
     fn reference(sorted: &[u64], percentile: f64) -> u64 {
         let rank = ((percentile / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
         sorted[rank - 1]
+    }
+
+    /// The JSON form keeps every bucket, in HdrHistogram's encoding, a few hundred bytes where
+    /// the list of buckets took tens of kilobytes; garbage in its place is an error.
+    #[test]
+    fn the_histogram_goes_to_json_encoded_and_comes_back_whole() {
+        let mut rng = Rng::new(7);
+        let mut histogram = LatencyHistogram::new();
+        for _ in 0..50_000 {
+            histogram.record(5_000 + rng.exponential(20_000.0) as u64);
+        }
+        histogram.record(MAX_LATENCY_NS * 2);
+        let summary = histogram.summary();
+        assert!(summary.buckets.len() > 500, "{}", summary.buckets.len());
+        let json = serde_json::to_string(&summary).unwrap();
+        let back: LatencySummary = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, summary);
+        let listed = serde_json::to_string(&summary.buckets).unwrap();
+        assert!(
+            json.len() * 5 < listed.len(),
+            "{} vs {}",
+            json.len(),
+            listed.len()
+        );
+        let empty = LatencySummary::default();
+        let back: LatencySummary =
+            serde_json::from_str(&serde_json::to_string(&empty).unwrap()).unwrap();
+        assert_eq!(back, empty);
+        for garbage in ["\"not base64!\"", "\"AAAA\"", "\"\"", "12"] {
+            let text = json.replace(
+                &json[json.find("\"histogram\":").unwrap() + 12..json.len() - 1],
+                garbage,
+            );
+            assert!(
+                serde_json::from_str::<LatencySummary>(&text).is_err(),
+                "{text}"
+            );
+        }
     }
 
     #[test]
