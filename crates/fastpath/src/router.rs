@@ -291,12 +291,26 @@ impl RouteSync for RouterMirror {
     }
 }
 
+/// How long dropping the mirror waits for its thread: one step of a replacement (building a
+/// million routes' IPv4 table) cannot be cut short and takes seconds in a debug build or on a
+/// loaded machine, and a switch that stops must not wait for it.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
 impl Drop for RouterMirror {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         self.jobs = None;
         if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+            let deadline = std::time::Instant::now() + STOP_WAIT;
+            while !thread.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            // Still busy: left to end on its own (it returns at its next check of `stop`, or
+            // when the process exits); it only writes the kernel's maps, which die with the
+            // program once nothing holds them.
+            if thread.is_finished() {
+                let _ = thread.join();
+            }
         }
     }
 }
