@@ -46,7 +46,10 @@
 //! overflowed under a shaper passing 104 kframes/s, and the searches found 64–81 kframes/s on
 //! a loaded machine against 104.5–104.9 with the thread real-time (issue 16). Where the
 //! tester's receive shares the DuT core (`bench forwarding`), the thread keeps the plan's nice
-//! value: real-time there, it would starve that receive under overload.
+//! value: real-time there, it would starve that receive under overload. In the same placement
+//! the tester's receive (`t1`'s NAPI thread, on the generator's core) is real-time for every
+//! DuT ([`make_receiver_realtime`]): its ring has no backpressure, and a receive that waited for
+//! the generator's time slice capped every XDP forwarder's zero-loss rate.
 //!
 //! A thread's nice value only weighs it against the threads of its own *autogroup* (with
 //! `kernel.sched_autogroup_enabled = 1`, each session is one scheduling group, and groups share
@@ -162,7 +165,34 @@ pub fn make_kernel_dut_realtime(
     if plan.nice.is_none() || plan.receiver_cpu == plan.dut_cpu {
         return Ok(());
     }
-    for (pid, comm) in napi_threads(&wiring.ingress.dut_if) {
+    realtime(&wiring.ingress.dut_if, log)
+}
+
+/// In the same placement, for every DuT: the tester's receive (`t1`'s NAPI thread, on the
+/// generator's core) runs at SCHED_FIFO 1 too. A frame an XDP forwarder redirects to `d1` waits
+/// in `t1`'s 256-frame ring, which has no backpressure: a full ring drops it. At the
+/// generator's nice value the thread waited for the generator's slice to end (EEVDF lets the
+/// running thread finish its slice, up to milliseconds), so that ring overflowed at rates far
+/// below the DuT's capacity, and every XDP forwarder's zero-loss rate was the tester's
+/// scheduling, not the DuT (the kernel's own XDP redirect: 0.21 Mpps, below the Linux bridge).
+/// Real-time, it runs as soon as frames arrive; what it does per frame is the tester's
+/// receive, as cheap as before (an XDP count, or the copy of a frame a probe receiver parses),
+/// and a generator that falls behind its schedule for it is seen by the departures (issue 16).
+/// `receiver` is `t1`, or the calibration's receiving end, which must be measured alike.
+pub fn make_receiver_realtime(
+    receiver: &str,
+    plan: &Plan,
+    log: &mut Vec<String>,
+) -> Result<(), PlacementError> {
+    if plan.nice.is_none() || plan.receiver_cpu == plan.dut_cpu {
+        return Ok(());
+    }
+    realtime(receiver, log)
+}
+
+/// Puts the NAPI threads of `interface` at SCHED_FIFO 1.
+fn realtime(interface: &str, log: &mut Vec<String>) -> Result<(), PlacementError> {
+    for (pid, comm) in napi_threads(interface) {
         let pid = pid.to_string();
         log.push(format!("chrt -f -p 1 {pid}  # {comm}"));
         run("chrt", &["-f", "-p", "1", &pid])?;

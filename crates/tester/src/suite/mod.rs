@@ -50,7 +50,8 @@ use std::time::{Duration, Instant};
 use wirespeed_lab::Testbed;
 
 use crate::bench::placement::{
-    Placed, check_threads, make_kernel_dut_realtime, place_kernel, place_napi_niced,
+    Placed, check_threads, make_kernel_dut_realtime, make_receiver_realtime, place_kernel,
+    place_napi_niced,
 };
 use crate::dut::probe::verify;
 use crate::dut::{Dut, Wiring};
@@ -329,6 +330,8 @@ fn prepare(
             make_kernel_dut_realtime(wiring, &config.plan, commands).map_err(|e| e.to_string())?
         }
     }
+    make_receiver_realtime(&wiring.egress.tester_if, &config.plan, commands)
+        .map_err(|e| e.to_string())?;
     Ok(())
 }
 
@@ -440,6 +443,8 @@ fn calibrate(
         )
         .map_err(|error| error.to_string())?,
     );
+    make_receiver_realtime(&pair.receiver_if, &config.plan, commands)
+        .map_err(|error| error.to_string())?;
     let ports = TrialPorts::looped(&lab.tester_ns, pair);
     let mut calibration = Calibration::default();
     for &size in &config.frame_sizes {
