@@ -195,7 +195,7 @@ fn html_has_one_svg_per_plot_with_labels_and_no_external_urls() {
         "frame size (bytes)",
         "frames/s",
         "bit/s",
-        "offered load (% of line rate)",
+        "offered load (% of the NDR)",
         "frames lost (%)",
         "latency (µs)",
         "rate error (%)",
@@ -291,7 +291,9 @@ fn a_programs_output_is_kept_in_the_json_and_shown_in_the_html() {
     );
     report.setup.dut.output = "drops by reason:\n  tx_full  4148 <- ring".into();
     let html = to_html(&report);
-    assert!(html.contains("<h3>DuT output</h3><pre>drops by reason:\n  tx_full  4148 &lt;- ring"));
+    assert!(html.contains(
+        "<details><summary>DuT output</summary><pre>drops by reason:\n  tx_full  4148 &lt;- ring"
+    ));
     let back = from_json(&to_json(&report)).unwrap();
     assert_eq!(back.setup.dut.output, report.setup.dut.output);
 }
@@ -316,7 +318,12 @@ fn html_lists_every_search_trial_with_its_departures_and_marks_the_late_ones() {
     });
     let html = to_html(&report);
     assert!(html.contains("<h2>Search trials</h2>"));
-    assert_eq!(html.matches("<details>").count(), searches);
+    // One folded list per search, besides the setup's folded commands and configuration.
+    assert_eq!(
+        html.matches("<details><summary>").count(),
+        searches + 2,
+        "{html}"
+    );
     assert!(
         html.contains("<td>4.20</td>")
             && html.contains("(1234, 0)")
