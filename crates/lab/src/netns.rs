@@ -10,11 +10,16 @@ use std::os::fd::AsRawFd;
 /// While alive, the calling thread is in another network namespace; dropping it returns the
 /// thread to the namespace it was in.
 pub struct NetnsGuard {
-    original: File,
+    /// `None` when the thread stayed where it was ([`crate::HERE`]).
+    original: Option<File>,
 }
 
-/// Moves the calling thread into network namespace `name` (as created by `ip netns add`).
+/// Moves the calling thread into network namespace `name` (as created by `ip netns add`);
+/// [`crate::HERE`] leaves it in its own.
 pub fn enter(name: &str) -> std::io::Result<NetnsGuard> {
+    if name == crate::HERE {
+        return Ok(NetnsGuard { original: None });
+    }
     let original = File::open("/proc/thread-self/ns/net")?;
     let target = File::open(format!("/run/netns/{name}")).map_err(|error| {
         std::io::Error::new(
@@ -25,7 +30,9 @@ pub fn enter(name: &str) -> std::io::Result<NetnsGuard> {
         )
     })?;
     set_netns(&target)?;
-    Ok(NetnsGuard { original })
+    Ok(NetnsGuard {
+        original: Some(original),
+    })
 }
 
 fn set_netns(file: &File) -> std::io::Result<()> {
@@ -40,7 +47,10 @@ fn set_netns(file: &File) -> std::io::Result<()> {
 
 impl Drop for NetnsGuard {
     fn drop(&mut self) {
-        if let Err(error) = set_netns(&self.original) {
+        let Some(original) = &self.original else {
+            return;
+        };
+        if let Err(error) = set_netns(original) {
             // A thread left in the wrong namespace would create its next sockets there.
             panic!("could not return the thread to its network namespace: {error}");
         }

@@ -73,10 +73,9 @@ impl Capabilities {
 
     /// Reads `interface`'s capabilities in namespace `ns` with `ethtool -T`.
     pub fn probe(ns: &str, interface: &str) -> Result<Capabilities, String> {
-        let text = wirespeed_lab::run("ip", &["netns", "exec", ns, "ethtool", "-T", interface])
-            .map_err(|error| {
-                format!("probing the timestamping of {interface} (ethtool -T): {error}")
-            })?;
+        let text = wirespeed_lab::run_in(ns, "ethtool", &["-T", interface]).map_err(|error| {
+            format!("probing the timestamping of {interface} (ethtool -T): {error}")
+        })?;
         Capabilities::parse(&text).ok_or_else(|| {
             format!("probing the timestamping of {interface}: `ethtool -T` printed no capabilities")
         })

@@ -80,6 +80,7 @@ fn synthetic_report() -> Report {
                 "ip link set wstdut0 master wstbr0".into(),
             ],
             output: String::new(),
+            host: "this machine, namespace wst-dut".into(),
         },
         versions: [("wirespeed".to_string(), "0.1.0".to_string())].into(),
         kernel: "6.18.0".into(),

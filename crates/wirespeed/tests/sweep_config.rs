@@ -31,6 +31,7 @@ fn wiring() -> Wiring {
         ingress: pair(0),
         egress: pair(1),
         mtu: wirespeed_lab::DEFAULT_MTU,
+        dut_is_local: true,
     }
 }
 

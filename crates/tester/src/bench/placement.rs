@@ -122,6 +122,8 @@ pub enum PlacementError {
 
 /// Gives `d0` (in the DuT namespace) and `t1` (in the tester namespace) threaded NAPI and pins
 /// their NAPI threads; returns the threads as read back. Commands run are appended to `log`.
+/// A DuT that is not on this machine's namespaces ([`Wiring::dut_is_local`]: external, or on a
+/// remote host) is left alone: only the tester's side is placed.
 pub fn place_kernel(
     wiring: &Wiring,
     plan: &Plan,
@@ -139,14 +141,16 @@ pub fn place_kernel(
         offloads.join(" ")
     ));
     run_in(&wiring.tester_ns, "ethtool", &offloads)?;
-    for (ns, interface, cpu) in [
-        (&wiring.dut_ns, &wiring.ingress.dut_if, plan.dut_cpu),
-        (
-            &wiring.tester_ns,
-            &wiring.egress.tester_if,
-            plan.receiver_cpu,
-        ),
-    ] {
+    let dut = (&wiring.dut_ns, &wiring.ingress.dut_if, plan.dut_cpu);
+    let tester = (
+        &wiring.tester_ns,
+        &wiring.egress.tester_if,
+        plan.receiver_cpu,
+    );
+    for (ns, interface, cpu) in [Some(dut).filter(|_| wiring.dut_is_local), Some(tester)]
+        .into_iter()
+        .flatten()
+    {
         placed.extend(place_napi_niced(ns, interface, cpu, plan.nice, log)?);
     }
     Ok(placed)
@@ -162,7 +166,7 @@ pub fn make_kernel_dut_realtime(
     plan: &Plan,
     log: &mut Vec<String>,
 ) -> Result<(), PlacementError> {
-    if plan.nice.is_none() || plan.receiver_cpu == plan.dut_cpu {
+    if plan.nice.is_none() || plan.receiver_cpu == plan.dut_cpu || !wiring.dut_is_local {
         return Ok(());
     }
     realtime(&wiring.ingress.dut_if, log)

@@ -4,7 +4,7 @@
 //! tester's frames are addressed to `t1`'s MAC: the bridge learns it from `t1`'s own frames or
 //! floods to its only other port, `d1`; either way every frame leaves there unchanged.
 
-use super::{Dut, DutError, Steps, Wiring};
+use super::{Dut, DutError, Host, Steps, Wiring};
 
 /// The Linux bridge driver.
 #[derive(Debug)]
@@ -81,6 +81,15 @@ impl Dut for LinuxBridge {
 
     fn commands(&self) -> &[String] {
         self.steps.log()
+    }
+
+    fn set_host(&mut self, host: Host) -> Result<(), DutError> {
+        self.steps.set_host(host);
+        Ok(())
+    }
+
+    fn host(&self) -> Host {
+        self.steps.host().clone()
     }
 }
 

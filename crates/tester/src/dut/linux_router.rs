@@ -10,7 +10,7 @@
 use wirespeed_packet::checksum;
 use wirespeed_packet::wire::EthernetAddress;
 
-use super::{Dut, DutError, GENERATOR_PREFIX6, Steps, Wiring};
+use super::{Dut, DutError, GENERATOR_PREFIX6, Host, Steps, Wiring};
 
 /// The destination prefix the generator uses and the router routes.
 pub const GENERATOR_PREFIX: &str = "198.19.0.0/16";
@@ -107,6 +107,15 @@ impl<A: RouterAddition> Dut for Router<A> {
 
     fn forwarded(&self, wiring: &Wiring, frame: &[u8]) -> Vec<u8> {
         routed(frame, wiring.egress.dut_mac, wiring.egress.tester_mac)
+    }
+
+    fn set_host(&mut self, host: Host) -> Result<(), DutError> {
+        self.steps.set_host(host);
+        Ok(())
+    }
+
+    fn host(&self) -> Host {
+        self.steps.host().clone()
     }
 }
 

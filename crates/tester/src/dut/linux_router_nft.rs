@@ -107,20 +107,19 @@ impl RouterAddition for Firewall {
             wiring.prefix(),
             std::process::id()
         ));
-        let ruleset = self.ruleset();
-        std::fs::write(&path, &ruleset).map_err(|error| DutError::Start {
-            dut: self.name(),
-            step: "write the nftables rule set".into(),
-            detail: format!("{}: {error}", path.display()),
-        })?;
         let path_text = path.to_string_lossy().to_string();
-        let shown: String = ruleset.lines().take(5).collect::<Vec<_>>().join("\n");
-        steps.record(format!(
-            "cat > {path_text} <<EOF\n{shown}\n    ... {} rules `ip saddr 100.64.x.y drop` in all, \
-             then `counter accept`\nEOF",
-            self.rules
-        ));
-        steps.push_undo(&["rm", "-f", &path_text]);
+        steps.write(
+            "write the nftables rule set",
+            &path_text,
+            &self.ruleset(),
+            (
+                5,
+                &format!(
+                    "    ... {} rules `ip saddr 100.64.x.y drop` in all, then `counter accept`",
+                    self.rules
+                ),
+            ),
+        )?;
         steps.run(
             &format!("load {} nftables rules", self.rules),
             &["ip", "netns", "exec", ns, "nft", "-f", &path_text],

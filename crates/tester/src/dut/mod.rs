@@ -21,9 +21,20 @@
 //! * [`TestpmdDut`]: DPDK's testpmd forwarding `d0 <-> d1` over its AF_XDP poll-mode driver;
 //! * [`WirespeedDut`]: the real `wirespeed switch` binary as an xconnect over AF_XDP or AF_PACKET.
 //!
+//! * [`ExternalDut`]: a device the tester does not configure, wired to two interfaces of the
+//!   tester's own namespace ([`Wiring::external`]).
+//!
+//! **Remote DuTs.** A driver whose whole setup is [`Steps`] (the Linux bridge and routers) can
+//! run it on another host over ssh ([`Dut::set_host`]): the same commands, on the host's own
+//! namespace and the interfaces the wiring names, so the tester's ports must be wired to those.
+//! In the lab the "remote host" is an ssh server in the DuT namespace, which makes the wiring
+//! the same as local. Drivers that start a program or load one from this process (wirespeed,
+//! Open vSwitch, testpmd, the XDP redirect) refuse.
+//!
 //! [`probe::verify`] proves a DuT forwards before it is measured: probe frames sent on `t0` must
 //! arrive on `t1` exactly as [`Dut::forwarded`] predicts.
 
+mod external;
 mod linux_bridge;
 mod linux_router;
 mod linux_router_nft;
@@ -37,12 +48,13 @@ mod testpmd;
 mod wirespeed;
 mod xdp_redirect;
 
+pub use external::{ExternalConfig, ExternalDut, ExternalError};
 pub use linux_bridge::LinuxBridge;
 pub use linux_router::LinuxRouter;
 pub use linux_router_nft::LinuxRouterNft;
 pub use linux_router_tbf::LinuxRouterTbf;
 pub use ovs::{OvsAction, OvsDut};
-pub use steps::Steps;
+pub use steps::{Host, Steps};
 pub use testpmd::TestpmdDut;
 pub use wirespeed::{METRICS, SwitchCounters, WirespeedOptions};
 pub use wirespeed::{WirespeedBackend, WirespeedDut};
@@ -101,6 +113,10 @@ pub struct Wiring {
     pub egress: PortPair,
     /// MTU of the lab's veths: a DuT that sizes its buffers sizes them for it.
     pub mtu: u32,
+    /// Whether the DuT's interfaces are in a namespace of this machine that the tester may
+    /// change: then it places their NAPI threads as it places its own. False for an external
+    /// DuT and one on a remote host, whose owner places them.
+    pub dut_is_local: bool,
 }
 
 impl Wiring {
@@ -112,6 +128,7 @@ impl Wiring {
             ingress: lab.pairs.first()?.clone(),
             egress: lab.pairs.get(1)?.clone(),
             mtu: lab.mtu,
+            dut_is_local: true,
         })
     }
 
@@ -119,6 +136,22 @@ impl Wiring {
     /// create so that `wirespeed lab down` removes it with the namespace.
     pub fn prefix(&self) -> &str {
         self.dut_ns.strip_suffix("-dut").unwrap_or(&self.dut_ns)
+    }
+}
+
+/// Where the DuT behind `wiring` runs, set up on `host`, as reports say it.
+pub fn location(wiring: &Wiring, host: &Host) -> String {
+    let (d0, d1) = (&wiring.ingress.dut_if, &wiring.egress.dut_if);
+    match host {
+        Host::Ssh { .. } => format!(
+            "{}, set up over ssh; its interfaces {d0} (in) and {d1} (out)",
+            host.label().trim_start_matches("ssh ")
+        ),
+        Host::Local if !wiring.dut_is_local => format!(
+            "external, not set up by the tester; the tester sends on {} and receives on {}",
+            wiring.ingress.tester_if, wiring.egress.tester_if
+        ),
+        Host::Local => format!("this machine, namespace {}", wiring.dut_ns),
     }
 }
 
@@ -197,5 +230,36 @@ pub trait Dut: Send {
     /// What the DuT printed, when it is a program (for the report).
     fn output(&self) -> Option<&str> {
         None
+    }
+
+    /// Makes setup, teardown and version queries run on `host` (before setup). An error for a
+    /// driver that does more than run commands (starts a program, loads one from this
+    /// process), which can only run here.
+    fn set_host(&mut self, host: Host) -> Result<(), DutError> {
+        if host.is_remote() {
+            return Err(DutError::Start {
+                dut: self.name(),
+                step: format!("run on {}", host.label()),
+                detail: "this DuT starts or loads a program from this machine, so it runs \
+                         only here; the DuTs set up by commands alone (linux-bridge, \
+                         linux-router and its variants) run on a remote host"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Where setup and teardown run.
+    fn host(&self) -> Host {
+        Host::Local
+    }
+
+    /// The DuT's software and version, asked where it runs (`uname -r` for the kernel's
+    /// DuTs), for the report; `None` where the caller knows better (a program it started).
+    fn version(&self) -> Option<String> {
+        self.host()
+            .run(&["uname", "-r"], None)
+            .ok()
+            .map(|release| format!("Linux {}", release.trim()))
     }
 }

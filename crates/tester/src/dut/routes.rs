@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
-use super::{Dut, DutError, LinuxRouter, Steps, Wiring};
+use super::{Dut, DutError, Host, LinuxRouter, Steps, Wiring};
 
 /// The prefix the probe frames and one-destination templates go to: 198.19.0.0/16.
 pub const LAB_DESTINATIONS: (u32, u8) = (0xc613_0000, 16);
@@ -140,19 +140,18 @@ impl LinuxRouterFib {
             std::process::id()
         ));
         let path_text = path.to_string_lossy().to_string();
-        std::fs::write(&path, self.routes.ip_batch(gateway, egress)).map_err(|error| {
-            DutError::Start {
-                dut: self.name(),
-                step: "write the route batch".into(),
-                detail: format!("{path_text}: {error}"),
-            }
-        })?;
-        self.steps.record(format!(
-            "# {path_text}: {} lines `route add PREFIX via {gateway} dev {egress} proto \
-             {LINUX_PROTO}`",
-            self.routes.len().saturating_sub(1)
-        ));
-        self.steps.push_undo(&["rm", "-f", &path_text]);
+        self.steps.write(
+            "write the route batch",
+            &path_text,
+            &self.routes.ip_batch(gateway, egress),
+            (
+                0,
+                &format!(
+                    "# {} lines `route add PREFIX via {gateway} dev {egress} proto {LINUX_PROTO}`",
+                    self.routes.len().saturating_sub(1)
+                ),
+            ),
+        )?;
         // The flush goes on the stack first: a batch that fails halfway leaves routes behind.
         let proto = LINUX_PROTO.to_string();
         self.steps
@@ -202,6 +201,15 @@ impl Dut for LinuxRouterFib {
 
     fn forwarded(&self, wiring: &Wiring, frame: &[u8]) -> Vec<u8> {
         self.router.forwarded(wiring, frame)
+    }
+
+    fn set_host(&mut self, host: Host) -> Result<(), DutError> {
+        self.steps.set_host(host.clone());
+        self.router.set_host(host)
+    }
+
+    fn host(&self) -> Host {
+        self.steps.host().clone()
     }
 }
 

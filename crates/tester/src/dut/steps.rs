@@ -4,15 +4,150 @@
 //! recorded as the engineer would type them (for the report) and undone last first, so a setup
 //! that fails at step *k* leaves exactly steps *1..k-1* to undo. Undo failures of things that are
 //! already gone (a device deleted with its bridge) are not errors: the goal state is reached.
+//!
+//! **Where they run.** Steps run on a [`Host`]: this machine, or a remote one reached with the
+//! system's `ssh` client (key authentication and the user's ssh configuration, `BatchMode=yes`
+//! so that a missing key is an error rather than a password prompt). A driver writes its
+//! commands for the DuT's namespace in the lab (`ip -n NS ...`, `ip netns exec NS ...`); on a
+//! remote host the DuT is the host itself, so that prefix is dropped there and the rest runs
+//! in the host's own namespace, on the interfaces the wiring names. Every step is then one ssh
+//! connection; the undo stack, the log and the errors work the same, and the log shows the
+//! `ssh` that ran each command.
 
-use wirespeed_lab::run;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use wirespeed_lab::{CommandError, run};
 
 use super::DutError;
+
+/// Where a DuT's steps run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Host {
+    /// This machine (the lab's DuT namespace).
+    #[default]
+    Local,
+    /// A host reached with `ssh`: `destination` is `user@host` (or a `Host` of the ssh
+    /// configuration); `config`, when given, is the configuration file used instead of the
+    /// user's (`ssh -F`).
+    Ssh {
+        destination: String,
+        config: Option<PathBuf>,
+    },
+}
+
+impl Host {
+    /// How reports name it: `this machine` or `ssh user@host`.
+    pub fn label(&self) -> String {
+        match self {
+            Host::Local => "this machine".into(),
+            Host::Ssh { destination, .. } => format!("ssh {destination}"),
+        }
+    }
+
+    /// Whether the steps run on another machine.
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Host::Ssh { .. })
+    }
+
+    /// Runs `command` (written for the DuT's namespace) on this host and returns its standard
+    /// output; `input`, when given, is its standard input.
+    pub fn run(&self, command: &[&str], input: Option<&str>) -> Result<String, CommandError> {
+        let words = self.command(command);
+        let (program, args) = words.split_first().ok_or_else(|| CommandError::Failed {
+            command: String::new(),
+            status: "not run".into(),
+            stderr: "empty command".into(),
+        })?;
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        match input {
+            None => run(program, &args),
+            Some(input) => run_with_input(program, &args, input),
+        }
+    }
+
+    /// The words that run `command` here: the command itself, or an `ssh` that runs it on the
+    /// remote host, without its namespace prefix.
+    pub fn command(&self, command: &[&str]) -> Vec<String> {
+        let Host::Ssh {
+            destination,
+            config,
+        } = self
+        else {
+            return command.iter().map(|word| word.to_string()).collect();
+        };
+        let mut words: Vec<String> = vec!["ssh".into(), "-o".into(), "BatchMode=yes".into()];
+        if let Some(config) = config {
+            words.extend(["-F".into(), config.to_string_lossy().into_owned()]);
+        }
+        // The remote shell joins and splits the words again: each goes quoted.
+        let remote: Vec<String> = without_namespace(command)
+            .iter()
+            .map(|word| shell_quoted(word))
+            .collect();
+        words.extend([destination.clone(), "--".into(), remote.join(" ")]);
+        words
+    }
+}
+
+/// `command` without the prefix that puts it in a namespace of this machine (`ip -n NS ...`
+/// becomes `ip ...`, `ip netns exec NS program ...` becomes `program ...`).
+fn without_namespace<'a>(command: &[&'a str]) -> Vec<&'a str> {
+    match command {
+        ["ip", "netns", "exec", _, rest @ ..] => rest.to_vec(),
+        ["ip", "-n", _, rest @ ..] => std::iter::once("ip").chain(rest.iter().copied()).collect(),
+        _ => command.to_vec(),
+    }
+}
+
+/// `word` as a POSIX shell reads it back: bare when it has nothing the shell would interpret,
+/// otherwise in single quotes (a quote inside closes, escapes and reopens them).
+fn shell_quoted(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"@%+=:,./_-".contains(&b));
+    if plain {
+        return word.to_owned();
+    }
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
+/// [`run`] with `input` on the program's standard input.
+fn run_with_input(program: &str, args: &[&str], input: &str) -> Result<String, CommandError> {
+    let command = format!("{program} {}", args.join(" "));
+    let spawn_error = |source| CommandError::Spawn {
+        command: command.clone(),
+        source,
+    };
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(spawn_error)?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A program that exits without reading says why on stderr, which the status reports.
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    let output = child.wait_with_output().map_err(spawn_error)?;
+    if !output.status.success() {
+        return Err(CommandError::Failed {
+            command,
+            status: output.status.to_string(),
+            stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
 
 /// Recorded commands and the undo stack of one DuT.
 #[derive(Debug, Default)]
 pub struct Steps {
     dut: String,
+    host: Host,
     log: Vec<String>,
     undo: Vec<Vec<String>>,
 }
@@ -26,6 +161,17 @@ impl Steps {
         }
     }
 
+    /// Makes every later step run on `host` (before setup: the undo stack runs where its steps
+    /// ran).
+    pub fn set_host(&mut self, host: Host) {
+        self.host = host;
+    }
+
+    /// Where the steps run.
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
     /// Runs `command` (recorded), and on success pushes `undo`. `step` names the step in the
     /// error. Returns the command's standard output.
     pub fn run(
@@ -34,33 +180,84 @@ impl Steps {
         command: &[&str],
         undo: Option<&[&str]>,
     ) -> Result<String, DutError> {
-        self.log.push(command.join(" "));
-        let (program, args) = command.split_first().ok_or_else(|| DutError::Start {
-            dut: self.dut.clone(),
-            step: step.into(),
-            detail: "empty command".into(),
-        })?;
-        let out = run(program, args).map_err(|source| DutError::Step {
-            dut: self.dut.clone(),
-            step: step.into(),
-            source,
-        })?;
+        self.run_with(step, command, None, undo)
+    }
+
+    /// Writes `text` to file `path` where the steps run (recorded as its first `shown` lines,
+    /// then the line `more`), and pushes its removal.
+    pub fn write(
+        &mut self,
+        step: &str,
+        path: &str,
+        text: &str,
+        (shown, more): (usize, &str),
+    ) -> Result<(), DutError> {
+        let head: Vec<&str> = text.lines().take(shown).collect();
+        let write = ["sh", "-c", &format!("cat > {path}")];
+        let command = match &self.host {
+            Host::Local => format!("cat > {path}"),
+            remote => remote.command(&write).join(" "),
+        };
+        self.log
+            .push(format!("{command} <<EOF\n{}\n{more}\nEOF", head.join("\n")));
+        self.run_unlogged(step, &write, Some(text))?;
+        self.push_undo(&["rm", "-f", path]);
+        Ok(())
+    }
+
+    fn run_with(
+        &mut self,
+        step: &str,
+        command: &[&str],
+        input: Option<&str>,
+        undo: Option<&[&str]>,
+    ) -> Result<String, DutError> {
+        self.log.push(self.host.command(command).join(" "));
+        let out = self.run_unlogged(step, command, input)?;
         if let Some(undo) = undo {
             self.push_undo(undo);
         }
         Ok(out)
     }
 
-    /// An error naming `package` unless `program` is an executable file in a directory of
-    /// `PATH` (or the sbin directories, which a non-login root shell may lack): a DuT whose
-    /// software is missing says so before it changes anything.
+    fn run_unlogged(
+        &self,
+        step: &str,
+        command: &[&str],
+        input: Option<&str>,
+    ) -> Result<String, DutError> {
+        self.host
+            .run(command, input)
+            .map_err(|source| DutError::Step {
+                dut: self.dut.clone(),
+                step: step.into(),
+                source,
+            })
+    }
+
+    /// An error naming `package` unless `program` is installed where the steps run: here, an
+    /// executable file in a directory of `PATH` (or the sbin directories, which a non-login
+    /// root shell may lack); on a remote host, a program its shell finds. A DuT whose software
+    /// is missing says so before it changes anything.
     pub fn require(&self, program: &str, package: &str) -> Result<(), DutError> {
-        let path = std::env::var("PATH").unwrap_or_default();
-        let found = path
-            .split(':')
-            .chain(["/usr/sbin", "/sbin", "/usr/bin"])
-            .filter(|dir| !dir.is_empty())
-            .any(|dir| std::path::Path::new(dir).join(program).is_file());
+        let (found, place) = match &self.host {
+            Host::Local => {
+                let path = std::env::var("PATH").unwrap_or_default();
+                let found = path
+                    .split(':')
+                    .chain(["/usr/sbin", "/sbin", "/usr/bin"])
+                    .filter(|dir| !dir.is_empty())
+                    .any(|dir| std::path::Path::new(dir).join(program).is_file());
+                (found, String::new())
+            }
+            remote => {
+                let look = format!("PATH=$PATH:/usr/sbin:/sbin command -v {program}");
+                match remote.run(&["sh", "-c", &look], None) {
+                    Ok(_) => (true, String::new()),
+                    Err(error) => (false, format!(" on {} ({error})", remote.label())),
+                }
+            }
+        };
         if found {
             return Ok(());
         }
@@ -68,7 +265,7 @@ impl Steps {
             dut: self.dut.clone(),
             step: format!("find {program}"),
             detail: format!(
-                "{program} is not installed; install the Debian package {package} \
+                "{program} is not installed{place}; install the Debian package {package} \
                  (scripts/setup-debian.sh does)"
             ),
         })
@@ -95,12 +292,9 @@ impl Steps {
     pub fn undo_all(&mut self) -> Result<(), DutError> {
         let mut first = None;
         while let Some(command) = self.undo.pop() {
-            self.log.push(command.join(" "));
-            let Some((program, args)) = command.split_first() else {
-                continue;
-            };
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            if let Err(error) = run(program, &args) {
+            let command: Vec<&str> = command.iter().map(String::as_str).collect();
+            self.log.push(self.host.command(&command).join(" "));
+            if let Err(error) = self.host.run(&command, None) {
                 let text = error.to_string();
                 let gone = ["Cannot find device", "No such file", "No such process"]
                     .iter()
@@ -125,6 +319,33 @@ impl Steps {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_remote_step_is_one_ssh_that_runs_the_command_without_its_namespace() {
+        let host = Host::Ssh {
+            destination: "root@198.18.0.254".into(),
+            config: Some("/tmp/ssh config".into()),
+        };
+        let ssh = "ssh -o BatchMode=yes -F /tmp/ssh config root@198.18.0.254 --";
+        let command = |words: &[&str]| host.command(words).join(" ");
+        assert_eq!(
+            command(&["ip", "-n", "ws-dut", "link", "set", "ws-d0", "up"]),
+            format!("{ssh} ip link set ws-d0 up")
+        );
+        assert_eq!(
+            command(&["ip", "netns", "exec", "ws-dut", "sysctl", "-qw", "a.b=1"]),
+            format!("{ssh} sysctl -qw a.b=1")
+        );
+        assert_eq!(
+            command(&["sh", "-c", "cat > /tmp/it's"]),
+            format!("{ssh} sh -c 'cat > /tmp/it'\\''s'")
+        );
+        assert_eq!(
+            Host::Local.command(&["ip", "-n", "x", "l"]),
+            ["ip", "-n", "x", "l"]
+        );
+        assert_eq!(host.label(), "ssh root@198.18.0.254");
+    }
 
     #[test]
     fn a_missing_program_names_its_package_before_anything_runs() {

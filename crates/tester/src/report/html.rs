@@ -668,6 +668,9 @@ fn setup(report: &Report, out: &mut String) {
         "DuT",
         &format!("{} {}", setup.dut.name, setup.dut.version),
     );
+    if !setup.dut.host.is_empty() {
+        row(out, "DuT's host", &setup.dut.host);
+    }
     for (name, version) in &setup.versions {
         row(out, &format!("version of {name}"), version);
     }

@@ -98,6 +98,10 @@ pub struct Setup {
 pub struct DutSetup {
     pub name: String,
     pub version: String,
+    /// Where it ran and how the tester reached it ([`crate::dut::location`]): this machine's
+    /// lab, an external device on the tester's interfaces, or a host over ssh.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub host: String,
     /// Every command run to set it up, in order.
     pub commands: Vec<String>,
     /// What the DuT printed by the time it stopped, when it is a program (wirespeed's final

@@ -167,11 +167,14 @@ pub fn receivers(config: &SuiteConfig) -> String {
     )
 }
 
-/// Runs the whole suite on `lab` against `dut` and returns the report, also when stopped
-/// (partial, with a note). `setup` comes with what only the caller knows (command line,
+/// Runs the whole suite against `dut`, wired as `wiring` says, and returns the report, also
+/// when stopped (partial, with a note). `lab` is the testbed the wiring is in, whose
+/// calibration pair measures the tester first; `None` for an external DuT, wired to the
+/// tester's own interfaces. `setup` comes with what only the caller knows (command line,
 /// configuration, versions); the rest is filled in here.
 pub fn run(
-    lab: &Testbed,
+    wiring: &Wiring,
+    lab: Option<&Testbed>,
     dut: &mut dyn Dut,
     config: &SuiteConfig,
     setup: Setup,
@@ -201,12 +204,6 @@ pub fn run(
         total: estimate_trials(config),
         report: progress,
     };
-    let Some(wiring) = Wiring::of(lab) else {
-        report
-            .notes
-            .push("the lab has fewer than two pairs; nothing was measured".into());
-        return report;
-    };
     let timestamps = TimestampProbe::run(&wiring.tester_ns, &wiring.egress.tester_if, true);
     report.setup.timestamp_source = format!("{}: {}", timestamps.used, timestamps.reason);
     if let Some(resolution) = timestamps.resolution_ns().filter(|r| r.is_finite()) {
@@ -215,8 +212,8 @@ pub fn run(
     }
     report.timestamps = Some(timestamps);
     let mut pins: Vec<Placed> = Vec::new();
-    let mut commands: Vec<String> = lab.commands().to_vec();
-    if let Some(pair) = &lab.calibration {
+    let mut commands: Vec<String> = lab.map(|lab| lab.commands().to_vec()).unwrap_or_default();
+    if let Some((lab, pair)) = lab.and_then(|lab| Some((lab, lab.calibration.as_ref()?))) {
         match calibrate(
             lab,
             pair,
@@ -231,7 +228,9 @@ pub fn run(
         }
     } else {
         report.notes.push(
-            "no calibration pair in the lab: results are not marked DuT- or tester-limited".into(),
+            "no calibration pair (no lab, or one without it): results are not marked DuT- or \
+             tester-limited"
+                .into(),
         );
     }
     let logged = dut.commands().len();
@@ -241,7 +240,7 @@ pub fn run(
             .notes
             .push("calibration only: no DuT was set up or measured".into());
     } else if !stop.load(Ordering::Relaxed) {
-        match prepare(dut, &wiring, config, &mut pins, &mut commands) {
+        match prepare(dut, wiring, config, &mut pins, &mut commands) {
             Ok(()) => {
                 for &size in &config.frame_sizes {
                     for kind in &kinds {
@@ -249,7 +248,7 @@ pub fn run(
                             break;
                         }
                         let mut result = frame_size(
-                            &wiring,
+                            wiring,
                             &*dut,
                             size,
                             &config.with(*kind),
@@ -284,6 +283,7 @@ pub fn run(
         );
     }
     report.setup.dut.name = dut.name();
+    report.setup.dut.host = crate::dut::location(wiring, &dut.host());
     // What exactly ran (software, port types, rule counts, a shaper's rate), after the version
     // the caller found.
     let description = dut.description();

@@ -29,7 +29,7 @@ pub struct InterfaceCounters {
 impl InterfaceCounters {
     /// Reads `interface`'s counters in namespace `ns` (`ip -s -j link show`).
     pub fn read(ns: &str, interface: &str) -> Result<InterfaceCounters, String> {
-        let text = wirespeed_lab::run("ip", &["-n", ns, "-s", "-j", "link", "show", interface])
+        let text = wirespeed_lab::ip_in(ns, &["-s", "-j", "link", "show", interface])
             .map_err(|error| format!("reading the counters of {interface}: {error}"))?;
         parse_counters(&text).ok_or_else(|| {
             format!("reading the counters of {interface}: no stats64 in `ip -s -j` output")

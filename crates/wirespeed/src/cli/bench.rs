@@ -28,7 +28,7 @@ use wirespeed_tester::bench::{
 use wirespeed_tester::dut::routes::{LinuxRouterFib, RouteTable};
 use wirespeed_tester::dut::{
     Dut, IpVersion, LinuxBridge, LinuxRouter, LinuxRouterNft, LinuxRouterTbf, OvsAction, OvsDut,
-    TestpmdDut, WirespeedBackend, WirespeedDut, WirespeedOptions, Wiring, XdpRedirectDut,
+    TestpmdDut, WirespeedBackend, WirespeedDut, WirespeedOptions, XdpRedirectDut,
 };
 use wirespeed_tester::generator::probe::SMALLEST_IPV6_FRAME;
 
@@ -67,6 +67,10 @@ struct ForwardingArgs {
         default_value = "wirespeed-afxdp,wirespeed-afpacket,linux-bridge,linux-router,xdp-redirect"
     )]
     duts: Vec<String>,
+    /// Where the DuTs are: the lab, external (`--duts external`, alone, without the
+    /// generator's ceiling, which needs the lab), or a host over ssh.
+    #[command(flatten)]
+    site: Box<super::site::SiteArgs>,
     /// Flow counts (UDP source ports), 1..=65536.
     #[arg(long, value_delimiter = ',', default_value = "1,256", value_parser = numbers::flows())]
     flows: Vec<u32>,
@@ -390,12 +394,32 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         args.routes.is_none() || args.ip == IpArg::V4,
         "--routes spreads the frames over IPv4 destinations: give --ip 4 with it"
     );
+    let site = args.site.site(&args.duts)?;
+    anyhow::ensure!(
+        args.routes.is_none() || !site.is_external(),
+        "--routes fills the router DuTs' tables; the tester configures nothing on an external DuT"
+    );
     let routing = args.routes.as_deref().map(routing_table).transpose()?;
-    let mut duts = args
-        .duts
-        .iter()
-        .map(|name| routing_dut(name, &binary, plan.dut_cpu, routing.as_ref().map(|r| &r.0)))
-        .collect::<Result<Vec<_>>>()?;
+    let (mut duts, external_wiring) = match site.external() {
+        Some(external) => {
+            let (device, wiring) = external?;
+            (vec![device], Some(wiring))
+        }
+        None => (
+            args.duts
+                .iter()
+                .map(|name| {
+                    site.place(routing_dut(
+                        name,
+                        &binary,
+                        plan.dut_cpu,
+                        routing.as_ref().map(|r| &r.0),
+                    )?)
+                })
+                .collect::<Result<Vec<_>>>()?,
+            None,
+        ),
+    };
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
@@ -420,17 +444,26 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
             IpArg::V4 => 64,
             IpArg::V6 => SMALLEST_IPV6_FRAME,
         },
-        ..ForwardingConfig::default()
+        // The generator's ceiling is measured in the lab with nothing on `d0`: an external
+        // DuT cannot be taken out of the path.
+        ceiling: external_wiring.is_none(),
     };
-    let lab = Testbed::up(&TestbedConfig {
-        prefix: args.prefix.clone(),
-        pairs: 2,
-        queues: 1,
-        calibration: false,
-        mtu: wirespeed_lab::DEFAULT_MTU,
-    })?;
-    let wiring = Wiring::of(&lab).context("the lab has two pairs")?;
-    let total = args.runs * args.flows.len() * (duts.len() + 1);
+    let lab = match external_wiring {
+        Some(_) => None,
+        None => Some(Testbed::up(&TestbedConfig {
+            prefix: args.prefix.clone(),
+            pairs: 2,
+            queues: 1,
+            calibration: false,
+            mtu: wirespeed_lab::DEFAULT_MTU,
+        })?),
+    };
+    let wiring = match (external_wiring, &lab) {
+        (Some(wiring), _) => wiring,
+        (None, Some(lab)) => site.wiring(lab)?,
+        (None, None) => bail!("neither a lab nor an external DuT"),
+    };
+    let total = args.runs * args.flows.len() * (duts.len() + usize::from(config.ceiling));
     let mut done = 0;
     let records = run_forwarding(&wiring, &mut duts, &config, &stop, &mut |record| {
         done += 1;
@@ -446,8 +479,14 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         .filter_map(|d| d.output().map(|o| (d.name(), o.to_string())))
         .collect();
     drop(duts);
-    let lab_commands = lab.commands().to_vec();
-    lab.teardown().context("taking the lab down")?;
+    let mut lab_commands = vec![format!(
+        "# DuT: {}",
+        wirespeed_tester::dut::location(&wiring, &site.host())
+    )];
+    if let Some(lab) = lab {
+        lab_commands.extend_from_slice(lab.commands());
+        lab.teardown().context("taking the lab down")?;
+    }
     let interrupted = stop.load(Ordering::Relaxed);
     let load_after = Machine::load();
     let summaries = summarize(&records);

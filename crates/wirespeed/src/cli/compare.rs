@@ -26,7 +26,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use wirespeed_lab::Testbed;
 use wirespeed_tester::bench::placement::{Plan, SessionShield};
-use wirespeed_tester::dut::Dut;
+use wirespeed_tester::dut::{Dut, Wiring};
 use wirespeed_tester::generator::pacing::Pattern;
 use wirespeed_tester::report::compare::{
     CompareRun, ComparedDut, Comparison, summary_table, to_html, to_json,
@@ -37,6 +37,7 @@ use wirespeed_tester::trial::FlowOrder;
 use super::bench::dut;
 use super::numbers;
 use super::rfc2544::{RateTrialArgs, parse_nice, parse_resolution, setup, suite_lab};
+use super::site::SiteArgs;
 
 /// Flows that `--flows random` stands for.
 pub const RANDOM_FLOWS: u32 = 4096;
@@ -51,6 +52,9 @@ pub struct CompareArgs {
         default_value = "linux-bridge,linux-router,linux-router-nft,ovs,wirespeed-afxdp,wirespeed-afpacket"
     )]
     duts: Vec<String>,
+    /// Where the DuTs are: the lab, external (`--duts external`, alone), or a host over ssh.
+    #[command(flatten)]
+    site: Box<SiteArgs>,
     /// Frame sizes with FCS, bytes (64..=9018; the lab's MTU is raised for frames above 1518).
     #[arg(long, value_delimiter = ',', default_value = "64", value_parser = numbers::frame_size())]
     frame_sizes: Vec<u16>,
@@ -159,6 +163,12 @@ impl CompareArgs {
 pub fn run(args: CompareArgs) -> Result<()> {
     let suite = args.suite()?;
     let flows = parse_flows(&args.flows)?;
+    let names: Vec<String> = args
+        .duts
+        .iter()
+        .map(|name| name.trim().to_owned())
+        .collect();
+    let site = args.site.site(&names)?;
     if let Some(reason) = wirespeed_lab::unavailable_reason() {
         bail!("a comparison builds a lab, but {reason}");
     }
@@ -177,11 +187,19 @@ pub fn run(args: CompareArgs) -> Result<()> {
     }
     let binary =
         std::env::current_exe().context("finding this executable for the wirespeed DuTs")?;
-    let mut duts = args
-        .duts
-        .iter()
-        .map(|name| dut(name.trim(), &binary, plan.dut_cpu))
-        .collect::<Result<Vec<_>>>()?;
+    let (mut duts, external_wiring) = match site.external() {
+        Some(external) => {
+            let (device, wiring) = external?;
+            (vec![device], Some(wiring))
+        }
+        None => (
+            names
+                .iter()
+                .map(|name| site.place(dut(name, &binary, plan.dut_cpu)?))
+                .collect::<Result<Vec<_>>>()?,
+            None,
+        ),
+    };
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
@@ -190,7 +208,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let config_text = format!("{suite:#?}\nflows: {flows:?}\nrepeats: {}", args.repeats);
     let mut comparison = Comparison::new(
         format!("RFC 2544 throughput, {} side by side", args.duts.join(", ")),
-        setup(&config_text, "compare"),
+        setup(&config_text, None),
     );
     comparison.setup.traffic = format!(
         "CBR, UDP/IPv4, flows {:?} (UDP source ports cycling frame by frame; `random` = \
@@ -199,7 +217,15 @@ pub fn run(args: CompareArgs) -> Result<()> {
     );
     comparison.setup.receiver = receivers(&suite);
     comparison.setup.search = suite.search_summary();
-    let mut lab = suite_lab(&args.prefix, &args.frame_sizes)?;
+    let mut lab = match external_wiring {
+        Some(_) => None,
+        None => Some(suite_lab(&args.prefix, &args.frame_sizes)?),
+    };
+    let wiring = match (&external_wiring, &lab) {
+        (Some(wiring), _) => wiring.clone(),
+        (None, Some(lab)) => site.wiring(lab)?,
+        (None, None) => bail!("neither a lab nor an external DuT"),
+    };
     let total = args.repeats as usize * flows.len() * duts.len();
     let started = Instant::now();
     let mut done = 0;
@@ -215,10 +241,13 @@ pub fn run(args: CompareArgs) -> Result<()> {
                 // take instead of pushing back, so every DuT after it lost frames past its own
                 // TX (bridge, router and afxdp NDRs 0.02-0.04 Mpps). Each run starts with the
                 // qdiscs in place again.
-                lab.backpressure()
-                    .context("restoring the lab's qdiscs before the next DuT")?;
+                if let Some(lab) = &mut lab {
+                    lab.backpressure()
+                        .context("restoring the lab's qdiscs before the next DuT")?;
+                }
                 let run = compare_one(
-                    &lab,
+                    &wiring,
+                    lab.as_ref(),
                     device.as_mut(),
                     &suite,
                     &config_text,
@@ -241,7 +270,9 @@ pub fn run(args: CompareArgs) -> Result<()> {
         })
         .collect();
     drop(duts);
-    lab.teardown().context("taking the lab down")?;
+    if let Some(lab) = lab {
+        lab.teardown().context("taking the lab down")?;
+    }
     if stop.load(Ordering::Relaxed) {
         comparison
             .notes
@@ -261,10 +292,12 @@ pub fn run(args: CompareArgs) -> Result<()> {
     Ok(())
 }
 
-/// One suite run of `device` at `flows`, with progress lines naming it.
+/// One suite run of `device` at `flows`, wired as `wiring` says (in `lab`, when there is one),
+/// with progress lines naming it.
 #[allow(clippy::too_many_arguments)]
 fn compare_one(
-    lab: &Testbed,
+    wiring: &Wiring,
+    lab: Option<&Testbed>,
     device: &mut dyn Dut,
     suite: &SuiteConfig,
     config_text: &str,
@@ -288,14 +321,9 @@ fn compare_one(
         ..suite.clone()
     };
     let mut progress = |p: &Progress| eprintln!("  [{}/~{}] {}", p.done, p.total, p.line);
-    let report = wirespeed_tester::suite::run(
-        lab,
-        device,
-        &config,
-        setup(config_text, &name),
-        stop,
-        &mut progress,
-    );
+    let setup = setup(config_text, Some(&*device));
+    let report =
+        wirespeed_tester::suite::run(wiring, lab, device, &config, setup, stop, &mut progress);
     let found: Vec<String> = report
         .results
         .iter()

@@ -145,6 +145,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
     );
     let options = Options {
         dut: "wirespeed-afxdp".into(),
+        site: Default::default(),
         prefix: args.prefix.clone(),
         suite: SuiteConfig {
             frame_sizes: vec![64, 512, 1518],

@@ -14,6 +14,7 @@ pub mod pcap;
 pub mod privileges;
 pub mod reload;
 pub mod rfc2544;
+pub mod site;
 pub mod stats;
 pub mod sweep;
 pub mod switch;

@@ -25,6 +25,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use wirespeed_lab::{Testbed, TestbedConfig};
 use wirespeed_tester::bench::placement::{Plan, SessionShield};
+use wirespeed_tester::dut::Dut;
 use wirespeed_tester::generator::pacing::Pattern;
 use wirespeed_tester::report::{Report, Setup, csv, html, json, wire_bits_per_second};
 use wirespeed_tester::rfc2544::Vote;
@@ -33,15 +34,20 @@ use wirespeed_tester::trial::{DEFAULT_SAMPLE_EVERY, FlowOrder, ReceiverKind};
 
 use super::bench::dut;
 use super::numbers;
+use super::site::{Site, SiteArgs};
 
 #[derive(Args)]
 pub struct Rfc2544Args {
     /// The device under test: wirespeed-afxdp, wirespeed-afpacket, wirespeed-afpacket-v2,
     /// linux-bridge, linux-router, linux-router-nft[:N], ovs, ovs-normal, ovs-afpacket,
     /// xdp-redirect, or linux-router-tbf[:MBIT] (the router shaped to MBIT Mbit/s: a reference
-    /// of known capacity for checking the tester).
+    /// of known capacity for checking the tester); or `external` (a device the tester does not
+    /// configure, wired to `--tx` and `--rx`).
     #[arg(long, default_value = "wirespeed-afxdp")]
     dut: String,
+    /// Where the DuT is: the lab, external, or a host over ssh.
+    #[command(flatten)]
+    site: Box<SiteArgs>,
     /// Frame sizes with FCS, bytes (64..=9018; the lab's MTU is raised for frames above 1518).
     #[arg(
         long,
@@ -242,6 +248,7 @@ struct MoreTests {
 /// Everything a run needs, from flags or from the demo.
 pub struct Options {
     pub dut: String,
+    pub site: Site,
     pub prefix: String,
     pub suite: SuiteConfig,
 }
@@ -303,6 +310,7 @@ impl Rfc2544Args {
         self.ip.check_frame_sizes(&self.frame_sizes)?;
         Ok(Options {
             dut: self.dut.clone(),
+            site: self.site.site(std::slice::from_ref(&self.dut))?,
             prefix: self.prefix.clone(),
             suite: SuiteConfig {
                 frame_sizes: self.frame_sizes.clone(),
@@ -422,7 +430,8 @@ pub fn run(args: Rfc2544Args) -> Result<()> {
 }
 
 /// Builds the lab (with the calibration pair), runs the suite against the DuT, and takes
-/// everything down again; the report is returned also after Ctrl-C.
+/// everything down again; the report is returned also after Ctrl-C. An external DuT is
+/// measured on the tester's own interfaces, without a lab.
 pub fn execute(options: &Options, config_text: &str, stop: &AtomicBool) -> Result<Report> {
     if let Some(reason) = wirespeed_lab::unavailable_reason() {
         bail!("an RFC 2544 run builds a lab, but {reason}");
@@ -440,11 +449,6 @@ pub fn execute(options: &Options, config_text: &str, stop: &AtomicBool) -> Resul
     if plan.generator_cpu.max(plan.dut_cpu).max(plan.receiver_cpu) >= cores {
         bail!("this machine has {cores} core(s); the placement {plan:?} needs more");
     }
-    let binary =
-        std::env::current_exe().context("finding this executable for the wirespeed DuTs")?;
-    let mut device = dut(&options.dut, &binary, plan.dut_cpu)?;
-    let setup = setup(config_text, &options.dut);
-    let lab = suite_lab(&options.prefix, &options.suite.frame_sizes)?;
     let mut progress = |p: &Progress| {
         eprintln!(
             "[{}/~{} {} elapsed, ETA {}] {}",
@@ -455,8 +459,31 @@ pub fn execute(options: &Options, config_text: &str, stop: &AtomicBool) -> Resul
             p.line
         );
     };
+    if let Some(external) = options.site.external() {
+        let (mut device, wiring) = external?;
+        let setup = setup(config_text, Some(device.as_ref()));
+        let report = wirespeed_tester::suite::run(
+            &wiring,
+            None,
+            device.as_mut(),
+            &options.suite,
+            setup,
+            stop,
+            &mut progress,
+        );
+        return Ok(report);
+    }
+    let binary =
+        std::env::current_exe().context("finding this executable for the wirespeed DuTs")?;
+    let mut device = options
+        .site
+        .place(dut(&options.dut, &binary, plan.dut_cpu)?)?;
+    let setup = setup(config_text, Some(device.as_ref()));
+    let lab = suite_lab(&options.prefix, &options.suite.frame_sizes)?;
+    let wiring = options.site.wiring(&lab)?;
     let report = wirespeed_tester::suite::run(
-        &lab,
+        &wiring,
+        Some(&lab),
         device.as_mut(),
         &options.suite,
         setup,
@@ -472,8 +499,9 @@ fn clock(seconds: u64) -> String {
     format!("{}:{:02}", seconds / 60, seconds % 60)
 }
 
-/// What only the command knows: when, the command line, versions, the machine.
-pub(super) fn setup(config_text: &str, dut_name: &str) -> Setup {
+/// What only the command knows: when, the command line, versions, the machine; and the DuT's
+/// version, asked where it runs, when there is one DuT.
+pub(super) fn setup(config_text: &str, dut: Option<&dyn Dut>) -> Setup {
     let output = |program: &str, args: &[&str]| {
         wirespeed_lab::run(program, args)
             .map(|s| s.trim().to_string())
@@ -500,10 +528,14 @@ pub(super) fn setup(config_text: &str, dut_name: &str) -> Setup {
         cpu_mhz: field("cpu MHz").and_then(|v| v.parse().ok()).unwrap_or(0.0),
         ..Setup::default()
     };
-    setup.dut.version = if dut_name.starts_with("wirespeed") {
-        format!("wirespeed {}", env!("CARGO_PKG_VERSION"))
-    } else {
-        format!("Linux {}", output("uname", &["-r"]))
+    setup.dut.version = match dut {
+        Some(dut) if dut.name().starts_with("wirespeed") => {
+            format!("wirespeed {}", env!("CARGO_PKG_VERSION"))
+        }
+        Some(dut) => dut
+            .version()
+            .unwrap_or_else(|| "unknown (not set up by the tester)".into()),
+        None => String::new(),
     };
     setup
 }
