@@ -23,6 +23,7 @@ packages=(
   prometheus          # promtool: the metrics endpoint's exposition is checked with it
   tmux                # a real terminal for the `wirespeed top` test
   systemd             # systemd-analyze verifies the service unit in dist/
+  openssh-server      # sshd for the remote-DuT test (started by the test in the DuT namespace)
 )
 
 missing=()
@@ -52,8 +53,9 @@ if [ ! -e "$policy" ]; then
 fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
-# Likewise the Prometheus server: only its promtool is used.
-for service in openvswitch-switch prometheus; do
+# Likewise the Prometheus server (only its promtool is used) and the system's ssh server (the
+# remote-DuT test runs its own sshd in a lab namespace).
+for service in openvswitch-switch prometheus ssh; do
   if [ -d /run/systemd/system ] && systemctl list-unit-files "$service.service" >/dev/null 2>&1; then
     systemctl disable --now "$service.service" >/dev/null 2>&1 || true
   fi
