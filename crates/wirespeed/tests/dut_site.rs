@@ -32,9 +32,10 @@ const TINY_SEARCH: &[&str] = &[
     "",
 ];
 
-/// A bridge forwards at least this much even on a loaded 2-core VM (it does 0.3 to 0.7 Mpps
-/// on an idle one).
-const PLAUSIBLE_NDR: f64 = 20_000.0;
+/// The bridge forwarded at a rate the search measured. It does 0.3 to 0.7 Mpps on an idle
+/// 2-core VM, but with a load of 10 on that VM the generator itself fell behind at 0.25 Mpps
+/// and the NDR came out at 5 kframes/s: the floor says the path works, not how fast.
+const PLAUSIBLE_NDR: f64 = 1_000.0;
 
 #[test]
 fn an_external_bridge_built_by_hand_is_measured_on_the_testers_own_interfaces() {
@@ -190,7 +191,7 @@ fn a_linux_bridge_set_up_over_ssh_forwards_and_its_steps_went_through_ssh() {
         "asked over ssh"
     );
     let wiring = Wiring {
-        dut_is_local: false,
+        dut_host: Some(host.clone()),
         ..Wiring::of(&lab).unwrap()
     };
     let config = SuiteConfig {
@@ -244,6 +245,14 @@ fn a_linux_bridge_set_up_over_ssh_forwards_and_its_steps_went_through_ssh() {
         ndr.is_some_and(|ndr| ndr > PLAUSIBLE_NDR),
         "NDR {ndr:?}: {:?}",
         report.notes
+    );
+    // The DuT's NAPI thread was placed on the DuT core over ssh, as the lab's would be here.
+    assert!(
+        report.setup.core_pinning.iter().any(|pin| pin.core == 1
+            && pin.thread.starts_with(&format!("napi/{prefix}-d0-"))
+            && pin.thread.ends_with(&format!("on ssh {destination})"))),
+        "{:?}",
+        report.setup.core_pinning
     );
     // The teardown ran over ssh too: the bridge is gone from the DuT namespace.
     assert!(wirespeed_lab::ip_in(&lab.dut_ns, &["link", "show", &bridge_name]).is_err());

@@ -31,7 +31,7 @@ fn wiring() -> Wiring {
         ingress: pair(0),
         egress: pair(1),
         mtu: wirespeed_lab::DEFAULT_MTU,
-        dut_is_local: true,
+        dut_host: Some(wirespeed_tester::dut::Host::Local),
     }
 }
 

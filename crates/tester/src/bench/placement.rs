@@ -61,7 +61,7 @@
 
 use wirespeed_lab::{CommandError, run, run_in};
 
-use crate::dut::Wiring;
+use crate::dut::{Host, Wiring};
 
 /// Which core runs what.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,8 +122,8 @@ pub enum PlacementError {
 
 /// Gives `d0` (in the DuT namespace) and `t1` (in the tester namespace) threaded NAPI and pins
 /// their NAPI threads; returns the threads as read back. Commands run are appended to `log`.
-/// A DuT that is not on this machine's namespaces ([`Wiring::dut_is_local`]: external, or on a
-/// remote host) is left alone: only the tester's side is placed.
+/// A DuT on a remote host ([`Wiring::dut_host`]) gets the same over ssh
+/// ([`place_remote_napi`]); an external DuT is left alone: only the tester's side is placed.
 pub fn place_kernel(
     wiring: &Wiring,
     plan: &Plan,
@@ -147,11 +147,22 @@ pub fn place_kernel(
         &wiring.egress.tester_if,
         plan.receiver_cpu,
     );
-    for (ns, interface, cpu) in [Some(dut).filter(|_| wiring.dut_is_local), Some(tester)]
+    let local = matches!(wiring.dut_host, Some(Host::Local));
+    for (ns, interface, cpu) in [Some(dut).filter(|_| local), Some(tester)]
         .into_iter()
         .flatten()
     {
         placed.extend(place_napi_niced(ns, interface, cpu, plan.nice, log)?);
+    }
+    if let Some(remote @ Host::Ssh { .. }) = &wiring.dut_host {
+        let interface = &wiring.ingress.dut_if;
+        placed.extend(place_remote_napi(
+            remote,
+            interface,
+            plan.dut_cpu,
+            plan.nice,
+            log,
+        )?);
     }
     Ok(placed)
 }
@@ -166,10 +177,22 @@ pub fn make_kernel_dut_realtime(
     plan: &Plan,
     log: &mut Vec<String>,
 ) -> Result<(), PlacementError> {
-    if plan.nice.is_none() || plan.receiver_cpu == plan.dut_cpu || !wiring.dut_is_local {
+    if plan.nice.is_none() || plan.receiver_cpu == plan.dut_cpu {
         return Ok(());
     }
-    realtime(&wiring.ingress.dut_if, log)
+    match &wiring.dut_host {
+        Some(Host::Local) => realtime(&wiring.ingress.dut_if, log),
+        Some(remote) => {
+            let script = format!(
+                "for pid in $(pgrep '^napi/{}-'); do chrt -f -p 1 $pid; done",
+                wiring.ingress.dut_if
+            );
+            log.push(remote.command(&["sh", "-c", &script]).join(" "));
+            remote.run(&["sh", "-c", &script], None)?;
+            Ok(())
+        }
+        None => Ok(()),
+    }
 }
 
 /// In the same placement, for every DuT: the tester's receive (`t1`'s NAPI thread, on the
@@ -246,6 +269,64 @@ pub fn place_napi_niced(
         renice(pid, nice, log)?;
         let thread = format!("{comm} (pid {pid})");
         placed.push(expect_on(&thread, &format!("/proc/{pid}"), cpu, nice)?);
+    }
+    Ok(placed)
+}
+
+/// [`place_napi_niced`] for interface `interface` of a remote `host`, in one ssh: GRO and
+/// threaded NAPI on, every `napi/<interface>-*` thread pinned to `cpu` (and reniced), and each
+/// read back from the host's /proc as `PID COMM CPUS NICE`.
+pub fn place_remote_napi(
+    host: &Host,
+    interface: &str,
+    cpu: usize,
+    nice: Option<i32>,
+    log: &mut Vec<String>,
+) -> Result<Vec<Placed>, PlacementError> {
+    let renice = nice.map_or(String::new(), |nice| {
+        format!("renice -n {nice} -p $pid >/dev/null; ")
+    });
+    let script = format!(
+        "ethtool -K {interface} gro on && echo 1 > /sys/class/net/{interface}/threaded && \
+         for pid in $(pgrep '^napi/{interface}-'); do taskset -pc {cpu} $pid >/dev/null; \
+         {renice}echo $pid $(cat /proc/$pid/comm) \
+         $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$pid/status) \
+         $(cut -d' ' -f19 /proc/$pid/stat); done"
+    );
+    log.push(host.command(&["sh", "-c", &script]).join(" "));
+    let text = host.run(&["sh", "-c", &script], None)?;
+    let mut placed = Vec::new();
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let [pid, comm, cpus, niced] = words[..] else {
+            continue;
+        };
+        let thread = format!("{comm} (pid {pid} on {})", host.label());
+        let placed_nice = niced.parse().ok();
+        if cpus != cpu.to_string() {
+            return Err(PlacementError::NotPinned {
+                thread,
+                want: cpu,
+                cpus: cpus.into(),
+            });
+        }
+        if let Some(want) = nice.filter(|&want| placed_nice != Some(want)) {
+            return Err(PlacementError::Nice {
+                thread,
+                want,
+                nice: placed_nice,
+            });
+        }
+        placed.push(Placed {
+            thread,
+            cpus: cpus.into(),
+            nice: placed_nice,
+        });
+    }
+    if placed.is_empty() {
+        return Err(PlacementError::NoNapiThread {
+            interface: format!("{interface} on {}", host.label()),
+        });
     }
     Ok(placed)
 }

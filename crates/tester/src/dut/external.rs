@@ -91,7 +91,7 @@ impl ExternalDut {
             ingress: pair(0, &tx, config.dut_mac),
             egress: pair(1, &rx, config.dut_egress_mac),
             mtu: tx.mtu.min(rx.mtu),
-            dut_is_local: false,
+            dut_host: None,
         };
         let dut = ExternalDut {
             addressed: config.dut_mac.is_some(),
@@ -257,7 +257,7 @@ mod tests {
                 ingress,
                 egress,
                 mtu: 1500,
-                dut_is_local: false,
+                dut_host: None,
             }
         };
         let switch = ExternalDut {

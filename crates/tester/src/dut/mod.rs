@@ -113,10 +113,10 @@ pub struct Wiring {
     pub egress: PortPair,
     /// MTU of the lab's veths: a DuT that sizes its buffers sizes them for it.
     pub mtu: u32,
-    /// Whether the DuT's interfaces are in a namespace of this machine that the tester may
-    /// change: then it places their NAPI threads as it places its own. False for an external
-    /// DuT and one on a remote host, whose owner places them.
-    pub dut_is_local: bool,
+    /// Where the DuT's interfaces are, for placing their NAPI threads as the tester places its
+    /// own: in `dut_ns` here ([`Host::Local`]), on a host reached over ssh, or `None` for an
+    /// external DuT, which the tester does not touch (its owner places them).
+    pub dut_host: Option<Host>,
 }
 
 impl Wiring {
@@ -128,7 +128,7 @@ impl Wiring {
             ingress: lab.pairs.first()?.clone(),
             egress: lab.pairs.get(1)?.clone(),
             mtu: lab.mtu,
-            dut_is_local: true,
+            dut_host: Some(Host::Local),
         })
     }
 
@@ -147,7 +147,7 @@ pub fn location(wiring: &Wiring, host: &Host) -> String {
             "{}, set up over ssh; its interfaces {d0} (in) and {d1} (out)",
             host.label().trim_start_matches("ssh ")
         ),
-        Host::Local if !wiring.dut_is_local => format!(
+        Host::Local if wiring.dut_host.is_none() => format!(
             "external, not set up by the tester; the tester sends on {} and receives on {}",
             wiring.ingress.tester_if, wiring.egress.tester_if
         ),

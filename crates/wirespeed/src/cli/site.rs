@@ -177,7 +177,7 @@ impl Site {
             bail!("the lab has fewer than two pairs");
         };
         if self.host.is_remote() {
-            wiring.dut_is_local = false;
+            wiring.dut_host = Some(self.host.clone());
             if let Some((ingress, egress)) = &self.interfaces {
                 wiring.ingress.dut_if = ingress.clone();
                 wiring.egress.dut_if = egress.clone();
