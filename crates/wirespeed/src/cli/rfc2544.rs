@@ -478,9 +478,10 @@ pub fn execute(options: &Options, config_text: &str, stop: &AtomicBool) -> Resul
     let mut device = options
         .site
         .place(dut(&options.dut, &binary, plan.dut_cpu)?)?;
-    let setup = setup(config_text, Some(device.as_ref()));
     let lab = suite_lab(&options.prefix, &options.suite.frame_sizes)?;
     let wiring = options.site.wiring(&lab)?;
+    // After the lab: a remote DuT's host may be reachable only through it.
+    let setup = setup(config_text, Some(device.as_ref()));
     let report = wirespeed_tester::suite::run(
         &wiring,
         Some(&lab),
