@@ -1,6 +1,7 @@
 //! Running the setup commands (`ip`, `sysctl`, `ethtool`) with errors that show the command.
 
-use std::process::Command;
+use std::io::Write as _;
+use std::process::{Command, Output, Stdio};
 
 /// A setup command failed or could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +29,33 @@ pub fn run(program: &str, args: &[&str]) -> Result<String, CommandError> {
             command: command.clone(),
             source,
         })?;
+    finish(command, output)
+}
+
+/// [`run`] with `input` on the program's standard input (a file written over ssh, say).
+pub fn run_with_input(program: &str, args: &[&str], input: &str) -> Result<String, CommandError> {
+    let command = format!("{program} {}", args.join(" "));
+    let spawn_error = |source| CommandError::Spawn {
+        command: command.clone(),
+        source,
+    };
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(spawn_error)?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A program that exits without reading says why on stderr, which the status reports.
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    let output = child.wait_with_output().map_err(spawn_error)?;
+    finish(command, output)
+}
+
+/// The standard output of `command`, which ended with `output`, or why it failed.
+fn finish(command: String, output: Output) -> Result<String, CommandError> {
     if !output.status.success() {
         return Err(CommandError::Failed {
             command,

@@ -14,7 +14,7 @@ mod command;
 mod netns;
 mod testbed;
 
-pub use command::{CommandError, HERE, ip_in, run, run_in};
+pub use command::{CommandError, HERE, ip_in, run, run_in, run_with_input};
 pub use netns::{NetnsGuard, enter};
 pub use testbed::{
     CalibrationPair, DEFAULT_MTU, DUT_EGRESS_FRAMES, PortPair, Testbed, TestbedConfig, down, list,

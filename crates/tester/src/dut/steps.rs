@@ -14,11 +14,9 @@
 //! connection; the undo stack, the log and the errors work the same, and the log shows the
 //! `ssh` that ran each command.
 
-use std::io::Write as _;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
-use wirespeed_lab::{CommandError, run};
+use wirespeed_lab::{CommandError, run, run_with_input};
 
 use super::DutError;
 
@@ -112,35 +110,6 @@ fn shell_quoted(word: &str) -> String {
         return word.to_owned();
     }
     format!("'{}'", word.replace('\'', "'\\''"))
-}
-
-/// [`run`] with `input` on the program's standard input.
-fn run_with_input(program: &str, args: &[&str], input: &str) -> Result<String, CommandError> {
-    let command = format!("{program} {}", args.join(" "));
-    let spawn_error = |source| CommandError::Spawn {
-        command: command.clone(),
-        source,
-    };
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(spawn_error)?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // A program that exits without reading says why on stderr, which the status reports.
-        let _ = stdin.write_all(input.as_bytes());
-    }
-    let output = child.wait_with_output().map_err(spawn_error)?;
-    if !output.status.success() {
-        return Err(CommandError::Failed {
-            command,
-            status: output.status.to_string(),
-            stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// Recorded commands and the undo stack of one DuT.
