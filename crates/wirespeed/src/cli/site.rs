@@ -173,9 +173,14 @@ impl Site {
     /// The wiring of the DuT in `lab`: the lab's, with a remote DuT's interfaces as named and
     /// its threads left to its host.
     pub fn wiring(&self, lab: &Testbed) -> Result<Wiring> {
-        let Some(mut wiring) = Wiring::of(lab) else {
+        let Some(wiring) = Wiring::of(lab) else {
             bail!("the lab has fewer than two pairs");
         };
+        Ok(self.remote(wiring))
+    }
+
+    /// `wiring`, a lab's, with a remote DuT's host and interfaces.
+    pub fn remote(&self, mut wiring: Wiring) -> Wiring {
         if self.host.is_remote() {
             wiring.dut_host = Some(self.host.clone());
             if let Some((ingress, egress)) = &self.interfaces {
@@ -183,7 +188,7 @@ impl Site {
                 wiring.egress.dut_if = egress.clone();
             }
         }
-        Ok(wiring)
+        wiring
     }
 }
 

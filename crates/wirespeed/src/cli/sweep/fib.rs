@@ -40,6 +40,10 @@ pub struct FibArgs {
         default_value = "wirespeed-router,linux-router"
     )]
     duts: Vec<String>,
+    /// Where the DuTs are: the lab, or a host over ssh (an external DuT's table is not the
+    /// tester's to size).
+    #[command(flatten)]
+    site: Box<crate::cli::site::SiteArgs>,
     /// Routing-table sizes (k = 1000, M = 1000000; default 1,10,100,1k,10k,100k,1M). With
     /// --against: one IPv4 table size (default 1M) or a file of `PREFIX NEXTHOP` lines.
     #[arg(long, value_delimiter = ',')]
@@ -89,14 +93,21 @@ pub fn run(args: FibArgs) -> Result<()> {
         "routing-table sizes must be 1 to 4M"
     );
     counts.dedup();
+    let site = args.site.site(&args.duts)?;
+    ensure!(
+        !site.is_external(),
+        "bench fib fills each DuT's routing table with 1 to 4M routes, and the tester configures \
+         nothing on an external DuT: measure it at its own table with bench rfc2544 --dut external"
+    );
     for name in &args.duts {
-        fib_dut(name, Path::new("."), 0, None)?;
+        site.place(fib_dut(name, Path::new("."), 0, None)?)?;
     }
     let largest = counts.iter().copied().max().unwrap_or(1);
     eprintln!("generating {largest} routes (seed {})", args.seed);
     // A few generated prefixes fall in the lab's range and are left out: draw a little more.
     let generated = ipv4_prefixes(largest + largest / 50 + 64, args.seed);
     let mut session = Session::open(&args.prefix, &args.common)?;
+    session.wiring = site.remote(session.wiring.clone());
     let total = counts.len() * args.common.runs * args.duts.len();
     // Every table and its destinations first (the same for every DuT and run), then the
     // points in interleaved order: run by run, each size, each DuT, so that a drift of a shared
@@ -127,12 +138,12 @@ pub fn run(args: FibArgs) -> Result<()> {
                 if session.stopped() {
                     break 'sweep;
                 }
-                let mut dut = fib_dut(
+                let mut dut = site.place(fib_dut(
                     name,
                     &session.binary,
                     session.config.plan.dut_cpu,
                     Some(Arc::clone(table)),
-                )?;
+                )?)?;
                 let template = session
                     .template(dut.as_ref())?
                     .with_destinations(destinations.clone())?;
