@@ -113,7 +113,7 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
         &[
             "forwarding",
             "--duts",
-            "linux-bridge,linux-router",
+            "linux-bridge,linux-router,wirespeed-openflow-xdp",
             "--flows",
             "1",
             "--runs",
@@ -131,6 +131,11 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
     // rewrites frames in place in the very pages the generator recycles (a router: MACs, TTL,
     // checksum); when it did not, the Linux router forwarded 0.08 % of it.
     assert!(!row(&stdout, "linux-router").contains("broken"), "{stdout}");
+    // The openflow app's flows, on the fast path once its cache took them.
+    assert!(
+        !row(&stdout, "wirespeed-openflow-xdp").contains("broken"),
+        "{stdout}"
+    );
     assert!(stdout.contains("generator on CPU 0 nice -20"), "{stdout}");
     let written = std::fs::read_to_string(&json).unwrap();
     assert!(written.contains("\"schema\": \"wirespeed.bench.forwarding/1\""));

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use wirespeed_control::config::{AppConfig, parse};
 use wirespeed_lab::PortPair;
 use wirespeed_tester::dut::routes::RouteTable;
-use wirespeed_tester::dut::{WirespeedBackend, WirespeedDut, WirespeedOptions, Wiring};
+use wirespeed_tester::dut::{
+    WirespeedApp, WirespeedBackend, WirespeedDut, WirespeedOptions, Wiring,
+};
 
 fn pair(index: u8) -> PortPair {
     PortPair {
@@ -45,7 +47,7 @@ fn a_router_configuration_holds_the_whole_table_the_neighbour_and_the_batch() {
     let table = Arc::new(RouteTable::new(&generated, 200));
     let dut = dut(WirespeedOptions {
         batch: Some(64),
-        routes: Some(Arc::clone(&table)),
+        app: WirespeedApp::Router(Arc::clone(&table)),
         ..WirespeedOptions::default()
     });
     let config = parse("router.toml", &dut.config(&wiring())).unwrap();
@@ -84,7 +86,7 @@ fn a_table_too_large_for_the_file_starts_with_the_lab_route_only() {
     let generated: Vec<(u32, u8)> = (1..=20_000u32).map(|i| (i << 8, 24)).collect();
     let table = Arc::new(RouteTable::new(&generated, 15_000));
     let dut = dut(WirespeedOptions {
-        routes: Some(table),
+        app: WirespeedApp::Router(table),
         ..WirespeedOptions::default()
     });
     let AppConfig::Router(router) = parse("big.toml", &dut.config(&wiring())).unwrap().app else {
@@ -127,4 +129,35 @@ fn a_scraped_dut_serves_its_metrics_and_says_so_in_its_name() {
         config.metrics,
         Some(wirespeed_tester::dut::METRICS.parse().unwrap())
     );
+}
+
+#[test]
+fn the_openflow_dut_gets_one_flow_each_way() {
+    let dut = dut(WirespeedOptions {
+        app: WirespeedApp::OpenFlow,
+        ..WirespeedOptions::default()
+    });
+    assert_eq!(
+        wirespeed_tester::dut::Dut::name(&dut),
+        "wirespeed-openflow-afxdp"
+    );
+    let AppConfig::OpenFlow(openflow) = parse("of.toml", &dut.config(&wiring())).unwrap().app
+    else {
+        panic!("not the openflow app")
+    };
+    let flows: Vec<_> = openflow
+        .flows
+        .iter()
+        .map(|f| (f.fields.clone(), f.actions.clone()))
+        .collect();
+    let flow = |from: &str, to: &str| {
+        (
+            vec![
+                ("table".to_string(), "0".to_string()),
+                ("in_port".to_string(), from.to_string()),
+            ],
+            vec![format!("output:{to}")],
+        )
+    };
+    assert_eq!(flows, [flow("p0", "p1"), flow("p1", "p0")]);
 }

@@ -19,7 +19,8 @@
 //!   (or `NORMAL`), over AF_XDP ports or AF_PACKET;
 //! * [`XdpRedirectDut`]: an in-kernel XDP program on `d0` that redirects every frame to `d1`;
 //! * [`TestpmdDut`]: DPDK's testpmd forwarding `d0 <-> d1` over its AF_XDP poll-mode driver;
-//! * [`WirespeedDut`]: the real `wirespeed switch` binary as an xconnect over AF_XDP or AF_PACKET.
+//! * [`WirespeedDut`]: the real `wirespeed switch` binary as an xconnect, bridge, router or
+//!   openflow switch, over AF_XDP (with or without the XDP fast path) or AF_PACKET.
 //!
 //! * [`ExternalDut`]: a device the tester does not configure, wired to two interfaces of the
 //!   tester's own namespace ([`Wiring::external`]).
@@ -56,7 +57,7 @@ pub use linux_router_tbf::LinuxRouterTbf;
 pub use ovs::{OvsAction, OvsDut};
 pub use steps::{Host, Steps};
 pub use testpmd::TestpmdDut;
-pub use wirespeed::{METRICS, SwitchCounters, WirespeedOptions};
+pub use wirespeed::{METRICS, SwitchCounters, WirespeedApp, WirespeedOptions};
 pub use wirespeed::{WirespeedBackend, WirespeedDut};
 pub use xdp_redirect::XdpRedirectDut;
 

@@ -37,6 +37,21 @@ const POOL_FRAMES: u32 = 65536;
 /// 1 MiB limit); larger tables are loaded with `route load`.
 pub const CONFIG_ROUTES: usize = 10_000;
 
+/// The app the switch runs between its two ports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum WirespeedApp {
+    /// `p0` and `p1` cross-connected.
+    #[default]
+    Xconnect,
+    /// The learning bridge, taught where `t1` is before the measurement.
+    Bridge,
+    /// The router with this table (all via `t1`).
+    Router(Arc<RouteTable>),
+    /// The openflow app with one flow each way (`in_port=p0` to `p1` and back), the flow the
+    /// Open vSwitch DuT gets.
+    OpenFlow,
+}
+
 /// What the switch runs besides its two ports; the default is the plain xconnect with the
 /// configuration file's defaults.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -47,10 +62,7 @@ pub struct WirespeedOptions {
     pub spin_cycles: u64,
     /// Working set of the emulated random linked-list walk (`[task] walk_bytes`).
     pub walk_bytes: u64,
-    /// Run the router app with this table (all via `t1`) instead of the xconnect.
-    pub routes: Option<Arc<RouteTable>>,
-    /// Run the learning bridge instead of the xconnect (ignored with `routes`).
-    pub bridge: bool,
+    pub app: WirespeedApp,
     /// Serve metrics (`[metrics] listen` on [`METRICS`]) and scrape them at this interval
     /// while the switch runs, as Prometheus would.
     pub scrape_every: Option<Duration>,
@@ -263,7 +275,7 @@ impl WirespeedDut {
     /// its only other port until then, which costs it the same; wirespeed's bridge would send
     /// every flooded frame through user space.
     fn teach_bridge(&mut self, wiring: &Wiring) -> Result<(), DutError> {
-        if !self.options.bridge || self.options.routes.is_some() {
+        if self.options.app != WirespeedApp::Bridge {
             return Ok(());
         }
         let target = wiring.egress.dut_ipv4.to_string();
@@ -331,7 +343,7 @@ impl WirespeedDut {
     /// The `[switch]` keys and app tables the options add.
     fn app_config(&self, wiring: &Wiring) -> String {
         let mut text = String::new();
-        if let Some(routes) = &self.options.routes {
+        if let WirespeedApp::Router(routes) = &self.options.app {
             let gateway = wiring.egress.tester_ipv4;
             let gateway6 = wiring.egress.tester_ipv6;
             let mac = EthernetAddress(wiring.egress.tester_mac);
@@ -361,10 +373,16 @@ impl WirespeedDut {
                     std::net::Ipv4Addr::from(address)
                 ));
             }
-        } else if self.options.bridge {
+        } else if self.options.app == WirespeedApp::Bridge {
             // Entries live for a day: `t1` speaks once, when `teach_bridge` makes it, and a
             // benchmark must not see the bridge forget it and flood halfway through.
             text.push_str("[bridge]\nage_seconds = 86400\n");
+        } else if self.options.app == WirespeedApp::OpenFlow {
+            text.push_str(
+                "[openflow]\ntables = 1\n\n\
+                 [[openflow.flow]]\nmatch = \"in_port=p0\"\nactions = \"output:p1\"\n\n\
+                 [[openflow.flow]]\nmatch = \"in_port=p1\"\nactions = \"output:p0\"\n",
+            );
         } else {
             text.push_str("[xconnect]\npairs = [[\"p0\", \"p1\"]]\n");
         }
@@ -380,7 +398,7 @@ impl WirespeedDut {
 
     /// Loads a table of more than the one configured route through the control socket.
     fn load_routes(&mut self, wiring: &Wiring, stem: &str) -> Result<(), DutError> {
-        let Some(routes) = self.options.routes.clone() else {
+        let WirespeedApp::Router(routes) = self.options.app.clone() else {
             return Ok(());
         };
         self.wait_for_socket(Duration::from_secs(10))?;
@@ -455,12 +473,11 @@ impl WirespeedDut {
     pub fn config(&self, wiring: &Wiring) -> String {
         let backend = self.backend.config_name();
         let port_keys = self.backend.port_keys();
-        let app = if self.options.routes.is_some() {
-            "router"
-        } else if self.options.bridge {
-            "bridge"
-        } else {
-            "xconnect"
+        let app = match self.options.app {
+            WirespeedApp::Xconnect => "xconnect",
+            WirespeedApp::Bridge => "bridge",
+            WirespeedApp::Router(_) => "router",
+            WirespeedApp::OpenFlow => "openflow",
         };
         let batch = self
             .options
@@ -544,12 +561,11 @@ impl WirespeedDut {
 
 impl Dut for WirespeedDut {
     fn name(&self) -> String {
-        let app = if self.options.routes.is_some() {
-            "router-"
-        } else if self.options.bridge {
-            "bridge-"
-        } else {
-            ""
+        let app = match self.options.app {
+            WirespeedApp::Xconnect => "",
+            WirespeedApp::Bridge => "bridge-",
+            WirespeedApp::Router(_) => "router-",
+            WirespeedApp::OpenFlow => "openflow-",
         };
         let scraped = if self.options.scrape_every.is_some() {
             "+scrape"
@@ -648,7 +664,7 @@ impl Dut for WirespeedDut {
     }
 
     fn destination_mac(&self, wiring: &Wiring) -> [u8; 6] {
-        if self.options.routes.is_some() {
+        if matches!(self.options.app, WirespeedApp::Router(_)) {
             wiring.ingress.dut_mac
         } else {
             wiring.egress.tester_mac
@@ -656,7 +672,7 @@ impl Dut for WirespeedDut {
     }
 
     fn forwarded(&self, wiring: &Wiring, frame: &[u8]) -> Vec<u8> {
-        if self.options.routes.is_some() {
+        if matches!(self.options.app, WirespeedApp::Router(_)) {
             routed(frame, wiring.egress.dut_mac, wiring.egress.tester_mac)
         } else {
             frame.to_vec()

@@ -28,7 +28,7 @@ use wirespeed_tester::bench::{
 use wirespeed_tester::dut::routes::{LinuxRouterFib, RouteTable};
 use wirespeed_tester::dut::{
     Dut, IpVersion, LinuxBridge, LinuxRouter, LinuxRouterNft, LinuxRouterTbf, OvsAction, OvsDut,
-    TestpmdDut, WirespeedBackend, WirespeedDut, WirespeedOptions, XdpRedirectDut,
+    TestpmdDut, WirespeedApp, WirespeedBackend, WirespeedDut, WirespeedOptions, XdpRedirectDut,
 };
 use wirespeed_tester::generator::probe::SMALLEST_IPV6_FRAME;
 
@@ -189,13 +189,15 @@ enum GeneratorArg {
 /// The DuT names `--duts` accepts (`linux-router-nft:N` gives the firewall N rules,
 /// `linux-router-tbf:MBIT` the shaper its rate, `wirespeed-afxdp+scrape` and the like a
 /// wirespeed DuT whose metrics are scraped every 100 ms).
-pub const DUT_NAMES: [&str; 17] = [
+pub const DUT_NAMES: [&str; 19] = [
     "wirespeed-xdp",
     "wirespeed-afxdp",
     "wirespeed-bridge-xdp",
     "wirespeed-bridge-afxdp",
     "wirespeed-router-xdp",
     "wirespeed-router-afxdp",
+    "wirespeed-openflow-xdp",
+    "wirespeed-openflow-afxdp",
     "wirespeed-afpacket",
     "wirespeed-afpacket-v2",
     "linux-bridge",
@@ -279,7 +281,16 @@ fn routing_dut(
             let backend = xdp_or_afxdp(name);
             Box::new(
                 WirespeedDut::new(backend, binary.into(), core).with_options(WirespeedOptions {
-                    bridge: true,
+                    app: WirespeedApp::Bridge,
+                    ..WirespeedOptions::default()
+                }),
+            )
+        }
+        "wirespeed-openflow-xdp" | "wirespeed-openflow-afxdp" => {
+            let backend = xdp_or_afxdp(name);
+            Box::new(
+                WirespeedDut::new(backend, binary.into(), core).with_options(WirespeedOptions {
+                    app: WirespeedApp::OpenFlow,
                     ..WirespeedOptions::default()
                 }),
             )
@@ -291,7 +302,7 @@ fn routing_dut(
             let routes = routes.map_or_else(|| Arc::new(RouteTable::new(&[], 1)), Arc::clone);
             Box::new(
                 WirespeedDut::new(backend, binary.into(), core).with_options(WirespeedOptions {
-                    routes: Some(routes),
+                    app: WirespeedApp::Router(routes),
                     ..WirespeedOptions::default()
                 }),
             )

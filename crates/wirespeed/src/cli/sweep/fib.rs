@@ -20,7 +20,8 @@ use serde_json::json;
 use wirespeed_tester::bench::sweep::point;
 use wirespeed_tester::dut::routes::{LinuxRouterFib, RouteTable};
 use wirespeed_tester::dut::{
-    Dut, LinuxRouter, SwitchCounters, WirespeedBackend, WirespeedDut, WirespeedOptions,
+    Dut, LinuxRouter, SwitchCounters, WirespeedApp, WirespeedBackend, WirespeedDut,
+    WirespeedOptions,
 };
 use wirespeed_tester::report::svg::Plot;
 use wirespeed_testkit::routes::{ipv4_destinations, ipv4_prefixes};
@@ -212,7 +213,9 @@ fn fib_dut(
     let wirespeed = |backend| -> Box<dyn Dut> {
         Box::new(
             WirespeedDut::new(backend, binary.into(), core).with_options(WirespeedOptions {
-                routes: routes.clone(),
+                app: routes
+                    .clone()
+                    .map_or(WirespeedApp::Xconnect, WirespeedApp::Router),
                 ..WirespeedOptions::default()
             }),
         )
