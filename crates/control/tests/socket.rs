@@ -50,6 +50,10 @@ fn fake_worker(mut end: WorkerEnd, index: usize, stop: Arc<AtomicBool>) -> JoinH
                     snapshot.app.push(("fake.hits", 3));
                     ReplyBody::Snapshot(Box::new(snapshot))
                 }
+                Command::Inject(injection) => ReplyBody::Injected {
+                    sent: injection.outputs.len(),
+                    injection,
+                },
                 Command::App(command) => ReplyBody::App {
                     app: "fake",
                     reply: match command {

@@ -44,6 +44,37 @@ pub enum Command {
     Snapshot,
     /// Hand this to the app.
     App(AppCommand),
+    /// Send a frame the control plane made (an OpenFlow PACKET_OUT).
+    Inject(Injection),
+}
+
+/// A frame the control plane sends through a worker, as OpenFlow's PACKET_OUT asks: out of
+/// ports, or through the app's pipeline as if it had arrived on `in_port`. The worker copies
+/// it into a frame of its pool between two batches and sends it with the packets it created
+/// (or, through the pipeline, as a batch of one); the injection travels back in the reply
+/// ([`ReplyBody::Injected`]) so that its buffers are freed on the control thread.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Injection {
+    /// The port index it counts as having arrived on (`None`: from the controller, no port).
+    pub in_port: Option<u16>,
+    pub frame: Vec<u8>,
+    /// Where copies go, in order.
+    pub outputs: Vec<Output>,
+}
+
+/// One destination of an [`Injection`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// The port of this index.
+    Port(u16),
+    /// The port it arrived on.
+    InPort,
+    /// Every port but the one it arrived on.
+    Flood,
+    /// Every port.
+    All,
+    /// Through the app's pipeline, as a received packet.
+    Pipeline,
 }
 
 /// Changes and queries an app may implement. Payloads are plain data or finished tables;
@@ -204,6 +235,10 @@ pub enum ReplyBody {
     Snapshot(Box<WorkerSnapshot>),
     /// To [`Command::App`], with the name of the app that answered.
     App { app: &'static str, reply: AppReply },
+    /// To [`Command::Inject`]: the injection back (to be freed by the receiver) and how many
+    /// copies of its frame went on their way (fewer than asked when the pool had no free frame,
+    /// the batch for them was full, or an output named no port).
+    Injected { injection: Injection, sent: usize },
 }
 
 /// A request with its sequence number.

@@ -30,10 +30,10 @@ use std::time::Duration;
 use wirespeed_io::{Port, PortInfo, PortStats, QueueId};
 use wirespeed_packet::cpu::rdtsc;
 use wirespeed_packet::flow_key::FlowKey;
-use wirespeed_packet::{Batch, DropReason, FramePool, MAX_BATCH};
+use wirespeed_packet::{Batch, Desc, DropReason, FramePool, MAX_BATCH, Meta};
 
 use crate::app::{App, CacheLookups, CommandContext, Context, TableFill};
-use crate::command::{COMMAND_EVERY, Command, ReplyBody, WorkerEnd};
+use crate::command::{COMMAND_EVERY, Command, Injection, Output, ReplyBody, WorkerEnd};
 
 /// Empty iterations an adaptive worker adds to its spins while a port still has frames the kernel
 /// has not taken ([`Port::tx_backlog`]): each one kicks the kernel again.
@@ -299,22 +299,19 @@ impl Worker {
                 desc.port = port;
             }
             let batch_len = self.rx.len();
-            let mut ctx = Context {
-                pool: &mut self.pool,
-                keys: &mut self.keys[..batch_len],
-                now,
-                extra: &mut self.extra,
-            };
-            self.app.process(&mut ctx, &mut self.rx);
+            self.app.process(
+                &mut Context {
+                    pool: &mut self.pool,
+                    keys: &mut self.keys[..batch_len],
+                    now,
+                    extra: &mut self.extra,
+                },
+                &mut self.rx,
+            );
             let t2 = rdtsc();
             self.counters.cycles.process += t2.wrapping_sub(t1);
             self.distribute();
-            if !self.extra.is_empty() {
-                // The created packets go out the same way, after the batch that caused them.
-                std::mem::swap(&mut self.rx, &mut self.extra);
-                self.distribute();
-                std::mem::swap(&mut self.rx, &mut self.extra);
-            }
+            self.distribute_extra();
             mark = t2;
             open_tx = true;
             received += count;
@@ -343,7 +340,19 @@ impl Worker {
         received
     }
 
-    /// Answers the commands waiting in the request ring, if any.
+    /// Sends the packets the app created (or the control plane injected) the way the batch
+    /// went, after it.
+    fn distribute_extra(&mut self) {
+        if !self.extra.is_empty() {
+            std::mem::swap(&mut self.rx, &mut self.extra);
+            self.distribute();
+            std::mem::swap(&mut self.rx, &mut self.extra);
+        }
+    }
+
+    /// Answers the commands waiting in the request ring, if any. Frames injected for the
+    /// pipeline wait in the (then empty) RX batch and go through the app as a batch of their
+    /// own after the commands; frames injected for ports go out with the created packets.
     fn serve_commands(&mut self) {
         let Some(end) = &mut self.commands else {
             return;
@@ -356,6 +365,8 @@ impl Worker {
             ports,
             counters,
             pool,
+            rx,
+            extra,
             ..
         } = self;
         let served = end.serve(|command| match command {
@@ -377,8 +388,30 @@ impl Worker {
                     reply: app.command(command, &ctx),
                 }
             }
+            Command::Inject(injection) => {
+                let sent = inject(&injection, ports.len(), pool, rx, extra);
+                ReplyBody::Injected { injection, sent }
+            }
         });
         self.counters.commands += served as u64;
+        if self.rx.is_empty() && self.extra.is_empty() {
+            return;
+        }
+        if !self.rx.is_empty() {
+            let count = self.rx.len().min(self.keys.len());
+            self.app.process(
+                &mut Context {
+                    pool: &mut self.pool,
+                    keys: &mut self.keys[..count],
+                    now: rdtsc(),
+                    extra: &mut self.extra,
+                },
+                &mut self.rx,
+            );
+            self.distribute();
+        }
+        self.distribute_extra();
+        self.flush_all();
     }
 
     /// Hands every packet of the RX batch to its TX batch, or drops it; empties the RX batch.
@@ -590,6 +623,66 @@ impl Worker {
             double_releases: self.pool.double_releases(),
         }
     }
+}
+
+/// Copies `injection`'s frame into frames of `pool`: one in `rx` (as received on its
+/// `in_port`) for the pipeline, one in `extra` for each port it goes out of. Returns how many
+/// copies were queued. Runs between batches, when `rx` is empty.
+fn inject(
+    injection: &Injection,
+    ports: usize,
+    pool: &mut FramePool,
+    rx: &mut Batch,
+    extra: &mut Batch,
+) -> usize {
+    // A frame from the controller has no port: an index past the last one, which no match on
+    // `in_port` takes and every flood includes.
+    let in_port = injection.in_port.unwrap_or(u16::MAX);
+    let mut sent = 0;
+    let mut copy = |out: Option<u16>, pool: &mut FramePool| {
+        let Some(desc) = pool.alloc_copy(&injection.frame, 0) else {
+            return;
+        };
+        let desc = Desc {
+            port: in_port,
+            ..desc
+        };
+        let queued = match out {
+            Some(port) => extra.push_with_meta(
+                desc,
+                Meta {
+                    out_port: port,
+                    ..Meta::EMPTY
+                },
+            ),
+            None => rx.push(desc),
+        };
+        if queued {
+            sent += 1;
+        } else {
+            pool.release(desc.frame);
+        }
+    };
+    let every = (0..ports).filter_map(|p| u16::try_from(p).ok());
+    for output in &injection.outputs {
+        match *output {
+            Output::Port(port) if usize::from(port) < ports => copy(Some(port), pool),
+            Output::InPort if usize::from(in_port) < ports => copy(Some(in_port), pool),
+            Output::Port(_) | Output::InPort => {}
+            Output::Flood => {
+                for port in every.clone().filter(|&p| p != in_port) {
+                    copy(Some(port), pool);
+                }
+            }
+            Output::All => {
+                for port in every.clone() {
+                    copy(Some(port), pool);
+                }
+            }
+            Output::Pipeline => copy(None, pool),
+        }
+    }
+    sent
 }
 
 /// Copies a worker's counters, port statistics and app counters into `snapshot`, reusing its

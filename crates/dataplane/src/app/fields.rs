@@ -28,7 +28,8 @@ pub const FLOW_FIELDS: &str = "in_port, eth_src, eth_dst, eth_type, vlan (an id 
 pub const FLOW_INSTRUCTIONS: &str = "table, goto, idle_timeout, hard_timeout, cookie";
 /// Actions of a flow rule.
 pub const FLOW_ACTIONS: &str = "output:PORT, flood, drop, set_field:FIELD=VALUE (eth_src, \
-     eth_dst, ip_src, ip_dst, l4_src, l4_dst, vlan_vid), push_vlan:VID, pop_vlan, dec_ttl";
+     eth_dst, ip_src, ip_dst, l4_src, l4_dst, vlan_vid), push_vlan:VID, pop_vlan, dec_ttl, controller[:MAX_LEN] (a PACKET_IN to \
+     the OpenFlow controller)";
 /// Match fields of an ACL rule.
 pub const ACL_FIELDS: &str = "src (or ip_src), dst (or ip_dst): address or prefix; proto (or \
      ip_proto): tcp, udp, icmp, icmpv6 or a number; src_port (or l4_src), dst_port (or l4_dst): \
@@ -364,6 +365,10 @@ fn action(text: &str, port: &dyn Fn(&str) -> Option<u16>) -> Result<Action, Fiel
         }
         ("flood", None) => Action::Flood,
         ("drop", None) => Action::Drop,
+        ("controller", None) => Action::Controller(u16::MAX),
+        ("controller", Some(max_len)) => Action::Controller(
+            number(max_len).ok_or_else(|| bad("needs the bytes to send, 0..65535"))?,
+        ),
         ("pop_vlan", None) => Action::PopVlan,
         ("dec_ttl", None) => Action::DecTtl,
         ("push_vlan", Some(vid)) => Action::PushVlan(
@@ -736,6 +741,8 @@ pub fn actions_text(actions: &[Action], port: &dyn Fn(u16) -> String) -> String 
             Action::Output(p) => write!(out, "output:{}", port(*p)),
             Action::Flood => write!(out, "flood"),
             Action::Drop => write!(out, "drop"),
+            Action::Controller(u16::MAX) => write!(out, "controller"),
+            Action::Controller(max_len) => write!(out, "controller:{max_len}"),
             Action::PushVlan(vid) => write!(out, "push_vlan:{vid}"),
             Action::PopVlan => write!(out, "pop_vlan"),
             Action::DecTtl => write!(out, "dec_ttl"),

@@ -52,6 +52,10 @@ pub enum Action {
     Flood,
     /// Discard the packet: every action of the pipeline is dropped and the pipeline ends.
     Drop,
+    /// Send a copy to the OpenFlow controller (a PACKET_IN), at most this many bytes of it
+    /// (`0xffff`, OFPCML_NO_BUFFER: all of it); as the last action, the packet goes nowhere
+    /// else.
+    Controller(u16),
     SetField(SetField),
     /// Push an outer VLAN tag with this id (PCP 0): TPID 0x8100 on an untagged frame, 0x88a8
     /// over an existing tag. A tag beyond [`MAX_VLAN_TAGS`] is refused
@@ -68,7 +72,10 @@ pub enum Action {
 impl Action {
     /// Whether the action sends the packet somewhere.
     pub fn is_output(&self) -> bool {
-        matches!(self, Action::Output(_) | Action::Flood)
+        matches!(
+            self,
+            Action::Output(_) | Action::Flood | Action::Controller(_)
+        )
     }
 
     /// What the action does to the flow key the next tables match on. `consulted` receives
@@ -127,7 +134,11 @@ impl Action {
                 key.vlan = 0;
                 key.flags &= !FlowKey::FLAG_VLAN;
             }
-            Action::Output(_) | Action::Flood | Action::Drop | Action::DecTtl => {}
+            Action::Output(_)
+            | Action::Flood
+            | Action::Drop
+            | Action::DecTtl
+            | Action::Controller(_) => {}
         }
     }
 }
@@ -192,7 +203,7 @@ pub fn rewrite(
             Ok(())
         }
         Action::DecTtl => dec_ttl(frame, desc, meta),
-        Action::Output(_) | Action::Flood | Action::Drop => Ok(()),
+        Action::Output(_) | Action::Flood | Action::Drop | Action::Controller(_) => Ok(()),
     }
 }
 

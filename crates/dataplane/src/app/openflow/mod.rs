@@ -42,6 +42,7 @@
 pub mod action;
 mod fills;
 pub mod kernel;
+pub mod packet_in;
 pub mod table;
 
 use std::fmt;
@@ -59,6 +60,7 @@ use crate::table::classifier::{Classifier, FlowMatch, RuleId};
 
 pub use action::{Action, SetField};
 use kernel::{FlowSync, KernelCopy};
+use packet_in::Reason;
 pub use table::{FlowEntry, FlowError, FlowInfo, MAX_FLOW_ACTIONS, MissAction, Trace, TraceStep};
 use table::{FlowState, Hot, Pipeline, Plan, Resolved};
 
@@ -119,6 +121,12 @@ pub struct OpenFlowCounters {
     pub emit_overflow: u64,
     /// Copies lost because the pool had no free frame.
     pub pool_empty: u64,
+    /// Frames handed to the OpenFlow agent for the controller (PACKET_IN).
+    pub packet_in: u64,
+    /// Frames for the controller lost because the ring to the agent was full or no agent took
+    /// it, by reason: a table-miss flow entry's, another flow's CONTROLLER action's.
+    pub packet_in_dropped_no_match: u64,
+    pub packet_in_dropped_action: u64,
 }
 
 /// The OpenFlow match-action pipeline.
@@ -161,6 +169,9 @@ pub struct OpenFlow {
     trace: TraceRing<OpenFlowTrace>,
     /// The kernel's copy of the exact-match cache, with the XDP fast path.
     kernel: Option<KernelCopy>,
+    /// The worker's end of its ring to the OpenFlow agent (`None`: no agent, every frame for
+    /// the controller is dropped and counted).
+    packet_in: Option<packet_in::Sender>,
 }
 
 /// Bytes of the copy buffer: the largest frame a pool has.
@@ -204,6 +215,7 @@ impl OpenFlow {
             counters: OpenFlowCounters::default(),
             trace: TraceRing::default(),
             kernel: None,
+            packet_in: None,
             config: OpenFlowConfig { tables, ..config },
         }
     }
@@ -234,6 +246,12 @@ impl OpenFlow {
             }
         }
         Ok(())
+    }
+
+    /// Sends the frames for the controller into `ring` (one end of [`packet_in::ring`]; the
+    /// agent holds the other).
+    pub fn set_packet_in(&mut self, ring: packet_in::Sender) {
+        self.packet_in = Some(ring);
     }
 
     /// Adds a flow to `table`; a flow with the same priority and match is replaced (its
@@ -569,6 +587,7 @@ struct Effects<'a> {
     counters: &'a mut OpenFlowCounters,
     copy: &'a mut [u8],
     ports: u16,
+    packet_in: &'a mut Option<packet_in::Sender>,
 }
 
 impl Effects<'_> {
@@ -601,7 +620,7 @@ impl Effects<'_> {
             Plan::Actions => {
                 for (desc, meta) in descs.iter_mut().zip(metas) {
                     bytes += u64::from(desc.len);
-                    self.execute(&resolved.actions, ctx, desc, meta);
+                    self.execute(resolved, ctx, desc, meta);
                 }
             }
         }
@@ -619,22 +638,32 @@ impl Effects<'_> {
         }
     }
 
-    /// Runs `actions` (a [`Plan::Actions`] result: at least one, ending with an output) on one
-    /// packet.
+    /// Runs `resolved`'s actions (a [`Plan::Actions`] result: at least one, ending with an
+    /// output) on one packet.
     fn execute(
         &mut self,
-        actions: &[Action],
+        resolved: &Resolved,
         ctx: &mut Context<'_>,
         desc: &mut Desc,
         meta: &mut Meta,
     ) {
+        let actions = &resolved.actions;
         let Some(last) = actions.len().checked_sub(1) else {
             meta.drop = Some(DropReason::NoOutput);
             return;
         };
+        let mut origins = resolved.origins.iter();
         for (i, action) in actions.iter().enumerate() {
             let final_action = i == last;
             match *action {
+                Action::Controller(max_len) => {
+                    let origin = origins.next().copied().unwrap_or_default();
+                    self.send_to_controller(ctx, desc, origin, max_len);
+                    if final_action {
+                        // The control plane took it: it goes nowhere else.
+                        meta.drop = Some(DropReason::Consumed);
+                    }
+                }
                 Action::Output(port) => {
                     if final_action {
                         meta.out_port = port;
@@ -664,6 +693,32 @@ impl Effects<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// Hands the packet as it is now (at most `max_len` bytes) to the agent for the
+    /// controller, or counts it lost.
+    fn send_to_controller(
+        &mut self,
+        ctx: &Context<'_>,
+        desc: &Desc,
+        origin: packet_in::Origin,
+        max_len: u16,
+    ) {
+        let start = usize::from(desc.offset);
+        let frame = ctx
+            .pool
+            .frame(desc.frame)
+            .get(start..start + usize::from(desc.len))
+            .unwrap_or_default();
+        let sent = self
+            .packet_in
+            .as_mut()
+            .is_some_and(|ring| packet_in::send(ring, origin, desc.port, frame, max_len));
+        match (sent, origin.reason) {
+            (true, _) => self.counters.packet_in += 1,
+            (false, Reason::NoMatch) => self.counters.packet_in_dropped_no_match += 1,
+            (false, Reason::Action) => self.counters.packet_in_dropped_action += 1,
         }
     }
 
@@ -739,6 +794,15 @@ impl App for OpenFlow {
         if let Some(kernel) = &self.kernel {
             out.push(("openflow.fast_path_refused", kernel.refused()));
         }
+        out.push(("openflow.packet_in", c.packet_in));
+        out.push((
+            "openflow.packet_in_dropped_no_match",
+            c.packet_in_dropped_no_match,
+        ));
+        out.push((
+            "openflow.packet_in_dropped_action",
+            c.packet_in_dropped_action,
+        ));
     }
 
     fn command(&mut self, command: AppCommand, ctx: &CommandContext<'_>) -> AppReply {
@@ -859,6 +923,7 @@ impl OpenFlow {
                 counters: &mut self.counters,
                 copy: &mut self.copy,
                 ports: self.config.ports,
+                packet_in: &mut self.packet_in,
             };
             let bytes = if TRACE {
                 // Packet by packet, each recorded as it arrived and as it was decided.
@@ -902,6 +967,7 @@ impl OpenFlow {
             counters: &mut self.counters,
             copy: &mut self.copy,
             ports: self.config.ports,
+            packet_in: &mut self.packet_in,
         };
         for ((desc, meta), &slot) in descs
             .iter_mut()
@@ -956,6 +1022,7 @@ impl OpenFlow {
             counters: &mut self.counters,
             copy: &mut self.copy,
             ports: self.config.ports,
+            packet_in: &mut self.packet_in,
         }
         .apply(
             self.scratch_hot.plan,

@@ -12,6 +12,7 @@ use wirespeed_packet::DropReason;
 use wirespeed_packet::flow_key::FlowKey;
 
 use crate::app::openflow::action::Action;
+use crate::app::openflow::packet_in::{Origin, Reason};
 use crate::table::classifier::{Classifier, FlowMatch, RuleId};
 
 /// Actions one flow entry may carry.
@@ -150,6 +151,9 @@ pub(crate) struct Resolved {
     pub actions: Vec<Action>,
     /// Flow entries that matched: (table, rule).
     pub flows: Vec<(u8, RuleId)>,
+    /// Where each [`Action::Controller`] of `actions` came from, in their order: what its
+    /// PACKET_IN says.
+    pub origins: Vec<Origin>,
 }
 
 /// The part of a flow's answer every packet reads and writes: its plan and its counts. Stored
@@ -301,6 +305,7 @@ impl Pipeline {
     fn walk(&mut self, key: &FlowKey, out: &mut Resolved, hot: &mut Hot) -> FlowKey {
         out.actions.clear();
         out.flows.clear();
+        out.origins.clear();
         hot.miss = false;
         hot.packets = 0;
         hot.bytes = 0;
@@ -321,10 +326,25 @@ impl Pipeline {
             let Some(flow) = classifier.data(id) else {
                 break;
             };
+            // OpenFlow 1.3 §5.4: the table-miss flow entry matches everything at priority 0; a
+            // packet it sends to the controller goes as a table miss.
+            let reason = if flow.entry.priority == 0 && flow.entry.matcher == FlowMatch::any() {
+                Reason::NoMatch
+            } else {
+                Reason::Action
+            };
             for action in &flow.entry.actions {
                 if *action == Action::Drop {
                     out.actions.clear();
+                    out.origins.clear();
                     return consulted;
+                }
+                if let Action::Controller(_) = action {
+                    out.origins.push(Origin {
+                        reason,
+                        table,
+                        cookie: flow.entry.cookie,
+                    });
                 }
                 action.apply_to_key(&mut key, &mut consulted);
                 out.actions.push(*action);
