@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use wirespeed_dataplane::command::{
-    AppCommand, AppReply, Command, CommandError, ControlEnd, ReplyBody,
+    AppCommand, AppReply, Command, CommandError, ControlEnd, Injection, ReplyBody,
 };
 use wirespeed_dataplane::worker::WorkerSnapshot;
 use wirespeed_packet::DropReason;
@@ -84,6 +84,10 @@ pub const OPENFLOW_COLUMNS: [&str; 8] = [
     "refused",
     "flow mods",
 ];
+
+/// What to do about a worker that gave no answer.
+const UNANSWERED: &str = "a worker that does not answer is stuck or has stopped; check the \
+                          switch's output and `show workers`";
 
 /// One worker's answer and how long it took.
 type Answer = (Result<ReplyBody, CommandError>, Duration);
@@ -205,11 +209,7 @@ impl Dispatcher {
         if failed.is_empty() {
             Ok(replies)
         } else {
-            Err(Response::error(
-                failed.join("; "),
-                "a worker that does not answer is stuck or has stopped; check the switch's \
-                 output and `show workers`",
-            ))
+            Err(Response::error(failed.join("; "), UNANSWERED))
         }
     }
 
@@ -382,6 +382,29 @@ impl Dispatcher {
         Ok(json!({ "columns": columns, "rows": rows }))
     }
 
+    /// Sends `injection` through the first worker (every worker has every port); what it
+    /// hands back is freed here.
+    fn inject(&self, injection: Injection) -> Result<Value, Response> {
+        let mut workers = self
+            .workers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Some(end) = workers.first_mut() else {
+            return Err(Response::error(
+                "no workers are running",
+                "start the switch with at least one worker",
+            ));
+        };
+        match end.call(Command::Inject(injection), self.timeout) {
+            Ok(ReplyBody::Injected { injection, sent }) => {
+                drop(injection);
+                Ok(json!({ "sent": sent }))
+            }
+            Ok(other) => Err(unexpected(&other)),
+            Err(error) => Err(Response::error(format!("worker 0: {error}"), UNANSWERED)),
+        }
+    }
+
     /// Sends an app command to every worker and merges the answers.
     fn app(&self, command: AppCommand) -> Result<Value, Response> {
         let name = command.name();
@@ -529,6 +552,7 @@ impl Handler for Dispatcher {
             Request::RouteLoad(upload) => self.load(upload, body, Self::route_load),
             Request::AclLoad(upload) => self.load(upload, body, Self::acl_load),
             Request::Reload => reload_response(self.reload()),
+            Request::PacketOut(injection) => self.inject(injection.clone()),
             other => match other.app_command() {
                 Some(command) => self.app(command),
                 None => Err(Response::error(

@@ -20,7 +20,7 @@
 use std::net::IpAddr;
 
 use serde_json::{Value, json};
-use wirespeed_dataplane::command::{AppCommand, FlowRule, Neighbour};
+use wirespeed_dataplane::command::{AppCommand, FlowRule, Injection, Neighbour};
 use wirespeed_dataplane::table::fib::{Ipv4Prefix, Ipv6Prefix};
 use wirespeed_packet::wire::EthernetAddress;
 
@@ -127,7 +127,10 @@ pub enum Request {
     Help,
     Ping,
     Show(Show),
-    RouteAdd { prefix: Prefix, via: IpAddr },
+    RouteAdd {
+        prefix: Prefix,
+        via: IpAddr,
+    },
     RouteDel(Prefix),
     RouteLoad(Upload),
     NeighbourAdd(Neighbour),
@@ -137,6 +140,9 @@ pub enum Request {
     FlowDel(FlowRule),
     AclLoad(Upload),
     Reload,
+    /// A frame to send through a worker: the OpenFlow agent's PACKET_OUT (no request line
+    /// makes it).
+    PacketOut(Injection),
 }
 
 /// A file sent by the client after its request line (`route load BYTES NAME`, then exactly

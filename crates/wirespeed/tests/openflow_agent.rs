@@ -229,10 +229,22 @@ fn ovs_ofctl_drives_the_openflow_app() {
     assert!(!success && out.contains("OFPBMC_BAD_FIELD"), "{out}");
     let (success, out) = ofctl(&lab, "add-group", &["group_id=1,type=all,bucket=output:1"]);
     assert!(!success && out.contains("OFPGMFC"), "{out}");
+
+    // packet-out: out of a port, and through the tables as if received on port 1.
     let frame =
         "02000000000202000000000108004500001c0001000040117acbc6120001c613000100090009000800000000";
-    let (success, out) = ofctl(&lab, "packet-out", &["controller", "output:2", frame]);
-    assert!(!success && out.contains("OFPBRC_EPERM"), "{out}");
+    let bytes: Vec<u8> = (0..frame.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&frame[i..i + 2], 16).unwrap())
+        .collect();
+    ok(&lab, "packet-out", &["controller", "output:2", frame]);
+    assert_same(
+        &receive_during(&mut t1, &mut pool, QUIET, ours),
+        std::slice::from_ref(&bytes),
+    );
+    ok(&lab, "add-flow", &["priority=1,in_port=1,actions=output:2"]);
+    ok(&lab, "packet-out", &["1", "table", frame]);
+    assert_same(&receive_during(&mut t1, &mut pool, QUIET, ours), &[bytes]);
 
     let (success, out) = switch.interrupt();
     assert!(

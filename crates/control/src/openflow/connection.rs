@@ -154,6 +154,16 @@ impl Connection {
         }
     }
 
+    /// Sends a PACKET_IN if this connection takes them: once negotiated, as master or equal
+    /// (OpenFlow 1.3 §6.3.7: a slave gets no asynchronous messages but PORT_STATUS, and the
+    /// SET_ASYNC defaults send a master or equal every PACKET_IN).
+    pub fn packet_in(&mut self, message: &Message) {
+        if self.negotiated && self.role != role::SLAVE {
+            let xid = self.xid();
+            self.send(message, xid);
+        }
+    }
+
     fn refuse(&mut self, error: OfError, xid: u32, request: &[u8]) {
         self.counts.refused += 1;
         let data = request[..request.len().min(ERROR_DATA)].to_vec();
@@ -341,10 +351,11 @@ impl Connection {
                 self.refuse(OfError::GROUP_MOD_OUT_OF_GROUPS, xid, bytes);
                 return Ok(Handled::Refused);
             }
-            Message::PacketOut(_) => {
-                // The workers have no injection path from the control thread yet.
-                self.refuse(OfError::BAD_REQUEST_EPERM, xid, bytes);
-                return Ok(Handled::Refused);
+            Message::PacketOut(packet_out) => {
+                if let Err(error) = switch.packet_out(&packet_out) {
+                    self.refuse(error, xid, bytes);
+                    return Ok(Handled::Refused);
+                }
             }
             Message::MultipartRequest(request) => {
                 if let Err(error) = self.multipart(&request, xid, switch) {

@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 use connection::{Closed, Connection, Counts, Event, Timers};
 use switch::Switch;
 use translate::Ports;
+use wirespeed_dataplane::app::openflow::packet_in;
+use wirespeed_openflow::Message;
 use wirespeed_openflow::message::role;
 
 use crate::dispatch::{Handler, OpenFlowView};
@@ -98,6 +100,8 @@ pub struct SwitchInfo {
     pub ports: Vec<String>,
     pub tables: u8,
     pub flows_per_table: u32,
+    /// The agent's end of each worker's ring of frames for the controller.
+    pub packet_ins: Vec<packet_in::Receiver>,
 }
 
 /// One connection as `show openflow` lists it.
@@ -133,6 +137,9 @@ const BACKOFF_FIRST: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// How long one connection attempt may hold the agent's thread.
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(200);
+/// Frames taken from one worker's ring per turn, so the connections are served between
+/// bursts.
+const PACKET_INS_PER_TURN: usize = 256;
 /// The thread's sleep when nothing moved.
 const IDLE_SLEEP: Duration = Duration::from_millis(5);
 
@@ -247,7 +254,7 @@ impl Drop for Agent {
 /// The agent's thread: accept, connect, poll every connection, publish the status.
 fn run(
     config: AgentConfig,
-    info: SwitchInfo,
+    mut info: SwitchInfo,
     timers: Timers,
     listener: Option<TcpListener>,
     stop: &AtomicBool,
@@ -329,6 +336,7 @@ fn run(
                 }
             }
         }
+        busy |= packet_ins(&mut info.packet_ins, &mut connections);
         publish(status, &connections, &controllers, now);
         // The replies leave after the status that reflects them is out: a controller that
         // holds a reply finds its effect in `show openflow`.
@@ -353,6 +361,24 @@ fn run(
             std::thread::sleep(IDLE_SLEEP);
         }
     }
+}
+
+/// Turns the frames the workers sent for the controller into PACKET_INs for every connection
+/// that takes them (none: the frames are dropped here, as a switch without a controller
+/// would); whether there were any.
+fn packet_ins(rings: &mut [packet_in::Receiver], connections: &mut [Connection]) -> bool {
+    let mut any = false;
+    for ring in rings {
+        for _ in 0..PACKET_INS_PER_TURN {
+            let Ok(record) = ring.pop() else { break };
+            any = true;
+            let message = Message::PacketIn(translate::packet_in(&record));
+            for connection in connections.iter_mut() {
+                connection.packet_in(&message);
+            }
+        }
+    }
+    any
 }
 
 /// Forgets a closed connection; an active one's controller is tried again after its back-off.

@@ -17,7 +17,7 @@ use wirespeed_dataplane::table::classifier::FlowMatch;
 use wirespeed_openflow::OfError;
 use wirespeed_openflow::action::port;
 use wirespeed_openflow::message::PortDesc;
-use wirespeed_openflow::message::{ALL_TABLES, FlowMod, FlowModCommand, NO_BUFFER};
+use wirespeed_openflow::message::{ALL_TABLES, FlowMod, FlowModCommand, NO_BUFFER, PacketOut};
 use wirespeed_openflow::multipart::{FlowStatsRequest, PortStats};
 
 use super::translate::{self, Ports};
@@ -205,6 +205,7 @@ impl Switch<'_> {
                 || flow.entry.actions.iter().any(|a| match *a {
                     AppAction::Output(index) => Ports::number(index) == out_port,
                     AppAction::Flood => out_port == port::FLOOD,
+                    AppAction::Controller(_) => out_port == port::CONTROLLER,
                     _ => false,
                 })
         };
@@ -268,6 +269,14 @@ impl Switch<'_> {
         ask(self.handler, Request::FlowDel(rule))
             .map(|_| ())
             .map_err(|_| OfError::FLOW_MOD_UNKNOWN)
+    }
+
+    /// Carries out a PACKET_OUT: the frame goes out through a worker.
+    pub fn packet_out(&self, request: &PacketOut) -> Result<(), OfError> {
+        let injection = translate::packet_out(request, self.ports)?;
+        ask(self.handler, Request::PacketOut(injection))
+            .map(|_| ())
+            .map_err(|_| OfError::BAD_REQUEST_EPERM)
     }
 
     /// Carries out a FLOW_MOD.

@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
+use wirespeed_dataplane::app::openflow::packet_in::{self, Origin, Reason};
 use wirespeed_dataplane::app::openflow::{OpenFlow, OpenFlowConfig};
 use wirespeed_dataplane::app::{App, CommandContext};
-use wirespeed_dataplane::command::AppReply;
+use wirespeed_dataplane::command::{AppReply, Injection, Output};
 use wirespeed_io::Port;
 use wirespeed_io::memory::{LinkConfig, link};
 use wirespeed_openflow::action::{group, port};
@@ -27,10 +28,16 @@ use crate::protocol::{Request, Response, Show};
 /// answer them.
 struct OneWorker {
     worker: Mutex<(OpenFlow, Vec<Box<dyn Port>>)>,
+    /// The frames PACKET_OUTs sent, as the worker would have got them.
+    injected: Mutex<Vec<Injection>>,
 }
 
 impl Handler for OneWorker {
     fn handle(&self, request: Request, _body: &mut dyn Read) -> Response {
+        if let Request::PacketOut(injection) = request {
+            self.injected.lock().unwrap().push(injection);
+            return Response::Ok(json!({ "sent": 1 }));
+        }
         if request == Request::Show(Show::Ports) {
             let rows: Vec<_> = ["p0", "p1", "p2"]
                 .iter()
@@ -75,6 +82,12 @@ fn start(timers: Timers) -> Agent {
 }
 
 fn start_with(timers: Timers, config: AgentConfig) -> Agent {
+    start_switch(timers, config).0
+}
+
+/// The agent, its stand-in dispatcher, and the worker's end of the ring of frames for the
+/// controller.
+fn start_switch(timers: Timers, config: AgentConfig) -> (Agent, Arc<OneWorker>, packet_in::Sender) {
     let (p0, p1) = link("p0", "p1", &LinkConfig::default());
     let (p2, _p3) = link("p2", "p3", &LinkConfig::default());
     let ports: Vec<Box<dyn Port>> = vec![Box::new(p0), Box::new(p1), Box::new(p2)];
@@ -86,14 +99,18 @@ fn start_with(timers: Timers, config: AgentConfig) -> Agent {
     });
     let handler = Arc::new(OneWorker {
         worker: Mutex::new((app, ports)),
+        injected: Mutex::new(Vec::new()),
     });
+    let (sender, receiver) = packet_in::ring();
     let info = SwitchInfo {
-        handler,
+        handler: handler.clone(),
         ports: vec!["p0".into(), "p1".into(), "p2".into()],
         tables: 2,
         flows_per_table: 1000,
+        packet_ins: vec![receiver],
     };
-    Agent::start(config, info, timers, || Ok(())).unwrap()
+    let agent = Agent::start(config, info, timers, || Ok(())).unwrap();
+    (agent, handler, sender)
 }
 
 /// A controller's end of a connection.
@@ -323,7 +340,7 @@ fn what_the_app_cannot_do_is_refused_with_the_specs_error() {
         FlowModCommand::Add,
         1,
         vec![],
-        vec![Action::output(port::CONTROLLER)],
+        vec![Action::output(port::LOCAL)],
     );
     assert_eq!(refused(&mut peer, add), OfError::BAD_ACTION_OUT_PORT);
     let holes = vec![
@@ -535,4 +552,170 @@ fn one_master_at_a_time_and_slaves_may_not_change_flows() {
     let mut roles: Vec<_> = agent.status().iter().map(|s| s.role).collect();
     roles.sort();
     assert_eq!(roles, ["master", "slave"]);
+}
+
+fn role(peer: &mut Peer, role: u32) {
+    let replies = peer.ask(&Message::RoleRequest(wirespeed_openflow::message::Role {
+        role,
+        generation_id: 1,
+    }));
+    assert!(
+        matches!(replies.as_slice(), [Message::RoleReply(_)]),
+        "{replies:?}"
+    );
+}
+
+#[test]
+fn frames_for_the_controller_go_to_master_and_equal_peers_not_to_slaves() {
+    use wirespeed_openflow::message::{PacketIn, role};
+    let (agent, _, mut worker) = start_switch(
+        Timers::default(),
+        AgentConfig {
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+            ..AgentConfig::default()
+        },
+    );
+    let addr = agent.local_addr().unwrap();
+    let (mut master, mut equal, mut slave) =
+        (Peer::hello(addr), Peer::hello(addr), Peer::hello(addr));
+    role(&mut master, role::MASTER);
+    role(&mut slave, role::SLAVE);
+    let frame: Vec<u8> = (0..100).collect();
+    let origin = Origin {
+        reason: Reason::Action,
+        table: 1,
+        cookie: 0xfeed,
+    };
+    assert!(packet_in::send(&mut worker, origin, 2, &frame, 60));
+    let table_miss = Origin::default();
+    assert!(packet_in::send(
+        &mut worker,
+        table_miss,
+        0,
+        &frame,
+        u16::MAX
+    ));
+    let expected = [
+        PacketIn {
+            buffer_id: NO_BUFFER,
+            total_len: 100,
+            reason: 1,
+            table_id: 1,
+            cookie: 0xfeed,
+            matcher: Match::new(vec![Oxm::InPort(3)]),
+            data: frame[..60].to_vec(),
+        },
+        PacketIn {
+            buffer_id: NO_BUFFER,
+            total_len: 100,
+            reason: 0,
+            table_id: 0,
+            cookie: 0,
+            matcher: Match::new(vec![Oxm::InPort(1)]),
+            data: frame.clone(),
+        },
+    ];
+    for peer in [&mut master, &mut equal] {
+        for want in &expected {
+            assert_eq!(peer.receive().1, Message::PacketIn(want.clone()));
+        }
+    }
+    // Both were sent to every peer in the turn that took them: the slave's would be here,
+    // before its barrier's reply.
+    assert_eq!(
+        slave.ask(&Message::EchoRequest(vec![7])),
+        vec![Message::EchoReply(vec![7])]
+    );
+    // The table-miss flow entry a controller installs goes in, and dumps back the same.
+    let to_controller = vec![Action::Output {
+        port: port::CONTROLLER,
+        max_len: 0xffff,
+    }];
+    let add = flow_mod(FlowModCommand::Add, 0, vec![], to_controller.clone());
+    assert_eq!(master.ask(&add), vec![]);
+    let flows = master.flows();
+    assert_eq!(
+        flows[0].instructions,
+        vec![Instruction::ApplyActions(to_controller)]
+    );
+}
+
+#[test]
+fn packet_out_reaches_a_worker_and_what_it_cannot_do_is_refused() {
+    use wirespeed_openflow::message::PacketOut;
+    let (agent, handler, _worker) = start_switch(
+        Timers::default(),
+        AgentConfig {
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+            ..AgentConfig::default()
+        },
+    );
+    let mut peer = Peer::hello(agent.local_addr().unwrap());
+    let frame: Vec<u8> = (0..64).collect();
+    let packet_out = |in_port: u32, actions: Vec<Action>| {
+        Message::PacketOut(PacketOut {
+            buffer_id: NO_BUFFER,
+            in_port,
+            actions,
+            data: frame.clone(),
+        })
+    };
+    let outputs = vec![
+        Action::output(2),
+        Action::output(port::FLOOD),
+        Action::output(port::ALL),
+        Action::output(port::IN_PORT),
+        Action::output(port::TABLE),
+    ];
+    assert_eq!(peer.ask(&packet_out(1, outputs)), vec![]);
+    assert_eq!(
+        peer.ask(&packet_out(port::CONTROLLER, vec![Action::output(3)])),
+        vec![]
+    );
+    assert_eq!(
+        *handler.injected.lock().unwrap(),
+        [
+            Injection {
+                in_port: Some(0),
+                frame: frame.clone(),
+                outputs: vec![
+                    Output::Port(1),
+                    Output::Flood,
+                    Output::All,
+                    Output::InPort,
+                    Output::Pipeline,
+                ],
+            },
+            Injection {
+                in_port: None,
+                frame: frame.clone(),
+                outputs: vec![Output::Port(2)],
+            },
+        ]
+    );
+    let buffered = Message::PacketOut(PacketOut {
+        buffer_id: 7,
+        in_port: 1,
+        actions: vec![Action::output(2)],
+        data: Vec::new(),
+    });
+    for (request, want) in [
+        (buffered, OfError::BAD_REQUEST_BUFFER_UNKNOWN),
+        (packet_out(9, vec![]), OfError::BAD_REQUEST_PORT),
+        (
+            packet_out(1, vec![Action::output(9)]),
+            OfError::BAD_ACTION_OUT_PORT,
+        ),
+        (
+            packet_out(1, vec![Action::PopVlan]),
+            OfError::BAD_ACTION_TYPE,
+        ),
+    ] {
+        let replies = peer.ask(&request);
+        assert!(
+            matches!(replies.as_slice(), [Message::Error { error, .. }] if *error == want),
+            "{request:?}: {replies:?}"
+        );
+    }
+    assert_eq!(handler.injected.lock().unwrap().len(), 2);
 }

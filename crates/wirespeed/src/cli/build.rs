@@ -21,7 +21,7 @@ use wirespeed_control::config::{AppConfig, BackendConfig, Config, PortConfig};
 use wirespeed_dataplane::app::bridge::{Bridge, BridgeConfig, BridgePort};
 
 use wirespeed_control::config::OpenFlowMiss;
-use wirespeed_dataplane::app::openflow::{MissAction, OpenFlow, OpenFlowConfig};
+use wirespeed_dataplane::app::openflow::{MissAction, OpenFlow, OpenFlowConfig, packet_in};
 use wirespeed_dataplane::app::router::{
     Gateway, Interface, OptionsPolicy, Prefix as RoutePrefix, Router, RouterConfig,
     StaticNeighbour, StaticRoute,
@@ -44,6 +44,9 @@ use wirespeed_packet::{Batch, FramePool};
 pub struct Built {
     pub workers: Vec<Worker>,
     pub fast_path: FastPathChoice,
+    /// The OpenFlow agent's end of each worker's ring of frames for the controller (none
+    /// without an agent).
+    pub packet_ins: Vec<packet_in::Receiver>,
 }
 
 /// Builds the workers the configuration describes.
@@ -81,6 +84,7 @@ pub fn workers(config: &Config) -> Result<Built> {
         })
         .collect::<Result<Vec<_>>>()?;
     let mut workers = Vec::new();
+    let mut packet_ins = Vec::new();
     for index in 0..config.switch.workers {
         let mut pool = FramePool::new(config.switch.frames, config.switch.frame_size)
             .with_context(|| format!("frame pool of worker {index}"))?;
@@ -110,10 +114,14 @@ pub fn workers(config: &Config) -> Result<Built> {
             )),
             _ => None,
         };
-        let app = app(config, index as u64, &macs, mirror)?;
+        let app = app(config, index as u64, &macs, mirror, &mut packet_ins)?;
         workers.push(Worker::new(worker_config.clone(), pool, ports, app));
     }
-    Ok(Built { workers, fast_path })
+    Ok(Built {
+        workers,
+        fast_path,
+        packet_ins,
+    })
 }
 
 /// An AF_XDP interface as the workers share it: its XDP program, and the queues to serve.
@@ -200,12 +208,14 @@ enum Mirror {
 }
 
 /// The configured app; `macs` are the opened ports' MAC addresses (the router's defaults);
-/// `mirror` is the fast path's copy of its tables.
+/// `mirror` is the fast path's copy of its tables. An OpenFlow app with an agent gets a ring
+/// of frames for the controller, whose other end goes to `packet_ins`.
 fn app(
     config: &Config,
     seed: u64,
     macs: &[[u8; 6]],
     mirror: Option<Mirror>,
+    packet_ins: &mut Vec<packet_in::Receiver>,
 ) -> Result<Box<dyn App>> {
     let task = Task::new(
         config.task.spin_cycles as u64,
@@ -262,6 +272,11 @@ fn app(
             let mut app = openflow_app(config, openflow)?;
             if let Some(Mirror::Flows(mirror)) = mirror {
                 app.mirror_flows(Box::new(mirror));
+            }
+            if openflow.agent.is_some() {
+                let (sender, receiver) = packet_in::ring();
+                app.set_packet_in(sender);
+                packet_ins.push(receiver);
             }
             Box::new(app)
         }
