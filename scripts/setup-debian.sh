@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs every Debian package wirespeed's `make test` and `make demo` need. Idempotent: it only
-# calls apt-get when something is missing, so repeated `make` runs stay fast.
+# Installs every Debian package wirespeed's `make test` and `make demo` need, and the Python
+# packages from PyPI in a virtual environment of their own (os-ken, the OpenFlow controller of
+# the controller test). Idempotent: it only calls apt-get or pip when something is missing, so
+# repeated `make` runs stay fast.
 set -euo pipefail
 
 packages=(
@@ -24,13 +26,34 @@ packages=(
   tmux                # a real terminal for the `wirespeed top` test
   systemd             # systemd-analyze verifies the service unit in dist/
   openssh-server      # sshd for the remote-DuT test (started by the test in the DuT namespace)
+  python3-venv        # the virtual environment os-ken is installed in (below)
 )
+
+# os-ken (OpenStack's maintained fork of Ryu) from PyPI, pinned: the learning-switch controller
+# of crates/wirespeed/tests/openflow_controller.rs. Debian has no package of it; a virtual
+# environment keeps it apart from the system's Python.
+osken_venv=/opt/wirespeed/os-ken
+osken_version=4.2.2
+
+install_osken() {
+  if "$osken_venv/bin/python" -c "import os_ken" 2>/dev/null; then
+    return
+  fi
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: os-ken is missing from $osken_venv; run 'sudo $0' once" >&2
+    exit 1
+  fi
+  echo "setup: installing os-ken $osken_version in $osken_venv"
+  python3 -m venv "$osken_venv"
+  "$osken_venv/bin/pip" install -q "os-ken==$osken_version"
+}
 
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done
 if [ ${#missing[@]} -eq 0 ]; then
+  install_osken
   exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
@@ -60,3 +83,4 @@ for service in openvswitch-switch prometheus ssh; do
     systemctl disable --now "$service.service" >/dev/null 2>&1 || true
   fi
 done
+install_osken
