@@ -206,9 +206,8 @@ fn run(prefix: &str, fast_path: &str) -> Option<Run> {
         .lines()
         .find(|line| line.contains("in_port=p0"))
         .unwrap_or_else(|| panic!("no flow row:\n{flows}"));
-    // The columns end with packets and bytes.
-    let words: Vec<&str> = row.split_whitespace().collect();
-    let flow_packets = words[words.len() - 2].parse().unwrap();
+    // Columns: worker, table, priority, match, actions, goto, idle, hard, packets, ...
+    let flow_packets = row.split_whitespace().nth(8).unwrap().parse().unwrap();
 
     let del = ["flow", "del", "priority=10", "in_port=p0", to_dut.as_str()];
     let (ok, text) = ctl_at(&socket, &del);

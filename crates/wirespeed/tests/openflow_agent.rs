@@ -120,7 +120,8 @@ fn ovs_ofctl_drives_the_openflow_app() {
     // add-flow: the frames go out of p1 with the MAC the flow sets.
     let to = mac_text(lab.pairs[1].tester_mac);
     let flow = format!(
-        "priority=10,in_port=1,udp,nw_dst=198.19.0.0/16,actions=set_field:{to}->eth_dst,output:2"
+        "cookie=0x5a,priority=10,in_port=1,udp,nw_dst=198.19.0.0/16,\
+         actions=set_field:{to}->eth_dst,output:2"
     );
     ok(&lab, "add-flow", &[&flow]);
     send(&mut t0, &mut pool, &input);
@@ -138,7 +139,10 @@ fn ovs_ofctl_drives_the_openflow_app() {
     );
     let flows = flow_lines(&lab);
     assert_eq!(flows.len(), 1, "{flows:?}");
+    // The flow's duration counts from its first batch, before the 40 frames crossed.
+    assert!(!flows[0].contains("duration=0.000s"), "{flows:?}");
     for want in [
+        "cookie=0x5a",
         "n_packets=40",
         "priority=10",
         "in_port=1",

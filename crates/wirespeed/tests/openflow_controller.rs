@@ -126,9 +126,8 @@ fn flow_packets(socket: &Path, src: &str, dst: &str) -> Option<u64> {
     let row = table
         .lines()
         .find(|l| l.contains(&format!("eth_src={src}")) && l.contains(&format!("eth_dst={dst}")))?;
-    // Columns: worker, table, priority, match, actions, goto, idle, hard, packets, bytes.
-    let cells: Vec<&str> = row.split_whitespace().collect();
-    cells.get(cells.len().checked_sub(2)?)?.parse().ok()
+    // Columns: worker, table, priority, match, actions, goto, idle, hard, packets, ...
+    row.split_whitespace().nth(8)?.parse().ok()
 }
 
 #[test]

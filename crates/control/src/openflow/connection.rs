@@ -408,8 +408,8 @@ impl Connection {
                     .iter()
                     .map(|flow| wirespeed_openflow::multipart::FlowStats {
                         table_id: flow.table,
-                        duration_sec: 0,
-                        duration_nsec: 0,
+                        duration_sec: u32::try_from(flow.age.as_secs()).unwrap_or(u32::MAX),
+                        duration_nsec: flow.age.subsec_nanos(),
                         priority: flow.entry.priority,
                         idle_timeout: flow.entry.idle_timeout,
                         hard_timeout: flow.entry.hard_timeout,

@@ -8,6 +8,7 @@
 //! `FlowMatch::covers` and sends one strict request per selected flow.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde_json::Value;
 use wirespeed_dataplane::app::fields;
@@ -31,6 +32,8 @@ pub struct Flow {
     pub entry: FlowEntry,
     pub packets: u64,
     pub bytes: u64,
+    /// Since the flow started to count (the oldest of the workers' copies).
+    pub age: Duration,
 }
 
 /// What the agent needs of the switch: its requests' handler, ports and tables.
@@ -50,8 +53,9 @@ fn ask(handler: &dyn Handler, request: Request) -> Result<Value, String> {
 }
 
 /// The rule a row of `show flows` shows (columns: worker, table, priority, match, actions,
-/// goto, idle, hard, packets, bytes); `None` for the rows that are no flow (the cache's).
-fn row_rule(row: &[Value]) -> Option<(FlowRule, u64, u64)> {
+/// goto, idle, hard, packets, bytes, cookie, age), its counts and age; `None` for the rows
+/// that are no flow (the cache's).
+fn row_rule(row: &[Value]) -> Option<(FlowRule, u64, u64, Duration)> {
     let text = |i: usize| row.get(i).and_then(Value::as_str);
     let table: u8 = text(1)?.parse().ok()?;
     let priority: u16 = text(2)?.parse().ok()?;
@@ -69,6 +73,8 @@ fn row_rule(row: &[Value]) -> Option<(FlowRule, u64, u64)> {
     }
     fields.push(("idle_timeout".into(), text(6)?.to_string()));
     fields.push(("hard_timeout".into(), text(7)?.to_string()));
+    fields.push(("cookie".into(), text(10)?.to_string()));
+    let age = Duration::try_from_secs_f64(text(11)?.parse().ok()?).ok()?;
     let actions = text(4)?.split(',').map(str::to_string).collect();
     let packets = text(8)?.parse().ok()?;
     let bytes = text(9)?.parse().ok()?;
@@ -80,6 +86,7 @@ fn row_rule(row: &[Value]) -> Option<(FlowRule, u64, u64)> {
         },
         packets,
         bytes,
+        age,
     ))
 }
 
@@ -98,7 +105,7 @@ impl Switch<'_> {
             BTreeMap::new();
         for row in rows {
             let Some(row) = row.as_array() else { continue };
-            let Some((rule, packets, bytes)) = row_rule(row) else {
+            let Some((rule, packets, bytes, age)) = row_rule(row) else {
                 continue;
             };
             let Ok(parsed) = fields::flow_rule(&rule, &self.port_index()) else {
@@ -115,9 +122,11 @@ impl Switch<'_> {
                 entry: parsed.entry,
                 packets: 0,
                 bytes: 0,
+                age,
             });
             flow.packets += packets;
             flow.bytes += bytes;
+            flow.age = flow.age.max(age);
         }
         Ok(merged.into_values().collect())
     }
@@ -191,13 +200,15 @@ impl Switch<'_> {
             .map_err(|_| OfError::BAD_MATCH_PREREQ)
     }
 
-    /// The flows a delete, modify or statistics request selects.
+    /// The flows a delete, modify or statistics request selects: by table, match (strict or
+    /// covering), output port and cookie (`(cookie, mask)`: the masked bits equal).
     pub fn select(
         &self,
         table: u8,
         matcher: &wirespeed_openflow::Match,
         out_port: u32,
         strict: Option<u16>,
+        (cookie, mask): (u64, u64),
     ) -> Result<Vec<Flow>, OfError> {
         let wanted = self.matcher(matcher)?;
         let outputs = |flow: &Flow| {
@@ -218,16 +229,19 @@ impl Switch<'_> {
                 None => wanted.covers(&f.entry.matcher),
             })
             .filter(outputs)
+            .filter(|f| f.entry.cookie & mask == cookie & mask)
             .collect())
     }
 
-    /// The flows a FLOW or AGGREGATE request selects (cookies are not kept by the app: a
-    /// request with a cookie mask selects only flows whose cookie it would take as 0).
+    /// The flows a FLOW or AGGREGATE request selects.
     pub fn stats_select(&self, request: &FlowStatsRequest) -> Result<Vec<Flow>, OfError> {
-        if request.cookie & request.cookie_mask != 0 {
-            return Ok(Vec::new());
-        }
-        self.select(request.table_id, &request.matcher, request.out_port, None)
+        self.select(
+            request.table_id,
+            &request.matcher,
+            request.out_port,
+            None,
+            (request.cookie, request.cookie_mask),
+        )
     }
 
     fn add(&self, rule: FlowRule) -> Result<(), OfError> {
@@ -315,15 +329,27 @@ impl Switch<'_> {
                 ))
             }
             FlowModCommand::Delete | FlowModCommand::DeleteStrict => {
-                for flow in
-                    self.select(request.table_id, &request.matcher, request.out_port, strict)?
-                {
+                let cookie = (request.cookie, request.cookie_mask);
+                for flow in self.select(
+                    request.table_id,
+                    &request.matcher,
+                    request.out_port,
+                    strict,
+                    cookie,
+                )? {
                     self.delete(&flow)?;
                 }
                 Ok(())
             }
             FlowModCommand::Modify | FlowModCommand::ModifyStrict => {
-                for flow in self.select(request.table_id, &request.matcher, port::ANY, strict)? {
+                let cookie = (request.cookie, request.cookie_mask);
+                for flow in self.select(
+                    request.table_id,
+                    &request.matcher,
+                    port::ANY,
+                    strict,
+                    cookie,
+                )? {
                     let instructions = translate::instructions(
                         &request.instructions,
                         flow.table,

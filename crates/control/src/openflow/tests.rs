@@ -719,3 +719,67 @@ fn packet_out_reaches_a_worker_and_what_it_cannot_do_is_refused() {
     }
     assert_eq!(handler.injected.lock().unwrap().len(), 2);
 }
+
+#[test]
+fn cookies_are_kept_and_select_flows_for_statistics_and_deletes() {
+    let agent = start(Timers::default());
+    let mut peer = Peer::hello(agent.local_addr().unwrap());
+    let with_cookie = |a: u8, cookie: u64, command: FlowModCommand| {
+        let Message::FlowMod(mut request) =
+            flow_mod(command, 5, ipv4_dst(a), vec![Action::output(2)])
+        else {
+            unreachable!()
+        };
+        request.cookie = cookie;
+        request.cookie_mask = if command == FlowModCommand::Add {
+            0
+        } else {
+            0xff
+        };
+        Message::FlowMod(request)
+    };
+    for (a, cookie) in [(1, 0x1a1), (2, 0x2a2), (3, 0)] {
+        assert_eq!(
+            peer.ask(&with_cookie(a, cookie, FlowModCommand::Add)),
+            vec![]
+        );
+    }
+    let mut cookies: Vec<u64> = peer.flows().iter().map(|f| f.cookie).collect();
+    cookies.sort();
+    assert_eq!(cookies, [0, 0x1a1, 0x2a2]);
+    // A statistics request with a cookie mask sees the flows whose masked cookie is equal.
+    let request = |cookie: u64, mask: u64| {
+        Message::MultipartRequest(MultipartRequest {
+            flags: 0,
+            body: RequestBody::Flow(FlowStatsRequest {
+                table_id: 0xff,
+                out_port: port::ANY,
+                out_group: group::ANY,
+                cookie,
+                cookie_mask: mask,
+                matcher: Match::default(),
+            }),
+        })
+    };
+    let selected = |peer: &mut Peer, cookie: u64, mask: u64| -> Vec<u64> {
+        let replies = peer.ask(&request(cookie, mask));
+        let [Message::MultipartReply(reply)] = replies.as_slice() else {
+            panic!("{replies:?}");
+        };
+        let ReplyBody::Flow(flows) = &reply.body else {
+            panic!("{reply:?}");
+        };
+        flows.iter().map(|f| f.cookie).collect()
+    };
+    assert_eq!(selected(&mut peer, 0xa2, 0xff), [0x2a2]);
+    assert_eq!(selected(&mut peer, 0x100, 0xf00), [0x1a1]);
+    // A delete takes only the flows of its masked cookie, whatever its match.
+    let Message::FlowMod(mut delete) = with_cookie(0, 0xa1, FlowModCommand::Delete) else {
+        unreachable!()
+    };
+    delete.matcher = Match::default();
+    assert_eq!(peer.ask(&Message::FlowMod(delete)), vec![]);
+    let mut cookies: Vec<u64> = peer.flows().iter().map(|f| f.cookie).collect();
+    cookies.sort();
+    assert_eq!(cookies, [0, 0x2a2]);
+}

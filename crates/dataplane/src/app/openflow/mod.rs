@@ -329,9 +329,11 @@ impl OpenFlow {
         true
     }
 
-    /// "show flows": every flow with its instructions and counters, then one row with the fast
-    /// path's statistics.
+    /// "show flows": every flow with its instructions, counters, cookie and age (seconds since
+    /// it started to count, to the millisecond: OpenFlow's flow duration), then one row with
+    /// the fast path's statistics.
     fn flow_table(&mut self, ctx: &CommandContext<'_>) -> Table {
+        let hz = self.ticks_per_second;
         let name = |port: u16| ctx.port_name(port);
         self.fold_all();
         // References, not copies: only the rows shown are rendered.
@@ -358,16 +360,18 @@ impl OpenFlow {
                     e.hard_timeout.to_string(),
                     f.packets.to_string(),
                     f.bytes.to_string(),
+                    format!("{:#x}", e.cookie),
+                    age_text(f, ctx.now, hz),
                 ]
             })
             .collect();
         if flows.len() > rows.len() {
-            let mut more = vec![String::new(); 9];
+            let mut more = vec![String::new(); 11];
             more[0] = format!("... {} more", flows.len() - rows.len());
             rows.push(more);
         }
         let c = self.counters();
-        let mut cache = vec![String::new(); 9];
+        let mut cache = vec![String::new(); 11];
         cache[0] = "cache".into();
         cache[2] = format!(
             "cache_hits={} classifier_hits={} slow_path={} megaflows={} table_misses={}",
@@ -380,7 +384,8 @@ impl OpenFlow {
         rows.push(cache);
         Table {
             columns: [
-                "table", "priority", "match", "actions", "goto", "idle", "hard", "packets", "bytes",
+                "table", "priority", "match", "actions", "goto", "idle", "hard", "packets",
+                "bytes", "cookie", "age",
             ]
             .map(String::from)
             .to_vec(),
@@ -568,6 +573,18 @@ impl OpenFlow {
             .resolve(key, &mut self.scratch, &mut self.scratch_hot);
         None
     }
+}
+
+/// Seconds since `flow` started to count at TSC `now` (`hz` ticks a second), to the
+/// millisecond; 0 before its first batch.
+fn age_text(flow: &FlowState, now: u64, hz: u64) -> String {
+    let ticks = if flow.stamped {
+        now.saturating_sub(flow.installed)
+    } else {
+        0
+    };
+    let millis = u128::from(ticks) * 1000 / u128::from(hz.max(1));
+    format!("{}.{:03}", millis / 1000, millis % 1000)
 }
 
 /// Whether a batch of `len` packets that made `runs` runs (or groups) came in trains of one
