@@ -12,14 +12,16 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use wirespeed_openflow::message::{Features, HEADER_LEN, Role, SwitchConfig, role};
+use wirespeed_openflow::message::{
+    Features, FlowRemoved, HEADER_LEN, Role, SwitchConfig, flow_flags, role,
+};
 use wirespeed_openflow::multipart::{
     Desc, MORE, MultipartReply, MultipartRequest, PortStats, ReplyBody, RequestBody,
     TableFeatureProperty, TableFeatures, TableStats, property,
 };
 use wirespeed_openflow::{Header, Message, OfError, VERSION};
 
-use super::switch::Switch;
+use super::switch::{Flow, Switch};
 use super::translate;
 
 /// How long a connection may take for what.
@@ -40,6 +42,31 @@ impl Default for Timers {
             echo_idle: Duration::from_secs(5),
             echo_timeout: Duration::from_secs(10),
         }
+    }
+}
+
+/// FLOW_REMOVED's reason for a flow a FLOW_MOD deleted (OFPRR_DELETE).
+const REMOVED_DELETE: u8 = 2;
+
+/// The whole seconds of `flow`'s age, as a duration_sec field holds them.
+fn seconds(flow: &Flow) -> u32 {
+    u32::try_from(flow.age.as_secs()).unwrap_or(u32::MAX)
+}
+
+/// The FLOW_REMOVED of `flow`, gone for `reason`.
+fn flow_removed(flow: &Flow, reason: u8) -> FlowRemoved {
+    FlowRemoved {
+        cookie: flow.entry.cookie,
+        priority: flow.entry.priority,
+        reason,
+        table_id: flow.table,
+        duration_sec: seconds(flow),
+        duration_nsec: flow.age.subsec_nanos(),
+        idle_timeout: flow.entry.idle_timeout,
+        hard_timeout: flow.entry.hard_timeout,
+        packet_count: flow.packets,
+        byte_count: flow.bytes,
+        matcher: translate::entry_match(&flow.entry),
     }
 }
 
@@ -110,6 +137,9 @@ pub struct Connection {
     pub counts: Counts,
     config: SwitchConfig,
     next_xid: u32,
+    /// FLOW_REMOVED messages this connection's deletes caused (and sent it at once), for the
+    /// other controllers: the agent takes them after the turn.
+    pub removed: Vec<Message>,
 }
 
 impl Connection {
@@ -139,6 +169,7 @@ impl Connection {
                 miss_send_len: 128,
             },
             next_xid: 1,
+            removed: Vec::new(),
         };
         let hello = Message::Hello {
             bitmap: Some(vec![1 << VERSION]),
@@ -154,10 +185,11 @@ impl Connection {
         }
     }
 
-    /// Sends a PACKET_IN if this connection takes them: once negotiated, as master or equal
-    /// (OpenFlow 1.3 §6.3.7: a slave gets no asynchronous messages but PORT_STATUS, and the
-    /// SET_ASYNC defaults send a master or equal every PACKET_IN).
-    pub fn packet_in(&mut self, message: &Message) {
+    /// Sends an asynchronous message (PACKET_IN, FLOW_REMOVED) if this connection takes them:
+    /// once negotiated, as master or equal (OpenFlow 1.3 §6.3.7: a slave gets no asynchronous
+    /// messages but PORT_STATUS, and the SET_ASYNC defaults send a master or equal every
+    /// PACKET_IN and FLOW_REMOVED).
+    pub fn notify(&mut self, message: &Message) {
         if self.negotiated && self.role != role::SLAVE {
             let xid = self.xid();
             self.send(message, xid);
@@ -341,9 +373,20 @@ impl Connection {
             }
             Message::FlowMod(flow_mod) => {
                 self.counts.flow_mods += 1;
-                if let Err(error) = switch.flow_mod(&flow_mod) {
-                    self.refuse(error, xid, bytes);
-                    return Ok(Handled::Refused);
+                match switch.flow_mod(&flow_mod) {
+                    Ok(removed) => {
+                        for flow in &removed {
+                            // Here before any later reply (a barrier's), to the others after
+                            // the turn.
+                            let message = Message::FlowRemoved(flow_removed(flow, REMOVED_DELETE));
+                            self.notify(&message);
+                            self.removed.push(message);
+                        }
+                    }
+                    Err(error) => {
+                        self.refuse(error, xid, bytes);
+                        return Ok(Handled::Refused);
+                    }
                 }
             }
             Message::GroupMod(_) => {
@@ -408,12 +451,16 @@ impl Connection {
                     .iter()
                     .map(|flow| wirespeed_openflow::multipart::FlowStats {
                         table_id: flow.table,
-                        duration_sec: u32::try_from(flow.age.as_secs()).unwrap_or(u32::MAX),
+                        duration_sec: seconds(flow),
                         duration_nsec: flow.age.subsec_nanos(),
                         priority: flow.entry.priority,
                         idle_timeout: flow.entry.idle_timeout,
                         hard_timeout: flow.entry.hard_timeout,
-                        flags: 0,
+                        flags: if flow.entry.send_flow_removed {
+                            flow_flags::SEND_FLOW_REM
+                        } else {
+                            0
+                        },
                         cookie: flow.entry.cookie,
                         packet_count: flow.packets,
                         byte_count: flow.bytes,

@@ -337,6 +337,7 @@ fn run(
             }
         }
         busy |= packet_ins(&mut info.packet_ins, &mut connections);
+        flows_removed(&mut connections);
         publish(status, &connections, &controllers, now);
         // The replies leave after the status that reflects them is out: a controller that
         // holds a reply finds its effect in `show openflow`.
@@ -374,11 +375,25 @@ fn packet_ins(rings: &mut [packet_in::Receiver], connections: &mut [Connection])
             any = true;
             let message = Message::PacketIn(translate::packet_in(&record));
             for connection in connections.iter_mut() {
-                connection.packet_in(&message);
+                connection.notify(&message);
             }
         }
     }
     any
+}
+
+/// Sends the FLOW_REMOVED messages a connection's deletes caused to every other connection
+/// that takes them.
+fn flows_removed(connections: &mut [Connection]) {
+    for index in 0..connections.len() {
+        for message in std::mem::take(&mut connections[index].removed) {
+            for (other, connection) in connections.iter_mut().enumerate() {
+                if other != index {
+                    connection.notify(&message);
+                }
+            }
+        }
+    }
 }
 
 /// Forgets a closed connection; an active one's controller is tried again after its back-off.

@@ -18,7 +18,9 @@ use wirespeed_dataplane::table::classifier::FlowMatch;
 use wirespeed_openflow::OfError;
 use wirespeed_openflow::action::port;
 use wirespeed_openflow::message::PortDesc;
-use wirespeed_openflow::message::{ALL_TABLES, FlowMod, FlowModCommand, NO_BUFFER, PacketOut};
+use wirespeed_openflow::message::{
+    ALL_TABLES, FlowMod, FlowModCommand, NO_BUFFER, PacketOut, flow_flags,
+};
 use wirespeed_openflow::multipart::{FlowStatsRequest, PortStats};
 
 use super::translate::{self, Ports};
@@ -53,7 +55,7 @@ fn ask(handler: &dyn Handler, request: Request) -> Result<Value, String> {
 }
 
 /// The rule a row of `show flows` shows (columns: worker, table, priority, match, actions,
-/// goto, idle, hard, packets, bytes, cookie, age), its counts and age; `None` for the rows
+/// goto, idle, hard, packets, bytes, cookie, age, flags), its counts and age; `None` for the rows
 /// that are no flow (the cache's).
 fn row_rule(row: &[Value]) -> Option<(FlowRule, u64, u64, Duration)> {
     let text = |i: usize| row.get(i).and_then(Value::as_str);
@@ -74,6 +76,7 @@ fn row_rule(row: &[Value]) -> Option<(FlowRule, u64, u64, Duration)> {
     fields.push(("idle_timeout".into(), text(6)?.to_string()));
     fields.push(("hard_timeout".into(), text(7)?.to_string()));
     fields.push(("cookie".into(), text(10)?.to_string()));
+    fields.push(("flags".into(), text(12)?.to_string()));
     let age = Duration::try_from_secs_f64(text(11)?.parse().ok()?).ok()?;
     let actions = text(4)?.split(',').map(str::to_string).collect();
     let packets = text(8)?.parse().ok()?;
@@ -293,8 +296,9 @@ impl Switch<'_> {
             .map_err(|_| OfError::BAD_REQUEST_EPERM)
     }
 
-    /// Carries out a FLOW_MOD.
-    pub fn flow_mod(&self, request: &FlowMod) -> Result<(), OfError> {
+    /// Carries out a FLOW_MOD; returns the flows it deleted that asked for a FLOW_REMOVED
+    /// (SEND_FLOW_REM).
+    pub fn flow_mod(&self, request: &FlowMod) -> Result<Vec<Flow>, OfError> {
         if request.buffer_id != NO_BUFFER {
             return Err(OfError::BAD_REQUEST_BUFFER_UNKNOWN);
         }
@@ -326,10 +330,13 @@ impl Switch<'_> {
                     instructions,
                     (request.idle_timeout, request.hard_timeout),
                     request.cookie,
-                ))
+                    request.flags & flow_flags::SEND_FLOW_REM != 0,
+                ))?;
+                Ok(Vec::new())
             }
             FlowModCommand::Delete | FlowModCommand::DeleteStrict => {
                 let cookie = (request.cookie, request.cookie_mask);
+                let mut removed = Vec::new();
                 for flow in self.select(
                     request.table_id,
                     &request.matcher,
@@ -338,8 +345,11 @@ impl Switch<'_> {
                     cookie,
                 )? {
                     self.delete(&flow)?;
+                    if flow.entry.send_flow_removed {
+                        removed.push(flow);
+                    }
                 }
-                Ok(())
+                Ok(removed)
             }
             FlowModCommand::Modify | FlowModCommand::ModifyStrict => {
                 let cookie = (request.cookie, request.cookie_mask);
@@ -365,9 +375,10 @@ impl Switch<'_> {
                         instructions,
                         (flow.entry.idle_timeout, flow.entry.hard_timeout),
                         flow.entry.cookie,
+                        flow.entry.send_flow_removed,
                     ))?;
                 }
-                Ok(())
+                Ok(Vec::new())
             }
         }
     }

@@ -783,3 +783,51 @@ fn cookies_are_kept_and_select_flows_for_statistics_and_deletes() {
     cookies.sort();
     assert_eq!(cookies, [0, 0x2a2]);
 }
+
+#[test]
+fn a_deleted_flow_that_asked_for_it_is_reported_to_every_controller() {
+    use wirespeed_openflow::message::{FlowRemoved, flow_flags, role};
+    let agent = start(Timers::default());
+    let addr = agent.local_addr().unwrap();
+    let (mut first, mut other, mut slave) =
+        (Peer::hello(addr), Peer::hello(addr), Peer::hello(addr));
+    role(&mut slave, role::SLAVE);
+    let add = |a: u8, flags: u16| {
+        let Message::FlowMod(mut request) =
+            flow_mod(FlowModCommand::Add, 5, ipv4_dst(a), vec![Action::output(2)])
+        else {
+            unreachable!()
+        };
+        request.flags = flags;
+        request.cookie = u64::from(a);
+        request.idle_timeout = 30;
+        Message::FlowMod(request)
+    };
+    assert_eq!(first.ask(&add(1, flow_flags::SEND_FLOW_REM)), vec![]);
+    assert_eq!(first.ask(&add(2, 0)), vec![]);
+    let flags: Vec<u16> = first.flows().iter().map(|f| f.flags).collect();
+    assert!(flags.contains(&flow_flags::SEND_FLOW_REM) && flags.contains(&0));
+    // Deleting both reports only the one that asked, to both controllers, not to the slave.
+    let delete = flow_mod(FlowModCommand::Delete, 0, vec![], vec![]);
+    let replies = first.ask(&delete);
+    let expected = Message::FlowRemoved(FlowRemoved {
+        cookie: 1,
+        priority: 5,
+        reason: 2,
+        table_id: 0,
+        duration_sec: 0,
+        duration_nsec: 0,
+        idle_timeout: 30,
+        hard_timeout: 0,
+        packet_count: 0,
+        byte_count: 0,
+        matcher: Match::new(ipv4_dst(1)),
+    });
+    assert_eq!(replies, std::slice::from_ref(&expected));
+    assert_eq!(other.receive().1, expected);
+    assert_eq!(
+        slave.ask(&Message::EchoRequest(vec![1])),
+        vec![Message::EchoReply(vec![1])]
+    );
+    assert!(first.flows().is_empty());
+}

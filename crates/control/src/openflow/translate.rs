@@ -247,6 +247,7 @@ pub fn flow_rule(
     instructions: Instructions,
     timeouts: (u16, u16),
     cookie: u64,
+    send_flow_removed: bool,
 ) -> FlowRule {
     let mut fields = fields;
     fields.push(("table".into(), table.to_string()));
@@ -261,6 +262,9 @@ pub fn flow_rule(
     }
     if cookie != 0 {
         fields.push(("cookie".into(), cookie.to_string()));
+    }
+    if send_flow_removed {
+        fields.push(("flags".into(), "send_flow_rem".into()));
     }
     FlowRule {
         priority,
@@ -464,7 +468,7 @@ mod tests {
         let ports = ports();
         let fields = match_fields(&matcher, &ports).unwrap();
         let list = instructions(&[Instruction::ApplyActions(actions)], 0, 2, &ports).unwrap();
-        let rule = flow_rule(0, 7, fields, list, (0, 0), 0);
+        let rule = flow_rule(0, 7, fields, list, (0, 0), 0, false);
         let parsed = fields::flow_rule(&rule, &index).unwrap();
         (
             entry_match(&parsed.entry),

@@ -25,7 +25,8 @@ use crate::table::classifier::FlowMatch;
 pub const FLOW_FIELDS: &str = "in_port, eth_src, eth_dst, eth_type, vlan (an id or `none`), \
      ip_proto, ip_src, ip_dst (address or prefix, IPv4 or IPv6), l4_src, l4_dst";
 /// Instructions written as fields of a flow rule.
-pub const FLOW_INSTRUCTIONS: &str = "table, goto, idle_timeout, hard_timeout, cookie";
+pub const FLOW_INSTRUCTIONS: &str =
+    "table, goto, idle_timeout, hard_timeout, cookie, flags (send_flow_rem or -)";
 /// Actions of a flow rule.
 pub const FLOW_ACTIONS: &str = "output:PORT, flood, drop, set_field:FIELD=VALUE (eth_src, \
      eth_dst, ip_src, ip_dst, l4_src, l4_dst, vlan_vid), push_vlan:VID, pop_vlan, dec_ttl, controller[:MAX_LEN] (a PACKET_IN to \
@@ -611,6 +612,7 @@ pub fn flow_rule(
     let mut table = 0u8;
     let mut goto = None;
     let (mut idle, mut hard, mut cookie) = (0u16, 0u16, 0u64);
+    let mut send_flow_removed = false;
     for (name, value) in &rule.fields {
         let instruction = |what: &str| {
             FieldError::new(
@@ -631,6 +633,13 @@ pub fn flow_rule(
                 hard = number(value).ok_or_else(|| instruction("seconds (0..65535)"))?
             }
             "cookie" => cookie = number(value).ok_or_else(|| instruction("a number"))?,
+            "flags" => {
+                send_flow_removed = match value.as_str() {
+                    "send_flow_rem" => true,
+                    "-" => false,
+                    _ => return Err(instruction("send_flow_rem or -")),
+                }
+            }
             _ => matcher = match_field(matcher, name, value, &port)?,
         }
     }
@@ -649,6 +658,7 @@ pub fn flow_rule(
         .hard_timeout(hard);
     entry.goto = goto;
     entry.cookie = cookie;
+    entry.send_flow_removed = send_flow_removed;
     Ok(ParsedFlow { table, entry })
 }
 

@@ -362,16 +362,22 @@ impl OpenFlow {
                     f.bytes.to_string(),
                     format!("{:#x}", e.cookie),
                     age_text(f, ctx.now, hz),
+                    if e.send_flow_removed {
+                        "send_flow_rem"
+                    } else {
+                        "-"
+                    }
+                    .into(),
                 ]
             })
             .collect();
         if flows.len() > rows.len() {
-            let mut more = vec![String::new(); 11];
+            let mut more = vec![String::new(); 12];
             more[0] = format!("... {} more", flows.len() - rows.len());
             rows.push(more);
         }
         let c = self.counters();
-        let mut cache = vec![String::new(); 11];
+        let mut cache = vec![String::new(); 12];
         cache[0] = "cache".into();
         cache[2] = format!(
             "cache_hits={} classifier_hits={} slow_path={} megaflows={} table_misses={}",
@@ -385,7 +391,7 @@ impl OpenFlow {
         Table {
             columns: [
                 "table", "priority", "match", "actions", "goto", "idle", "hard", "packets",
-                "bytes", "cookie", "age",
+                "bytes", "cookie", "age", "flags",
             ]
             .map(String::from)
             .to_vec(),

@@ -34,6 +34,9 @@ pub struct FlowEntry {
     pub hard_timeout: u16,
     /// Opaque to the data plane.
     pub cookie: u64,
+    /// The controller wants a FLOW_REMOVED when the entry goes (OpenFlow's SEND_FLOW_REM
+    /// flag); kept for the agent, opaque to the data plane.
+    pub send_flow_removed: bool,
 }
 
 impl FlowEntry {
@@ -47,6 +50,7 @@ impl FlowEntry {
             idle_timeout: 0,
             hard_timeout: 0,
             cookie: 0,
+            send_flow_removed: false,
         }
     }
 
