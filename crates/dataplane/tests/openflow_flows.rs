@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use proptest::prelude::*;
 use wirespeed_dataplane::app::openflow::kernel::{FlowSync, KernelDecision};
 use wirespeed_dataplane::app::openflow::{
-    Action, FlowEntry, MissAction, OpenFlow, OpenFlowConfig, SetField,
+    Action, FlowEntry, MissAction, OpenFlow, OpenFlowConfig, SetField, removed,
 };
 use wirespeed_dataplane::app::{App, Context};
 use wirespeed_dataplane::table::classifier::FlowMatch;
@@ -237,11 +237,13 @@ fn idle_and_hard_timeouts_remove_flows_and_their_cached_decisions() {
         FlowEntry::new(1, FlowMatch::any().l4_dst(1025), vec![Action::Output(1)]).idle_timeout(2),
     )
     .unwrap();
-    app.add_flow(
-        0,
-        FlowEntry::new(1, FlowMatch::any().l4_dst(7), vec![Action::Output(1)]).hard_timeout(5),
-    )
-    .unwrap();
+    // Only this one asks for a report when it goes.
+    let mut reported =
+        FlowEntry::new(1, FlowMatch::any().l4_dst(7), vec![Action::Output(1)]).hard_timeout(5);
+    reported.send_flow_removed = true;
+    app.add_flow(0, reported.clone()).unwrap();
+    let (sender, mut reports) = removed::ring();
+    app.set_flow_removed(sender);
     let mut direct = Direct::new(app);
     let idle = base().build();
     let hard = base()
@@ -269,6 +271,19 @@ fn idle_and_hard_timeouts_remove_flows_and_their_cached_decisions() {
     assert_eq!(dropped, vec![DropReason::TableMiss]);
     assert_eq!(direct.app.counters().flows_expired, 2);
     assert!(direct.app.flows().is_empty());
+    // Five packets in the 5 s from its first batch to its removal.
+    assert_eq!(
+        reports.pop(),
+        Ok(removed::Expired {
+            table: 0,
+            entry: reported,
+            timeout: removed::Timeout::Hard,
+            packets: 5,
+            bytes: 5 * hard.len() as u64,
+            age: std::time::Duration::from_secs(5),
+        })
+    );
+    assert!(reports.pop().is_err());
     direct.finish();
 }
 

@@ -54,7 +54,7 @@ fn seconds(flow: &Flow) -> u32 {
 }
 
 /// The FLOW_REMOVED of `flow`, gone for `reason`.
-fn flow_removed(flow: &Flow, reason: u8) -> FlowRemoved {
+pub fn flow_removed(flow: &Flow, reason: u8) -> FlowRemoved {
     FlowRemoved {
         cookie: flow.entry.cookie,
         priority: flow.entry.priority,

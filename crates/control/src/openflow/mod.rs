@@ -12,6 +12,7 @@ pub mod connection;
 pub mod switch;
 pub mod translate;
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,7 +22,8 @@ use std::time::{Duration, Instant};
 use connection::{Closed, Connection, Counts, Event, Timers};
 use switch::Switch;
 use translate::Ports;
-use wirespeed_dataplane::app::openflow::packet_in;
+use wirespeed_dataplane::app::openflow::{packet_in, removed};
+use wirespeed_dataplane::table::classifier::FlowMatch;
 use wirespeed_openflow::Message;
 use wirespeed_openflow::message::role;
 
@@ -100,8 +102,15 @@ pub struct SwitchInfo {
     pub ports: Vec<String>,
     pub tables: u8,
     pub flows_per_table: u32,
-    /// The agent's end of each worker's ring of frames for the controller.
+    pub rings: Rings,
+}
+
+/// The agent's ends of the rings from each worker's app: frames for the controller, flows
+/// removed by timeout.
+#[derive(Default)]
+pub struct Rings {
     pub packet_ins: Vec<packet_in::Receiver>,
+    pub removed: Vec<removed::Receiver>,
 }
 
 /// One connection as `show openflow` lists it.
@@ -283,6 +292,7 @@ fn run(
         })
         .collect();
     let mut connections: Vec<Connection> = Vec::new();
+    let mut expiring = HashMap::new();
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         let mut busy = false;
@@ -336,8 +346,9 @@ fn run(
                 }
             }
         }
-        busy |= packet_ins(&mut info.packet_ins, &mut connections);
+        busy |= packet_ins(&mut info.rings.packet_ins, &mut connections);
         flows_removed(&mut connections);
+        flows_expired(&mut info.rings.removed, &mut expiring, &mut connections);
         publish(status, &connections, &controllers, now);
         // The replies leave after the status that reflects them is out: a controller that
         // holds a reply finds its effect in `show openflow`.
@@ -394,6 +405,50 @@ fn flows_removed(connections: &mut [Connection]) {
             }
         }
     }
+}
+
+/// A flow some workers removed by timeout: how many, and the flow as their reports sum it.
+type Expiring = HashMap<(u8, u16, FlowMatch), (usize, switch::Flow, u8)>;
+
+/// Reports the flows with SEND_FLOW_REM the workers removed by timeout: each worker keeps a
+/// copy of every flow and removes its own, so a flow is gone, and its FLOW_REMOVED (counts
+/// summed, the oldest copy's duration) sent to every connection that takes it, once every
+/// worker's report is in.
+fn flows_expired(
+    rings: &mut [removed::Receiver],
+    expiring: &mut Expiring,
+    connections: &mut [Connection],
+) {
+    let workers = rings.len();
+    for ring in rings {
+        while let Ok(report) = ring.pop() {
+            let key = (report.table, report.entry.priority, report.entry.matcher);
+            let (seen, flow, _) = expiring.entry(key).or_insert_with(|| {
+                let flow = switch::Flow {
+                    table: report.table,
+                    entry: report.entry.clone(),
+                    packets: 0,
+                    bytes: 0,
+                    age: report.age,
+                };
+                (0, flow, report.timeout.code())
+            });
+            *seen += 1;
+            flow.packets += report.packets;
+            flow.bytes += report.bytes;
+            flow.age = flow.age.max(report.age);
+        }
+    }
+    expiring.retain(|_, (seen, flow, reason)| {
+        if *seen < workers {
+            return true;
+        }
+        let message = Message::FlowRemoved(connection::flow_removed(flow, *reason));
+        for connection in connections.iter_mut() {
+            connection.notify(&message);
+        }
+        false
+    });
 }
 
 /// Forgets a closed connection; an active one's controller is tried again after its back-off.

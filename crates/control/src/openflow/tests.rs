@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use wirespeed_dataplane::app::openflow::packet_in::{self, Origin, Reason};
+use wirespeed_dataplane::app::openflow::removed;
 use wirespeed_dataplane::app::openflow::{OpenFlow, OpenFlowConfig};
 use wirespeed_dataplane::app::{App, CommandContext};
 use wirespeed_dataplane::command::{AppReply, Injection, Output};
@@ -20,7 +21,7 @@ use wirespeed_openflow::oxm::ETH_TYPE_IPV4;
 use wirespeed_openflow::{Action, Header, Instruction, Match, Message, OfError, Oxm};
 
 use super::connection::Timers;
-use super::{Agent, AgentConfig, SwitchInfo};
+use super::{Agent, AgentConfig, Rings, SwitchInfo};
 use crate::dispatch::Handler;
 use crate::protocol::{Request, Response, Show};
 
@@ -85,9 +86,17 @@ fn start_with(timers: Timers, config: AgentConfig) -> Agent {
     start_switch(timers, config).0
 }
 
-/// The agent, its stand-in dispatcher, and the worker's end of the ring of frames for the
-/// controller.
-fn start_switch(timers: Timers, config: AgentConfig) -> (Agent, Arc<OneWorker>, packet_in::Sender) {
+/// The agent, its stand-in dispatcher, the worker's end of the ring of frames for the
+/// controller, and the ends of two workers' rings of flows removed by timeout.
+fn start_switch(
+    timers: Timers,
+    config: AgentConfig,
+) -> (
+    Agent,
+    Arc<OneWorker>,
+    packet_in::Sender,
+    Vec<removed::Sender>,
+) {
     let (p0, p1) = link("p0", "p1", &LinkConfig::default());
     let (p2, _p3) = link("p2", "p3", &LinkConfig::default());
     let ports: Vec<Box<dyn Port>> = vec![Box::new(p0), Box::new(p1), Box::new(p2)];
@@ -102,15 +111,19 @@ fn start_switch(timers: Timers, config: AgentConfig) -> (Agent, Arc<OneWorker>, 
         injected: Mutex::new(Vec::new()),
     });
     let (sender, receiver) = packet_in::ring();
+    let ((removed_0, expired_0), (removed_1, expired_1)) = (removed::ring(), removed::ring());
     let info = SwitchInfo {
         handler: handler.clone(),
         ports: vec!["p0".into(), "p1".into(), "p2".into()],
         tables: 2,
         flows_per_table: 1000,
-        packet_ins: vec![receiver],
+        rings: Rings {
+            packet_ins: vec![receiver],
+            removed: vec![expired_0, expired_1],
+        },
     };
     let agent = Agent::start(config, info, timers, || Ok(())).unwrap();
-    (agent, handler, sender)
+    (agent, handler, sender, vec![removed_0, removed_1])
 }
 
 /// A controller's end of a connection.
@@ -568,7 +581,7 @@ fn role(peer: &mut Peer, role: u32) {
 #[test]
 fn frames_for_the_controller_go_to_master_and_equal_peers_not_to_slaves() {
     use wirespeed_openflow::message::{PacketIn, role};
-    let (agent, _, mut worker) = start_switch(
+    let (agent, _, mut worker, _) = start_switch(
         Timers::default(),
         AgentConfig {
             listen: Some("127.0.0.1:0".parse().unwrap()),
@@ -643,7 +656,7 @@ fn frames_for_the_controller_go_to_master_and_equal_peers_not_to_slaves() {
 #[test]
 fn packet_out_reaches_a_worker_and_what_it_cannot_do_is_refused() {
     use wirespeed_openflow::message::PacketOut;
-    let (agent, handler, _worker) = start_switch(
+    let (agent, handler, _worker, _) = start_switch(
         Timers::default(),
         AgentConfig {
             listen: Some("127.0.0.1:0".parse().unwrap()),
@@ -830,4 +843,54 @@ fn a_deleted_flow_that_asked_for_it_is_reported_to_every_controller() {
         vec![Message::EchoReply(vec![1])]
     );
     assert!(first.flows().is_empty());
+}
+
+#[test]
+fn a_flow_timed_out_on_every_worker_is_reported_once_with_its_counts_summed() {
+    use wirespeed_dataplane::app::openflow::{Action as AppAction, FlowEntry};
+    use wirespeed_dataplane::table::classifier::FlowMatch;
+    use wirespeed_openflow::message::FlowRemoved;
+    let (agent, _, _, mut workers) = start_switch(
+        Timers::default(),
+        AgentConfig {
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+            ..AgentConfig::default()
+        },
+    );
+    let mut peer = Peer::hello(agent.local_addr().unwrap());
+    let mut entry =
+        FlowEntry::new(9, FlowMatch::any().in_port(1), vec![AppAction::Output(0)]).idle_timeout(10);
+    entry.cookie = 0x77;
+    entry.send_flow_removed = true;
+    let report = |packets: u64, seconds: u64| removed::Expired {
+        table: 1,
+        entry: entry.clone(),
+        timeout: removed::Timeout::Idle,
+        packets,
+        bytes: packets * 100,
+        age: std::time::Duration::from_secs(seconds),
+    };
+    workers[0].push(report(3, 12)).unwrap();
+    // One worker's copy is gone, the other's still forwards: nothing yet.
+    assert_eq!(
+        peer.ask(&Message::EchoRequest(vec![2])),
+        vec![Message::EchoReply(vec![2])]
+    );
+    workers[1].push(report(4, 15)).unwrap();
+    assert_eq!(
+        peer.receive().1,
+        Message::FlowRemoved(FlowRemoved {
+            cookie: 0x77,
+            priority: 9,
+            reason: 0,
+            table_id: 1,
+            duration_sec: 15,
+            duration_nsec: 0,
+            idle_timeout: 10,
+            hard_timeout: 0,
+            packet_count: 7,
+            byte_count: 700,
+            matcher: Match::new(vec![Oxm::InPort(2)]),
+        })
+    );
 }

@@ -21,7 +21,10 @@ use wirespeed_control::config::{AppConfig, BackendConfig, Config, PortConfig};
 use wirespeed_dataplane::app::bridge::{Bridge, BridgeConfig, BridgePort};
 
 use wirespeed_control::config::OpenFlowMiss;
-use wirespeed_dataplane::app::openflow::{MissAction, OpenFlow, OpenFlowConfig, packet_in};
+use wirespeed_control::openflow::Rings;
+use wirespeed_dataplane::app::openflow::{
+    MissAction, OpenFlow, OpenFlowConfig, packet_in, removed,
+};
 use wirespeed_dataplane::app::router::{
     Gateway, Interface, OptionsPolicy, Prefix as RoutePrefix, Router, RouterConfig,
     StaticNeighbour, StaticRoute,
@@ -44,9 +47,8 @@ use wirespeed_packet::{Batch, FramePool};
 pub struct Built {
     pub workers: Vec<Worker>,
     pub fast_path: FastPathChoice,
-    /// The OpenFlow agent's end of each worker's ring of frames for the controller (none
-    /// without an agent).
-    pub packet_ins: Vec<packet_in::Receiver>,
+    /// The OpenFlow agent's ends of each worker's rings (none without an agent).
+    pub rings: Rings,
 }
 
 /// Builds the workers the configuration describes.
@@ -84,7 +86,7 @@ pub fn workers(config: &Config) -> Result<Built> {
         })
         .collect::<Result<Vec<_>>>()?;
     let mut workers = Vec::new();
-    let mut packet_ins = Vec::new();
+    let mut rings = Rings::default();
     for index in 0..config.switch.workers {
         let mut pool = FramePool::new(config.switch.frames, config.switch.frame_size)
             .with_context(|| format!("frame pool of worker {index}"))?;
@@ -114,13 +116,13 @@ pub fn workers(config: &Config) -> Result<Built> {
             )),
             _ => None,
         };
-        let app = app(config, index as u64, &macs, mirror, &mut packet_ins)?;
+        let app = app(config, index as u64, &macs, mirror, &mut rings)?;
         workers.push(Worker::new(worker_config.clone(), pool, ports, app));
     }
     Ok(Built {
         workers,
         fast_path,
-        packet_ins,
+        rings,
     })
 }
 
@@ -208,14 +210,14 @@ enum Mirror {
 }
 
 /// The configured app; `macs` are the opened ports' MAC addresses (the router's defaults);
-/// `mirror` is the fast path's copy of its tables. An OpenFlow app with an agent gets a ring
-/// of frames for the controller, whose other end goes to `packet_ins`.
+/// `mirror` is the fast path's copy of its tables. An OpenFlow app with an agent gets rings to
+/// it (frames for the controller, flows removed by timeout), whose other ends go to `rings`.
 fn app(
     config: &Config,
     seed: u64,
     macs: &[[u8; 6]],
     mirror: Option<Mirror>,
-    packet_ins: &mut Vec<packet_in::Receiver>,
+    rings: &mut Rings,
 ) -> Result<Box<dyn App>> {
     let task = Task::new(
         config.task.spin_cycles as u64,
@@ -276,7 +278,10 @@ fn app(
             if openflow.agent.is_some() {
                 let (sender, receiver) = packet_in::ring();
                 app.set_packet_in(sender);
-                packet_ins.push(receiver);
+                rings.packet_ins.push(receiver);
+                let (sender, receiver) = removed::ring();
+                app.set_flow_removed(sender);
+                rings.removed.push(receiver);
             }
             Box::new(app)
         }

@@ -13,10 +13,9 @@ use clap::Args;
 use wirespeed_control::config::Realtime;
 use wirespeed_control::dispatch::{COMMAND_TIMEOUT, Dispatcher};
 use wirespeed_control::openflow::connection::Timers;
-use wirespeed_control::openflow::{Agent, SwitchInfo};
+use wirespeed_control::openflow::{Agent, Rings, SwitchInfo};
 use wirespeed_control::reload::Reloader;
 use wirespeed_control::socket::{ControlSocket, Limits, SocketError};
-use wirespeed_dataplane::app::openflow::packet_in;
 use wirespeed_dataplane::command;
 use wirespeed_dataplane::worker::{Conservation, StatsCell, Worker, WorkerSnapshot};
 use wirespeed_fastpath::FastPath;
@@ -50,7 +49,7 @@ pub fn run(args: SwitchArgs) -> Result<()> {
     let build::Built {
         mut workers,
         fast_path,
-        packet_ins,
+        rings,
     } = build::workers(&config)?;
     let kept = privileges::Kept::for_switch(fast_path.fast_path.is_some());
     // Dropped after the workers stop: the socket file goes away with the switch.
@@ -76,7 +75,7 @@ pub fn run(args: SwitchArgs) -> Result<()> {
         None => (None, None),
     };
     // Stopped (dropped) before the control socket closes.
-    let _openflow = openflow_agent(&config, dispatcher.as_ref(), kept, packet_ins)?;
+    let _openflow = openflow_agent(&config, dispatcher.as_ref(), kept, rings)?;
     let _reload = reload::OnHangup::start(hangups, dispatcher, kept)?;
     for worker in &workers {
         for port in worker.ports() {
@@ -220,7 +219,7 @@ fn openflow_agent(
     config: &wirespeed_control::config::Config,
     dispatcher: Option<&Arc<Dispatcher>>,
     kept: privileges::Kept,
-    packet_ins: Vec<packet_in::Receiver>,
+    rings: Rings,
 ) -> Result<Option<Agent>> {
     let wirespeed_control::config::AppConfig::OpenFlow(openflow) = &config.app else {
         return Ok(None);
@@ -240,7 +239,7 @@ fn openflow_agent(
         ports: config.ports.iter().map(|port| port.name.clone()).collect(),
         tables: openflow.tables,
         flows_per_table: u32::try_from(openflow.flows_per_table).unwrap_or(u32::MAX),
-        packet_ins,
+        rings,
     };
     let setup = move || {
         kept.drop_the_rest()

@@ -43,9 +43,11 @@ pub mod action;
 mod fills;
 pub mod kernel;
 pub mod packet_in;
+pub mod removed;
 pub mod table;
 
 use std::fmt;
+use std::time::Duration;
 
 use wirespeed_packet::cpu::tsc_hz;
 use wirespeed_packet::{Batch, Desc, DropReason, MAX_BATCH, Meta};
@@ -127,6 +129,9 @@ pub struct OpenFlowCounters {
     /// it, by reason: a table-miss flow entry's, another flow's CONTROLLER action's.
     pub packet_in_dropped_no_match: u64,
     pub packet_in_dropped_action: u64,
+    /// Timeouts of flows with SEND_FLOW_REM not reported because the ring to the agent was
+    /// full.
+    pub flow_removed_dropped: u64,
 }
 
 /// The OpenFlow match-action pipeline.
@@ -164,7 +169,7 @@ pub struct OpenFlow {
     timed_flows: usize,
     /// A megaflow was refused in the last batch.
     megaflows_full: bool,
-    expired: Vec<(u8, RuleId)>,
+    expired: Vec<(u8, RuleId, removed::Timeout)>,
     counters: OpenFlowCounters,
     trace: TraceRing<OpenFlowTrace>,
     /// The kernel's copy of the exact-match cache, with the XDP fast path.
@@ -172,6 +177,9 @@ pub struct OpenFlow {
     /// The worker's end of its ring to the OpenFlow agent (`None`: no agent, every frame for
     /// the controller is dropped and counted).
     packet_in: Option<packet_in::Sender>,
+    /// The worker's end of its ring of flows removed by timeout for the agent (`None`: no
+    /// agent, nothing is reported).
+    removed: Option<removed::Sender>,
 }
 
 /// Bytes of the copy buffer: the largest frame a pool has.
@@ -216,6 +224,7 @@ impl OpenFlow {
             trace: TraceRing::default(),
             kernel: None,
             packet_in: None,
+            removed: None,
             config: OpenFlowConfig { tables, ..config },
         }
     }
@@ -252,6 +261,12 @@ impl OpenFlow {
     /// agent holds the other).
     pub fn set_packet_in(&mut self, ring: packet_in::Sender) {
         self.packet_in = Some(ring);
+    }
+
+    /// Reports the flows with SEND_FLOW_REM that time out into `ring` (one end of
+    /// [`removed::ring`]; the agent holds the other).
+    pub fn set_flow_removed(&mut self, ring: removed::Sender) {
+        self.removed = Some(ring);
     }
 
     /// Adds a flow to `table`; a flow with the same priority and match is replaced (its
@@ -498,13 +513,38 @@ impl OpenFlow {
                 let hard_over = hard > 0 && now.wrapping_sub(flow.installed) >= hard;
                 let idle_over = idle > 0 && now.wrapping_sub(flow.last_used) >= idle;
                 if hard_over || idle_over {
-                    self.expired.push((table as u8, id));
+                    let timeout = if hard_over {
+                        removed::Timeout::Hard
+                    } else {
+                        removed::Timeout::Idle
+                    };
+                    self.expired.push((table as u8, id, timeout));
                 }
             }
         }
-        for &(table, id) in &self.expired {
-            if let Some(flow) = self.pipeline.tables[usize::from(table)].remove(id) {
-                self.timed_flows -= usize::from(flow.entry.has_timeout());
+        for &(table, id, timeout) in &self.expired {
+            let Some(flow) = self.pipeline.tables[usize::from(table)].remove(id) else {
+                continue;
+            };
+            self.timed_flows -= usize::from(flow.entry.has_timeout());
+            if !flow.entry.send_flow_removed {
+                continue;
+            }
+            let Some(ring) = &mut self.removed else {
+                continue;
+            };
+            let ticks = now.wrapping_sub(flow.installed);
+            let nanos = u128::from(ticks) * 1_000_000_000 / u128::from(hz);
+            let report = removed::Expired {
+                table,
+                timeout,
+                packets: flow.packets,
+                bytes: flow.bytes,
+                age: Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX)),
+                entry: flow.entry,
+            };
+            if ring.push(report).is_err() {
+                self.counters.flow_removed_dropped += 1;
             }
         }
         let count = self.expired.len();
@@ -826,6 +866,7 @@ impl App for OpenFlow {
             "openflow.packet_in_dropped_action",
             c.packet_in_dropped_action,
         ));
+        out.push(("openflow.flow_removed_dropped", c.flow_removed_dropped));
     }
 
     fn command(&mut self, command: AppCommand, ctx: &CommandContext<'_>) -> AppReply {
