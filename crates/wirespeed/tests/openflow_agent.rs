@@ -81,20 +81,7 @@ fn ovs_ofctl_drives_the_openflow_app() {
     let Some((lab, dir)) = lab("wsofa", 1) else {
         return;
     };
-    let lo = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &lab.dut_ns,
-            "ip",
-            "link",
-            "set",
-            "lo",
-            "up",
-        ])
-        .status()
-        .expect("ip link set lo up");
-    assert!(lo.success());
+    dut_loopback_up(&lab);
     let socket = dir.join("ctl.sock");
     let mut switch = Switch::start(&lab, &config(&lab, &socket), &dir);
     wait_for_control(&socket);

@@ -139,22 +139,7 @@ fn an_os_ken_learning_switch_drives_the_openflow_app() {
     let Some((lab, dir)) = lab("wsosk", 1) else {
         return;
     };
-    assert!(
-        Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &lab.dut_ns,
-                "ip",
-                "link",
-                "set",
-                "lo",
-                "up"
-            ])
-            .status()
-            .expect("ip link set lo up")
-            .success()
-    );
+    dut_loopback_up(&lab);
     let mut controller = Controller::start(&lab, &dir);
     let port = format!("sport = :{CONTROLLER_PORT}");
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -305,6 +305,25 @@ pub fn frames_taken(socket: &std::path::Path) -> u64 {
         .unwrap_or_else(|| panic!("no rx_packets row:\n{text}"))
 }
 
+/// Brings the DuT namespace's loopback up: where the OpenFlow agent listens and its
+/// controllers run.
+pub fn dut_loopback_up(lab: &Testbed) {
+    let status = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.dut_ns,
+            "ip",
+            "link",
+            "set",
+            "lo",
+            "up",
+        ])
+        .status()
+        .expect("ip link set lo up");
+    assert!(status.success());
+}
+
 /// Waits (at most 10 s) until the switch answers `ping` on `socket`.
 pub fn wait_for_control(socket: &std::path::Path) {
     let deadline = Instant::now() + Duration::from_secs(10);
