@@ -74,7 +74,7 @@ pub trait OpenFlowView: Send + Sync {
 }
 
 /// The columns of `show openflow`.
-pub const OPENFLOW_COLUMNS: [&str; 8] = [
+pub const OPENFLOW_COLUMNS: [&str; 9] = [
     "peer",
     "kind",
     "state",
@@ -83,6 +83,7 @@ pub const OPENFLOW_COLUMNS: [&str; 8] = [
     "sent",
     "refused",
     "flow mods",
+    "async dropped",
 ];
 
 /// What to do about a worker that gave no answer.

@@ -74,6 +74,9 @@ pub fn flow_removed(flow: &Flow, reason: u8) -> FlowRemoved {
 pub const MAX_REFUSED: u32 = 32;
 /// Bytes waiting for the peer to read, beyond which it is closed.
 pub const MAX_OUTPUT: usize = 4 << 20;
+/// Bytes waiting for the peer beyond which asynchronous messages to it are dropped (counted),
+/// well below [`MAX_OUTPUT`], so that replies still fit.
+pub const ASYNC_BACKLOG: usize = MAX_OUTPUT / 4;
 /// Flow entries per MULTIPART_REPLY part (each at most about 1 KiB: 16 actions and a match).
 const FLOWS_PER_REPLY: usize = 48;
 /// Bytes of a refused message copied into the ERROR (§7.4.4: at least 64).
@@ -112,6 +115,9 @@ pub struct Counts {
     pub sent: u64,
     pub refused: u64,
     pub flow_mods: u64,
+    /// PACKET_IN and FLOW_REMOVED messages not sent because the peer had not read
+    /// [`ASYNC_BACKLOG`] bytes already.
+    pub async_dropped: u64,
 }
 
 /// What handling a message asks of the agent beyond this connection.
@@ -190,10 +196,17 @@ impl Connection {
     /// messages but PORT_STATUS, and the SET_ASYNC defaults send a master or equal every
     /// PACKET_IN and FLOW_REMOVED).
     pub fn notify(&mut self, message: &Message) {
-        if self.negotiated && self.role != role::SLAVE {
-            let xid = self.xid();
-            self.send(message, xid);
+        if !self.negotiated || self.role == role::SLAVE {
+            return;
         }
+        if self.output.len() > ASYNC_BACKLOG {
+            // A storm of table misses must not cost the connection (MAX_OUTPUT closes it):
+            // the controller misses some, as it would behind a full switch buffer.
+            self.counts.async_dropped += 1;
+            return;
+        }
+        let xid = self.xid();
+        self.send(message, xid);
     }
 
     fn refuse(&mut self, error: OfError, xid: u32, request: &[u8]) {

@@ -245,6 +245,7 @@ impl OpenFlowView for StatusView {
                     c.counts.sent.to_string(),
                     c.counts.refused.to_string(),
                     c.counts.flow_mods.to_string(),
+                    c.counts.async_dropped.to_string(),
                 ]
             })
             .collect()

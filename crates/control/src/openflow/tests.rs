@@ -894,3 +894,34 @@ fn a_flow_timed_out_on_every_worker_is_reported_once_with_its_counts_summed() {
         })
     );
 }
+
+#[test]
+fn a_controller_that_reads_nothing_misses_packet_ins_but_keeps_its_connection() {
+    let (agent, _, mut worker, _) = start_switch(
+        Timers::default(),
+        AgentConfig {
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+            ..AgentConfig::default()
+        },
+    );
+    let mut peer = Peer::hello(agent.local_addr().unwrap());
+    assert_eq!(
+        peer.ask(&Message::BarrierRequest),
+        vec![Message::BarrierReply]
+    );
+    let frame = [0u8; 1500];
+    let dropped = |agent: &Agent| agent.status().first().map_or(0, |s| s.counts.async_dropped);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while dropped(&agent) == 0 {
+        assert!(std::time::Instant::now() < deadline, "nothing was dropped");
+        let _ = packet_in::send(&mut worker, Origin::default(), 0, &frame, u16::MAX);
+        if worker.slots() == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    // Still connected: everything queued before the echo's reply arrives, then the reply.
+    let replies = peer.ask(&Message::EchoRequest(vec![5]));
+    assert_eq!(replies.last(), Some(&Message::EchoReply(vec![5])));
+    assert!(replies.len() > 1, "{}", replies.len());
+    assert_eq!(agent.status().len(), 1);
+}
