@@ -73,7 +73,19 @@ impl Handler for OneWorker {
 }
 
 fn start(timers: Timers) -> Agent {
-    start_with(
+    start_listening(timers).0
+}
+
+/// [`start_switch`] listening on a free port of 127.0.0.1.
+fn start_listening(
+    timers: Timers,
+) -> (
+    Agent,
+    Arc<OneWorker>,
+    packet_in::Sender,
+    Vec<removed::Sender>,
+) {
+    start_switch(
         timers,
         AgentConfig {
             listen: Some("127.0.0.1:0".parse().unwrap()),
@@ -581,13 +593,7 @@ fn role(peer: &mut Peer, role: u32) {
 #[test]
 fn frames_for_the_controller_go_to_master_and_equal_peers_not_to_slaves() {
     use wirespeed_openflow::message::{PacketIn, role};
-    let (agent, _, mut worker, _) = start_switch(
-        Timers::default(),
-        AgentConfig {
-            listen: Some("127.0.0.1:0".parse().unwrap()),
-            ..AgentConfig::default()
-        },
-    );
+    let (agent, _, mut worker, _) = start_listening(Timers::default());
     let addr = agent.local_addr().unwrap();
     let (mut master, mut equal, mut slave) =
         (Peer::hello(addr), Peer::hello(addr), Peer::hello(addr));
@@ -656,13 +662,7 @@ fn frames_for_the_controller_go_to_master_and_equal_peers_not_to_slaves() {
 #[test]
 fn packet_out_reaches_a_worker_and_what_it_cannot_do_is_refused() {
     use wirespeed_openflow::message::PacketOut;
-    let (agent, handler, _worker, _) = start_switch(
-        Timers::default(),
-        AgentConfig {
-            listen: Some("127.0.0.1:0".parse().unwrap()),
-            ..AgentConfig::default()
-        },
-    );
+    let (agent, handler, _worker, _) = start_listening(Timers::default());
     let mut peer = Peer::hello(agent.local_addr().unwrap());
     let frame: Vec<u8> = (0..64).collect();
     let packet_out = |in_port: u32, actions: Vec<Action>| {
@@ -850,13 +850,7 @@ fn a_flow_timed_out_on_every_worker_is_reported_once_with_its_counts_summed() {
     use wirespeed_dataplane::app::openflow::{Action as AppAction, FlowEntry};
     use wirespeed_dataplane::table::classifier::FlowMatch;
     use wirespeed_openflow::message::FlowRemoved;
-    let (agent, _, _, mut workers) = start_switch(
-        Timers::default(),
-        AgentConfig {
-            listen: Some("127.0.0.1:0".parse().unwrap()),
-            ..AgentConfig::default()
-        },
-    );
+    let (agent, _, _, mut workers) = start_listening(Timers::default());
     let mut peer = Peer::hello(agent.local_addr().unwrap());
     let mut entry =
         FlowEntry::new(9, FlowMatch::any().in_port(1), vec![AppAction::Output(0)]).idle_timeout(10);
@@ -897,13 +891,7 @@ fn a_flow_timed_out_on_every_worker_is_reported_once_with_its_counts_summed() {
 
 #[test]
 fn a_controller_that_reads_nothing_misses_packet_ins_but_keeps_its_connection() {
-    let (agent, _, mut worker, _) = start_switch(
-        Timers::default(),
-        AgentConfig {
-            listen: Some("127.0.0.1:0".parse().unwrap()),
-            ..AgentConfig::default()
-        },
-    );
+    let (agent, _, mut worker, _) = start_listening(Timers::default());
     let mut peer = Peer::hello(agent.local_addr().unwrap());
     assert_eq!(
         peer.ask(&Message::BarrierRequest),
