@@ -1,5 +1,6 @@
-//! The two CPU instructions the data plane needs beyond plain Rust: the time-stamp counter and
-//! the cache prefetch. Wrapped here so every other crate can stay `#![deny(unsafe_code)]`.
+//! The CPU instructions the data plane needs beyond plain Rust: the time-stamp counter, the
+//! cache prefetch, and code compiled for the population count instruction ([`Popcnt`]).
+//! Wrapped here so every other crate can stay `#![deny(unsafe_code)]`.
 //!
 //! The TSC is the clock of cycle accounting and pacing (seed 001 measures c_IO / c_task / c_busy
 //! in cycles; `perf` counters are not available in these VMs). It is only meaningful on CPUs with
@@ -38,6 +39,46 @@ pub fn prefetch<T>(value: &T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = value;
+}
+
+/// Proof that this CPU has the `popcnt` instruction: [`Popcnt::run`] runs code compiled for it.
+///
+/// The workspace builds for the baseline x86-64, which lacks `popcnt`, so `count_ones` is a
+/// dozen instructions there; a binary built for a newer CPU would not start everywhere. A table
+/// whose lookups count bits asks for a `Popcnt` once, when it is made, keeps it, and runs its
+/// lookups through [`Popcnt::run`], where every `count_ones` inlined into the closure is one
+/// instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Popcnt(());
+
+impl Popcnt {
+    /// `Some` where this CPU has `popcnt` (asked of the CPU at each call: call it once and keep
+    /// the answer).
+    pub fn detect() -> Option<Popcnt> {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            return Some(Popcnt(()));
+        }
+        None
+    }
+
+    /// Runs `f` in a function compiled with `popcnt` enabled. `f` and what it inlines
+    /// (`#[inline(always)]` functions) are compiled with the instruction; a function it calls
+    /// out of line is not.
+    #[inline(always)]
+    pub fn run<R>(self, f: impl FnOnce() -> R) -> R {
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "popcnt")]
+            fn with_popcnt<R>(f: impl FnOnce() -> R) -> R {
+                f()
+            }
+            // SAFETY: a `Popcnt` exists only where `detect` found the instruction on this CPU.
+            unsafe { with_popcnt(f) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        f()
+    }
 }
 
 /// TSC ticks per second, measured once (about 20 ms) against the monotonic clock.

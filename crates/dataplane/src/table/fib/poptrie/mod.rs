@@ -2,13 +2,17 @@
 //! Scalable Software IP Routing Table Lookup", SIGCOMM 2015): the FIB as a 64-ary trie of
 //! compressed nodes, [`Ipv4Trie`] and [`Ipv6Trie`], beside DIR-24-8 and the 16-8-8 trie.
 //!
-//! The first [`Key::DIRECT`] (18) bits of the destination index a direct-pointing array (2^18
-//! entries, 1 MiB): an entry is a next hop, empty, or the root of a subtree of nodes
-//! ([`node`]), each covering six more bits. A node finds its child or its leaf with one popcount,
-//! so a lookup is one read per level, and a whole table takes a few MiB where DIR-24-8 takes
-//! 64 MiB at least: most of it stays in the last-level cache. Batched lookups walk a step of
-//! [`LOOKUP_STEP`] destinations level by level in lockstep, as the IPv6 trie does, so that the
-//! misses of one level overlap; the leaves are read last, all together.
+//! The first [`Key::DIRECT`] (18) bits of the destination index a direct-pointing array of
+//! 2^18 root nodes ([`node::Node`], 24 bytes, 6 MiB in huge pages): an entry is a next hop or
+//! empty ([`node::Node::value`]), or the root of a subtree of nodes, each covering six more bits.
+//! A node finds its child or its leaf with one popcount, so a lookup is one read per level, and
+//! a whole table takes a few MiB where DIR-24-8 takes 64 MiB at least. The paper's direct
+//! array holds 4-byte indices to root nodes; holding the roots themselves saves a dependent
+//! read: at 1M BGP-like IPv4 routes nearly every /18 has a subtree, and a lookup is the root
+//! and a leaf (two reads, in 13.5 MiB) where it was the index, the root and the leaf (three).
+//! Batched lookups walk a step of [`LOOKUP_STEP`](super::LOOKUP_STEP) destinations level by
+//! level in lockstep, each pass prefetching what the next reads ([`lookup`]); `count_ones` is
+//! the CPU's `popcnt` where it has one, chosen when the table is made.
 //!
 //! Updates rebuild only the subtrees under the direct entries the changed prefix covers (one
 //! for a prefix longer than /18; for a shorter one, those of its 2^(18-len) entries where it is
@@ -19,28 +23,30 @@
 //! the old subtree or the new one. Node and leaf arrays are [`arena::Arena`]s that never move.
 //! A table built off the worker (`from_routes`) is moved to it whole, like the others.
 //!
-//! Measured on the shared 2-vCPU VM (`benches/fib.rs`, same run, load 4.5-8, so the figures are
-//! noisy and the caches shared): at 1M IPv4 routes Poptrie takes 13.5 MiB of lookup arrays
-//! (DIR-24-8 79.2 MiB) and 235 024 nodes; at 200k IPv6 routes 9.5 MiB (the 16-8-8 trie 176.3
-//! MiB). Lookups were slower than DIR-24-8's, not faster: 15.7 M/s batched against 128 M/s at
-//! 1M IPv4 routes, built with `-C target-cpu=x86-64-v2` (a `popcnt` instruction; the
-//! workspace's baseline x86-64 build makes `count_ones` a dozen instructions). A profile puts
-//! three quarters of the time on the node and leaf loads: each lookup is three dependent reads
-//! (direct entry, node, leaf) against DIR-24-8's one, and on this VM the few MiB did not stay in
-//! the last-level cache. So DIR-24-8 stays the router's table; this one is the choice where
-//! memory counts (many tables, IPv6).
+//! Measured on the shared 2-vCPU VM (2026-11-27, same process, thread CPU time, load 5-9; see
+//! docs/benchmarks.md, "Session fourteen"): at 1M IPv4 routes Poptrie takes 13.5 MiB of lookup
+//! arrays (DIR-24-8 79.2 MiB) and its batched lookups run at 0.6x DIR-24-8's (0.1-0.3x before
+//! `popcnt`, the prefetching passes and the roots in the direct array), single lookups at
+//! 0.2x; at 200k IPv6 routes 14.5 MiB (the 16-8-8 trie 176.3 MiB), batched 1.0x the 16-8-8
+//! trie's. A profile puts most of the time on the root and leaf loads: on this VM the table
+//! does not stay in the last-level cache, and two dependent misses cost more than DIR-24-8's
+//! one. So DIR-24-8 stays the router's default (`[router] fib = "dir24"`); `"trie"` is the
+//! choice where memory counts.
 
 mod arena;
+mod lookup;
 mod node;
 
 use std::collections::BTreeSet;
 
 use arena::Arena;
-use node::{Headroom, Made, Route, STRIDE, Store};
+use node::{Headroom, Made, Node, Route, Store};
+use wirespeed_packet::cpu::Popcnt;
+use wirespeed_packet::memory::ReservedTable;
 
 use super::prefix::{Ipv4Prefix, Ipv6Prefix};
 use super::rib::{AddrBits, Rib};
-use super::{ECMP, FibError, LOOKUP_STEP, NextHop, VALID};
+use super::{ECMP, FibError, NextHop, VALID};
 
 /// A direct entry, or a lookup's state, that names a node (bits 0..29 its index).
 const NODE: u32 = 1 << 30;
@@ -103,6 +109,15 @@ impl Key for u128 {
     }
 }
 
+/// The direct-pointing array: `len` root nodes, all [`Node::value`]`(0)` (no route), reserved
+/// like the arenas, so that it sits in huge pages (6 MiB read at random by every lookup).
+fn direct_array(len: usize) -> ReservedTable<Node> {
+    let mut direct = ReservedTable::new(len)
+        .unwrap_or_else(|| panic!("cannot reserve a lookup array of {len} nodes: out of memory"));
+    direct.grow(len, Node::value(0));
+    direct
+}
+
 /// IPv4 longest-prefix-match table (Poptrie, 18-bit direct pointing) with its route set.
 pub type Ipv4Trie = Poptrie<u32>;
 /// IPv6 longest-prefix-match table (Poptrie, 18-bit direct pointing) with its route set.
@@ -110,8 +125,9 @@ pub type Ipv6Trie = Poptrie<u128>;
 
 /// A Poptrie FIB for the family of `A` ([`Ipv4Trie`], [`Ipv6Trie`]).
 pub struct Poptrie<A: Key> {
-    /// 2^[`Key::DIRECT`] entries: a next hop, zero, or `NODE` and a subtree's root.
-    direct: Box<[u32]>,
+    /// 2^[`Key::DIRECT`] entries: a subtree's root node, or a [`Node::value`] (a next hop or
+    /// zero).
+    direct: ReservedTable<Node>,
     /// Per direct entry, the length of the longest route of /18 or shorter that covers it (0
     /// for none): which entries a short prefix decides (control path only).
     lengths: Box<[u8]>,
@@ -120,6 +136,8 @@ pub struct Poptrie<A: Key> {
     /// The prefixes longer than [`Key::DIRECT`], ordered, so that the routes of one subtree are
     /// one range of it.
     long: BTreeSet<(A, u8)>,
+    /// Whether lookups run the copy compiled for `popcnt`: asked of the CPU once, here.
+    popcnt: Option<Popcnt>,
 }
 
 impl<A: Key> Default for Poptrie<A> {
@@ -150,7 +168,7 @@ impl<A: Key> Poptrie<A> {
             .saturating_mul(Self::LEAVES_PER_NODE)
             .min(Self::MAX_NODE_LIMIT);
         Poptrie {
-            direct: vec![0; 1 << A::DIRECT].into_boxed_slice(),
+            direct: direct_array(1 << A::DIRECT),
             lengths: vec![0; 1 << A::DIRECT].into_boxed_slice(),
             store: Store {
                 nodes: Arena::new(nodes),
@@ -158,6 +176,7 @@ impl<A: Key> Poptrie<A> {
             },
             rib: Rib::new(),
             long: BTreeSet::new(),
+            popcnt: Popcnt::detect(),
         }
     }
 
@@ -206,7 +225,7 @@ impl<A: Key> Poptrie<A> {
             trie.direct
                 .get_mut(first..first + count)
                 .unwrap_or_default()
-                .fill(entry);
+                .fill(Node::value(entry));
             trie.lengths
                 .get_mut(first..first + count)
                 .unwrap_or_default()
@@ -219,18 +238,18 @@ impl<A: Key> Poptrie<A> {
                 continue;
             };
             let mut made = Made::default();
-            let root = store
-                .build_root(
+            // Before this, the entry is the value of its longest short route.
+            *slot = store
+                .build(
                     group,
                     A::DIRECT,
-                    *slot,
+                    slot.leaves,
                     Some(Headroom::default()),
                     &mut made,
                 )
                 .ok_or(FibError::TrieNodesExhausted {
                     limit: store.nodes.limit(),
                 })?;
-            *slot = NODE | root;
         }
         trie.long = long.iter().map(|&(addr, len, _)| (addr, len)).collect();
         Ok(trie)
@@ -316,9 +335,9 @@ impl<A: Key> Poptrie<A> {
         long_changed: bool,
         held: bool,
     ) -> Result<(), FibError> {
-        let old = self.direct.get(index).copied().unwrap_or(0);
+        let old = self.direct.get(index).copied().unwrap_or_default();
         let (start, last) = A::block(index);
-        let routes: Vec<Route<A>> = if long_changed || old & NODE != 0 {
+        let routes: Vec<Route<A>> = if long_changed || old.has_subtree() {
             self.long
                 .range((start, 0)..=(last, u8::MAX))
                 .filter_map(|&(a, l)| self.rib.route(a, l).map(|hop| (a, l, hop.bits())))
@@ -326,22 +345,16 @@ impl<A: Key> Poptrie<A> {
         } else {
             Vec::new()
         };
-        let headroom = held.then(|| {
-            if old & NODE != 0 {
-                self.store.size(old & INDEX)
-            } else {
-                Headroom::default()
-            }
-        });
+        let headroom = held.then(|| self.store.size(&old));
         let new = if routes.is_empty() {
-            inherited
+            Node::value(inherited)
         } else {
             let mut made = Made::default();
             match self
                 .store
-                .build_root(&routes, A::DIRECT, inherited, headroom, &mut made)
+                .build(&routes, A::DIRECT, inherited, headroom, &mut made)
             {
-                Some(root) => NODE | root,
+                Some(root) => root,
                 None => {
                     self.store.undo(made);
                     return Err(FibError::TrieNodesExhausted {
@@ -354,9 +367,7 @@ impl<A: Key> Poptrie<A> {
             return Ok(());
         };
         let old = std::mem::replace(slot, new);
-        if old & NODE != 0 {
-            self.store.release_root(old & INDEX);
-        }
+        self.store.release(old);
         Ok(())
     }
 
@@ -381,108 +392,6 @@ impl<A: Key> Poptrie<A> {
     /// Whether the table holds no route.
     pub fn is_empty(&self) -> bool {
         self.rib.len() == 0
-    }
-
-    /// The next hop for destination `addr` (host order, `to_bits` of the address): the direct
-    /// entry, then one node per six bits down to the prefix, then its leaf.
-    #[inline]
-    pub fn lookup(&self, addr: A) -> Option<NextHop> {
-        NextHop::from_entry(self.entry(addr))
-    }
-
-    /// The hop id of the route for `addr` when that route names one next hop, `None` when
-    /// there is no route or it names an ECMP group (as `Ipv4Fib::lookup_hop`).
-    #[inline(always)]
-    pub fn lookup_hop(&self, addr: A) -> Option<u32> {
-        let entry = self.entry(addr);
-        (entry & (VALID | ECMP) == VALID).then_some(entry & NextHop::MAX_ID)
-    }
-
-    /// The leaf or direct entry that decides `addr`.
-    #[inline(always)]
-    fn entry(&self, addr: A) -> u32 {
-        let mut entry = self
-            .direct
-            .get(addr.bits(0, A::DIRECT))
-            .copied()
-            .unwrap_or(0);
-        let nodes = self.store.nodes.entries();
-        let mut offset = A::DIRECT;
-        while entry & NODE != 0 && offset < A::BITS {
-            let node = nodes
-                .get((entry & INDEX) as usize)
-                .copied()
-                .unwrap_or_default();
-            entry = node.next(addr.bits(offset, STRIDE));
-            offset += STRIDE;
-        }
-        if entry & LEAF != 0 {
-            return self
-                .store
-                .leaves
-                .entries()
-                .get((entry & INDEX) as usize)
-                .copied()
-                .unwrap_or(0);
-        }
-        entry & !NODE
-    }
-
-    /// Starts bringing the direct entry of `addr` into the cache (as `Ipv4Fib::prefetch`).
-    #[inline(always)]
-    pub fn prefetch(&self, addr: A) {
-        if let Some(entry) = self.direct.get(addr.bits(0, A::DIRECT)) {
-            wirespeed_packet::cpu::prefetch(entry);
-        }
-    }
-
-    /// Looks up `addrs[i]` into `out[i]` for `i < min(addrs.len(), out.len())`, in steps of
-    /// [`LOOKUP_STEP`] destinations that walk the trie level by level in lockstep.
-    pub fn lookup_batch(&self, addrs: &[A], out: &mut [Option<NextHop>]) {
-        for (addrs, out) in addrs.chunks(LOOKUP_STEP).zip(out.chunks_mut(LOOKUP_STEP)) {
-            self.lookup_step(addrs, out);
-        }
-    }
-
-    #[inline(always)]
-    fn lookup_step(&self, addrs: &[A], out: &mut [Option<NextHop>]) {
-        let nodes = self.store.nodes.entries();
-        let leaves = self.store.leaves.entries();
-        // Per destination: a node still to visit (NODE), a leaf still to read (LEAF), or the
-        // entry found.
-        let mut state = [0u32; LOOKUP_STEP];
-        let mut pending = 0;
-        for (state, &addr) in state.iter_mut().zip(addrs) {
-            *state = self
-                .direct
-                .get(addr.bits(0, A::DIRECT))
-                .copied()
-                .unwrap_or(0);
-            pending |= *state;
-        }
-        let mut offset = A::DIRECT;
-        while pending & NODE != 0 && offset < A::BITS {
-            pending = 0;
-            for (state, &addr) in state.iter_mut().zip(addrs) {
-                // A destination already done reads node 0 (in the cache) and keeps its state:
-                // the same instructions for every destination, no branch to mispredict.
-                let walking = *state & NODE != 0;
-                let index = if walking { *state & INDEX } else { 0 };
-                let node = nodes.get(index as usize).copied().unwrap_or_default();
-                let next = node.next(addr.bits(offset, STRIDE));
-                *state = if walking { next } else { *state };
-                pending |= *state;
-            }
-            offset += STRIDE;
-        }
-        for (result, &state) in out.iter_mut().zip(&state) {
-            let entry = if state & LEAF != 0 {
-                leaves.get((state & INDEX) as usize).copied().unwrap_or(0)
-            } else {
-                state & !NODE
-            };
-            *result = NextHop::from_entry(entry);
-        }
     }
 
     /// Bytes of the arrays lookups read: the direct array and every node and leaf handed out.

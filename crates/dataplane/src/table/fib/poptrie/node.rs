@@ -31,9 +31,27 @@ pub(super) struct Node {
 }
 
 impl Node {
+    /// A direct entry without a subtree: no children, no leaves, and the entry (a next hop or
+    /// zero) in place of the leaves' index, which [`Node::next`] answers for every slot.
+    pub(super) const fn value(entry: u32) -> Node {
+        Node {
+            vector: 0,
+            leafvec: 0,
+            leaves: entry,
+            children: 0,
+        }
+    }
+
+    /// Whether this node has children or leaves (a direct entry with a subtree under it),
+    /// rather than being a [`Node::value`].
+    pub(super) fn has_subtree(&self) -> bool {
+        self.vector | self.leafvec != 0
+    }
+
     /// Where slot `slot` (0..64) leads, as a lookup's state: `NODE` and the child's index, or
-    /// `LEAF` and the leaf's index. One popcount over the slots up to and including `slot`, and
-    /// no branch: a batch of lookups takes children and leaves in any mix without mispredicting.
+    /// `LEAF` and the leaf's index, or (a [`Node::value`]) the entry itself. One popcount over
+    /// the slots up to and including `slot`, and no branch: a batch of lookups takes children
+    /// and leaves in any mix without mispredicting.
     #[inline(always)]
     pub(super) fn next(&self, slot: usize) -> u32 {
         let through = (2u64 << slot).wrapping_sub(1);
@@ -43,8 +61,15 @@ impl Node {
         } else {
             (self.leafvec, LEAF | self.leaves)
         };
-        base.wrapping_add((bits & through).count_ones())
-            .wrapping_sub(1)
+        let found = base
+            .wrapping_add((bits & through).count_ones())
+            .wrapping_sub(1);
+        // A built node always has a child or a leaf: only a value has neither.
+        if self.has_subtree() {
+            found
+        } else {
+            self.leaves
+        }
     }
 
     fn child_block(&self) -> Option<Block> {
@@ -99,30 +124,12 @@ impl Store {
         }
     }
 
-    /// Builds the subtree for `routes` (sorted by address then length, every one inside the
-    /// subtree's block and longer than `offset`) under a root node of its own; returns the
-    /// root's index. `default`: the entry of slots no route covers. `headroom`: how far past the
-    /// arenas' limits it may go (see [`Arena::alloc`]). `None` when an arena is full; `made` then lists
+    /// The node for `routes` (sorted by address then length, every one inside the node's block
+    /// and longer than `offset`) at `offset`, its leaves and children written to blocks of their
+    /// own. `default`: the entry of slots no route covers. `headroom`: how far past the arenas'
+    /// limits it may go (see [`Arena::alloc`]). `None` when an arena is full; `made` then lists
     /// what to [`Store::undo`].
-    pub(super) fn build_root<A: Key>(
-        &mut self,
-        routes: &[Route<A>],
-        offset: u8,
-        default: u32,
-        headroom: Option<Headroom>,
-        made: &mut Made,
-    ) -> Option<u32> {
-        let root = self.nodes.alloc(1, headroom.map(|h| h.nodes))?;
-        made.nodes.push(root);
-        let node = self.build(routes, offset, default, headroom, made)?;
-        if let Some(slot) = self.nodes.block_mut(root).first_mut() {
-            *slot = node;
-        }
-        Some(root.base)
-    }
-
-    /// The node for `routes` at `offset`, its leaves and children written to blocks of their own.
-    fn build<A: Key>(
+    pub(super) fn build<A: Key>(
         &mut self,
         routes: &[Route<A>],
         offset: u8,
@@ -196,10 +203,16 @@ impl Store {
         Some(node)
     }
 
-    /// The nodes (itself included) and leaves of the subtree under the root node `root`.
-    pub(super) fn size(&self, root: u32) -> Headroom {
-        let mut size = Headroom::default();
-        let mut stack = vec![root];
+    /// The nodes and leaves held by the blocks under `node` (not counting `node` itself).
+    pub(super) fn size(&self, node: &Node) -> Headroom {
+        let mut size = Headroom {
+            nodes: 0,
+            leaves: node.leafvec.count_ones() as usize,
+        };
+        let mut stack: Vec<u32> = node
+            .child_block()
+            .map(|b| (b.base..b.base + u32::from(b.len)).collect())
+            .unwrap_or_default();
         while let Some(index) = stack.pop() {
             let Some(node) = self.nodes.entries().get(index as usize) else {
                 continue;
@@ -213,23 +226,17 @@ impl Store {
         size
     }
 
-    /// Releases the subtree under the root node `root` (built by [`Store::build_root`]).
-    pub(super) fn release_root(&mut self, root: u32) {
-        self.release(root);
-        self.nodes.release(Block { base: root, len: 1 });
-    }
-
-    /// Releases the blocks of node `index`'s leaves and children, and theirs.
-    fn release(&mut self, index: u32) {
-        let Some(&node) = self.nodes.entries().get(index as usize) else {
-            return;
-        };
+    /// Releases the blocks of `node`'s leaves and children, and theirs (a [`Node::value`] has
+    /// none).
+    pub(super) fn release(&mut self, node: Node) {
         if let Some(block) = node.leaf_block() {
             self.leaves.release(block);
         }
         if let Some(block) = node.child_block() {
             for child in block.base..block.base + u32::from(block.len) {
-                self.release(child);
+                if let Some(&child) = self.nodes.entries().get(child as usize) {
+                    self.release(child);
+                }
             }
             self.nodes.release(block);
         }
@@ -239,6 +246,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::fib::VALID;
 
     #[test]
     fn a_node_finds_children_and_compressed_leaves_by_popcount() {
@@ -258,5 +266,8 @@ mod tests {
         assert_eq!(node.next(62), LEAF | 102);
         assert_eq!(node.next(63), NODE | 201);
         assert_eq!(size_of::<Node>(), 24);
+        assert_eq!(Node::value(VALID | 7).next(0), VALID | 7);
+        assert_eq!(Node::value(VALID | 7).next(63), VALID | 7);
+        assert_eq!(Node::value(0).next(5), 0, "no route");
     }
 }

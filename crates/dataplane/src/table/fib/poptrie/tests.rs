@@ -114,21 +114,25 @@ fn a_short_prefix_reaches_into_every_subtree_it_covers() {
 
 #[test]
 fn exhaustion_is_an_error_and_changes_nothing() {
-    let mut fib = Ipv6Trie::with_node_limit(4);
+    let mut fib = Ipv6Trie::with_node_limit(3);
     fib.insert(p6(DOC, 40), hop(1)).unwrap();
-    assert_eq!(fib.nodes_in_use(), 4, "a root at 18, then 24, 30, 36");
+    assert_eq!(
+        fib.nodes_in_use(),
+        3,
+        "nodes at 24, 30, 36 (the root, at 18, is the direct entry)"
+    );
     let err = fib.insert(p6(DOC, 48), hop(2));
-    assert_eq!(err, Err(FibError::TrieNodesExhausted { limit: 4 }));
+    assert_eq!(err, Err(FibError::TrieNodesExhausted { limit: 3 }));
     assert!(err.unwrap_err().to_string().contains("with_node_limit"));
-    assert_eq!(fib.nodes_in_use(), 4);
+    assert_eq!(fib.nodes_in_use(), 3);
     assert_eq!(fib.route(p6(DOC, 48)), None);
     assert_eq!(fib.lookup(DOC), Some(hop(1)));
     fib.insert(p6(DOC, 41), hop(3)).unwrap();
     assert_eq!(fib.lookup(DOC), Some(hop(3)));
     let many = [(p6(DOC, 40), hop(1)), (p6(DOC, 64), hop(1))];
     assert_eq!(
-        Ipv6Trie::from_routes_with_node_limit(4, many).err(),
-        Some(FibError::TrieNodesExhausted { limit: 4 })
+        Ipv6Trie::from_routes_with_node_limit(3, many).err(),
+        Some(FibError::TrieNodesExhausted { limit: 3 })
     );
 }
 
@@ -158,4 +162,33 @@ fn batch_matches_single_lookups_and_ecmp_passes_through() {
         "an ECMP group"
     );
     assert_eq!(fib.lookup_hop(DOC | 0xabcd << 80 | 8), Some(2));
+}
+
+#[test]
+fn the_portable_lookups_answer_as_the_popcnt_ones() {
+    use wirespeed_testkit::routes;
+    let v4: Vec<(Ipv4Prefix, NextHop)> = routes::ipv4_prefixes(20_000, 5)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (a, l))| (Ipv4Prefix::new(a, l).unwrap(), hop(i as u32)))
+        .collect();
+    let fast = Ipv4Trie::from_routes(v4.iter().copied()).unwrap();
+    let mut portable = Ipv4Trie::from_routes(v4.iter().copied()).unwrap();
+    portable.popcnt = None;
+    let prefixes: Vec<(u32, u8)> = v4.iter().map(|(p, _)| (p.addr(), p.len())).collect();
+    let addrs = routes::ipv4_destinations(&prefixes, 5_000, 6);
+    let (mut a, mut b) = (vec![None; addrs.len()], vec![None; addrs.len()]);
+    fast.lookup_batch(&addrs, &mut a);
+    portable.lookup_batch(&addrs, &mut b);
+    assert_eq!(a, b);
+    assert!(a.iter().all(Option::is_some), "every destination is routed");
+    for &addr in &addrs {
+        assert_eq!(fast.lookup(addr), portable.lookup(addr));
+    }
+    #[cfg(target_arch = "x86_64")]
+    assert_eq!(
+        fast.uses_popcnt(),
+        std::arch::is_x86_feature_detected!("popcnt")
+    );
+    assert!(!portable.uses_popcnt());
 }

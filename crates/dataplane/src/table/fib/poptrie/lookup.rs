@@ -1,0 +1,177 @@
+//! Poptrie's lookups, and the copies of them compiled for the CPU's `popcnt` instruction.
+//!
+//! A node finds its child or leaf with a population count. The workspace builds for the
+//! baseline x86-64, which has no `popcnt`, so `count_ones` is a dozen instructions there; a
+//! binary built with `-C target-cpu=native` would not run everywhere. So the walks are written
+//! once (`#[inline(always)]`) and compiled twice: plain, and inside [`Popcnt::run`] (a function
+//! compiled with `#[target_feature(enable = "popcnt")]`), where each `count_ones` is one
+//! instruction. Whether the CPU has it is asked once, when the table is made, and the answer
+//! kept in the table; a lookup only reads it (one predictable branch).
+//!
+//! Batched lookups walk a step of [`LOOKUP_STEP`] destinations level by level in lockstep, and
+//! each pass starts bringing in what the next pass reads (the node or the leaf each
+//! destination's state names): the misses of a whole step overlap, where a pass's own loads
+//! overlapped only as far as the reorder buffer reached.
+
+use wirespeed_packet::cpu::prefetch;
+
+use super::node::{Node, STRIDE};
+use super::{INDEX, Key, LEAF, NODE, Poptrie};
+use crate::table::fib::{LOOKUP_STEP, NextHop};
+
+impl<A: Key> Poptrie<A> {
+    /// The next hop for destination `addr` (host order, `to_bits` of the address): the direct
+    /// entry, then one node per six bits down to the prefix, then its leaf.
+    #[inline]
+    pub fn lookup(&self, addr: A) -> Option<NextHop> {
+        NextHop::from_entry(self.entry(addr))
+    }
+
+    /// The hop id of the route for `addr` when that route names one next hop, `None` when
+    /// there is no route or it names an ECMP group (as `Ipv4Fib::lookup_hop`).
+    #[inline]
+    pub fn lookup_hop(&self, addr: A) -> Option<u32> {
+        let entry = self.entry(addr);
+        (entry & (super::VALID | super::ECMP) == super::VALID).then_some(entry & NextHop::MAX_ID)
+    }
+
+    /// Looks up `addrs[i]` into `out[i]` for `i < min(addrs.len(), out.len())`, in steps of
+    /// [`LOOKUP_STEP`] destinations that walk the trie level by level in lockstep.
+    #[inline]
+    pub fn lookup_batch(&self, addrs: &[A], out: &mut [Option<NextHop>]) {
+        match self.popcnt {
+            Some(popcnt) => popcnt.run(
+                #[inline(always)]
+                || self.walk_batch(addrs, out),
+            ),
+            None => self.walk_batch(addrs, out),
+        }
+    }
+
+    /// The leaf or direct entry that decides `addr`, with the CPU's `popcnt` where it has one.
+    #[inline(always)]
+    fn entry(&self, addr: A) -> u32 {
+        match self.popcnt {
+            Some(popcnt) => popcnt.run(
+                #[inline(always)]
+                || self.walk(addr),
+            ),
+            None => self.walk(addr),
+        }
+    }
+
+    /// Starts bringing the direct entry of `addr` into the cache (as `Ipv4Fib::prefetch`).
+    #[inline(always)]
+    pub fn prefetch(&self, addr: A) {
+        if let Some(entry) = self.direct.get(addr.bits(0, A::DIRECT)) {
+            prefetch(entry);
+        }
+    }
+
+    /// Whether this table's lookups use the CPU's `popcnt` instruction.
+    pub fn uses_popcnt(&self) -> bool {
+        self.popcnt.is_some()
+    }
+
+    /// The leaf or direct entry that decides `addr`.
+    #[inline(always)]
+    fn walk(&self, addr: A) -> u32 {
+        let root = self
+            .direct
+            .get(addr.bits(0, A::DIRECT))
+            .copied()
+            .unwrap_or_default();
+        let mut entry = root.next(addr.bits(A::DIRECT, STRIDE));
+        let nodes = self.store.nodes.entries();
+        let mut offset = A::DIRECT + STRIDE;
+        while entry & NODE != 0 && offset < A::BITS {
+            let node = nodes
+                .get((entry & INDEX) as usize)
+                .copied()
+                .unwrap_or_default();
+            entry = node.next(addr.bits(offset, STRIDE));
+            offset += STRIDE;
+        }
+        if entry & LEAF != 0 {
+            return self
+                .store
+                .leaves
+                .entries()
+                .get((entry & INDEX) as usize)
+                .copied()
+                .unwrap_or(0);
+        }
+        entry & !NODE
+    }
+
+    #[inline(always)]
+    fn walk_batch(&self, addrs: &[A], out: &mut [Option<NextHop>]) {
+        for (addrs, out) in addrs.chunks(LOOKUP_STEP).zip(out.chunks_mut(LOOKUP_STEP)) {
+            self.step(addrs, out);
+        }
+    }
+
+    /// Starts bringing in what a lookup's `state` names: a node, or a leaf.
+    #[inline(always)]
+    fn prefetch_state(nodes: &[Node], leaves: &[u32], state: u32) {
+        let index = (state & INDEX) as usize;
+        if state & NODE != 0 {
+            if let Some(node) = nodes.get(index) {
+                prefetch(node);
+            }
+        } else if state & LEAF != 0
+            && let Some(leaf) = leaves.get(index)
+        {
+            prefetch(leaf);
+        }
+    }
+
+    #[inline(always)]
+    fn step(&self, addrs: &[A], out: &mut [Option<NextHop>]) {
+        let nodes = self.store.nodes.entries();
+        let leaves = self.store.leaves.entries();
+        // Per destination: a node still to visit (NODE), a leaf still to read (LEAF), or the
+        // entry found.
+        let mut state = [0u32; LOOKUP_STEP];
+        let mut pending = 0;
+        for &addr in addrs {
+            if let Some(entry) = self.direct.get(addr.bits(0, A::DIRECT)) {
+                prefetch(entry);
+            }
+        }
+        for (state, &addr) in state.iter_mut().zip(addrs) {
+            let root = self
+                .direct
+                .get(addr.bits(0, A::DIRECT))
+                .copied()
+                .unwrap_or_default();
+            *state = root.next(addr.bits(A::DIRECT, STRIDE));
+            Self::prefetch_state(nodes, leaves, *state);
+            pending |= *state;
+        }
+        let mut offset = A::DIRECT + STRIDE;
+        while pending & NODE != 0 && offset < A::BITS {
+            pending = 0;
+            for (state, &addr) in state.iter_mut().zip(addrs) {
+                // A destination already done reads node 0 (in the cache) and keeps its state:
+                // the same instructions for every destination, no branch to mispredict.
+                let walking = *state & NODE != 0;
+                let index = if walking { *state & INDEX } else { 0 };
+                let node = nodes.get(index as usize).copied().unwrap_or_default();
+                let next = node.next(addr.bits(offset, STRIDE));
+                *state = if walking { next } else { *state };
+                Self::prefetch_state(nodes, leaves, *state);
+                pending |= *state;
+            }
+            offset += STRIDE;
+        }
+        for (result, &state) in out.iter_mut().zip(&state) {
+            let entry = if state & LEAF != 0 {
+                leaves.get((state & INDEX) as usize).copied().unwrap_or(0)
+            } else {
+                state & !NODE
+            };
+            *result = NextHop::from_entry(entry);
+        }
+    }
+}
