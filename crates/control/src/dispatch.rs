@@ -22,7 +22,7 @@ use wirespeed_dataplane::command::{
 use wirespeed_dataplane::worker::WorkerSnapshot;
 use wirespeed_packet::DropReason;
 
-use crate::config::AppConfig;
+use crate::config::{AppConfig, FibKind};
 use crate::protocol::{self, Request, Response, Show, Upload, table};
 use crate::reload::{Event, Level, Reloader};
 use crate::tables;
@@ -58,6 +58,8 @@ pub struct Dispatcher {
     fast_path: Option<Box<dyn FastPathView>>,
     /// The router's own interface addresses, which no loaded route may use as its gateway.
     own: Vec<IpAddr>,
+    /// The router's FIB structures (`[router] fib`), which a route load builds.
+    fib: FibKind,
     /// Held while a file is loaded: one load at a time, so the switch holds one file's
     /// parsed table (up to `tables::MAX_ROUTES` routes), not one per client.
     loading: Mutex<()>,
@@ -101,6 +103,7 @@ impl Dispatcher {
             timeout,
             fast_path: None,
             own: Vec::new(),
+            fib: FibKind::default(),
             loading: Mutex::new(()),
             reloader: None,
             openflow: OnceLock::new(),
@@ -118,6 +121,7 @@ impl Dispatcher {
                 .iter()
                 .flat_map(|interface| interface.addresses.iter().map(|&(addr, _)| addr))
                 .collect();
+            self.fib = router.fib;
         }
         self
     }
@@ -482,7 +486,7 @@ impl Dispatcher {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .len();
         let mut copies = (0..workers)
-            .map(|_| list.build())
+            .map(|_| list.build(self.fib))
             .collect::<Result<Vec<_>, _>>()
             .map_err(file_error)?;
         let built = started.elapsed();

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use wirespeed_dataplane::app::fields;
 use wirespeed_dataplane::command::{AclAction, AclRule, Routes};
-use wirespeed_dataplane::table::fib::{Ipv4Fib, Ipv4Prefix, Ipv6Fib, Ipv6Prefix, NextHop};
+use wirespeed_dataplane::table::fib::{Fib4, Fib6, FibKind, Ipv4Prefix, Ipv6Prefix, NextHop};
 
 use crate::protocol::{LineEvent, LineSplitter, Prefix, parse_addr, parse_prefix};
 
@@ -105,16 +105,16 @@ impl RouteList {
         })
     }
 
-    /// Builds the FIBs (one copy: call once per worker).
-    pub fn build(&self) -> Result<Routes, FileError> {
+    /// Builds the FIBs, of `kind` (`[router] fib`; one copy: call once per worker).
+    pub fn build(&self, kind: FibKind) -> Result<Routes, FileError> {
         let whole = |e: wirespeed_dataplane::table::fib::FibError| FileError {
             file: self.file.clone(),
             line: 0,
             message: e.to_string(),
             fix: "reduce or aggregate the routes".into(),
         };
-        let fib4 = Ipv4Fib::from_routes(self.v4.iter().copied()).map_err(whole)?;
-        let fib6 = Ipv6Fib::from_routes(self.v6.iter().copied()).map_err(whole)?;
+        let fib4 = Fib4::from_routes(kind, self.v4.iter().copied()).map_err(whole)?;
+        let fib6 = Fib6::from_routes(kind, self.v6.iter().copied()).map_err(whole)?;
         Ok(Routes {
             v4: Arc::new(fib4),
             v6: Arc::new(fib6),
@@ -370,26 +370,30 @@ mod tests {
                     192.0.2.0/24 via 198.18.1.1\n2001:db8::/32 via 2001:db8::1";
         let list = parse_routes("r.txt", text.as_bytes()).unwrap();
         assert_eq!((list.v4_len(), list.v6_len()), (3, 1));
-        let routes = list.build().unwrap();
-        assert_eq!(routes.v4.len(), 3);
-        assert_eq!(routes.v6.len(), 1);
-        let gateways: Vec<IpAddr> = ["198.18.1.1", "198.18.1.2", "2001:db8::1"]
-            .iter()
-            .map(|a| a.parse().unwrap())
-            .collect();
-        assert_eq!(&*routes.gateways, gateways.as_slice());
-        let hop = routes.v4.lookup(Ipv4Addr::new(10, 1, 2, 3).to_bits());
-        assert_eq!(hop, NextHop::hop(1));
-        let hop = routes.v4.lookup(Ipv4Addr::new(192, 0, 2, 9).to_bits());
-        assert_eq!(hop, NextHop::hop(0));
-        // Both families share the id space: the IPv6 gateway is the third.
-        let hop = routes
-            .v6
-            .lookup("2001:db8::5".parse::<Ipv6Addr>().unwrap().to_bits());
-        assert_eq!(hop, NextHop::hop(2));
-        // Each build is a copy of its own.
-        let again = list.build().unwrap();
-        assert!(!Arc::ptr_eq(&routes.v4, &again.v4));
+        // Either FIB structure ([router] fib) answers alike.
+        for kind in [FibKind::Dir24, FibKind::Trie] {
+            let routes = list.build(kind).unwrap();
+            assert_eq!(routes.v4.len(), 3);
+            assert_eq!(routes.v6.len(), 1);
+            let gateways: Vec<IpAddr> = ["198.18.1.1", "198.18.1.2", "2001:db8::1"]
+                .iter()
+                .map(|a| a.parse().unwrap())
+                .collect();
+            assert_eq!(&*routes.gateways, gateways.as_slice());
+            let hop = routes.v4.lookup(Ipv4Addr::new(10, 1, 2, 3).to_bits());
+            assert_eq!(hop, NextHop::hop(1));
+            let hop = routes.v4.lookup(Ipv4Addr::new(192, 0, 2, 9).to_bits());
+            assert_eq!(hop, NextHop::hop(0));
+            // Both families share the id space: the IPv6 gateway is the third.
+            let hop = routes
+                .v6
+                .lookup("2001:db8::5".parse::<Ipv6Addr>().unwrap().to_bits());
+            assert_eq!(hop, NextHop::hop(2));
+            // Each build is a copy of its own.
+            let again = list.build(kind).unwrap();
+            assert!(!Arc::ptr_eq(&routes.v4, &again.v4));
+            assert_eq!(routes.v4.kind(), kind);
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use wirespeed_control::config::{AppConfig, RouterConfig, RouterInterface};
+use wirespeed_control::config::{AppConfig, FibKind, RouterConfig, RouterInterface};
 use wirespeed_control::dispatch::Dispatcher;
 use wirespeed_control::socket::{ControlSocket, Limits, request};
 use wirespeed_dataplane::command::{
@@ -341,6 +341,7 @@ fn a_route_via_the_routers_own_address_is_refused_naming_the_line() {
         neighbour_capacity: 16,
         icmp_rate: 0,
         forward_ipv4_options: false,
+        fib: FibKind::Dir24,
     });
     let (setup, _) = setup_app("own", 1, false, Limits::default(), Some(&router));
     let reply = load(

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use rtrb::{Consumer, Producer, RingBuffer};
 
 use crate::app::router::StaticRoute;
-use crate::table::fib::{Ipv4Fib, Ipv4Prefix, Ipv6Fib, Ipv6Prefix};
+use crate::table::fib::{Fib4, Fib6, Ipv4Prefix, Ipv6Prefix};
 use crate::worker::WorkerSnapshot;
 
 /// Iterations between two looks at the request ring while packets flow (a power of two).
@@ -149,8 +149,8 @@ impl AppCommand {
 /// `Arc::try_unwrap` and completes in place.
 #[derive(Clone)]
 pub struct Routes {
-    pub v4: Arc<Ipv4Fib>,
-    pub v6: Arc<Ipv6Fib>,
+    pub v4: Arc<Fib4>,
+    pub v6: Arc<Fib6>,
     pub gateways: Arc<[IpAddr]>,
 }
 

@@ -20,7 +20,7 @@ use wirespeed_dataplane::command::{
 };
 use wirespeed_dataplane::stage::acl::AclConfig;
 use wirespeed_dataplane::stage::vlan::VlanMode;
-use wirespeed_dataplane::table::fib::{Ipv4Fib, Ipv4Prefix, Ipv6Fib, Ipv6Prefix, NextHop};
+use wirespeed_dataplane::table::fib::{Fib4, Fib6, FibKind, Ipv4Prefix, Ipv6Prefix, NextHop};
 use wirespeed_packet::DropReason;
 use wirespeed_packet::wire::{EthernetAddress, ipv4};
 use wirespeed_testkit::frames::{FrameBuilder, L3, L4, arp_request};
@@ -239,19 +239,23 @@ fn loaded(
     v6_routes: &[(&str, u8, u32)],
     gateways: &[&str],
 ) -> Routes {
-    let fib4 = Ipv4Fib::from_routes(
+    let fib4 = Fib4::from_routes(
+        FibKind::Dir24,
         v4_routes
             .iter()
             .map(|&(a, len, hop)| (prefix4(a, len), NextHop::hop(hop).unwrap())),
     )
     .unwrap();
-    let fib6 = Ipv6Fib::from_routes(v6_routes.iter().map(|&(a, len, hop)| {
-        let addr: Ipv6Addr = a.parse().unwrap();
-        (
-            Ipv6Prefix::new(addr.to_bits(), len).unwrap(),
-            NextHop::hop(hop).unwrap(),
-        )
-    }))
+    let fib6 = Fib6::from_routes(
+        FibKind::Dir24,
+        v6_routes.iter().map(|&(a, len, hop)| {
+            let addr: Ipv6Addr = a.parse().unwrap();
+            (
+                Ipv6Prefix::new(addr.to_bits(), len).unwrap(),
+                NextHop::hop(hop).unwrap(),
+            )
+        }),
+    )
     .unwrap();
     Routes {
         v4: Arc::new(fib4),

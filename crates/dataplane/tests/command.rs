@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use wirespeed_dataplane::app::{App, CommandContext, Context};
 use wirespeed_dataplane::command::{AppCommand, AppReply, Command, ReplyBody, Retired, Routes};
 use wirespeed_dataplane::stage::Parse;
-use wirespeed_dataplane::table::fib::{Ipv4Fib, Ipv4Prefix, Ipv6Fib, NextHop};
+use wirespeed_dataplane::table::fib::{Fib4, Fib6, FibKind, Ipv4Prefix, NextHop};
 use wirespeed_packet::{Batch, DropReason};
 use wirespeed_testkit::frames::{FrameBuilder, L3};
 use wirespeed_testkit::rig::Rig;
@@ -58,10 +58,10 @@ impl App for Steer {
 /// Every address of 10.0.0.0/8 goes out of port `port`.
 fn routes_to(port: u32) -> Routes {
     let prefix = Ipv4Prefix::new(Ipv4Addr::new(10, 0, 0, 0).to_bits(), 8).unwrap();
-    let fib = Ipv4Fib::from_routes([(prefix, NextHop::hop(port).unwrap())]).unwrap();
+    let fib = Fib4::from_routes(FibKind::Dir24, [(prefix, NextHop::hop(port).unwrap())]).unwrap();
     Routes {
         v4: Arc::new(fib),
-        v6: Arc::new(Ipv6Fib::new()),
+        v6: Arc::new(Fib6::new(FibKind::Dir24)),
         gateways: Arc::from(vec![Ipv4Addr::new(198, 18, 0, 1).into(); 3]),
     }
 }

@@ -15,7 +15,8 @@
 use std::net::IpAddr;
 
 use proptest::prelude::*;
-use wirespeed_dataplane::app::router::{OptionsPolicy, Prefix, Router};
+use wirespeed_dataplane::app::router::{OptionsPolicy, Prefix, Router, RouterConfig};
+use wirespeed_dataplane::table::fib::FibKind;
 use wirespeed_packet::DropReason;
 use wirespeed_packet::checksum;
 use wirespeed_packet::wire::{
@@ -80,6 +81,29 @@ fn longest_prefix_wins_among_overlapping_routes() {
         }
     }
     finish(rig);
+}
+
+#[test]
+fn poptrie_forwards_byte_for_byte_as_dir24() {
+    // `[router] fib = "trie"`: the same frames out of the same ports, every route kind hit
+    // (default, /24, /25 inside it, connected, ECMP, IPv6 /48 and default, TTL expiry).
+    let mut frames: Vec<Vec<u8>> = ["8.8.8.8", "192.0.2.5", "192.0.2.200", "10.2.0.2"]
+        .iter()
+        .map(|dst| udp4(dst, 64, 7))
+        .collect();
+    frames.extend((0..16).map(|flow| udp4("198.51.100.9", 64, 10_000 + flow)));
+    frames.push(udp4("8.8.4.4", 1, 9));
+    frames.push(udp6("2001:db8:100::77", 64));
+    frames.push(udp6("2001:db8:5555::1", 64));
+    let run = |fib| {
+        let mut rig = rig_with(RouterConfig { fib, ..config() });
+        let out = rig.exchange(0, &frames);
+        finish(rig);
+        out
+    };
+    let table = run(FibKind::Dir24);
+    assert_eq!(table.iter().map(Vec::len).sum::<usize>(), frames.len());
+    assert_eq!(run(FibKind::Trie), table);
 }
 
 #[test]

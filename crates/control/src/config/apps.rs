@@ -6,10 +6,10 @@ use wirespeed_dataplane::app::fields;
 use wirespeed_dataplane::command::{AclAction, AclRule, FlowRule};
 use wirespeed_packet::wire::EthernetAddress;
 
-use super::raw::{RawAcl, RawBridge, RawOpenFlow, RawRouter};
+use super::raw::{RawAcl, RawBridge, RawFib, RawOpenFlow, RawRouter};
 use super::{
-    AclConfig, AppConfig, ConfigError, Locator, OpenFlowConfig, OpenFlowMiss, PortConfig, PortVlan,
-    RouterConfig, RouterInterface, RouterNeighbour, RouterRoute,
+    AclConfig, AppConfig, ConfigError, FibKind, Locator, OpenFlowConfig, OpenFlowMiss, PortConfig,
+    PortVlan, RouterConfig, RouterInterface, RouterNeighbour, RouterRoute,
 };
 use crate::openflow::{self, AgentConfig, FailMode};
 
@@ -620,6 +620,10 @@ pub(super) fn router_app(
         neighbour_capacity: raw.neighbour_capacity.map_or(4096, |c| *c.get_ref()),
         icmp_rate: raw.icmp_rate.map_or(1000, |r| *r.get_ref()),
         forward_ipv4_options: raw.forward_ipv4_options.unwrap_or(false),
+        fib: match raw.fib {
+            Some(RawFib::Trie) => FibKind::Trie,
+            Some(RawFib::Dir24) | None => FibKind::Dir24,
+        },
     }))
 }
 
@@ -641,6 +645,31 @@ mod tests {
 
     fn route(prefix: &str, via: &str) -> String {
         format!("\n[[router.route]]\nprefix = \"{prefix}\"\nvia = [{via}]\n")
+    }
+
+    #[test]
+    fn fib_is_dir24_unless_set_and_a_bad_word_is_refused_naming_the_words() {
+        use super::super::{AppConfig, FibKind};
+        let fib = |config: super::super::Config| match config.app {
+            AppConfig::Router(router) => router.fib,
+            _ => unreachable!("a router"),
+        };
+        assert_eq!(fib(router("").unwrap()), FibKind::Dir24);
+        assert_eq!(
+            fib(router("[router]\nfib = \"dir24\"").unwrap()),
+            FibKind::Dir24
+        );
+        assert_eq!(
+            fib(router("[router]\nfib = \"trie\"").unwrap()),
+            FibKind::Trie
+        );
+        let error = router("[router]\nfib = \"poptrie\"").unwrap_err();
+        assert_eq!(error.key, "router.fib");
+        assert!(error.line > 0, "{error}");
+        assert!(
+            error.message.contains("dir24") && error.message.contains("trie"),
+            "{error}"
+        );
     }
 
     #[test]

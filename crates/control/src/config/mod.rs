@@ -77,6 +77,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use toml::Spanned;
 use wirespeed_dataplane::command::{AclAction, AclRule, FlowRule};
+pub use wirespeed_dataplane::table::fib::FibKind;
 use wirespeed_io::afpacket::RxRingKind;
 
 mod apps;
@@ -307,6 +308,8 @@ pub struct RouterConfig {
     pub icmp_rate: u32,
     /// Forward IPv4 packets with options (default: drop them).
     pub forward_ipv4_options: bool,
+    /// The FIBs' lookup structures: DIR-24-8 and the 16-8-8 trie (default), or Poptrie.
+    pub fib: FibKind,
 }
 
 /// One routed port: its addresses (each gives a connected route) and optionally a MAC other

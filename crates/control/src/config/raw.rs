@@ -96,12 +96,21 @@ pub(super) struct RawRouter {
     pub(super) neighbour_capacity: Option<Spanned<usize>>,
     pub(super) icmp_rate: Option<Spanned<u32>>,
     pub(super) forward_ipv4_options: Option<bool>,
+    pub(super) fib: Option<RawFib>,
     #[serde(default)]
     pub(super) interface: Vec<Spanned<RawRouterInterface>>,
     #[serde(default)]
     pub(super) route: Vec<Spanned<RawRouterRoute>>,
     #[serde(default)]
     pub(super) neighbour: Vec<Spanned<RawRouterNeighbour>>,
+}
+
+/// `[router] fib`: the words for the FIB structures (`FibKind`).
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum RawFib {
+    Dir24,
+    Trie,
 }
 
 #[derive(Deserialize)]

@@ -50,7 +50,7 @@ use wirespeed_packet::{Batch, Desc, FramePool, MAX_BATCH, Meta};
 
 use crate::stage::route::{header_checksum_is_valid, martian_v4, martian_v6};
 use crate::table::adjacency::{Adjacencies, Adjacency};
-use crate::table::fib::{Ipv4Fib, Ipv6Fib, NextHop};
+use crate::table::fib::{Fib4, Fib6, NextHop};
 
 const ETHERTYPE_ARP: [u8; 2] = [0x08, 0x06];
 const PROTO_TCP: u8 = 6;
@@ -135,7 +135,7 @@ impl Ipv6Candidates {
         pool: &mut FramePool,
         descs: &[Desc],
         metas: &mut [Meta],
-        fib6: &Ipv6Fib,
+        fib6: &Fib6,
         adjacencies: &Adjacencies,
         generation: u64,
     ) -> usize {
@@ -220,7 +220,7 @@ impl FastPath {
     /// an IPv4 or IPv6 frame at all; if not, the loop has nothing to do and is not run. (The
     /// IPv6 trie's levels depend on each other: its lookups overlap their misses in the
     /// batched walk instead.)
-    pub fn prefetch(pool: &FramePool, batch: &Batch, fib: &Ipv4Fib) -> bool {
+    pub fn prefetch(pool: &FramePool, batch: &Batch, fib: &Fib4) -> bool {
         let mut any = false;
         for desc in batch.descs() {
             let at = usize::from(desc.offset);
@@ -250,7 +250,7 @@ impl FastPath {
         &mut self,
         pool: &mut FramePool,
         batch: &mut Batch,
-        (fib4, fib6): (&Ipv4Fib, &Ipv6Fib),
+        (fib4, fib6): (&Fib4, &Fib6),
         adjacencies: &Adjacencies,
         generation: u64,
     ) -> Coverage {
@@ -385,7 +385,7 @@ fn forward(
     desc: &Desc,
     meta: &mut Meta,
     candidate: &Candidate,
-    fib: &Ipv4Fib,
+    fib: &Fib4,
     adjacencies: &Adjacencies,
     generation: u64,
 ) -> bool {

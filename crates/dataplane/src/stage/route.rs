@@ -31,7 +31,9 @@ use wirespeed_packet::{Batch, DropReason, FramePool, MAX_BATCH, Meta};
 
 use crate::stage::icmp_error::IcmpKind;
 use crate::table::adjacency::Adjacencies;
-use crate::table::fib::{EcmpGroups, FibError, Ipv4Fib, Ipv4Prefix, Ipv6Fib, Ipv6Prefix, NextHop};
+use crate::table::fib::{
+    EcmpGroups, Fib4, Fib6, FibError, FibKind, Ipv4Prefix, Ipv6Prefix, NextHop,
+};
 use crate::table::neighbour::NeighbourKey;
 
 /// Where a FIB entry sends a packet.
@@ -108,8 +110,8 @@ pub struct RouteCounters {
 
 /// FIBs, ECMP groups, the hop table and its adjacencies, and the batch pass over them.
 pub struct Route {
-    fib4: Ipv4Fib,
-    fib6: Ipv6Fib,
+    fib4: Fib4,
+    fib6: Fib6,
     ecmp: EcmpGroups,
     hops: Vec<Hop>,
     /// Indexed like `hops`; grown and reset with it, read and refreshed by the neighbour stage.
@@ -170,11 +172,11 @@ pub(crate) fn header_checksum_is_valid(header: &[u8; 20]) -> bool {
 }
 
 impl Route {
-    /// Empty tables; IPv4 options handled by `options`.
-    pub fn new(options: OptionsPolicy) -> Self {
+    /// Empty tables of `fib` (`[router] fib`); IPv4 options handled by `options`.
+    pub fn new(options: OptionsPolicy, fib: FibKind) -> Self {
         Route {
-            fib4: Ipv4Fib::new(),
-            fib6: Ipv6Fib::new(),
+            fib4: Fib4::new(fib),
+            fib6: Fib6::new(fib),
             ecmp: EcmpGroups::new(),
             hops: Vec::new(),
             adjacencies: Adjacencies::new(),
@@ -199,11 +201,11 @@ impl Route {
         self.counters
     }
 
-    pub fn fib_v4(&self) -> &Ipv4Fib {
+    pub fn fib_v4(&self) -> &Fib4 {
         &self.fib4
     }
 
-    pub fn fib_v6(&self) -> &Ipv6Fib {
+    pub fn fib_v6(&self) -> &Fib6 {
         &self.fib6
     }
 
@@ -298,8 +300,8 @@ impl Route {
         v4: impl IntoIterator<Item = (Ipv4Prefix, NextHop)>,
         v6: impl IntoIterator<Item = (Ipv6Prefix, NextHop)>,
     ) -> Result<(), FibError> {
-        let fib4 = Ipv4Fib::from_routes(v4)?;
-        let fib6 = Ipv6Fib::from_routes(v6)?;
+        let fib4 = Fib4::from_routes(self.fib4.kind(), v4)?;
+        let fib6 = Fib6::from_routes(self.fib6.kind(), v6)?;
         self.fib4 = fib4;
         self.fib6 = fib6;
         Ok(())
@@ -308,7 +310,7 @@ impl Route {
     /// Takes over FIBs built elsewhere (a route load built off the worker) whose next hop *i*
     /// is `hops[i]`: the hop table becomes `hops` and the ECMP groups are dropped. Returns the
     /// FIBs it replaced, to be freed by the caller's caller, off the worker. Control path.
-    pub fn adopt(&mut self, fib4: Ipv4Fib, fib6: Ipv6Fib, hops: Vec<Hop>) -> (Ipv4Fib, Ipv6Fib) {
+    pub fn adopt(&mut self, fib4: Fib4, fib6: Fib6, hops: Vec<Hop>) -> (Fib4, Fib6) {
         self.hop_ids = hops
             .iter()
             .enumerate()
@@ -626,7 +628,7 @@ mod tests {
 
     #[test]
     fn next_hops_are_shared_and_groups_deduplicated() {
-        let mut route = Route::new(OptionsPolicy::Drop);
+        let mut route = Route::new(OptionsPolicy::Drop, FibKind::default());
         let a = Hop::Connected(1);
         let b = Hop::Gateway(NeighbourKey::v4(Ipv4Addr::new(10, 0, 0, 9), 2));
         let one = route.next_hop(&[a]).unwrap();

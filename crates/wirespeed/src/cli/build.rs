@@ -391,6 +391,7 @@ fn router_config(
         } else {
             OptionsPolicy::Drop
         },
+        fib: config.fib,
         ..RouterConfig::default()
     })
 }

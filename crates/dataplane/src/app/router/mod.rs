@@ -56,7 +56,7 @@ use crate::stage::icmp_error::{IcmpError, IcmpKind, Signalled};
 use crate::stage::local::{Delivered, Local};
 use crate::stage::neighbour::{Resolution, Resolve};
 use crate::stage::route::{Hop, Next, Route};
-use crate::table::fib::{FibError, Ipv4Prefix, Ipv6Prefix, NextHop};
+use crate::table::fib::{FibError, FibKind, Ipv4Prefix, Ipv6Prefix, NextHop};
 use crate::table::interfaces::Interfaces;
 use crate::table::neighbour::{Neighbour, NeighbourKey, NeighbourState, NeighbourTable, Timers};
 
@@ -147,6 +147,8 @@ pub struct RouterConfig {
     pub ipv4_options: OptionsPolicy,
     /// An ACL in front of routing; `None`: no ACL stage (until one is loaded at run time).
     pub acl: Option<AclConfig>,
+    /// The FIBs' lookup structures (`[router] fib`).
+    pub fib: FibKind,
 }
 
 impl Default for RouterConfig {
@@ -165,6 +167,7 @@ impl Default for RouterConfig {
             icmp_burst: 50,
             ipv4_options: OptionsPolicy::Drop,
             acl: None,
+            fib: FibKind::default(),
         }
     }
 }
@@ -262,7 +265,7 @@ impl Router {
             fast_path_on: true,
             parse_skipped: 0,
             discovery: Discovery::new(),
-            route: Route::new(config.ipv4_options),
+            route: Route::new(config.ipv4_options, config.fib),
             icmp: IcmpError::new(config.icmp_rate, config.icmp_burst, hz),
             local: Local::new(),
             resolve: Resolve::new(timers),

@@ -22,6 +22,7 @@
 //! asks for them at its allocation, and the arrays that grow (tbl8, the IPv6 trie's nodes) are
 //! [`ReservedTable`]s, which never move and so keep them ([`reserve_blocks`]).
 
+mod choice;
 mod ecmp;
 mod ipv4;
 mod ipv6;
@@ -34,6 +35,7 @@ use core::num::NonZeroU32;
 
 use wirespeed_packet::memory::ReservedTable;
 
+pub use choice::{Fib4, Fib6, FibKind};
 pub use ecmp::EcmpGroups;
 pub use ipv4::Ipv4Fib;
 pub use ipv6::Ipv6Fib;
