@@ -1,7 +1,8 @@
 //! The router's longest-prefix-match tables (FIB): [`Ipv4Fib`] (DIR-24-8) and [`Ipv6Fib`]
 //! (a 16-8-8-... multibit trie), their compressed alternatives [`Ipv4Trie`] and [`Ipv6Trie`]
 //! (Poptrie: the same interface in a few MiB, see [`Poptrie`]), plus [`EcmpGroups`] to spread a
-//! prefix over several next hops.
+//! prefix over several next hops. The router holds [`Fib4`] and [`Fib6`], which are either
+//! structure as `[router] fib` says ([`FibKind`]).
 //!
 //! A FIB maps a prefix to a [`NextHop`]: a small integer the router resolves in its own next-hop
 //! table (output port, MAC addresses). A next hop is either one hop id or an ECMP group id; the

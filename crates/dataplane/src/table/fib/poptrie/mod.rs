@@ -23,15 +23,15 @@
 //! the old subtree or the new one. Node and leaf arrays are [`arena::Arena`]s that never move.
 //! A table built off the worker (`from_routes`) is moved to it whole, like the others.
 //!
-//! Measured on the shared 2-vCPU VM (2026-11-27, same process, thread CPU time, load 5-9; see
-//! docs/benchmarks.md, "Session fourteen"): at 1M IPv4 routes Poptrie takes 13.5 MiB of lookup
-//! arrays (DIR-24-8 79.2 MiB) and its batched lookups run at 0.6x DIR-24-8's (0.1-0.3x before
-//! `popcnt`, the prefetching passes and the roots in the direct array), single lookups at
-//! 0.2x; at 200k IPv6 routes 14.5 MiB (the 16-8-8 trie 176.3 MiB), batched 1.0x the 16-8-8
-//! trie's. A profile puts most of the time on the root and leaf loads: on this VM the table
-//! does not stay in the last-level cache, and two dependent misses cost more than DIR-24-8's
-//! one. So DIR-24-8 stays the router's default (`[router] fib = "dir24"`); `"trie"` is the
-//! choice where memory counts.
+//! Measured on the shared 2-vCPU VM (`wirespeed bench fib --against rte_lpm,rte_lpm6`, load
+//! 5; docs/benchmarks.md, "Session fourteen"): at 1M IPv4 routes Poptrie takes 13.5 MiB of
+//! lookup arrays (DIR-24-8 79.2 MiB), and its batched lookups of routed destinations run at
+//! 0.65x rte_lpm's (0.27-0.30x before `popcnt`, the prefetching passes and the roots in the
+//! direct array) and 0.54x DIR-24-8's, single ones at 0.27x; at 200k IPv6 routes 14.5 MiB (the
+//! 16-8-8 trie 176.3 MiB), batched 1.51x rte_lpm6's and 1.27x the 16-8-8 trie's. On this VM
+//! the table does not stay in the last-level cache, and two dependent misses cost more than
+//! DIR-24-8's one. So DIR-24-8 stays the router's default (`[router] fib = "dir24"`); `"trie"`
+//! is the choice where memory counts.
 
 mod arena;
 mod lookup;
