@@ -231,14 +231,17 @@ struct Received {
     out: String,
 }
 
-/// Sends `mix` from t0 through a router with `fast_path`, one frame at a time.
-fn run(prefix: &str, fast_path: &str, seed: u64, count: u16) -> Option<Received> {
+/// Sends `mix` from t0 through a router with `fast_path` and `[router] fib = fib`, one frame at
+/// a time.
+fn run(prefix: &str, fast_path: &str, fib: &str, seed: u64, count: u16) -> Option<Received> {
     let (lab, dir) = lab_with(prefix, 2, 1)?;
     for pair in 0..2 {
         receive_with_napi(&lab, pair);
     }
     let socket = dir.join("ctl.sock");
-    let mut switch = Switch::start(&lab, &router_config(&lab, fast_path, &socket), &dir);
+    let config =
+        router_config(&lab, fast_path, &socket) + &format!("\n[router]\nfib = \"{fib}\"\n");
+    let mut switch = Switch::start(&lab, &config, &dir);
     wait_for_control(&socket);
     let mut pool = FramePool::new(8192, 2048).unwrap();
     let mut ports: Vec<AfPacketPort> = (0..2).map(|pair| tester_port(&lab, pair)).collect();
@@ -278,26 +281,33 @@ fn the_router_on_the_fast_path_gives_the_same_bytes_and_errors_as_in_user_space(
     let _alone = alone();
     const SEED: u64 = 0x0005_eed0_f0a7;
     const COUNT: u16 = 400;
-    let Some(pipeline) = run("wsfru", "off", SEED, COUNT) else {
+    let Some(pipeline) = run("wsfru", "off", "dir24", SEED, COUNT) else {
         return;
     };
-    let Some(fast) = run("wsfrx", "xdp", SEED, COUNT) else {
+    let Some(fast) = run("wsfrx", "xdp", "dir24", SEED, COUNT) else {
         return;
     };
-    for port in 0..2 {
-        assert_eq!(
-            fast.frames[port].len(),
-            pipeline.frames[port].len(),
-            "t{port}: frames received, fast path against user space\n{}",
-            fast.out
-        );
-        if let Some(i) =
-            (0..fast.frames[port].len()).find(|&i| fast.frames[port][i] != pipeline.frames[port][i])
-        {
-            panic!(
-                "t{port}, frame {i} differs:\n fast path  {:02x?}\n user space {:02x?}",
-                fast.frames[port][i], pipeline.frames[port][i]
+    // With Poptrie in user space ([router] fib = "trie") the kernel keeps its DIR-24-8 copy:
+    // the same bytes again.
+    let Some(trie) = run("wsfrt", "xdp", "trie", SEED, COUNT) else {
+        return;
+    };
+    for (other, what) in [(&fast, "fast path"), (&trie, "fast path, fib = trie")] {
+        for port in 0..2 {
+            assert_eq!(
+                other.frames[port].len(),
+                pipeline.frames[port].len(),
+                "t{port}: frames received, {what} against user space\n{}",
+                other.out
             );
+            if let Some(i) = (0..other.frames[port].len())
+                .find(|&i| other.frames[port][i] != pipeline.frames[port][i])
+            {
+                panic!(
+                    "t{port}, frame {i} differs:\n {what}  {:02x?}\n user space {:02x?}",
+                    other.frames[port][i], pipeline.frames[port][i]
+                );
+            }
         }
     }
     // The user-space cases happened on both paths: Time Exceeded and Unreachable (ICMP types
