@@ -127,7 +127,7 @@ impl FlowSync for FlowMirror {
         if decision.dec_ttl {
             entry.ops |= maps::FLOW_DEC_TTL;
         }
-        if self.flows.insert(kernel_key(key), entry, 0).is_err() {
+        if self.flows.insert(FlowKey(*key), entry, 0).is_err() {
             self.refused += 1;
         }
     }
@@ -151,22 +151,5 @@ impl FlowSync for FlowMirror {
 
     fn refused(&self) -> u64 {
         self.refused
-    }
-}
-
-/// The kernel's image of a user-space key.
-fn kernel_key(key: &SyncedKey) -> FlowKey {
-    FlowKey {
-        ip_src: key.ip_src,
-        ip_dst: key.ip_dst,
-        dst_mac: key.dst_mac.0,
-        src_mac: key.src_mac.0,
-        in_port: key.in_port,
-        vlan: key.vlan,
-        ethertype: key.ethertype,
-        l4_src: key.l4_src,
-        l4_dst: key.l4_dst,
-        ip_proto: key.ip_proto,
-        flags: key.flags,
     }
 }

@@ -73,22 +73,11 @@ pub struct MacEntry {
     pub ifindex: u32,
 }
 
-/// A key of the `flows` map: user space's `FlowKey`, field for field.
-#[repr(C)]
+/// A key of the `flows` map: user space's `FlowKey` itself, whose `repr(C)` layout of 56 bytes
+/// without padding `struct fp_flow_key` mirrors.
+#[repr(transparent)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FlowKey {
-    pub ip_src: [u8; 16],
-    pub ip_dst: [u8; 16],
-    pub dst_mac: [u8; 6],
-    pub src_mac: [u8; 6],
-    pub in_port: u16,
-    pub vlan: u16,
-    pub ethertype: u16,
-    pub l4_src: u16,
-    pub l4_dst: u16,
-    pub ip_proto: u8,
-    pub flags: u8,
-}
+pub struct FlowKey(pub wirespeed_packet::flow_key::FlowKey);
 
 /// `FlowEntry::ops`: the destination MAC becomes `dst`.
 pub const FLOW_SET_DST: u16 = 1;
@@ -143,7 +132,9 @@ unsafe impl aya::Pod for MacEntry {}
 unsafe impl aya::Pod for Count {}
 // SAFETY: as above.
 unsafe impl aya::Pod for AdjacencyEntry {}
-// SAFETY: as above.
+// SAFETY: a transparent wrapper of a `repr(C)` struct of integers and byte arrays whose fields
+// add up to its size (asserted at compile time in crates/packet/src/flow_key.rs): no padding, and
+// every bit pattern is a valid key.
 unsafe impl aya::Pod for FlowKey {}
 // SAFETY: as above.
 unsafe impl aya::Pod for FlowEntry {}
@@ -172,8 +163,11 @@ mod tests {
             size_of::<FlowKey>(),
             wirespeed_packet::flow_key::FLOW_KEY_LEN
         );
-        assert_eq!(offset_of!(FlowKey, in_port), 44);
-        assert_eq!(offset_of!(FlowKey, flags), 55);
+        type Key = wirespeed_packet::flow_key::FlowKey;
+        assert_eq!(offset_of!(Key, dst_mac), 32);
+        assert_eq!(offset_of!(Key, in_port), 44);
+        assert_eq!(offset_of!(Key, l4_dst), 52);
+        assert_eq!(offset_of!(Key, flags), 55);
         assert_eq!(size_of::<FlowEntry>(), 24);
         assert_eq!(offset_of!(FlowEntry, dst), 12);
     }
