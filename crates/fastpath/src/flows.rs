@@ -38,7 +38,7 @@ pub struct FlowMirror {
     counts: SharedWords,
     /// Results `flow_counts` has room for.
     results: u32,
-    /// Slot -> whether it is on the fast path (an output elsewhere goes to user space).
+    /// Ports on the fast path (slots 0..ports); an output elsewhere stays in user space.
     ports: usize,
     refused: u64,
 }

@@ -136,7 +136,8 @@ unsafe impl aya::Pod for AdjacencyEntry {}
 // add up to its size (asserted at compile time in crates/packet/src/flow_key.rs): no padding, and
 // every bit pattern is a valid key.
 unsafe impl aya::Pod for FlowKey {}
-// SAFETY: as above.
+// SAFETY: a plain `#[repr(C)]` struct of integers and byte arrays with no padding (checked by
+// the test below), as the others above.
 unsafe impl aya::Pod for FlowEntry {}
 // SAFETY: as above (arrays of `Count`).
 unsafe impl aya::Pod for Counts {}

@@ -177,7 +177,7 @@ pub fn make_kernel_dut_realtime(
     plan: &Plan,
     log: &mut Vec<String>,
 ) -> Result<(), PlacementError> {
-    if plan.nice.is_none() || plan.receiver_cpu == plan.dut_cpu {
+    if !realtime_placement(plan) {
         return Ok(());
     }
     match &wiring.dut_host {
@@ -211,10 +211,16 @@ pub fn make_receiver_realtime(
     plan: &Plan,
     log: &mut Vec<String>,
 ) -> Result<(), PlacementError> {
-    if plan.nice.is_none() || plan.receiver_cpu == plan.dut_cpu {
+    if !realtime_placement(plan) {
         return Ok(());
     }
     realtime(receiver, log)
+}
+
+/// Whether `plan` is the placement whose kernel threads run real-time: priorities are set, and
+/// the tester's receive is off the DuT's core (see the module documentation).
+fn realtime_placement(plan: &Plan) -> bool {
+    plan.nice.is_some() && plan.receiver_cpu != plan.dut_cpu
 }
 
 /// Puts the NAPI threads of `interface` at SCHED_FIFO 1.

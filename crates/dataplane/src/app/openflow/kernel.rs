@@ -98,21 +98,23 @@ pub(crate) struct KernelCopy {
 }
 
 impl KernelCopy {
-    pub fn new(mut sync: Box<dyn FlowSync>) -> KernelCopy {
+    /// A copy through `sync` for an app that stores at most `results` results (its megaflows),
+    /// all counted from the start, so the slow path never grows anything.
+    pub fn new(mut sync: Box<dyn FlowSync>, results: usize) -> KernelCopy {
         // Whatever the kernel's copy held belonged to other tables.
         sync.invalidate();
         KernelCopy {
             sync,
-            seen: Vec::new(),
+            seen: vec![(0, 0); results],
         }
     }
 
     /// Result `slot` is stored anew: its kernel counts so far belong to an earlier result.
     pub fn stored(&mut self, slot: usize) {
-        if self.seen.len() <= slot {
-            self.seen.resize(slot + 1, (0, 0));
+        let counts = self.sync.counts(slot as u32);
+        if let Some(seen) = self.seen.get_mut(slot) {
+            *seen = counts;
         }
-        self.seen[slot] = self.sync.counts(slot as u32);
     }
 
     /// The cache took `key` for result `slot`.

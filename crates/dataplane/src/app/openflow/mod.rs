@@ -461,7 +461,7 @@ impl OpenFlow {
         self.fold_all();
         self.flush_fast_path();
         self.lookup.note_cached();
-        self.kernel = Some(KernelCopy::new(sync));
+        self.kernel = Some(KernelCopy::new(sync, self.config.megaflows));
     }
 
     /// Hands the keys the cache took in this batch to the kernel's copy.
