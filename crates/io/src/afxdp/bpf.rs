@@ -17,6 +17,7 @@ pub(crate) const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
 pub(crate) const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
 pub(crate) const BPF_PROG_LOAD: libc::c_long = 5;
 pub(crate) const BPF_PROG_TEST_RUN: libc::c_long = 10;
+pub(crate) const BPF_BTF_LOAD: libc::c_long = 18;
 pub(crate) const BPF_LINK_CREATE: libc::c_long = 28;
 pub(crate) const BPF_MAP_TYPE_ARRAY: u32 = 2;
 pub(crate) const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
@@ -24,11 +25,16 @@ pub(crate) const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 pub(crate) const BPF_PROG_TYPE_XDP: u32 = 6;
 pub(crate) const BPF_XDP: u32 = 37;
 pub(crate) const BPF_FUNC_MAP_LOOKUP_ELEM: i32 = 1;
+pub(crate) const BPF_FUNC_KTIME_GET_NS: i32 = 5;
 pub(crate) const BPF_FUNC_GET_PRANDOM_U32: i32 = 7;
 pub(crate) const BPF_FUNC_REDIRECT: i32 = 23;
 pub(crate) const BPF_FUNC_REDIRECT_MAP: i32 = 51;
 pub(crate) const BPF_FUNC_XDP_GET_BUFF_LEN: i32 = 188;
+pub(crate) const BPF_FUNC_LOOP: i32 = 181;
 pub(crate) const BPF_PSEUDO_MAP_FD: u8 = 1;
+/// `src_reg` of a 64-bit immediate load whose `imm` is the offset of a subprogram (a
+/// `bpf_loop` callback) from the instruction after it.
+pub(crate) const BPF_PSEUDO_FUNC: u8 = 4;
 pub(crate) const BPF_ANY: u64 = 0;
 // XDP attach flags (linux/if_link.h) and actions.
 pub(crate) const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
@@ -111,6 +117,16 @@ impl Assembler {
     }
 
     /// Appends `tail` and points every recorded jump at its first instruction.
+    /// Where the next instruction goes (for [`Assembler::jump_here`]).
+    pub(crate) fn here(&self) -> usize {
+        self.code.len()
+    }
+
+    /// Points the jump at `from` (pushed earlier, with any offset) at the next instruction.
+    pub(crate) fn jump_here(&mut self, from: usize) {
+        self.code[from].off = (self.code.len() - from - 1) as i16;
+    }
+
     pub(crate) fn finish_with(mut self, tail: &[Insn]) -> Vec<Insn> {
         let target = self.code.len();
         for &at in &self.to_tail {
@@ -136,12 +152,17 @@ const BPF_H: u8 = 0x08;
 const BPF_DW: u8 = 0x18;
 const BPF_MEM: u8 = 0x60;
 const BPF_X: u8 = 0x08;
+const BPF_SUB: u8 = 0x10;
+const BPF_RSH: u8 = 0x70;
 const BPF_AND: u8 = 0x50;
 const BPF_MOD: u8 = 0x90;
 const BPF_MOV: u8 = 0xb0;
 const BPF_END: u8 = 0xd0;
 const BPF_TO_BE: u8 = 0x08;
+const BPF_JA: u8 = 0x00;
 const BPF_JEQ: u8 = 0x10;
+const BPF_JGE: u8 = 0x30;
+const BPF_JLE: u8 = 0xb0;
 const BPF_JGT: u8 = 0x20;
 const BPF_JNE: u8 = 0x50;
 const BPF_JLT: u8 = 0xa0;
@@ -158,13 +179,19 @@ pub(crate) const LD_IMM_DW: u8 = BPF_LD | BPF_DW;
 pub(crate) const ALU64_ADD_K: u8 = BPF_ALU64;
 pub(crate) const ALU64_ADD_X: u8 = BPF_ALU64 | BPF_X;
 pub(crate) const ALU64_AND_K: u8 = BPF_ALU64 | BPF_AND;
+pub(crate) const ALU64_SUB_X: u8 = BPF_ALU64 | BPF_SUB | BPF_X;
+pub(crate) const ALU64_RSH_K: u8 = BPF_ALU64 | BPF_RSH;
 pub(crate) const ALU64_MOD_K: u8 = BPF_ALU64 | BPF_MOD;
 pub(crate) const ALU64_MOV_K: u8 = BPF_ALU64 | BPF_MOV;
 pub(crate) const ALU64_MOV_X: u8 = BPF_ALU64 | BPF_MOV | BPF_X;
 /// `dst = htobe(dst)` for the width in `imm` (16, 32, 64): a byte swap on little-endian hosts,
 /// so a big-endian field loaded from a frame becomes its value.
 pub(crate) const ALU_END_TO_BE: u8 = BPF_ALU | BPF_END | BPF_TO_BE;
+pub(crate) const JMP_JA: u8 = BPF_JMP | BPF_JA;
 pub(crate) const JMP_JEQ_K: u8 = BPF_JMP | BPF_JEQ;
+pub(crate) const JMP_JNE_K: u8 = BPF_JMP | BPF_JNE;
+pub(crate) const JMP_JGE_X: u8 = BPF_JMP | BPF_JGE | BPF_X;
+pub(crate) const JMP_JLE_X: u8 = BPF_JMP | BPF_JLE | BPF_X;
 /// Compares the low 32 bits only, so an immediate with its top bit set is not sign-extended.
 pub(crate) const JMP32_JNE_K: u8 = BPF_JMP32 | BPF_JNE;
 pub(crate) const JMP_JLT_X: u8 = BPF_JMP | BPF_JLT | BPF_X;
@@ -198,7 +225,7 @@ pub(crate) struct MapUpdateAttr {
     pub(crate) flags: u64,
 }
 
-/// `union bpf_attr` for BPF_PROG_LOAD, up to `prog_name`.
+/// `union bpf_attr` for BPF_PROG_LOAD, up to the function information.
 #[repr(C)]
 #[derive(Default)]
 struct ProgLoadAttr {
@@ -214,6 +241,21 @@ struct ProgLoadAttr {
     prog_name: [u8; 16],
     prog_ifindex: u32,
     expected_attach_type: u32,
+    prog_btf_fd: u32,
+    func_info_rec_size: u32,
+    func_info: u64,
+    func_info_cnt: u32,
+}
+
+/// `union bpf_attr` for BPF_BTF_LOAD.
+#[repr(C)]
+#[derive(Default)]
+struct BtfLoadAttr {
+    btf: u64,
+    btf_log_buf: u64,
+    btf_size: u32,
+    btf_log_size: u32,
+    btf_log_level: u32,
 }
 
 /// `union bpf_attr` for BPF_LINK_CREATE, without the per-type tail.
@@ -249,6 +291,14 @@ pub(crate) fn bpf<A>(cmd: libc::c_long, attr: &mut A) -> std::io::Result<libc::c
 /// the error says why (the log is off the first time: a log that overflows its buffer fails the
 /// load).
 pub(crate) fn load(program: &[Insn]) -> Result<OwnedFd, ProgramError> {
+    load_functions(program, &[])
+}
+
+/// [`load`] for a program of several functions (a `bpf_loop` callback after the main one):
+/// the verifier wants BTF that names each, so a minimal BTF (one `int`, one prototype, one
+/// static function per start) is loaded with it. `starts` are the instruction indices where
+/// the functions after the first begin.
+pub(crate) fn load_functions(program: &[Insn], starts: &[u32]) -> Result<OwnedFd, ProgramError> {
     let license = c"Dual MIT/GPL";
     let mut attr = ProgLoadAttr {
         prog_type: BPF_PROG_TYPE_XDP,
@@ -257,6 +307,22 @@ pub(crate) fn load(program: &[Insn]) -> Result<OwnedFd, ProgramError> {
         license: license.as_ptr() as u64,
         expected_attach_type: BPF_XDP,
         ..ProgLoadAttr::default()
+    };
+    let mut functions = Vec::new();
+    let _btf = if starts.is_empty() {
+        None
+    } else {
+        let (btf, first_function) = function_btf(starts.len() + 1);
+        let btf = load_btf(&btf)?;
+        // bpf_func_info: instruction offset, type id of the function.
+        for (index, start) in std::iter::once(0).chain(starts.iter().copied()).enumerate() {
+            functions.extend_from_slice(&[start, first_function + index as u32]);
+        }
+        attr.prog_btf_fd = btf.as_raw_fd() as u32;
+        attr.func_info_rec_size = 8;
+        attr.func_info = functions.as_ptr() as u64;
+        attr.func_info_cnt = starts.len() as u32 + 1;
+        Some(btf)
     };
     attr.prog_name[..9].copy_from_slice(b"wirespeed");
     // Frags-aware, so that the kernel attaches it to an interface whose MTU is larger than a
@@ -282,6 +348,63 @@ pub(crate) fn load(program: &[Insn]) -> Result<OwnedFd, ProgramError> {
     let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
     let text = String::from_utf8_lossy(&log[..end]).trim().to_string();
     Err(ProgramError::Load(error, text))
+}
+
+/// BTF for `count` functions, and the type id of the first: type 1 is a 32-bit `int`, type 2 a
+/// prototype returning it with no parameters (the verifier checks no more for static
+/// functions), types 3.. one static function `f` each. Layout per linux/btf.h: the header,
+/// then the types, then the strings.
+fn function_btf(count: usize) -> (Vec<u8>, u32) {
+    const BTF_KIND_INT: u32 = 1;
+    const BTF_KIND_FUNC: u32 = 12;
+    const BTF_KIND_FUNC_PROTO: u32 = 13;
+    const INT_SIGNED: u32 = 1 << 24;
+    // Strings: "", "int", "f".
+    let strings = b"\0int\0f\0";
+    let (int_name, function_name) = (1u32, 5u32);
+    let mut types: Vec<u32> = vec![
+        int_name,
+        BTF_KIND_INT << 24,
+        4,
+        INT_SIGNED | 32,
+        0,
+        BTF_KIND_FUNC_PROTO << 24,
+        1,
+    ];
+    for _ in 0..count {
+        // Linkage static (0) in the vlen bits; the type is the prototype.
+        types.extend_from_slice(&[function_name, BTF_KIND_FUNC << 24, 2]);
+    }
+    let types: Vec<u8> = types.iter().flat_map(|word| word.to_ne_bytes()).collect();
+    let mut btf = Vec::with_capacity(24 + types.len() + strings.len());
+    btf.extend_from_slice(&0xeb9fu16.to_ne_bytes());
+    btf.extend_from_slice(&[1, 0]);
+    for word in [
+        24,
+        0,
+        types.len() as u32,
+        types.len() as u32,
+        strings.len() as u32,
+    ] {
+        btf.extend_from_slice(&word.to_ne_bytes());
+    }
+    btf.extend_from_slice(&types);
+    btf.extend_from_slice(strings);
+    (btf, 3)
+}
+
+fn load_btf(btf: &[u8]) -> Result<OwnedFd, ProgramError> {
+    let mut attr = BtfLoadAttr {
+        btf: btf.as_ptr() as u64,
+        btf_size: btf.len() as u32,
+        ..BtfLoadAttr::default()
+    };
+    bpf(BPF_BTF_LOAD, &mut attr).map(owned).map_err(|error| {
+        ProgramError::Load(
+            error,
+            "the kernel refused the BTF naming the functions".into(),
+        )
+    })
 }
 
 pub(crate) fn owned(fd: libc::c_long) -> OwnedFd {

@@ -45,9 +45,13 @@ use super::bpf::{
     ALU64_ADD_K, ALU64_MOD_K, ALU64_MOV_K, ALU64_MOV_X, BPF_FUNC_GET_PRANDOM_U32,
     BPF_MAP_TYPE_ARRAY, BPF_MAP_TYPE_PERCPU_ARRAY, BPF_PROG_TEST_RUN, Insn, JMP_CALL, JMP_JEQ_K,
     JMP_JGT_X, JMP_JLT_K, LDX_MEM_DW, LDX_MEM_H, LDX_MEM_W, ST_MEM_W, STX_MEM_DW, STX_MEM_H,
-    STX_MEM_W, XDP_MD_DATA, XDP_MD_DATA_END, bpf, create_map, insn, load, map_lookup, update_map,
+    STX_MEM_W, XDP_MD_DATA, XDP_MD_DATA_END, bpf, create_map, insn, load, load_functions,
+    map_lookup, update_map,
 };
 use super::config::AfXdpError;
+use super::live_pacing::{
+    self, LivePaceCounts, LivePacing, MAX_PACING_GAPS, PacingMaps, STATE_SIZE,
+};
 use super::port::{program_error, query_interface};
 use super::program::redirect_to_interface_program;
 
@@ -132,6 +136,25 @@ pub enum LiveError {
     Run(std::io::Error),
     #[error("interrupted by a signal")]
     Interrupted,
+    #[error(
+        "live pacing: give a power-of-two count of gaps (at most {MAX_PACING_GAPS}), each \
+         shorter than a second"
+    )]
+    Pacing,
+    #[error("this live generator was made without pacing")]
+    NotPaced,
+    #[error("reading or resetting the live generator's pacing state: {0}")]
+    PacingState(std::io::Error),
+    #[error(
+        "live payload: {len} bytes at {at} do not fit between the {head}-byte head and the end \
+         of the {frame}-byte frame"
+    )]
+    Payload {
+        at: usize,
+        len: usize,
+        head: usize,
+        frame: usize,
+    },
 }
 
 /// The loaded generator program, its maps, and the frame it sends. Dropping it frees them;
@@ -142,7 +165,11 @@ pub struct XdpLiveGenerator {
     /// The flow counter and the table of heads (the program holds references too; kept for
     /// clarity of ownership).
     _maps: Vec<OwnedFd>,
+    /// A paced generator's state and gaps.
+    pacing: Option<PacingMaps>,
     frame: Vec<u8>,
+    /// Bytes of the frame the program writes (the flows' heads).
+    head_len: usize,
     batch_size: u32,
     target: String,
     flows: usize,
@@ -156,6 +183,30 @@ impl XdpLiveGenerator {
         frame: &[u8],
         flows: &LiveFlows,
         batch_size: u32,
+    ) -> Result<XdpLiveGenerator, LiveError> {
+        Self::build(target, frame, flows, batch_size, None)
+    }
+
+    /// As [`XdpLiveGenerator::new`], with every frame sent at its due time per `pacing`
+    /// (see [`live_pacing`](super::live_pacing)): start each send with
+    /// [`XdpLiveGenerator::start_pacing`], read what it recorded with
+    /// [`XdpLiveGenerator::pace_counts`].
+    pub fn paced(
+        target: &str,
+        frame: &[u8],
+        flows: &LiveFlows,
+        batch_size: u32,
+        pacing: &LivePacing,
+    ) -> Result<XdpLiveGenerator, LiveError> {
+        Self::build(target, frame, flows, batch_size, Some(pacing))
+    }
+
+    fn build(
+        target: &str,
+        frame: &[u8],
+        flows: &LiveFlows,
+        batch_size: u32,
+        pacing: Option<&LivePacing>,
     ) -> Result<XdpLiveGenerator, LiveError> {
         if !(14..=MAX_LIVE_FRAME).contains(&frame.len()) {
             return Err(LiveError::FrameSize(frame.len()));
@@ -179,25 +230,87 @@ impl XdpLiveGenerator {
         for (flow, head) in flows.heads.iter().enumerate() {
             update_map(&table, flow as u32, head).map_err(LiveError::FlowTable)?;
         }
+        let pacing = match pacing {
+            None => None,
+            Some(pacing) if !pacing.is_valid() => return Err(LiveError::Pacing),
+            Some(pacing) => {
+                let state = create_map(BPF_MAP_TYPE_ARRAY, STATE_SIZE, 1).map_err(setup)?;
+                let gaps =
+                    create_map(BPF_MAP_TYPE_ARRAY, 8, pacing.gaps.len() as u32).map_err(setup)?;
+                for (index, gap) in pacing.gaps.iter().enumerate() {
+                    update_map(&gaps, index as u32, &gap.to_ne_bytes())
+                        .map_err(LiveError::FlowTable)?;
+                }
+                Some(PacingMaps {
+                    state,
+                    gaps,
+                    gap_count: pacing.gaps.len(),
+                    tolerance_ns: pacing.tolerance_ns,
+                })
+            }
+        };
         let code = flow_program(
             ifindex,
             counter.as_raw_fd(),
             table.as_raw_fd(),
             flows,
             head_len,
+            pacing.as_ref().map(|maps| {
+                (
+                    maps.state.as_raw_fd(),
+                    maps.gaps.as_raw_fd(),
+                    maps.gap_count,
+                )
+            }),
         );
-        let program = load(&code).map_err(setup)?;
+        let program = load_generator(&code).map_err(setup)?;
         // Flow 0's head, so that the page-pool pages start as flow 0 (round robin's first).
         let mut frame = frame.to_vec();
         frame[..head_len].copy_from_slice(&flows.heads[0]);
         Ok(XdpLiveGenerator {
             program,
             _maps: vec![counter, table],
+            pacing,
             frame,
+            head_len,
             batch_size,
             target: target.to_string(),
             flows: flows.heads.len(),
         })
+    }
+
+    /// Restarts the schedule of a paced generator: the next send's first frame is due at
+    /// `start_ns` (`CLOCK_MONOTONIC`, the clock of `bpf_ktime_get_ns`), or as soon as
+    /// it runs for 0 (the call's set-up takes milliseconds before the first frame).
+    pub fn start_pacing(&self, start_ns: u64) -> Result<(), LiveError> {
+        let maps = self.pacing.as_ref().ok_or(LiveError::NotPaced)?;
+        maps.start(start_ns).map_err(LiveError::PacingState)
+    }
+
+    /// What the pacing recorded since [`XdpLiveGenerator::start_pacing`].
+    pub fn pace_counts(&self) -> Result<LivePaceCounts, LiveError> {
+        let maps = self.pacing.as_ref().ok_or(LiveError::NotPaced)?;
+        maps.counts().map_err(LiveError::PacingState)
+    }
+
+    /// Overwrites the frame's bytes from `at` on (after the flows' head: the head is the
+    /// program's) for the sends that follow, e.g. a probe stamped for the next trial.
+    pub fn write_payload(&mut self, at: usize, bytes: &[u8]) -> Result<(), LiveError> {
+        let end = at
+            .checked_add(bytes.len())
+            .filter(|&end| end <= self.frame.len());
+        match end {
+            Some(end) if at >= self.head_len => {
+                self.frame[at..end].copy_from_slice(bytes);
+                Ok(())
+            }
+            _ => Err(LiveError::Payload {
+                at,
+                len: bytes.len(),
+                head: self.head_len,
+                frame: self.frame.len(),
+            }),
+        }
     }
 
     /// Runs the program over `frames` frames (one system call; the kernel flushes every
@@ -275,12 +388,14 @@ fn flow_program(
     table: RawFd,
     flows: &LiveFlows,
     head_len: usize,
+    pacing: Option<(RawFd, RawFd, usize)>,
 ) -> Vec<Insn> {
     let count = flows.heads.len() as i32;
     // Every early exit jumps to the redirect at the end.
-    let mut asm = Assembler::with_capacity(64);
+    let mut asm = Assembler::with_capacity(128);
     // r6 = ctx, kept across the calls
     asm.push(&[insn(ALU64_MOV_X, 6, 1, 0, 0)]);
+    let spin = pacing.map(|(state, gaps, count)| live_pacing::pace(&mut asm, state, gaps, count));
     match flows.order {
         LiveFlowOrder::RoundRobin => {
             // r0 = &counter[0] of this CPU
@@ -324,7 +439,19 @@ fn flow_program(
     for at in (8 * words..head_len).step_by(2).map(|at| at as i16) {
         asm.push(&[insn(LDX_MEM_H, 3, 0, at, 0), insn(STX_MEM_H, 1, 3, at, 0)]);
     }
-    asm.finish_with(&redirect_to_interface_program(ifindex))
+    let mut code = asm.finish_with(&redirect_to_interface_program(ifindex));
+    if let Some(load_at) = spin {
+        live_pacing::append_spin_callback(&mut code, load_at);
+    }
+    code
+}
+
+/// Loads a generator program: a paced one has the spin callback after its main function.
+fn load_generator(code: &[Insn]) -> Result<OwnedFd, super::program::ProgramError> {
+    match live_pacing::callback_start(code) {
+        Some(start) => load_functions(code, &[start]),
+        None => load(code),
+    }
 }
 
 #[cfg(test)]
@@ -341,7 +468,7 @@ mod tests {
     #[test]
     fn every_early_exit_jumps_to_the_redirect() {
         for order in [LiveFlowOrder::RoundRobin, LiveFlowOrder::Random] {
-            let code = flow_program(9, 3, 4, &flows(order), 42);
+            let code = flow_program(9, 3, 4, &flows(order), 42, None);
             let redirect = code.len() - 4;
             assert_eq!(code[redirect..], redirect_to_interface_program(9));
             let mut jumps = 0;
@@ -362,7 +489,7 @@ mod tests {
 
     #[test]
     fn the_head_is_copied_whole_in_words_then_halves() {
-        let code = flow_program(9, 3, 4, &flows(LiveFlowOrder::Random), 42);
+        let code = flow_program(9, 3, 4, &flows(LiveFlowOrder::Random), 42, None);
         let stores: Vec<(u8, i16)> = code
             .iter()
             .filter(|insn| matches!(insn.code, STX_MEM_DW | STX_MEM_H) && insn.regs & 0x0f == 1)
@@ -375,7 +502,7 @@ mod tests {
 
     #[test]
     fn the_round_robin_counter_wraps_at_the_flow_count() {
-        let code = flow_program(9, 3, 4, &flows(LiveFlowOrder::RoundRobin), 42);
+        let code = flow_program(9, 3, 4, &flows(LiveFlowOrder::RoundRobin), 42, None);
         let wrap = code
             .iter()
             .position(|insn| insn.code == JMP_JLT_K)
@@ -385,7 +512,7 @@ mod tests {
     }
 
     #[test]
-    fn both_flow_programs_pass_the_verifier_when_root() {
+    fn every_flow_program_paced_or_not_passes_the_verifier_when_root() {
         if !crate::afxdp::bpf::may_load_for_test() {
             return;
         }
@@ -393,15 +520,21 @@ mod tests {
         for head_len in [42, 60, MAX_LIVE_HEAD] {
             let table = create_map(BPF_MAP_TYPE_ARRAY, head_len as u32, 5).expect("table");
             for order in [LiveFlowOrder::RoundRobin, LiveFlowOrder::Random] {
-                let code = flow_program(
-                    1,
-                    counter.as_raw_fd(),
-                    table.as_raw_fd(),
-                    &flows(order),
-                    head_len,
-                );
-                if let Err(error) = load(&code) {
-                    panic!("{order:?}, {head_len}-byte head: {error:?}");
+                let state = create_map(BPF_MAP_TYPE_ARRAY, STATE_SIZE, 1).expect("state");
+                let gaps = create_map(BPF_MAP_TYPE_ARRAY, 8, 4).expect("gaps");
+                let paced = Some((state.as_raw_fd(), gaps.as_raw_fd(), 4));
+                for pacing in [None, paced] {
+                    let code = flow_program(
+                        1,
+                        counter.as_raw_fd(),
+                        table.as_raw_fd(),
+                        &flows(order),
+                        head_len,
+                        pacing,
+                    );
+                    if let Err(error) = load_generator(&code) {
+                        panic!("{order:?}, {head_len}-byte head, {pacing:?}: {error:?}");
+                    }
                 }
             }
         }

@@ -75,6 +75,7 @@ mod config;
 mod interface;
 mod ledger;
 mod live;
+mod live_pacing;
 mod memlock;
 mod port;
 mod probe_counter;
@@ -91,6 +92,7 @@ pub use live::{
     LiveError, LiveFlowOrder, LiveFlows, MAX_LIVE_BATCH, MAX_LIVE_FLOWS, MAX_LIVE_FRAME,
     MAX_LIVE_HEAD, XdpLiveGenerator,
 };
+pub use live_pacing::{GAP_FRACTION_BITS, LivePaceCounts, LivePacing, MAX_PACING_GAPS};
 pub use memlock::MemlockLimit;
 pub use port::{AfXdpPort, interface_driver, interface_index, interface_mtu};
 pub use probe_counter::{MAX_PROBE_END, ProbeCounts, ProbeFilter, ProbeSampling, XdpProbeCounter};

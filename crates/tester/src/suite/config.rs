@@ -5,7 +5,7 @@ use crate::bench::placement::Plan;
 use crate::dut::IpVersion;
 use crate::generator::pacing::Pattern;
 use crate::rfc2544::Vote;
-use crate::trial::{DEFAULT_SAMPLE_EVERY, FlowOrder, ReceiverKind};
+use crate::trial::{DEFAULT_SAMPLE_EVERY, FlowOrder, ReceiverKind, SenderKind};
 
 /// Which RFC 2544 tests a run makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,6 +194,10 @@ pub struct SuiteConfig {
     /// "tester-limited" compares like with like) receive; the loss-rate, back-to-back and
     /// recovery tests always use the probe receiver, which they need.
     pub receiver: ReceiverKind,
+    /// How the throughput searches' trials and the calibration's limit send, where they can
+    /// (a steady rate counted by the probe counter, [`crate::trial::live::can_send`]); every
+    /// other trial sends over AF_XDP.
+    pub sender: SenderKind,
     /// How the latency trials (at the NDR and the latency loads) and the calibration's floor
     /// receive: [`ReceiverKind::Sampled`] or [`ReceiverKind::Probe`] (a counter alone measures
     /// no latency).
@@ -231,6 +235,7 @@ impl Default for SuiteConfig {
             vote: Vote::SINGLE_TRIAL,
             drain_seconds: 1.0,
             receiver: ReceiverKind::Count,
+            sender: SenderKind::Afxdp,
             ip: IpVersion::V4,
             latency_receiver: ReceiverKind::Sampled {
                 every: DEFAULT_SAMPLE_EVERY,

@@ -64,8 +64,8 @@ use crate::rfc2544::{
 };
 use crate::timestamp::TimestampProbe;
 use crate::trial::{
-    CounterCheck, LabTrial, Phase, ReceiverKind, TrialConfig, TrialMeasurement, TrialPorts,
-    run_in_lab,
+    CounterCheck, LabTrial, Phase, ReceiverKind, SenderKind, TrialConfig, TrialMeasurement,
+    TrialPorts, run_in_lab,
 };
 
 mod config;
@@ -158,10 +158,17 @@ pub fn estimate_trials(config: &SuiteConfig) -> usize {
 
 /// Which receiver a run of `config` uses for which trials, as its report says.
 pub fn receivers(config: &SuiteConfig) -> String {
+    let live = config.sender == SenderKind::XdpLive && config.receiver == ReceiverKind::Count;
     format!(
-        "throughput searches and the calibration's limit: {}; latency (at the NDR, at the \
-         loads, the calibration's floor): {}; loss rate, back-to-back, recovery: {}",
+        "throughput searches and the calibration's limit: {}, sent by {}; latency (at the NDR, \
+         at the loads, the calibration's floor): {}; loss rate, back-to-back, recovery: {}; \
+         these sent by the AF_XDP sender",
         config.receiver.label(),
+        if live {
+            "the in-kernel live-frames sender (xdp-live, paced per frame in the kernel)"
+        } else {
+            "the AF_XDP sender"
+        },
         config.latency_receiver.label(),
         ReceiverKind::Probe.label()
     )
@@ -343,6 +350,7 @@ fn trial_config(config: &SuiteConfig, rate: f64, seconds: f64) -> TrialConfig {
         flow_order: config.flow_order,
         linger: Duration::from_secs_f64(config.drain_seconds.max(0.0)),
         generator_nice: config.plan.nice,
+        sender: config.sender,
         ..TrialConfig::default()
     }
 }
@@ -392,9 +400,14 @@ fn describe(what: &str, size: u16, trial: &LabTrial) -> String {
         }
         line + ")"
     });
+    let refused = match m.sender {
+        SenderKind::Afxdp => "refused by the tester's TX ring",
+        SenderKind::XdpLive => "refused by the DuT's ring",
+    };
     let sent = format!(
-        "{size} B {what}: offered {:.4} Mpps{departed}, {} {:.3} Mpps, loss {:.4} % ({} lost: {} \
-         refused by the tester's TX ring, {} not sent in time",
+        "{size} B {what}: {} offered {:.4} Mpps{departed}, {} {:.3} Mpps, loss {:.4} % ({} lost: \
+         {} {refused}, {} not sent in time",
+        m.sender.name(),
         m.outcome.sent as f64 / m.outcome.seconds.max(1e-9) / 1e6,
         if counted { "counted" } else { "received" },
         m.outcome.received_rate() / 1e6,

@@ -9,7 +9,8 @@ use wirespeed_io::Port;
 use wirespeed_io::afxdp::{XdpMode, XdpProbeCounter};
 
 use super::{
-    ReceiverKind, TrialConfig, TrialMeasurement, probe_filter, probe_sampling, run, run_counted,
+    ReceiverKind, SenderKind, TrialConfig, TrialMeasurement, live, probe_filter, probe_sampling,
+    run, run_counted,
 };
 use crate::bench::placement::{Placed, place_this_thread};
 use crate::dut::probe::{RECEIVER_RING, TesterPorts, TesterSender};
@@ -159,6 +160,9 @@ pub fn run_in_lab(
                 let generator = place_this_thread("generator", config.generator_nice)
                     .map_err(|error| error.to_string())?;
                 let trial = match config.receiver {
+                    _ if config.sender == SenderKind::XdpLive && live::can_send(config) => {
+                        live_trial(ports, template, config, stop)?
+                    }
                     ReceiverKind::Probe => socket_trial(ports, template, config, stop, None)?,
                     ReceiverKind::Count => counted_trial(ports, template, config, stop)?,
                     ReceiverKind::Sampled { every } => {
@@ -166,8 +170,14 @@ pub fn run_in_lab(
                         socket_trial(ports, template, config, stop, Some(&counter))?
                     }
                 };
-                let (measurement, mode) = (trial.measurement, trial.mode);
+                let (mut measurement, mode) = (trial.measurement, trial.mode);
                 let ((tx_before, rx_before), (tx_after, rx_after)) = (trial.before, trial.after);
+                if measurement.sender == SenderKind::XdpLive {
+                    // What the DuT's ring refused, the sending veth dropped at once.
+                    measurement.refused = tx_after.tx_dropped.saturating_sub(tx_before.tx_dropped);
+                    measurement.transmitted =
+                        measurement.transmitted.saturating_sub(measurement.refused);
+                }
                 Ok(LabTrial {
                     counters: CounterCheck {
                         transmitted: measurement.transmitted,
@@ -268,6 +278,23 @@ fn counted_trial(
         let result = run_counted(t0, None, &counter, pool, template, config, stop);
         sender.release_all();
         result
+    })
+}
+
+/// [`SenderKind::XdpLive`]: the kernel sends from the sending interface, paced, and the probe
+/// counter counts on the receiving one ([`live::run_live`], in the ports' namespace).
+fn live_trial(
+    ports: &TrialPorts,
+    template: &Template,
+    config: &TrialConfig,
+    stop: &AtomicBool,
+) -> Result<Bracketed, String> {
+    let counter = attach_counter(ports, template, None)?;
+    // The kernel resolves the generator's target in the sending thread's namespace.
+    let _inside = wirespeed_lab::enter(&ports.namespace)
+        .map_err(|error| format!("entering {}: {error}", ports.namespace))?;
+    bracketed(ports, "in-kernel live frames".into(), || {
+        live::run_live(&ports.sender_if, &counter, template, config, stop)
     })
 }
 

@@ -92,6 +92,7 @@ use crate::stats::{LatencySummary, SequenceCounts};
 
 mod departures;
 mod lab;
+pub mod live;
 mod receive;
 
 use departures::InFlight;
@@ -140,6 +141,8 @@ pub struct TrialConfig {
     pub generator_nice: Option<i32>,
     /// How a lab trial receives ([`run_in_lab`]).
     pub receiver: ReceiverKind,
+    /// How a lab trial sends, where it can ([`live::can_send`]); the AF_XDP sender otherwise.
+    pub sender: SenderKind,
 }
 
 impl Default for TrialConfig {
@@ -156,6 +159,39 @@ impl Default for TrialConfig {
             flow_order: FlowOrder::RoundRobin,
             generator_nice: None,
             receiver: ReceiverKind::Probe,
+            sender: SenderKind::Afxdp,
+        }
+    }
+}
+
+/// How a trial sends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SenderKind {
+    /// The tester's AF_XDP socket, paced in user space and timestamped per frame: every load
+    /// (steady, bursts, two phases) and every receiver, up to about 1 Mpps on the lab's veths.
+    #[default]
+    Afxdp,
+    /// The kernel's live-frames generator, paced in the kernel ([`live`]): several Mpps, a
+    /// steady rate counted by the probe counter only.
+    XdpLive,
+}
+
+impl SenderKind {
+    /// Parses `afxdp` or `xdp-live`.
+    pub fn parse(name: &str) -> Result<SenderKind, String> {
+        match name {
+            "afxdp" => Ok(SenderKind::Afxdp),
+            "xdp-live" => Ok(SenderKind::XdpLive),
+            other => Err(format!("unknown sender {other:?}; use xdp-live or afxdp")),
+        }
+    }
+
+    /// The name the command line and the report use.
+    pub fn name(self) -> &'static str {
+        match self {
+            SenderKind::Afxdp => "afxdp",
+            SenderKind::XdpLive => "xdp-live",
         }
     }
 }
@@ -311,6 +347,9 @@ pub struct TrialMeasurement {
     /// `XDP_STATISTICS`). They were counted, so they are not lost; the histogram lacks them.
     #[serde(default)]
     pub samples_dropped: u64,
+    /// Which sender sent.
+    #[serde(default)]
+    pub sender: SenderKind,
     pub sequence: SequenceCounts,
     pub latency: LatencySummary,
     pub pacing: PacingAccuracy,

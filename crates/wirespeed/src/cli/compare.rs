@@ -152,6 +152,7 @@ impl CompareArgs {
                 nice: parse_nice(&self.nice)?,
             },
             receiver: self.rate_trials.receiver,
+            sender: self.rate_trials.generator,
             ip: self.ip.into(),
             latency_receiver: self.rate_trials.latency_receiver()?,
             vote: self.rate_trials.vote(self.trial_seconds)?,

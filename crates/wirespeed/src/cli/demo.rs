@@ -28,6 +28,7 @@ use wirespeed_packet::{Batch, FramePool};
 use wirespeed_tester::bench::placement::Plan;
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_tester::suite::{Resolution, SuiteConfig};
+use wirespeed_tester::trial::SenderKind;
 
 use super::numbers;
 use super::pcap::forward;
@@ -159,6 +160,8 @@ pub fn run(args: DemoArgs) -> Result<()> {
                 receiver_cpu: 0,
                 ..Plan::default()
             },
+            // The throughput search sends as `bench rfc2544` does by default.
+            sender: SenderKind::XdpLive,
             ..SuiteConfig::default()
         },
     };

@@ -30,7 +30,7 @@ use wirespeed_tester::generator::pacing::Pattern;
 use wirespeed_tester::report::{Report, Setup, csv, html, json, wire_bits_per_second};
 use wirespeed_tester::rfc2544::Vote;
 use wirespeed_tester::suite::{Progress, Resolution, SearchKind, SuiteConfig, Tests, Traffic};
-use wirespeed_tester::trial::{DEFAULT_SAMPLE_EVERY, FlowOrder, ReceiverKind};
+use wirespeed_tester::trial::{DEFAULT_SAMPLE_EVERY, FlowOrder, ReceiverKind, SenderKind};
 
 use super::bench::dut;
 use super::numbers;
@@ -149,6 +149,13 @@ pub(super) struct RateTrialArgs {
     /// every frame: loss, sequence and latency). Latency trials use `--latency-receiver`.
     #[arg(long, default_value = "count", value_parser = ReceiverKind::parse)]
     pub(super) receiver: ReceiverKind,
+    /// How the throughput search's trials and the calibration's limit send: `xdp-live` (the
+    /// kernel sends, paced frame by frame: several Mpps, so a fast DuT is not measured at the
+    /// tester's limit; with `--receiver count` only) or `afxdp` (the tester's AF_XDP socket,
+    /// about 1 Mpps on veths). Latency, loss-rate, back-to-back and recovery trials always
+    /// send over AF_XDP: they need a probe in every frame.
+    #[arg(long, default_value = "xdp-live", value_parser = SenderKind::parse)]
+    pub(super) generator: SenderKind,
     /// How the latency trials (at the NDR and the latency loads) and the calibration's floor
     /// receive: `sampled` (the XDP probe counter counts every probe, loss as with `count`, and
     /// hands one in `--sample-every` to an AF_XDP socket that timestamps it) or `probe`
@@ -337,6 +344,7 @@ impl Rfc2544Args {
                 calibrate_only: self.more.calibrate_only,
                 drain_seconds: self.more.drain_seconds,
                 receiver: self.rate_trials.receiver,
+                sender: self.rate_trials.generator,
                 ip: self.ip.into(),
                 latency_receiver: self.rate_trials.latency_receiver()?,
                 vote: self.rate_trials.vote(self.trial_seconds)?,
@@ -738,6 +746,7 @@ mod tests {
             exceed_ratio,
             duration_sum,
             receiver: ReceiverKind::Count,
+            generator: SenderKind::XdpLive,
             latency_receiver: parse_latency_receiver("sampled").unwrap(),
             sample_every: DEFAULT_SAMPLE_EVERY,
         }

@@ -1,0 +1,207 @@
+//! A steady trial sent by the kernel ([`SenderKind::XdpLive`]): the template's frames, each
+//! with this trial's probe, sent by the in-kernel live generator paced frame by frame
+//! ([`LivePacing`]), and counted on the receiving interface by the probe counter.
+//!
+//! Why: the AF_XDP sender offers about 0.6–1 Mpps on this machine's veths; a DuT forwarding
+//! faster (the kernel's XDP redirect, wirespeed's XDP fast path) was measured at the tester's
+//! limit, not its own. The live generator sends several Mpps, and paced in the kernel one
+//! system call sends the whole trial at the rate asked (see `wirespeed_io`'s `live_pacing`).
+//!
+//! What differs from the AF_XDP sender, and how the figures stay honest:
+//! * Every frame carries the same probe: flow 0, sequence 0, and the trial's start as its TX
+//!   timestamp, so the counter counts this trial's frames and not a late one of the trial
+//!   before ([`XdpProbeCounter::set_floor`]). There is no per-frame sequence, and no latency.
+//! * Nothing waits in the tester: a frame the DuT's ring refuses is dropped by the sending veth
+//!   at once (the interface's `tx_dropped`, which [`super::run_in_lab`] reports as refused),
+//!   so no DuT can push the load back into the tester and have a slower rate credited.
+//! * The program counts frames it handed out later than the departure tolerance, the run of
+//!   them at the end (the trial ended behind its schedule) and the largest lateness: the same
+//!   [`Departure`] the AF_XDP sender reports, so a trial the generator could not offer never
+//!   passes.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use wirespeed_io::afxdp::{
+    GAP_FRACTION_BITS, LiveError, LivePacing, MAX_PACING_GAPS, XdpLiveGenerator, XdpProbeCounter,
+};
+use wirespeed_packet::cpu::{rdtsc, tsc_hz};
+
+use super::receive::COUNTER_POLL;
+use super::{FlowOrder, ReceiverKind, TrialConfig, TrialMeasurement, check, departure_tolerance};
+use crate::generator::Template;
+use crate::generator::live::live_flows;
+use crate::generator::pacing::{PacingAccuracy, Pattern, Schedule};
+use crate::generator::probe::{Probe, ProbeWriter};
+use crate::rfc2544::{Departure, TrialOutcome};
+
+/// Frames per kernel flush when paced: the kernel queues redirected frames and flushes them at
+/// the end of a batch, so a batch leaves as one burst; 8 keeps bursts far below any ring.
+pub const PACED_BATCH: u32 = 8;
+
+/// Whether the live sender can run this trial: a steady rate (not a burst or two phases) whose
+/// frames the counter counts (no per-frame probe, so no sequence and no latency).
+pub fn can_send(config: &TrialConfig) -> bool {
+    config.frames.is_none() && config.then.is_none() && config.receiver == ReceiverKind::Count
+}
+
+/// Sends `config.rate × config.seconds` frames of `template` out of `target` (an interface of
+/// the calling thread's namespace; the thread should be pinned) and counts them with
+/// `counter`. See the module documentation.
+pub fn run_live(
+    target: &str,
+    counter: &XdpProbeCounter,
+    template: &Template,
+    config: &TrialConfig,
+    stop: &AtomicBool,
+) -> Result<TrialMeasurement, String> {
+    if !can_send(config) {
+        return Err(
+            "the in-kernel sender offers a steady rate counted by the probe counter; bursts, \
+             two-phase trials and per-frame probes need the AF_XDP sender"
+                .into(),
+        );
+    }
+    let writer = check(template, config).map_err(|error| error.to_string())?;
+    let offered = (config.rate * config.seconds).round().max(1.0);
+    if offered > f64::from(u32::MAX) {
+        return Err(format!(
+            "{offered} frames do not fit one in-kernel send (at most {}); shorten the trial",
+            u32::MAX
+        ));
+    }
+    let offered = offered as u64;
+    let tolerance = departure_tolerance(config.seconds);
+    let pacing = pacing(config, tolerance.as_nanos() as u64)?;
+    let flows = live_flows(
+        template,
+        matches!(config.flow_order, FlowOrder::Random { .. }),
+    )
+    .map_err(|error| error.to_string())?;
+    let mut generator =
+        XdpLiveGenerator::paced(target, template.bytes(), &flows, PACED_BATCH, &pacing)
+            .map_err(|error| error.to_string())?;
+    let reading = |error: std::io::Error| {
+        format!(
+            "reading the probe counter on {}: {error}",
+            counter.interface()
+        )
+    };
+    let trial_start = rdtsc();
+    stamp(&mut generator, &writer, trial_start)?;
+    counter.set_floor(trial_start).map_err(reading)?;
+    let before = counter.counts().map_err(reading)?;
+    // The schedule starts with the first frame, after the kernel's set-up of the call.
+    generator.start_pacing(0).map_err(|e| e.to_string())?;
+    let mut interrupted = false;
+    match generator.send(offered as u32) {
+        Ok(()) => {}
+        Err(LiveError::Interrupted) => interrupted = true,
+        Err(error) => return Err(error.to_string()),
+    }
+    let sending_ended = rdtsc();
+    let pace = generator.pace_counts().map_err(|e| e.to_string())?;
+    // Until every frame has arrived (or the linger ends), one read every COUNTER_POLL.
+    let hz = tsc_hz();
+    let linger_end = sending_ended + (config.linger.as_secs_f64() * hz as f64) as u64;
+    let (mut fresh, mut last_fresh) = (0, sending_ended);
+    while !interrupted && fresh < offered && rdtsc() < linger_end {
+        std::thread::sleep(COUNTER_POLL);
+        let now = counter
+            .probes()
+            .map_err(reading)?
+            .packets
+            .saturating_sub(before.probes.packets);
+        if now > fresh {
+            (fresh, last_fresh) = (now, rdtsc());
+        }
+    }
+    let after = counter.counts().map_err(reading)?;
+    let seconds = pace.last_ns.saturating_sub(pace.start_ns) as f64 / 1e9 + 1.0 / config.rate;
+    let departed_rate = offered as f64 / seconds;
+    let counted = after.probes.packets.saturating_sub(before.probes.packets);
+    Ok(TrialMeasurement {
+        outcome: TrialOutcome {
+            sent: offered,
+            // A duplicate counts twice: capped so that loss is never negative.
+            received: counted.min(offered),
+            seconds,
+            last_loss: None,
+            departure: Some(Departure {
+                scheduled_rate: config.rate,
+                departed_rate,
+                lag_seconds: pace.max_lateness_ns as f64 / 1e9,
+                tolerance_seconds: tolerance.as_secs_f64(),
+                sent_late: pace.late,
+                held_back: 0,
+                behind: pace.behind,
+            }),
+        },
+        transmitted: offered,
+        arrived: after.frames().saturating_sub(before.frames()),
+        stale: after.stale.packets.saturating_sub(before.stale.packets),
+        foreign: after.foreign.packets.saturating_sub(before.foreign.packets),
+        drain_seconds: last_fresh.saturating_sub(sending_ended) as f64 / hz as f64,
+        receiver: ReceiverKind::Count,
+        sender: super::SenderKind::XdpLive,
+        pacing: PacingAccuracy {
+            asked_rate: config.rate,
+            achieved_rate: departed_rate,
+            lateness_max_ns: pace.max_lateness_ns as f64,
+            ..PacingAccuracy::default()
+        },
+        interrupted: interrupted || stop.load(Ordering::Relaxed),
+        ..TrialMeasurement::default()
+    })
+}
+
+/// The gaps of the trial's pattern: one for a constant rate; for the others a cycle of
+/// [`MAX_PACING_GAPS`] drawn from the same schedule the AF_XDP sender follows (a burst pattern
+/// only when its bursts divide the cycle).
+fn pacing(config: &TrialConfig, tolerance_ns: u64) -> Result<LivePacing, String> {
+    let gaps = match config.pattern {
+        Pattern::Cbr => return Ok(LivePacing::constant(config.rate, tolerance_ns)),
+        Pattern::Burst { size, .. }
+            if !(size.is_power_of_two() && size as usize <= MAX_PACING_GAPS) =>
+        {
+            return Err(format!(
+                "the in-kernel sender cycles through {MAX_PACING_GAPS} gaps: a burst pattern needs \
+                 a power-of-two burst size up to that (got {size}), or the AF_XDP sender"
+            ));
+        }
+        _ => MAX_PACING_GAPS,
+    };
+    // Ticks of 2^-16 ns, the program's own resolution: the gaps keep their fractions.
+    let hz = 1_000_000_000 << GAP_FRACTION_BITS;
+    let mut schedule =
+        Schedule::new(config.pattern, config.rate, hz, 0).map_err(|e| e.to_string())?;
+    let mut last = schedule.next().unwrap_or(0);
+    let mut seconds = Vec::with_capacity(gaps);
+    for _ in 0..gaps {
+        let next = schedule.next().unwrap_or(last);
+        seconds.push(next.saturating_sub(last) as f64 / hz as f64);
+        last = next;
+    }
+    Ok(LivePacing::from_gaps(seconds, tolerance_ns))
+}
+
+/// Writes the trial's probe into the generator's frame: flow 0, sequence 0, stamped with the
+/// trial's start.
+fn stamp(
+    generator: &mut XdpLiveGenerator,
+    writer: &ProbeWriter,
+    trial_start: u64,
+) -> Result<(), String> {
+    let mut frame = generator.frame().to_vec();
+    writer.write(
+        &mut frame,
+        &Probe {
+            flow: 0,
+            sequence: 0,
+            timestamp: trial_start,
+        },
+    );
+    let at = writer.offset();
+    generator
+        .write_payload(at, &frame[at..])
+        .map_err(|error| error.to_string())
+}
