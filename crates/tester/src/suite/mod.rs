@@ -379,6 +379,25 @@ pub fn load_config(config: &SuiteConfig, load: Load) -> TrialConfig {
     }
 }
 
+/// A note when a latency trial's sender could not offer its load: the latency trials send over
+/// AF_XDP (they need a timestamp in every probe), which offers about 1 Mpps here, and an NDR
+/// the in-kernel sender found can be far above that. The figure is then the latency at what
+/// the sender did offer, and the report says so.
+fn unoffered_latency_load(size: u16, rate: f64, m: &TrialMeasurement) -> Option<String> {
+    let unoffered = m.refused + m.unsent;
+    (unoffered * 100 > m.outcome.sent).then(|| {
+        format!(
+            "{size} B: latency at {:.3} Mpps was measured at less: the {} sender could not \
+             offer {:.1} % of the frames (its TX ring refused them or their time passed), so \
+             the figure is the latency at about {:.3} Mpps",
+            rate / 1e6,
+            m.sender.name(),
+            100.0 * unoffered as f64 / m.outcome.sent.max(1) as f64,
+            m.transmitted as f64 / m.outcome.seconds.max(1e-9) / 1e6,
+        )
+    })
+}
+
 fn describe(what: &str, size: u16, trial: &LabTrial) -> String {
     let m = &trial.measurement;
     let counted = m.receiver != ReceiverKind::Probe;
@@ -783,6 +802,9 @@ fn frame_size(
                     rate,
                     summary: last.measurement.latency.clone(),
                 });
+                if let Some(note) = unoffered_latency_load(size, rate, &last.measurement) {
+                    notes.push(note);
+                }
             }
         }
         if let Some(last) = &gathered.last {

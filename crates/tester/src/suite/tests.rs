@@ -227,3 +227,27 @@ fn traffic_kinds_are_named_and_multiply_the_estimate() {
     };
     assert_eq!(estimate_trials(&calibration), 14);
 }
+
+#[test]
+fn a_latency_load_the_sender_could_not_offer_is_noted_with_what_it_did_offer() {
+    let mut m = TrialMeasurement {
+        outcome: TrialOutcome {
+            sent: 20_000,
+            seconds: 0.01,
+            ..TrialOutcome::default()
+        },
+        transmitted: 10_000,
+        refused: 10_000,
+        ..TrialMeasurement::default()
+    };
+    let note = unoffered_latency_load(64, 2e6, &m).expect("a note");
+    assert!(note.contains("2.000 Mpps"), "{note}");
+    assert!(
+        note.contains("afxdp sender could not offer 50.0 %"),
+        "{note}"
+    );
+    assert!(note.contains("about 1.000 Mpps"), "{note}");
+    // Within 1 %: the load was offered.
+    (m.transmitted, m.refused) = (19_900, 100);
+    assert_eq!(unoffered_latency_load(64, 2e6, &m), None);
+}
