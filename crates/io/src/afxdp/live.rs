@@ -282,9 +282,11 @@ impl XdpLiveGenerator {
     /// Restarts the schedule of a paced generator: the next send's first frame is due at
     /// `start_ns` (`CLOCK_MONOTONIC`, the clock of `bpf_ktime_get_ns`), or as soon as
     /// it runs for 0 (the call's set-up takes milliseconds before the first frame).
-    pub fn start_pacing(&self, start_ns: u64) -> Result<(), LiveError> {
+    /// Frames whose turn comes more than `deadline_ns` after the start are not sent.
+    pub fn start_pacing(&self, start_ns: u64, deadline_ns: u64) -> Result<(), LiveError> {
         let maps = self.pacing.as_ref().ok_or(LiveError::NotPaced)?;
-        maps.start(start_ns).map_err(LiveError::PacingState)
+        maps.start(start_ns, deadline_ns)
+            .map_err(LiveError::PacingState)
     }
 
     /// What the pacing recorded since [`XdpLiveGenerator::start_pacing`].

@@ -12,7 +12,9 @@
 //! once the clock reached the due time; the verifier inlines the loop). A frame handed out more
 //! than a tolerance after its due time counts as late, the current run of late frames is kept
 //! (a trial whose last frames were late ended behind its schedule) and so is the largest
-//! lateness. Due times are kept in nanoseconds × 2^16 from the start, so a gap need not be a
+//! lateness. A frame whose turn comes after the send's deadline is not sent (the program drops
+//! it and counts it), so a rate beyond the generator ends on time rather than sending every
+//! frame late. Due times are kept in nanoseconds × 2^16 from the start, so a gap need not be a
 //! whole number of nanoseconds and the mean rate does not drift; a frame that is late does not
 //! move the schedule (the next ones catch up, as the user-space trial sender does).
 //!
@@ -26,7 +28,7 @@ use super::bpf::{
     ALU64_ADD_K, ALU64_ADD_X, ALU64_AND_K, ALU64_MOV_K, ALU64_MOV_X, ALU64_RSH_K, ALU64_SUB_X,
     Assembler, BPF_FUNC_KTIME_GET_NS, BPF_FUNC_LOOP, BPF_PSEUDO_FUNC, Insn, JMP_CALL, JMP_EXIT,
     JMP_JA, JMP_JEQ_K, JMP_JGE_X, JMP_JLE_X, JMP_JNE_K, LD_IMM_DW, LDX_MEM_DW, ST_MEM_W,
-    STX_MEM_DW, STX_MEM_W, insn, lookup_map, map_lookup, update_map,
+    STX_MEM_DW, STX_MEM_W, XDP_DROP, insn, lookup_map, map_lookup, update_map,
 };
 
 /// Fraction bits of a gap and of the schedule (nanoseconds × 2^16).
@@ -96,6 +98,9 @@ pub struct LivePaceCounts {
     pub behind: u64,
     /// The largest lateness of any frame, ns.
     pub max_lateness_ns: u64,
+    /// Frames not sent because their turn came after the deadline (the generator could not
+    /// keep up with the rate): the call dropped them at once.
+    pub unsent: u64,
 }
 
 // The state map's one value, in u64 words.
@@ -107,8 +112,10 @@ const LATE: i16 = 32;
 const STREAK: i16 = 40;
 const LAST: i16 = 48;
 const MAX_LATENESS: i16 = 56;
+const DEADLINE: i16 = 64;
+const UNSENT: i16 = 72;
 /// Size of the state map's value.
-pub(super) const STATE_SIZE: u32 = 64;
+pub(super) const STATE_SIZE: u32 = 80;
 
 /// The maps of a paced generator: its state and its gaps.
 #[derive(Debug)]
@@ -122,10 +129,11 @@ pub(super) struct PacingMaps {
 impl PacingMaps {
     /// Resets the schedule: the first frame is due at `start_ns`, or when the program first
     /// runs for 0.
-    pub(super) fn start(&self, start_ns: u64) -> std::io::Result<()> {
+    pub(super) fn start(&self, start_ns: u64, deadline_ns: u64) -> std::io::Result<()> {
         let mut value = [0u8; STATE_SIZE as usize];
         value[START as usize..][..8].copy_from_slice(&start_ns.to_ne_bytes());
         value[TOLERANCE as usize..][..8].copy_from_slice(&self.tolerance_ns.to_ne_bytes());
+        value[DEADLINE as usize..][..8].copy_from_slice(&deadline_ns.to_ne_bytes());
         update_map(&self.state, 0, &value)
     }
 
@@ -143,6 +151,7 @@ impl PacingMaps {
             late: word(LATE),
             behind: word(STREAK),
             max_lateness_ns: word(MAX_LATENESS),
+            unsent: word(UNSENT),
         })
     }
 }
@@ -172,6 +181,17 @@ pub(super) fn pace(asm: &mut Assembler, state: RawFd, gaps: RawFd, gap_count: us
         insn(LDX_MEM_DW, 1, 8, START, 0),
         insn(ALU64_ADD_X, 9, 1, 0, 0),
         insn(JMP_CALL, 0, 0, 0, BPF_FUNC_KTIME_GET_NS),
+        // Past the deadline: not sent, counted, and the run ends at once (XDP_DROP).
+        insn(ALU64_MOV_X, 1, 0, 0, 0),
+        insn(LDX_MEM_DW, 2, 8, START, 0),
+        insn(ALU64_SUB_X, 1, 2, 0, 0),
+        insn(LDX_MEM_DW, 2, 8, DEADLINE, 0),
+        insn(JMP_JLE_X, 1, 2, 5, 0),
+        insn(LDX_MEM_DW, 1, 8, UNSENT, 0),
+        insn(ALU64_ADD_K, 1, 0, 0, 1),
+        insn(STX_MEM_DW, 8, 1, UNSENT, 0),
+        insn(ALU64_MOV_K, 0, 0, 0, XDP_DROP),
+        insn(JMP_EXIT, 0, 0, 0, 0),
     ]);
     let to_on_time = asm.here();
     asm.push(&[
