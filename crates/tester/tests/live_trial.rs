@@ -1,9 +1,10 @@
 //! The in-kernel sender's trials ([`SenderKind::XdpLive`]) over the lab's looped-back
 //! calibration pair: paced in the kernel, they offer exactly `rate × seconds` frames, never
 //! faster than asked, over the trial's length (not in one burst), and every frame is
-//! accounted for: counted by the probe counter on the receiving interface, or refused by it
-//! (the sending veth's `tx_dropped`), which the kernel's own counters confirm. A second trial
-//! right after the first counts only its own frames.
+//! accounted for: counted by the probe counter on the receiving interface, refused by it (the
+//! sending veth's `tx_dropped`), or not sent because its turn came after the deadline; the
+//! kernel's own counters confirm the counts. A trial right after another counts only its own
+//! frames.
 
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -76,6 +77,23 @@ fn live_trials_offer_their_rate_over_their_length_and_account_for_every_frame() 
             "{pattern:?}: the trial before was waited for: {m:?}"
         );
     }
+    // A rate far beyond the generator: the frames whose turn came after the deadline were
+    // not sent, and the trial ended in bounded time instead of sending all of them late.
+    let config = TrialConfig {
+        rate: 20e6,
+        seconds: 0.2,
+        receiver: ReceiverKind::Count,
+        sender: SenderKind::XdpLive,
+        ..TrialConfig::default()
+    };
+    let started = Instant::now();
+    let trial = run_in_lab(&ports, &template, &config, 0, &stop).expect("a live trial");
+    let took = started.elapsed();
+    let m = &trial.measurement;
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert!(m.unsent > 0, "{m:?}");
+    assert_eq!(m.outcome.received + m.refused + m.unsent, 4_000_000, "{m:?}");
+    assert!(m.outcome.departure.is_some_and(|d| d.sent_late > 0), "{m:?}");
     lab.teardown().unwrap();
     wirespeed_lab::assert_gone_for_test(prefix);
 }
