@@ -5,7 +5,8 @@
 //! counters within 0.1 %. Sampling: the counter hands exactly this trial's probes whose sequence
 //! number is a multiple of N to the AF_XDP socket (never a stale or foreign frame; foreign ones
 //! reach the stack, where a packet socket sees them), and a sampled trial counts every frame
-//! sent and timestamps one per N of each flow. One lab (prefix `wstcount`) for all parts.
+//! sent and timestamps one per N of each flow. Trials sent by the in-kernel generator, paced in
+//! the kernel, are counted the same way. One lab (prefix `wstcount`) for all parts.
 
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -16,10 +17,11 @@ use wirespeed_io::afxdp::{ProbeCounts, XdpMode, XdpProbeCounter};
 use wirespeed_lab::{CalibrationPair, enter, interface_counter_for_test};
 use wirespeed_packet::{Batch, FramePool, MAX_BATCH};
 use wirespeed_tester::dut::probe::{RECEIVER_RING, TesterPorts, TesterSender};
+use wirespeed_tester::generator::pacing::Pattern;
 use wirespeed_tester::generator::probe::{self, Probe, ProbeWriter};
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_tester::trial::{
-    ReceiverKind, TrialConfig, TrialPorts, probe_filter, probe_sampling, run_in_lab,
+    ReceiverKind, SenderKind, TrialConfig, TrialPorts, probe_filter, probe_sampling, run_in_lab,
 };
 
 fn template(pair: &CalibrationPair) -> Template {
@@ -302,6 +304,91 @@ fn sampled_trial_counts_all_and_timestamps_one_in_n(ns: &str, pair: &Calibration
     assert_eq!(m.sequence.received, 0);
 }
 
+/// The in-kernel sender's trials ([`SenderKind::XdpLive`]): paced in the kernel, they offer
+/// exactly `rate × seconds` frames, never faster than asked, over the trial's length (not in one
+/// burst), and every frame is accounted for: counted by the probe counter, refused by the
+/// receiving side's ring (the sending veth's `tx_dropped`), or not sent because its turn came
+/// after the deadline; the kernel's own counters confirm the counts.
+fn live_trials_offer_their_rate_over_their_length_and_account_for_every_frame(
+    ns: &str,
+    pair: &CalibrationPair,
+) {
+    let ports = TrialPorts::looped(ns, pair);
+    let template = template(pair);
+    let stop = AtomicBool::new(false);
+    for pattern in [Pattern::Cbr, Pattern::Poisson { seed: 7 }] {
+        let config = TrialConfig {
+            rate: 100_000.0,
+            seconds: 0.5,
+            pattern,
+            linger: Duration::from_millis(200),
+            receiver: ReceiverKind::Count,
+            sender: SenderKind::XdpLive,
+            ..TrialConfig::default()
+        };
+        let started = Instant::now();
+        let trial = run_in_lab(&ports, &template, &config, 0, &stop).expect("a live trial");
+        let took = started.elapsed();
+        let m = &trial.measurement;
+        assert_eq!(m.sender, SenderKind::XdpLive, "{m:?}");
+        assert_eq!(m.outcome.sent, 50_000, "{pattern:?}: {m:?}");
+        // Paced over the trial, not sent in one go (a blast takes a few milliseconds).
+        assert!(
+            took >= Duration::from_millis(450),
+            "{pattern:?} took {took:?}"
+        );
+        let departure = m.outcome.departure.expect("a steady trial's departures");
+        // Never faster than asked; slower only by what the program counted as late.
+        assert!(
+            departure.departed_rate <= 100_000.0 * 1.02,
+            "{pattern:?}: {departure:?}"
+        );
+        if departure.sent_late == 0 {
+            assert!(
+                departure.departed_rate >= 100_000.0 * 0.98,
+                "{pattern:?}: {departure:?}"
+            );
+        }
+        // Every frame: counted, or refused by the receiving side's ring; the kernel agrees.
+        assert_eq!(
+            m.outcome.received + m.refused,
+            m.outcome.sent,
+            "{pattern:?}: {m:?}"
+        );
+        // (within the 0.1 % the tester promises: the kernel's own frames, IPv6 neighbour
+        // discovery, also pass the interfaces while their counters are read).
+        assert!(trial.counters.agrees_within(0.001), "{:?}", trial.counters);
+        assert_eq!(
+            m.stale, 0,
+            "{pattern:?}: the trial before was waited for: {m:?}"
+        );
+    }
+    // A rate far beyond the generator: the frames whose turn came after the deadline were
+    // not sent, and the trial ended in bounded time instead of sending all of them late.
+    let config = TrialConfig {
+        rate: 20e6,
+        seconds: 0.2,
+        receiver: ReceiverKind::Count,
+        sender: SenderKind::XdpLive,
+        ..TrialConfig::default()
+    };
+    let started = Instant::now();
+    let trial = run_in_lab(&ports, &template, &config, 0, &stop).expect("a live trial");
+    let took = started.elapsed();
+    let m = &trial.measurement;
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert!(m.unsent > 0, "{m:?}");
+    assert_eq!(
+        m.outcome.received + m.refused + m.unsent,
+        4_000_000,
+        "{m:?}"
+    );
+    assert!(
+        m.outcome.departure.is_some_and(|d| d.sent_late > 0),
+        "{m:?}"
+    );
+}
+
 #[test]
 fn the_probe_counter_counts_this_trials_probes_only() {
     let prefix = "wstcount";
@@ -314,6 +401,10 @@ fn the_probe_counter_counts_this_trials_probes_only() {
     counted_trial_loses_nothing_and_agrees_with_the_kernel(&lab.tester_ns, &pair);
     samples_only_this_trials_chosen_probes(&lab.tester_ns, &pair);
     sampled_trial_counts_all_and_timestamps_one_in_n(&lab.tester_ns, &pair);
+    live_trials_offer_their_rate_over_their_length_and_account_for_every_frame(
+        &lab.tester_ns,
+        &pair,
+    );
     lab.teardown().unwrap();
     wirespeed_lab::assert_gone_for_test(prefix);
 }
