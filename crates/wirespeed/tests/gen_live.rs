@@ -85,6 +85,27 @@ fn xdp_live_sends_what_the_sink_and_the_kernel_count_and_names_a_missing_interfa
     .unwrap();
     assert!(!link.contains("prog/xdp"), "the sink stayed: {link}");
 
+    // At a set rate the kernel paces: the frames of the duration, spread over it.
+    let started = std::time::Instant::now();
+    let paced = generate(&[
+        "--tx",
+        &pair.sender_if,
+        "--rx",
+        &pair.receiver_if,
+        "--rate-mpps",
+        "0.1",
+        "--duration",
+        "0.5",
+    ]);
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&paced.stdout);
+    assert!(paced.status.success(), "{stdout}");
+    assert_eq!(number_after(&stdout, "sent "), 50_000, "{stdout}");
+    assert!(
+        took >= std::time::Duration::from_millis(450),
+        "{took:?}: {stdout}"
+    );
+
     let missing = generate(&["--tx", "wsnosuch0", "--duration", "0.1"]);
     assert!(!missing.status.success());
     let text = String::from_utf8_lossy(&missing.stderr);

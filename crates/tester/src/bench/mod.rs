@@ -67,6 +67,8 @@ pub struct ForwardingConfig {
     pub ceiling: bool,
     /// What sends and counts.
     pub generator: Generator,
+    /// Frames per second to offer, evenly spaced; `None` for as fast as the generator sends.
+    pub offered_pps: Option<f64>,
     /// IPv4 destinations the frames spread over (a router DuT with a large table); empty for
     /// the lab's one destination.
     pub destinations: Vec<Ipv4Addr>,
@@ -104,6 +106,7 @@ impl Default for ForwardingConfig {
             plan: Plan::default(),
             ceiling: true,
             generator: Generator::default(),
+            offered_pps: None,
             destinations: Vec::new(),
             ip: IpVersion::V4,
         }
@@ -352,6 +355,7 @@ pub(crate) fn generate(
 ) -> Result<(Measurement, Placed), String> {
     let blast_config = BlastConfig {
         batch: config.batch,
+        rate_pps: config.offered_pps,
         duration: Duration::from_secs_f64(config.seconds),
         linger,
         ..BlastConfig::default()
@@ -405,6 +409,7 @@ fn send_live(
         .map_err(|error| format!("entering {}: {error}", wiring.tester_ns))?;
     let live_config = LiveConfig {
         batch: (config.batch as u32).clamp(1, MAX_LIVE_BATCH),
+        rate_pps: config.offered_pps,
         duration: Duration::from_secs_f64(config.seconds),
         ..LiveConfig::default()
     };

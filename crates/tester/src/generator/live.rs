@@ -18,17 +18,19 @@
 //! (measured from the calls before it; the first sends `FIRST_CALL` frames), and the last is
 //! trimmed to the time left.
 //!
-//! Pacing is therefore per call, and coarse: at a set rate, call *k* starts no earlier than the
-//! time its first frame is due, and inside a call the kernel sends its frames as fast as it
-//! can. The mean rate is kept, but the traffic comes in bursts of `rate × call_seconds` frames
-//! at the generator's full speed; for smooth, timestamped traffic use the user-space generator.
-//! What the interface transmitted and dropped is in its counters (see the io module's
-//! documentation); "sent" here counts the frames run, a call interrupted by a signal not at all.
+//! At a set rate the program itself paces (`XdpLiveGenerator::paced`: it waits in the kernel
+//! until each frame is due), so one call sends the whole run, evenly spaced, and a frame whose
+//! turn comes after the deadline is not sent ([`send_paced`]); calls sized in time are for the
+//! unpaced generator. What the interface transmitted and dropped is in its counters (see the io
+//! module's documentation); "sent" here counts the frames run, a call interrupted by a signal
+//! not at all.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use wirespeed_io::afxdp::{LiveError, LiveFlowOrder, LiveFlows, XdpLiveGenerator};
+use wirespeed_io::afxdp::{
+    LiveError, LiveFlowOrder, LiveFlows, LivePaceCounts, LivePacing, XdpLiveGenerator,
+};
 use wirespeed_packet::cpu::{rdtsc, tsc_hz};
 
 use super::{BlastResult, Template};
@@ -93,13 +95,69 @@ pub fn live_flows(template: &Template, random: bool) -> Result<LiveFlows, LiveEr
 
 /// Loads the generator for `template` out of interface `target` (of the calling thread's
 /// namespace, which must be the thread that sends).
+/// paced when `config` sets a rate.
 pub fn open(
     target: &str,
     template: &Template,
     config: &LiveConfig,
 ) -> Result<XdpLiveGenerator, LiveError> {
     let flows = live_flows(template, config.random_flows)?;
-    XdpLiveGenerator::new(target, template.bytes(), &flows, config.batch)
+    match config.rate_pps {
+        None => XdpLiveGenerator::new(target, template.bytes(), &flows, config.batch),
+        Some(rate) => {
+            let pacing = LivePacing::constant(rate, LATE_TOLERANCE.as_nanos() as u64);
+            XdpLiveGenerator::paced(target, template.bytes(), &flows, config.batch, &pacing)
+        }
+    }
+}
+
+/// How late a paced frame may be handed out before it counts as late (the tester's trials use
+/// their departure tolerance instead).
+pub const LATE_TOLERANCE: Duration = Duration::from_millis(1);
+
+/// What one paced call did ([`send_paced`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PacedSend {
+    /// Frames run and handed to the target.
+    pub sent: u64,
+    /// Frames not sent because their turn came after the deadline.
+    pub unsent: u64,
+    /// From the first frame to one period after the last, seconds.
+    pub seconds: f64,
+    pub pace: LivePaceCounts,
+    /// A signal ended the call early: the counts are those of the frames it ran.
+    pub interrupted: bool,
+}
+
+/// Sends `frames` frames with a paced `generator` at `rate` in one call, the first as soon as
+/// the call runs; a frame whose turn comes more than `deadline` after the first is not sent.
+pub fn send_paced(
+    generator: &XdpLiveGenerator,
+    rate: f64,
+    frames: u32,
+    deadline: Duration,
+) -> Result<PacedSend, LiveError> {
+    generator.start_pacing(0, deadline.as_nanos() as u64)?;
+    let interrupted = match generator.send(frames) {
+        Ok(()) => false,
+        Err(LiveError::Interrupted) => true,
+        Err(error) => return Err(error),
+    };
+    let pace = generator.pace_counts()?;
+    let ran = if interrupted {
+        // The frames before the signal: those on time or late, i.e. not unsent, up to the last.
+        (pace.last_ns.saturating_sub(pace.start_ns) as f64 * rate / 1e9) as u64
+    } else {
+        u64::from(frames)
+    };
+    let sent = ran.saturating_sub(pace.unsent);
+    Ok(PacedSend {
+        sent,
+        unsent: pace.unsent,
+        seconds: pace.last_ns.saturating_sub(pace.start_ns) as f64 / 1e9 + 1.0 / rate,
+        pace,
+        interrupted,
+    })
 }
 
 /// Sends until the duration is over or `stop` is set; `received` is left for the caller's
@@ -109,6 +167,9 @@ pub fn send(
     config: &LiveConfig,
     stop: &AtomicBool,
 ) -> Result<BlastResult, LiveError> {
+    if let Some(rate) = config.rate_pps {
+        return send_at(generator, rate, config.duration, stop);
+    }
     let hz = tsc_hz() as f64;
     let duration = config.duration.as_secs_f64();
     let mut result = BlastResult::default();
@@ -116,29 +177,15 @@ pub fn send(
     let mut last = start;
     while !stop.load(Ordering::Relaxed) {
         let elapsed = last.wrapping_sub(start) as f64 / hz;
-        let (frames, due) = match config.rate_pps {
-            Some(rate) => {
-                // The frames due in the next call_seconds, sent from when the first is due.
-                let due = result.sent as f64 / rate;
-                let frames = (rate * config.call_seconds.min(duration - due)).ceil();
-                (frames, Some(start + (due * hz) as u64))
-            }
-            None => {
-                // What the generator sends in call_seconds at the speed it has shown so far.
-                let seconds = config.call_seconds.min(duration - elapsed);
-                let frames = if result.sent == 0 {
-                    FIRST_CALL as f64
-                } else {
-                    result.sent as f64 / elapsed * seconds
-                };
-                (frames, None)
-            }
+        // What the generator sends in call_seconds at the speed it has shown so far.
+        let seconds = config.call_seconds.min(duration - elapsed);
+        let frames = if result.sent == 0 {
+            FIRST_CALL as f64
+        } else {
+            result.sent as f64 / elapsed * seconds
         };
         if frames < 1.0 || rdtsc().wrapping_sub(start) as f64 / hz >= duration {
             break;
-        }
-        if let Some(due) = due {
-            wait_until(due, hz, stop);
         }
         let frames = frames.min(u32::MAX as f64) as u32;
         match generator.send(frames) {
@@ -149,28 +196,32 @@ pub fn send(
         last = rdtsc();
     }
     result.seconds = last.wrapping_sub(start) as f64 / hz;
-    if let Some(rate) = config.rate_pps {
-        // Paced, the sending time runs until the next call would have been due: the last call
-        // is a burst that ends early, not a faster rate.
-        result.seconds = result.seconds.max(result.sent as f64 / rate);
-    }
     Ok(result)
 }
 
-/// Sleeps while `due` is more than a millisecond away, then spins on the TSC.
-fn wait_until(due: u64, hz: f64, stop: &AtomicBool) {
-    let millisecond = (hz / 1e3) as u64;
-    loop {
-        let now = rdtsc();
-        if now >= due || stop.load(Ordering::Relaxed) {
-            return;
+/// [`send`] at a set rate: paced calls of up to `u32::MAX` frames (one, for any run shorter
+/// than an hour at a Mpps); each frame whose turn came after its call's deadline (5 % past its
+/// length) counts as not sent.
+fn send_at(
+    generator: &XdpLiveGenerator,
+    rate: f64,
+    duration: Duration,
+    stop: &AtomicBool,
+) -> Result<BlastResult, LiveError> {
+    let mut left = (rate * duration.as_secs_f64()).round().max(1.0) as u64;
+    let mut result = BlastResult::default();
+    while left > 0 && !stop.load(Ordering::Relaxed) {
+        let frames = left.min(u64::from(u32::MAX)) as u32;
+        let deadline = Duration::from_secs_f64(f64::from(frames) / rate * 1.05);
+        let paced = send_paced(generator, rate, frames, deadline)?;
+        result.sent += paced.sent;
+        result.seconds += paced.seconds;
+        if paced.interrupted {
+            break;
         }
-        if due - now > millisecond {
-            std::thread::sleep(Duration::from_micros(500));
-        } else {
-            std::hint::spin_loop();
-        }
+        left -= u64::from(frames);
     }
+    Ok(result)
 }
 
 #[cfg(test)]

@@ -20,9 +20,10 @@
 //!   passes.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use wirespeed_io::afxdp::{
-    GAP_FRACTION_BITS, LiveError, LivePacing, MAX_PACING_GAPS, XdpLiveGenerator, XdpProbeCounter,
+    GAP_FRACTION_BITS, LivePacing, MAX_PACING_GAPS, XdpLiveGenerator, XdpProbeCounter,
 };
 use wirespeed_packet::cpu::{rdtsc, tsc_hz};
 
@@ -32,7 +33,7 @@ use super::{
     departure_tolerance,
 };
 use crate::generator::Template;
-use crate::generator::live::live_flows;
+use crate::generator::live::{live_flows, send_paced};
 use crate::generator::pacing::{PacingAccuracy, Pattern, Schedule};
 use crate::generator::probe::{Probe, ProbeWriter};
 use crate::rfc2544::{Departure, TrialOutcome};
@@ -97,18 +98,11 @@ pub fn run_live(
     let before = counter.counts().map_err(reading)?;
     // The schedule starts with the first frame, after the kernel's set-up of the call; a
     // frame whose turn comes after the deadline the AF_XDP sender keeps is not sent.
-    let deadline = config.seconds * (1.0 + LATE_SHARE) + LATE_GRACE;
-    generator
-        .start_pacing(0, (deadline * 1e9) as u64)
-        .map_err(|e| e.to_string())?;
-    let mut interrupted = false;
-    match generator.send(offered as u32) {
-        Ok(()) => {}
-        Err(LiveError::Interrupted) => interrupted = true,
-        Err(error) => return Err(error.to_string()),
-    }
+    let deadline = Duration::from_secs_f64(config.seconds * (1.0 + LATE_SHARE) + LATE_GRACE);
+    let paced =
+        send_paced(&generator, config.rate, offered as u32, deadline).map_err(|e| e.to_string())?;
+    let (pace, interrupted) = (paced.pace, paced.interrupted);
     let sending_ended = rdtsc();
-    let pace = generator.pace_counts().map_err(|e| e.to_string())?;
     // Until every frame has arrived (or the linger ends), one read every COUNTER_POLL.
     let hz = tsc_hz();
     let linger_end = sending_ended + (config.linger.as_secs_f64() * hz as f64) as u64;
@@ -125,8 +119,7 @@ pub fn run_live(
         }
     }
     let after = counter.counts().map_err(reading)?;
-    let seconds = pace.last_ns.saturating_sub(pace.start_ns) as f64 / 1e9 + 1.0 / config.rate;
-    let sent = offered - pace.unsent.min(offered);
+    let (seconds, sent) = (paced.seconds, paced.sent);
     let departed_rate = sent as f64 / seconds;
     let counted = after.probes.packets.saturating_sub(before.probes.packets);
     Ok(TrialMeasurement {
@@ -147,7 +140,7 @@ pub fn run_live(
             }),
         },
         transmitted: sent,
-        unsent: pace.unsent,
+        unsent: offered - sent,
         arrived: after.frames().saturating_sub(before.frames()),
         stale: after.stale.packets.saturating_sub(before.stale.packets),
         foreign: after.foreign.packets.saturating_sub(before.foreign.packets),

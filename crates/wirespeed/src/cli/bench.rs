@@ -107,6 +107,12 @@ struct ForwardingArgs {
     /// (AF_XDP sockets on t0 and t1, about 1 Mpps, the receive a copy on the DuT's core).
     #[arg(long, default_value = "xdp-live")]
     generator: GeneratorArg,
+    /// Offer this many Mpps, evenly spaced (paced in the kernel for xdp-live), instead of as
+    /// fast as the generator can: the forwarding rate at a stated overload. Far beyond a DuT's
+    /// capacity what it forwards changes (receive livelock); its zero-loss rate is `bench
+    /// compare`'s.
+    #[arg(long, value_parser = numbers::real(0.001, 1000.0))]
+    offered: Option<f64>,
     /// Generator batch: frames per AF_XDP transmit, or per kernel flush for xdp-live, 1..=256.
     #[arg(long, default_value_t = 64, value_parser = numbers::batch())]
     batch: usize,
@@ -447,6 +453,7 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
             GeneratorArg::Afxdp => Generator::Afxdp,
             GeneratorArg::XdpLive => Generator::XdpLive,
         },
+        offered_pps: args.offered.map(|mpps| mpps * 1e6),
         destinations: routing
             .map(|(_, destinations)| destinations)
             .unwrap_or_default(),
@@ -628,14 +635,18 @@ fn report(results: &Results) -> String {
     );
     let _ = writeln!(
         out,
-        "{} B UDP/IPv{} frames, {} s trials, {} run(s), median of the runs; generator {}; placement: \
-         generator on CPU {}, DuT and d0's NAPI on CPU {}, t1's NAPI (tester receive) on CPU {}; \
-         {}\n",
+        "{} B UDP/IPv{} frames, {} s trials, {} run(s), median of the runs; generator {}, {}; \
+         placement: generator on CPU {}, DuT and d0's NAPI on CPU {}, t1's NAPI (tester receive) \
+         on CPU {}; {}\n",
         config.frame_size,
         config.ip.number(),
         config.seconds,
         config.runs,
         config.generator.name(),
+        config.offered_pps.map_or_else(
+            || "as fast as it sends".to_string(),
+            |pps| format!("offering {:.3} Mpps", pps / 1e6)
+        ),
         config.plan.generator_cpu,
         config.plan.dut_cpu,
         config.plan.receiver_cpu,
