@@ -50,7 +50,7 @@ use super::bpf::{
 };
 use super::config::AfXdpError;
 use super::live_pacing::{
-    self, LivePaceCounts, LivePacing, MAX_PACING_GAPS, PacingMaps, STATE_SIZE,
+    self, LivePaceCounts, LivePacing, MAX_PACING_GAP, MAX_PACING_GAPS, PacingMaps, STATE_SIZE,
 };
 use super::port::{program_error, query_interface};
 use super::program::redirect_to_interface_program;
@@ -137,8 +137,8 @@ pub enum LiveError {
     #[error("interrupted by a signal")]
     Interrupted,
     #[error(
-        "live pacing: give a power-of-two count of gaps (at most {MAX_PACING_GAPS}), each \
-         shorter than a second"
+        "live pacing: give a power-of-two count of gaps (at most {MAX_PACING_GAPS}), each at \
+         most {MAX_PACING_GAP:?}"
     )]
     Pacing,
     #[error("this live generator was made without pacing")]

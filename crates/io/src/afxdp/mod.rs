@@ -92,7 +92,9 @@ pub use live::{
     LiveError, LiveFlowOrder, LiveFlows, MAX_LIVE_BATCH, MAX_LIVE_FLOWS, MAX_LIVE_FRAME,
     MAX_LIVE_HEAD, XdpLiveGenerator,
 };
-pub use live_pacing::{GAP_FRACTION_BITS, LivePaceCounts, LivePacing, MAX_PACING_GAPS};
+pub use live_pacing::{
+    GAP_FRACTION_BITS, LivePaceCounts, LivePacing, MAX_PACING_GAP, MAX_PACING_GAPS,
+};
 pub use memlock::MemlockLimit;
 pub use port::{AfXdpPort, interface_driver, interface_index, interface_mtu};
 pub use probe_counter::{MAX_PROBE_END, ProbeCounts, ProbeFilter, ProbeSampling, XdpProbeCounter};

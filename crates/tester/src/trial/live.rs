@@ -23,7 +23,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use wirespeed_io::afxdp::{
-    GAP_FRACTION_BITS, LivePacing, MAX_PACING_GAPS, XdpLiveGenerator, XdpProbeCounter,
+    GAP_FRACTION_BITS, LivePacing, MAX_PACING_GAP, MAX_PACING_GAPS, XdpLiveGenerator,
+    XdpProbeCounter,
 };
 use wirespeed_packet::cpu::{rdtsc, tsc_hz};
 
@@ -44,11 +45,19 @@ use crate::rfc2544::{Departure, TrialOutcome};
 /// batch every 16 anyway, so bursts stay at 16 frames whatever the batch.
 pub const PACED_BATCH: u32 = 32;
 
-/// Whether the live sender can run this trial: a steady rate (not a burst or two phases) whose
-/// frames the counter counts (no per-frame probe, so no sequence and no latency).
+/// Whether the live sender can run this trial: a steady rate (not a burst or two phases) of at
+/// least [`MIN_RATE`], whose frames the counter counts (no per-frame probe, so no sequence and
+/// no latency).
 pub fn can_send(config: &TrialConfig) -> bool {
-    config.frames.is_none() && config.then.is_none() && config.receiver == ReceiverKind::Count
+    config.frames.is_none()
+        && config.then.is_none()
+        && config.receiver == ReceiverKind::Count
+        && config.rate >= MIN_RATE
 }
+
+/// The lowest rate the live sender paces (frames per second): its gaps, a Poisson pattern's
+/// longest among them, stay within the program's [`MAX_PACING_GAP`].
+pub const MIN_RATE: f64 = 1000.0;
 
 /// Sends `config.rate × config.seconds` frames of `template` out of `target` (an interface of
 /// the calling thread's namespace; the thread should be pinned) and counts them with
@@ -62,8 +71,9 @@ pub fn run_live(
 ) -> Result<TrialMeasurement, String> {
     if !can_send(config) {
         return Err(
-            "the in-kernel sender offers a steady rate counted by the probe counter; bursts, \
-             two-phase trials and per-frame probes need the AF_XDP sender"
+            "the in-kernel sender offers a steady rate of at least 1000 frames/s counted by the \
+             probe counter; bursts, two-phase trials, lower rates and per-frame probes need the \
+             AF_XDP sender"
                 .into(),
         );
     }
@@ -182,7 +192,9 @@ fn pacing(config: &TrialConfig, tolerance_ns: u64) -> Result<LivePacing, String>
     let mut seconds = Vec::with_capacity(gaps);
     for _ in 0..gaps {
         let next = schedule.next().unwrap_or(last);
-        seconds.push(next.saturating_sub(last) as f64 / hz as f64);
+        // A Poisson gap beyond the program's longest wait (once in 10^43 at MIN_RATE) is cut.
+        let gap = next.saturating_sub(last) as f64 / hz as f64;
+        seconds.push(gap.min(MAX_PACING_GAP.as_secs_f64()));
         last = next;
     }
     Ok(LivePacing::from_gaps(seconds, tolerance_ns))
