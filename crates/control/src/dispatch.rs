@@ -41,14 +41,26 @@ pub trait Handler: Send + Sync + 'static {
 /// the kernel forwards, its figures, which `show counters` adds to the workers' (the frames it
 /// forwards are never a worker's).
 pub trait FastPathView: Send + Sync {
-    /// Frames the kernel forwarded, summed over ports: (received, sent); `None` where the
-    /// switch has no fast path.
-    fn forwarded(&self) -> Option<(u64, u64)>;
+    /// Frames the kernel kept from user space, summed over ports; `None` where the switch
+    /// has no fast path.
+    fn frames(&self) -> Option<KernelFrames>;
     /// Counters of their own (name without prefix, value): frames handed to user space, by
     /// reason.
     fn counters(&self) -> Vec<(String, u64)>;
     /// The path in force for the port called `port`, and why.
     fn path(&self, port: &str) -> String;
+}
+
+/// What the kernel did with the frames it kept from user space, summed over ports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelFrames {
+    /// Frames it forwarded.
+    pub forwarded: u64,
+    /// Frames it sent (forwarded out of a port).
+    pub sent: u64,
+    /// Frames it dropped: OpenFlow flows without an output, which user space counts as
+    /// `no_output` drops.
+    pub dropped: u64,
 }
 
 /// Answers requests by asking the workers.
@@ -320,9 +332,15 @@ impl Dispatcher {
         named.push(("rx_packets".into(), column(&|s| s.counters.rx_packets)));
         named.push(("tx_packets".into(), column(&|s| s.counters.tx_packets)));
         named.push(("dropped".into(), column(&|s| s.counters.dropped())));
+        let kernel = self
+            .fast_path
+            .as_ref()
+            .and_then(|view| Some((view, view.frames()?)));
+        let kernel_dropped = kernel.map_or(0, |(_, frames)| frames.dropped);
         for reason in DropReason::ALL {
             let values: Vec<u64> = column(&|s| s.counters.drops[reason as usize]);
-            if values.iter().any(|&v| v > 0) {
+            let kernel_drops = reason == DropReason::NoOutput && kernel_dropped > 0;
+            if kernel_drops || values.iter().any(|&v| v > 0) {
                 named.push((format!("drop.{}", reason.name()), values));
             }
         }
@@ -352,17 +370,16 @@ impl Dispatcher {
         }
         let mut columns = vec!["counter".to_string()];
         columns.extend((0..snapshots.len()).map(|i| format!("worker {i}")));
-        if let Some((view, (received, sent))) = self
-            .fast_path
-            .as_ref()
-            .and_then(|view| Some((view, view.forwarded()?)))
-        {
+        if let Some((view, frames)) = kernel {
             // One more column, the kernel's: what it forwarded counts as received and sent
-            // like the workers' frames; its own counters get rows of their own.
+            // like the workers' frames, what it dropped as received and dropped for having no
+            // output; its own counters get rows of their own.
             for (name, values) in &mut named {
                 values.push(match name.as_str() {
-                    "rx_packets" => received,
-                    "tx_packets" => sent,
+                    "rx_packets" => frames.forwarded + frames.dropped,
+                    "tx_packets" => frames.sent,
+                    "dropped" => frames.dropped,
+                    "drop.no_output" => frames.dropped,
                     _ => 0,
                 });
             }

@@ -802,7 +802,8 @@ impl FlowSync for FakeKernel {
 }
 
 /// With the XDP fast path, the flows the cache takes reach the kernel with the decision the
-/// kernel can carry out (MAC rewrites, a TTL decrement, one output), and nothing else does;
+/// kernel can carry out (here MAC rewrites, a TTL decrement, one output), and nothing else
+/// does (flood);
 /// what the kernel forwarded is counted in the flows; a table change makes the kernel's copy
 /// stale before it returns.
 #[test]
@@ -845,10 +846,10 @@ fn the_kernels_copy_gets_the_cached_flows_it_can_apply_and_its_counts_reach_the_
         assert_eq!(
             decision,
             KernelDecision {
-                out_port: 1,
-                eth_src: None,
+                out_port: Some(1),
                 eth_dst: Some(NEW_MAC.0),
                 dec_ttl: true,
+                ..KernelDecision::default()
             }
         );
         drop(seen);

@@ -185,6 +185,41 @@ static __always_inline int forward(__u32 in, __u32 out, __u64 bytes)
 	return bpf_redirect_map(&tx_ports, out, 0);
 }
 
+// The kernel drops the frame (an OpenFlow flow without an output), counted as the ingress
+// port's.
+static __always_inline int dropped(__u32 in, __u64 bytes)
+{
+	struct fp_counts *c = counts_of(in);
+
+	if (c) {
+		c->dropped.packets++;
+		c->dropped.bytes += bytes;
+	}
+	return XDP_DROP;
+}
+
+// Pushes an 802.1Q tag with `tci` after the MACs: the addresses move 4 bytes into the
+// headroom and the tag follows them, so nothing after it is copied. Returns 0 when pushed, -1
+// when the headroom refused (the frame is unchanged), -2 when the grown frame is shorter than
+// its new header (cannot happen for a frame that held its MACs; the caller aborts).
+static __always_inline int push_tag(struct xdp_md *ctx, __u16 tci)
+{
+	void *data, *end;
+	__u8 macs_copy[12];
+
+	if (bpf_xdp_adjust_head(ctx, -4))
+		return -1;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	if (data + 18 > end)
+		return -2;
+	__builtin_memcpy(macs_copy, data + 4, 12);
+	__builtin_memcpy(data, macs_copy, 12);
+	*(__be16 *)(data + 12) = bpf_htons(ETH_P_8021Q);
+	*(__be16 *)(data + 14) = bpf_htons(tci);
+	return 0;
+}
+
 static __always_inline int trunk_carries(__u32 slot, __u32 vid)
 {
 	__u32 key = slot * 64 + vid / 64;
@@ -270,19 +305,12 @@ static __always_inline int bridge(struct xdp_md *ctx, const struct fp_port *in, 
 		__builtin_memcpy(data, macs_copy, 12);
 		bytes -= 4;
 	} else if (!tagged && out_tagged) {
-		// Push: the addresses move 4 bytes into the headroom, the tag follows them.
-		__u8 macs_copy[12];
+		int pushed = push_tag(ctx, vid);
 
-		if (bpf_xdp_adjust_head(ctx, -4))
+		if (pushed == -1)
 			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-		data = (void *)(long)ctx->data;
-		end = (void *)(long)ctx->data_end;
-		if (data + 18 > end)
+		if (pushed)
 			return XDP_ABORTED;
-		__builtin_memcpy(macs_copy, data + 4, 12);
-		__builtin_memcpy(data, macs_copy, 12);
-		*(__be16 *)(data + 12) = bpf_htons(ETH_P_8021Q);
-		*(__be16 *)(data + 14) = bpf_htons(vid);
 		bytes += 4;
 	}
 	return forward(in->slot, out_slot, bytes);
@@ -356,17 +384,18 @@ static __always_inline int plain_ipv6(struct xdp_md *ctx)
 	return 0;
 }
 
-// TTL down by one in the IPv4 header at h + 14: the checksum's high byte word gains 0x0100,
-// the carry folded back (RFC 1624 for this one change, as Linux's ip_decrease_ttl does).
-static __always_inline void decrement_ttl4(__u8 *h)
+// TTL down by one in the IPv4 header at `ip`: the checksum's high byte word gains 0x0100,
+// the carry folded back (RFC 1624 for this one change, as Linux's ip_decrease_ttl does; the
+// same bytes as user space's word update).
+static __always_inline void decrement_ttl4(__u8 *ip)
 {
 	__u32 sum;
 
-	h[22] -= 1;
-	sum = ((__u32)h[24] << 8 | h[25]) + 0x0100;
+	ip[8] -= 1;
+	sum = ((__u32)ip[10] << 8 | ip[11]) + 0x0100;
 	sum += sum >= 0xffff;
-	h[24] = sum >> 8;
-	h[25] = sum;
+	ip[10] = sum >> 8;
+	ip[11] = sum;
 }
 
 // Whether a 20-byte IPv4 header (no options) carries a valid checksum: its 16-bit words sum,
@@ -539,16 +568,141 @@ static __always_inline int router(struct xdp_md *ctx, const struct fp_port *in, 
 
 	__builtin_memcpy(h, adjacency->dst, 6);
 	__builtin_memcpy(h + 6, adjacency->src, 6);
-	decrement_ttl4(h);
+	decrement_ttl4(h + 14);
 	return forward(in->slot, adjacency->slot, bytes);
 }
 
+// One's complement checksums, RFC 1624 eqn. 3 for several changed 16-bit words at once:
+// `acc` sums each old word's complement and each new word (csum_change), csum_apply adds the
+// old checksum's complement, folds every carry back and complements. One's complement
+// addition is associative and commutative, so the result is exactly what user space's word
+// by word updates give in any order (crates/packet/src/checksum.rs, update_word).
+static __always_inline __u32 csum_change(__u32 acc, __u16 old, __u16 new)
+{
+	return acc + (__u16)~old + new;
+}
+
+static __always_inline __u16 csum_apply(__u16 sum, __u32 acc)
+{
+	acc += (__u16)~sum;
+	acc = (acc & 0xffff) + (acc >> 16);
+	acc = (acc & 0xffff) + (acc >> 16);
+	return ~acc;
+}
+
+static __always_inline __u16 read16(const __u8 *at)
+{
+	return (__u16)at[0] << 8 | at[1];
+}
+
+static __always_inline void write16(__u8 *at, __u16 value)
+{
+	at[0] = value >> 8;
+	at[1] = value;
+}
+
+// Writes the first `words` 16-bit words of `new` over those at `at`; returns `acc` with
+// their changes added (csum_change).
+static __always_inline __u32 change_words(__u8 *at, const __u8 *new, int words, __u32 acc)
+{
+#pragma unroll
+	for (int i = 0; i < words; i++) {
+		acc = csum_change(acc, read16(at + 2 * i), read16(new + 2 * i));
+		at[2 * i] = new[2 * i];
+		at[2 * i + 1] = new[2 * i + 1];
+	}
+	return acc;
+}
+
+#define FP_FLOW_SET_IP (FP_FLOW_SET_IP_SRC | FP_FLOW_SET_IP_DST)
+#define FP_FLOW_SET_L4 (FP_FLOW_SET_L4_SRC | FP_FLOW_SET_L4_DST)
+
+// Applies a cached flow's rewrites (all but the tag, pushed already) to a plain frame whose IP
+// header starts at `l2`, as user space's actions do (crates/dataplane/src/app/openflow/
+// action.rs): new addresses update the IPv4 header checksum and the TCP or UDP checksum (whose
+// pseudo-header covers them), new ports the latter; a UDP checksum of 0 (none) stays 0 and a
+// computed 0 is sent as 0xffff (RFC 768), over IPv6 too, as user space does; the TTL or hop
+// limit goes down by one (checked above 1 before). Returns 0, or -1 when a header is not
+// within the frame (the plain parse has bounded them all: cannot happen).
+static __always_inline int apply_flow(struct xdp_md *ctx, const struct fp_flow *flow, int ipv4,
+				      __u32 l2)
+{
+	__u8 *h = (void *)(long)ctx->data;
+	__u8 *end = (void *)(long)ctx->data_end;
+	__u8 *l3 = h + l2, *l4, *sum_at;
+	__u16 ops = flow->ops, sum;
+	__u32 addresses = 0, ports = 0;
+	int udp;
+
+	if (ipv4) {
+		if (l3 + 20 > end)
+			return -1;
+		l4 = l3 + 20;
+		udp = l3[9] == 17;
+		if (ops & FP_FLOW_SET_IP_SRC)
+			addresses = change_words(l3 + 12, flow->ip_src, 2, addresses);
+		if (ops & FP_FLOW_SET_IP_DST)
+			addresses = change_words(l3 + 16, flow->ip_dst, 2, addresses);
+		if (ops & FP_FLOW_SET_IP)
+			write16(l3 + 10, csum_apply(read16(l3 + 10), addresses));
+		if (ops & FP_FLOW_DEC_TTL)
+			decrement_ttl4(l3);
+	} else {
+		if (l3 + 40 > end)
+			return -1;
+		l4 = l3 + 40;
+		udp = l3[6] == 17;
+		if (ops & FP_FLOW_SET_IP_SRC)
+			addresses = change_words(l3 + 8, flow->ip_src, 8, addresses);
+		if (ops & FP_FLOW_SET_IP_DST)
+			addresses = change_words(l3 + 24, flow->ip_dst, 8, addresses);
+		if (ops & FP_FLOW_DEC_TTL)
+			l3[7] -= 1;
+	}
+	if (ops & (FP_FLOW_SET_IP | FP_FLOW_SET_L4)) {
+		if (l4 + (udp ? 8 : 20) > end)
+			return -1;
+		sum_at = l4 + (udp ? 6 : 16);
+		if (ops & FP_FLOW_SET_L4_SRC)
+			ports = csum_change(ports, read16(l4), flow->l4_src);
+		if (ops & FP_FLOW_SET_L4_DST)
+			ports = csum_change(ports, read16(l4 + 2), flow->l4_dst);
+		sum = read16(sum_at);
+		if (!udp || sum) {
+			sum = csum_apply(sum, addresses + ports);
+			write16(sum_at, udp && !sum ? 0xffff : sum);
+		}
+		if (ops & FP_FLOW_SET_L4_SRC)
+			write16(l4, flow->l4_src);
+		if (ops & FP_FLOW_SET_L4_DST)
+			write16(l4 + 2, flow->l4_dst);
+	}
+	if (ops & FP_FLOW_SET_DST)
+		__builtin_memcpy(h, flow->dst, 6);
+	if (ops & FP_FLOW_SET_SRC)
+		__builtin_memcpy(h + 6, flow->src, 6);
+	return 0;
+}
+
+static __always_inline void count_flow(const struct fp_flow *flow, __u64 bytes)
+{
+	struct fp_count *count = bpf_map_lookup_elem(&flow_counts, &flow->result);
+
+	if (count) {
+		__sync_fetch_and_add(&count->packets, 1);
+		__sync_fetch_and_add(&count->bytes, bytes);
+	}
+}
+
 // OpenFlow: the frames of flows user space's exact-match cache holds and the kernel can carry
-// out (crates/dataplane/src/app/openflow/kernel.rs decides which). The key is the one user
-// space's parser makes, built here only for the frames whose parse is the plain one (IPv4 or
-// IPv6 with UDP or TCP, untagged): for those the two agree field for field; every other frame,
-// and every flow not in `flows` under the current generation, goes to user space. A hit is
-// counted in its stored result's `flow_counts`, which user space folds into the flows behind it.
+// out (crates/dataplane/src/app/openflow/kernel.rs decides which: one output or none, after
+// MAC, address and port rewrites, a TTL decrement and an 802.1Q tag pushed). The key is the
+// one user space's parser makes, built here only for the frames whose parse is the plain one
+// (IPv4 or IPv6 with UDP or TCP, untagged): for those the two agree field for field; every
+// other frame, and every flow not in `flows` under the current generation, goes to user
+// space. A hit, forwarded or dropped, is counted in its stored result's `flow_counts` (the
+// bytes as they arrived, as user space counts them), which user space folds into the flows
+// behind it.
 static __always_inline int openflow(struct xdp_md *ctx, const struct fp_port *in, __u64 bytes)
 {
 	void *data = (void *)(long)ctx->data;
@@ -556,9 +710,8 @@ static __always_inline int openflow(struct xdp_md *ctx, const struct fp_port *in
 	__u8 *h = data;
 	struct fp_flow_key key = {};
 	struct fp_flow *flow;
-	struct fp_count *count;
 	__u32 zero = 0, *generation;
-	int ipv4;
+	int ipv4, pushed, failed;
 
 	if (plain_ipv4(ctx) && data + 42 <= end) {
 		ipv4 = 1;
@@ -580,6 +733,8 @@ static __always_inline int openflow(struct xdp_md *ctx, const struct fp_port *in
 		key.ip_proto = h[20];
 		key.l4_src = (__u16)h[54] << 8 | h[55];
 		key.l4_dst = (__u16)h[56] << 8 | h[57];
+	} else if (data + 14 <= end && h[12] == 0x81 && h[13] == 0x00) {
+		return to_user(ctx, in->slot, FP_TO_USER_VLAN, bytes);
 	} else {
 		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
 	}
@@ -589,27 +744,31 @@ static __always_inline int openflow(struct xdp_md *ctx, const struct fp_port *in
 
 	flow = bpf_map_lookup_elem(&flows, &key);
 	generation = bpf_map_lookup_elem(&flow_generation, &zero);
-	if (!flow || !generation || flow->generation != *generation || flow->out_slot >= FP_MAX_PORTS)
+	if (!flow || !generation || flow->generation != *generation)
 		return to_user(ctx, in->slot, FP_TO_USER_FLOW_MISS, bytes);
-	if (flow->ops & FP_FLOW_DEC_TTL) {
-		// User space drops what would leave with 0 and counts it.
-		if (ipv4 ? h[22] <= 1 : h[21] <= 1)
-			return to_user(ctx, in->slot, FP_TO_USER_TTL, bytes);
-		if (ipv4)
-			decrement_ttl4(h);
-		else
-			h[21] -= 1;
+	if (flow->ops & FP_FLOW_DROP) {
+		count_flow(flow, bytes);
+		return dropped(in->slot, bytes);
 	}
-	if (flow->ops & FP_FLOW_SET_DST)
-		__builtin_memcpy(h, flow->dst, 6);
-	if (flow->ops & FP_FLOW_SET_SRC)
-		__builtin_memcpy(h + 6, flow->src, 6);
-	count = bpf_map_lookup_elem(&flow_counts, &flow->result);
-	if (count) {
-		__sync_fetch_and_add(&count->packets, 1);
-		__sync_fetch_and_add(&count->bytes, bytes);
+	if (flow->out_slot >= FP_MAX_PORTS)
+		return to_user(ctx, in->slot, FP_TO_USER_FLOW_MISS, bytes);
+	// User space drops what would leave with 0 and counts it.
+	if ((flow->ops & FP_FLOW_DEC_TTL) && (ipv4 ? h[22] <= 1 : h[21] <= 1))
+		return to_user(ctx, in->slot, FP_TO_USER_TTL, bytes);
+	// The tag first, while the frame is still unchanged for user space should it not fit;
+	// the rewrites then find the IP header 4 bytes further.
+	if (flow->ops & FP_FLOW_PUSH_VLAN) {
+		pushed = push_tag(ctx, flow->vlan_tci);
+		if (pushed == -1)
+			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+		failed = pushed || apply_flow(ctx, flow, ipv4, 18);
+	} else {
+		failed = apply_flow(ctx, flow, ipv4, 14);
 	}
-	return forward(in->slot, flow->out_slot, bytes);
+	if (failed)
+		return XDP_ABORTED;
+	count_flow(flow, bytes);
+	return forward(in->slot, flow->out_slot, ctx->data_end - ctx->data);
 }
 
 SEC("xdp")

@@ -111,13 +111,22 @@ struct fp_flow_key {
 };
 
 // OpenFlow: what the kernel does with a cached flow's frames (`ops` bits), then the output.
+// The rewrites are user space's (crates/dataplane/src/app/openflow/action.rs) for the frames
+// the kernel takes (plain UDP or TCP over IPv4 or IPv6, untagged), with the same RFC 1624
+// checksum updates; kernel.rs there decides which flows qualify.
 #define FP_FLOW_SET_DST 1 // the destination MAC becomes `dst`
 #define FP_FLOW_SET_SRC 2 // the source MAC becomes `src`
 #define FP_FLOW_DEC_TTL 4 // the TTL or hop limit goes down by one (at most 1: user space)
+#define FP_FLOW_DROP 8 // no output: the frame is dropped (counted), nothing else applies
+#define FP_FLOW_SET_IP_SRC 16 // the source address becomes `ip_src` (IPv4: its first 4 bytes)
+#define FP_FLOW_SET_IP_DST 32 // the destination address becomes `ip_dst`
+#define FP_FLOW_SET_L4_SRC 64 // the TCP/UDP source port becomes `l4_src`
+#define FP_FLOW_SET_L4_DST 128 // the TCP/UDP destination port becomes `l4_dst`
+#define FP_FLOW_PUSH_VLAN 256 // an 802.1Q tag with TCI `vlan_tci` goes after the MACs
 
 // OpenFlow: a value of `flows`. `generation` must equal `flow_generation`'s, or the entry is
 // stale (the tables changed since); `result` is user space's stored result the flow resolved
-// to, the index of its counts in `flow_counts`.
+// to, the index of its counts in `flow_counts`. The 16-bit fields are in host order.
 struct fp_flow {
 	__u32 generation;
 	__u32 result;
@@ -125,6 +134,12 @@ struct fp_flow {
 	__u16 ops;
 	__u8 dst[6];
 	__u8 src[6];
+	__u16 l4_src;
+	__u16 l4_dst;
+	__u8 ip_src[16];
+	__u8 ip_dst[16];
+	__u16 vlan_tci;
+	__u16 unused; // keeps the struct free of padding
 };
 
 struct fp_count {
@@ -132,11 +147,13 @@ struct fp_count {
 	__u64 bytes;
 };
 
-// One ingress port's counters (per CPU): frames it sent to user space by reason, and frames
-// the kernel forwarded from it, per output slot. One lookup per frame counts everything.
+// One ingress port's counters (per CPU): frames it sent to user space by reason, frames the
+// kernel forwarded from it, per output slot, and frames the kernel dropped (an OpenFlow flow
+// without an output). One lookup per frame counts everything.
 struct fp_counts {
 	struct fp_count to_user[FP_TO_USER_REASONS];
 	struct fp_count forwarded[FP_MAX_PORTS];
+	struct fp_count dropped;
 };
 
 #endif

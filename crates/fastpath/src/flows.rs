@@ -9,6 +9,7 @@
 //! counts is a read of shared memory.
 
 use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::fd::AsFd;
 use std::sync::atomic::Ordering;
 
@@ -29,6 +30,54 @@ const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_IPV6: u16 = 0x86dd;
 const PROTO_TCP: u8 = 6;
 const PROTO_UDP: u8 = 17;
+
+/// The `flows` value that carries out `decision` on the frames of an IPv4 flow (`ipv4`) or an
+/// IPv6 one, apart from its generation and result. The other family's address rewrites do
+/// nothing to them (as in user space) and are left out.
+fn entry(decision: &KernelDecision, ipv4: bool) -> FlowEntry {
+    let mut entry = FlowEntry {
+        out_slot: decision.out_port.unwrap_or(0),
+        dst: decision.eth_dst.unwrap_or_default(),
+        src: decision.eth_src.unwrap_or_default(),
+        l4_src: decision.l4_src.unwrap_or(0),
+        l4_dst: decision.l4_dst.unwrap_or(0),
+        vlan_tci: decision.push_vlan.unwrap_or(0),
+        ..FlowEntry::default()
+    };
+    let (src, dst) = if ipv4 {
+        let v4 = |addr: Option<Ipv4Addr>, field: &mut [u8; 16]| {
+            addr.map(|addr| field[..4].copy_from_slice(&addr.octets()))
+        };
+        (
+            v4(decision.ipv4_src, &mut entry.ip_src),
+            v4(decision.ipv4_dst, &mut entry.ip_dst),
+        )
+    } else {
+        let v6 =
+            |addr: Option<Ipv6Addr>, field: &mut [u8; 16]| addr.map(|addr| *field = addr.octets());
+        (
+            v6(decision.ipv6_src, &mut entry.ip_src),
+            v6(decision.ipv6_dst, &mut entry.ip_dst),
+        )
+    };
+    let ops = [
+        (decision.out_port.is_none(), maps::FLOW_DROP),
+        (decision.eth_dst.is_some(), maps::FLOW_SET_DST),
+        (decision.eth_src.is_some(), maps::FLOW_SET_SRC),
+        (decision.dec_ttl, maps::FLOW_DEC_TTL),
+        (src.is_some(), maps::FLOW_SET_IP_SRC),
+        (dst.is_some(), maps::FLOW_SET_IP_DST),
+        (decision.l4_src.is_some(), maps::FLOW_SET_L4_SRC),
+        (decision.l4_dst.is_some(), maps::FLOW_SET_L4_DST),
+        (decision.push_vlan.is_some(), maps::FLOW_PUSH_VLAN),
+    ];
+    for (on, op) in ops {
+        if on {
+            entry.ops |= op;
+        }
+    }
+    entry
+}
 
 /// See the module documentation.
 pub struct FlowMirror {
@@ -106,27 +155,13 @@ impl FlowSync for FlowMirror {
         if !plain {
             return;
         }
-        if result >= self.results || usize::from(decision.out_port) >= self.ports {
+        let mut entry = entry(decision, key.ethertype == ETHERTYPE_IPV4);
+        if result >= self.results || usize::from(entry.out_slot) >= self.ports {
             self.refused += 1;
             return;
         }
-        let mut entry = FlowEntry {
-            generation: self.generation,
-            result,
-            out_slot: decision.out_port,
-            ..FlowEntry::default()
-        };
-        if let Some(mac) = decision.eth_dst {
-            entry.ops |= maps::FLOW_SET_DST;
-            entry.dst = mac;
-        }
-        if let Some(mac) = decision.eth_src {
-            entry.ops |= maps::FLOW_SET_SRC;
-            entry.src = mac;
-        }
-        if decision.dec_ttl {
-            entry.ops |= maps::FLOW_DEC_TTL;
-        }
+        entry.generation = self.generation;
+        entry.result = result;
         if self.flows.insert(FlowKey(*key), entry, 0).is_err() {
             self.refused += 1;
         }
@@ -151,5 +186,68 @@ impl FlowSync for FlowMirror {
 
     fn refused(&self) -> u64 {
         self.refused
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_part_of_a_decision_is_its_op_and_field() {
+        let output = KernelDecision {
+            out_port: Some(3),
+            ..KernelDecision::default()
+        };
+        let plain = entry(&output, true);
+        assert_eq!((plain.ops, plain.out_slot), (0, 3));
+        assert_eq!(entry(&KernelDecision::default(), true).ops, maps::FLOW_DROP);
+
+        let v4 = Ipv4Addr::new(198, 18, 1, 2);
+        let v6 = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 5);
+        let decision = KernelDecision {
+            eth_dst: Some([1; 6]),
+            eth_src: Some([2; 6]),
+            ipv4_src: Some(v4),
+            ipv4_dst: Some(v4),
+            ipv6_src: Some(v6),
+            ipv6_dst: Some(v6),
+            l4_src: Some(1000),
+            l4_dst: Some(53),
+            push_vlan: Some(100),
+            dec_ttl: true,
+            ..output
+        };
+        let every = maps::FLOW_SET_DST
+            | maps::FLOW_SET_SRC
+            | maps::FLOW_DEC_TTL
+            | maps::FLOW_SET_IP_SRC
+            | maps::FLOW_SET_IP_DST
+            | maps::FLOW_SET_L4_SRC
+            | maps::FLOW_SET_L4_DST
+            | maps::FLOW_PUSH_VLAN;
+        let ipv4 = entry(&decision, true);
+        assert_eq!(ipv4.ops, every);
+        assert_eq!((ipv4.dst, ipv4.src), ([1; 6], [2; 6]));
+        assert_eq!((ipv4.l4_src, ipv4.l4_dst, ipv4.vlan_tci), (1000, 53, 100));
+        let mut want = [0; 16];
+        want[..4].copy_from_slice(&v4.octets());
+        assert_eq!((ipv4.ip_src, ipv4.ip_dst), (want, want));
+        let ipv6 = entry(&decision, false);
+        assert_eq!(ipv6.ops, every);
+        assert_eq!((ipv6.ip_src, ipv6.ip_dst), (v6.octets(), v6.octets()));
+
+        // The other family's addresses do nothing to a flow's frames.
+        let only_v6 = KernelDecision {
+            ipv6_dst: Some(v6),
+            ..output
+        };
+        assert_eq!(entry(&only_v6, true).ops, 0);
+        assert_eq!(entry(&only_v6, false).ops, maps::FLOW_SET_IP_DST);
+        let only_v4 = KernelDecision {
+            ipv4_src: Some(v4),
+            ..output
+        };
+        assert_eq!(entry(&only_v4, false).ops, 0);
     }
 }

@@ -24,9 +24,11 @@
 //!   malformed case go to user space, which mirrors its FIBs and its gateways' rewrites into
 //!   the kernel's maps ([`RouterMirror`]);
 //! * openflow: the flows of the app's exact-match cache whose actions the kernel can apply (one
-//!   output after MAC rewrites and a TTL decrement), for plain UDP and TCP over IPv4 or IPv6;
-//!   misses and every other action go to user space, which fills the kernel's cache as its own
-//!   fills and counts what the kernel forwarded per flow ([`FlowMirror`]).
+//!   output, or none: a drop; after MAC, IP address and TCP/UDP port rewrites with their
+//!   checksums, a TTL decrement and an 802.1Q tag pushed), for plain UDP and TCP over IPv4 or
+//!   IPv6, untagged; misses, tagged frames and every other action go to user space, which
+//!   fills the kernel's cache as its own fills and counts what the kernel forwarded or
+//!   dropped per flow ([`FlowMirror`]).
 //!
 //! One [`FastPath`] serves a switch: one program attached to every port's interface. Each port
 //! is a *slot* (its index in the configuration); the [`XdpAttachment`] of slot *s* puts its
@@ -472,6 +474,7 @@ impl FastPath {
                     ports[slot].rx_forwarded.add(*count);
                     ports[out].tx_forwarded.add(*count);
                 }
+                ports[slot].dropped.add(counts.dropped);
             }
         }
         ports
@@ -639,6 +642,9 @@ pub struct PortCounters {
     pub tx_forwarded: Count,
     /// Frames received on the port and handed to user space, per [`ToUser`] reason.
     pub to_user: [Count; maps::TO_USER_REASONS],
+    /// Frames received on the port and dropped by the kernel (an OpenFlow flow without an
+    /// output; user space counts these as `no_output` drops).
+    pub dropped: Count,
 }
 
 impl PortCounters {

@@ -85,8 +85,20 @@ pub const FLOW_SET_DST: u16 = 1;
 pub const FLOW_SET_SRC: u16 = 2;
 /// `FlowEntry::ops`: the TTL or hop limit goes down by one.
 pub const FLOW_DEC_TTL: u16 = 4;
+/// `FlowEntry::ops`: no output, the frame is dropped (and counted).
+pub const FLOW_DROP: u16 = 8;
+/// `FlowEntry::ops`: the source address becomes `ip_src` (IPv4: its first 4 bytes).
+pub const FLOW_SET_IP_SRC: u16 = 16;
+/// `FlowEntry::ops`: the destination address becomes `ip_dst`.
+pub const FLOW_SET_IP_DST: u16 = 32;
+/// `FlowEntry::ops`: the TCP/UDP source port becomes `l4_src`.
+pub const FLOW_SET_L4_SRC: u16 = 64;
+/// `FlowEntry::ops`: the TCP/UDP destination port becomes `l4_dst`.
+pub const FLOW_SET_L4_DST: u16 = 128;
+/// `FlowEntry::ops`: an 802.1Q tag with TCI `vlan_tci` is pushed.
+pub const FLOW_PUSH_VLAN: u16 = 256;
 
-/// A value of the `flows` map.
+/// A value of the `flows` map (16-bit fields in host order).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FlowEntry {
@@ -96,6 +108,13 @@ pub struct FlowEntry {
     pub ops: u16,
     pub dst: [u8; 6],
     pub src: [u8; 6],
+    pub l4_src: u16,
+    pub l4_dst: u16,
+    pub ip_src: [u8; 16],
+    pub ip_dst: [u8; 16],
+    pub vlan_tci: u16,
+    /// Keeps the struct free of padding.
+    pub unused: u16,
 }
 
 /// Packets and bytes.
@@ -119,6 +138,7 @@ impl Count {
 pub struct Counts {
     pub to_user: [Count; TO_USER_REASONS],
     pub forwarded: [Count; MAX_PORTS],
+    pub dropped: Count,
 }
 
 // SAFETY: plain `#[repr(C)]` structs of integers with no padding (checked by the test below),
@@ -159,7 +179,7 @@ mod tests {
         assert_eq!(size_of::<Count>(), 16);
         assert_eq!(size_of::<AdjacencyEntry>(), 16);
         assert_eq!(offset_of!(AdjacencyEntry, src), 10);
-        assert_eq!(size_of::<Counts>(), 16 * (TO_USER_REASONS + MAX_PORTS));
+        assert_eq!(size_of::<Counts>(), 16 * (TO_USER_REASONS + MAX_PORTS + 1));
         assert_eq!(
             size_of::<FlowKey>(),
             wirespeed_packet::flow_key::FLOW_KEY_LEN
@@ -169,8 +189,12 @@ mod tests {
         assert_eq!(offset_of!(Key, in_port), 44);
         assert_eq!(offset_of!(Key, l4_dst), 52);
         assert_eq!(offset_of!(Key, flags), 55);
-        assert_eq!(size_of::<FlowEntry>(), 24);
+        assert_eq!(size_of::<FlowEntry>(), 64);
         assert_eq!(offset_of!(FlowEntry, dst), 12);
+        assert_eq!(offset_of!(FlowEntry, l4_src), 24);
+        assert_eq!(offset_of!(FlowEntry, ip_src), 28);
+        assert_eq!(offset_of!(FlowEntry, ip_dst), 44);
+        assert_eq!(offset_of!(FlowEntry, vlan_tci), 60);
     }
 
     #[test]
@@ -199,6 +223,12 @@ mod tests {
         assert_eq!(defined("FP_FLOW_SET_DST"), u64::from(FLOW_SET_DST));
         assert_eq!(defined("FP_FLOW_SET_SRC"), u64::from(FLOW_SET_SRC));
         assert_eq!(defined("FP_FLOW_DEC_TTL"), u64::from(FLOW_DEC_TTL));
+        assert_eq!(defined("FP_FLOW_DROP"), u64::from(FLOW_DROP));
+        assert_eq!(defined("FP_FLOW_SET_IP_SRC"), u64::from(FLOW_SET_IP_SRC));
+        assert_eq!(defined("FP_FLOW_SET_IP_DST"), u64::from(FLOW_SET_IP_DST));
+        assert_eq!(defined("FP_FLOW_SET_L4_SRC"), u64::from(FLOW_SET_L4_SRC));
+        assert_eq!(defined("FP_FLOW_SET_L4_DST"), u64::from(FLOW_SET_L4_DST));
+        assert_eq!(defined("FP_FLOW_PUSH_VLAN"), u64::from(FLOW_PUSH_VLAN));
         assert_eq!(defined("FP_ROUTE_LOCAL"), u64::from(ROUTE_LOCAL));
         assert_eq!(defined("FP_ROUTE_ECMP"), u64::from(ROUTE_ECMP));
         assert_eq!(defined("FP_DIR24_BLOCK"), DIR24_BLOCK as u64);

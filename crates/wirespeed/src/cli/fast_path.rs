@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use wirespeed_control::config::{AppConfig, BackendConfig, Config, FastPathMode, PortVlan};
-use wirespeed_control::dispatch::FastPathView;
+use wirespeed_control::dispatch::{FastPathView, KernelFrames};
 use wirespeed_fastpath::{BridgeVlan, Capacity, FastPath, PortPlan, PortSpec, ToUser};
 use wirespeed_io::afxdp::interface_driver;
 
@@ -236,14 +236,18 @@ impl View {
 }
 
 impl FastPathView for View {
-    fn forwarded(&self) -> Option<(u64, u64)> {
+    fn frames(&self) -> Option<KernelFrames> {
         let fast_path = self.fast_path.as_ref()?;
-        Some(fast_path.counters().iter().fold((0, 0), |(rx, tx), port| {
-            (
-                rx + port.rx_forwarded.packets,
-                tx + port.tx_forwarded.packets,
-            )
-        }))
+        Some(
+            fast_path
+                .counters()
+                .iter()
+                .fold(KernelFrames::default(), |frames, port| KernelFrames {
+                    forwarded: frames.forwarded + port.rx_forwarded.packets,
+                    sent: frames.sent + port.tx_forwarded.packets,
+                    dropped: frames.dropped + port.dropped.packets,
+                }),
+        )
     }
 
     fn counters(&self) -> Vec<(String, u64)> {

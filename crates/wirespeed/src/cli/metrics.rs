@@ -453,10 +453,17 @@ fn register_fast_path(registry: &mut Registry, fast_path: &FastPath) {
         "Frames the fast path handed to user space, by reason",
         None,
     );
+    let dropped = counters(
+        registry,
+        "fast_path_dropped_packets",
+        "Frames received on the port that the kernel dropped (an OpenFlow flow without an output)",
+        None,
+    );
     for (name, port) in fast_path.port_names().iter().zip(fast_path.counters()) {
         let labels = || vec![("port", name.clone())];
         set(&rx, labels(), port.rx_forwarded.packets);
         set(&tx, labels(), port.tx_forwarded.packets);
+        set(&dropped, labels(), port.dropped.packets);
         for reason in ToUser::ALL {
             let mut labels = labels();
             labels.push(("reason", reason.name().to_string()));

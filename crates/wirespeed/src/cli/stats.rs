@@ -26,14 +26,16 @@ pub fn totals(workers: &[WorkerSnapshot], fast_path: Option<&FastPath>) -> Total
         totals.dropped += worker.counters.dropped();
     }
     for port in fast_path.map(FastPath::counters).unwrap_or_default() {
-        totals.rx += port.rx_forwarded.packets;
+        totals.rx += port.rx_forwarded.packets + port.dropped.packets;
         totals.tx += port.tx_forwarded.packets;
+        totals.dropped += port.dropped.packets;
     }
     totals
 }
 
-/// What the XDP fast path counted, per port: frames it forwarded and frames it handed to user
-/// space, by reason (those are in the worker's counters too, as received).
+/// What the XDP fast path counted, per port: frames it forwarded, frames it handed to user
+/// space, by reason (those are in the worker's counters too, as received), and frames it
+/// dropped (an OpenFlow flow without an output).
 pub fn fast_path_table(fast_path: &FastPath) -> String {
     let mut out = String::new();
     let _ = write!(
@@ -44,7 +46,7 @@ pub fn fast_path_table(fast_path: &FastPath) -> String {
     for reason in ToUser::ALL {
         let _ = write!(out, " {:>14}", format!("to user: {}", reason.name()));
     }
-    let _ = writeln!(out);
+    let _ = writeln!(out, " {:>14}", "dropped");
     for (name, port) in fast_path.port_names().iter().zip(fast_path.counters()) {
         let _ = write!(
             out,
@@ -54,7 +56,7 @@ pub fn fast_path_table(fast_path: &FastPath) -> String {
         for reason in ToUser::ALL {
             let _ = write!(out, " {:>14}", port.to_user(reason));
         }
-        let _ = writeln!(out);
+        let _ = writeln!(out, " {:>14}", port.dropped.packets);
     }
     out
 }

@@ -3,9 +3,11 @@
 //!
 //! User space stays the owner of every table. When its exact-match cache takes a flow, the app
 //! hands the flow's key and its stored result's decision to a [`FlowSync`] (the fast path's
-//! `FlowMirror`), if the kernel can apply it: a single output, after at most new MAC addresses
-//! and a TTL decrement. Everything else (copies, flood, drops, IP and port rewrites, VLAN
-//! tags, a table miss) stays on the user-space path, where it is counted by reason. When the
+//! `FlowMirror`), if the kernel can apply it: a single output or none (a drop), after new MAC
+//! addresses, IPv4 or IPv6 addresses and TCP/UDP ports, a TTL decrement and one 802.1Q tag
+//! pushed (its id set or the tag popped again on the way). Everything else (copies, flood,
+//! frames for the controller, a second tag, a field set twice, a table miss) stays on the
+//! user-space path, where it is counted by reason. When the
 //! tables change, the app's flush of its caches also makes every kernel entry stale at once
 //! ([`FlowSync::invalidate`], a generation as the user-space cache has), before the change's
 //! `ctl` reply. The kernel counts packets and bytes per stored result; the app adds what is
@@ -15,6 +17,7 @@
 //! while a flow has a timeout).
 
 use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use wirespeed_packet::cpu::rdtsc;
 use wirespeed_packet::flow_key::FlowKey;
@@ -22,49 +25,94 @@ use wirespeed_packet::flow_key::FlowKey;
 use super::action::{Action, SetField};
 use super::table::{Hot, Plan, Resolved};
 
-/// What the kernel does with a flow's frames.
+/// What the kernel does with a flow's frames, which are untagged (the only ones it takes):
+/// the rewrites, in the order the fields lie in the frame (the checksums come out the same in
+/// any order: one's complement addition is associative), then the output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KernelDecision {
-    /// The output port.
-    pub out_port: u16,
+    /// The output port; `None`: the frame is dropped (the flow has no output).
+    pub out_port: Option<u16>,
     pub eth_src: Option<[u8; 6]>,
     pub eth_dst: Option<[u8; 6]>,
+    /// New IPv4 addresses: IPv4 frames only (user space leaves other frames alone).
+    pub ipv4_src: Option<Ipv4Addr>,
+    pub ipv4_dst: Option<Ipv4Addr>,
+    /// New IPv6 addresses: IPv6 frames only.
+    pub ipv6_src: Option<Ipv6Addr>,
+    pub ipv6_dst: Option<Ipv6Addr>,
+    /// New TCP/UDP ports.
+    pub l4_src: Option<u16>,
+    pub l4_dst: Option<u16>,
+    /// The id of an 802.1Q tag (PCP 0) the frame leaves with.
+    pub push_vlan: Option<u16>,
     /// The TTL or hop limit goes down by one (a frame that would leave with 0 goes to user
     /// space, which drops and counts it).
     pub dec_ttl: bool,
 }
 
+/// Sets `slot` to `value` if nothing set it before: a field set twice goes to user space,
+/// since a checksum updated twice may come out as the other representation of zero.
+fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+    if slot.is_some() {
+        return None;
+    }
+    *slot = Some(value);
+    Some(())
+}
+
 impl KernelDecision {
-    /// The decision for a stored result, when the kernel can apply all of it: a single output
-    /// (the plan's, or the last action after MAC rewrites and TTL decrements), and no table
-    /// miss (whose counters user space keeps).
+    /// The decision for a stored result applied to an untagged frame, when the kernel can
+    /// apply all of it: a single output (the plan's, or the last action after the rewrites
+    /// listed in [`KernelDecision`]'s fields) or none (a drop), and no table miss (whose
+    /// counters user space keeps).
     pub(crate) fn of(hot: &Hot, resolved: &Resolved) -> Option<KernelDecision> {
         if hot.miss {
             return None;
         }
         match hot.plan {
             Plan::Output(port) => Some(KernelDecision {
-                out_port: port,
+                out_port: Some(port),
                 ..KernelDecision::default()
             }),
-            Plan::Discard(_) => None,
+            // Not a miss: a flow that outputs nowhere (`no_output`).
+            Plan::Discard(_) => Some(KernelDecision::default()),
             Plan::Actions => {
                 let (Action::Output(port), rewrites) = resolved.actions.split_last()? else {
                     return None;
                 };
                 let mut decision = KernelDecision {
-                    out_port: *port,
+                    out_port: Some(*port),
                     ..KernelDecision::default()
                 };
+                // The frame's tag so far: none on arrival.
+                let mut tag = None;
                 for action in rewrites {
                     match *action {
-                        Action::SetField(SetField::EthSrc(mac)) => decision.eth_src = Some(mac.0),
-                        Action::SetField(SetField::EthDst(mac)) => decision.eth_dst = Some(mac.0),
+                        Action::SetField(field) => match field {
+                            SetField::EthSrc(mac) => decision.eth_src = Some(mac.0),
+                            SetField::EthDst(mac) => decision.eth_dst = Some(mac.0),
+                            SetField::Ipv4Src(addr) => once(&mut decision.ipv4_src, addr)?,
+                            SetField::Ipv4Dst(addr) => once(&mut decision.ipv4_dst, addr)?,
+                            SetField::Ipv6Src(addr) => once(&mut decision.ipv6_src, addr)?,
+                            SetField::Ipv6Dst(addr) => once(&mut decision.ipv6_dst, addr)?,
+                            SetField::L4Src(port) => once(&mut decision.l4_src, port)?,
+                            SetField::L4Dst(port) => once(&mut decision.l4_dst, port)?,
+                            // On an untagged frame it does nothing, as in user space.
+                            SetField::VlanVid(vid) => {
+                                if let Some(tag) = &mut tag {
+                                    *tag = vid & 0x0fff;
+                                }
+                            }
+                        },
+                        // A second tag would be an 802.1ad one: user space's.
+                        Action::PushVlan(vid) if tag.is_none() => tag = Some(vid & 0x0fff),
+                        Action::PopVlan => tag = None,
                         // Twice is not once: the kernel decrements once.
                         Action::DecTtl if !decision.dec_ttl => decision.dec_ttl = true,
                         _ => return None,
                     }
                 }
+                decision.push_vlan = tag;
                 Some(decision)
             }
         }
@@ -144,5 +192,234 @@ impl KernelCopy {
 
     pub fn refused(&self) -> u64 {
         self.sync.refused()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use wirespeed_packet::DropReason;
+    use wirespeed_packet::wire::EthernetAddress;
+
+    use super::*;
+
+    const MAC: [u8; 6] = [2, 0, 0, 0, 0, 9];
+
+    /// The decision for a stored result of `actions` (as the slow path stores them: ending
+    /// with the last output), not a miss.
+    fn decide(actions: &[Action]) -> Option<KernelDecision> {
+        let resolved = Resolved {
+            actions: actions.to_vec(),
+            ..Resolved::default()
+        };
+        let hot = Hot {
+            plan: Plan::Actions,
+            ..Hot::default()
+        };
+        KernelDecision::of(&hot, &resolved)
+    }
+
+    fn output(port: u16) -> KernelDecision {
+        KernelDecision {
+            out_port: Some(port),
+            ..KernelDecision::default()
+        }
+    }
+
+    #[test]
+    fn a_plain_output_and_a_drop_are_the_plans() {
+        let resolved = Resolved::default();
+        let plan = |plan, miss| Hot {
+            plan,
+            miss,
+            ..Hot::default()
+        };
+        assert_eq!(
+            KernelDecision::of(&plan(Plan::Output(3), false), &resolved),
+            Some(output(3))
+        );
+        let drop = KernelDecision::of(&plan(Plan::Discard(DropReason::NoOutput), false), &resolved);
+        assert_eq!(drop, Some(KernelDecision::default()));
+        assert_eq!(drop.unwrap().out_port, None);
+        // A miss's counters are user space's, whatever its plan.
+        let miss = plan(Plan::Discard(DropReason::TableMiss), true);
+        assert_eq!(KernelDecision::of(&miss, &resolved), None);
+        assert_eq!(
+            KernelDecision::of(&plan(Plan::Output(1), true), &resolved),
+            None
+        );
+    }
+
+    #[test]
+    fn each_rewrite_becomes_its_field() {
+        let v4 = Ipv4Addr::new(198, 18, 7, 1);
+        let v6 = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 7);
+        let cases = [
+            (
+                Action::SetField(SetField::EthSrc(EthernetAddress(MAC))),
+                KernelDecision {
+                    eth_src: Some(MAC),
+                    ..output(1)
+                },
+            ),
+            (
+                Action::SetField(SetField::EthDst(EthernetAddress(MAC))),
+                KernelDecision {
+                    eth_dst: Some(MAC),
+                    ..output(1)
+                },
+            ),
+            (
+                Action::SetField(SetField::Ipv4Src(v4)),
+                KernelDecision {
+                    ipv4_src: Some(v4),
+                    ..output(1)
+                },
+            ),
+            (
+                Action::SetField(SetField::Ipv4Dst(v4)),
+                KernelDecision {
+                    ipv4_dst: Some(v4),
+                    ..output(1)
+                },
+            ),
+            (
+                Action::SetField(SetField::Ipv6Src(v6)),
+                KernelDecision {
+                    ipv6_src: Some(v6),
+                    ..output(1)
+                },
+            ),
+            (
+                Action::SetField(SetField::Ipv6Dst(v6)),
+                KernelDecision {
+                    ipv6_dst: Some(v6),
+                    ..output(1)
+                },
+            ),
+            (
+                Action::SetField(SetField::L4Src(1234)),
+                KernelDecision {
+                    l4_src: Some(1234),
+                    ..output(1)
+                },
+            ),
+            (
+                Action::SetField(SetField::L4Dst(80)),
+                KernelDecision {
+                    l4_dst: Some(80),
+                    ..output(1)
+                },
+            ),
+            (
+                Action::PushVlan(0x1064),
+                KernelDecision {
+                    push_vlan: Some(0x064),
+                    ..output(1)
+                },
+            ),
+            (
+                Action::DecTtl,
+                KernelDecision {
+                    dec_ttl: true,
+                    ..output(1)
+                },
+            ),
+            // On the untagged frames the kernel takes these do nothing.
+            (Action::PopVlan, output(1)),
+            (Action::SetField(SetField::VlanVid(5)), output(1)),
+        ];
+        for (action, want) in cases {
+            assert_eq!(
+                decide(&[action, Action::Output(1)]),
+                Some(want),
+                "{action:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_tag_follows_pushes_pops_and_new_ids_in_order() {
+        let push = Action::PushVlan(10);
+        let vid = Action::SetField(SetField::VlanVid(20));
+        let pushed = |vid| KernelDecision {
+            push_vlan: Some(vid),
+            ..output(2)
+        };
+        assert_eq!(decide(&[push, vid, Action::Output(2)]), Some(pushed(20)));
+        assert_eq!(decide(&[vid, push, Action::Output(2)]), Some(pushed(10)));
+        assert_eq!(
+            decide(&[push, Action::PopVlan, Action::Output(2)]),
+            Some(output(2))
+        );
+        assert_eq!(
+            decide(&[
+                push,
+                Action::PopVlan,
+                Action::PushVlan(30),
+                Action::Output(2)
+            ]),
+            Some(pushed(30))
+        );
+        // Two tags at once: the outer one would be 802.1ad.
+        assert_eq!(decide(&[push, push, Action::Output(2)]), None);
+    }
+
+    #[test]
+    fn several_rewrites_combine_and_what_the_kernel_cannot_do_stays_in_user_space() {
+        let v4 = Ipv4Addr::new(10, 0, 0, 1);
+        let all = decide(&[
+            Action::SetField(SetField::Ipv4Src(v4)),
+            Action::SetField(SetField::L4Dst(53)),
+            Action::DecTtl,
+            Action::SetField(SetField::EthDst(EthernetAddress(MAC))),
+            Action::PushVlan(7),
+            Action::Output(4),
+        ]);
+        assert_eq!(
+            all,
+            Some(KernelDecision {
+                ipv4_src: Some(v4),
+                l4_dst: Some(53),
+                dec_ttl: true,
+                eth_dst: Some(MAC),
+                push_vlan: Some(7),
+                ..output(4)
+            })
+        );
+        // A MAC set twice: the last one counts, as in user space.
+        let other = [9, 9, 9, 9, 9, 9];
+        assert_eq!(
+            decide(&[
+                Action::SetField(SetField::EthSrc(EthernetAddress(MAC))),
+                Action::SetField(SetField::EthSrc(EthernetAddress(other))),
+                Action::Output(1),
+            ]),
+            Some(KernelDecision {
+                eth_src: Some(other),
+                ..output(1)
+            })
+        );
+        let refused = [
+            // A checksummed field set twice, a TTL decremented twice.
+            vec![
+                Action::SetField(SetField::Ipv4Dst(v4)),
+                Action::SetField(SetField::Ipv4Dst(v4)),
+                Action::Output(1),
+            ],
+            vec![
+                Action::SetField(SetField::L4Src(1)),
+                Action::SetField(SetField::L4Src(2)),
+                Action::Output(1),
+            ],
+            vec![Action::DecTtl, Action::DecTtl, Action::Output(1)],
+            // Copies, flood, the controller.
+            vec![Action::Output(2), Action::Output(1)],
+            vec![Action::Flood],
+            vec![Action::SetField(SetField::L4Src(1)), Action::Flood],
+            vec![Action::Controller(0xffff)],
+        ];
+        for actions in refused {
+            assert_eq!(decide(&actions), None, "{actions:?}");
+        }
     }
 }
