@@ -129,7 +129,7 @@ pub fn receive_with_napi(lab: &Testbed, pair: usize) {
 }
 
 /// The row of `port` in the fast path's table that `wirespeed switch` prints at the end
-/// (`out`): rx forwarded, tx forwarded, then frames to user space per reason.
+/// (`out`): rx forwarded, tx forwarded, frames to user space per reason, then frames dropped.
 pub fn fast_path_row(out: &str, port: &str) -> Vec<u64> {
     let table = out
         .split("fast path (XDP, in the kernel):")
