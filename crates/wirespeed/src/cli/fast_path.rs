@@ -90,9 +90,10 @@ pub fn choose(config: &Config) -> Result<FastPathChoice> {
                                              neighbours and the rest in user space"
                             .to_string(),
                         PortPlan::OpenFlow => "UDP and TCP flows of the flow cache whose \
-                                               actions the kernel can apply (one output after \
-                                               MAC rewrites and a TTL decrement); misses, \
-                                               other actions and other frames in user space"
+                                               actions the kernel can apply (one output or a \
+                                               drop, after MAC, IP and port rewrites, a TTL \
+                                               decrement, a VLAN push); misses, other \
+                                               actions and other frames in user space"
                             .to_string(),
                         PortPlan::User => "no peer: every frame to user space".to_string(),
                     };
