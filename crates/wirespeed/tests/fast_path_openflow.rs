@@ -36,9 +36,9 @@ use common::*;
 /// takes one miss in 100) to take nearly every flow early on.
 const ROUNDS: usize = 300;
 
-/// The distinct frames of one round, all from t0's MAC to the DuT's d0.
-fn mix(src_mac: [u8; 6], dst_mac: [u8; 6]) -> Vec<Vec<u8>> {
-    let macs = |b: FrameBuilder| b.macs(EthernetAddress(src_mac), EthernetAddress(dst_mac));
+/// The test frames' IPv4 and IPv6 addresses (the destinations in 198.19/16 and
+/// 2001:db8:19::/48, which the tests' filters know).
+fn addresses() -> (L3, L3) {
     let v4 = L3::Ipv4 {
         src: Ipv4Addr::new(198, 18, 0, 2),
         dst: Ipv4Addr::new(198, 19, 0, 9),
@@ -47,6 +47,13 @@ fn mix(src_mac: [u8; 6], dst_mac: [u8; 6]) -> Vec<Vec<u8>> {
         src: Ipv6Addr::new(0x2001, 0xdb8, 0, 1, 0, 0, 0, 2),
         dst: Ipv6Addr::new(0x2001, 0xdb8, 0x19, 0, 0, 0, 0, 9),
     };
+    (v4, v6)
+}
+
+/// The distinct frames of one round, all from t0's MAC to the DuT's d0.
+fn mix(src_mac: [u8; 6], dst_mac: [u8; 6]) -> Vec<Vec<u8>> {
+    let macs = |b: FrameBuilder| b.macs(EthernetAddress(src_mac), EthernetAddress(dst_mac));
+    let (v4, v6) = addresses();
     let mut frames = Vec::new();
     for src_port in 1000..1006 {
         let udp = L4::Udp {
@@ -93,7 +100,7 @@ fn mix(src_mac: [u8; 6], dst_mac: [u8; 6]) -> Vec<Vec<u8>> {
 fn expected(frame: &[u8], dst_mac: [u8; 6]) -> Option<Vec<u8>> {
     let mut out = frame.to_vec();
     out[0..6].copy_from_slice(&dst_mac);
-    let l3 = if out[12..14] == [0x81, 0x00] { 18 } else { 14 };
+    let l3 = l3_offset(&out);
     match out[l3] >> 4 {
         4 => {
             if out[l3 + 8] <= 1 {
@@ -119,16 +126,22 @@ fn expected(frame: &[u8], dst_mac: [u8; 6]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// Whether `frame` is one of the mix's (not the lab kernels' own neighbour discovery).
-fn is_test_frame(frame: &[u8]) -> bool {
-    let l3 = if frame.len() > 18 && frame[12..14] == [0x81, 0x00] {
+/// Where `frame`'s IP header starts (after a tag, if it has one).
+fn l3_offset(frame: &[u8]) -> usize {
+    if frame.len() > 18 && frame[12..14] == [0x81, 0x00] {
         18
     } else {
         14
-    };
+    }
+}
+
+/// Whether `frame` is one of the tests' (not the lab kernels' own neighbour discovery; on its
+/// way out, with addresses rewritten within 198.19/16 and 2001:db8::/32).
+fn is_test_frame(frame: &[u8]) -> bool {
+    let l3 = l3_offset(frame);
     match frame.get(l3 - 2..l3) {
-        Some([0x08, 0x00]) => frame.get(l3 + 16..l3 + 20) == Some(&[198, 19, 0, 9]),
-        Some([0x86, 0xdd]) => frame.get(l3 + 24..l3 + 27) == Some(&[0x20, 0x01, 0x0d]),
+        Some([0x08, 0x00]) => frame.get(l3 + 16..l3 + 18) == Some(&[198, 19]),
+        Some([0x86, 0xdd]) => frame.get(l3 + 24..l3 + 28) == Some(&[0x20, 0x01, 0x0d, 0xb8]),
         _ => false,
     }
 }
@@ -346,14 +359,7 @@ const ACTION_FLOWS: [(u16, &str, &str); 7] = [
 /// UDP too (which user space keeps as it is); the TCP flow with TTL 1 (dropped by dec_ttl).
 fn action_mix(src_mac: [u8; 6], dst_mac: [u8; 6]) -> Vec<Vec<u8>> {
     let macs = |b: FrameBuilder| b.macs(EthernetAddress(src_mac), EthernetAddress(dst_mac));
-    let v4 = L3::Ipv4 {
-        src: Ipv4Addr::new(198, 18, 0, 2),
-        dst: Ipv4Addr::new(198, 19, 0, 9),
-    };
-    let v6 = L3::Ipv6 {
-        src: Ipv6Addr::new(0x2001, 0xdb8, 0, 1, 0, 0, 0, 2),
-        dst: Ipv6Addr::new(0x2001, 0xdb8, 0x19, 0, 0, 0, 0, 9),
-    };
+    let (v4, v6) = addresses();
     let mut frames = Vec::new();
     for (dst_port, matches, _) in ACTION_FLOWS {
         let ipv6 = matches.contains("0x86dd");
@@ -387,26 +393,6 @@ fn action_mix(src_mac: [u8; 6], dst_mac: [u8; 6]) -> Vec<Vec<u8>> {
             .build(),
     );
     frames
-}
-
-/// Where `frame`'s IP header starts (after a tag, if it has one).
-fn l3_offset(frame: &[u8]) -> usize {
-    if frame.len() > 18 && frame[12..14] == [0x81, 0x00] {
-        18
-    } else {
-        14
-    }
-}
-
-/// Whether `frame` is one of the second test's (on its way out: addresses rewritten within
-/// 198.19/16 and 2001:db8::/32).
-fn is_action_frame(frame: &[u8]) -> bool {
-    let l3 = l3_offset(frame);
-    match frame.get(l3 - 2..l3) {
-        Some([0x08, 0x00]) => frame.get(l3 + 16..l3 + 18) == Some(&[198, 19]),
-        Some([0x86, 0xdd]) => frame.get(l3 + 24..l3 + 28) == Some(&[0x20, 0x01, 0x0d, 0xb8]),
-        _ => false,
-    }
 }
 
 /// Whether `frame` carries valid checksums: the IPv4 header's, and the TCP or UDP one unless
@@ -455,7 +441,7 @@ fn action_run(prefix: &str, fast_path: &str) -> Option<ActionRun> {
         dut.add_flow(&words, &actions.replace("T1", &t1_mac));
     }
     let mix = action_mix(lab.pairs[0].tester_mac, lab.pairs[0].dut_mac);
-    let received = dut.send_rounds(&mix, ROUNDS, is_action_frame);
+    let received = dut.send_rounds(&mix, ROUNDS, is_test_frame);
     let flow_packets = ACTION_FLOWS
         .iter()
         .map(|(dst_port, _, _)| dut.flow_packets(&format!("l4_dst={dst_port} ")))
