@@ -220,6 +220,27 @@ static __always_inline int push_tag(struct xdp_md *ctx, __u16 tci)
 	return 0;
 }
 
+// Pops the 802.1Q tag after the MACs: the addresses move 4 bytes towards the payload over
+// it. Returns as push_tag does.
+static __always_inline int pop_tag(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u8 macs_copy[12];
+
+	if (data + 18 > end)
+		return -1;
+	__builtin_memcpy(macs_copy, data, 12);
+	if (bpf_xdp_adjust_head(ctx, 4))
+		return -1;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	if (data + 12 > end)
+		return -2;
+	__builtin_memcpy(data, macs_copy, 12);
+	return 0;
+}
+
 static __always_inline int trunk_carries(__u32 slot, __u32 vid)
 {
 	__u32 key = slot * 64 + vid / 64;
@@ -292,17 +313,12 @@ static __always_inline int bridge(struct xdp_md *ctx, const struct fp_port *in, 
 		return to_user(ctx, in->slot, FP_TO_USER_VLAN, bytes);
 
 	if (tagged && !out_tagged) {
-		// Pop: the addresses move 4 bytes towards the payload over the tag.
-		__u8 macs_copy[12];
+		int popped = pop_tag(ctx);
 
-		__builtin_memcpy(macs_copy, eth, 12);
-		if (bpf_xdp_adjust_head(ctx, 4))
+		if (popped == -1)
 			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-		data = (void *)(long)ctx->data;
-		end = (void *)(long)ctx->data_end;
-		if (data + 12 > end)
+		if (popped)
 			return XDP_ABORTED;
-		__builtin_memcpy(data, macs_copy, 12);
 		bytes -= 4;
 	} else if (!tagged && out_tagged) {
 		int pushed = push_tag(ctx, vid);
@@ -319,10 +335,13 @@ static __always_inline int bridge(struct xdp_md *ctx, const struct fp_port *in, 
 // Whether the frame is the common IPv4 case every fast path takes, as user space's parser
 // defines it (crates/packet/src/parse/mod.rs, `plain_ipv4_transport`): untagged Ethernet, IPv4
 // with a 20-byte header whose total length fits the frame, not a fragment, UDP with a length
-// that fits the IP payload or TCP with a header that does.
-static __always_inline int plain_ipv4(struct xdp_md *ctx)
+// that fits the IP payload or TCP with a header that does. With `shift` 4, the same behind
+// one VLAN tag (the frame read from its 5th byte, the EtherType after the tag where an
+// untagged frame has its own), which user space's general parser takes to the same key but
+// for the tag's fields.
+static __always_inline int plain_ipv4(struct xdp_md *ctx, __u32 shift)
 {
-	void *data = (void *)(long)ctx->data;
+	void *data = (void *)(long)ctx->data + shift;
 	void *end = (void *)(long)ctx->data_end;
 	__u8 *h = data;
 	__u32 frame_len, segment;
@@ -351,10 +370,11 @@ static __always_inline int plain_ipv4(struct xdp_md *ctx)
 }
 
 // The IPv6 common case (`plain_ipv6_transport`): untagged Ethernet, IPv6 whose payload length
-// fits the frame, no extension header, UDP or TCP whose length fits the payload.
-static __always_inline int plain_ipv6(struct xdp_md *ctx)
+// fits the frame, no extension header, UDP or TCP whose length fits the payload. `shift` as
+// for plain_ipv4.
+static __always_inline int plain_ipv6(struct xdp_md *ctx, __u32 shift)
 {
-	void *data = (void *)(long)ctx->data;
+	void *data = (void *)(long)ctx->data + shift;
 	void *end = (void *)(long)ctx->data_end;
 	__u8 *h = data;
 	__u32 frame_len, segment;
@@ -510,7 +530,7 @@ static __always_inline int router6(struct xdp_md *ctx, const struct fp_port *in,
 	struct fp_adjacency *adjacency;
 	__u32 *hop;
 
-	if (!plain_ipv6(ctx) || data + 54 > end)
+	if (!plain_ipv6(ctx, 0) || data + 54 > end)
 		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
 	if (martian6(h + 22) || martian6(h + 38))
 		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
@@ -553,7 +573,7 @@ static __always_inline int router(struct xdp_md *ctx, const struct fp_port *in, 
 	if (h[12] == 0x86 && h[13] == 0xdd)
 		return router6(ctx, in, bytes);
 	// The bound again, for the verifier, which may not carry it out of plain_ipv4.
-	if (!plain_ipv4(ctx) || data + 42 > end)
+	if (!plain_ipv4(ctx, 0) || data + 42 > end)
 		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
 	if (!header_checksum_valid((const __u16 *)(h + 14)) || martian(h[26]) || martian(h[30]))
 		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
@@ -694,15 +714,53 @@ static __always_inline void count_flow(const struct fp_flow *flow, __u64 bytes)
 	}
 }
 
+// The key user space's parser makes of a plain frame (plain_ipv4 or plain_ipv6 with `shift`
+// 0, or 4 behind one tag, whose fields the caller adds) in `key`; returns 1 for IPv4, 0 for
+// IPv6, -1 for a frame that is not plain.
+static __always_inline int plain_key(struct xdp_md *ctx, __u32 shift, struct fp_flow_key *key)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u8 *h = data + shift;
+
+	if (data + 12 > end)
+		return -1;
+	__builtin_memcpy(key->dst_mac, data, 6);
+	__builtin_memcpy(key->src_mac, data + 6, 6);
+	if (plain_ipv4(ctx, shift) && (void *)(h + 42) <= end) {
+		key->ip_src[10] = 0xff;
+		key->ip_src[11] = 0xff;
+		__builtin_memcpy(key->ip_src + 12, h + 26, 4);
+		key->ip_dst[10] = 0xff;
+		key->ip_dst[11] = 0xff;
+		__builtin_memcpy(key->ip_dst + 12, h + 30, 4);
+		key->ethertype = 0x0800;
+		key->ip_proto = h[23];
+		key->l4_src = (__u16)h[34] << 8 | h[35];
+		key->l4_dst = (__u16)h[36] << 8 | h[37];
+		return 1;
+	}
+	if (plain_ipv6(ctx, shift) && (void *)(h + 58) <= end) {
+		__builtin_memcpy(key->ip_src, h + 22, 16);
+		__builtin_memcpy(key->ip_dst, h + 38, 16);
+		key->ethertype = 0x86dd;
+		key->ip_proto = h[20];
+		key->l4_src = (__u16)h[54] << 8 | h[55];
+		key->l4_dst = (__u16)h[56] << 8 | h[57];
+		return 0;
+	}
+	return -1;
+}
+
 // OpenFlow: the frames of flows user space's exact-match cache holds and the kernel can carry
 // out (crates/dataplane/src/app/openflow/kernel.rs decides which: one output or none, after
-// MAC, address and port rewrites, a TTL decrement and an 802.1Q tag pushed). The key is the
-// one user space's parser makes, built here only for the frames whose parse is the plain one
-// (IPv4 or IPv6 with UDP or TCP, untagged): for those the two agree field for field; every
-// other frame, and every flow not in `flows` under the current generation, goes to user
-// space. A hit, forwarded or dropped, is counted in its stored result's `flow_counts` (the
-// bytes as they arrived, as user space counts them), which user space folds into the flows
-// behind it.
+// MAC, address and port rewrites, a TTL decrement, and an 802.1Q tag pushed, popped or given
+// a new TCI). The key is the one user space's parser makes, built here only for the frames
+// whose parse is the plain one (IPv4 or IPv6 with UDP or TCP), untagged or behind one 802.1Q
+// tag: for those the two agree field for field; every other frame, and every flow not in
+// `flows` under the current generation, goes to user space. A hit, forwarded or dropped, is
+// counted in its stored result's `flow_counts` (the bytes as they arrived, as user space
+// counts them), which user space folds into the flows behind it.
 static __always_inline int openflow(struct xdp_md *ctx, const struct fp_port *in, __u64 bytes)
 {
 	void *data = (void *)(long)ctx->data;
@@ -711,60 +769,75 @@ static __always_inline int openflow(struct xdp_md *ctx, const struct fp_port *in
 	struct fp_flow_key key = {};
 	struct fp_flow *flow;
 	__u32 zero = 0, *generation;
-	int ipv4, pushed, failed;
+	int ipv4, tagged, done, failed;
+	__u16 ops;
 
-	if (plain_ipv4(ctx) && data + 42 <= end) {
-		ipv4 = 1;
-		key.ip_src[10] = 0xff;
-		key.ip_src[11] = 0xff;
-		__builtin_memcpy(key.ip_src + 12, h + 26, 4);
-		key.ip_dst[10] = 0xff;
-		key.ip_dst[11] = 0xff;
-		__builtin_memcpy(key.ip_dst + 12, h + 30, 4);
-		key.ethertype = 0x0800;
-		key.ip_proto = h[23];
-		key.l4_src = (__u16)h[34] << 8 | h[35];
-		key.l4_dst = (__u16)h[36] << 8 | h[37];
-	} else if (plain_ipv6(ctx) && data + 58 <= end) {
-		ipv4 = 0;
-		__builtin_memcpy(key.ip_src, h + 22, 16);
-		__builtin_memcpy(key.ip_dst, h + 38, 16);
-		key.ethertype = 0x86dd;
-		key.ip_proto = h[20];
-		key.l4_src = (__u16)h[54] << 8 | h[55];
-		key.l4_dst = (__u16)h[56] << 8 | h[57];
-	} else if (data + 14 <= end && h[12] == 0x81 && h[13] == 0x00) {
-		return to_user(ctx, in->slot, FP_TO_USER_VLAN, bytes);
-	} else {
+	if (data + 18 > end)
 		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+	tagged = h[12] == 0x81 && h[13] == 0x00;
+	if (tagged) {
+		ipv4 = plain_key(ctx, 4, &key);
+		data = (void *)(long)ctx->data;
+		end = (void *)(long)ctx->data_end;
+		h = data;
+		if (data + 18 > end)
+			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
+		key.vlan = ((__u16)h[14] << 8 | h[15]) & 0x0fff;
+		key.flags = FP_KEY_VLAN;
+	} else {
+		ipv4 = plain_key(ctx, 0, &key);
 	}
-	__builtin_memcpy(key.dst_mac, h, 6);
-	__builtin_memcpy(key.src_mac, h + 6, 6);
+	if (ipv4 < 0) {
+		int vlan = tagged || (h[12] == 0x88 && h[13] == 0xa8);
+
+		return to_user(ctx, in->slot, vlan ? FP_TO_USER_VLAN : FP_TO_USER_OTHER, bytes);
+	}
 	key.in_port = in->slot;
 
 	flow = bpf_map_lookup_elem(&flows, &key);
 	generation = bpf_map_lookup_elem(&flow_generation, &zero);
 	if (!flow || !generation || flow->generation != *generation)
 		return to_user(ctx, in->slot, FP_TO_USER_FLOW_MISS, bytes);
-	if (flow->ops & FP_FLOW_DROP) {
+	ops = flow->ops;
+	if (ops & FP_FLOW_DROP) {
 		count_flow(flow, bytes);
 		return dropped(in->slot, bytes);
 	}
-	if (flow->out_slot >= FP_MAX_PORTS)
+	// The tag operations belong to the keys they were made for (FP_KEY_VLAN or not).
+	if (flow->out_slot >= FP_MAX_PORTS ||
+	    (ops & (tagged ? FP_FLOW_PUSH_VLAN : FP_FLOW_POP_VLAN | FP_FLOW_SET_TCI)))
 		return to_user(ctx, in->slot, FP_TO_USER_FLOW_MISS, bytes);
 	// User space drops what would leave with 0 and counts it.
-	if ((flow->ops & FP_FLOW_DEC_TTL) && (ipv4 ? h[22] <= 1 : h[21] <= 1))
-		return to_user(ctx, in->slot, FP_TO_USER_TTL, bytes);
-	// The tag first, while the frame is still unchanged for user space should it not fit;
-	// the rewrites then find the IP header 4 bytes further.
-	if (flow->ops & FP_FLOW_PUSH_VLAN) {
-		pushed = push_tag(ctx, flow->vlan_tci);
-		if (pushed == -1)
+	if (ops & FP_FLOW_DEC_TTL) {
+		__u8 *ip = h + (tagged ? 18 : 14);
+
+		if ((void *)(ip + 9) > end)
 			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-		failed = pushed || apply_flow(ctx, flow, ipv4, 18);
+		if (ipv4 ? ip[8] <= 1 : ip[7] <= 1)
+			return to_user(ctx, in->slot, FP_TO_USER_TTL, bytes);
+	}
+	// The tag first, while the frame is still unchanged for user space should it not fit;
+	// the rewrites then find the IP header where the tag left it.
+	if (ops & FP_FLOW_PUSH_VLAN) {
+		done = push_tag(ctx, flow->vlan_tci);
+		failed = done || apply_flow(ctx, flow, ipv4, 18);
+	} else if (ops & FP_FLOW_POP_VLAN) {
+		done = pop_tag(ctx);
+		failed = done || apply_flow(ctx, flow, ipv4, 14);
+	} else if (tagged) {
+		done = 0;
+		if (ops & FP_FLOW_SET_TCI) {
+			__u16 tci = ((__u16)h[14] << 8 | h[15]) & flow->vlan_keep;
+
+			write16(h + 14, tci | flow->vlan_tci);
+		}
+		failed = apply_flow(ctx, flow, ipv4, 18);
 	} else {
+		done = 0;
 		failed = apply_flow(ctx, flow, ipv4, 14);
 	}
+	if (done == -1)
+		return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
 	if (failed)
 		return XDP_ABORTED;
 	count_flow(flow, bytes);

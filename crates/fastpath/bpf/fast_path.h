@@ -112,8 +112,8 @@ struct fp_flow_key {
 
 // OpenFlow: what the kernel does with a cached flow's frames (`ops` bits), then the output.
 // The rewrites are user space's (crates/dataplane/src/app/openflow/action.rs) for the frames
-// the kernel takes (plain UDP or TCP over IPv4 or IPv6, untagged), with the same RFC 1624
-// checksum updates; kernel.rs there decides which flows qualify.
+// the kernel takes (plain UDP or TCP over IPv4 or IPv6, untagged or behind one 802.1Q tag),
+// with the same RFC 1624 checksum updates; kernel.rs there decides which flows qualify.
 #define FP_FLOW_SET_DST 1 // the destination MAC becomes `dst`
 #define FP_FLOW_SET_SRC 2 // the source MAC becomes `src`
 #define FP_FLOW_DEC_TTL 4 // the TTL or hop limit goes down by one (at most 1: user space)
@@ -122,7 +122,12 @@ struct fp_flow_key {
 #define FP_FLOW_SET_IP_DST 32 // the destination address becomes `ip_dst`
 #define FP_FLOW_SET_L4_SRC 64 // the TCP/UDP source port becomes `l4_src`
 #define FP_FLOW_SET_L4_DST 128 // the TCP/UDP destination port becomes `l4_dst`
-#define FP_FLOW_PUSH_VLAN 256 // an 802.1Q tag with TCI `vlan_tci` goes after the MACs
+#define FP_FLOW_PUSH_VLAN 256 // untagged: an 802.1Q tag with TCI `vlan_tci` goes after the MACs
+#define FP_FLOW_POP_VLAN 512 // tagged: the tag goes
+#define FP_FLOW_SET_TCI 1024 // tagged: the TCI becomes (TCI & `vlan_keep`) | `vlan_tci`
+
+// OpenFlow: `fp_flow_key.flags` of a frame with a VLAN tag (user space's FlowKey::FLAG_VLAN).
+#define FP_KEY_VLAN 1
 
 // OpenFlow: a value of `flows`. `generation` must equal `flow_generation`'s, or the entry is
 // stale (the tables changed since); `result` is user space's stored result the flow resolved
@@ -139,7 +144,7 @@ struct fp_flow {
 	__u8 ip_src[16];
 	__u8 ip_dst[16];
 	__u16 vlan_tci;
-	__u16 unused; // keeps the struct free of padding
+	__u16 vlan_keep;
 };
 
 struct fp_count {

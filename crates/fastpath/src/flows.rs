@@ -14,7 +14,7 @@ use std::os::fd::AsFd;
 use std::sync::atomic::Ordering;
 
 use aya::maps::{Array, HashMap, MapData};
-use wirespeed_dataplane::app::openflow::kernel::{FlowSync, KernelDecision};
+use wirespeed_dataplane::app::openflow::kernel::{FlowSync, KernelDecision, KernelTag};
 use wirespeed_packet::flow_key::FlowKey as SyncedKey;
 use wirespeed_packet::memory::SharedWords;
 
@@ -25,7 +25,7 @@ use crate::maps::{self, FlowEntry, FlowKey};
 const WORDS_PER_RESULT: usize = 4;
 
 /// EtherTypes and protocols of the keys the program builds (plain IPv4 or IPv6 with UDP or
-/// TCP, untagged): other keys are never looked up there.
+/// TCP, untagged or behind one 802.1Q tag): other keys are never looked up there.
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_IPV6: u16 = 0x86dd;
 const PROTO_TCP: u8 = 6;
@@ -41,9 +41,19 @@ fn entry(decision: &KernelDecision, ipv4: bool) -> FlowEntry {
         src: decision.eth_src.unwrap_or_default(),
         l4_src: decision.l4_src.unwrap_or(0),
         l4_dst: decision.l4_dst.unwrap_or(0),
-        vlan_tci: decision.push_vlan.unwrap_or(0),
         ..FlowEntry::default()
     };
+    let (tag_op, tci, keep) = match decision.tag {
+        KernelTag::Keep => (0, 0, 0),
+        KernelTag::Push(vid) => (maps::FLOW_PUSH_VLAN, vid, 0),
+        KernelTag::Pop => (maps::FLOW_POP_VLAN, 0, 0),
+        // The PCP and DEI bits stay.
+        KernelTag::SetVid(vid) => (maps::FLOW_SET_TCI, vid, 0xf000),
+        KernelTag::Replace(vid) => (maps::FLOW_SET_TCI, vid, 0),
+    };
+    entry.ops = tag_op;
+    entry.vlan_tci = tci;
+    entry.vlan_keep = keep;
     let (src, dst) = if ipv4 {
         let v4 = |addr: Option<Ipv4Addr>, field: &mut [u8; 16]| {
             addr.map(|addr| field[..4].copy_from_slice(&addr.octets()))
@@ -69,7 +79,6 @@ fn entry(decision: &KernelDecision, ipv4: bool) -> FlowEntry {
         (dst.is_some(), maps::FLOW_SET_IP_DST),
         (decision.l4_src.is_some(), maps::FLOW_SET_L4_SRC),
         (decision.l4_dst.is_some(), maps::FLOW_SET_L4_DST),
-        (decision.push_vlan.is_some(), maps::FLOW_PUSH_VLAN),
     ];
     for (on, op) in ops {
         if on {
@@ -148,8 +157,8 @@ impl FlowMirror {
 
 impl FlowSync for FlowMirror {
     fn install(&mut self, key: &SyncedKey, result: u32, decision: &KernelDecision) {
-        let plain = key.flags == 0
-            && key.vlan == 0
+        let untagged = key.flags == 0 && key.vlan == 0;
+        let plain = (untagged || key.flags == SyncedKey::FLAG_VLAN)
             && matches!(key.ethertype, ETHERTYPE_IPV4 | ETHERTYPE_IPV6)
             && matches!(key.ip_proto, PROTO_TCP | PROTO_UDP);
         if !plain {
@@ -214,7 +223,7 @@ mod tests {
             ipv6_dst: Some(v6),
             l4_src: Some(1000),
             l4_dst: Some(53),
-            push_vlan: Some(100),
+            tag: KernelTag::Push(100),
             dec_ttl: true,
             ..output
         };
@@ -236,6 +245,16 @@ mod tests {
         let ipv6 = entry(&decision, false);
         assert_eq!(ipv6.ops, every);
         assert_eq!((ipv6.ip_src, ipv6.ip_dst), (v6.octets(), v6.octets()));
+
+        // A tagged frame's tag: popped, or its TCI rewritten keeping PCP and DEI or not.
+        let tag = |tag| {
+            let entry = entry(&KernelDecision { tag, ..output }, true);
+            (entry.ops, entry.vlan_tci, entry.vlan_keep)
+        };
+        assert_eq!(tag(KernelTag::Keep), (0, 0, 0));
+        assert_eq!(tag(KernelTag::Pop), (maps::FLOW_POP_VLAN, 0, 0));
+        assert_eq!(tag(KernelTag::SetVid(5)), (maps::FLOW_SET_TCI, 5, 0xf000));
+        assert_eq!(tag(KernelTag::Replace(6)), (maps::FLOW_SET_TCI, 6, 0));
 
         // The other family's addresses do nothing to a flow's frames.
         let only_v6 = KernelDecision {

@@ -25,10 +25,10 @@
 //!   the kernel's maps ([`RouterMirror`]);
 //! * openflow: the flows of the app's exact-match cache whose actions the kernel can apply (one
 //!   output, or none: a drop; after MAC, IP address and TCP/UDP port rewrites with their
-//!   checksums, a TTL decrement and an 802.1Q tag pushed), for plain UDP and TCP over IPv4 or
-//!   IPv6, untagged; misses, tagged frames and every other action go to user space, which
-//!   fills the kernel's cache as its own fills and counts what the kernel forwarded or
-//!   dropped per flow ([`FlowMirror`]).
+//!   checksums, a TTL decrement and an 802.1Q tag pushed, popped or given a new id), for
+//!   plain UDP and TCP over IPv4 or IPv6, untagged or behind one 802.1Q tag; misses, other
+//!   frames and every other action go to user space, which fills the kernel's cache as its
+//!   own fills and counts what the kernel forwarded or dropped per flow ([`FlowMirror`]).
 //!
 //! One [`FastPath`] serves a switch: one program attached to every port's interface. Each port
 //! is a *slot* (its index in the configuration); the [`XdpAttachment`] of slot *s* puts its

@@ -95,8 +95,12 @@ pub const FLOW_SET_IP_DST: u16 = 32;
 pub const FLOW_SET_L4_SRC: u16 = 64;
 /// `FlowEntry::ops`: the TCP/UDP destination port becomes `l4_dst`.
 pub const FLOW_SET_L4_DST: u16 = 128;
-/// `FlowEntry::ops`: an 802.1Q tag with TCI `vlan_tci` is pushed.
+/// `FlowEntry::ops`: an untagged frame gets an 802.1Q tag with TCI `vlan_tci`.
 pub const FLOW_PUSH_VLAN: u16 = 256;
+/// `FlowEntry::ops`: a tagged frame loses its tag.
+pub const FLOW_POP_VLAN: u16 = 512;
+/// `FlowEntry::ops`: a tagged frame's TCI becomes `(TCI & vlan_keep) | vlan_tci`.
+pub const FLOW_SET_TCI: u16 = 1024;
 
 /// A value of the `flows` map (16-bit fields in host order).
 #[repr(C)]
@@ -113,8 +117,7 @@ pub struct FlowEntry {
     pub ip_src: [u8; 16],
     pub ip_dst: [u8; 16],
     pub vlan_tci: u16,
-    /// Keeps the struct free of padding.
-    pub unused: u16,
+    pub vlan_keep: u16,
 }
 
 /// Packets and bytes.
@@ -229,6 +232,12 @@ mod tests {
         assert_eq!(defined("FP_FLOW_SET_L4_SRC"), u64::from(FLOW_SET_L4_SRC));
         assert_eq!(defined("FP_FLOW_SET_L4_DST"), u64::from(FLOW_SET_L4_DST));
         assert_eq!(defined("FP_FLOW_PUSH_VLAN"), u64::from(FLOW_PUSH_VLAN));
+        assert_eq!(defined("FP_FLOW_POP_VLAN"), u64::from(FLOW_POP_VLAN));
+        assert_eq!(defined("FP_FLOW_SET_TCI"), u64::from(FLOW_SET_TCI));
+        assert_eq!(
+            defined("FP_KEY_VLAN"),
+            u64::from(wirespeed_packet::flow_key::FlowKey::FLAG_VLAN)
+        );
         assert_eq!(defined("FP_ROUTE_LOCAL"), u64::from(ROUTE_LOCAL));
         assert_eq!(defined("FP_ROUTE_ECMP"), u64::from(ROUTE_ECMP));
         assert_eq!(defined("FP_DIR24_BLOCK"), DIR24_BLOCK as u64);

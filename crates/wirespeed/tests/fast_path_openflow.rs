@@ -14,8 +14,8 @@
 //!
 //! The second test's flows use every other action the kernel applies (new IPv4 and IPv6
 //! addresses and TCP/UDP ports with their checksums, UDP checksums of 0 kept, a VLAN tag pushed
-//! with a new id or pushed and popped, a drop) and one it leaves to user space (a port set
-//! twice). User space's rewrite is the reference: both runs must give the same frames out,
+//! with a new id or pushed and popped, a tag popped off a tagged frame, given a new id or
+//! replaced, a drop) and one it leaves to user space (a port set twice). User space's rewrite is the reference: both runs must give the same frames out,
 //! byte for byte, with valid checksums; every flow counts every frame it was sent; the kernel
 //! forwarded and dropped a good share.
 
@@ -314,8 +314,8 @@ fn the_kernel_forwards_cached_flows_as_the_pipeline_does_and_their_counts_reach_
 }
 
 /// The second test's flows, by UDP or TCP destination port: (match, actions), `T1` standing
-/// for t1's MAC. All but the last can be applied by the kernel.
-const ACTION_FLOWS: [(u16, &str, &str); 7] = [
+/// for t1's MAC. All but the one setting a port twice can be applied by the kernel.
+const ACTION_FLOWS: [(u16, &str, &str); 10] = [
     (
         100,
         "eth_type=0x0800 ip_proto=17",
@@ -352,18 +352,35 @@ const ACTION_FLOWS: [(u16, &str, &str); 7] = [
         "eth_type=0x0800 ip_proto=17",
         "set_field:l4_src=1,set_field:l4_src=2,set_field:eth_dst=T1,output:p1",
     ),
+    // Tagged frames: the tag popped, given a new id (its PCP kept), replaced.
+    (
+        107,
+        "eth_type=0x0800 ip_proto=17 vlan=10",
+        "pop_vlan,set_field:ip_dst=198.19.9.9,set_field:eth_dst=T1,output:p1",
+    ),
+    (
+        108,
+        "eth_type=0x86dd ip_proto=6 vlan=11",
+        "set_field:vlan_vid=21,dec_ttl,set_field:eth_dst=T1,output:p1",
+    ),
+    (
+        109,
+        "eth_type=0x0800 ip_proto=17 vlan=12",
+        "pop_vlan,push_vlan:22,set_field:l4_dst=6000,set_field:eth_dst=T1,output:p1",
+    ),
 ];
 
 /// The second test's frames: four flows (source ports) to each of [`ACTION_FLOWS`]' ports, of
-/// the family and protocol its match names; IPv4 UDP also with a checksum of 0 (none), IPv6
-/// UDP too (which user space keeps as it is); the TCP flow with TTL 1 (dropped by dec_ttl).
+/// the family, protocol and VLAN its match names (tags with PCP 5); IPv4 UDP also with a
+/// checksum of 0 (none), IPv6 UDP too (which user space keeps as it is); the TCP flow with
+/// TTL 1 (dropped by dec_ttl).
 fn action_mix(src_mac: [u8; 6], dst_mac: [u8; 6]) -> Vec<Vec<u8>> {
     let macs = |b: FrameBuilder| b.macs(EthernetAddress(src_mac), EthernetAddress(dst_mac));
     let (v4, v6) = addresses();
     let mut frames = Vec::new();
     for (dst_port, matches, _) in ACTION_FLOWS {
         let ipv6 = matches.contains("0x86dd");
-        let tcp = matches.ends_with("=6");
+        let tcp = matches.contains("ip_proto=6");
         for src_port in 1000..1004 {
             let l4 = if tcp {
                 L4::Tcp { src_port, dst_port }
@@ -375,9 +392,19 @@ fn action_mix(src_mac: [u8; 6], dst_mac: [u8; 6]) -> Vec<Vec<u8>> {
             } else {
                 FrameBuilder::ipv4_udp().with_l3(v4)
             };
-            let mut frame = macs(builder.with_l4(l4)).build();
+            let vlan = matches
+                .split_once("vlan=")
+                .map(|(_, vid)| vid.parse().unwrap());
+            let mut builder = macs(builder.with_l4(l4));
+            if let Some(vid) = vlan {
+                builder = builder.vlan(vid);
+            }
+            let mut frame = builder.build();
+            if vlan.is_some() {
+                frame[14] |= 0xa0;
+            }
             if src_port == 1003 && !tcp {
-                let at = if ipv6 { 60 } else { 40 };
+                let at = l3_offset(&frame) + if ipv6 { 46 } else { 26 };
                 frame[at..at + 2].fill(0);
             }
             frames.push(frame);
@@ -477,14 +504,22 @@ fn the_kernel_rewrites_addresses_ports_and_tags_and_drops_as_the_pipeline_does()
     for frame in &fast.received {
         assert!(checksums_valid(frame), "bad checksum: {frame:02x?}");
     }
-    // The tagged flow leaves with VLAN 20, and the UDP checksums of 0 stay 0.
-    assert!(fast.received.iter().any(|f| f[12..16] == [0x81, 0, 0, 20]));
+    // The tags the flows push or rewrite (PCP kept by a new id, not by a new tag), and the
+    // UDP checksums of 0 stay 0.
+    for tag in [[0x81, 0, 0, 20], [0x81, 0, 0xa0, 21], [0x81, 0, 0, 22]] {
+        let tagged = fast.received.iter().filter(|f| f[12..16] == tag).count();
+        assert_eq!(tagged, 4 * ROUNDS, "{tag:02x?}");
+    }
     let zero_sums = |ipv6: bool| {
-        let (ethertype, at) = if ipv6 { (0x86, 60) } else { (0x08, 40) };
-        let zero = |f: &&Vec<u8>| f[12] == ethertype && f[at..at + 2] == [0, 0];
+        let zero = |f: &&Vec<u8>| {
+            let l3 = l3_offset(f);
+            let (ethertype, protocol, at) = if ipv6 { (0x86, 6, 46) } else { (0x08, 9, 26) };
+            let udp = f[l3 - 2] == ethertype && f[l3 + protocol] == 17;
+            udp && f[l3 + at..l3 + at + 2] == [0, 0]
+        };
         fast.received.iter().filter(zero).count()
     };
-    assert!(zero_sums(false) >= 2 * ROUNDS && zero_sums(true) >= ROUNDS);
+    assert!(zero_sums(false) >= 4 * ROUNDS && zero_sums(true) >= ROUNDS);
     for (run, path) in [(&pipeline, "off"), (&fast, "xdp")] {
         for ((dst_port, _, _), packets) in ACTION_FLOWS.iter().zip(&run.flow_packets) {
             // The TTL-1 frame matches its flow before dec_ttl drops it.
@@ -499,8 +534,10 @@ fn the_kernel_rewrites_addresses_ports_and_tags_and_drops_as_the_pipeline_does()
     let row = fast_path_row(out, "p0");
     let (forwarded, dropped) = (row[0], row[row.len() - 1]);
     let sent = (ACTION_FLOWS.len() * 4 + 1) * ROUNDS;
-    eprintln!("{sent} frames sent, {forwarded} forwarded and {dropped} dropped by the kernel");
-    // 20 flows the kernel forwards and 4 it drops, 300 frames each: most after the cache took
+    eprintln!(
+        "{sent} frames sent, {forwarded} forwarded and {dropped} dropped by the kernel; p0: {row:?}"
+    );
+    // 32 flows the kernel forwards and 4 it drops, 300 frames each: most after the cache took
     // them.
     assert!(forwarded >= 1000 && dropped >= 100, "{out}");
 }

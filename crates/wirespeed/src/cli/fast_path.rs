@@ -92,7 +92,7 @@ pub fn choose(config: &Config) -> Result<FastPathChoice> {
                         PortPlan::OpenFlow => "UDP and TCP flows of the flow cache whose \
                                                actions the kernel can apply (one output or a \
                                                drop, after MAC, IP and port rewrites, a TTL \
-                                               decrement, a VLAN push); misses, other \
+                                               decrement, a VLAN push, pop or id); misses, other \
                                                actions and other frames in user space"
                             .to_string(),
                         PortPlan::User => "no peer: every frame to user space".to_string(),

@@ -4,17 +4,16 @@
 //! User space stays the owner of every table. When its exact-match cache takes a flow, the app
 //! hands the flow's key and its stored result's decision to a [`FlowSync`] (the fast path's
 //! `FlowMirror`), if the kernel can apply it: a single output or none (a drop), after new MAC
-//! addresses, IPv4 or IPv6 addresses and TCP/UDP ports, a TTL decrement and one 802.1Q tag
-//! pushed (its id set or the tag popped again on the way). Everything else (copies, flood,
-//! frames for the controller, a second tag, a field set twice, a table miss) stays on the
-//! user-space path, where it is counted by reason. When the
-//! tables change, the app's flush of its caches also makes every kernel entry stale at once
-//! ([`FlowSync::invalidate`], a generation as the user-space cache has), before the change's
-//! `ctl` reply. The kernel counts packets and bytes per stored result; the app adds what is
-//! new since it last looked to the result's counts before it folds them into the flows
-//! ([`KernelCopy::pull`]), so flow statistics and idle timeouts see both paths. A kernel hit's
-//! time of use is the time of that reading (the app reads at least every tenth of a second
-//! while a flow has a timeout).
+//! addresses, IPv4 or IPv6 addresses and TCP/UDP ports, a TTL decrement, and one 802.1Q tag
+//! pushed, popped or given a new id. Everything else (copies, flood, frames for the
+//! controller, a second tag, a field set twice, a table miss) stays on the user-space path,
+//! where it is counted by reason. When the tables change, the app's flush of its caches also
+//! makes every kernel entry stale at once ([`FlowSync::invalidate`], a generation as the
+//! user-space cache has), before the change's `ctl` reply. The kernel counts packets and bytes per
+//! stored result; the app adds what is new since it last looked to the result's counts before
+//! it folds them into the flows ([`KernelCopy::pull`]), so flow statistics and idle timeouts
+//! see both paths. A kernel hit's time of use is the time of that reading (the app reads at
+//! least every tenth of a second while a flow has a timeout).
 
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -25,9 +24,26 @@ use wirespeed_packet::flow_key::FlowKey;
 use super::action::{Action, SetField};
 use super::table::{Hot, Plan, Resolved};
 
-/// What the kernel does with a flow's frames, which are untagged (the only ones it takes):
-/// the rewrites, in the order the fields lie in the frame (the checksums come out the same in
-/// any order: one's complement addition is associative), then the output.
+/// What becomes of the 802.1Q tag of a flow's frames.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KernelTag {
+    /// Left as it is: none, or the one the frame arrived with.
+    #[default]
+    Keep,
+    /// An untagged frame gets a tag with this id (PCP 0).
+    Push(u16),
+    /// A tagged frame loses its tag.
+    Pop,
+    /// A tagged frame's tag gets this id; its PCP and DEI stay.
+    SetVid(u16),
+    /// A tagged frame's tag is popped and another pushed: its TCI becomes this id (PCP 0).
+    Replace(u16),
+}
+
+/// What the kernel does with a flow's frames, which arrive untagged or with one 802.1Q tag
+/// (the only ones it takes): the rewrites, in the order the fields lie in the frame (the
+/// checksums come out the same in any order: one's complement addition is associative), then
+/// the output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KernelDecision {
     /// The output port; `None`: the frame is dropped (the flow has no output).
@@ -43,8 +59,8 @@ pub struct KernelDecision {
     /// New TCP/UDP ports.
     pub l4_src: Option<u16>,
     pub l4_dst: Option<u16>,
-    /// The id of an 802.1Q tag (PCP 0) the frame leaves with.
-    pub push_vlan: Option<u16>,
+    /// What becomes of the frame's 802.1Q tag.
+    pub tag: KernelTag,
     /// The TTL or hop limit goes down by one (a frame that would leave with 0 goes to user
     /// space, which drops and counts it).
     pub dec_ttl: bool,
@@ -60,12 +76,22 @@ fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     Some(())
 }
 
+/// The frame's tag while the actions run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    /// The one it arrived with, with a new id if one was set.
+    Arrived(Option<u16>),
+    Untagged,
+    /// One pushed by an action, with this id.
+    Pushed(u16),
+}
+
 impl KernelDecision {
-    /// The decision for a stored result applied to an untagged frame, when the kernel can
-    /// apply all of it: a single output (the plan's, or the last action after the rewrites
-    /// listed in [`KernelDecision`]'s fields) or none (a drop), and no table miss (whose
-    /// counters user space keeps).
-    pub(crate) fn of(hot: &Hot, resolved: &Resolved) -> Option<KernelDecision> {
+    /// The decision for a stored result applied to a frame that arrives with a tag
+    /// (`tagged`) or without one, when the kernel can apply all of it: a single output (the
+    /// plan's, or the last action after the rewrites listed in [`KernelDecision`]'s fields)
+    /// or none (a drop), and no table miss (whose counters user space keeps).
+    pub(crate) fn of(hot: &Hot, resolved: &Resolved, tagged: bool) -> Option<KernelDecision> {
         if hot.miss {
             return None;
         }
@@ -84,8 +110,11 @@ impl KernelDecision {
                     out_port: Some(*port),
                     ..KernelDecision::default()
                 };
-                // The frame's tag so far: none on arrival.
-                let mut tag = None;
+                let mut tag = if tagged {
+                    Tag::Arrived(None)
+                } else {
+                    Tag::Untagged
+                };
                 for action in rewrites {
                     match *action {
                         Action::SetField(field) => match field {
@@ -98,21 +127,29 @@ impl KernelDecision {
                             SetField::L4Src(port) => once(&mut decision.l4_src, port)?,
                             SetField::L4Dst(port) => once(&mut decision.l4_dst, port)?,
                             // On an untagged frame it does nothing, as in user space.
-                            SetField::VlanVid(vid) => {
-                                if let Some(tag) = &mut tag {
-                                    *tag = vid & 0x0fff;
-                                }
-                            }
+                            SetField::VlanVid(vid) => match &mut tag {
+                                Tag::Arrived(id) => *id = Some(vid & 0x0fff),
+                                Tag::Pushed(id) => *id = vid & 0x0fff,
+                                Tag::Untagged => {}
+                            },
                         },
                         // A second tag would be an 802.1ad one: user space's.
-                        Action::PushVlan(vid) if tag.is_none() => tag = Some(vid & 0x0fff),
-                        Action::PopVlan => tag = None,
+                        Action::PushVlan(vid) if tag == Tag::Untagged => {
+                            tag = Tag::Pushed(vid & 0x0fff)
+                        }
+                        Action::PopVlan => tag = Tag::Untagged,
                         // Twice is not once: the kernel decrements once.
                         Action::DecTtl if !decision.dec_ttl => decision.dec_ttl = true,
                         _ => return None,
                     }
                 }
-                decision.push_vlan = tag;
+                decision.tag = match (tagged, tag) {
+                    (_, Tag::Arrived(None)) | (false, Tag::Untagged) => KernelTag::Keep,
+                    (_, Tag::Arrived(Some(vid))) => KernelTag::SetVid(vid),
+                    (true, Tag::Untagged) => KernelTag::Pop,
+                    (false, Tag::Pushed(vid)) => KernelTag::Push(vid),
+                    (true, Tag::Pushed(vid)) => KernelTag::Replace(vid),
+                };
                 Some(decision)
             }
         }
@@ -167,7 +204,8 @@ impl KernelCopy {
 
     /// The cache took `key` for result `slot`.
     pub fn cached(&mut self, key: &FlowKey, slot: u32, hot: &Hot, resolved: &Resolved) {
-        if let Some(decision) = KernelDecision::of(hot, resolved) {
+        let tagged = key.flags & FlowKey::FLAG_VLAN != 0;
+        if let Some(decision) = KernelDecision::of(hot, resolved, tagged) {
             self.sync.install(key, slot, &decision);
         }
     }
@@ -205,8 +243,12 @@ mod tests {
     const MAC: [u8; 6] = [2, 0, 0, 0, 0, 9];
 
     /// The decision for a stored result of `actions` (as the slow path stores them: ending
-    /// with the last output), not a miss.
+    /// with the last output), not a miss, for an untagged frame.
     fn decide(actions: &[Action]) -> Option<KernelDecision> {
+        decide_for(actions, false)
+    }
+
+    fn decide_for(actions: &[Action], tagged: bool) -> Option<KernelDecision> {
         let resolved = Resolved {
             actions: actions.to_vec(),
             ..Resolved::default()
@@ -215,7 +257,7 @@ mod tests {
             plan: Plan::Actions,
             ..Hot::default()
         };
-        KernelDecision::of(&hot, &resolved)
+        KernelDecision::of(&hot, &resolved, tagged)
     }
 
     fn output(port: u16) -> KernelDecision {
@@ -234,17 +276,21 @@ mod tests {
             ..Hot::default()
         };
         assert_eq!(
-            KernelDecision::of(&plan(Plan::Output(3), false), &resolved),
+            KernelDecision::of(&plan(Plan::Output(3), false), &resolved, false),
             Some(output(3))
         );
-        let drop = KernelDecision::of(&plan(Plan::Discard(DropReason::NoOutput), false), &resolved);
+        let drop = KernelDecision::of(
+            &plan(Plan::Discard(DropReason::NoOutput), false),
+            &resolved,
+            true,
+        );
         assert_eq!(drop, Some(KernelDecision::default()));
         assert_eq!(drop.unwrap().out_port, None);
         // A miss's counters are user space's, whatever its plan.
         let miss = plan(Plan::Discard(DropReason::TableMiss), true);
-        assert_eq!(KernelDecision::of(&miss, &resolved), None);
+        assert_eq!(KernelDecision::of(&miss, &resolved, false), None);
         assert_eq!(
-            KernelDecision::of(&plan(Plan::Output(1), true), &resolved),
+            KernelDecision::of(&plan(Plan::Output(1), true), &resolved, false),
             None
         );
     }
@@ -313,7 +359,7 @@ mod tests {
             (
                 Action::PushVlan(0x1064),
                 KernelDecision {
-                    push_vlan: Some(0x064),
+                    tag: KernelTag::Push(0x064),
                     ..output(1)
                 },
             ),
@@ -340,28 +386,28 @@ mod tests {
     #[test]
     fn the_tag_follows_pushes_pops_and_new_ids_in_order() {
         let push = Action::PushVlan(10);
+        let pop = Action::PopVlan;
         let vid = Action::SetField(SetField::VlanVid(20));
-        let pushed = |vid| KernelDecision {
-            push_vlan: Some(vid),
-            ..output(2)
-        };
-        assert_eq!(decide(&[push, vid, Action::Output(2)]), Some(pushed(20)));
-        assert_eq!(decide(&[vid, push, Action::Output(2)]), Some(pushed(10)));
-        assert_eq!(
-            decide(&[push, Action::PopVlan, Action::Output(2)]),
-            Some(output(2))
-        );
-        assert_eq!(
-            decide(&[
-                push,
-                Action::PopVlan,
-                Action::PushVlan(30),
-                Action::Output(2)
-            ]),
-            Some(pushed(30))
-        );
+        let out = Action::Output(2);
+        let tag = |tag| Some(KernelDecision { tag, ..output(2) });
+        let untagged = |actions: &[Action]| decide_for(actions, false);
+        assert_eq!(untagged(&[push, vid, out]), tag(KernelTag::Push(20)));
+        assert_eq!(untagged(&[vid, push, out]), tag(KernelTag::Push(10)));
+        assert_eq!(untagged(&[push, pop, out]), tag(KernelTag::Keep));
+        assert_eq!(untagged(&[pop, vid, out]), tag(KernelTag::Keep));
+        let pushed_again = [push, pop, Action::PushVlan(30), out];
+        assert_eq!(untagged(&pushed_again), tag(KernelTag::Push(30)));
+        let tagged = |actions: &[Action]| decide_for(actions, true);
+        assert_eq!(tagged(&[out]), tag(KernelTag::Keep));
+        assert_eq!(tagged(&[pop, out]), tag(KernelTag::Pop));
+        assert_eq!(tagged(&[vid, out]), tag(KernelTag::SetVid(20)));
+        assert_eq!(tagged(&[pop, vid, out]), tag(KernelTag::Pop));
+        assert_eq!(tagged(&[pop, push, out]), tag(KernelTag::Replace(10)));
+        assert_eq!(tagged(&[pop, push, vid, out]), tag(KernelTag::Replace(20)));
         // Two tags at once: the outer one would be 802.1ad.
-        assert_eq!(decide(&[push, push, Action::Output(2)]), None);
+        assert_eq!(untagged(&[push, push, out]), None);
+        assert_eq!(tagged(&[push, out]), None);
+        assert_eq!(tagged(&[vid, push, pop, out]), None);
     }
 
     #[test]
@@ -382,7 +428,7 @@ mod tests {
                 l4_dst: Some(53),
                 dec_ttl: true,
                 eth_dst: Some(MAC),
-                push_vlan: Some(7),
+                tag: KernelTag::Push(7),
                 ..output(4)
             })
         );
