@@ -454,6 +454,8 @@ struct ActionRun {
     received: Vec<Vec<u8>>,
     /// Each flow's packet count in `flow show`, in [`ACTION_FLOWS`]' order.
     flow_packets: Vec<u64>,
+    /// `ctl show counters`' total of frames dropped for having no output (both paths).
+    no_output: u64,
     out: String,
 }
 
@@ -473,11 +475,13 @@ fn action_run(prefix: &str, fast_path: &str) -> Option<ActionRun> {
         .iter()
         .map(|(dst_port, _, _)| dut.flow_packets(&format!("l4_dst={dst_port} ")))
         .collect();
+    let no_output = counter_total(&dut.socket, "drop.no_output");
     let (success, out) = dut.switch.interrupt();
     assert!(success && out.contains("conservation holds"), "{out}");
     Some(ActionRun {
         received,
         flow_packets,
+        no_output,
         out,
     })
 }
@@ -521,6 +525,7 @@ fn the_kernel_rewrites_addresses_ports_and_tags_and_drops_as_the_pipeline_does()
     };
     assert!(zero_sums(false) >= 4 * ROUNDS && zero_sums(true) >= ROUNDS);
     for (run, path) in [(&pipeline, "off"), (&fast, "xdp")] {
+        assert_eq!(run.no_output, 4 * ROUNDS as u64, "fast_path = {path}");
         for ((dst_port, _, _), packets) in ACTION_FLOWS.iter().zip(&run.flow_packets) {
             // The TTL-1 frame matches its flow before dec_ttl drops it.
             let sent = 4 * ROUNDS + if *dst_port == 101 { ROUNDS } else { 0 };

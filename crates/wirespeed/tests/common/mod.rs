@@ -293,16 +293,22 @@ pub fn ctl_at(socket: &std::path::Path, words: &[&str]) -> (bool, String) {
     (output.status.success(), text)
 }
 
-/// Frames the switch on `socket` has taken in: received by its workers or forwarded by the
-/// kernel's fast path (the `rx_packets` row's total in `show counters`).
+/// Frames the switch on `socket` has taken in: received by its workers, or forwarded or
+/// dropped by the kernel's fast path (the `rx_packets` row's total in `show counters`).
 pub fn frames_taken(socket: &std::path::Path) -> u64 {
+    counter_total(socket, "rx_packets")
+}
+
+/// The total (the last column: workers and fast path) of `row` in `ctl show counters`.
+pub fn counter_total(socket: &std::path::Path, row: &str) -> u64 {
     let (success, text) = ctl_at(socket, &["show", "counters"]);
     assert!(success, "{text}");
+    let prefix = format!("{row} ");
     text.lines()
-        .find(|line| line.starts_with("rx_packets "))
+        .find(|line| line.starts_with(&prefix))
         .and_then(|line| line.split_whitespace().last())
         .and_then(|value| value.parse().ok())
-        .unwrap_or_else(|| panic!("no rx_packets row:\n{text}"))
+        .unwrap_or_else(|| panic!("no {row} row:\n{text}"))
 }
 
 /// Brings the DuT namespace's loopback up: where the OpenFlow agent listens and its
