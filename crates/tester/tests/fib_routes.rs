@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use wirespeed_lab::run;
 use wirespeed_tester::dut::probe::TesterPorts;
-use wirespeed_tester::dut::routes::{LINUX_PROTO, LinuxRouterFib, RouteTable};
+use wirespeed_tester::dut::routes::{LINUX_PROTO, LinuxRouterFib, Prefixes, RouteTable};
 use wirespeed_tester::dut::{Dut, Wiring};
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_testkit::routes::{ipv4_destinations, ipv4_prefixes};
@@ -40,7 +40,10 @@ fn the_linux_router_installs_forwards_over_and_removes_a_thousand_routes() {
     assert_eq!(bulk_routes(&wiring), 999);
 
     // 64 frames to destinations spread over the table: each comes back routed.
-    let destinations: Vec<Ipv4Addr> = ipv4_destinations(table.prefixes(), 64, 7)
+    let Prefixes::V4(prefixes) = table.prefixes() else {
+        panic!("an IPv4 table")
+    };
+    let destinations: Vec<Ipv4Addr> = ipv4_destinations(prefixes, 64, 7)
         .into_iter()
         .map(Ipv4Addr::from)
         .collect();

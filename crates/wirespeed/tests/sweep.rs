@@ -78,6 +78,39 @@ fn bench_fib_measures_each_router_at_each_table_size() {
 }
 
 #[test]
+fn bench_fib_sweeps_ipv6_tables_with_ipv6_frames() {
+    let Some((json, dir)) = sweep(
+        "wsxfi6",
+        &[
+            "fib",
+            "--ip",
+            "6",
+            "--duts",
+            "wirespeed-router,linux-router",
+            "--routes",
+            "1,300",
+        ],
+        "fib.json",
+    ) else {
+        return;
+    };
+    // The report says the version, and the frames were IPv6's smallest.
+    assert_eq!(json["ip"], 6);
+    assert_eq!(json["frame_size"], 84);
+    assert_measured(&json["points"], 4);
+    assert_eq!(json["tables"][1]["routes"], 300);
+    let routes: Vec<f64> = json["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["routes"].as_f64().unwrap())
+        .collect();
+    assert_eq!(routes, [1.0, 1.0, 300.0, 300.0]);
+    let svg = std::fs::read_to_string(dir.join("fib.svg")).unwrap();
+    assert!(svg.contains("IPv6"), "{svg}");
+}
+
+#[test]
 fn bench_model_fits_the_spin_curve_and_walks_two_working_sets() {
     let Some((json, dir)) = sweep(
         "wsxmod",

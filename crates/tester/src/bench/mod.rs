@@ -33,7 +33,7 @@ pub mod generators;
 pub mod placement;
 pub mod sweep;
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -69,9 +69,9 @@ pub struct ForwardingConfig {
     pub generator: Generator,
     /// Frames per second to offer, evenly spaced; `None` for as fast as the generator sends.
     pub offered_pps: Option<f64>,
-    /// IPv4 destinations the frames spread over (a router DuT with a large table); empty for
-    /// the lab's one destination.
-    pub destinations: Vec<Ipv4Addr>,
+    /// Destinations the frames spread over (a router DuT with a large table), all of `ip`'s
+    /// version; empty for the lab's one destination.
+    pub destinations: Vec<IpAddr>,
     /// The frames' IP version.
     pub ip: IpVersion,
 }
@@ -335,7 +335,7 @@ fn template(
     })
     .and_then(|template| match config.destinations.as_slice() {
         [] => Ok(template),
-        spread => template.with_destinations(spread.to_vec()),
+        spread => template.with_spread(spread),
     })
     .map_err(|error| error.to_string())
 }

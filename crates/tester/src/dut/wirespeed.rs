@@ -27,7 +27,7 @@ use wirespeed_packet::wire::EthernetAddress;
 use super::linux_router::routed;
 use super::routes::RouteTable;
 use super::scraper::Scraper;
-use super::{Dut, DutError, GENERATOR_PREFIX6, Steps, Wiring};
+use super::{Dut, DutError, Steps, Wiring};
 
 /// Frames in the switch's pool: each of its two AF_XDP ports may hold a fill and an RX ring of
 /// 2048 and TX and completion rings of [`DUT_EGRESS_FRAMES`] (40960 in all), with room to spare.
@@ -352,8 +352,7 @@ impl WirespeedDut {
                 "[[router.interface]]\nport = \"p0\"\naddresses = [\"{}/24\", \"{}/64\"]\n\n\
                  [[router.interface]]\nport = \"p1\"\naddresses = [\"{}/24\", \"{}/64\"]\n\n\
                  [[router.neighbour]]\nport = \"p1\"\naddress = \"{gateway}\"\nmac = \"{mac}\"\n\n\
-                 [[router.neighbour]]\nport = \"p1\"\naddress = \"{gateway6}\"\nmac = \"{mac}\"\n\n\
-                 [[router.route]]\nprefix = \"{GENERATOR_PREFIX6}\"\nvia = [\"{gateway6}\"]\n",
+                 [[router.neighbour]]\nport = \"p1\"\naddress = \"{gateway6}\"\nmac = \"{mac}\"\n",
                 wiring.ingress.dut_ipv4,
                 wiring.ingress.dut_ipv6,
                 wiring.egress.dut_ipv4,
@@ -361,16 +360,17 @@ impl WirespeedDut {
             ));
             // A table that fits the configuration file goes in it; a larger one is loaded
             // through the control socket once the switch runs (see `load_routes`), with the
-            // lab's destinations configured meanwhile so that the switch starts as a router.
+            // lab's destinations of both versions (the first two routes) configured meanwhile
+            // so that the switch starts as a router.
+            let all = routes.routes(&wiring.egress);
             let configured = if routes.len() <= CONFIG_ROUTES {
-                routes.prefixes()
+                &all[..]
             } else {
-                routes.prefixes().get(..1).unwrap_or_default()
+                all.get(..2).unwrap_or_default()
             };
-            for &(address, len) in configured {
+            for (prefix, via) in configured {
                 text.push_str(&format!(
-                    "\n[[router.route]]\nprefix = \"{}/{len}\"\nvia = [\"{gateway}\"]\n",
-                    std::net::Ipv4Addr::from(address)
+                    "\n[[router.route]]\nprefix = \"{prefix}\"\nvia = [\"{via}\"]\n"
                 ));
             }
         } else if self.options.app == WirespeedApp::Bridge {
@@ -407,12 +407,14 @@ impl WirespeedDut {
         }
         let path = std::env::temp_dir().join(format!("{stem}.routes"));
         let path_text = path.to_string_lossy().to_string();
-        std::fs::write(&path, routes.route_file(wiring.egress.tester_ipv4)).map_err(|error| {
+        std::fs::write(&path, routes.route_file(&wiring.egress)).map_err(|error| {
             self.start_error("write the route file", format!("{path_text}: {error}"))
         })?;
         self.steps.record(format!(
-            "# {path_text}: {} routes, `PREFIX via {}` per line",
+            "# {path_text}: {} IPv{} routes and the other version's lab destinations, \
+             `PREFIX via {}` per line",
             routes.len(),
+            routes.ip().number(),
             wiring.egress.tester_ipv4
         ));
         self.steps.push_undo(&["rm", "-f", &path_text]);

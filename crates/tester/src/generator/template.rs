@@ -5,15 +5,17 @@
 //! and rewrites the UDP source port to `src_port + i`, fixing the UDP checksum with the RFC 1624
 //! incremental update: no per-packet checksum over the frame, so IPv6 is as cheap as IPv4.
 //!
-//! A template may also spread its frames over many IPv4 destinations
-//! ([`Template::with_destinations`]): frame *i* then goes to destination `i % n`, and stamping
-//! rewrites the destination address too, with both checksums again updated incrementally (the
-//! FIB-size sweep sends to addresses spread over every installed route this way).
+//! A template may also spread its frames over many destinations ([`Template::with_destinations`]
+//! for IPv4, [`Template::with_destinations6`] for IPv6): frame *i* then goes to destination
+//! `i % n`, and stamping rewrites the destination address too, with the checksums again updated
+//! incrementally (the FIB-size sweep sends to addresses spread over every installed route this
+//! way). An IPv6 destination is 16 bytes of the UDP pseudo-header: rather than eight word
+//! updates per frame, each destination keeps its own flow-0 UDP checksum, computed once.
 //!
 //! Frame sizes follow RFC 2544: they count the 4-byte FCS, which the NIC (or veth) adds, so a
 //! "64-byte frame" is 60 bytes in the buffer.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use wirespeed_packet::checksum;
 use wirespeed_packet::wire::{
@@ -73,8 +75,8 @@ pub enum TemplateError {
     #[error("VLAN id {0} is not in 1..=4094")]
     VlanId(u16),
     #[error(
-        "a template spreads over IPv4 destinations only, and needs at least one; give IPv4 \
-         addresses and at least one destination"
+        "a template spreads over destinations of its own IP version, and needs at least one; \
+         give addresses of the template's version and at least one destination"
     )]
     Destinations,
 }
@@ -95,6 +97,9 @@ pub struct Template {
     /// With [`Template::with_destinations`]: the IPv4 destinations (host order) frames cycle
     /// through; empty otherwise.
     destinations: Vec<u32>,
+    /// With [`Template::with_destinations6`]: the IPv6 destinations frames cycle through, each
+    /// with the UDP checksum of flow 0 sent to it; empty otherwise.
+    destinations6: Vec<([u8; 16], u16)>,
     /// The IPv4 header checksum of the frame of flow 0 (with destination 0).
     base_ip_checksum: u16,
 }
@@ -207,6 +212,7 @@ impl Template {
             flows: config.flows,
             ip_offset: l2_len,
             destinations: Vec::new(),
+            destinations6: Vec::new(),
             base_ip_checksum: 0,
         })
     }
@@ -237,9 +243,64 @@ impl Template {
         Ok(self)
     }
 
-    /// The IPv4 destinations frames cycle through (empty for a one-destination template).
+    /// This (IPv6) template with frame *i* sent to `destinations[i % n]`, as
+    /// [`Template::with_destinations`].
+    pub fn with_destinations6(
+        mut self,
+        destinations: Vec<Ipv6Addr>,
+    ) -> Result<Self, TemplateError> {
+        let udp_offset = self.udp_offset;
+        let (ip_bytes, udp_bytes) = self.bytes.split_at_mut(udp_offset);
+        let header = &mut ip_bytes[self.ip_offset..];
+        if destinations.is_empty() || header.len() != ipv6::HEADER_LEN || header[0] >> 4 != 6 {
+            return Err(TemplateError::Destinations);
+        }
+        let mut ip = ipv6::Packet::new_unchecked(header);
+        let src = ip.src_addr();
+        let mut udp_packet = udp::Packet::new_unchecked(udp_bytes);
+        udp_packet.set_src_port(self.base_src_port);
+        self.destinations6 = destinations
+            .iter()
+            .map(|&destination| {
+                udp_packet.fill_checksum_v6(src, destination);
+                (destination.octets(), udp_packet.checksum())
+            })
+            .collect();
+        // The template's own bytes are the frame to the first destination.
+        let (first, checksum) = self.destinations6[0];
+        ip.set_dst_addr(Ipv6Addr::from(first));
+        udp_packet.set_checksum(checksum);
+        self.base_checksum = checksum;
+        Ok(self)
+    }
+
+    /// [`Template::with_destinations`] or [`Template::with_destinations6`], by the version of
+    /// `destinations` (all of one version).
+    pub fn with_spread(self, destinations: &[IpAddr]) -> Result<Self, TemplateError> {
+        let v4: Option<Vec<Ipv4Addr>> = destinations
+            .iter()
+            .map(|a| match a {
+                IpAddr::V4(a) => Some(*a),
+                IpAddr::V6(_) => None,
+            })
+            .collect();
+        let v6: Option<Vec<Ipv6Addr>> = destinations
+            .iter()
+            .map(|a| match a {
+                IpAddr::V6(a) => Some(*a),
+                IpAddr::V4(_) => None,
+            })
+            .collect();
+        match (v4, v6) {
+            (Some(v4), _) if !v4.is_empty() => self.with_destinations(v4),
+            (_, Some(v6)) if !v6.is_empty() => self.with_destinations6(v6),
+            _ => Err(TemplateError::Destinations),
+        }
+    }
+
+    /// The destinations frames cycle through (0 for a one-destination template).
     pub fn destinations(&self) -> usize {
-        self.destinations.len()
+        self.destinations.len().max(self.destinations6.len())
     }
 
     /// Length of every frame of this template (without FCS).
@@ -272,7 +333,7 @@ impl Template {
     /// with destinations the least common multiple of the flows and the destinations.
     pub fn patterns(&self) -> u64 {
         let flows = u64::from(self.flows.max(1));
-        let destinations = self.destinations.len().max(1) as u64;
+        let destinations = self.destinations().max(1) as u64;
         let gcd = |mut a: u64, mut b: u64| {
             while b != 0 {
                 (a, b) = (b, a % b);
@@ -329,11 +390,20 @@ impl Template {
             ip.set_dst_addr(destination.into());
             ip.set_checksum(ip_checksum);
         }
+        let count6 = self.destinations6.len() as u32;
+        if let Some(&(destination, checksum)) = self
+            .destinations6
+            .get(flow.checked_rem(count6).unwrap_or(0) as usize)
+        {
+            udp_checksum = checksum::update_word(checksum, self.base_src_port, port);
+            let mut ip = ipv6::Packet::new_unchecked(&mut out[self.ip_offset..]);
+            ip.set_dst_addr(Ipv6Addr::from(destination));
+        }
         // In UDP a computed checksum of zero is sent as all ones (zero means "none").
         if udp_checksum == 0 {
             udp_checksum = 0xffff;
         }
-        if index == 0 && self.destinations.is_empty() {
+        if index == 0 && self.destinations() == 0 {
             udp_checksum = self.base_checksum;
         }
         let mut packet = udp::Packet::new_unchecked(&mut out[self.udp_offset..]);
@@ -487,6 +557,64 @@ mod tests {
                 .unwrap()
                 .with_destinations(Vec::new())
                 .unwrap_err(),
+            TemplateError::Destinations
+        );
+    }
+
+    #[test]
+    fn ipv6_frames_spread_over_destinations_have_valid_checksums_and_cycle_through_them() {
+        let destinations: Vec<Ipv6Addr> = (0..5u128)
+            .map(|i| Ipv6Addr::from((0x2400_0000_0000_0000 << 64) + (i << 80) + i * 0x1234_5678))
+            .collect();
+        let template = Template::new(&TemplateConfig {
+            frame_size: 128,
+            src_ip: IpAddr::V6(Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 1)),
+            dst_ip: IpAddr::V6(Ipv6Addr::new(0x2001, 2, 0, 0xff, 0, 0, 0, 1)),
+            flows: 3,
+            ..TemplateConfig::default()
+        })
+        .unwrap()
+        .with_destinations6(destinations.clone())
+        .unwrap();
+        assert_eq!(template.destinations(), 5);
+        assert_eq!(template.patterns(), 15);
+        assert_eq!(&template.bytes()[38..54], &destinations[0].octets());
+        let mut out = [0u8; 2048];
+        let mut fresh = [0u8; 2048];
+        for flow in 0..30u32 {
+            let len = template.write(&mut fresh, flow);
+            template.stamp(&mut out, flow);
+            if flow > 0 {
+                assert_eq!(out[..len], fresh[..len], "flow {flow}");
+            }
+            template.write(&mut out, flow);
+            let frame = &out[..len];
+            let ip = ipv6::Packet::new_checked(&frame[14..]).unwrap();
+            assert_eq!(ip.dst_addr(), destinations[(flow % 5) as usize]);
+            assert!(udp_checksum_ok(frame, true), "flow {flow}");
+            let udp = udp::Packet::new_checked(&frame[54..]).unwrap();
+            assert_eq!(udp.src_port(), 1024 + (flow % 3) as u16);
+        }
+        // An IPv4 template takes no IPv6 destinations, and an empty list is refused.
+        assert_eq!(
+            Template::new(&TemplateConfig::default())
+                .unwrap()
+                .with_destinations6(destinations.clone())
+                .unwrap_err(),
+            TemplateError::Destinations
+        );
+        let mixed = [IpAddr::from(destinations[0]), IpAddr::from([10, 0, 0, 1])];
+        assert_eq!(
+            template.clone().with_spread(&mixed).unwrap_err(),
+            TemplateError::Destinations
+        );
+        let spread: Vec<IpAddr> = destinations.iter().map(|&a| a.into()).collect();
+        assert_eq!(
+            template.clone().with_spread(&spread).unwrap().bytes(),
+            template.bytes()
+        );
+        assert_eq!(
+            template.with_destinations6(Vec::new()).unwrap_err(),
             TemplateError::Destinations
         );
     }

@@ -13,6 +13,7 @@
 //! commands. The wirespeed DuTs run this very executable.
 
 use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,12 +26,13 @@ use wirespeed_tester::bench::placement::{Plan, SessionShield};
 use wirespeed_tester::bench::{
     CEILING, ForwardingConfig, Generator, Limit, Summary, TrialRecord, run_forwarding, summarize,
 };
-use wirespeed_tester::dut::routes::{LinuxRouterFib, RouteTable};
+use wirespeed_tester::dut::routes::{LinuxRouterFib, Prefixes, RouteTable};
 use wirespeed_tester::dut::{
     Dut, IpVersion, LinuxBridge, LinuxRouter, LinuxRouterNft, LinuxRouterTbf, OvsAction, OvsDut,
     TestpmdDut, WirespeedApp, WirespeedBackend, WirespeedDut, WirespeedOptions, XdpRedirectDut,
 };
 use wirespeed_tester::generator::probe::SMALLEST_IPV6_FRAME;
+use wirespeed_testkit::routes;
 
 use super::numbers;
 
@@ -122,7 +124,7 @@ struct ForwardingArgs {
     /// Without it a router has one route and the frames one destination.
     #[arg(long)]
     routes: Option<String>,
-    /// IP version of the frames: 4 or 6 (`--routes` spreads IPv4 destinations only).
+    /// IP version of the frames and of the `--routes` table: 4 or 6.
     #[arg(long, default_value = "4")]
     ip: IpArg,
 }
@@ -131,27 +133,43 @@ struct ForwardingArgs {
 /// generator varies, so every DuT gets the same frames with either generator.
 const ROUTED_DESTINATIONS: usize = 65536;
 
-/// `count` routes drawn from the testkit's BGP-like generator with `seed`, via `t1` (a few
-/// drawn prefixes fall in the lab's range and are left out, so a little more is drawn).
-pub fn bgp_like_table(count: usize, seed: u64) -> RouteTable {
-    let generated = wirespeed_testkit::routes::ipv4_prefixes(count + count / 50 + 64, seed);
-    RouteTable::new(&generated, count)
+/// `count` routes of version `ip` drawn from the testkit's BGP-like generator with `seed`, via
+/// `t1` (a few drawn prefixes fall in the lab's range and are left out, so a little more is
+/// drawn).
+pub(super) fn bgp_like_table(count: usize, seed: u64, ip: IpArg) -> RouteTable {
+    let drawn = count + count / 50 + 64;
+    match ip {
+        IpArg::V4 => RouteTable::new(&routes::ipv4_prefixes(drawn, seed), count),
+        IpArg::V6 => RouteTable::new_v6(&routes::ipv6_prefixes(drawn, seed), count),
+    }
 }
 
-/// The table and destinations of `--routes`, drawn from seed 1 as `bench fib` draws them.
-fn routing_table(routes: &str) -> Result<(Arc<RouteTable>, Vec<std::net::Ipv4Addr>)> {
+/// `count` destinations spread over every route of `table` (each inside a route chosen
+/// uniformly, random host bits), from the testkit's generator with `seed`.
+pub(super) fn spread_destinations(table: &RouteTable, count: usize, seed: u64) -> Vec<IpAddr> {
+    match table.prefixes() {
+        Prefixes::V4(prefixes) => routes::ipv4_destinations(prefixes, count, seed)
+            .into_iter()
+            .map(|a| Ipv4Addr::from(a).into())
+            .collect(),
+        Prefixes::V6(prefixes) => routes::ipv6_destinations(prefixes, count, seed)
+            .into_iter()
+            .map(|a| Ipv6Addr::from(a).into())
+            .collect(),
+    }
+}
+
+/// The table and destinations of `--routes` for frames of version `ip`, drawn from seed 1 as
+/// `bench fib` draws them.
+fn routing_table(routes: &str, ip: IpArg) -> Result<(Arc<RouteTable>, Vec<IpAddr>)> {
     let count = super::sweep::parse_count(routes)? as usize;
     anyhow::ensure!(
         (1..=4_000_000).contains(&count),
         "--routes {routes}: give 1 to 4M routes"
     );
     let seed = 1;
-    let table = Arc::new(bgp_like_table(count, seed));
-    let destinations =
-        wirespeed_testkit::routes::ipv4_destinations(table.prefixes(), ROUTED_DESTINATIONS, seed)
-            .into_iter()
-            .map(std::net::Ipv4Addr::from)
-            .collect();
+    let table = Arc::new(bgp_like_table(count, seed, ip));
+    let destinations = spread_destinations(&table, ROUTED_DESTINATIONS, seed);
     Ok((table, destinations))
 }
 
@@ -165,6 +183,20 @@ pub(super) enum IpArg {
 }
 
 impl IpArg {
+    /// 4 or 6.
+    pub(super) fn number(self) -> u8 {
+        IpVersion::from(self).number()
+    }
+
+    /// The smallest frame of this version the tester sends (64 bytes, or the smallest IPv6
+    /// frame that holds the tester's probe), with FCS.
+    pub(super) fn smallest_frame(self) -> u16 {
+        match self {
+            IpArg::V4 => 64,
+            IpArg::V6 => SMALLEST_IPV6_FRAME,
+        }
+    }
+
     /// Refuses frame sizes too small for this version's headers and a probe.
     pub(super) fn check_frame_sizes(self, sizes: &[u16]) -> Result<()> {
         if let (IpArg::V6, Some(size)) = (self, sizes.iter().find(|&&s| s < SMALLEST_IPV6_FRAME)) {
@@ -407,16 +439,16 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
     anyhow::ensure!(!args.flows.is_empty(), "give at least one flow count");
     let binary =
         std::env::current_exe().context("finding this executable for the wirespeed DuTs")?;
-    anyhow::ensure!(
-        args.routes.is_none() || args.ip == IpArg::V4,
-        "--routes spreads the frames over IPv4 destinations: give --ip 4 with it"
-    );
     let site = args.site.site(&args.duts)?;
     anyhow::ensure!(
         args.routes.is_none() || !site.is_external(),
         "--routes fills the router DuTs' tables; the tester configures nothing on an external DuT"
     );
-    let routing = args.routes.as_deref().map(routing_table).transpose()?;
+    let routing = args
+        .routes
+        .as_deref()
+        .map(|routes| routing_table(routes, args.ip))
+        .transpose()?;
     let (mut duts, external_wiring) = match site.external() {
         Some(external) => {
             let (device, wiring) = external?;
@@ -458,10 +490,7 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
             .map(|(_, destinations)| destinations)
             .unwrap_or_default(),
         ip: args.ip.into(),
-        frame_size: match args.ip {
-            IpArg::V4 => 64,
-            IpArg::V6 => SMALLEST_IPV6_FRAME,
-        },
+        frame_size: args.ip.smallest_frame(),
         // The generator's ceiling is measured in the lab with nothing on `d0`: an external
         // DuT cannot be taken out of the path.
         ceiling: external_wiring.is_none(),

@@ -212,9 +212,11 @@ pub fn run(args: CompareArgs) -> Result<()> {
         setup(&config_text, None),
     );
     comparison.setup.traffic = format!(
-        "CBR, UDP/IPv4, flows {:?} (UDP source ports cycling frame by frame; `random` = \
+        "CBR, UDP/IPv{}, flows {:?} (UDP source ports cycling frame by frame; `random` = \
          {RANDOM_FLOWS} of them, each frame's drawn at random), {} repeat(s) interleaved",
-        args.flows, args.repeats
+        args.ip.number(),
+        args.flows,
+        args.repeats
     );
     comparison.setup.receiver = receivers(&suite);
     comparison.setup.search = suite.search_summary();

@@ -3,14 +3,15 @@
 //!
 //! ```sh
 //! wirespeed bench fib --duts wirespeed-router,linux-router --routes 1,10,100,1k,10k,100k,1M --out fib
+//! wirespeed bench fib --ip 6 --routes 1,1k,100k --out fib6
 //! ```
 //!
-//! The routes follow the testkit's BGP-like prefix-length mix, all via the tester's `t1`
-//! ([`RouteTable`] adds the lab's own destinations and leaves the lab's range out), and the frames
-//! go to destinations spread over every installed route, so the lookups are as spread as the
-//! table. One table per size is drawn from one seed, so every DuT gets the same routes.
+//! The routes follow the testkit's BGP-like prefix-length mix of the IP version `--ip` asks for,
+//! all via the tester's `t1` ([`RouteTable`] adds the lab's own destinations and leaves the lab's
+//! range out), and the frames (of that version) go to destinations spread over every installed
+//! route, so the lookups are as spread as the table. One table per size is drawn from one seed,
+//! so every DuT gets the same routes.
 
-use std::net::Ipv4Addr;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -24,7 +25,8 @@ use wirespeed_tester::dut::{
     WirespeedOptions,
 };
 use wirespeed_tester::report::svg::Plot;
-use wirespeed_testkit::routes::{ipv4_destinations, ipv4_prefixes};
+
+use crate::cli::bench::{bgp_like_table, spread_destinations};
 
 use super::{
     Session, SweepCommon, finish, first_error, header, medians, parse_count, point_json, progress,
@@ -55,6 +57,10 @@ pub struct FibArgs {
     against: Vec<super::fib_reference::Reference>,
     #[command(flatten)]
     reference: super::fib_reference::ReferenceArgs,
+    /// IP version of the routes and the frames: 4 or 6 (with 6 the frames are 84 bytes, the
+    /// smallest IPv6 frame that holds the tester's probe, instead of 64).
+    #[arg(long, default_value = "4")]
+    ip: crate::cli::bench::IpArg,
     /// Seed of the route and destination generators.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -104,26 +110,29 @@ pub fn run(args: FibArgs) -> Result<()> {
         site.place(fib_dut(name, Path::new("."), 0, None)?)?;
     }
     let largest = counts.iter().copied().max().unwrap_or(1);
-    eprintln!("generating {largest} routes (seed {})", args.seed);
-    // A few generated prefixes fall in the lab's range and are left out: draw a little more.
-    let generated = ipv4_prefixes(largest + largest / 50 + 64, args.seed);
+    eprintln!(
+        "generating {largest} IPv{} routes (seed {})",
+        args.ip.number(),
+        args.seed
+    );
+    // Every size's table is the first routes of the largest one.
+    let largest_table = bgp_like_table(largest, args.seed, args.ip);
     let mut session = Session::open(&args.prefix, &args.common)?;
     session.wiring = site.remote(session.wiring.clone());
+    session.config.ip = args.ip.into();
+    session.config.frame_size = args.ip.smallest_frame();
     let total = counts.len() * args.common.runs * args.duts.len();
     // Every table and its destinations first (the same for every DuT and run), then the
     // points in interleaved order: run by run, each size, each DuT, so that a drift of a shared
     // machine spreads over the sizes instead of bending the curve.
     let mut prepared = Vec::with_capacity(counts.len());
     for &count in &counts {
-        let table = Arc::new(RouteTable::new(&generated, count));
-        let destinations: Vec<Ipv4Addr> = ipv4_destinations(
-            table.prefixes(),
+        let table = Arc::new(largest_table.first(count));
+        let destinations = spread_destinations(
+            &table,
             table.len().clamp(1024, 1 << 20),
             args.seed ^ count as u64,
-        )
-        .into_iter()
-        .map(Ipv4Addr::from)
-        .collect();
+        );
         prepared.push((count, table, destinations));
     }
     let tables: Vec<_> = prepared
@@ -145,9 +154,7 @@ pub fn run(args: FibArgs) -> Result<()> {
                     session.config.plan.dut_cpu,
                     Some(Arc::clone(table)),
                 )?)?;
-                let template = session
-                    .template(dut.as_ref())?
-                    .with_destinations(destinations.clone())?;
+                let template = session.template(dut.as_ref())?.with_spread(destinations)?;
                 let mut record = point(
                     dut.as_mut(),
                     table.len() as f64,
@@ -183,6 +190,8 @@ pub fn run(args: FibArgs) -> Result<()> {
     println!("{table}");
     let mut result = header("wirespeed.bench.fib/1", &session, &lab_commands);
     result["seed"] = json!(args.seed);
+    result["ip"] = json!(args.ip.number());
+    result["frame_size"] = json!(session.config.frame_size);
     result["tables"] = json!(tables);
     result["summary"] = json!(medians
         .iter()
@@ -191,7 +200,11 @@ pub fn run(args: FibArgs) -> Result<()> {
     result["points"] = json!(records.iter().map(point_json).collect::<Vec<_>>());
     let json_path = session.write_json("fib.json", &result)?;
     let plot = Plot {
-        title: "Throughput vs routing-table size (64 B, destinations over all routes)".into(),
+        title: format!(
+            "Throughput vs IPv{} routing-table size ({} B, destinations over all routes)",
+            args.ip.number(),
+            session.config.frame_size
+        ),
         x_label: "routes, log10 (0 = 1, 6 = 1M)".into(),
         y_label: "Mpps".into(),
         series: series_by_dut(&medians, f64::log10, 1e6),

@@ -188,13 +188,15 @@ impl Session {
         self.stop.load(Ordering::Relaxed)
     }
 
-    /// The one-destination, one-flow template for `dut`.
+    /// The one-destination, one-flow template for `dut`, of the configuration's IP version.
     fn template(&self, dut: &dyn Dut) -> Result<Template> {
+        let (src_ip, dst_ip) = self.config.ip.addresses(&self.wiring);
         Ok(Template::new(&TemplateConfig {
             frame_size: self.config.frame_size,
             src_mac: self.wiring.ingress.tester_mac,
             dst_mac: dut.destination_mac(&self.wiring),
-            src_ip: self.wiring.ingress.tester_ipv4.into(),
+            src_ip,
+            dst_ip,
             flows: 1,
             ..TemplateConfig::default()
         })?)
