@@ -10,6 +10,10 @@
 //! picture: a PNG that decodes, of the window's size, not one flat colour. Chromium may only be
 //! missing on a machine that is not root (CI is root and installs it with
 //! scripts/setup-debian.sh); the render is then skipped with the reason printed.
+//!
+//! A third measures RFC 2544 §26.6 reset: the wirespeed DuT restarted and the Linux bridge's
+//! ingress link taken down and up while the NDR is offered, and a DuT the tester cannot reset
+//! noted instead.
 
 use std::process::Command;
 
@@ -247,10 +251,91 @@ fn loss_back_to_back_recovery_and_repeated_searches_run_and_the_report_renders()
         assert!(html.contains(heading), "{heading}");
     }
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
-    assert!(csv.lines().next().unwrap().ends_with("loss_rate_points"));
+    assert!(csv.lines().next().unwrap().contains(",loss_rate_points,"));
     assert_renders(&out.join("report.html"), 1280, 2400);
     wirespeed_lab::assert_gone_for_test(prefix);
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// `bench rfc2544 --tests reset ARGS` with a tiny search; the report.
+fn reset_run(prefix: &str, args: &[&str]) -> Option<(wirespeed_tester::report::Report, String)> {
+    let reset = [
+        "rfc2544",
+        "--tests",
+        "reset",
+        "--reset-seconds",
+        "1.5",
+        "--reset-after",
+        "0.4",
+        "--test-repeats",
+        "1",
+        // Each rate decided by one trial: the search only finds the rate to offer.
+        "--exceed-ratio",
+        "0",
+        "--duration-sum",
+        "0",
+    ];
+    let (stdout, _, out) = common::bench_out(prefix, &[&reset, args, TINY_SEARCH].concat())?;
+    wirespeed_lab::assert_gone_for_test(prefix);
+    let report = from_json(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let _ = std::fs::remove_dir_all(&out);
+    if report.results[0].reset.is_some() {
+        assert!(html.contains("Reset (RFC 2544 §26.6)"), "{html}");
+        let mut reader = csv::Reader::from_reader(csv.as_bytes());
+        let headers = reader.headers().unwrap().clone();
+        let row = reader.records().next().unwrap().unwrap();
+        let column = headers.iter().position(|h| h == "reset_median_s").unwrap();
+        assert!(row[column].parse::<f64>().is_ok(), "{csv}");
+    }
+    Some((report, stdout))
+}
+
+#[test]
+fn a_reset_is_measured_by_restart_and_by_link_flap_and_noted_where_impossible() {
+    let _cores = common::shared();
+    // wirespeed restarts: it was down for a while (it stops, starts and loads its
+    // configuration), and forwarded again before the trial ended.
+    let Some((report, stdout)) = reset_run("wstrs1", &["--dut", "wirespeed-afxdp"]) else {
+        return;
+    };
+    let reset = report.results[0].reset.as_ref().expect("a reset result");
+    assert!(reset.method.starts_with("restart"), "{reset:?}");
+    assert_eq!(reset.times.len(), 1);
+    assert!(reset.time.median > 0.0, "{reset:?}");
+    assert!(reset.time.median < 1.1, "{reset:?}");
+    assert!(!reset.unrecovered, "{reset:?}");
+    assert_eq!(reset.rate, report.results[0].ndr().unwrap());
+    assert!(stdout.contains("reset (restart"), "{stdout}");
+
+    // The bridge's ingress link goes down and up, under bursts given on the command line.
+    let (report, _) = reset_run(
+        "wstrs2",
+        &["--dut", "linux-bridge", "--pattern", "burst:16"],
+    )
+    .unwrap();
+    assert!(
+        report.setup.traffic.starts_with("bursts of 16"),
+        "{}",
+        report.setup.traffic
+    );
+    let reset = report.results[0].reset.as_ref().expect("a reset result");
+    assert!(reset.method.contains("link down and up"), "{reset:?}");
+    assert!(reset.time.median < 1.1, "{reset:?}");
+    assert_eq!(reset.trials.len(), 1);
+
+    // The XDP redirect cannot be reset by the tester: a note, not an error.
+    let (report, _) = reset_run("wstrs3", &["--dut", "xdp-redirect"]).unwrap();
+    assert!(report.results[0].reset.is_none());
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("not measured: the tester cannot reset xdp-redirect")),
+        "{:?}",
+        report.notes
+    );
 }
 
 /// The tester's accuracy and repeatability against a real kernel DuT whose capacity is known in

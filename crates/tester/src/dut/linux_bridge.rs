@@ -4,7 +4,7 @@
 //! tester's frames are addressed to `t1`'s MAC: the bridge learns it from `t1`'s own frames or
 //! floods to its only other port, `d1`; either way every frame leaves there unchanged.
 
-use super::{Dut, DutError, Host, Steps, Wiring};
+use super::{Dut, DutError, Host, INGRESS_FLAP, Steps, Wiring, flap_ingress};
 
 /// The Linux bridge driver.
 #[derive(Debug)]
@@ -77,6 +77,14 @@ impl Dut for LinuxBridge {
 
     fn teardown(&mut self) -> Result<(), DutError> {
         self.steps.undo_all()
+    }
+
+    fn reset_method(&self) -> Option<&'static str> {
+        Some(INGRESS_FLAP)
+    }
+
+    fn reset(&mut self, wiring: &Wiring) -> Result<(), DutError> {
+        flap_ingress(&mut self.steps, wiring)
     }
 
     fn commands(&self) -> &[String] {

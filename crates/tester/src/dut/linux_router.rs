@@ -10,7 +10,7 @@
 use wirespeed_packet::checksum;
 use wirespeed_packet::wire::EthernetAddress;
 
-use super::{Dut, DutError, GENERATOR_PREFIX6, Host, Steps, Wiring};
+use super::{Dut, DutError, GENERATOR_PREFIX6, Host, INGRESS_FLAP, Steps, Wiring, flap_ingress};
 
 /// The destination prefix the generator uses and the router routes.
 pub const GENERATOR_PREFIX: &str = "198.19.0.0/16";
@@ -95,6 +95,14 @@ impl<A: RouterAddition> Dut for Router<A> {
 
     fn teardown(&mut self) -> Result<(), DutError> {
         self.steps.undo_all()
+    }
+
+    fn reset_method(&self) -> Option<&'static str> {
+        Some(INGRESS_FLAP)
+    }
+
+    fn reset(&mut self, wiring: &Wiring) -> Result<(), DutError> {
+        flap_ingress(&mut self.steps, wiring)
     }
 
     fn commands(&self) -> &[String] {

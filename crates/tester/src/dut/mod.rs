@@ -140,6 +140,25 @@ impl Wiring {
     }
 }
 
+/// RFC 2544 §26.6's reset of a kernel DuT, [`INGRESS_FLAP`]: its ingress interface `d0` taken
+/// down and up again through `steps` (so also on a remote host). Down, the interface drops
+/// what arrives and its queues and NAPI context are torn down; up, they are rebuilt.
+fn flap_ingress(steps: &mut Steps, wiring: &Wiring) -> Result<(), DutError> {
+    let (ns, d0) = (wiring.dut_ns.as_str(), wiring.ingress.dut_if.as_str());
+    let up = ["ip", "-n", ns, "link", "set", d0, "up"];
+    // Should the second step fail, teardown brings the link up.
+    steps.run(
+        &format!("reset: take {d0} down"),
+        &["ip", "-n", ns, "link", "set", d0, "down"],
+        Some(&up),
+    )?;
+    steps.run(&format!("reset: bring {d0} up"), &up, None)?;
+    Ok(())
+}
+
+/// How [`flap_ingress`] resets.
+pub const INGRESS_FLAP: &str = "link down and up of the DuT's ingress interface";
+
 /// Where the DuT behind `wiring` runs, set up on `host`, as reports say it.
 pub fn location(wiring: &Wiring, host: &Host) -> String {
     let (d0, d1) = (&wiring.ingress.dut_if, &wiring.egress.dut_if);
@@ -253,6 +272,23 @@ pub trait Dut: Send {
     /// Where setup and teardown run.
     fn host(&self) -> Host {
         Host::Local
+    }
+
+    /// How [`Dut::reset`] resets this DuT, for the report (RFC 2544 §26.6 asks for the kind of
+    /// reset); `None` for a DuT the tester cannot reset.
+    fn reset_method(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Resets the DuT while traffic flows (RFC 2544 §26.6) and returns once it was told to come
+    /// back (a restarted program runs again, a link is up again); when it forwards again is for
+    /// the trial to see. An error for a DuT without a [`Dut::reset_method`].
+    fn reset(&mut self, _wiring: &Wiring) -> Result<(), DutError> {
+        Err(DutError::Start {
+            dut: self.name(),
+            step: "reset".into(),
+            detail: "the tester cannot reset this DuT".into(),
+        })
     }
 
     /// The DuT's software and version, asked where it runs (`uname -r` for the kernel's

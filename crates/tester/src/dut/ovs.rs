@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use wirespeed_lab::run;
 
-use super::{Dut, DutError, Steps, Wiring};
+use super::{Dut, DutError, INGRESS_FLAP, Steps, Wiring, flap_ingress};
 
 /// Where the Debian package keeps the database schema.
 pub const SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
@@ -537,6 +537,14 @@ impl Dut for OvsDut {
                 .run("remove the run directory", &["rm", "-rf", &dir_text], None);
         }
         undone.and(stopped)
+    }
+
+    fn reset_method(&self) -> Option<&'static str> {
+        Some(INGRESS_FLAP)
+    }
+
+    fn reset(&mut self, wiring: &Wiring) -> Result<(), DutError> {
+        flap_ingress(&mut self.steps, wiring)
     }
 
     fn commands(&self) -> &[String] {

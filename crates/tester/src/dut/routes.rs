@@ -330,6 +330,16 @@ impl Dut for LinuxRouterFib {
         &self.log
     }
 
+    fn reset_method(&self) -> Option<&'static str> {
+        self.router.reset_method()
+    }
+
+    fn reset(&mut self, wiring: &Wiring) -> Result<(), DutError> {
+        let done = self.router.reset(wiring);
+        self.refresh_log();
+        done
+    }
+
     fn destination_mac(&self, wiring: &Wiring) -> [u8; 6] {
         self.router.destination_mac(wiring)
     }

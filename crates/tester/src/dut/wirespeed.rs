@@ -665,6 +665,19 @@ impl Dut for WirespeedDut {
         self.steps.log()
     }
 
+    fn reset_method(&self) -> Option<&'static str> {
+        Some(
+            "restart of the wirespeed process (stopped with SIGINT, started again with its configuration)",
+        )
+    }
+
+    /// Stops the switch and starts it again: what an operator's restart does, the
+    /// configuration (and a large table's route load) included.
+    fn reset(&mut self, wiring: &Wiring) -> Result<(), DutError> {
+        self.teardown()?;
+        self.setup(wiring)
+    }
+
     fn destination_mac(&self, wiring: &Wiring) -> [u8; 6] {
         if matches!(self.options.app, WirespeedApp::Router(_)) {
             wiring.ingress.dut_mac

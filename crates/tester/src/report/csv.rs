@@ -6,7 +6,7 @@
 use super::{Report, wire_bits_per_second};
 
 /// Columns of [`results_csv`].
-pub const RESULT_COLUMNS: [&str; 15] = [
+pub const RESULT_COLUMNS: [&str; 17] = [
     "frame_size",
     "line_rate_fps",
     "ndr_fps",
@@ -22,6 +22,8 @@ pub const RESULT_COLUMNS: [&str; 15] = [
     "ndr_runs_fps",
     "ndr_runs_difference",
     "loss_rate_points",
+    "reset_median_s",
+    "reset_method",
 ];
 
 /// Columns of [`latency_csv`].
@@ -125,6 +127,12 @@ pub fn results_csv(report: &Report) -> String {
                         .collect::<Vec<_>>()
                         .join(" ")
                 })
+                .unwrap_or_default(),
+            cell(result.reset.as_ref().map(|r| r.time.median)),
+            result
+                .reset
+                .as_ref()
+                .map(|r| r.method.clone())
                 .unwrap_or_default(),
         ]
     });
@@ -237,7 +245,7 @@ mod tests {
         // The traffic holds a comma, so it is quoted.
         assert!(
             row.ends_with(
-                ",\"Poisson (seed 1), 256 random flows\",1000 1010,0.009950248756218905,100:0.25 90:0"
+                ",\"Poisson (seed 1), 256 random flows\",1000 1010,0.009950248756218905,100:0.25 90:0,,"
             ),
             "{row}"
         );

@@ -367,7 +367,7 @@ fn search_trials(report: &Report, out: &mut String) {
 }
 
 /// Tables of the tests beyond throughput and latency: NDR repeatability, frame loss rate,
-/// back-to-back and system recovery, each only when measured.
+/// back-to-back, system recovery and reset, each only when measured.
 fn other_tests(report: &Report, out: &mut String) {
     let with = |has: &dyn Fn(&super::FrameSizeResult) -> bool| report.results.iter().any(has);
     if with(&|r| r.ndr_difference().is_some()) {
@@ -456,6 +456,31 @@ fn other_tests(report: &Report, out: &mut String) {
                     "a trial lost nothing in the overload: not overloaded"
                 } else {
                     ""
+                }
+            );
+        }
+        out.push_str("</table>");
+    }
+    if with(&|r| r.reset.is_some()) {
+        out.push_str("<h2>Reset (RFC 2544 §26.6)</h2><p>The throughput offered in one stream while the DuT is reset; the reset time is the frames lost over the offered rate (RFC 6201's frame-loss method).</p><table><tr><th>result</th><th>reset</th><th>offered (frames/s)</th><th>reset after (s)</th><th>reset time min / median / max (s)</th><th>trials</th><th>note</th></tr>");
+        for r in &report.results {
+            let Some(reset) = &r.reset else { continue };
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.4} / {:.4} / {:.4}</td><td>{}</td><td>{}</td></tr>",
+                escape(&r.label()),
+                escape(&reset.method),
+                si(reset.rate),
+                reset.reset_after,
+                reset.time.min,
+                reset.time.median,
+                reset.time.max,
+                reset.times.len(),
+                match (reset.unrecovered, reset.generator_behind) {
+                    (true, _) => "still losing frames at the end of a trial: a lower bound",
+                    (false, true) =>
+                        "the generator fell behind its schedule in a trial: its time is too long",
+                    _ => "",
                 }
             );
         }

@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::generator::pacing::PacingAccuracy;
 use crate::rfc2544::{
-    BackToBackResult, LossRateResult, MlrResult, RecoveryResult, Spread, ThroughputResult, Trial,
-    line_rate,
+    BackToBackResult, LossRateResult, MlrResult, RecoveryResult, ResetResult, Spread,
+    ThroughputResult, Trial, line_rate,
 };
 use crate::stats::{LatencySummary, SequenceCounts};
 use crate::trial::CounterCheck;
@@ -200,6 +200,9 @@ pub struct FrameSizeResult {
     pub loss_rate: Option<LossRateResult>,
     pub back_to_back: Option<BackToBackResult>,
     pub recovery: Option<RecoveryResult>,
+    /// RFC 2544 §26.6 reset, when asked for and the DuT can be reset.
+    #[serde(default)]
+    pub reset: Option<ResetResult>,
     pub latency: Vec<LatencyAtLoad>,
     pub sequence: Option<SequenceCounts>,
     pub pacing: Option<PacingAccuracy>,

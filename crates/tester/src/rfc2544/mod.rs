@@ -13,6 +13,7 @@
 //! * [`loss_rate`]: RFC 2544 §26.3 frame loss rate, from 100 % down in 10 % steps.
 //! * [`back_to_back`]: RFC 2544 §26.4 with RFC 9004's refinements: the longest loss-free burst.
 //! * [`recovery`]: RFC 2544 §26.5 system recovery: 110 % overload, then 50 %.
+//! * [`reset`]: RFC 2544 §26.6 reset: the throughput offered while the DuT is reset.
 //! * [`vote`]: whether a load passes, from one trial (RFC 2544) or a trial-time-weighted vote
 //!   of several (MLRsearch's exceed ratio), for the two searches.
 //!
@@ -24,6 +25,7 @@ pub mod back_to_back;
 pub mod loss_rate;
 pub mod mlrsearch;
 pub mod recovery;
+pub mod reset;
 pub mod search;
 pub mod vote;
 
@@ -31,6 +33,7 @@ pub use back_to_back::{BackToBackConfig, BackToBackResult, back_to_back};
 pub use loss_rate::{LossRateConfig, LossRatePoint, LossRateResult, loss_rate};
 pub use mlrsearch::{MlrConfig, MlrResult, MlrTarget, TargetResult, mlrsearch};
 pub use recovery::{RecoveryConfig, RecoveryResult, recovery};
+pub use reset::{ResetConfig, ResetResult, reset};
 pub use search::{ThroughputConfig, ThroughputResult, throughput};
 pub use vote::{Tally, Verdict, Vote};
 

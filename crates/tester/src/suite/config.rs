@@ -17,6 +17,8 @@ pub struct Tests {
     pub loss: bool,
     pub back_to_back: bool,
     pub recovery: bool,
+    /// RFC 2544 §26.6 reset (of the DuTs the tester can reset).
+    pub reset: bool,
 }
 
 impl Default for Tests {
@@ -27,12 +29,20 @@ impl Default for Tests {
             loss: false,
             back_to_back: false,
             recovery: false,
+            reset: false,
         }
     }
 }
 
 /// Names [`Tests::parse`] knows.
-pub const TEST_NAMES: [&str; 5] = ["throughput", "latency", "loss", "back-to-back", "recovery"];
+pub const TEST_NAMES: [&str; 6] = [
+    "throughput",
+    "latency",
+    "loss",
+    "back-to-back",
+    "recovery",
+    "reset",
+];
 
 impl Tests {
     /// No test at all.
@@ -42,6 +52,7 @@ impl Tests {
         loss: false,
         back_to_back: false,
         recovery: false,
+        reset: false,
     };
 
     /// Every test.
@@ -51,6 +62,7 @@ impl Tests {
         loss: true,
         back_to_back: true,
         recovery: true,
+        reset: true,
     };
 
     /// Parses a comma-separated list of [`TEST_NAMES`], or `all`.
@@ -64,6 +76,7 @@ impl Tests {
                 "loss" => tests.loss = true,
                 "back-to-back" => tests.back_to_back = true,
                 "recovery" => tests.recovery = true,
+                "reset" => tests.reset = true,
                 other => {
                     return Err(format!(
                         "unknown test {other:?}; use {} or all",
@@ -78,9 +91,9 @@ impl Tests {
         Ok(tests)
     }
 
-    /// Whether the NDR search runs: asked for, or needed by latency or recovery.
+    /// Whether the NDR search runs: asked for, or needed by latency, recovery or reset.
     pub fn searches(&self) -> bool {
-        self.throughput || self.latency || self.recovery
+        self.throughput || self.latency || self.recovery || self.reset
     }
 }
 
@@ -98,6 +111,9 @@ impl Traffic {
         let pattern = match self.pattern {
             Pattern::Cbr => "CBR".to_string(),
             Pattern::Poisson { seed } => format!("Poisson (seed {seed})"),
+            Pattern::Burst { size, inner_rate } if inner_rate.is_finite() => {
+                format!("bursts of {size} at {:.3} Mpps", inner_rate / 1e6)
+            }
             Pattern::Burst { size, .. } => format!("bursts of {size}"),
         };
         let order = match self.flow_order {
@@ -177,6 +193,10 @@ pub struct SuiteConfig {
     /// System recovery: seconds of overload, then seconds at the reduced rate.
     pub overload_seconds: f64,
     pub recovery_seconds: f64,
+    /// Reset: seconds of each trial (long enough for the DuT to come back), and when in it the
+    /// DuT is reset.
+    pub reset_seconds: f64,
+    pub reset_after_seconds: f64,
     /// Throughput searches in a row per frame size (2 for a repeatability check).
     pub ndr_runs: u32,
     /// Measure the tester on its looped-back pair and stop: no DuT is set up.
@@ -230,6 +250,8 @@ impl Default for SuiteConfig {
             test_repeats: 3,
             overload_seconds: 10.0,
             recovery_seconds: 10.0,
+            reset_seconds: 10.0,
+            reset_after_seconds: 2.0,
             ndr_runs: 1,
             calibrate_only: false,
             vote: Vote::SINGLE_TRIAL,
@@ -249,7 +271,10 @@ impl SuiteConfig {
     /// relative to the NDR.
     pub fn searches(&self) -> bool {
         self.tests.searches()
-            && (self.tests.throughput || self.tests.recovery || self.latency_rates.is_empty())
+            && (self.tests.throughput
+                || self.tests.recovery
+                || self.tests.reset
+                || self.latency_rates.is_empty())
     }
 
     /// The kinds of traffic this run measures with.

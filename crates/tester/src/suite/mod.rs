@@ -13,8 +13,10 @@
 //! **The other tests.** After the search and latency, the run can measure the frame loss rate
 //! (from the starting rate down in steps until two trials lose nothing), back-to-back (bursts at
 //! the starting rate; several searches for a spread, the buffer time from the NDR) and system
-//! recovery (110 % of the NDR, then half that, repeated for a spread), each through the same
-//! trials ([`crate::trial`] offers bursts and two-phase loads). Bursts are always sent at even
+//! recovery (110 % of the NDR, then half that, repeated for a spread) and reset (the NDR offered
+//! while the DuT is reset by [`Dut::reset`] from a thread beside the trial; a DuT the tester
+//! cannot reset gets a note instead, and one that was reset has its new threads placed again),
+//! each through the same trials ([`crate::trial`] offers bursts and two-phase loads). Bursts are always sent at even
 //! spacing (back-to-back frames have no pattern); everything else uses the run's pattern. The
 //! starting rate is the lower of the line rate and the tester's own limit: offering more than
 //! the tester can make measures the tester.
@@ -35,7 +37,7 @@
 //! The latency trials (at the NDR and the latency loads) and the calibration's floor, which is
 //! subtracted from them, receive with `config.latency_receiver` (by default the counter
 //! sampling one probe in 64 to a socket, so the latency at the NDR is not the tester's own
-//! receive queue). The frame loss rate, back-to-back and recovery tests always receive with
+//! receive queue). The frame loss rate, back-to-back, recovery and reset tests always receive with
 //! the AF_XDP probe receiver: they need every frame's sequence number
 //! ([`crate::trial::ReceiverKind`]).
 //!
@@ -59,8 +61,9 @@ use crate::generator::pacing::Pattern;
 use crate::generator::{Template, TemplateConfig};
 use crate::report::{Calibration, CorePin, FrameSizeResult, LatencyAtLoad, Limit, Report, Setup};
 use crate::rfc2544::{
-    BackToBackConfig, Load, LossRateConfig, MlrConfig, MlrTarget, RecoveryConfig, ThroughputConfig,
-    TrialOutcome, TrialSpec, back_to_back, line_rate, loss_rate, mlrsearch, recovery, throughput,
+    BackToBackConfig, Load, LossRateConfig, MlrConfig, MlrTarget, RecoveryConfig, ResetConfig,
+    ThroughputConfig, TrialOutcome, TrialSpec, back_to_back, line_rate, loss_rate, mlrsearch,
+    recovery, reset, throughput,
 };
 use crate::timestamp::TimestampProbe;
 use crate::trial::{
@@ -152,8 +155,9 @@ pub fn estimate_trials(config: &SuiteConfig) -> usize {
     let repeats = config.test_repeats.max(1) as usize;
     let bursts = if tests.back_to_back { 8 * repeats } else { 0 };
     let recoveries = if tests.recovery { repeats } else { 0 };
+    let resets = if tests.reset { repeats } else { 0 };
     config.frame_sizes.len()
-        * (2 + config.kinds().len() * (searches + latency + loss + bursts + recoveries))
+        * (2 + config.kinds().len() * (searches + latency + loss + bursts + recoveries + resets))
 }
 
 /// Which receiver a run of `config` uses for which trials, as its report says.
@@ -256,7 +260,7 @@ pub fn run(
                         }
                         let mut result = frame_size(
                             wiring,
-                            &*dut,
+                            &mut *dut,
                             size,
                             &config.with(*kind),
                             report.calibration.as_ref(),
@@ -264,6 +268,7 @@ pub fn run(
                             &mut tracker,
                             &mut report.notes,
                             &mut pins,
+                            &mut commands,
                         );
                         if !result.1.is_empty() {
                             report.setup.xdp_mode = format!("tester ports: AF_XDP ({})", result.1);
@@ -327,6 +332,17 @@ fn prepare(
 ) -> Result<(), String> {
     dut.setup(wiring).map_err(|error| error.to_string())?;
     verify(dut, wiring, 4, Duration::from_secs(10)).map_err(|error| error.to_string())?;
+    place(dut, wiring, config, pins, commands)
+}
+
+/// Places the DuT's threads and the tester's receive thread.
+fn place(
+    dut: &dyn Dut,
+    wiring: &Wiring,
+    config: &SuiteConfig,
+    pins: &mut Vec<Placed>,
+    commands: &mut Vec<String>,
+) -> Result<(), String> {
     pins.extend(place_kernel(wiring, &config.plan, commands).map_err(|e| e.to_string())?);
     match dut.pid() {
         Some(pid) => pins.extend(
@@ -568,7 +584,7 @@ fn stalled(spec: &TrialSpec, trial: &TrialMeasurement) -> bool {
 #[allow(clippy::too_many_arguments)]
 fn frame_size(
     wiring: &Wiring,
-    dut: &dyn Dut,
+    dut: &mut dyn Dut,
     size: u16,
     config: &SuiteConfig,
     calibration: Option<&Calibration>,
@@ -576,6 +592,7 @@ fn frame_size(
     tracker: &mut Tracker,
     notes: &mut Vec<String>,
     pins: &mut Vec<Placed>,
+    commands: &mut Vec<String>,
 ) -> (FrameSizeResult, String) {
     let mut result = FrameSizeResult {
         frame_size: size as u32,
@@ -880,6 +897,56 @@ fn frame_size(
             None => notes.push(format!(
                 "{size} B: system recovery needs the NDR, and the search found none"
             )),
+        }
+    }
+    if config.tests.reset && !gathered.interrupted {
+        match (ndr, dut.reset_method()) {
+            (_, None) => notes.push(format!(
+                "{size} B: reset (RFC 2544 §26.6) not measured: the tester cannot reset {}",
+                dut.name()
+            )),
+            (None, Some(_)) => notes.push(format!(
+                "{size} B: reset needs the NDR, and the search found none"
+            )),
+            (Some(ndr), Some(method)) => {
+                let test = ResetConfig {
+                    throughput: ndr,
+                    seconds: config.reset_seconds,
+                    reset_after: config.reset_after_seconds,
+                    repeats: config.test_repeats.max(1),
+                };
+                let mut failures = Vec::new();
+                let found = reset(&test, method, |spec| {
+                    // The reset runs beside the trial, `reset_after` seconds after it was
+                    // asked for (a little less into the stream, which starts once the
+                    // trial's ports are open). It makes new threads (a restarted program, a
+                    // new NAPI thread for a link brought up again), which are placed at once
+                    // as the first were: unplaced, a new NAPI thread shared the generator's
+                    // core and the bridge came back at a third of its NDR.
+                    std::thread::scope(|scope| {
+                        let resetter = scope.spawn(|| {
+                            std::thread::sleep(Duration::from_secs_f64(test.reset_after));
+                            dut.reset(wiring).map_err(|error| error.to_string())?;
+                            let mut log = Vec::new();
+                            place(&*dut, wiring, config, &mut Vec::new(), &mut log)?;
+                            Ok::<_, String>(log)
+                        });
+                        let outcome = trial(spec, "reset", &mut gathered);
+                        match resetter.join() {
+                            Ok(Ok(log)) => commands.extend(log),
+                            Ok(Err(error)) => failures.push(error),
+                            Err(_) => failures.push("the reset thread panicked".into()),
+                        }
+                        outcome
+                    })
+                });
+                for failure in failures.iter().take(3) {
+                    notes.push(format!("{size} B: a reset failed: {failure}"));
+                }
+                if failures.is_empty() {
+                    result.reset = Some(found);
+                }
+            }
         }
     }
     if result.counters.is_none()

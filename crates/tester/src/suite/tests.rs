@@ -100,12 +100,13 @@ fn a_trial_that_ended_behind_its_schedule_is_repeated_and_never_passes() {
 }
 
 #[test]
-fn test_lists_parse_and_latency_or_recovery_need_the_search() {
-    let all = Tests::parse("throughput,latency,loss,back-to-back,recovery").unwrap();
+fn test_lists_parse_and_latency_recovery_or_reset_need_the_search() {
+    let all = Tests::parse("throughput,latency,loss,back-to-back,recovery,reset").unwrap();
     assert_eq!(all, Tests::parse("all").unwrap());
     let loss = Tests::parse(" loss ").unwrap();
     assert!(loss.loss && !loss.searches() && !loss.back_to_back);
     assert!(Tests::parse("recovery").unwrap().searches());
+    assert!(Tests::parse("reset").unwrap().searches());
     assert!(Tests::parse("latency").unwrap().searches());
     assert!(Tests::parse("back-to-back,").unwrap().back_to_back);
     assert!(Tests::parse("speed").unwrap_err().contains("back-to-back"));

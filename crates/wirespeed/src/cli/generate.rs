@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use std::net::IpAddr;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use clap::Args;
 use wirespeed_io::Port;
 use wirespeed_io::afxdp::{Umem, XdpMode, XdpSink};
@@ -32,7 +32,6 @@ use wirespeed_packet::FramePool;
 use wirespeed_packet::pool::frame_size_for_mtu;
 use wirespeed_packet::wire::EthernetAddress;
 use wirespeed_tester::generator::live::{self, LiveConfig};
-use wirespeed_tester::generator::pacing::Pattern;
 use wirespeed_tester::generator::{
     BlastConfig, BlastResult, Template, TemplateConfig, TxCounters, blast, prefill,
 };
@@ -89,7 +88,8 @@ pub struct GenArgs {
     /// first by a blast of `--duration` seconds; needs `--rx`.
     #[arg(long, value_delimiter = ',', value_parser = numbers::real(0.001, 100.0))]
     rate_percent: Vec<f64>,
-    /// Departures of the paced trials: `cbr` or `poisson`.
+    /// Departures of the paced trials: `cbr`, `poisson` or `burst:SIZE[@MPPS]` (as in `bench
+    /// rfc2544 --pattern`).
     #[arg(long, default_value = "cbr")]
     pattern: String,
     /// Seconds per paced trial (0.001..=86400).
@@ -133,11 +133,7 @@ fn generate(args: &GenArgs) -> Result<String> {
         let defaults = TemplateConfig::default();
         (defaults.src_ip, defaults.dst_ip)
     };
-    let pattern = match args.pattern.as_str() {
-        "cbr" => Pattern::Cbr,
-        "poisson" => Pattern::Poisson { seed: 1 },
-        other => bail!("unknown pattern {other:?}; use cbr or poisson"),
-    };
+    let pattern = super::rfc2544::parse_pattern(&args.pattern, 1)?;
     if !args.rate_percent.is_empty() {
         ensure!(
             args.rx.is_some(),

@@ -1,6 +1,6 @@
 //! `wirespeed bench rfc2544`: the RFC 2544 tests of one DuT in the namespace lab (throughput and
-//! latency by default; frame loss rate, back-to-back and system recovery on request), with the
-//! tester calibrated on its own looped-back pair first; writes report.json, results.csv,
+//! latency by default; frame loss rate, back-to-back, system recovery and reset on request), with
+//! the tester calibrated on its own looped-back pair first; writes report.json, results.csv,
 //! latency.csv, trials.csv and report.html.
 //!
 //! ```sh
@@ -8,6 +8,7 @@
 //! wirespeed bench rfc2544 --tests throughput,latency,loss,back-to-back,recovery \
 //!     --pattern cbr,poisson --flows 1,256 --random-flows --frame-sizes 64 --out reports/all
 //! wirespeed bench rfc2544 --tests throughput --ndr-runs 2 --frame-sizes 64 --out reports/repeat
+//! wirespeed bench rfc2544 --dut linux-router --tests reset --pattern burst:32 --out reports/reset
 //! wirespeed bench rfc2544 --calibrate-only --frame-sizes 64,1518 --out reports/calibration
 //! ```
 //!
@@ -74,7 +75,9 @@ pub struct Rfc2544Args {
     /// Search resolution: frames/s, or a percentage of the starting rate (`2%`).
     #[arg(long, default_value = "2%")]
     resolution: String,
-    /// Departure patterns, comma-separated: `cbr`, `poisson` (every test runs with each).
+    /// Departure patterns, comma-separated (every test runs with each): `cbr`, `poisson`, or
+    /// `burst:SIZE[@MPPS]`, SIZE frames back to back (or spaced at MPPS within the burst, which
+    /// must be at least every rate tried), the bursts spaced so that the mean is the rate.
     #[arg(long, default_value = "cbr")]
     pattern: String,
     /// Seed of the Poisson pattern (and of random flows).
@@ -214,8 +217,10 @@ fn parse_latency_receiver(name: &str) -> Result<ReceiverKind, String> {
 /// Which tests and their settings (boxed in [`Rfc2544Args`] to keep the command small).
 #[derive(Args)]
 struct MoreTests {
-    /// Tests to run, comma-separated: throughput, latency, loss, back-to-back, recovery, or
-    /// all.
+    /// Tests to run, comma-separated: throughput, latency, loss, back-to-back, recovery,
+    /// reset, or all. `reset` (RFC 2544 §26.6) offers the NDR while the DuT is reset: the
+    /// wirespeed DuTs restart their process, the kernel DuTs (linux-bridge, the linux-routers,
+    /// ovs) take their ingress link down and up; other DuTs get a note.
     #[arg(long, default_value = "throughput,latency")]
     tests: String,
     /// Frame loss rate: step between loads, percent of the starting rate (0.001..=100).
@@ -224,7 +229,8 @@ struct MoreTests {
     /// Back-to-back: the longest burst tried lasts this many seconds at the starting rate.
     #[arg(long, default_value_t = 0.5, value_parser = numbers::seconds())]
     burst_max_seconds: f64,
-    /// Back-to-back searches and recovery trials per frame size, for a spread (1..=1000).
+    /// Back-to-back searches, recovery and reset trials per frame size, for a spread
+    /// (1..=1000).
     #[arg(long, default_value_t = 3, value_parser = numbers::repeats::<u32>())]
     test_repeats: u32,
     /// System recovery: seconds of overload at 110 % of the NDR.
@@ -233,6 +239,13 @@ struct MoreTests {
     /// System recovery: seconds at the reduced rate after the overload.
     #[arg(long, default_value_t = 10.0, value_parser = numbers::seconds())]
     recovery_seconds: f64,
+    /// Reset: seconds of each trial, long enough for the DuT to come back (a DuT still
+    /// losing frames at the end is reported as a lower bound), 0.001..=86400.
+    #[arg(long, default_value_t = 10.0, value_parser = numbers::seconds())]
+    reset_seconds: f64,
+    /// Reset: seconds into each trial at which the DuT is reset (less than --reset-seconds).
+    #[arg(long, default_value_t = 2.0, value_parser = numbers::seconds())]
+    reset_after: f64,
     /// Throughput searches in a row per frame size; 2 or more reports how well the NDR repeats
     /// (1..=1000).
     #[arg(long, default_value_t = 1, value_parser = numbers::repeats::<u32>())]
@@ -272,11 +285,7 @@ impl Rfc2544Args {
             .split(',')
             .map(str::trim)
             .filter(|p| !p.is_empty())
-            .map(|p| match p {
-                "cbr" => Ok(Pattern::Cbr),
-                "poisson" => Ok(Pattern::Poisson { seed: self.seed }),
-                other => bail!("unknown pattern {other:?}; use cbr or poisson"),
-            })
+            .map(|p| parse_pattern(p, self.seed))
             .collect::<Result<Vec<_>>>()?;
         let (Some(&pattern), Some(&flows)) = (patterns.first(), self.flows.first()) else {
             bail!("give at least one pattern and one flow count");
@@ -315,6 +324,12 @@ impl Rfc2544Args {
         );
         anyhow::ensure!(!self.frame_sizes.is_empty(), "give at least one frame size");
         self.ip.check_frame_sizes(&self.frame_sizes)?;
+        anyhow::ensure!(
+            !tests.reset || self.more.reset_after < self.more.reset_seconds,
+            "--reset-after {} must come before the end of the trial, --reset-seconds {}",
+            self.more.reset_after,
+            self.more.reset_seconds
+        );
         Ok(Options {
             dut: self.dut.clone(),
             site: self.site.site(std::slice::from_ref(&self.dut))?,
@@ -340,6 +355,8 @@ impl Rfc2544Args {
                 test_repeats: self.more.test_repeats,
                 overload_seconds: self.more.overload_seconds,
                 recovery_seconds: self.more.recovery_seconds,
+                reset_seconds: self.more.reset_seconds,
+                reset_after_seconds: self.more.reset_after,
                 ndr_runs: self.more.ndr_runs,
                 calibrate_only: self.more.calibrate_only,
                 drain_seconds: self.more.drain_seconds,
@@ -365,6 +382,34 @@ impl Rfc2544Args {
                 ..SuiteConfig::default()
             },
         })
+    }
+}
+
+/// `cbr`, `poisson` (drawn from `seed`), `burst:SIZE` (back to back) or `burst:SIZE@MPPS`.
+pub(super) fn parse_pattern(text: &str, seed: u64) -> Result<Pattern> {
+    let fix = "use cbr, poisson, burst:SIZE or burst:SIZE@MPPS (e.g. burst:32@5)";
+    match text.trim() {
+        "cbr" => Ok(Pattern::Cbr),
+        "poisson" => Ok(Pattern::Poisson { seed }),
+        burst if burst.starts_with("burst:") => {
+            let spec = &burst["burst:".len()..];
+            let (size, inner) = match spec.split_once('@') {
+                Some((size, mpps)) => (size, Some(mpps)),
+                None => (spec, None),
+            };
+            let size = numbers::whole(1u32, 1 << 20)(size)
+                .map_err(|e| anyhow::anyhow!("--pattern {burst}: the burst size: {e}; {fix}"))?;
+            let inner_rate = match inner {
+                Some(mpps) => {
+                    numbers::real(1e-6, 1000.0)(mpps).map_err(|e| {
+                        anyhow::anyhow!("--pattern {burst}: the rate within a burst, Mpps: {e}")
+                    })? * 1e6
+                }
+                None => f64::INFINITY,
+            };
+            Ok(Pattern::Burst { size, inner_rate })
+        }
+        other => bail!("--pattern {other:?}: unknown pattern; {fix}"),
     }
 }
 
@@ -718,6 +763,26 @@ pub fn summary_table(report: &Report) -> String {
                 }
             );
         }
+        if let Some(reset) = &result.reset {
+            let _ = writeln!(
+                out,
+                "{label}: reset ({}) at {:.3} Mpps: min / median / max {:.3} / {:.3} / {:.3} s \
+                 over {} trials{}",
+                reset.method,
+                reset.rate / 1e6,
+                reset.time.min,
+                reset.time.median,
+                reset.time.max,
+                reset.time.count,
+                match (reset.unrecovered, reset.generator_behind) {
+                    (true, _) => " (still losing frames at the end of a trial: a lower bound)",
+                    (false, true) => {
+                        " (the generator fell behind its schedule in a trial: its time is too long)"
+                    }
+                    _ => "",
+                }
+            );
+        }
     }
     for note in &report.notes {
         let _ = writeln!(out, "note: {note}");
@@ -739,6 +804,40 @@ mod tests {
         assert!(parse_resolution("0%").is_err());
         assert!(parse_resolution("fast").is_err());
         assert_eq!(clock(125), "2:05");
+    }
+
+    #[test]
+    fn patterns_are_cbr_poisson_or_bursts_with_an_optional_inner_rate() {
+        assert_eq!(parse_pattern("cbr", 3).unwrap(), Pattern::Cbr);
+        assert_eq!(
+            parse_pattern(" poisson", 3).unwrap(),
+            Pattern::Poisson { seed: 3 }
+        );
+        assert_eq!(
+            parse_pattern("burst:32", 3).unwrap(),
+            Pattern::Burst {
+                size: 32,
+                inner_rate: f64::INFINITY
+            }
+        );
+        assert_eq!(
+            parse_pattern("burst:8@2.5", 3).unwrap(),
+            Pattern::Burst {
+                size: 8,
+                inner_rate: 2.5e6
+            }
+        );
+        for bad in [
+            "burst:0",
+            "burst:",
+            "burst:8@0",
+            "burst:8@x",
+            "bursts",
+            "CBR",
+        ] {
+            let error = parse_pattern(bad, 3).unwrap_err().to_string();
+            assert!(error.contains("--pattern"), "{bad}: {error}");
+        }
     }
 
     fn rate_trials(exceed_ratio: f64, duration_sum: Option<f64>) -> RateTrialArgs {
