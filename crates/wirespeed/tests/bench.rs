@@ -108,7 +108,7 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
     if !wirespeed_lab::clear_for_test(prefix) {
         return;
     }
-    let json = std::env::temp_dir().join("wirespeed-wstbc.json");
+    let out = std::env::temp_dir().join("wirespeed-wstbc");
     let (stdout, _) = common::bench(
         &[
             "forwarding",
@@ -122,8 +122,8 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
             "0.2",
         ],
         prefix,
-        "--json",
-        &json,
+        "--out",
+        &out,
     );
     assert!(stdout.contains("| DuT | flows | median Mpps |"), "{stdout}");
     assert!(stdout.contains("| linux-bridge | 1 | "), "{stdout}");
@@ -137,11 +137,11 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
         "{stdout}"
     );
     assert!(stdout.contains("generator on CPU 0 nice -20"), "{stdout}");
-    let written = std::fs::read_to_string(&json).unwrap();
+    let written = std::fs::read_to_string(out.join("forwarding.json")).unwrap();
     assert!(written.contains("\"schema\": \"wirespeed.bench.forwarding/1\""));
     assert!(written.contains("\"dut\": \"linux-bridge\""));
     assert!(written.contains("type bridge"));
-    let _ = std::fs::remove_file(&json);
+    let _ = std::fs::remove_dir_all(&out);
     assert_gone_for_test(prefix);
 
     let refused = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
@@ -170,7 +170,8 @@ fn row<'a>(stdout: &'a str, dut: &str) -> &'a str {
 }
 
 /// IPv6 frames through both routers (each is set up for IPv4 and IPv6 alike): neither is a
-/// broken setup, and the report says which version ran.
+/// broken setup, and the report says which version ran. The JSON goes to the old `--json`
+/// spelling, which still works and says what to write instead.
 #[test]
 fn bench_forwarding_routes_ipv6_through_the_linux_and_wirespeed_routers() {
     let prefix = "wstb6";
@@ -178,7 +179,7 @@ fn bench_forwarding_routes_ipv6_through_the_linux_and_wirespeed_routers() {
         return;
     }
     let json = std::env::temp_dir().join("wirespeed-wstb6.json");
-    let (stdout, _) = common::bench(
+    let (stdout, stderr) = common::bench(
         &[
             "forwarding",
             "--ip",
@@ -197,6 +198,12 @@ fn bench_forwarding_routes_ipv6_through_the_linux_and_wirespeed_routers() {
         &json,
     );
     assert!(stdout.contains("84 B UDP/IPv6 frames"), "{stdout}");
+    assert!(
+        stderr.contains(
+            "note: --json FILE is deprecated and goes in the next release; write --out DIR"
+        ),
+        "{stderr}"
+    );
     for dut in ["linux-router", "wirespeed-router-afxdp"] {
         let row = row(&stdout, dut);
         assert!(

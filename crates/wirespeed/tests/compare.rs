@@ -18,7 +18,7 @@ fn a_short_comparison_of_two_duts_has_both_rows_and_interleaved_runs() {
             "linux-bridge,linux-router",
             "--frame-sizes",
             "64",
-            "--repeats",
+            "--runs",
             "2",
             "--trial-seconds",
             "0.2",

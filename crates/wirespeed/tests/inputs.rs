@@ -85,7 +85,7 @@ fn every_cli_number_out_of_range_or_not_finite_is_refused_naming_its_range() {
             "give a number in 0.001..=86400",
         ),
         (
-            &["bench", "compare", "--repeats", "0"],
+            &["bench", "compare", "--runs", "0"],
             "give a whole number in 1..=1000",
         ),
         (
@@ -94,15 +94,15 @@ fn every_cli_number_out_of_range_or_not_finite_is_refused_naming_its_range() {
         ),
         (
             &["bench", "forwarding", "--nice", "-21"],
-            "give a whole number in -20..=19",
+            "give a whole number in -20..=19, or off",
         ),
         (
             &["bench", "forwarding", "--batch", "257"],
             "give a whole number in 1..=256",
         ),
         (
-            &["bench", "forwarding", "--ip", "6", "--routes", "1k"],
-            "give --ip 4 with it",
+            &["bench", "forwarding", "--nice", "high"],
+            "give a whole number in -20..=19, or off",
         ),
         (
             &["bench", "rfc2544", "--ip", "6", "--frame-sizes", "64,128"],
@@ -154,6 +154,122 @@ fn every_cli_number_out_of_range_or_not_finite_is_refused_naming_its_range() {
         assert!(out.stdout.is_empty(), "{args:?} printed {:?}", out.stdout);
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
+}
+
+/// Arguments that are not numbers, and combinations that cannot work: each `bench` command
+/// refuses them naming the option and the fix, before it builds any namespace (each case runs
+/// with a lab prefix of its own, which must not exist afterwards), and without needing the
+/// rights to build one. Old spellings say what to write instead.
+#[test]
+fn every_bench_argument_that_cannot_work_is_refused_before_any_lab_exists() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["rfc2544", "--dut", "linux-brdge"],
+            "unknown DuT \"linux-brdge\"; choose from",
+        ),
+        (
+            &["rfc2544", "--dut", "linux-router-nft:many"],
+            "give the rule count as linux-router-nft:N",
+        ),
+        (
+            &["rfc2544", "--tests", "throughput,speed"],
+            "unknown test \"speed\"",
+        ),
+        (&["rfc2544", "--search", "fast"], "use binary or mlr"),
+        (
+            &["rfc2544", "--pattern", "burst:0"],
+            "--pattern burst:0: the burst size",
+        ),
+        (
+            &["rfc2544", "--pattern", "bursty"],
+            "use cbr, poisson, burst:SIZE",
+        ),
+        (
+            &[
+                "rfc2544",
+                "--tests",
+                "reset",
+                "--reset-seconds",
+                "1",
+                "--reset-after",
+                "2",
+            ],
+            "--reset-after 2 must come before the end of the trial",
+        ),
+        (
+            &["rfc2544", "--resolution", "0%"],
+            "a resolution percentage",
+        ),
+        (&["rfc2544", "--dut-cpu", "4096"], "core(s)"),
+        (
+            &["rfc2544", "--prefix", "toolong"],
+            "longer than 6 characters",
+        ),
+        (
+            &["compare", "--duts", "linux-bridge,nonsense"],
+            "unknown DuT \"nonsense\"",
+        ),
+        (
+            &["compare", "--flows", "1,many"],
+            "flows \"many\": give a count",
+        ),
+        (
+            &["forwarding", "--duts", "wirespeed-afxdp,nonsense"],
+            "unknown DuT \"nonsense\"",
+        ),
+        (
+            &["forwarding", "--out", "a", "--json", "b"],
+            "give --out DIR alone",
+        ),
+        (
+            &["fib", "--duts", "linux-bridge"],
+            "unknown router DuT \"linux-bridge\"",
+        ),
+        (
+            &["fib", "--routes", "0"],
+            "routing-table sizes must be 1 to 4M",
+        ),
+        (&["fib", "--routes", "lots"], "is not a count"),
+        (&["model", "--spin", "0"], "at least two --spin values"),
+        (
+            &["batch", "--prefix", "toolong"],
+            "must be 1 to 6 characters",
+        ),
+    ];
+    for (index, (args, expected)) in cases.iter().enumerate() {
+        let prefix = format!("wsia{index}");
+        let mut line = vec!["bench"];
+        line.extend_from_slice(args);
+        line.extend(["--prefix", &prefix]);
+        if args.contains(&"--prefix") {
+            line.truncate(line.len() - 2);
+        }
+        let out = wirespeed(&line);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{line:?} was accepted");
+        assert!(stderr.contains(expected), "{line:?}: {stderr}");
+        assert!(!stderr.contains("builds a lab"), "{line:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{line:?} printed {:?}", out.stdout);
+        wirespeed_lab::assert_gone_for_test(&prefix);
+    }
+    // An old spelling still works, and says what to write instead.
+    let out = wirespeed(&[
+        "bench",
+        "compare",
+        "--repeats",
+        "2",
+        "--duts",
+        "nonsense",
+        "--prefix",
+        "wsiad",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("note: --repeats is deprecated and goes in the next release; write --runs"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("unknown DuT \"nonsense\""), "{stderr}");
+    wirespeed_lab::assert_gone_for_test("wsiad");
 }
 
 /// The first number after `label` in `text`.

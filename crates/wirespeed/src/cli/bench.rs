@@ -3,7 +3,7 @@
 //! 64-byte frames, with the same placement of every thread for every DuT.
 //!
 //! ```sh
-//! wirespeed bench forwarding --runs 3 --seconds 5 --json bench.json
+//! wirespeed bench forwarding --runs 3 --seconds 5 --out reports/forwarding
 //! ```
 //!
 //! The command builds the lab (two pairs), runs the interleaved trials of
@@ -85,8 +85,12 @@ struct ForwardingArgs {
     /// Name prefix of the lab (at most 6 characters, so NAPI thread names stay distinct).
     #[arg(long, default_value = "wsb")]
     prefix: String,
-    /// Write every trial and the summary as JSON here.
+    /// Directory for forwarding.json, every trial and the summary (created if missing);
+    /// without it the table is printed only.
     #[arg(long)]
+    out: Option<PathBuf>,
+    /// Old spelling: the JSON file itself (`--out DIR` writes DIR/forwarding.json).
+    #[arg(long, hide = true)]
     json: Option<PathBuf>,
     /// Core of the generator thread.
     #[arg(long, default_value_t = 0)]
@@ -98,11 +102,12 @@ struct ForwardingArgs {
     #[arg(long)]
     receiver_cpu: Option<usize>,
     /// Nice value for every benchmark thread (generator, NAPI threads, the DuT's threads), which
-    /// shields them from other jobs on a shared machine while keeping them equal among themselves.
-    #[arg(long, default_value_t = -20, allow_hyphen_values = true, value_parser = numbers::nice())]
-    nice: i32,
-    /// Leave thread priorities alone (no renice).
-    #[arg(long)]
+    /// shields them from other jobs on a shared machine while keeping them equal among
+    /// themselves (-20..=19), or `off` to leave priorities alone.
+    #[arg(long, default_value = "-20", allow_hyphen_values = true, value_parser = numbers::nice_or_off())]
+    nice: numbers::Nice,
+    /// Old spelling of `--nice off`.
+    #[arg(long, hide = true)]
     keep_priorities: bool,
     /// The tester's sender and receiver: xdp-live (in-kernel live-frame sender on t0, XDP
     /// counting sink on t1: several Mpps, so it does not cap the DuTs compared) or afxdp
@@ -415,9 +420,7 @@ pub fn forwarding_with(words: &[&str]) -> Result<()> {
 }
 
 fn forwarding(args: ForwardingArgs) -> Result<()> {
-    if let Some(reason) = wirespeed_lab::unavailable_reason() {
-        bail!("the benchmark builds a lab, but {reason}");
-    }
+    // Every argument is checked before the rights to build a lab are.
     if args.prefix.len() > 6 {
         bail!(
             "prefix {:?} is longer than 6 characters: the kernel cuts thread names at 15 bytes \
@@ -429,7 +432,12 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         generator_cpu: args.generator_cpu,
         dut_cpu: args.dut_cpu,
         receiver_cpu: args.receiver_cpu.unwrap_or(args.dut_cpu),
-        nice: (!args.keep_priorities).then_some(args.nice),
+        nice: if args.keep_priorities {
+            numbers::deprecated("--keep-priorities", "--nice off");
+            None
+        } else {
+            args.nice.0
+        },
     };
     let _shield = SessionShield::new(plan.nice);
     let cores = wirespeed_io::thread::available_cores();
@@ -437,6 +445,10 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
         bail!("this machine has {cores} core(s); the placement {plan:?} needs more");
     }
     anyhow::ensure!(!args.flows.is_empty(), "give at least one flow count");
+    anyhow::ensure!(
+        args.out.is_none() || args.json.is_none(),
+        "give --out DIR alone (--json is its old spelling)"
+    );
     let binary =
         std::env::current_exe().context("finding this executable for the wirespeed DuTs")?;
     let site = args.site.site(&args.duts)?;
@@ -469,6 +481,9 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
             None,
         ),
     };
+    if let Some(reason) = wirespeed_lab::unavailable_reason() {
+        bail!("the benchmark builds a lab, but {reason}");
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
@@ -553,12 +568,29 @@ fn forwarding(args: ForwardingArgs) -> Result<()> {
     if interrupted {
         println!("\ninterrupted: the last trial was cut short and the runs are incomplete");
     }
-    if let Some(path) = &args.json {
+    if let Some(path) = forwarding_json(&args)? {
         let json = json(&results);
-        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
         println!("\nwrote {}", path.display());
     }
     Ok(())
+}
+
+/// Where `bench forwarding` writes its JSON: `--out DIR`'s forwarding.json (the directory
+/// made), or the old `--json FILE`, with a note.
+fn forwarding_json(args: &ForwardingArgs) -> Result<Option<PathBuf>> {
+    match (&args.out, &args.json) {
+        (Some(dir), None) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            Ok(Some(dir.join("forwarding.json")))
+        }
+        (None, Some(file)) => {
+            numbers::deprecated("--json FILE", "--out DIR (it writes DIR/forwarding.json)");
+            Ok(Some(file.clone()))
+        }
+        (None, None) => Ok(None),
+        (Some(_), Some(_)) => bail!("give --out DIR alone (--json is its old spelling)"),
+    }
 }
 
 fn trial_line(record: &TrialRecord) -> String {

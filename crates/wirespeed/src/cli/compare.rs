@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! wirespeed bench compare --duts linux-bridge,linux-router,linux-router-nft,ovs,wirespeed-afxdp \
-//!     --frame-sizes 64 --flows 1,random --repeats 3 --trial-seconds 1 --out reports/compare
+//!     --frame-sizes 64 --flows 1,random --runs 3 --trial-seconds 1 --out reports/compare
 //! ```
 //!
 //! Each (repeat, flow count, DuT) is one run of [`wirespeed_tester::suite`], the code behind
@@ -36,7 +36,7 @@ use wirespeed_tester::trial::FlowOrder;
 
 use super::bench::dut;
 use super::numbers;
-use super::rfc2544::{RateTrialArgs, parse_nice, parse_resolution, setup, suite_lab};
+use super::rfc2544::{RateTrialArgs, parse_resolution, setup, suite_lab};
 use super::site::SiteArgs;
 
 /// Flows that `--flows random` stands for.
@@ -66,7 +66,10 @@ pub struct CompareArgs {
     ip: super::bench::IpArg,
     /// Runs of every DuT, interleaved (the median and the spread are reported), 1..=1000.
     #[arg(long, default_value_t = 3, value_parser = numbers::repeats::<u32>())]
-    repeats: u32,
+    runs: u32,
+    /// Old spelling of `--runs`.
+    #[arg(long, hide = true, value_parser = numbers::repeats::<u32>())]
+    repeats: Option<u32>,
     /// Seconds per search trial (0.001..=86400).
     #[arg(long, default_value_t = 1.0, value_parser = numbers::seconds())]
     trial_seconds: f64,
@@ -98,8 +101,8 @@ pub struct CompareArgs {
     receiver_cpu: Option<usize>,
     /// Nice value of the generator thread and the NAPI threads of the DuT's ingress and the
     /// tester's receive (`off`: leave them alone), as in `bench rfc2544`.
-    #[arg(long, default_value = "-20", allow_hyphen_values = true)]
-    nice: String,
+    #[arg(long, default_value = "-20", allow_hyphen_values = true, value_parser = numbers::nice_or_off())]
+    nice: numbers::Nice,
     /// How a rate's trials decide whether it passes, and how they receive, as in `bench
     /// rfc2544`.
     #[command(flatten)]
@@ -149,7 +152,7 @@ impl CompareArgs {
                 generator_cpu: self.generator_cpu,
                 dut_cpu: self.dut_cpu,
                 receiver_cpu: self.receiver_cpu.unwrap_or(self.generator_cpu),
-                nice: parse_nice(&self.nice)?,
+                nice: self.nice.0,
             },
             receiver: self.rate_trials.receiver,
             sender: self.rate_trials.generator,
@@ -161,7 +164,11 @@ impl CompareArgs {
     }
 }
 
-pub fn run(args: CompareArgs) -> Result<()> {
+pub fn run(mut args: CompareArgs) -> Result<()> {
+    if let Some(runs) = args.repeats {
+        numbers::deprecated("--repeats", "--runs");
+        args.runs = runs;
+    }
     let suite = args.suite()?;
     let flows = parse_flows(&args.flows)?;
     let names: Vec<String> = args
@@ -170,9 +177,6 @@ pub fn run(args: CompareArgs) -> Result<()> {
         .map(|name| name.trim().to_owned())
         .collect();
     let site = args.site.site(&names)?;
-    if let Some(reason) = wirespeed_lab::unavailable_reason() {
-        bail!("a comparison builds a lab, but {reason}");
-    }
     if args.prefix.len() > 6 {
         bail!(
             "prefix {:?} is longer than 6 characters: NAPI thread names (napi/<prefix>-d0-<id>) \
@@ -201,22 +205,26 @@ pub fn run(args: CompareArgs) -> Result<()> {
             None,
         ),
     };
+    // Every argument was checked before the rights to build a lab are.
+    if let Some(reason) = wirespeed_lab::unavailable_reason() {
+        bail!("a comparison builds a lab, but {reason}");
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .context("installing the signal handler")?;
     }
-    let config_text = format!("{suite:#?}\nflows: {flows:?}\nrepeats: {}", args.repeats);
+    let config_text = format!("{suite:#?}\nflows: {flows:?}\nruns: {}", args.runs);
     let mut comparison = Comparison::new(
         format!("RFC 2544 throughput, {} side by side", args.duts.join(", ")),
         setup(&config_text, None),
     );
     comparison.setup.traffic = format!(
         "CBR, UDP/IPv{}, flows {:?} (UDP source ports cycling frame by frame; `random` = \
-         {RANDOM_FLOWS} of them, each frame's drawn at random), {} repeat(s) interleaved",
+         {RANDOM_FLOWS} of them, each frame's drawn at random), {} run(s) interleaved",
         args.ip.number(),
         args.flows,
-        args.repeats
+        args.runs
     );
     comparison.setup.receiver = receivers(&suite);
     comparison.setup.search = suite.search_summary();
@@ -229,10 +237,10 @@ pub fn run(args: CompareArgs) -> Result<()> {
         (None, Some(lab)) => site.wiring(lab)?,
         (None, None) => bail!("neither a lab nor an external DuT"),
     };
-    let total = args.repeats as usize * flows.len() * duts.len();
+    let total = args.runs as usize * flows.len() * duts.len();
     let started = Instant::now();
     let mut done = 0;
-    'runs: for repeat in 0..args.repeats {
+    'runs: for repeat in 0..args.runs {
         for &(flow_count, flow_order) in &flows {
             for device in duts.iter_mut() {
                 if stop.load(Ordering::Relaxed) {

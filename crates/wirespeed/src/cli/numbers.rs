@@ -100,14 +100,39 @@ where
     whole(T::from(REPEATS.0), T::from(REPEATS.1))
 }
 
-/// [`whole`] over [`NICE`].
-pub fn nice() -> impl Fn(&str) -> Result<i32, String> + Clone + Send + Sync + 'static {
-    whole(NICE.0, NICE.1)
+/// `--nice N|off`, the one priority option of every `bench` command: the nice value of the
+/// benchmark's threads, or `off` to leave their priorities alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Nice(pub Option<i32>);
+
+/// A value parser for [`Nice`]: a whole number in [`NICE`] or `off`.
+pub fn nice_or_off() -> impl Fn(&str) -> Result<Nice, String> + Clone + Send + Sync + 'static {
+    |text| match text.trim() {
+        "off" => Ok(Nice(None)),
+        number => whole(NICE.0, NICE.1)(number)
+            .map(|nice| Nice(Some(nice)))
+            .map_err(|error| format!("{error}, or off")),
+    }
+}
+
+/// Says on stderr that `old` is an old spelling, kept for one release, and what to write.
+pub fn deprecated(old: &str, new: &str) {
+    eprintln!("note: {old} is deprecated and goes in the next release; write {new}");
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nice_is_a_value_or_off() {
+        assert_eq!(nice_or_off()("-20"), Ok(Nice(Some(-20))));
+        assert_eq!(nice_or_off()("off"), Ok(Nice(None)));
+        assert_eq!(
+            nice_or_off()("-21").unwrap_err(),
+            "give a whole number in -20..=19, or off"
+        );
+    }
 
     #[test]
     fn reals_outside_the_range_or_not_finite_are_refused_naming_the_range() {
@@ -151,7 +176,5 @@ mod tests {
             Err("give a whole number in 1..=1000".into())
         );
         assert_eq!(repeats::<usize>()("1000"), Ok(1000));
-        assert_eq!(nice()("-20"), Ok(-20));
-        assert_eq!(nice()("20"), Err("give a whole number in -20..=19".into()));
     }
 }

@@ -119,8 +119,8 @@ pub struct Rfc2544Args {
     /// tester's receive (`off`: leave them alone). At -20 other jobs on a shared machine barely
     /// preempt them: a preempted generator sends in bursts, a preempted NAPI thread stalls the
     /// path, and either shows as DuT loss. The DuT's own threads keep their priority.
-    #[arg(long, default_value = "-20", allow_hyphen_values = true)]
-    nice: String,
+    #[arg(long, default_value = "-20", allow_hyphen_values = true, value_parser = numbers::nice_or_off())]
+    nice: numbers::Nice,
     /// Core of the tester's receive NAPI thread (default: the generator's core). Not the DuT
     /// core: the lab's veths push back (see `wirespeed_lab::Testbed::backpressure`), so a DuT
     /// can only transmit as fast as this thread drains, and a DuT worker at SCHED_FIFO on the
@@ -307,7 +307,6 @@ impl Rfc2544Args {
         }
         let tests = Tests::parse(&self.more.tests).map_err(anyhow::Error::msg)?;
         let resolution = parse_resolution(&self.resolution)?;
-        let nice = parse_nice(&self.nice)?;
         let latency_loads = self
             .latency_loads
             .split(',')
@@ -377,7 +376,7 @@ impl Rfc2544Args {
                     generator_cpu: self.generator_cpu,
                     dut_cpu: self.dut_cpu,
                     receiver_cpu: self.receiver_cpu.unwrap_or(self.generator_cpu),
-                    nice,
+                    nice: self.nice.0,
                 },
                 ..SuiteConfig::default()
             },
@@ -410,20 +409,6 @@ pub(super) fn parse_pattern(text: &str, seed: u64) -> Result<Pattern> {
             Ok(Pattern::Burst { size, inner_rate })
         }
         other => bail!("--pattern {other:?}: unknown pattern; {fix}"),
-    }
-}
-
-/// `-20` or `off` (leave priorities alone).
-pub(super) fn parse_nice(text: &str) -> Result<Option<i32>> {
-    match text.trim() {
-        "off" => Ok(None),
-        text => {
-            let nice: i32 = text
-                .parse()
-                .with_context(|| format!("--nice {text:?} is neither a number nor off"))?;
-            anyhow::ensure!((-20..=19).contains(&nice), "--nice is -20..=19 or off");
-            Ok(Some(nice))
-        }
     }
 }
 
@@ -486,9 +471,6 @@ pub fn run(args: Rfc2544Args) -> Result<()> {
 /// everything down again; the report is returned also after Ctrl-C. An external DuT is
 /// measured on the tester's own interfaces, without a lab.
 pub fn execute(options: &Options, config_text: &str, stop: &AtomicBool) -> Result<Report> {
-    if let Some(reason) = wirespeed_lab::unavailable_reason() {
-        bail!("an RFC 2544 run builds a lab, but {reason}");
-    }
     if options.prefix.len() > 6 {
         bail!(
             "prefix {:?} is longer than 6 characters: NAPI thread names (napi/<prefix>-d0-<id>) \
@@ -513,6 +495,9 @@ pub fn execute(options: &Options, config_text: &str, stop: &AtomicBool) -> Resul
         );
     };
     if let Some(external) = options.site.external() {
+        if let Some(reason) = wirespeed_lab::unavailable_reason() {
+            bail!("an RFC 2544 run sends through AF_XDP sockets, but {reason}");
+        }
         let (mut device, wiring) = external?;
         let setup = setup(config_text, Some(device.as_ref()));
         let report = wirespeed_tester::suite::run(
@@ -531,6 +516,10 @@ pub fn execute(options: &Options, config_text: &str, stop: &AtomicBool) -> Resul
     let mut device = options
         .site
         .place(dut(&options.dut, &binary, plan.dut_cpu)?)?;
+    // Every argument was checked before the rights to build a lab are.
+    if let Some(reason) = wirespeed_lab::unavailable_reason() {
+        bail!("an RFC 2544 run builds a lab, but {reason}");
+    }
     let lab = suite_lab(&options.prefix, &options.suite.frame_sizes)?;
     let wiring = options.site.wiring(&lab)?;
     // After the lab: a remote DuT's host may be reachable only through it.

@@ -55,11 +55,11 @@ pub struct SweepCommon {
     /// Core of the DuT (its ingress NAPI thread and its worker).
     #[arg(long, default_value_t = 1)]
     dut_cpu: usize,
-    /// Nice value for every benchmark thread (-20..=19).
-    #[arg(long, default_value_t = -20, allow_hyphen_values = true, value_parser = numbers::nice())]
-    nice: i32,
-    /// Leave thread priorities alone (no renice).
-    #[arg(long)]
+    /// Nice value for every benchmark thread (-20..=19), or `off` to leave priorities alone.
+    #[arg(long, default_value = "-20", allow_hyphen_values = true, value_parser = numbers::nice_or_off())]
+    nice: numbers::Nice,
+    /// Old spelling of `--nice off`.
+    #[arg(long, hide = true)]
     keep_priorities: bool,
 }
 
@@ -127,9 +127,6 @@ struct Session {
 
 impl Session {
     fn open(prefix: &str, common: &SweepCommon) -> Result<Session> {
-        if let Some(reason) = wirespeed_lab::unavailable_reason() {
-            bail!("the sweep builds a lab, but {reason}");
-        }
         ensure!(
             !prefix.is_empty() && prefix.len() <= 6,
             "--prefix {prefix:?} must be 1 to 6 characters (the kernel cuts thread names at 15 \
@@ -142,6 +139,9 @@ impl Session {
             common.generator_cpu,
             common.dut_cpu
         );
+        if let Some(reason) = wirespeed_lab::unavailable_reason() {
+            bail!("the sweep builds a lab, but {reason}");
+        }
         std::fs::create_dir_all(&common.out)
             .with_context(|| format!("creating {}", common.out.display()))?;
         let binary =
@@ -155,7 +155,12 @@ impl Session {
             generator_cpu: common.generator_cpu,
             dut_cpu: common.dut_cpu,
             receiver_cpu: common.dut_cpu,
-            nice: (!common.keep_priorities).then_some(common.nice),
+            nice: if common.keep_priorities {
+                numbers::deprecated("--keep-priorities", "--nice off");
+                None
+            } else {
+                common.nice.0
+            },
         };
         let config = ForwardingConfig {
             flows: vec![1],
