@@ -94,7 +94,7 @@ fn a_wirespeed_dut_that_exits_is_reported_by_name_with_its_output() {
     };
     let text = error.to_string();
     assert!(
-        text.contains("wirespeed-afpacket") && text.contains("wstnone8"),
+        text.contains("wirespeed-xconnect-afpacket") && text.contains("wstnone8"),
         "{text}"
     );
     drop(dut);

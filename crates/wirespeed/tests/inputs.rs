@@ -214,7 +214,7 @@ fn every_bench_argument_that_cannot_work_is_refused_before_any_lab_exists() {
             "flows \"many\": give a count",
         ),
         (
-            &["forwarding", "--duts", "wirespeed-afxdp,nonsense"],
+            &["forwarding", "--duts", "wirespeed-xconnect-afxdp,nonsense"],
             "unknown DuT \"nonsense\"",
         ),
         (

@@ -168,7 +168,7 @@ fn an_rfc2544_search_runs_at_9018_bytes() {
         &[
             "rfc2544",
             "--dut",
-            "wirespeed-afxdp",
+            "wirespeed-xconnect-afxdp",
             "--tests",
             "throughput",
             "--latency-loads",

@@ -42,7 +42,13 @@ fn a_short_rfc2544_run_against_wirespeed_writes_a_checked_report() {
     let Some((stdout, stderr, out)) = common::bench_out(
         prefix,
         &[
-            &["rfc2544", "--dut", "wirespeed-afxdp", "--latency-loads", ""],
+            &[
+                "rfc2544",
+                "--dut",
+                "wirespeed-xconnect-afxdp",
+                "--latency-loads",
+                "",
+            ],
             TINY_SEARCH,
         ]
         .concat(),
@@ -297,7 +303,7 @@ fn a_reset_is_measured_by_restart_and_by_link_flap_and_noted_where_impossible() 
     let _cores = common::shared();
     // wirespeed restarts: it was down for a while (it stops, starts and loads its
     // configuration), and forwarded again before the trial ended.
-    let Some((report, stdout)) = reset_run("wstrs1", &["--dut", "wirespeed-afxdp"]) else {
+    let Some((report, stdout)) = reset_run("wstrs1", &["--dut", "wirespeed-xconnect-afxdp"]) else {
         return;
     };
     let reset = report.results[0].reset.as_ref().expect("a reset result");

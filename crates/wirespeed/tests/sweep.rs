@@ -43,7 +43,7 @@ fn bench_fib_measures_each_router_at_each_table_size() {
         &[
             "fib",
             "--duts",
-            "wirespeed-router,linux-router",
+            "wirespeed-router-afxdp,linux-router",
             "--routes",
             // 20k: above the 10k a config file carries, so the table goes in by `ctl route load`.
             "1,20k",
@@ -86,7 +86,7 @@ fn bench_fib_sweeps_ipv6_tables_with_ipv6_frames() {
             "--ip",
             "6",
             "--duts",
-            "wirespeed-router,linux-router",
+            "wirespeed-router-afxdp,linux-router",
             "--routes",
             "1,300",
         ],

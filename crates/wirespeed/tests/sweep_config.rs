@@ -122,7 +122,7 @@ fn a_scraped_dut_serves_its_metrics_and_says_so_in_its_name() {
     });
     assert_eq!(
         wirespeed_tester::dut::Dut::name(&dut),
-        "wirespeed-afxdp+scrape"
+        "wirespeed-xconnect-afxdp+scrape"
     );
     let config = parse("scraped.toml", &dut.config(&wiring())).unwrap();
     assert_eq!(

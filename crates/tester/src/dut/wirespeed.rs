@@ -564,7 +564,7 @@ impl WirespeedDut {
 impl Dut for WirespeedDut {
     fn name(&self) -> String {
         let app = match self.options.app {
-            WirespeedApp::Xconnect => "",
+            WirespeedApp::Xconnect => "xconnect-",
             WirespeedApp::Bridge => "bridge-",
             WirespeedApp::Router(_) => "router-",
             WirespeedApp::OpenFlow => "openflow-",

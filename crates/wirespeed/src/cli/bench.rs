@@ -66,7 +66,7 @@ struct ForwardingArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "wirespeed-afxdp,wirespeed-afpacket,linux-bridge,linux-router,xdp-redirect"
+        default_value = "wirespeed-xconnect-afxdp,wirespeed-xconnect-afpacket,linux-bridge,linux-router,xdp-redirect"
     )]
     duts: Vec<String>,
     /// Where the DuTs are: the lab, external (`--duts external`, alone, without the
@@ -229,20 +229,21 @@ enum GeneratorArg {
     XdpLive,
 }
 
-/// The DuT names `--duts` accepts (`linux-router-nft:N` gives the firewall N rules,
-/// `linux-router-tbf:MBIT` the shaper its rate, `wirespeed-afxdp+scrape` and the like a
-/// wirespeed DuT whose metrics are scraped every 100 ms).
+/// The DuT names `--duts` accepts, by function and path (`linux-router-nft:N` gives the
+/// firewall N rules, `linux-router-tbf:MBIT` the shaper its rate,
+/// `wirespeed-xconnect-afxdp+scrape` and the like a wirespeed DuT whose metrics are scraped
+/// every 100 ms).
 pub const DUT_NAMES: [&str; 19] = [
-    "wirespeed-xdp",
-    "wirespeed-afxdp",
+    "wirespeed-xconnect-xdp",
+    "wirespeed-xconnect-afxdp",
+    "wirespeed-xconnect-afpacket",
+    "wirespeed-xconnect-afpacket-v2",
     "wirespeed-bridge-xdp",
     "wirespeed-bridge-afxdp",
     "wirespeed-router-xdp",
     "wirespeed-router-afxdp",
     "wirespeed-openflow-xdp",
     "wirespeed-openflow-afxdp",
-    "wirespeed-afpacket",
-    "wirespeed-afpacket-v2",
     "linux-bridge",
     "linux-router",
     "linux-router-nft",
@@ -253,6 +254,37 @@ pub const DUT_NAMES: [&str; 19] = [
     "ovs-afpacket",
     "dpdk-testpmd",
 ];
+
+/// Old DuT names, kept for one release, and the names by function and path that replace them.
+const OLD_DUT_NAMES: [(&str, &str); 5] = [
+    ("wirespeed-xdp", "wirespeed-xconnect-xdp"),
+    ("wirespeed-afxdp", "wirespeed-xconnect-afxdp"),
+    ("wirespeed-afpacket", "wirespeed-xconnect-afpacket"),
+    ("wirespeed-afpacket-v2", "wirespeed-xconnect-afpacket-v2"),
+    ("wirespeed-router", "wirespeed-router-afxdp"),
+];
+
+/// `names` with every old name (also with `+scrape`) replaced by its name by function and
+/// path, saying so once per name.
+pub(super) fn dut_names(names: &[String]) -> Vec<String> {
+    names
+        .iter()
+        .map(|name| {
+            let name = name.trim();
+            let (base, scrape) = match name.strip_suffix("+scrape") {
+                Some(base) => (base, "+scrape"),
+                None => (name, ""),
+            };
+            match OLD_DUT_NAMES.iter().find(|(old, _)| *old == base) {
+                Some((_, new)) => {
+                    numbers::deprecated(&format!("DuT name {name}"), &format!("{new}{scrape}"));
+                    format!("{new}{scrape}")
+                }
+                None => name.to_owned(),
+            }
+        })
+        .collect()
+}
 
 pub fn run(args: BenchArgs) -> Result<()> {
     match args.what {
@@ -276,8 +308,8 @@ fn xdp_or_afxdp(name: &str) -> WirespeedBackend {
 }
 
 /// The driver for the DuT called `name` (one of [`DUT_NAMES`], `linux-router-nft:N`,
-/// `linux-router-tbf:MBIT` or `wirespeed-afxdp+scrape`, `wirespeed-xdp+scrape`,
-/// `wirespeed-afpacket+scrape`).
+/// `linux-router-tbf:MBIT` or `wirespeed-xconnect-afxdp+scrape`, `-xdp+scrape`,
+/// `-afpacket+scrape`).
 pub fn dut(name: &str, binary: &std::path::Path, core: usize) -> Result<Box<dyn Dut>> {
     routing_dut(name, binary, core, None)
 }
@@ -294,12 +326,12 @@ fn routing_dut(
     // Prometheus would, to measure what being watched costs it beside NAME itself.
     if let Some(base) = name.strip_suffix("+scrape") {
         let scraped = match base {
-            "wirespeed-afxdp" => WirespeedBackend::AfXdp,
-            "wirespeed-xdp" => WirespeedBackend::Xdp,
-            "wirespeed-afpacket" => WirespeedBackend::AfPacket,
+            "wirespeed-xconnect-afxdp" => WirespeedBackend::AfXdp,
+            "wirespeed-xconnect-xdp" => WirespeedBackend::Xdp,
+            "wirespeed-xconnect-afpacket" => WirespeedBackend::AfPacket,
             other => bail!(
-                "{other}+scrape: scraping is for wirespeed-afxdp, wirespeed-xdp and \
-                 wirespeed-afpacket"
+                "{other}+scrape: scraping is for wirespeed-xconnect-afxdp, \
+                 wirespeed-xconnect-xdp and wirespeed-xconnect-afpacket"
             ),
         };
         return Ok(Box::new(
@@ -310,12 +342,12 @@ fn routing_dut(
         ));
     }
     Ok(match name {
-        "wirespeed-afxdp" => Box::new(WirespeedDut::new(
+        "wirespeed-xconnect-afxdp" => Box::new(WirespeedDut::new(
             WirespeedBackend::AfXdp,
             binary.into(),
             core,
         )),
-        "wirespeed-xdp" => Box::new(WirespeedDut::new(
+        "wirespeed-xconnect-xdp" => Box::new(WirespeedDut::new(
             WirespeedBackend::Xdp,
             binary.into(),
             core,
@@ -353,12 +385,12 @@ fn routing_dut(
         "linux-router" if routes.is_some() => {
             Box::new(LinuxRouterFib::new(Arc::clone(routes.expect("checked"))))
         }
-        "wirespeed-afpacket" => Box::new(WirespeedDut::new(
+        "wirespeed-xconnect-afpacket" => Box::new(WirespeedDut::new(
             WirespeedBackend::AfPacket,
             binary.into(),
             core,
         )),
-        "wirespeed-afpacket-v2" => Box::new(WirespeedDut::new(
+        "wirespeed-xconnect-afpacket-v2" => Box::new(WirespeedDut::new(
             WirespeedBackend::AfPacketV2,
             binary.into(),
             core,
@@ -419,7 +451,8 @@ pub fn forwarding_with(words: &[&str]) -> Result<()> {
     forwarding(line.args)
 }
 
-fn forwarding(args: ForwardingArgs) -> Result<()> {
+fn forwarding(mut args: ForwardingArgs) -> Result<()> {
+    args.duts = dut_names(&args.duts);
     // Every argument is checked before the rights to build a lab are.
     if args.prefix.len() > 6 {
         bail!(

@@ -3,7 +3,7 @@
 //! written as one side-by-side report.
 //!
 //! ```sh
-//! wirespeed bench compare --duts linux-bridge,linux-router,linux-router-nft,ovs,wirespeed-afxdp \
+//! wirespeed bench compare --duts linux-bridge,linux-router,linux-router-nft,ovs,wirespeed-xconnect-afxdp \
 //!     --frame-sizes 64 --flows 1,random --runs 3 --trial-seconds 1 --out reports/compare
 //! ```
 //!
@@ -49,7 +49,7 @@ pub struct CompareArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "linux-bridge,linux-router,linux-router-nft,ovs,wirespeed-afxdp,wirespeed-afpacket"
+        default_value = "linux-bridge,linux-router,linux-router-nft,ovs,wirespeed-xconnect-afxdp,wirespeed-xconnect-afpacket"
     )]
     duts: Vec<String>,
     /// Where the DuTs are: the lab, external (`--duts external`, alone), or a host over ssh.
@@ -171,11 +171,7 @@ pub fn run(mut args: CompareArgs) -> Result<()> {
     }
     let suite = args.suite()?;
     let flows = parse_flows(&args.flows)?;
-    let names: Vec<String> = args
-        .duts
-        .iter()
-        .map(|name| name.trim().to_owned())
-        .collect();
+    let names = super::bench::dut_names(&args.duts);
     let site = args.site.site(&names)?;
     if args.prefix.len() > 6 {
         bail!(
@@ -216,7 +212,7 @@ pub fn run(mut args: CompareArgs) -> Result<()> {
     }
     let config_text = format!("{suite:#?}\nflows: {flows:?}\nruns: {}", args.runs);
     let mut comparison = Comparison::new(
-        format!("RFC 2544 throughput, {} side by side", args.duts.join(", ")),
+        format!("RFC 2544 throughput, {} side by side", names.join(", ")),
         setup(&config_text, None),
     );
     comparison.setup.traffic = format!(

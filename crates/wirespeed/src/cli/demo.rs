@@ -145,7 +145,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
         "\n== 4. RFC 2544 in the lab: calibrate the tester, then wirespeed (xconnect over AF_XDP) as the DuT"
     );
     let options = Options {
-        dut: "wirespeed-afxdp".into(),
+        dut: "wirespeed-xconnect-afxdp".into(),
         site: Default::default(),
         prefix: args.prefix.clone(),
         suite: SuiteConfig {
@@ -180,7 +180,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
         );
         super::bench::forwarding_with(&[
             "--duts",
-            "wirespeed-xdp,wirespeed-afxdp,xdp-redirect",
+            "wirespeed-xconnect-xdp,wirespeed-xconnect-afxdp,xdp-redirect",
             "--flows",
             "1",
             "--runs",

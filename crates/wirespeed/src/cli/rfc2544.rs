@@ -39,12 +39,13 @@ use super::site::{Site, SiteArgs};
 
 #[derive(Args)]
 pub struct Rfc2544Args {
-    /// The device under test: wirespeed-afxdp, wirespeed-afpacket, wirespeed-afpacket-v2,
+    /// The device under test, by function and path: wirespeed-xconnect-afxdp (or -xdp,
+    /// -afpacket, -afpacket-v2), wirespeed-bridge-, -router-, -openflow- with -xdp or -afxdp,
     /// linux-bridge, linux-router, linux-router-nft[:N], ovs, ovs-normal, ovs-afpacket,
-    /// xdp-redirect, or linux-router-tbf[:MBIT] (the router shaped to MBIT Mbit/s: a reference
-    /// of known capacity for checking the tester); or `external` (a device the tester does not
-    /// configure, wired to `--tx` and `--rx`).
-    #[arg(long, default_value = "wirespeed-afxdp")]
+    /// xdp-redirect, dpdk-testpmd, or linux-router-tbf[:MBIT] (the router shaped to MBIT
+    /// Mbit/s: a reference of known capacity for checking the tester); or `external` (a device
+    /// the tester does not configure, wired to `--tx` and `--rx`).
+    #[arg(long, default_value = "wirespeed-xconnect-afxdp")]
     dut: String,
     /// Where the DuT is: the lab, external, or a host over ssh.
     #[command(flatten)]
@@ -329,9 +330,10 @@ impl Rfc2544Args {
             self.more.reset_after,
             self.more.reset_seconds
         );
+        let dut = super::bench::dut_names(std::slice::from_ref(&self.dut)).remove(0);
         Ok(Options {
-            dut: self.dut.clone(),
-            site: self.site.site(std::slice::from_ref(&self.dut))?,
+            site: self.site.site(std::slice::from_ref(&dut))?,
+            dut,
             prefix: self.prefix.clone(),
             suite: SuiteConfig {
                 frame_sizes: self.frame_sizes.clone(),

@@ -2,7 +2,7 @@
 //! routing-table size.
 //!
 //! ```sh
-//! wirespeed bench fib --duts wirespeed-router,linux-router --routes 1,10,100,1k,10k,100k,1M --out fib
+//! wirespeed bench fib --duts wirespeed-router-afxdp,linux-router --routes 1,10,100,1k,10k,100k,1M --out fib
 //! wirespeed bench fib --ip 6 --routes 1,1k,100k --out fib6
 //! ```
 //!
@@ -35,12 +35,12 @@ use super::{
 
 #[derive(Args)]
 pub struct FibArgs {
-    /// Router DuTs: wirespeed-router (AF_XDP), wirespeed-router-xdp (behind the XDP fast
-    /// path), wirespeed-router-afpacket, linux-router.
+    /// Router DuTs: wirespeed-router-afxdp, wirespeed-router-xdp (behind the XDP fast path),
+    /// wirespeed-router-afpacket, linux-router.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "wirespeed-router,linux-router"
+        default_value = "wirespeed-router-afxdp,linux-router"
     )]
     duts: Vec<String>,
     /// Where the DuTs are: the lab, or a host over ssh (an external DuT's table is not the
@@ -76,7 +76,7 @@ fn no_counters(_: &(dyn Dut + 'static)) -> Option<Result<SwitchCounters, String>
 }
 
 /// `wirespeed bench fib`.
-pub fn run(args: FibArgs) -> Result<()> {
+pub fn run(mut args: FibArgs) -> Result<()> {
     if !args.against.is_empty() {
         return super::fib_reference::run(
             &args.against,
@@ -85,6 +85,7 @@ pub fn run(args: FibArgs) -> Result<()> {
             args.seed,
         );
     }
+    args.duts = crate::cli::bench::dut_names(&args.duts);
     let sizes = args.routes.unwrap_or_else(|| {
         ["1", "10", "100", "1k", "10k", "100k", "1M"]
             .map(String::from)
@@ -234,7 +235,7 @@ fn fib_dut(
         )
     };
     Ok(match name {
-        "wirespeed-router" | "wirespeed-router-afxdp" => wirespeed(WirespeedBackend::AfXdp),
+        "wirespeed-router-afxdp" => wirespeed(WirespeedBackend::AfXdp),
         "wirespeed-router-xdp" => wirespeed(WirespeedBackend::Xdp),
         "wirespeed-router-afpacket" => wirespeed(WirespeedBackend::AfPacket),
         "linux-router" => match &routes {
@@ -242,7 +243,7 @@ fn fib_dut(
             None => Box::new(LinuxRouter::new()),
         },
         other => bail!(
-            "unknown router DuT {other:?}; choose from wirespeed-router, \
+            "unknown router DuT {other:?}; choose from wirespeed-router-afxdp, \
              wirespeed-router-xdp, wirespeed-router-afpacket, linux-router"
         ),
     })
