@@ -477,7 +477,8 @@ fn other_tests(report: &Report, out: &mut String) {
                 reset.time.max,
                 reset.times.len(),
                 match (reset.unrecovered, reset.generator_behind) {
-                    (true, _) => "still losing frames at the end of a trial: a lower bound",
+                    (true, _) =>
+                        "lost every frame from the reset to the end of a trial: a lower bound",
                     (false, true) =>
                         "the generator fell behind its schedule in a trial: its time is too long",
                     _ => "",

@@ -5,10 +5,10 @@
 //! one after it. RFC 6201, which updates §26.6, names that the timestamp method and makes the
 //! frame-loss method its alternative: at a rate the DuT forwards without loss, every frame lost
 //! in the trial was lost to the reset, so the reset time is the frames lost over the offered
-//! rate. That is what is measured here, because it needs only the counts every trial has. The
-//! trial is one rate in two phases split at the reset ([`Load::Step`]), so it also knows when
-//! the last lost frame was sent, and a DuT still losing frames at the end of the trial had not
-//! come back ([`ResetResult::unrecovered`]): its time is a lower bound.
+//! rate. That is what is measured here, because it needs only the counts every trial has. A DuT
+//! that lost every frame from the reset to the end of the trial had not come back
+//! ([`ResetResult::unrecovered`]): its time is a lower bound. (A frame lost late in a trial
+//! says nothing alone: a DuT at its NDR may lose one in any trial.)
 //!
 //! The reset itself (a process restarted, a link taken down and up) is the caller's: the `trial`
 //! closure resets the DuT `reset_after` seconds into the trial it runs, so this function stays a
@@ -45,8 +45,8 @@ pub struct ResetResult {
     pub times: Vec<f64>,
     /// Spread of the reset times, seconds.
     pub time: Spread,
-    /// True when some trial still lost frames at its end: the DuT had not come back, and its
-    /// time is a lower bound (give longer trials).
+    /// True when some trial lost every frame from the reset to its end: the DuT had not come
+    /// back, and its time is a lower bound (give longer trials).
     pub unrecovered: bool,
     /// True when the generator fell behind its schedule in some trial (a loaded machine): the
     /// frames it still owed count as lost, so that trial's time is too long.
@@ -55,8 +55,8 @@ pub struct ResetResult {
     pub trials: Vec<Trial>,
 }
 
-/// How close to the end of a trial its last lost frame may have left and the DuT still count as
-/// having come back, seconds.
+/// How much the frames lost may fall short of the time from the reset to the end of a trial,
+/// seconds, and the DuT still count as never having come back.
 const END_MARGIN: f64 = 0.05;
 
 /// Runs the test; see the module documentation.
@@ -71,27 +71,22 @@ pub fn reset(
         reset_after: config.reset_after,
         ..ResetResult::default()
     };
-    // One rate throughout, in two phases split at the reset: a two-phase trial says when the
-    // last lost frame was sent.
-    let load = Load::Step {
-        first_rate: config.throughput,
-        first_seconds: config.reset_after,
-        then_rate: config.throughput,
-        then_seconds: (config.seconds - config.reset_after).max(0.0),
+    let load = Load::Rate {
+        rate: config.throughput,
+        seconds: config.seconds,
     };
     for index in 0..config.repeats.max(1) {
         let outcome = run(&mut trial, &mut result.trials, load, index);
-        if outcome
-            .last_loss
-            .is_some_and(|at| at >= config.seconds - END_MARGIN)
-        {
-            result.unrecovered = true;
-        }
         // Frames that did not arrive: one that left the tester late (the DuT pushed back
         // while it was down) but arrived was forwarded.
-        result
-            .times
-            .push(outcome.missing() as f64 / config.throughput.max(f64::MIN_POSITIVE));
+        let time = outcome.missing() as f64 / config.throughput.max(f64::MIN_POSITIVE);
+        if time >= config.seconds - config.reset_after - END_MARGIN {
+            result.unrecovered = true;
+        }
+        if outcome.departure.is_some_and(|d| d.behind > 0) {
+            result.generator_behind = true;
+        }
+        result.times.push(time);
     }
     result.time = Spread::of(&result.times);
     result
@@ -104,24 +99,16 @@ mod tests {
     /// A DuT at its throughput that forwards nothing for `outage` seconds from `at`.
     fn dut(outage: f64, at: f64) -> impl FnMut(TrialSpec) -> TrialOutcome {
         move |spec| {
-            let Load::Step {
-                first_rate: rate,
-                first_seconds,
-                then_rate,
-                then_seconds,
-            } = spec.load
-            else {
-                panic!("a steady stream in two phases")
+            let Load::Rate { rate, seconds } = spec.load else {
+                panic!("a steady stream")
             };
-            assert_eq!((rate, first_seconds), (then_rate, 2.0));
-            let seconds = first_seconds + then_seconds;
             let sent = (rate * seconds) as u64;
             let lost = (rate * outage.min(seconds - at)) as u64;
             TrialOutcome {
                 sent,
                 received: sent - lost,
                 seconds,
-                last_loss: (lost > 0).then_some((at + outage).min(seconds)),
+                last_loss: None,
                 departure: None,
             }
         }
