@@ -185,6 +185,10 @@ fn every_bench_argument_that_cannot_work_is_refused_before_any_lab_exists() {
             "use cbr, poisson, burst:SIZE",
         ),
         (
+            &["rfc2544", "--pattern", "cbr,burst:24"],
+            "bursts of a power of two up to 65536; give such a size, or --generator afxdp",
+        ),
+        (
             &[
                 "rfc2544",
                 "--tests",

@@ -509,6 +509,44 @@ mod tests {
         assert_eq!(&bytes[16..18], &[0x08, 0x00]);
     }
 
+    /// The first 30 frames of `template` (3 flows over `destinations`): each stamped over
+    /// another flow's frame is the frame written afresh, goes to `destinations[i % n]` with
+    /// valid checksums, and from its flow's port.
+    fn assert_spread(template: &Template, destinations: &[IpAddr]) {
+        let v6 = destinations[0].is_ipv6();
+        let udp_at = ethernet::HEADER_LEN
+            + if v6 {
+                ipv6::HEADER_LEN
+            } else {
+                ipv4::HEADER_LEN
+            };
+        let mut out = [0u8; 2048];
+        let mut fresh = [0u8; 2048];
+        for flow in 0..30u32 {
+            let len = template.write(&mut fresh, flow);
+            template.stamp(&mut out, flow);
+            if flow > 0 {
+                assert_eq!(out[..len], fresh[..len], "flow {flow}");
+            }
+            template.write(&mut out, flow);
+            let frame = &out[..len];
+            let destination = if v6 {
+                IpAddr::from(ipv6::Packet::new_checked(&frame[14..]).unwrap().dst_addr())
+            } else {
+                let ip = ipv4::Packet::new_checked(&frame[14..]).unwrap();
+                assert!(ip.verify_checksum(), "flow {flow}");
+                IpAddr::from(ip.dst_addr())
+            };
+            assert_eq!(
+                destination,
+                destinations[flow as usize % destinations.len()]
+            );
+            assert!(udp_checksum_ok(frame, v6), "flow {flow}");
+            let udp = udp::Packet::new_checked(&frame[udp_at..]).unwrap();
+            assert_eq!(udp.src_port(), 1024 + (flow % 3) as u16);
+        }
+    }
+
     #[test]
     fn frames_spread_over_destinations_have_valid_checksums_and_cycle_through_them() {
         let destinations: Vec<Ipv4Addr> = (0..5u32)
@@ -523,24 +561,8 @@ mod tests {
         .unwrap();
         assert_eq!(template.destinations(), 5);
         assert_eq!(&template.bytes()[30..34], &destinations[0].octets());
-        let mut out = [0u8; 2048];
-        let mut fresh = [0u8; 2048];
-        for flow in 0..30u32 {
-            let len = template.write(&mut fresh, flow);
-            // Stamping over a frame of another flow gives the same bytes as writing afresh.
-            template.stamp(&mut out, flow);
-            if flow > 0 {
-                assert_eq!(out[..len], fresh[..len], "flow {flow}");
-            }
-            template.write(&mut out, flow);
-            let frame = &out[..len];
-            let ip = ipv4::Packet::new_checked(&frame[14..]).unwrap();
-            assert!(ip.verify_checksum(), "flow {flow}");
-            assert_eq!(ip.dst_addr(), destinations[(flow % 5) as usize]);
-            assert!(udp_checksum_ok(frame, false), "flow {flow}");
-            let udp = udp::Packet::new_checked(&frame[34..]).unwrap();
-            assert_eq!(udp.src_port(), 1024 + (flow % 3) as u16);
-        }
+        let spread: Vec<IpAddr> = destinations.iter().map(|&a| a.into()).collect();
+        assert_spread(&template, &spread);
         let v6 = Template::new(&TemplateConfig {
             frame_size: 128,
             src_ip: IpAddr::V6(Ipv6Addr::LOCALHOST),
@@ -579,22 +601,8 @@ mod tests {
         assert_eq!(template.destinations(), 5);
         assert_eq!(template.patterns(), 15);
         assert_eq!(&template.bytes()[38..54], &destinations[0].octets());
-        let mut out = [0u8; 2048];
-        let mut fresh = [0u8; 2048];
-        for flow in 0..30u32 {
-            let len = template.write(&mut fresh, flow);
-            template.stamp(&mut out, flow);
-            if flow > 0 {
-                assert_eq!(out[..len], fresh[..len], "flow {flow}");
-            }
-            template.write(&mut out, flow);
-            let frame = &out[..len];
-            let ip = ipv6::Packet::new_checked(&frame[14..]).unwrap();
-            assert_eq!(ip.dst_addr(), destinations[(flow % 5) as usize]);
-            assert!(udp_checksum_ok(frame, true), "flow {flow}");
-            let udp = udp::Packet::new_checked(&frame[54..]).unwrap();
-            assert_eq!(udp.src_port(), 1024 + (flow % 3) as u16);
-        }
+        let spread: Vec<IpAddr> = destinations.iter().map(|&a| a.into()).collect();
+        assert_spread(&template, &spread);
         // An IPv4 template takes no IPv6 destinations, and an empty list is refused.
         assert_eq!(
             Template::new(&TemplateConfig::default())
@@ -608,7 +616,6 @@ mod tests {
             template.clone().with_spread(&mixed).unwrap_err(),
             TemplateError::Destinations
         );
-        let spread: Vec<IpAddr> = destinations.iter().map(|&a| a.into()).collect();
         assert_eq!(
             template.clone().with_spread(&spread).unwrap().bytes(),
             template.bytes()

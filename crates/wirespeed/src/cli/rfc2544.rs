@@ -288,6 +288,24 @@ impl Rfc2544Args {
             .filter(|p| !p.is_empty())
             .map(|p| parse_pattern(p, self.seed))
             .collect::<Result<Vec<_>>>()?;
+        // The in-kernel sender cycles through a table of gaps: bursts must divide it.
+        if self.rate_trials.generator == SenderKind::XdpLive
+            && let Some(size) = patterns.iter().find_map(|p| match p {
+                Pattern::Burst { size, .. }
+                    if !(size.is_power_of_two()
+                        && *size as usize <= wirespeed_io::afxdp::MAX_PACING_GAPS) =>
+                {
+                    Some(*size)
+                }
+                _ => None,
+            })
+        {
+            bail!(
+                "--pattern burst:{size}: the in-kernel sender (--generator xdp-live) sends \
+                 bursts of a power of two up to {}; give such a size, or --generator afxdp",
+                wirespeed_io::afxdp::MAX_PACING_GAPS
+            );
+        }
         let (Some(&pattern), Some(&flows)) = (patterns.first(), self.flows.first()) else {
             bail!("give at least one pattern and one flow count");
         };
