@@ -71,9 +71,14 @@ pub fn reset(
         reset_after: config.reset_after,
         ..ResetResult::default()
     };
-    let load = Load::Rate {
-        rate: config.throughput,
-        seconds: config.seconds,
+    // One rate in two phases split at the reset, not a steady `Load::Rate`: the suite runs a
+    // steady trial its generator spoiled again, and the run again would not see the reset
+    // (measured: ovs "reset" in 0.000 s after such a repeat).
+    let load = Load::Step {
+        first_rate: config.throughput,
+        first_seconds: config.reset_after,
+        then_rate: config.throughput,
+        then_seconds: (config.seconds - config.reset_after).max(0.0),
     };
     for index in 0..config.repeats.max(1) {
         let outcome = run(&mut trial, &mut result.trials, load, index);
@@ -99,9 +104,17 @@ mod tests {
     /// A DuT at its throughput that forwards nothing for `outage` seconds from `at`.
     fn dut(outage: f64, at: f64) -> impl FnMut(TrialSpec) -> TrialOutcome {
         move |spec| {
-            let Load::Rate { rate, seconds } = spec.load else {
-                panic!("a steady stream")
+            let Load::Step {
+                first_rate: rate,
+                first_seconds,
+                then_rate,
+                then_seconds,
+            } = spec.load
+            else {
+                panic!("one rate in two phases")
             };
+            assert_eq!((rate, first_seconds), (then_rate, 2.0));
+            let seconds = first_seconds + then_seconds;
             let sent = (rate * seconds) as u64;
             let lost = (rate * outage.min(seconds - at)) as u64;
             TrialOutcome {
