@@ -9,6 +9,7 @@
 
 pub mod afpacket;
 pub mod afxdp;
+pub mod link_watch;
 pub mod memory;
 pub mod pcap;
 pub mod port;

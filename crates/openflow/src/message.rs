@@ -78,6 +78,29 @@ pub struct Role {
     pub generation_id: u64,
 }
 
+/// GET_ASYNC_REPLY's and SET_ASYNC's body (§7.3.10): which asynchronous messages a connection
+/// wants, as bit masks of their reasons (bit *n* for reason *n*); element 0 of each pair
+/// applies while the connection is master or equal, element 1 while it is slave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AsyncConfig {
+    pub packet_in: [u32; 2],
+    pub port_status: [u32; 2],
+    pub flow_removed: [u32; 2],
+}
+
+impl Default for AsyncConfig {
+    /// The configuration a connection starts with (§6.1.1): a master or equal gets every
+    /// PACKET_IN (NO_MATCH, ACTION; INVALID_TTL is off by default), PORT_STATUS and
+    /// FLOW_REMOVED; a slave only PORT_STATUS. These are Open vSwitch's defaults too.
+    fn default() -> Self {
+        AsyncConfig {
+            packet_in: [0b011, 0],
+            port_status: [0b111, 0b111],
+            flow_removed: [0b1111, 0],
+        }
+    }
+}
+
 /// Controller roles (`ofp_controller_role`).
 pub mod role {
     pub const NOCHANGE: u32 = 0;
@@ -313,6 +336,9 @@ pub enum Message {
     BarrierReply,
     RoleRequest(Role),
     RoleReply(Role),
+    GetAsyncRequest,
+    GetAsyncReply(AsyncConfig),
+    SetAsync(AsyncConfig),
 }
 
 /// Message types (`ofp_type`).
@@ -338,6 +364,9 @@ mod kind {
     pub const BARRIER_REPLY: u8 = 21;
     pub const ROLE_REQUEST: u8 = 24;
     pub const ROLE_REPLY: u8 = 25;
+    pub const GET_ASYNC_REQUEST: u8 = 26;
+    pub const GET_ASYNC_REPLY: u8 = 27;
+    pub const SET_ASYNC: u8 = 28;
 }
 
 const HELLO_ELEM_VERSIONBITMAP: u16 = 1;
@@ -367,6 +396,9 @@ impl Message {
             Message::BarrierReply => kind::BARRIER_REPLY,
             Message::RoleRequest(_) => kind::ROLE_REQUEST,
             Message::RoleReply(_) => kind::ROLE_REPLY,
+            Message::GetAsyncRequest => kind::GET_ASYNC_REQUEST,
+            Message::GetAsyncReply(_) => kind::GET_ASYNC_REPLY,
+            Message::SetAsync(_) => kind::SET_ASYNC,
         }
     }
 
@@ -525,6 +557,20 @@ impl Message {
                     Message::RoleReply(role)
                 }
             }
+            kind::GET_ASYNC_REQUEST => return empty(r, Message::GetAsyncRequest),
+            kind::GET_ASYNC_REPLY | kind::SET_ASYNC => {
+                let mut pair = || -> Result<[u32; 2], OfError> { Ok([r.u32()?, r.u32()?]) };
+                let config = AsyncConfig {
+                    packet_in: pair()?,
+                    port_status: pair()?,
+                    flow_removed: pair()?,
+                };
+                if kind == kind::SET_ASYNC {
+                    Message::SetAsync(config)
+                } else {
+                    Message::GetAsyncReply(config)
+                }
+            }
             _ => return Err(OfError::BAD_REQUEST_TYPE),
         };
         if r.is_empty() {
@@ -570,7 +616,8 @@ impl Message {
             Message::FeaturesRequest
             | Message::GetConfigRequest
             | Message::BarrierRequest
-            | Message::BarrierReply => {}
+            | Message::BarrierReply
+            | Message::GetAsyncRequest => {}
             Message::FeaturesReply(f) => {
                 out.u64(f.datapath_id);
                 out.u32(f.n_buffers);
@@ -642,6 +689,11 @@ impl Message {
                 out.u32(r.role);
                 out.zeros(4);
                 out.u64(r.generation_id);
+            }
+            Message::GetAsyncReply(c) | Message::SetAsync(c) => {
+                for value in [c.packet_in, c.port_status, c.flow_removed].concat() {
+                    out.u32(value);
+                }
             }
         }
     }

@@ -8,8 +8,8 @@ use proptest::prelude::*;
 
 use crate::action::{Action, Instruction, port};
 use crate::message::{
-    Bucket, FlowMod, FlowModCommand, GroupMod, GroupModCommand, GroupType, NO_BUFFER, PacketIn,
-    PacketOut, PortDesc, Role, SwitchConfig,
+    AsyncConfig, Bucket, FlowMod, FlowModCommand, GroupMod, GroupModCommand, GroupType, NO_BUFFER,
+    PacketIn, PacketOut, PortDesc, Role, SwitchConfig,
 };
 use crate::multipart::{
     Desc, FlowStats, FlowStatsRequest, MultipartReply, MultipartRequest, PortStats, ReplyBody,
@@ -112,6 +112,9 @@ fn fixed_sizes_match_the_spec() {
         }),
         80
     );
+    // ofp_async_config: header and six 32-bit masks.
+    assert_eq!(len(Message::SetAsync(AsyncConfig::default())), 32);
+    assert_eq!(len(Message::GetAsyncRequest), 8);
     let multipart = |body| len(Message::MultipartReply(MultipartReply { flags: 0, body }));
     assert_eq!(multipart(ReplyBody::Desc(Desc::default())), 16 + 1056);
     assert_eq!(
@@ -414,6 +417,13 @@ fn sample_messages() -> Vec<Message> {
         Message::Hello {
             bitmap: Some(vec![0x10]),
         },
+        Message::GetAsyncRequest,
+        Message::SetAsync(AsyncConfig {
+            packet_in: [1, 2],
+            port_status: [3, 4],
+            flow_removed: [5, 0xffff_ffff],
+        }),
+        Message::GetAsyncReply(AsyncConfig::default()),
     ]
 }
 

@@ -3,9 +3,11 @@
 //! switch` (the openflow app over AF_XDP) connects to it as its configured controller. Frames
 //! between two hosts (MAC addresses of their own, sent and captured on the tester side) cross
 //! byte for byte: the first of each direction through PACKET_IN and PACKET_OUT, the later ones
-//! by the flows the controller installed, whose counts `ctl flow show` gives. Then the
-//! controller is killed: the switch fails secure, the installed flows keep forwarding, a new
-//! host's frames go nowhere.
+//! by the flows the controller installed, whose counts `ctl flow show` gives. A switch port's
+//! veth peer set down and up again reaches the controller as PORT_STATUS messages (MODIFY,
+//! LINK_DOWN then LIVE). Then the controller is killed: the installed flows keep forwarding;
+//! with `fail_mode = "secure"` a new host's frames go nowhere, with `"standalone"` the agent
+//! switches them as a learning switch.
 //!
 //! Skips with a printed reason where namespaces cannot be made (not root) or where os-ken is
 //! not installed (`scripts/setup-debian.sh` installs it in [`PYTHON`]'s virtual environment);
@@ -99,13 +101,23 @@ fn in_dut(lab: &Testbed, command: &[&str]) -> bool {
         .is_ok_and(|out| out.status.success() && !out.stdout.is_empty())
 }
 
-fn config(lab: &Testbed, socket: &Path) -> String {
+/// Sets the tester's end of pair `pair` `up` or `down`: the switch port's carrier follows.
+fn tester_link(lab: &Testbed, pair: usize, state: &str) {
+    let status = Command::new("ip")
+        .args(["-n", &lab.tester_ns, "link", "set", "dev"])
+        .args([&lab.pairs[pair].tester_if, state])
+        .status()
+        .expect("ip link set");
+    assert!(status.success());
+}
+
+fn config(lab: &Testbed, socket: &Path, fail_mode: &str) -> String {
     format!(
         "[switch]\napp = \"openflow\"\ncontrol_socket = \"{}\"\n\n\
          [[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
          [[port]]\nname = \"p1\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
          [openflow]\ntables = 1\nmiss = \"drop\"\nlisten = \"none\"\n\
-         controllers = [\"tcp:127.0.0.1:{CONTROLLER_PORT}\"]\n",
+         controllers = [\"tcp:127.0.0.1:{CONTROLLER_PORT}\"]\nfail_mode = \"{fail_mode}\"\n",
         socket.display(),
         lab.pairs[0].dut_if,
         lab.pairs[1].dut_if,
@@ -131,12 +143,21 @@ fn flow_packets(socket: &Path, src: &str, dst: &str) -> Option<u64> {
 }
 
 #[test]
-fn an_os_ken_learning_switch_drives_the_openflow_app() {
+fn an_os_ken_learning_switch_drives_the_openflow_app_then_it_fails_secure() {
+    learning_switch("wsosk", "secure");
+}
+
+#[test]
+fn without_its_os_ken_controller_a_standalone_switch_learns_by_itself() {
+    learning_switch("wsoskst", "standalone");
+}
+
+fn learning_switch(prefix: &str, fail_mode: &str) {
     if !Path::new(PYTHON).exists() {
         println!("skipped: os-ken is not installed in {PYTHON} (scripts/setup-debian.sh does it)");
         return;
     }
-    let Some((lab, dir)) = lab("wsosk", 1) else {
+    let Some((lab, dir)) = lab(prefix, 1) else {
         return;
     };
     dut_loopback_up(&lab);
@@ -152,7 +173,7 @@ fn an_os_ken_learning_switch_drives_the_openflow_app() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let socket = dir.join("ctl.sock");
-    let mut switch = Switch::start(&lab, &config(&lab, &socket), &dir);
+    let mut switch = Switch::start(&lab, &config(&lab, &socket, fail_mode), &dir);
     wait_for_control(&socket);
     controller.wait_for("connected datapath");
     // The table-miss flow entry is in once the app shows it.
@@ -160,6 +181,20 @@ fn an_os_ken_learning_switch_drives_the_openflow_app() {
     while !ctl_at(&socket, &["flow", "show"]).1.contains("controller") {
         assert!(Instant::now() < deadline, "no table-miss flow entry");
         std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Port 2's link goes down and comes back (before the tester's sockets are open on it).
+    if fail_mode == "secure" {
+        tester_link(&lab, 1, "down");
+        controller.wait_for("port_status reason=2 port=2 name=p1 config=0 state=1");
+        tester_link(&lab, 1, "up");
+        controller.wait_for("port_status reason=2 port=2 name=p1 config=0 state=4");
+        let statuses: Vec<String> = controller
+            .lines()
+            .into_iter()
+            .filter(|l| l.starts_with("port_status"))
+            .collect();
+        assert_eq!(statuses.len(), 2, "{statuses:?}");
     }
 
     let mut pool = FramePool::new(4096, 2048).unwrap();
@@ -180,7 +215,8 @@ fn an_os_ken_learning_switch_drives_the_openflow_app() {
             (&mut t1, &mut t0)
         };
         send(tx, &mut pool, std::slice::from_ref(sent));
-        let got = receive_during(rx, &mut pool, QUIET, ours);
+        // Through a Python controller on a busy machine: up to receive_all's 3 s.
+        let got = receive_all(rx, &mut pool, 1, TEST_PORT);
         assert_same(&got, std::slice::from_ref(sent));
     }
     let ours_in = |lines: &[String]| -> Vec<String> {
@@ -220,16 +256,42 @@ fn an_os_ken_learning_switch_drives_the_openflow_app() {
     // The flow back was installed by the second PACKET_IN, before the third frame.
     assert_eq!(flow_packets(&socket, &h2_text, &h1_text), Some(many as u64));
 
-    // Fail secure: without its controller the switch keeps its flows, and a new host's frame
-    // (a table miss, for no one) goes nowhere.
+    // Without its controller the switch keeps its flows; a new host's frame (a table miss,
+    // for no one) goes nowhere when it fails secure, and is switched by the agent when it
+    // fails standalone, the first flooded, the answer straight back to where h3 was learned.
     controller.kill();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ctl_at(&socket, &["show", "openflow"]).1.contains("down") {
+        assert!(
+            Instant::now() < deadline,
+            "the controller's connection stayed up"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     send(&mut t0, &mut pool, &vec![there.clone(); 5]);
     assert_same(
         &receive_all(&mut t1, &mut pool, 5, TEST_PORT),
         &vec![there.clone(); 5],
     );
-    send(&mut t0, &mut pool, &[frame(h3, h2)]);
-    assert!(receive_during(&mut t1, &mut pool, QUIET, ours).is_empty());
+    let (new_there, new_back) = (frame(h3, h2), frame(h2, h3));
+    send(&mut t0, &mut pool, std::slice::from_ref(&new_there));
+    if fail_mode == "secure" {
+        assert!(receive_during(&mut t1, &mut pool, QUIET, ours).is_empty());
+    } else {
+        assert_same(
+            &receive_all(&mut t1, &mut pool, 1, TEST_PORT),
+            std::slice::from_ref(&new_there),
+        );
+        send(&mut t1, &mut pool, std::slice::from_ref(&new_back));
+        assert_same(
+            &receive_all(&mut t0, &mut pool, 1, TEST_PORT),
+            std::slice::from_ref(&new_back),
+        );
+    }
+    assert_eq!(
+        flow_packets(&socket, &h1_text, &h2_text),
+        Some(many as u64 + 5)
+    );
 
     let (success, out) = switch.interrupt();
     assert!(success && out.contains("conservation holds"), "{out}");

@@ -319,13 +319,15 @@ fn openflow_agent(at: &Locator<'_>, raw: &RawOpenFlow) -> Result<Option<AgentCon
     if let Some(mode) = &raw.fail_mode {
         agent.fail_mode = match mode.get_ref().as_str() {
             "secure" => FailMode::Secure,
+            "standalone" => FailMode::Standalone,
             other => {
                 return Err(at.error(
                     mode.span(),
                     "openflow.fail_mode",
-                    &format!("{other:?} is not supported (standalone is not implemented yet)"),
-                    "write fail_mode = \"secure\": without a controller the switch keeps its \
-                     flows and misses do what openflow.miss says",
+                    &format!("{other:?} is not a fail mode"),
+                    "write fail_mode = \"secure\" (without a controller the switch keeps its \
+                     flows and drops what they send to it) or \"standalone\" (it also switches \
+                     those frames as a learning switch)",
                 ));
             }
         };

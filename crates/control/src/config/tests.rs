@@ -595,6 +595,9 @@ fn the_openflow_agent_is_configured_by_its_keys_with_errors_that_name_them() {
     assert_eq!(config.listen, Some("127.0.0.1:6634".parse().unwrap()));
     assert_eq!(config.controllers, ["192.0.2.1:6653".parse().unwrap()]);
     assert_eq!(config.datapath_id, 255);
+    assert_eq!(config.fail_mode, crate::openflow::FailMode::Secure);
+    let standalone = agent(&text.replace("\"secure\"", "\"standalone\"")).unwrap();
+    assert_eq!(standalone.fail_mode, crate::openflow::FailMode::Standalone);
     let default = agent(&(base.clone() + "datapath_id = 7\n")).unwrap();
     assert_eq!(default.listen, Some("127.0.0.1:6653".parse().unwrap()));
     for (bad, key) in [
@@ -607,7 +610,7 @@ fn the_openflow_agent_is_configured_by_its_keys_with_errors_that_name_them() {
             "ptcp:6634" => "tcp:6634",
             "tcp:192.0.2.1:6653" => "tcp:controller.example:6653",
             "0x00000000000000ff" => "0xzz",
-            _ => "standalone",
+            _ => "open",
         };
         let error = parse("of.toml", &text.replace(bad, broken)).unwrap_err();
         assert_eq!(error.key, key, "{error}");

@@ -13,7 +13,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use wirespeed_openflow::message::{
-    Features, FlowRemoved, HEADER_LEN, Role, SwitchConfig, flow_flags, role,
+    AsyncConfig, Features, FlowRemoved, HEADER_LEN, Role, SwitchConfig, flow_flags, role,
 };
 use wirespeed_openflow::multipart::{
     Desc, MORE, MultipartReply, MultipartRequest, PortStats, ReplyBody, RequestBody,
@@ -142,6 +142,8 @@ pub struct Connection {
     pub role: u32,
     pub counts: Counts,
     config: SwitchConfig,
+    /// Which asynchronous messages the peer wants (SET_ASYNC), by role.
+    asynchronous: AsyncConfig,
     next_xid: u32,
     /// FLOW_REMOVED messages this connection's deletes caused (and sent it at once), for the
     /// other controllers: the agent takes them after the turn.
@@ -174,6 +176,7 @@ impl Connection {
                 flags: 0,
                 miss_send_len: 128,
             },
+            asynchronous: AsyncConfig::default(),
             next_xid: 1,
             removed: Vec::new(),
         };
@@ -191,22 +194,36 @@ impl Connection {
         }
     }
 
-    /// Sends an asynchronous message (PACKET_IN, FLOW_REMOVED) if this connection takes them:
-    /// once negotiated, as master or equal (OpenFlow 1.3 §6.3.7: a slave gets no asynchronous
-    /// messages but PORT_STATUS, and the SET_ASYNC defaults send a master or equal every
-    /// PACKET_IN and FLOW_REMOVED).
-    pub fn notify(&mut self, message: &Message) {
-        if !self.negotiated || self.role == role::SLAVE {
-            return;
+    /// Whether this connection takes the asynchronous `message` (PACKET_IN, FLOW_REMOVED,
+    /// PORT_STATUS): once negotiated, when its SET_ASYNC mask for its role (§7.3.10; slave, or
+    /// master and equal alike) has the bit of the message's reason. With the defaults a
+    /// master or equal takes all of them and a slave only PORT_STATUS (§6.3.7).
+    pub fn wants(&self, message: &Message) -> bool {
+        let (masks, reason) = match message {
+            Message::PacketIn(p) => (self.asynchronous.packet_in, p.reason),
+            Message::FlowRemoved(f) => (self.asynchronous.flow_removed, f.reason),
+            Message::PortStatus { reason, .. } => (self.asynchronous.port_status, *reason),
+            _ => return false,
+        };
+        let mask = masks[usize::from(self.role == role::SLAVE)];
+        self.negotiated && reason < 32 && mask & (1 << reason) != 0
+    }
+
+    /// Sends an asynchronous message if this connection [wants](Connection::wants) it;
+    /// whether it was taken (sent, or dropped because the peer reads too slowly).
+    pub fn notify(&mut self, message: &Message) -> bool {
+        if !self.wants(message) {
+            return false;
         }
         if self.output.len() > ASYNC_BACKLOG {
             // A storm of table misses must not cost the connection (MAX_OUTPUT closes it):
             // the controller misses some, as it would behind a full switch buffer.
             self.counts.async_dropped += 1;
-            return;
+            return true;
         }
         let xid = self.xid();
         self.send(message, xid);
+        true
     }
 
     fn refuse(&mut self, error: OfError, xid: u32, request: &[u8]) {
@@ -365,6 +382,11 @@ impl Connection {
                 self.send(&reply, xid);
             }
             Message::GetConfigRequest => self.send(&Message::GetConfigReply(self.config), xid),
+            Message::GetAsyncRequest => {
+                self.send(&Message::GetAsyncReply(self.asynchronous), xid);
+            }
+            // Any masks are taken (bits for reasons the switch never sends do nothing).
+            Message::SetAsync(config) => self.asynchronous = config,
             Message::SetConfig(config) => self.config = config,
             Message::BarrierRequest => self.send(&Message::BarrierReply, xid),
             Message::RoleRequest(request) => {
@@ -426,6 +448,7 @@ impl Connection {
             | Message::FlowRemoved(_)
             | Message::PortStatus { .. }
             | Message::MultipartReply(_)
+            | Message::GetAsyncReply(_)
             | Message::RoleReply(_) => {
                 self.refuse(OfError::BAD_REQUEST_TYPE, xid, bytes);
                 return Ok(Handled::Refused);

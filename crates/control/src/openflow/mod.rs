@@ -9,9 +9,12 @@
 //! app cannot do. The codec is `wirespeed-openflow`.
 
 pub mod connection;
+pub mod links;
+pub mod standalone;
 pub mod switch;
 pub mod translate;
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +23,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use connection::{Closed, Connection, Counts, Event, Timers};
+use links::{Link, Links};
+use standalone::Standalone;
 use switch::Switch;
 use translate::Ports;
 use wirespeed_dataplane::app::openflow::{packet_in, removed};
@@ -32,11 +37,16 @@ use crate::dispatch::{Handler, OpenFlowView};
 /// The port OpenFlow controllers and switches listen on (IANA).
 pub const DEFAULT_PORT: u16 = 6653;
 
-/// What the switch does while no controller is connected.
+/// What the switch does while no controller takes its PACKET_INs (none connected, or the
+/// last one closed after its echo went unanswered).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FailMode {
-    /// Keep forwarding by the flows it has; misses do what `[openflow] miss` says.
+    /// Keep forwarding by the flows it has; frames for the controller are dropped, misses
+    /// without a table-miss flow entry do what `[openflow] miss` says.
     Secure,
+    /// As secure, but frames for the controller are switched by the agent's learning switch
+    /// ([`standalone`]).
+    Standalone,
 }
 
 /// The `[openflow]` section's agent keys, checked.
@@ -100,6 +110,8 @@ pub struct SwitchInfo {
     pub handler: Arc<dyn Handler>,
     /// Port names in configuration order: OpenFlow port `n` is `ports[n - 1]`.
     pub ports: Vec<String>,
+    /// The interface of each port whose link PORT_STATUS reports (`None`: no link, always up).
+    pub interfaces: Vec<Option<String>>,
     pub tables: u8,
     pub flows_per_table: u32,
     pub rings: Rings,
@@ -273,9 +285,13 @@ fn run(
     let ports = Ports {
         names: info.ports.clone(),
     };
+    let link_state = vec![Cell::new(Link::default()); ports.names.len()];
+    let mut links = Links::new(std::mem::take(&mut info.interfaces));
+    let mut standalone = (config.fail_mode == FailMode::Standalone).then(Standalone::default);
     let switch = Switch {
         handler: info.handler.as_ref(),
         ports: &ports,
+        links: &link_state,
         tables: info.tables,
         flows_per_table: info.flows_per_table,
         datapath_id: config.datapath_id,
@@ -347,7 +363,22 @@ fn run(
                 }
             }
         }
-        busy |= packet_ins(&mut info.rings.packet_ins, &mut connections);
+        for index in links.changes(&link_state) {
+            let message = Message::PortStatus {
+                reason: links::REASON_MODIFY,
+                port: switch.port_desc(index),
+            };
+            for connection in &mut connections {
+                connection.notify(&message);
+            }
+            busy = true;
+        }
+        busy |= packet_ins(
+            &mut info.rings.packet_ins,
+            &mut connections,
+            standalone.as_mut().map(|s| (s, &switch)),
+            now,
+        );
         flows_removed(&mut connections);
         flows_expired(&mut info.rings.removed, &mut expiring, &mut connections);
         publish(status, &connections, &controllers, now);
@@ -377,17 +408,30 @@ fn run(
 }
 
 /// Turns the frames the workers sent for the controller into PACKET_INs for every connection
-/// that takes them (none: the frames are dropped here, as a switch without a controller
-/// would); whether there were any.
-fn packet_ins(rings: &mut [packet_in::Receiver], connections: &mut [Connection]) -> bool {
+/// that takes them; a frame none takes is switched by `standalone` when the fail mode is
+/// standalone, dropped otherwise (fail secure). Whether there were any.
+fn packet_ins(
+    rings: &mut [packet_in::Receiver],
+    connections: &mut [Connection],
+    mut standalone: Option<(&mut Standalone, &Switch<'_>)>,
+    now: Instant,
+) -> bool {
     let mut any = false;
     for ring in rings {
         for _ in 0..PACKET_INS_PER_TURN {
             let Ok(record) = ring.pop() else { break };
             any = true;
             let message = Message::PacketIn(translate::packet_in(&record));
+            let mut taken = false;
             for connection in connections.iter_mut() {
-                connection.notify(&message);
+                taken |= connection.notify(&message);
+            }
+            if let Some((learning, switch)) = standalone.as_mut() {
+                if taken {
+                    learning.forget();
+                } else {
+                    learning.forward(&record, switch, now);
+                }
             }
         }
     }
@@ -519,3 +563,7 @@ fn publish(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_async;
+#[cfg(test)]
+mod tests_standalone;

@@ -7,6 +7,7 @@
 //! select flows by covering match, so the agent reads the table, selects with
 //! `FlowMatch::covers` and sends one strict request per selected flow.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ use wirespeed_openflow::message::{
 };
 use wirespeed_openflow::multipart::{FlowStatsRequest, PortStats};
 
+use super::links::Link;
 use super::translate::{self, Ports};
 use crate::dispatch::Handler;
 use crate::protocol::{Request, Response, Show};
@@ -42,6 +44,8 @@ pub struct Flow {
 pub struct Switch<'a> {
     pub handler: &'a dyn Handler,
     pub ports: &'a Ports,
+    /// Each port's link, as the agent last read it.
+    pub links: &'a [Cell<Link>],
     pub tables: u8,
     pub flows_per_table: u32,
     pub datapath_id: u64,
@@ -134,22 +138,26 @@ impl Switch<'_> {
         Ok(merged.into_values().collect())
     }
 
-    /// Every port's description: number, name, up (the switch has no link state to report).
+    /// The description of the port at `index`: number, name, and its link's state.
+    pub fn port_desc(&self, index: usize) -> PortDesc {
+        let link = self.links.get(index).map(Cell::get).unwrap_or_default();
+        PortDesc {
+            port_no: Ports::number(index as u16),
+            name: self.ports.names.get(index).cloned().unwrap_or_default(),
+            config: link.config(),
+            state: link.state(),
+            // 10 Gb/s full duplex, copper (OFPPF_10GB_FD | OFPPF_COPPER).
+            curr: 0x40 | 0x800,
+            curr_speed: 10_000_000,
+            max_speed: 10_000_000,
+            ..PortDesc::default()
+        }
+    }
+
+    /// Every port's description.
     pub fn port_descs(&self) -> Vec<PortDesc> {
-        self.ports
-            .names
-            .iter()
-            .enumerate()
-            .map(|(index, name)| PortDesc {
-                port_no: Ports::number(index as u16),
-                name: name.clone(),
-                // OFPPS_LIVE; 10 Gb/s full duplex, copper (OFPPF_10GB_FD | OFPPF_COPPER).
-                state: 4,
-                curr: 0x40 | 0x800,
-                curr_speed: 10_000_000,
-                max_speed: 10_000_000,
-                ..PortDesc::default()
-            })
+        (0..self.ports.names.len())
+            .map(|index| self.port_desc(index))
             .collect()
     }
 

@@ -27,10 +27,10 @@ use crate::protocol::{Request, Response, Show};
 
 /// One openflow app behind the control socket's requests, as a one-worker dispatcher would
 /// answer them.
-struct OneWorker {
+pub(super) struct OneWorker {
     worker: Mutex<(OpenFlow, Vec<Box<dyn Port>>)>,
     /// The frames PACKET_OUTs sent, as the worker would have got them.
-    injected: Mutex<Vec<Injection>>,
+    pub(super) injected: Mutex<Vec<Injection>>,
 }
 
 impl Handler for OneWorker {
@@ -77,7 +77,7 @@ fn start(timers: Timers) -> Agent {
 }
 
 /// [`start_switch`] listening on a free port of 127.0.0.1.
-fn start_listening(
+pub(super) fn start_listening(
     timers: Timers,
 ) -> (
     Agent,
@@ -100,7 +100,7 @@ fn start_with(timers: Timers, config: AgentConfig) -> Agent {
 
 /// The agent, its stand-in dispatcher, the worker's end of the ring of frames for the
 /// controller, and the ends of two workers' rings of flows removed by timeout.
-fn start_switch(
+pub(super) fn start_switch(
     timers: Timers,
     config: AgentConfig,
 ) -> (
@@ -127,6 +127,7 @@ fn start_switch(
     let info = SwitchInfo {
         handler: handler.clone(),
         ports: vec!["p0".into(), "p1".into(), "p2".into()],
+        interfaces: vec![None; 3],
         tables: 2,
         flows_per_table: 1000,
         rings: Rings {
@@ -139,7 +140,7 @@ fn start_switch(
 }
 
 /// A controller's end of a connection.
-struct Peer {
+pub(super) struct Peer {
     stream: TcpStream,
     xid: u32,
 }
@@ -154,7 +155,7 @@ impl Peer {
     }
 
     /// Connects and exchanges HELLOs.
-    fn hello(addr: SocketAddr) -> Peer {
+    pub(super) fn hello(addr: SocketAddr) -> Peer {
         let mut peer = Peer::connect(addr);
         let (header, hello) = peer.receive();
         assert_eq!(header.version, 4);
@@ -170,7 +171,7 @@ impl Peer {
         peer
     }
 
-    fn send(&mut self, message: &Message) -> u32 {
+    pub(super) fn send(&mut self, message: &Message) -> u32 {
         self.xid += 1;
         self.stream
             .write_all(&message.encode(self.xid).unwrap())
@@ -178,7 +179,7 @@ impl Peer {
         self.xid
     }
 
-    fn receive(&mut self) -> (Header, Message) {
+    pub(super) fn receive(&mut self) -> (Header, Message) {
         let mut head = [0u8; 8];
         self.stream.read_exact(&mut head).unwrap();
         let header = Header::peek(&head).unwrap();
@@ -189,7 +190,7 @@ impl Peer {
     }
 
     /// Sends `message` and a barrier; the replies before the barrier's.
-    fn ask(&mut self, message: &Message) -> Vec<Message> {
+    pub(super) fn ask(&mut self, message: &Message) -> Vec<Message> {
         self.send(message);
         let barrier = self.send(&Message::BarrierRequest);
         let mut replies = Vec::new();
@@ -228,7 +229,7 @@ impl Peer {
     }
 }
 
-fn flow_mod(
+pub(super) fn flow_mod(
     command: FlowModCommand,
     priority: u16,
     fields: Vec<Oxm>,
@@ -251,7 +252,7 @@ fn flow_mod(
     })
 }
 
-fn ipv4_dst(a: u8) -> Vec<Oxm> {
+pub(super) fn ipv4_dst(a: u8) -> Vec<Oxm> {
     vec![
         Oxm::EthType(ETH_TYPE_IPV4),
         Oxm::Ipv4Dst([10, a, 0, 0].into(), Some([255, 255, 0, 0].into())),
@@ -579,7 +580,7 @@ fn one_master_at_a_time_and_slaves_may_not_change_flows() {
     assert_eq!(roles, ["master", "slave"]);
 }
 
-fn role(peer: &mut Peer, role: u32) {
+pub(super) fn role(peer: &mut Peer, role: u32) {
     let replies = peer.ask(&Message::RoleRequest(wirespeed_openflow::message::Role {
         role,
         generation_id: 1,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use wirespeed_control::config::Realtime;
+use wirespeed_control::config::{BackendConfig, Realtime};
 use wirespeed_control::dispatch::{COMMAND_TIMEOUT, Dispatcher};
 use wirespeed_control::openflow::connection::Timers;
 use wirespeed_control::openflow::{Agent, Rings, SwitchInfo};
@@ -237,6 +237,15 @@ fn openflow_agent(
     let info = SwitchInfo {
         handler: dispatcher.clone(),
         ports: config.ports.iter().map(|port| port.name.clone()).collect(),
+        interfaces: config
+            .ports
+            .iter()
+            .map(|port| match &port.backend {
+                BackendConfig::AfXdp { interface, .. }
+                | BackendConfig::AfPacket { interface, .. } => Some(interface.clone()),
+                BackendConfig::Pcap { .. } => None,
+            })
+            .collect(),
         tables: openflow.tables,
         flows_per_table: u32::try_from(openflow.flows_per_table).unwrap_or(u32::MAX),
         rings,

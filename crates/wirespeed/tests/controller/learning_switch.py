@@ -4,8 +4,8 @@ controller of crates/wirespeed/tests/openflow_controller.rs.
 It is the classic one: on connect, a table-miss flow entry sends every unknown frame to the
 controller; each PACKET_IN teaches the source MAC's port, installs a flow for a destination
 it knows (in_port, eth_src, eth_dst -> output), and sends the frame on with a PACKET_OUT
-(to the learned port, or FLOOD). Every PACKET_IN and flow it installs is printed, one line
-each, for the test to read.
+(to the learned port, or FLOOD). Every PACKET_IN, flow it installs and PORT_STATUS it
+receives is printed, one line each, for the test to read.
 
 Usage: python learning_switch.py PORT  (listens on 127.0.0.1:PORT)
 """
@@ -86,6 +86,20 @@ class LearningSwitch(app_manager.OSKenApp):
                 in_port=in_port,
                 actions=actions,
                 data=message.data,
+            )
+        )
+
+    @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
+    def port_status(self, event):
+        message = event.msg
+        say(
+            "port_status reason=%d port=%d name=%s config=%d state=%d"
+            % (
+                message.reason,
+                message.desc.port_no,
+                message.desc.name.decode(errors="replace"),
+                message.desc.config,
+                message.desc.state,
             )
         )
 
