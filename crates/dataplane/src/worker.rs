@@ -20,7 +20,7 @@
 //!
 //! Run-time commands ([`crate::command`]) are taken between batches: every
 //! [`COMMAND_EVERY`] iterations, and just before and after a sleep, so an idle worker answers
-//! as soon as it wakes and a busy one within 64 iterations.
+//! as soon as it wakes (a command's doorbell wakes it) and a busy one within 64 iterations.
 
 use std::os::fd::RawFd;
 use std::sync::Mutex;
@@ -43,6 +43,8 @@ const BACKLOG_SPINS: u32 = 64;
 /// the frames (the peer's queue is full), and a worker at SCHED_FIFO that kept kicking would
 /// starve the very thread that drains that queue when it runs on the same core.
 const BACKLOG_SLEEP: Duration = Duration::from_millis(1);
+/// The owner of the command channel's doorbell among the descriptors a worker sleeps on.
+const DOORBELL: usize = usize::MAX;
 
 /// Iterations between two publications of the counters.
 pub const PUBLISH_EVERY: u64 = 4096;
@@ -259,6 +261,11 @@ impl Worker {
 
     /// Gives the worker its end of a command channel (see [`crate::command::channel`]).
     pub fn attach_commands(&mut self, end: WorkerEnd) {
+        // Slept on first (poll(2) watches at most 64 descriptors), owned by no port.
+        if let Some(fd) = end.doorbell() {
+            self.fds.insert(0, fd);
+            self.fd_owners.insert(0, (DOORBELL, 0));
+        }
         self.commands = Some(end);
     }
 
@@ -518,6 +525,9 @@ impl Worker {
         }
         self.counters.sleeps += 1;
         self.counters.cycles.idle += rdtsc().wrapping_sub(t0);
+        if let Some(commands) = &self.commands {
+            commands.answer_doorbell();
+        }
         self.serve_commands();
     }
 
@@ -530,6 +540,9 @@ impl Worker {
                 continue;
             }
             let (port, queue) = self.fd_owners[index];
+            if port == DOORBELL {
+                continue;
+            }
             self.ports[port].descriptor_failed(queue);
             if self.ports[port].fault().is_some() {
                 self.fds.remove(index);
