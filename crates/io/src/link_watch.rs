@@ -100,6 +100,11 @@ impl LinkWatch {
         Ok(())
     }
 
+    /// The socket's descriptor, readable when a report is waiting.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.socket.as_raw_fd()
+    }
+
     /// Appends to `out` every link state reported since the last reading, oldest first;
     /// returns at once when there is none.
     pub fn read(&mut self, out: &mut Vec<LinkState>) -> io::Result<()> {

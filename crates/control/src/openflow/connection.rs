@@ -187,6 +187,11 @@ impl Connection {
         Ok(connection)
     }
 
+    /// The socket's descriptor, to wait on.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.stream)
+    }
+
     fn send(&mut self, message: &Message, xid: u32) {
         if let Some(bytes) = message.encode(xid) {
             self.output.extend_from_slice(&bytes);

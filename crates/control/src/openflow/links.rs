@@ -88,6 +88,11 @@ impl Links {
         }
     }
 
+    /// The watch's descriptor, readable when the kernel reported something.
+    pub fn fd(&self) -> Option<std::os::fd::RawFd> {
+        self.watch.as_ref().map(LinkWatch::fd)
+    }
+
     /// Reads what the kernel reported since the last turn into `links` (one per port); the
     /// indices of the ports whose [`Link`] changed, in the order of the reports.
     pub fn changes(&mut self, links: &[Cell<Link>]) -> Vec<usize> {
