@@ -20,28 +20,9 @@ use common::*;
 /// How long the test waits to be sure that frames do not arrive.
 const QUIET: Duration = Duration::from_millis(300);
 
-/// `ovs-ofctl -O OpenFlow13 COMMAND tcp:127.0.0.1:6653 ARGS...` inside the DuT namespace;
-/// (success, stdout + stderr).
+/// ovs-ofctl against the switch, 5 s at most.
 fn ofctl(lab: &Testbed, command: &str, args: &[&str]) -> (bool, String) {
-    let output = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &lab.dut_ns,
-            "ovs-ofctl",
-            "-O",
-            "OpenFlow13",
-        ])
-        .args(["--timeout", "5", command, "tcp:127.0.0.1:6653"])
-        .args(args)
-        .output()
-        .expect("run ovs-ofctl");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.success(), text)
+    ofctl_within(lab, 5, command, args)
 }
 
 fn ok(lab: &Testbed, command: &str, args: &[&str]) -> String {

@@ -53,28 +53,11 @@ fn config(lab: &Testbed, socket: &Path) -> String {
     )
 }
 
-/// `ovs-ofctl -O OpenFlow13 COMMAND tcp:127.0.0.1:6653 ARGS...` in the DuT namespace; its
-/// output, after asserting success.
+/// ovs-ofctl against the switch (an add-flows of 100 000 flows may take a while); its output,
+/// after asserting success.
 fn ofctl(lab: &Testbed, command: &str, args: &[&str]) -> String {
-    let output = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &lab.dut_ns,
-            "ovs-ofctl",
-            "-O",
-            "OpenFlow13",
-        ])
-        .args(["--timeout", "300", command, "tcp:127.0.0.1:6653"])
-        .args(args)
-        .output()
-        .expect("run ovs-ofctl");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(output.status.success(), "ovs-ofctl {command}: {text}");
+    let (success, text) = ofctl_within(lab, 300, command, args);
+    assert!(success, "ovs-ofctl {command}: {text}");
     text
 }
 
@@ -264,19 +247,7 @@ fn one_run(lab: &Testbed, dir: &Path, run: usize) -> Run {
     let mut switch = Switch::start(lab, &config(lab, &socket), dir);
     wait_for_control(&socket);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &lab.dut_ns,
-            "ovs-ofctl",
-            "-O",
-            "OpenFlow13",
-        ])
-        .args(["show", "tcp:127.0.0.1:6653"])
-        .output()
-        .is_ok_and(|out| !out.status.success())
-    {
+    while !ofctl_within(lab, 5, "show", &[]).0 {
         assert!(Instant::now() < deadline, "the agent never answered");
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -311,6 +311,35 @@ pub fn counter_total(socket: &std::path::Path, row: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {row} row:\n{text}"))
 }
 
+/// `ovs-ofctl -O OpenFlow13 --timeout SECONDS COMMAND tcp:127.0.0.1:6653 ARGS...` inside the
+/// DuT namespace, where the OpenFlow tests' agent listens; (success, stdout + stderr).
+pub fn ofctl_within(lab: &Testbed, seconds: u32, command: &str, args: &[&str]) -> (bool, String) {
+    let output = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.dut_ns,
+            "ovs-ofctl",
+            "-O",
+            "OpenFlow13",
+        ])
+        .args([
+            "--timeout",
+            &seconds.to_string(),
+            command,
+            "tcp:127.0.0.1:6653",
+        ])
+        .args(args)
+        .output()
+        .expect("run ovs-ofctl");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
 /// Brings the DuT namespace's loopback up: where the OpenFlow agent listens and its
 /// controllers run.
 pub fn dut_loopback_up(lab: &Testbed) {
