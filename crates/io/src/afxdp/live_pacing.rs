@@ -10,9 +10,12 @@
 //! How: before choosing the frame's flow, the program reads the next due time from a state map,
 //! and while `bpf_ktime_get_ns()` is below it, spins in `bpf_loop` (a callback that returns 1
 //! once the clock reached the due time; the verifier inlines the loop). A frame handed out more
-//! than a tolerance after its due time counts as late, the current run of late frames is kept
-//! (a trial whose last frames were late ended behind its schedule) and so is the largest
-//! lateness. A frame whose turn comes after the send's deadline is not sent (the program drops
+//! than a tolerance after its due time counts as late, and the schedule starts again from it:
+//! the frames after it keep their gaps instead of catching up in a burst at the generator's full
+//! speed (measured: after stalls of 1–7 ms of the generator, the catch-up bursts overflowed an
+//! XDP DuT's 256-frame ring, and the DuT was blamed). The time lost shows in the departed rate
+//! and in the frames the deadline leaves unsent. The current run of late frames is kept, and so
+//! is the largest lateness. A frame whose turn comes after the send's deadline is not sent (the program drops
 //! it and counts it), so a rate beyond the generator ends on time rather than sending every
 //! frame late. Due times are kept in nanoseconds × 2^16 from the start, so a gap need not be a
 //! whole number of nanoseconds and the mean rate does not drift; a frame that is late does not
@@ -25,9 +28,9 @@
 use std::os::fd::{OwnedFd, RawFd};
 
 use super::bpf::{
-    ALU64_ADD_K, ALU64_ADD_X, ALU64_AND_K, ALU64_MOV_K, ALU64_MOV_X, ALU64_RSH_K, ALU64_SUB_X,
-    Assembler, BPF_FUNC_KTIME_GET_NS, BPF_FUNC_LOOP, BPF_PSEUDO_FUNC, Insn, JMP_CALL, JMP_EXIT,
-    JMP_JA, JMP_JEQ_K, JMP_JGE_X, JMP_JLE_X, JMP_JNE_K, LD_IMM_DW, LDX_MEM_DW, ST_MEM_W,
+    ALU64_ADD_K, ALU64_ADD_X, ALU64_AND_K, ALU64_LSH_K, ALU64_MOV_K, ALU64_MOV_X, ALU64_RSH_K,
+    ALU64_SUB_X, Assembler, BPF_FUNC_KTIME_GET_NS, BPF_FUNC_LOOP, BPF_PSEUDO_FUNC, Insn, JMP_CALL,
+    JMP_EXIT, JMP_JA, JMP_JEQ_K, JMP_JGE_X, JMP_JLE_X, JMP_JNE_K, LD_IMM_DW, LDX_MEM_DW, ST_MEM_W,
     STX_MEM_DW, STX_MEM_W, XDP_DROP, insn, lookup_map, map_lookup, update_map,
 };
 
@@ -48,7 +51,8 @@ pub struct LivePacing {
     /// Gaps between consecutive frames, nanoseconds × 2^[`GAP_FRACTION_BITS`], used in turn
     /// and cycled: one for a constant rate; a power-of-two count up to [`MAX_PACING_GAPS`].
     pub gaps: Vec<u64>,
-    /// A frame handed out more than this many nanoseconds after its due time counts as late.
+    /// A frame handed out more than this many nanoseconds after its due time counts as late,
+    /// and the schedule starts again from it (no catch-up burst longer than this).
     pub tolerance_ns: u64,
 }
 
@@ -230,10 +234,16 @@ pub(super) fn pace(asm: &mut Assembler, state: RawFd, gaps: RawFd, gap_count: us
     let on_time_to_streak = asm.here();
     asm.push(&[
         insn(JMP_JLE_X, 0, 1, 0, 0),
-        // Late: counted, and the run of late frames grows.
+        // Late: counted, the run of late frames grows, and the schedule starts again from
+        // now (next = (now - start) << 16), so the frames after it keep their gaps.
         insn(LDX_MEM_DW, 2, 8, LATE, 0),
         insn(ALU64_ADD_K, 2, 0, 0, 1),
         insn(STX_MEM_DW, 8, 2, LATE, 0),
+        insn(LDX_MEM_DW, 1, 8, LAST, 0),
+        insn(LDX_MEM_DW, 3, 8, START, 0),
+        insn(ALU64_SUB_X, 1, 3, 0, 0),
+        insn(ALU64_LSH_K, 1, 0, 0, GAP_FRACTION_BITS as i32),
+        insn(STX_MEM_DW, 8, 1, NEXT, 0),
         insn(LDX_MEM_DW, 2, 8, STREAK, 0),
         insn(ALU64_ADD_K, 2, 0, 0, 1),
     ]);

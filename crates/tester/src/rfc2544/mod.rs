@@ -127,6 +127,14 @@ pub struct Departure {
     /// late, with no frame after them on time again: the trial ended behind its schedule.
     /// Counted lost.
     pub behind: u64,
+    /// For a sender that never queues (the in-kernel one): the frames it did not send at all,
+    /// their turn having come after the deadline (it owed them: the rate was not offered). The
+    /// rest of what did not arrive was sent and lost on the way, so when that exceeds what the
+    /// generator's lateness explains, the DuT failed at this rate whatever the generator
+    /// managed ([`TrialOutcome::spoiled_by_generator`]). `None` for a sender whose refusals may
+    /// be the DuT's pushback (AF_XDP).
+    #[serde(default)]
+    pub not_sent: Option<u64>,
 }
 
 /// How far the departed rate may fall short of the scheduled one in a trial that left on
@@ -160,11 +168,20 @@ impl TrialOutcome {
     /// what fell due meanwhile as one burst, and a DuT with a short queue loses or pushes back
     /// up to that burst at any rate; a loss larger than the burst is the DuT's own. Such a
     /// trial is run again; one that stays so does not pass, and an NDR below it is
-    /// tester-limited.
+    /// tester-limited. A trial whose sender never queues and whose DuT lost more of the frames
+    /// it was sent than the lateness explains failed at this rate, however late the generator
+    /// was ([`Departure::not_sent`]).
     pub fn spoiled_by_generator(&self) -> bool {
         let lost = self.lost();
-        self.departure
-            .is_some_and(|d| d.behind > 0 || (lost > 0 && lost <= d.sent_late))
+        self.departure.is_some_and(|d| {
+            let owed = d.behind > 0 || d.not_sent.is_some_and(|not_sent| not_sent > 0);
+            let generator = owed || (lost > 0 && lost <= d.sent_late);
+            // Frames sent and lost beyond any burst the lateness made: the DuT's own failure.
+            let dut_failed = d
+                .not_sent
+                .is_some_and(|not_sent| self.missing().saturating_sub(not_sent) > d.sent_late);
+            generator && !dut_failed
+        })
     }
 
     /// Frames that did not arrive (never negative).

@@ -97,6 +97,19 @@ fn a_trial_that_ended_behind_its_schedule_is_repeated_and_never_passes() {
     });
     assert!(!stalled(&steady, &trial));
     assert_eq!(trial.outcome.lost(), 300);
+    // The in-kernel sender fell behind (10 000 frames never sent), but of the 40 000 it sent
+    // the DuT lost 5 000, far more than its 400 late frames explain: the DuT failed at this
+    // rate, whatever the generator managed. Losing only the unsent ones is the generator's.
+    trial.outcome.received = 35_000;
+    trial.outcome.departure = Some(Departure {
+        sent_late: 400,
+        behind: 400,
+        not_sent: Some(10_000),
+        ..on_time
+    });
+    assert!(!stalled(&steady, &trial));
+    trial.outcome.received = 40_000;
+    assert!(stalled(&steady, &trial));
 }
 
 #[test]

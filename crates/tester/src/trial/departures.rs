@@ -181,6 +181,7 @@ impl InFlight {
             sent_late: self.sent_late,
             held_back: self.held_back,
             behind: self.late_streak,
+            not_sent: None,
         }
     }
 }

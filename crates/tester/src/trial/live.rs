@@ -14,10 +14,12 @@
 //! * Nothing waits in the tester: a frame the DuT's ring refuses is dropped by the sending veth
 //!   at once (the interface's `tx_dropped`, which [`super::run_in_lab`] reports as refused),
 //!   so no DuT can push the load back into the tester and have a slower rate credited.
-//! * The program counts frames it handed out later than the departure tolerance, the run of
-//!   them at the end (the trial ended behind its schedule) and the largest lateness: the same
+//! * A generator that ran late (off its core for a while) does not catch up in a burst: the
+//!   program starts its schedule again from the late frame ([`catch_up`]). It counts those
+//!   frames (`sent_late`), the largest lateness, the run of late frames at the end (`behind`)
+//!   and the frames the lost time left unsent at the deadline (`not_sent`): the same
 //!   [`Departure`] the AF_XDP sender reports, so a trial the generator could not offer never
-//!   passes.
+//!   passes, unless the DuT lost more of what it was sent than the lateness explains.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -87,7 +89,7 @@ pub fn run_live(
     }
     let offered = offered as u64;
     let tolerance = departure_tolerance(config.seconds);
-    let pacing = pacing(config, tolerance.as_nanos() as u64)?;
+    let pacing = pacing(config, catch_up(config.rate, tolerance).as_nanos() as u64)?;
     let flows = live_flows(
         template,
         matches!(config.flow_order, FlowOrder::Random { .. }),
@@ -147,6 +149,7 @@ pub fn run_live(
                 sent_late: pace.late,
                 held_back: 0,
                 behind: pace.behind,
+                not_sent: Some(offered - sent),
             }),
         },
         transmitted: sent,
@@ -167,6 +170,18 @@ pub fn run_live(
         ..TrialMeasurement::default()
     })
 }
+
+/// How late a frame may be before the program starts the schedule again from it
+/// ([`LivePacing::tolerance_ns`]): the time of [`CATCH_UP_FRAMES`] at `rate`, at least 10 µs
+/// and at most the departure `tolerance`. A longer catch-up is a burst that a DuT's 256-frame
+/// ring need not absorb.
+fn catch_up(rate: f64, tolerance: Duration) -> Duration {
+    Duration::from_secs_f64(CATCH_UP_FRAMES / rate).clamp(Duration::from_micros(10), tolerance)
+}
+
+/// The most frames a late generator sends back to back to catch up (a quarter of a veth's
+/// ring).
+pub const CATCH_UP_FRAMES: f64 = 64.0;
 
 /// The gaps of the trial's pattern: one for a constant rate; for the others a cycle of
 /// [`MAX_PACING_GAPS`] drawn from the same schedule the AF_XDP sender follows (a burst pattern
