@@ -160,7 +160,9 @@ pub fn run_in_lab(
                 let generator = place_this_thread("generator", config.generator_nice)
                     .map_err(|error| error.to_string())?;
                 let trial = match config.receiver {
-                    _ if config.sender == SenderKind::XdpLive && live::can_send(config) => {
+                    _ if config.sender == SenderKind::XdpLive
+                        && live::can_send(config, template) =>
+                    {
                         live_trial(ports, template, config, stop)?
                     }
                     ReceiverKind::Probe => socket_trial(ports, template, config, stop, None)?,

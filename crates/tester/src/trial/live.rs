@@ -25,8 +25,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use wirespeed_io::afxdp::{
-    GAP_FRACTION_BITS, LivePacing, MAX_PACING_GAP, MAX_PACING_GAPS, XdpLiveGenerator,
-    XdpProbeCounter,
+    GAP_FRACTION_BITS, LivePacing, MAX_LIVE_FRAME, MAX_PACING_GAP, MAX_PACING_GAPS,
+    XdpLiveGenerator, XdpProbeCounter,
 };
 use wirespeed_packet::cpu::{rdtsc, tsc_hz};
 
@@ -49,12 +49,13 @@ pub const PACED_BATCH: u32 = 32;
 
 /// Whether the live sender can run this trial: a steady rate (not a burst or two phases) of at
 /// least [`MIN_RATE`], whose frames the counter counts (no per-frame probe, so no sequence and
-/// no latency).
-pub fn can_send(config: &TrialConfig) -> bool {
+/// no latency), of frames that fit a page ([`MAX_LIVE_FRAME`]: jumbo frames go over AF_XDP).
+pub fn can_send(config: &TrialConfig, template: &Template) -> bool {
     config.frames.is_none()
         && config.then.is_none()
         && config.receiver == ReceiverKind::Count
         && config.rate >= MIN_RATE
+        && template.len() <= MAX_LIVE_FRAME
 }
 
 /// The lowest rate the live sender paces (frames per second): its gaps, a Poisson pattern's
@@ -71,11 +72,11 @@ pub fn run_live(
     config: &TrialConfig,
     stop: &AtomicBool,
 ) -> Result<TrialMeasurement, String> {
-    if !can_send(config) {
+    if !can_send(config, template) {
         return Err(
             "the in-kernel sender offers a steady rate of at least 1000 frames/s counted by the \
-             probe counter; bursts, two-phase trials, lower rates and per-frame probes need the \
-             AF_XDP sender"
+             probe counter, of frames up to 3072 bytes; bursts, two-phase trials, lower rates, \
+             jumbo frames and per-frame probes need the AF_XDP sender"
                 .into(),
         );
     }
