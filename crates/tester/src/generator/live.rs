@@ -118,10 +118,8 @@ pub const LATE_TOLERANCE: Duration = Duration::from_millis(1);
 /// What one paced call did ([`send_paced`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PacedSend {
-    /// Frames run and handed to the target.
+    /// Frames run and handed to the target (the pace counts hold those not sent).
     pub sent: u64,
-    /// Frames not sent because their turn came after the deadline.
-    pub unsent: u64,
     /// From the first frame to one period after the last, seconds.
     pub seconds: f64,
     pub pace: LivePaceCounts,
@@ -153,7 +151,6 @@ pub fn send_paced(
     let sent = ran.saturating_sub(pace.unsent);
     Ok(PacedSend {
         sent,
-        unsent: pace.unsent,
         seconds: pace.last_ns.saturating_sub(pace.start_ns) as f64 / 1e9 + 1.0 / rate,
         pace,
         interrupted,
