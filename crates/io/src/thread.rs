@@ -7,25 +7,55 @@
 
 /// Pins the calling thread to `core`.
 pub fn pin_to_core(core: usize) -> std::io::Result<()> {
-    if core >= libc::CPU_SETSIZE as usize {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!(
-                "core {core} is beyond the {} cores a CPU set can name",
-                libc::CPU_SETSIZE
-            ),
-        ));
-    }
+    set_thread_affinity(0, &[core])
+}
+
+/// Lets thread `tid` (0: the calling thread) run on `cores` only.
+pub fn set_thread_affinity(tid: u32, cores: &[usize]) -> std::io::Result<()> {
     // SAFETY: cpu_set_t is a plain bit array for which all-zero is the valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `core` is below CPU_SETSIZE (checked above), so CPU_SET writes inside `set`.
-    unsafe { libc::CPU_SET(core, &mut set) };
-    // SAFETY: pid 0 means the calling thread; the set is initialised and its size is passed.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    for &core in cores {
+        if core >= libc::CPU_SETSIZE as usize {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "core {core} is beyond the {} cores a CPU set can name",
+                    libc::CPU_SETSIZE
+                ),
+            ));
+        }
+        // SAFETY: `core` is below CPU_SETSIZE (checked above), so CPU_SET writes inside `set`.
+        unsafe { libc::CPU_SET(core, &mut set) };
+    }
+    let pid = libc::pid_t::try_from(tid).map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "thread id out of range")
+    })?;
+    // SAFETY: the set is initialised and its size is passed; the kernel only reads it.
+    let rc = unsafe { libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if rc != 0 {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// The cores thread `tid` (0: the calling thread) may run on, in order.
+pub fn thread_affinity(tid: u32) -> std::io::Result<Vec<usize>> {
+    let pid = libc::pid_t::try_from(tid).map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "thread id out of range")
+    })?;
+    // SAFETY: cpu_set_t is a plain bit array for which all-zero is the valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer and size describe `set`, which the kernel writes and which outlives
+    // the call.
+    let rc =
+        unsafe { libc::sched_getaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((0..libc::CPU_SETSIZE as usize)
+        // SAFETY: every index is below CPU_SETSIZE, so CPU_ISSET reads inside `set`.
+        .filter(|&core| unsafe { libc::CPU_ISSET(core, &set) })
+        .collect())
 }
 
 /// Moves the calling thread to SCHED_FIFO at `priority` (1..=99).
@@ -50,19 +80,7 @@ pub fn available_cores() -> usize {
 /// cgroup's cpuset), in order: a configuration that pins a worker elsewhere can be refused
 /// before anything starts instead of when the worker pins itself.
 pub fn allowed_cores() -> std::io::Result<Vec<usize>> {
-    // SAFETY: cpu_set_t is a plain bit array for which all-zero is the valid empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: pid 0 means the calling thread; the pointer and size describe `set`, which the
-    // kernel writes and which outlives the call.
-    let rc =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok((0..libc::CPU_SETSIZE as usize)
-        // SAFETY: every index is below CPU_SETSIZE, so CPU_ISSET reads inside `set`.
-        .filter(|&core| unsafe { libc::CPU_ISSET(core, &set) })
-        .collect())
+    thread_affinity(0)
 }
 
 /// `cores` (ascending) as the kernel's CPU lists write them: `0-3,8,10-11`.

@@ -31,6 +31,7 @@
 
 pub mod generators;
 pub mod placement;
+pub mod shield;
 pub mod sweep;
 
 use std::net::IpAddr;

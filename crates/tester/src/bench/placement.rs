@@ -37,9 +37,10 @@
 //! it would on an idle machine. (SCHED_FIFO would shield them too, but it would also let a
 //! polling worker starve the NAPI thread it depends on, changing what is measured.)
 //!
-//! One exception ([`make_kernel_dut_realtime`]): for a DuT that runs in the kernel (bridge,
-//! router, XDP redirect), where the tester's receive runs on another core (`receiver_cpu` is
-//! not `dut_cpu`: the RFC 2544 suite's placement), the DuT's ingress NAPI thread runs at
+//! One exception ([`make_kernel_dut_realtime`]): for a DuT that forwards in the kernel (bridge,
+//! router, XDP redirect, wirespeed's XDP fast path), where the tester's receive runs on another
+//! core (`receiver_cpu` is not `dut_cpu`: the RFC 2544 suite's placement), the DuT's ingress
+//! NAPI thread runs at
 //! SCHED_FIFO 1, as wirespeed's worker does (the wirespeed DuT driver). That thread is the
 //! kernel DuT's worker, and at a normal priority another job's busy loop still took its core
 //! for a whole scheduler tick (4 ms at HZ 250) a few times a second: d0's 256-frame ring
@@ -49,7 +50,9 @@
 //! value: real-time there, it would starve that receive under overload. In the same placement
 //! the tester's receive (`t1`'s NAPI thread, on the generator's core) is real-time for every
 //! DuT ([`make_receiver_realtime`]): its ring has no backpressure, and a receive that waited for
-//! the generator's time slice capped every XDP forwarder's zero-loss rate.
+//! the generator's time slice capped every XDP forwarder's zero-loss rate. Real-time is not
+//! enough on a kernel without preemption: there the suite also keeps every other process off
+//! the DuT core while it runs ([`super::shield::CoreShield`]).
 //!
 //! A thread's nice value only weighs it against the threads of its own *autogroup* (with
 //! `kernel.sched_autogroup_enabled = 1`, each session is one scheduling group, and groups share
@@ -167,11 +170,15 @@ pub fn place_kernel(
     Ok(placed)
 }
 
-/// For a DuT that runs in the kernel (no process of its own), after [`place_kernel`]: its
-/// ingress NAPI thread, which is its worker, runs at SCHED_FIFO 1 as wirespeed's worker does,
-/// where priorities are set and nothing of the tester shares the DuT's core (see the module
-/// documentation). A DuT with a process keeps the plan's nice value on that thread: its own
-/// threads are what it is measured by.
+/// For a DuT that forwards in the kernel ([`crate::dut::Dut::forwards_in_ingress_napi`]),
+/// after [`place_kernel`]: its ingress NAPI thread, which is its worker, runs at SCHED_FIFO 1
+/// as wirespeed's worker does, where priorities are set and nothing of the tester shares the
+/// DuT's core (see the module documentation). That includes wirespeed with its XDP fast path:
+/// its worker (SCHED_FIFO 1 too, asleep while no exception arrives) sees only what the kernel
+/// hands up, and at a normal priority the thread that forwards everything else lost its core to
+/// any other job for a scheduler tick, overflowing `d0`'s 256-frame ring (zero-loss rates
+/// spread 3-14x over repeats, 2026-11-26). A DuT whose process forwards every frame keeps the
+/// plan's nice value on that thread: its own threads are what it is measured by.
 pub fn make_kernel_dut_realtime(
     wiring: &Wiring,
     plan: &Plan,

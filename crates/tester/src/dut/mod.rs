@@ -241,6 +241,14 @@ pub trait Dut: Send {
         None
     }
 
+    /// Whether the DuT's forwarding runs in `d0`'s ingress NAPI thread: a DuT in the kernel
+    /// (bridge, router, XDP redirect), or a program whose fast path is an XDP program there
+    /// (the worker then only sees the exceptions). That thread is then the DuT's worker, and
+    /// the RFC 2544 placement runs it real-time ([`crate::bench::placement::make_kernel_dut_realtime`]).
+    fn forwards_in_ingress_napi(&self) -> bool {
+        self.pid().is_none()
+    }
+
     /// The name prefix of the threads of [`Dut::pid`] that forward frames, whose placement the
     /// benchmark reads back (and renices).
     fn worker_prefix(&self) -> &str {

@@ -716,6 +716,10 @@ impl Dut for WirespeedDut {
         self.child.as_ref().map(Child::id)
     }
 
+    fn forwards_in_ingress_napi(&self) -> bool {
+        self.backend == WirespeedBackend::Xdp
+    }
+
     fn output(&self) -> Option<&str> {
         Some(&self.output)
     }

@@ -55,8 +55,9 @@ use crate::bench::placement::{
     Placed, check_threads, make_kernel_dut_realtime, make_receiver_realtime, place_kernel,
     place_napi_niced,
 };
+use crate::bench::shield::CoreShield;
 use crate::dut::probe::verify;
-use crate::dut::{Dut, Wiring};
+use crate::dut::{Dut, Host, Wiring};
 use crate::generator::pacing::Pattern;
 use crate::generator::{Template, TemplateConfig};
 use crate::report::{Calibration, CorePin, FrameSizeResult, LatencyAtLoad, Limit, Report, Setup};
@@ -224,6 +225,12 @@ pub fn run(
     report.timestamps = Some(timestamps);
     let mut pins: Vec<Placed> = Vec::new();
     let mut commands: Vec<String> = lab.map(|lab| lab.commands().to_vec()).unwrap_or_default();
+    // The DuT core for the DuT alone while the run lasts, where the DuT runs on this machine
+    // (dropped, and everything moved put back, when this function returns).
+    let shield = matches!(wiring.dut_host, Some(Host::Local))
+        .then(|| CoreShield::raise(&config.plan))
+        .flatten();
+    commands.extend(shield.as_ref().map(|shield| shield.summary().to_owned()));
     if let Some((lab, pair)) = lab.and_then(|lab| Some((lab, lab.calibration.as_ref()?))) {
         match calibrate(
             lab,
@@ -344,14 +351,14 @@ fn place(
     commands: &mut Vec<String>,
 ) -> Result<(), String> {
     pins.extend(place_kernel(wiring, &config.plan, commands).map_err(|e| e.to_string())?);
-    match dut.pid() {
-        Some(pid) => pins.extend(
+    if let Some(pid) = dut.pid() {
+        pins.extend(
             check_threads(pid, dut.worker_prefix(), config.plan.dut_cpu)
                 .map_err(|e| e.to_string())?,
-        ),
-        None => {
-            make_kernel_dut_realtime(wiring, &config.plan, commands).map_err(|e| e.to_string())?
-        }
+        );
+    }
+    if dut.forwards_in_ingress_napi() {
+        make_kernel_dut_realtime(wiring, &config.plan, commands).map_err(|e| e.to_string())?;
     }
     make_receiver_realtime(&wiring.egress.tester_if, &config.plan, commands)
         .map_err(|e| e.to_string())?;

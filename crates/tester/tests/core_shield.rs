@@ -1,0 +1,109 @@
+//! The core shield of the RFC 2544 placement: other processes leave the DuT core while it
+//! stands and get their masks back after, including a process one of them started meanwhile.
+//! Needs root (CAP_SYS_NICE over other users' processes) and two cores, as CI has.
+
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use wirespeed_io::thread::{allowed_cores, thread_affinity};
+use wirespeed_tester::bench::placement::Plan;
+use wirespeed_tester::bench::shield::CoreShield;
+
+/// Kills the shell (and with it its sleeping child) however the test ends.
+struct Reap(Child, Option<u32>);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        if let Some(pid) = self.1 {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_for(path: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && text.ends_with('\n')
+        {
+            return text.trim().to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never written",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn other_processes_leave_the_dut_core_and_get_it_back() {
+    let all = allowed_cores().unwrap();
+    assert!(
+        all.len() >= 2,
+        "the test needs two cores, this machine has {all:?}"
+    );
+    let dir = std::env::temp_dir().join(format!("wirespeed-shield-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (go, child_pid) = (dir.join("go"), dir.join("child"));
+    // A shell that exists before the shield, and starts a child once told to (after it).
+    let script = format!(
+        "while [ ! -e {go} ]; do sleep 0.02; done; sleep 60 & echo $! > {child}; wait",
+        go = go.display(),
+        child = child_pid.display()
+    );
+    let shell = Command::new("sh").args(["-c", &script]).spawn().unwrap();
+    let mut reap = Reap(shell, None);
+    let shell_pid = reap.0.id();
+    assert_eq!(thread_affinity(shell_pid).unwrap(), all);
+
+    let dut_cpu = all[1];
+    let plan = Plan {
+        generator_cpu: all[0],
+        dut_cpu,
+        receiver_cpu: all[0],
+        nice: Some(0),
+    };
+    let shield = CoreShield::raise(&plan).expect("a shield in the real-time placement");
+    assert!(shield.summary().contains(&format!("CPU {dut_cpu} kept")));
+    let narrowed: Vec<usize> = all.iter().copied().filter(|&c| c != dut_cpu).collect();
+    assert_eq!(thread_affinity(shell_pid).unwrap(), narrowed);
+    // This process is left alone: the programs it starts (a DuT) get the whole machine.
+    assert_eq!(allowed_cores().unwrap(), all);
+
+    std::fs::write(&go, "").unwrap();
+    let child: u32 = wait_for(&child_pid).parse().unwrap();
+    reap.1 = Some(child);
+    assert_eq!(
+        thread_affinity(child).unwrap(),
+        narrowed,
+        "started by a moved process"
+    );
+
+    drop(shield);
+    assert_eq!(thread_affinity(shell_pid).unwrap(), all);
+    assert_eq!(
+        thread_affinity(child).unwrap(),
+        all,
+        "its parent's mask back"
+    );
+    drop(reap);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn no_shield_where_the_tester_receives_on_the_dut_core() {
+    let plan = Plan::default();
+    assert_eq!(plan.receiver_cpu, plan.dut_cpu);
+    assert!(CoreShield::raise(&plan).is_none());
+    let unprioritised = Plan {
+        receiver_cpu: 0,
+        nice: None,
+        ..Plan::default()
+    };
+    assert!(CoreShield::raise(&unprioritised).is_none());
+}
