@@ -112,13 +112,25 @@ fn switch_forwards_on_the_xdp_fast_path() {
         // The tester's ends take redirected frames only while they run NAPI.
         receive_with_napi(lab, 0);
         receive_with_napi(lab, 1);
+        // The worker on the last core: the switch's other threads keep off it.
+        let last = wirespeed_io::thread::available_cores() - 1;
         xconnect_config(lab, "backend = \"afxdp\"").replace(
             "app = \"xconnect\"",
-            "app = \"xconnect\"\nfast_path = \"xdp\"",
+            &format!("app = \"xconnect\"\nfast_path = \"xdp\"\ncores = [{last}]"),
         )
     }) else {
         return;
     };
+    let cores = wirespeed_io::thread::available_cores();
+    if cores > 1 {
+        let others = wirespeed_io::thread::cpu_list(&(0..cores - 1).collect::<Vec<_>>());
+        assert!(
+            out.contains(&format!(
+                "control threads: core(s) {others}, off the workers'"
+            )),
+            "{out}"
+        );
+    }
     assert!(
         out.contains("port p0: fast path xdp (native): every frame to p1"),
         "{out}"

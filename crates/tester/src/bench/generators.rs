@@ -265,19 +265,31 @@ fn parse_cpu_ticks(stat: &str) -> Option<u64> {
     Some(utime + stime)
 }
 
-/// Softirq time of CPU `cpu` so far (the 7th number of its `cpuN` line in /proc/stat), in
-/// clock ticks.
-fn softirq_ticks(cpu: usize) -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    parse_softirq_ticks(&stat, cpu)
+/// The column of a `cpuN` line of /proc/stat (after the name), in clock ticks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum CpuTime {
+    /// Time in softirq.
+    Softirq = 6,
+    /// Time the hypervisor ran something else while this virtual CPU wanted to run.
+    Steal = 7,
 }
 
-fn parse_softirq_ticks(stat: &str, cpu: usize) -> Option<u64> {
+/// `what` of CPU `cpu` so far, in clock ticks (USER_HZ, 100 a second).
+pub(crate) fn cpu_time(cpu: usize, what: CpuTime) -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    parse_cpu_time(&stat, cpu, what)
+}
+
+fn softirq_ticks(cpu: usize) -> Option<u64> {
+    cpu_time(cpu, CpuTime::Softirq)
+}
+
+fn parse_cpu_time(stat: &str, cpu: usize, what: CpuTime) -> Option<u64> {
     let label = format!("cpu{cpu}");
     let line = stat
         .lines()
         .find(|line| line.split_whitespace().next() == Some(label.as_str()))?;
-    line.split_whitespace().nth(7)?.parse().ok()
+    line.split_whitespace().nth(1 + what as usize)?.parse().ok()
 }
 
 /// Sleeps `duration`, or less once `stop` is set.
@@ -414,9 +426,10 @@ mod tests {
         assert!(cpu_ticks(std::process::id()).is_some());
         let stat =
             "cpu  10 0 20 30 0 0 9 0 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\ncpu1 0 0 0 0 0 0 42 0 0 0\n";
-        assert_eq!(parse_softirq_ticks(stat, 0), Some(7));
-        assert_eq!(parse_softirq_ticks(stat, 1), Some(42));
-        assert_eq!(parse_softirq_ticks(stat, 2), None);
+        assert_eq!(parse_cpu_time(stat, 0, CpuTime::Softirq), Some(7));
+        assert_eq!(parse_cpu_time(stat, 1, CpuTime::Softirq), Some(42));
+        assert_eq!(parse_cpu_time(stat, 2, CpuTime::Softirq), None);
+        assert_eq!(parse_cpu_time(stat, 0, CpuTime::Steal), Some(8));
         assert!(softirq_ticks(0).is_some());
     }
 }

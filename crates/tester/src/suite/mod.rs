@@ -51,6 +51,7 @@ use std::time::{Duration, Instant};
 
 use wirespeed_lab::Testbed;
 
+use crate::bench::generators::{CpuTime, cpu_time};
 use crate::bench::placement::{
     Placed, check_threads, make_kernel_dut_realtime, make_receiver_realtime, place_kernel,
     place_napi_niced,
@@ -231,6 +232,8 @@ pub fn run(
         .then(|| CoreShield::raise(&config.plan))
         .flatten();
     commands.extend(shield.as_ref().map(|shield| shield.summary().to_owned()));
+    let stolen = |cpu| cpu_time(cpu, CpuTime::Steal);
+    let steal_before = [config.plan.dut_cpu, config.plan.generator_cpu].map(stolen);
     if let Some((lab, pair)) = lab.and_then(|lab| Some((lab, lab.calibration.as_ref()?))) {
         match calibrate(
             lab,
@@ -294,6 +297,18 @@ pub fn run(
         && let Err(error) = dut.teardown()
     {
         report.notes.push(error.to_string());
+    }
+    let steal_after = [config.plan.dut_cpu, config.plan.generator_cpu].map(stolen);
+    if let ([Some(dut_before), Some(generator_before)], [Some(dut), Some(generator)]) =
+        (steal_before, steal_after)
+    {
+        let (dut, generator) = (
+            dut.saturating_sub(dut_before),
+            generator.saturating_sub(generator_before),
+        );
+        if dut + generator > 0 {
+            report.notes.push(steal_note(dut, generator));
+        }
     }
     if stop.load(Ordering::Relaxed) {
         report.notes.push(
@@ -574,6 +589,24 @@ struct Gathered {
     failures: Vec<String>,
     /// The receiver of the trials to come.
     receiver: ReceiverKind,
+}
+
+/// The note for a run during which the hypervisor ran other work while the DuT's and the
+/// generator's virtual CPUs wanted to run (/proc/stat steal, clock ticks of 10 ms). Neither the
+/// DuT nor the tester can see such a stop, and `d0`'s 256-frame ring overflows when the DuT's
+/// core stops for 256 frame times (0.26 ms at 1 Mpps): traced on the development VM, a DuT core
+/// kept for the DuT ([`CoreShield`]) still missed its scheduler tick for 5–20 ms a few times a
+/// minute, and such a stop in a trial fails it whatever the DuT can do.
+fn steal_note(dut_ticks: u64, generator_ticks: u64) -> String {
+    format!(
+        "the hypervisor took the DuT's core for {} ms and the generator's for {} ms during \
+         this run (steal in /proc/stat, counted in 10-ms ticks): each stop of the DuT's core \
+         longer than its ingress ring's frames take to arrive (256 frames: 0.26 ms at 1 Mpps) \
+         loses frames at any rate, so zero-loss rates on this machine may be the machine's \
+         limit rather than the DuT's",
+        dut_ticks * 10,
+        generator_ticks * 10
+    )
 }
 
 /// Times a trial its generator spoiled is run again at most
