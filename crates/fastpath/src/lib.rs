@@ -49,7 +49,7 @@ use aya::maps::{Array, DevMap, HashMap, Map, MapData, PerCpuArray};
 use aya::programs::{ProgramError, Xdp};
 use aya::{Ebpf, EbpfLoader};
 use wirespeed_dataplane::table::mac::{MacKey as SyncedKey, MacSync};
-use wirespeed_io::afxdp::{AfXdpError, XdpAttachment, XdpMode, interface_index};
+use wirespeed_io::afxdp::{AfXdpError, XdpAttachment, XdpMode, interface_index, verifier_refusal};
 
 use dir24::KernelRoutes4;
 pub use flows::FlowMirror;
@@ -543,19 +543,9 @@ fn port_entry(slot: u32, plan: &PortPlan) -> PortEntry {
 
 /// The verifier's refusal, with the last lines of its log.
 fn verifier_error(error: ProgramError) -> FastPathError {
-    let text = match &error {
-        ProgramError::LoadError {
-            io_error,
-            verifier_log,
-        } => {
-            let log = verifier_log.to_string();
-            let lines: Vec<&str> = log.lines().filter(|line| !line.trim().is_empty()).collect();
-            let tail = lines[lines.len().saturating_sub(8)..].join("\n  ");
-            format!("{io_error}; the verifier's last lines:\n  {tail}")
-        }
-        other => other.to_string(),
-    };
-    FastPathError::Verifier { reason: text }
+    FastPathError::Verifier {
+        reason: verifier_refusal(&error),
+    }
 }
 
 /// Why the program handed a frame to user space.

@@ -21,10 +21,9 @@
 //! [`AfXdpPort`]: super::AfXdpPort
 //! [`Umem`]: super::Umem
 
-use std::os::fd::{BorrowedFd, RawFd};
+use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::bpf::Insn;
 use super::config::{AfXdpError, XdpMode};
 use super::interface::Interface;
 use super::port::{program_error, query_interface};
@@ -64,21 +63,6 @@ impl XdpAttachment {
         Ok(Self::with_program(name, interface, program))
     }
 
-    /// [`XdpAttachment::attach`] with the program `build` makes for the XSKMAP (its descriptor
-    /// is `build`'s argument): the probe counter's sampling program, which redirects only its
-    /// samples to the sockets.
-    pub(crate) fn attach_built(
-        name: &str,
-        mode: XdpMode,
-        build: impl FnOnce(RawFd) -> Vec<Insn>,
-    ) -> Result<XdpAttachment, AfXdpError> {
-        let interface = query_interface(name)?;
-        let program =
-            XdpProgram::attach_built(interface.ifindex, interface.queues as u32, mode, build)
-                .map_err(|error| program_error(name, error))?;
-        Ok(Self::with_program(name, &interface, program))
-    }
-
     /// [`XdpAttachment::attach`] with a program loaded elsewhere (the XDP fast path, which hands
     /// the frames it does not forward to the sockets): `program` is attached to `interface`,
     /// and the interface's queue *q* has slot `base + q` of the XSKMAP `xskmap`, which must
@@ -90,19 +74,31 @@ impl XdpAttachment {
         base: u32,
         mode: XdpMode,
     ) -> Result<XdpAttachment, AfXdpError> {
-        let described = query_interface(interface)?;
         let duplicate = |fd: BorrowedFd<'_>| {
             fd.try_clone_to_owned()
                 .map_err(|error| program_error(interface, ProgramError::Map(error)))
         };
-        let program = XdpProgram::attach_loaded(
+        Self::attach_owned(
+            interface,
             duplicate(program)?,
             duplicate(xskmap)?,
             base,
-            described.ifindex,
             mode,
         )
-        .map_err(|error| program_error(interface, error))?;
+    }
+
+    /// [`XdpAttachment::attach_loaded`] with descriptors of its own (the probe counter's
+    /// sampling program, which redirects only its samples to the sockets, gives its own).
+    pub(crate) fn attach_owned(
+        interface: &str,
+        program: OwnedFd,
+        xskmap: OwnedFd,
+        base: u32,
+        mode: XdpMode,
+    ) -> Result<XdpAttachment, AfXdpError> {
+        let described = query_interface(interface)?;
+        let program = XdpProgram::attach_loaded(program, xskmap, base, described.ifindex, mode)
+            .map_err(|error| program_error(interface, error))?;
         Ok(Self::with_program(interface, &described, program))
     }
 

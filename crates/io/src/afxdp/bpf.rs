@@ -21,15 +21,12 @@ pub(crate) const BPF_BTF_LOAD: libc::c_long = 18;
 pub(crate) const BPF_LINK_CREATE: libc::c_long = 28;
 pub(crate) const BPF_MAP_TYPE_ARRAY: u32 = 2;
 pub(crate) const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
-pub(crate) const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 pub(crate) const BPF_PROG_TYPE_XDP: u32 = 6;
 pub(crate) const BPF_XDP: u32 = 37;
 pub(crate) const BPF_FUNC_MAP_LOOKUP_ELEM: i32 = 1;
 pub(crate) const BPF_FUNC_KTIME_GET_NS: i32 = 5;
 pub(crate) const BPF_FUNC_GET_PRANDOM_U32: i32 = 7;
 pub(crate) const BPF_FUNC_REDIRECT: i32 = 23;
-pub(crate) const BPF_FUNC_REDIRECT_MAP: i32 = 51;
-pub(crate) const BPF_FUNC_XDP_GET_BUFF_LEN: i32 = 188;
 pub(crate) const BPF_FUNC_LOOP: i32 = 181;
 pub(crate) const BPF_PSEUDO_MAP_FD: u8 = 1;
 /// `src_reg` of a 64-bit immediate load whose `imm` is the offset of a subprogram (a
@@ -42,12 +39,9 @@ pub(crate) const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
 pub(crate) const BPF_F_XDP_HAS_FRAGS: u32 = 1 << 5;
 pub(crate) const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
 pub(crate) const XDP_DROP: i32 = 1;
-pub(crate) const XDP_PASS: i32 = 2;
-/// Offsets in `struct xdp_md`: data, data_end, data_meta, ingress_ifindex, rx_queue_index
-/// (u32s).
+/// Offsets in `struct xdp_md`: data, data_end (u32s).
 pub(crate) const XDP_MD_DATA: i16 = 0;
 pub(crate) const XDP_MD_DATA_END: i16 = 4;
-pub(crate) const XDP_MD_RX_QUEUE_INDEX: i16 = 16;
 
 /// One BPF instruction (`struct bpf_insn`): opcode, destination and source registers (4 bits
 /// each, destination in the low nibble on little-endian), offset, immediate.
@@ -144,9 +138,7 @@ const BPF_LD: u8 = 0x00;
 const BPF_LDX: u8 = 0x01;
 const BPF_ST: u8 = 0x02;
 const BPF_STX: u8 = 0x03;
-const BPF_ALU: u8 = 0x04;
 const BPF_JMP: u8 = 0x05;
-const BPF_JMP32: u8 = 0x06;
 const BPF_ALU64: u8 = 0x07;
 const BPF_H: u8 = 0x08;
 const BPF_DW: u8 = 0x18;
@@ -158,15 +150,13 @@ const BPF_RSH: u8 = 0x70;
 const BPF_AND: u8 = 0x50;
 const BPF_MOD: u8 = 0x90;
 const BPF_MOV: u8 = 0xb0;
-const BPF_END: u8 = 0xd0;
-const BPF_TO_BE: u8 = 0x08;
 const BPF_JA: u8 = 0x00;
 const BPF_JEQ: u8 = 0x10;
 const BPF_JGE: u8 = 0x30;
 const BPF_JLE: u8 = 0xb0;
 const BPF_JGT: u8 = 0x20;
-const BPF_JNE: u8 = 0x50;
 const BPF_JLT: u8 = 0xa0;
+const BPF_JNE: u8 = 0x50;
 const BPF_CALL: u8 = 0x80;
 const BPF_EXIT: u8 = 0x90;
 pub(crate) const LDX_MEM_W: u8 = BPF_LDX | BPF_MEM;
@@ -186,17 +176,11 @@ pub(crate) const ALU64_LSH_K: u8 = BPF_ALU64 | BPF_LSH;
 pub(crate) const ALU64_MOD_K: u8 = BPF_ALU64 | BPF_MOD;
 pub(crate) const ALU64_MOV_K: u8 = BPF_ALU64 | BPF_MOV;
 pub(crate) const ALU64_MOV_X: u8 = BPF_ALU64 | BPF_MOV | BPF_X;
-/// `dst = htobe(dst)` for the width in `imm` (16, 32, 64): a byte swap on little-endian hosts,
-/// so a big-endian field loaded from a frame becomes its value.
-pub(crate) const ALU_END_TO_BE: u8 = BPF_ALU | BPF_END | BPF_TO_BE;
 pub(crate) const JMP_JA: u8 = BPF_JMP | BPF_JA;
 pub(crate) const JMP_JEQ_K: u8 = BPF_JMP | BPF_JEQ;
 pub(crate) const JMP_JNE_K: u8 = BPF_JMP | BPF_JNE;
 pub(crate) const JMP_JGE_X: u8 = BPF_JMP | BPF_JGE | BPF_X;
 pub(crate) const JMP_JLE_X: u8 = BPF_JMP | BPF_JLE | BPF_X;
-/// Compares the low 32 bits only, so an immediate with its top bit set is not sign-extended.
-pub(crate) const JMP32_JNE_K: u8 = BPF_JMP32 | BPF_JNE;
-pub(crate) const JMP_JLT_X: u8 = BPF_JMP | BPF_JLT | BPF_X;
 pub(crate) const JMP_JGT_X: u8 = BPF_JMP | BPF_JGT | BPF_X;
 pub(crate) const JMP_JLT_K: u8 = BPF_JMP | BPF_JLT;
 pub(crate) const JMP_CALL: u8 = BPF_JMP | BPF_CALL;
@@ -349,7 +333,11 @@ pub(crate) fn load_functions(program: &[Insn], starts: &[u32]) -> Result<OwnedFd
     let _ = bpf(BPF_PROG_LOAD, &mut attr).map(owned);
     let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
     let text = String::from_utf8_lossy(&log[..end]).trim().to_string();
-    Err(ProgramError::Load(error, text))
+    Err(ProgramError::Load {
+        program: "wirespeed",
+        source: error,
+        log: text,
+    })
 }
 
 /// BTF for `count` functions, and the type id of the first: type 1 is a 32-bit `int`, type 2 a
@@ -401,12 +389,13 @@ fn load_btf(btf: &[u8]) -> Result<OwnedFd, ProgramError> {
         btf_size: btf.len() as u32,
         ..BtfLoadAttr::default()
     };
-    bpf(BPF_BTF_LOAD, &mut attr).map(owned).map_err(|error| {
-        ProgramError::Load(
-            error,
-            "the kernel refused the BTF naming the functions".into(),
-        )
-    })
+    bpf(BPF_BTF_LOAD, &mut attr)
+        .map(owned)
+        .map_err(|source| ProgramError::Load {
+            program: "wirespeed",
+            source,
+            log: "the kernel refused the BTF naming the functions".into(),
+        })
 }
 
 pub(crate) fn owned(fd: libc::c_long) -> OwnedFd {

@@ -160,11 +160,13 @@ pub enum AfXdpError {
         source: std::io::Error,
     },
     #[error(
-        "port {port}: the kernel refused the XDP program ({source}); kernel ≥ 5.10 with \
-         CONFIG_XDP_SOCKETS is needed. Verifier log: {log}"
+        "port {port}: the kernel refused XDP program {program}: {log}; kernel ≥ 5.10 with \
+         CONFIG_XDP_SOCKETS is needed"
     )]
     XdpLoad {
         port: String,
+        /// The program's name in its object (`bpf/*.c`).
+        program: &'static str,
         source: std::io::Error,
         log: String,
     },

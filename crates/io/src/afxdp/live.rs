@@ -43,17 +43,16 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use super::bpf::Assembler;
 use super::bpf::{
     ALU64_ADD_K, ALU64_MOD_K, ALU64_MOV_K, ALU64_MOV_X, BPF_FUNC_GET_PRANDOM_U32,
-    BPF_MAP_TYPE_ARRAY, BPF_MAP_TYPE_PERCPU_ARRAY, BPF_PROG_TEST_RUN, Insn, JMP_CALL, JMP_JEQ_K,
-    JMP_JGT_X, JMP_JLT_K, LDX_MEM_DW, LDX_MEM_H, LDX_MEM_W, ST_MEM_W, STX_MEM_DW, STX_MEM_H,
-    STX_MEM_W, XDP_MD_DATA, XDP_MD_DATA_END, bpf, create_map, insn, load, load_functions,
-    map_lookup, update_map,
+    BPF_FUNC_REDIRECT, BPF_MAP_TYPE_ARRAY, BPF_MAP_TYPE_PERCPU_ARRAY, BPF_PROG_TEST_RUN, Insn,
+    JMP_CALL, JMP_EXIT, JMP_JEQ_K, JMP_JGT_X, JMP_JLT_K, LDX_MEM_DW, LDX_MEM_H, LDX_MEM_W,
+    ST_MEM_W, STX_MEM_DW, STX_MEM_H, STX_MEM_W, XDP_MD_DATA, XDP_MD_DATA_END, bpf, create_map,
+    insn, load, load_functions, map_lookup, update_map,
 };
 use super::config::AfXdpError;
 use super::live_pacing::{
     self, LivePaceCounts, LivePacing, MAX_PACING_GAP, MAX_PACING_GAPS, PacingMaps, STATE_SIZE,
 };
 use super::port::{program_error, query_interface};
-use super::program::redirect_to_interface_program;
 
 /// `BPF_F_TEST_XDP_LIVE_FRAMES` (linux/bpf.h).
 const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
@@ -446,6 +445,17 @@ fn flow_program(
         live_pacing::append_spin_callback(&mut code, load_at);
     }
     code
+}
+
+/// The program's end: send the frame out of interface `ifindex` (`bpf_redirect` with no flags
+/// returns `XDP_REDIRECT`).
+fn redirect_to_interface_program(ifindex: u32) -> [Insn; 4] {
+    [
+        insn(ALU64_MOV_K, 1, 0, 0, ifindex as i32),
+        insn(ALU64_MOV_K, 2, 0, 0, 0),
+        insn(JMP_CALL, 0, 0, 0, BPF_FUNC_REDIRECT),
+        insn(JMP_EXIT, 0, 0, 0, 0),
+    ]
 }
 
 /// Loads a generator program: a paced one has the spin callback after its main function.

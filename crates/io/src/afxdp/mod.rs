@@ -77,6 +77,7 @@ mod ledger;
 mod live;
 mod live_pacing;
 mod memlock;
+mod object;
 mod port;
 mod probe_counter;
 mod program;
@@ -96,6 +97,7 @@ pub use live_pacing::{
     GAP_FRACTION_BITS, LivePaceCounts, LivePacing, MAX_PACING_GAP, MAX_PACING_GAPS,
 };
 pub use memlock::MemlockLimit;
+pub use object::verifier_refusal;
 pub use port::{AfXdpPort, interface_driver, interface_index, interface_mtu};
 pub use probe_counter::{MAX_PROBE_END, ProbeCounts, ProbeFilter, ProbeSampling, XdpProbeCounter};
 pub use redirect::XdpRedirect;

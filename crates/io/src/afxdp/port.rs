@@ -425,11 +425,20 @@ pub(super) fn program_error(port: &str, error: ProgramError) -> AfXdpError {
             what: format!("bpf(BPF_MAP_CREATE): {source}"),
         },
         ProgramError::Map(source) => AfXdpError::XskMap { port, source },
-        ProgramError::Load(source, _) if denied(&source) => AfXdpError::PermissionDenied {
+        ProgramError::Load { source, .. } if denied(&source) => AfXdpError::PermissionDenied {
             port,
             what: format!("bpf(BPF_PROG_LOAD): {source}"),
         },
-        ProgramError::Load(source, log) => AfXdpError::XdpLoad { port, source, log },
+        ProgramError::Load {
+            program,
+            source,
+            log,
+        } => AfXdpError::XdpLoad {
+            port,
+            program,
+            source,
+            log,
+        },
         ProgramError::Attach(source, _) if is_busy(&source) => {
             AfXdpError::XdpAlreadyAttached { port }
         }

@@ -6,7 +6,9 @@
 //! A tester that receives through an AF_XDP socket copies every frame into its UMEM and parses
 //! it; on a small machine that receive takes a large share of the core the generator needs, so
 //! fast DuTs all stop at the tester's limit. Counting in the interface's NAPI poll instead costs
-//! a bounds check, two loads, a compare and the counting of [`XdpSink`] per frame.
+//! a bounds check, two loads, a compare and the counting of [`XdpSink`] per frame. The program is
+//! `bpf/probe_counter.c`; where the probe lies is given to it as read-only globals when it is
+//! loaded, which the verifier reads as constants.
 //!
 //! Which frames count is the [`ProbeFilter`]'s business: the probe's signature at a fixed
 //! offset (known when the trial's template is built) and its TX timestamp, a big-endian u64 at
@@ -30,20 +32,21 @@
 //! as before. Stale and foreign frames are never sampled. A sample the socket has no room for
 //! is still counted: the count stays exact, and only the latency has one sample less.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
+use aya::EbpfLoader;
+
 use super::attachment::XdpAttachment;
-use super::bpf::{
-    ALU_END_TO_BE, ALU64_ADD_K, ALU64_AND_K, ALU64_MOV_K, ALU64_MOV_X, Assembler,
-    BPF_FUNC_REDIRECT_MAP, BPF_MAP_TYPE_ARRAY, Insn, JMP_CALL, JMP_JEQ_K, JMP_JGT_X, JMP_JLT_X,
-    JMP32_JNE_K, LDX_MEM_DW, LDX_MEM_W, ST_MEM_W, STX_MEM_W, XDP_DROP, XDP_MD_DATA,
-    XDP_MD_DATA_END, XDP_MD_RX_QUEUE_INDEX, XDP_PASS, create_map, insn, load_map, map_lookup,
-    update_map,
-};
+use super::bpf::update_map;
 use super::config::{AfXdpError, XdpMode};
-use super::port::program_error;
-use super::sink::{SinkCounts, XdpSink, count_and_return};
+use super::object::{Loaded, load, object};
+use super::port::{program_error, query_interface};
+use super::program::ProgramError;
+use super::sink::{SinkCounts, XdpSink};
+
+/// The compiled `bpf/probe_counter.c`.
+static OBJECT: &[u8] = object!("probe_counter");
 
 /// Where a probe sits in the frames to count, from the start of the Ethernet header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,11 +101,10 @@ impl ProbeCounts {
     }
 }
 
-/// The map entries of the classes.
-const PROBES: i32 = 0;
-const STALE: i32 = 1;
-const FOREIGN: i32 = 2;
-const CLASSES: u32 = 3;
+/// The map entries of the classes (as `bpf/probe_counter.c` counts them).
+const PROBES: u32 = 0;
+const STALE: u32 = 1;
+const FOREIGN: u32 = 2;
 
 /// An XDP program on one interface that counts one trial's probes (see the module
 /// documentation). Dropping it detaches the program.
@@ -166,20 +168,15 @@ impl XdpProbeCounter {
                     )),
                 ),
             })?;
-        let floor = create_map(BPF_MAP_TYPE_ARRAY, 8, 1)
-            .map_err(|error| program_error(interface, error))?;
-        let floor_fd = floor.as_raw_fd();
-        let sink = match sampling {
-            None => XdpSink::attach_program(interface, mode, CLASSES, |counters| {
-                filter_program(counters, floor_fd, filter, end, None)
-            })?,
-            Some(sampling) => {
-                XdpSink::attach_with_sockets(interface, mode, CLASSES, |counters, sockets| {
-                    let samples = Samples { sockets, sampling };
-                    filter_program(counters, floor_fd, filter, end, Some(samples))
-                })?
-            }
+        // The samples' XSKMAP has a slot per queue of the interface.
+        let queues = match sampling {
+            Some(_) => u32::from(query_interface(interface)?.queues),
+            None => 1,
         };
+        let error = |error| program_error(interface, error);
+        let loaded = load_counter(filter, end, sampling.as_ref(), queues).map_err(error)?;
+        let floor = loaded.map("floors").map_err(error)?;
+        let sink = XdpSink::attach_loaded(interface, mode, loaded, sampling.is_some())?;
         Ok(XdpProbeCounter {
             sink,
             floor,
@@ -195,15 +192,15 @@ impl XdpProbeCounter {
 
     /// The probes of this trial counted so far, sampled ones included (one system call).
     pub fn probes(&self) -> std::io::Result<SinkCounts> {
-        self.sink.class_counts(PROBES as u32)
+        self.sink.class_counts(PROBES)
     }
 
     /// All three classes so far (three system calls).
     pub fn counts(&self) -> std::io::Result<ProbeCounts> {
         Ok(ProbeCounts {
             probes: self.probes()?,
-            stale: self.sink.class_counts(STALE as u32)?,
-            foreign: self.sink.class_counts(FOREIGN as u32)?,
+            stale: self.sink.class_counts(STALE)?,
+            foreign: self.sink.class_counts(FOREIGN)?,
         })
     }
 
@@ -230,94 +227,37 @@ impl XdpProbeCounter {
     }
 }
 
-/// The sampling part of a counter's program: the XSKMAP of the sockets and which probes go
-/// there.
-#[derive(Clone, Copy)]
-struct Samples {
-    sockets: RawFd,
-    sampling: ProbeSampling,
-}
-
-/// Stack slots of the program: the floor lookup's key, and a probe's sequence number masked
-/// for sampling (kept across the lookup, a call, which clobbers r1-r5). The counting tail uses
-/// -4 for its key.
-const FLOOR_KEY_AT: i16 = -8;
-const SAMPLE_BITS_AT: i16 = -12;
-
-/// Sorts the frame into a class (r8) and an action (r9), then counts it with
-/// [`count_and_return`]. `end` is the filter's end (checked against `data_end` before any load
-/// from the frame); `floor` the one-entry array holding the lowest timestamp that counts. With
-/// `samples`, a probe of this trial whose sequence number is a multiple of `every` is
-/// redirected to its queue's socket (r9 = what `bpf_redirect_map` returns: `XDP_REDIRECT`, or
-/// `XDP_DROP` when the queue has no socket).
-fn filter_program(
-    counters: RawFd,
-    floor: RawFd,
+/// Loads the counter's program for probes placed as `filter` says, `end` bytes needed; with
+/// `sampling`, its XSKMAP has `queues` slots.
+fn load_counter(
     filter: &ProbeFilter,
     end: u16,
-    samples: Option<Samples>,
-) -> Vec<Insn> {
-    let signature = i32::from_ne_bytes(filter.signature);
-    let mut emit = Assembler::with_capacity(64);
-    emit.push(&[
-        // r6 = ctx; until shown otherwise the frame is foreign and passes
-        insn(ALU64_MOV_X, 6, 1, 0, 0),
-        insn(ALU64_MOV_K, 8, 0, 0, FOREIGN),
-        insn(ALU64_MOV_K, 9, 0, 0, XDP_PASS),
-        // r2 = data, r3 = data_end; too short for the probe -> foreign
-        insn(LDX_MEM_W, 2, 6, XDP_MD_DATA, 0),
-        insn(LDX_MEM_W, 3, 6, XDP_MD_DATA_END, 0),
-        insn(ALU64_MOV_X, 4, 2, 0, 0),
-        insn(ALU64_ADD_K, 4, 0, 0, end as i32),
-    ]);
-    emit.jump_to_tail(insn(JMP_JGT_X, 4, 3, 0, 0));
-    // another signature -> foreign
-    emit.push(&[insn(LDX_MEM_W, 5, 2, filter.signature_at as i16, 0)]);
-    emit.jump_to_tail(insn(JMP32_JNE_K, 5, 0, 0, signature));
-    emit.push(&[
-        // r7 = the probe's timestamp; a probe, stale until shown otherwise, and dropped
-        insn(LDX_MEM_DW, 7, 2, filter.timestamp_at as i16, 0),
-        insn(ALU_END_TO_BE, 7, 0, 0, 64),
-        insn(ALU64_MOV_K, 8, 0, 0, STALE),
-        insn(ALU64_MOV_K, 9, 0, 0, XDP_DROP),
-    ]);
-    if let Some(Samples { sampling, .. }) = samples {
-        // the sequence number's low bits, kept on the stack across the floor's lookup
-        emit.push(&[
-            insn(LDX_MEM_W, 5, 2, sampling.sequence_at as i16, 0),
-            insn(ALU_END_TO_BE, 5, 0, 0, 32),
-            insn(ALU64_AND_K, 5, 0, 0, (sampling.every - 1) as i32),
-            insn(STX_MEM_W, 10, 5, SAMPLE_BITS_AT, 0),
-        ]);
-    }
-    // r0 = &floor (key 0 on the stack)
-    emit.push(&[insn(ST_MEM_W, 10, 0, FLOOR_KEY_AT, 0)]);
-    emit.push(&map_lookup(floor, FLOOR_KEY_AT));
-    // timestamp < floor -> stale; else this trial's probe
-    emit.jump_to_tail(insn(JMP_JEQ_K, 0, 0, 0, 0));
-    emit.push(&[insn(LDX_MEM_DW, 1, 0, 0, 0)]);
-    emit.jump_to_tail(insn(JMP_JLT_X, 7, 1, 0, 0));
-    emit.push(&[insn(ALU64_MOV_K, 8, 0, 0, PROBES)]);
-    if let Some(Samples { sockets, .. }) = samples {
-        // not a multiple of `every` -> counted and dropped
-        emit.push(&[insn(LDX_MEM_W, 5, 10, SAMPLE_BITS_AT, 0)]);
-        emit.jump_to_tail(insn(JMP32_JNE_K, 5, 0, 0, 0));
-        // r9 = bpf_redirect_map(sockets, ctx->rx_queue_index, XDP_DROP)
-        emit.push(&load_map(1, sockets));
-        emit.push(&[
-            insn(LDX_MEM_W, 2, 6, XDP_MD_RX_QUEUE_INDEX, 0),
-            insn(ALU64_MOV_K, 3, 0, 0, XDP_DROP),
-            insn(JMP_CALL, 0, 0, 0, BPF_FUNC_REDIRECT_MAP),
-            insn(ALU64_MOV_X, 9, 0, 0, 0),
-        ]);
-    }
-    emit.finish_with(&count_and_return(counters))
+    sampling: Option<&ProbeSampling>,
+    queues: u32,
+) -> Result<Loaded, ProgramError> {
+    let signature = u32::from_ne_bytes(filter.signature);
+    let signature_at = u32::from(filter.signature_at);
+    let timestamp_at = u32::from(filter.timestamp_at);
+    let end = u32::from(end);
+    let sampled = u32::from(sampling.is_some());
+    let sequence_at = sampling.map_or(0, |sampling| u32::from(sampling.sequence_at));
+    let sample_mask = sampling.map_or(0, |sampling| sampling.every - 1);
+    let mut loader = EbpfLoader::new();
+    loader
+        .override_global("signature", &signature, true)
+        .override_global("signature_at", &signature_at, true)
+        .override_global("timestamp_at", &timestamp_at, true)
+        .override_global("probe_end", &end, true)
+        .override_global("sampling", &sampled, true)
+        .override_global("sequence_at", &sequence_at, true)
+        .override_global("sample_mask", &sample_mask, true)
+        .map_max_entries("xsks", queues.max(1));
+    load(&mut loader, OBJECT, "probe_counter")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::afxdp::bpf::{BPF_MAP_TYPE_PERCPU_ARRAY, BPF_MAP_TYPE_XSKMAP, JMP_EXIT, load};
 
     const FILTER: ProbeFilter = ProbeFilter {
         signature: *b"wsP2",
@@ -329,85 +269,6 @@ mod tests {
         sequence_at: 48,
         every: 64,
     };
-
-    fn samples() -> Samples {
-        Samples {
-            sockets: 5,
-            sampling: SAMPLING,
-        }
-    }
-
-    /// The instructions before the counting tail, after checking that every conditional jump
-    /// of them lands on the tail and that the tail is [`count_and_return`].
-    fn classification(program: &[Insn]) -> &[Insn] {
-        let tail = program.len() - count_and_return(3).len();
-        assert_eq!(program[tail..], count_and_return(3));
-        for (at, jump) in program[..tail].iter().enumerate() {
-            let class = jump.code & 0x07;
-            let is_jump =
-                (class == 0x05 || class == 0x06) && jump.code != JMP_CALL && jump.code != JMP_EXIT;
-            if is_jump {
-                assert_eq!(at as i16 + 1 + jump.off, tail as i16, "jump at {at}");
-            }
-        }
-        &program[..tail]
-    }
-
-    #[test]
-    fn every_branch_lands_on_the_counting_tail() {
-        let end = FILTER.end(None).unwrap();
-        let plain = filter_program(3, 4, &FILTER, end, None);
-        assert_eq!(classification(&plain).len(), 24);
-        let end = FILTER.end(Some(&SAMPLING)).unwrap();
-        let sampled = filter_program(3, 4, &FILTER, end, Some(samples()));
-        let sampled = classification(&sampled);
-        // Four instructions keep the sequence's low bits, eight redirect the chosen probes.
-        assert_eq!(sampled.len(), 24 + 4 + 8);
-    }
-
-    #[test]
-    fn a_sampled_probe_is_chosen_by_a_mask_of_its_sequence_number_after_the_floor() {
-        let end = FILTER.end(Some(&SAMPLING)).unwrap();
-        let program = filter_program(3, 4, &FILTER, end, Some(samples()));
-        let program = classification(&program);
-        // The low bits of the big-endian sequence number, masked by every - 1 and kept on the
-        // stack before the floor's lookup (a call) clobbers r5.
-        let keep = program
-            .iter()
-            .position(|i| *i == insn(LDX_MEM_W, 5, 2, 48, 0))
-            .expect("the sequence number's load");
-        assert_eq!(program[keep + 1], insn(ALU_END_TO_BE, 5, 0, 0, 32));
-        assert_eq!(program[keep + 2], insn(ALU64_AND_K, 5, 0, 0, 63));
-        assert_eq!(program[keep + 3], insn(STX_MEM_W, 10, 5, SAMPLE_BITS_AT, 0));
-        // Only once the frame is this trial's probe (class PROBES set) is the choice read,
-        // and only a zero remainder reaches the redirect, whose result is the action.
-        let probes = program
-            .iter()
-            .position(|i| *i == insn(ALU64_MOV_K, 8, 0, 0, PROBES))
-            .expect("the probe class");
-        assert!(keep < probes);
-        assert_eq!(
-            program[probes + 1],
-            insn(LDX_MEM_W, 5, 10, SAMPLE_BITS_AT, 0)
-        );
-        assert_eq!(program[probes + 2].code, JMP32_JNE_K);
-        assert_eq!(program[probes + 2].imm, 0);
-        assert_eq!(program[probes + 3..probes + 5], load_map(1, 5));
-        assert_eq!(
-            program[probes + 5],
-            insn(LDX_MEM_W, 2, 6, XDP_MD_RX_QUEUE_INDEX, 0)
-        );
-        assert_eq!(program[probes + 6], insn(ALU64_MOV_K, 3, 0, 0, XDP_DROP));
-        assert_eq!(program[probes + 7].imm, BPF_FUNC_REDIRECT_MAP);
-        assert_eq!(program[probes + 8], insn(ALU64_MOV_X, 9, 0, 0, 0));
-        assert_eq!(program.len(), probes + 9);
-        // Without sampling the probe class is the last step before the tail.
-        let plain = filter_program(3, 4, &FILTER, FILTER.end(None).unwrap(), None);
-        assert_eq!(
-            classification(&plain).last(),
-            Some(&insn(ALU64_MOV_K, 8, 0, 0, PROBES))
-        );
-    }
 
     #[test]
     fn a_filter_ends_after_its_last_field_and_inside_a_frame() {
@@ -458,30 +319,41 @@ mod tests {
         if !crate::afxdp::bpf::may_load_for_test() {
             return;
         }
-        let counters = create_map(BPF_MAP_TYPE_PERCPU_ARRAY, 16, CLASSES).expect("map");
-        let floor = create_map(BPF_MAP_TYPE_ARRAY, 8, 1).expect("map");
-        let sockets = create_map(BPF_MAP_TYPE_XSKMAP, 4, 1).expect("XSKMAP");
-        let plain = filter_program(
-            counters.as_raw_fd(),
-            floor.as_raw_fd(),
-            &FILTER,
-            FILTER.end(None).unwrap(),
-            None,
-        );
-        let sampled = filter_program(
-            counters.as_raw_fd(),
-            floor.as_raw_fd(),
+        let plain = load_counter(&FILTER, FILTER.end(None).unwrap(), None, 1);
+        let sampled = load_counter(
             &FILTER,
             FILTER.end(Some(&SAMPLING)).unwrap(),
-            Some(Samples {
-                sockets: sockets.as_raw_fd(),
-                sampling: SAMPLING,
-            }),
+            Some(&SAMPLING),
+            4,
         );
-        for program in [plain, sampled] {
-            if let Err(error) = load(&program) {
-                panic!("{error:?}");
+        for loaded in [plain, sampled] {
+            match loaded {
+                Ok(loaded) => {
+                    for map in ["counters", "floors", "xsks"] {
+                        loaded.map(map).expect(map);
+                    }
+                }
+                Err(error) => panic!("{error:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_refused_program_is_named_with_the_verifiers_last_lines_when_root() {
+        if !crate::afxdp::bpf::may_load_for_test() {
+            return;
+        }
+        // An end before the signature: the program would read past the bounds it checked.
+        let refused = load_counter(&FILTER, 4, None, 1).expect_err("an end before the probe");
+        let ProgramError::Load { program, log, .. } = &refused else {
+            panic!("{refused:?}");
+        };
+        assert_eq!(*program, "probe_counter");
+        assert!(log.contains("the verifier's last lines"), "{log}");
+        assert!(log.contains("invalid access to packet"), "{log}");
+        let message = program_error("t0", refused).to_string();
+        assert!(message.contains("port t0"), "{message}");
+        assert!(message.contains("XDP program probe_counter"), "{message}");
+        assert!(message.contains("invalid access to packet"), "{message}");
     }
 }

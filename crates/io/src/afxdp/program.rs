@@ -1,8 +1,8 @@
-//! The XDP program that steers a queue's frames into its AF_XDP socket, made with `bpf(2)` alone.
+//! The XDP program that steers a queue's frames into its AF_XDP socket (`bpf/xsk_redirect.c`:
+//! `bpf_redirect_map(xsks, ctx->rx_queue_index, XDP_PASS)`, six instructions), its XSKMAP, and
+//! the link that attaches a program to an interface.
 //!
-//! No compiler, object file or BPF library is involved: the program is six instructions written
-//! here (`r2 = ctx->rx_queue_index; r1 = xskmap; r3 = XDP_PASS; call bpf_redirect_map; exit`),
-//! loaded with `BPF_PROG_LOAD` against an XSKMAP made with `BPF_MAP_CREATE`, and attached with
+//! The program is loaded with aya against an XSKMAP of one slot per queue, and attached with
 //! `BPF_LINK_CREATE`. A link (rather than the netlink attach `ip link set xdp` uses) is owned by
 //! its file descriptor: when the process exits, even by SIGKILL, the kernel closes the descriptor
 //! and detaches the program, so a crashed forwarder never leaves an interface redirecting into a
@@ -12,18 +12,21 @@
 //! A queue without a socket in the map makes `bpf_redirect_map` return its fallback action
 //! (the low bits of the flags argument, here `XDP_PASS`): such frames go to the kernel stack.
 //!
-//! The same loader and link make the four-instruction program behind
-//! [`XdpRedirect`](super::XdpRedirect) (`r1 = ifindex; r2 = 0; call bpf_redirect; exit`), which
-//! sends every frame of one interface out of another without leaving the kernel.
+//! The same link attaches every other program of this crate (the redirect DuT, the sink, the
+//! probe counter) and the fast path's, which aya loads in its own crate.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
+use aya::EbpfLoader;
+
 use super::bpf::{
-    ALU64_MOV_K, BPF_FUNC_REDIRECT, BPF_FUNC_REDIRECT_MAP, BPF_LINK_CREATE, BPF_MAP_DELETE_ELEM,
-    BPF_MAP_TYPE_XSKMAP, BPF_XDP, Insn, JMP_CALL, JMP_EXIT, LDX_MEM_W, LinkCreateAttr,
-    MapUpdateAttr, XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE, XDP_MD_RX_QUEUE_INDEX, XDP_PASS, bpf,
-    create_map, insn, load, load_map, owned, update_map,
+    BPF_LINK_CREATE, BPF_MAP_DELETE_ELEM, BPF_XDP, LinkCreateAttr, MapUpdateAttr,
+    XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE, bpf, owned, update_map,
 };
+use super::object::{load_twin, object};
+
+/// The compiled `bpf/xsk_redirect.c`.
+static OBJECT: &[u8] = object!("xsk_redirect");
 
 /// Which XDP attach mode to use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -38,44 +41,18 @@ pub enum XdpMode {
     Generic,
 }
 
-/// The program, with the XSKMAP's descriptor in the 64-bit load of the map.
-fn redirect_program(map_fd: RawFd) -> [Insn; 6] {
-    let map = load_map(1, map_fd);
-    [
-        // r2 = ((struct xdp_md *)r1)->rx_queue_index
-        insn(LDX_MEM_W, 2, 1, XDP_MD_RX_QUEUE_INDEX, 0),
-        // r1 = the XSKMAP (two slots: low and high 32 bits of the map reference)
-        map[0],
-        map[1],
-        // r3 = XDP_PASS: the action when the queue has no socket
-        insn(ALU64_MOV_K, 3, 0, 0, XDP_PASS),
-        // r0 = bpf_redirect_map(r1, r2, r3)
-        insn(JMP_CALL, 0, 0, 0, BPF_FUNC_REDIRECT_MAP),
-        insn(JMP_EXIT, 0, 0, 0, 0),
-    ]
-}
-
-/// The program that sends every frame out of interface `ifindex` (`bpf_redirect` with no flags
-/// returns `XDP_REDIRECT`; the redirect happens when the driver flushes after the program).
-pub(crate) fn redirect_to_interface_program(ifindex: u32) -> [Insn; 4] {
-    [
-        // r1 = the target interface (the immediate is the u32's bits)
-        insn(ALU64_MOV_K, 1, 0, 0, ifindex as i32),
-        // r2 = 0: no flags (BPF_F_INGRESS would inject into the target's own RX instead)
-        insn(ALU64_MOV_K, 2, 0, 0, 0),
-        // r0 = bpf_redirect(r1, r2)
-        insn(JMP_CALL, 0, 0, 0, BPF_FUNC_REDIRECT),
-        insn(JMP_EXIT, 0, 0, 0, 0),
-    ]
-}
-
 /// Why a step of setting up the XDP program failed.
 #[derive(Debug)]
 pub(crate) enum ProgramError {
     /// BPF_MAP_CREATE failed.
     Map(std::io::Error),
-    /// BPF_PROG_LOAD failed; the verifier's log.
-    Load(std::io::Error, String),
+    /// Loading program `program` (its name in its object) failed; `log` says why: the
+    /// verifier's last lines when it refused it.
+    Load {
+        program: &'static str,
+        source: std::io::Error,
+        log: String,
+    },
     /// BPF_LINK_CREATE failed in `mode` ("native" or "generic").
     Attach(std::io::Error, &'static str),
     /// BPF_MAP_UPDATE_ELEM failed.
@@ -95,17 +72,8 @@ pub(crate) struct AttachedProgram {
 }
 
 impl AttachedProgram {
-    /// Loads `program` and attaches it to `ifindex` in `mode`.
-    pub(crate) fn attach(
-        program: &[Insn],
-        ifindex: u32,
-        mode: XdpMode,
-    ) -> Result<Self, ProgramError> {
-        Self::link(load(program)?, ifindex, mode)
-    }
-
-    /// Attaches `program`, loaded elsewhere (the fast path's, which aya loads), to `ifindex`
-    /// in `mode`.
+    /// Attaches `program`, loaded by aya (here or in the fast path's crate), to `ifindex` in
+    /// `mode`.
     pub(crate) fn link(
         program: OwnedFd,
         ifindex: u32,
@@ -147,11 +115,6 @@ impl AttachedProgram {
         })
     }
 
-    /// Attaches to `from` the program that redirects every frame out of interface `to`.
-    pub(crate) fn redirect(from: u32, to: u32, mode: XdpMode) -> Result<Self, ProgramError> {
-        Self::attach(&redirect_to_interface_program(to), from, mode)
-    }
-
     /// "native" or "generic".
     pub(crate) fn mode(&self) -> &'static str {
         self.mode
@@ -175,27 +138,13 @@ pub(crate) struct XdpProgram {
 }
 
 impl XdpProgram {
-    /// Creates a map of `queues` slots and the program, and attaches it to `ifindex` in `mode`.
+    /// Loads the program with a map of `queues` slots, and attaches it to `ifindex` in `mode`.
     pub(crate) fn attach(ifindex: u32, queues: u32, mode: XdpMode) -> Result<Self, ProgramError> {
-        Self::attach_built(ifindex, queues, mode, |map| redirect_program(map).to_vec())
-    }
-
-    /// [`XdpProgram::attach`] with the program `build` makes for the XSKMAP (its descriptor is
-    /// `build`'s argument) instead of the plain redirect: a program that redirects only some
-    /// frames to the sockets (the probe counter's samples) and decides about the others itself.
-    pub(crate) fn attach_built(
-        ifindex: u32,
-        queues: u32,
-        mode: XdpMode,
-        build: impl FnOnce(RawFd) -> Vec<Insn>,
-    ) -> Result<Self, ProgramError> {
-        let map = create_map(BPF_MAP_TYPE_XSKMAP, 4, queues.max(1))?;
-        let attached = AttachedProgram::attach(&build(map.as_raw_fd()), ifindex, mode)?;
-        Ok(Self {
-            attached,
-            map,
-            base: 0,
-        })
+        let mut loader = EbpfLoader::new();
+        loader.map_max_entries("xsks", queues.max(1));
+        let loaded = load_twin(&mut loader, OBJECT, "xsk_redirect", "xsk_redirect_single")?;
+        let map = loaded.map("xsks")?;
+        Self::attach_loaded(loaded.into_program(), map, 0, ifindex, mode)
     }
 
     /// Attaches `program`, loaded elsewhere, to `ifindex` in `mode`; its XSKMAP is `map`, where
@@ -261,50 +210,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn program_encodes_as_the_kernel_expects() {
-        let program = redirect_program(7);
-        // struct bpf_insn is 8 bytes; the loader passes the array as is.
-        assert_eq!(std::mem::size_of::<Insn>(), 8);
-        assert_eq!(program[0].code, 0x61);
-        assert_eq!(program[0].regs, 0x12); // src r1, dst r2
-        assert_eq!(program[1].code, 0x18);
-        assert_eq!(program[1].regs, 0x11); // src BPF_PSEUDO_MAP_FD, dst r1
-        assert_eq!(program[1].imm, 7);
-        assert_eq!(program[3].code, 0xb7);
-        assert_eq!(program[4].code, 0x85);
-        assert_eq!(program[5].code, 0x95);
-    }
-
-    #[test]
-    fn redirect_to_interface_encodes_as_the_kernel_expects() {
-        let program = redirect_to_interface_program(42);
-        assert_eq!(
-            (program[0].code, program[0].regs, program[0].imm),
-            (0xb7, 0x01, 42)
-        );
-        assert_eq!(
-            (program[1].code, program[1].regs, program[1].imm),
-            (0xb7, 0x02, 0)
-        );
-        assert_eq!((program[2].code, program[2].imm), (0x85, 23));
-        assert_eq!(program[3].code, 0x95);
-    }
-
-    #[test]
-    fn map_and_program_load_when_root() {
+    fn the_program_and_its_map_load_when_root() {
         if !crate::afxdp::bpf::may_load_for_test() {
             return;
         }
-        let map = create_map(BPF_MAP_TYPE_XSKMAP, 4, 4).expect("XSKMAP");
-        match load(&redirect_program(map.as_raw_fd())) {
-            Ok(_program) => {}
-            Err(ProgramError::Load(error, log)) => panic!("load failed: {error}: {log}"),
-            Err(other) => panic!("{other:?}"),
-        }
-        match load(&redirect_to_interface_program(1)) {
-            Ok(_program) => {}
-            Err(ProgramError::Load(error, log)) => panic!("load failed: {error}: {log}"),
-            Err(other) => panic!("{other:?}"),
-        }
+        let mut loader = EbpfLoader::new();
+        loader.map_max_entries("xsks", 4);
+        let loaded = load_twin(&mut loader, OBJECT, "xsk_redirect", "xsk_redirect_single")
+            .unwrap_or_else(|error| panic!("{error:?}"));
+        loaded.map("xsks").expect("the XSKMAP");
+        // The plain twin, for kernels before 5.18, passes the verifier too.
+        let plain = super::super::object::load(&mut loader, OBJECT, "xsk_redirect_single");
+        plain.unwrap_or_else(|error| panic!("{error:?}"));
     }
 }

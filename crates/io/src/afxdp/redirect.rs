@@ -2,8 +2,9 @@
 //! four-instruction XDP program inside the kernel, without ever reaching user space.
 //!
 //! This is the ceiling a user-space forwarder on the same machine is measured against: the same
-//! veth pairs, the same driver paths, no socket rings, no copies into a UMEM, no wakeups. It is
-//! built with the same loader and attached by the same kind of link as the AF_XDP program
+//! veth pairs, the same driver paths, no socket rings, no copies into a UMEM, no wakeups. The
+//! program is `bpf/redirect.c` (`bpf_redirect(target_ifindex, 0)`, the target a read-only global
+//! set when it is loaded); it is attached by the same kind of link as the AF_XDP program
 //! (`program`), so it detaches when the handle is dropped or the process dies, and it never
 //! replaces a program someone else attached.
 //!
@@ -17,9 +18,15 @@
 //! program on t1) in t1's namespace. A NIC with native XDP transmits redirected frames itself
 //! and needs nothing of the kind.
 
+use aya::EbpfLoader;
+
 use super::config::{AfXdpError, XdpMode};
+use super::object::{Loaded, load_twin, object};
 use super::port::{program_error, query_interface};
-use super::program::AttachedProgram;
+use super::program::{AttachedProgram, ProgramError};
+
+/// The compiled `bpf/redirect.c`.
+static OBJECT: &[u8] = object!("redirect");
 
 /// An in-kernel XDP program on interface `from` that sends every frame out of interface `to`.
 /// Dropping it detaches the program.
@@ -37,7 +44,8 @@ impl XdpRedirect {
     pub fn attach(from: &str, to: &str, mode: XdpMode) -> Result<XdpRedirect, AfXdpError> {
         let source = query_interface(from)?;
         let target = query_interface(to)?;
-        let program = AttachedProgram::redirect(source.ifindex, target.ifindex, mode)
+        let program = load_redirect(target.ifindex)
+            .and_then(|loaded| AttachedProgram::link(loaded.into_program(), source.ifindex, mode))
             .map_err(|error| program_error(from, error))?;
         Ok(XdpRedirect {
             program,
@@ -64,5 +72,29 @@ impl XdpRedirect {
     /// The interface they leave by.
     pub fn to(&self) -> &str {
         &self.to
+    }
+}
+
+/// Loads the program that redirects every frame out of interface `ifindex`.
+fn load_redirect(ifindex: u32) -> Result<Loaded, ProgramError> {
+    let mut loader = EbpfLoader::new();
+    loader.override_global("target_ifindex", &ifindex, true);
+    load_twin(&mut loader, OBJECT, "redirect", "redirect_single")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_twins_load_when_root() {
+        if !crate::afxdp::bpf::may_load_for_test() {
+            return;
+        }
+        load_redirect(1).unwrap_or_else(|error| panic!("{error:?}"));
+        let mut loader = EbpfLoader::new();
+        loader.override_global("target_ifindex", &1u32, true);
+        let plain = super::super::object::load(&mut loader, OBJECT, "redirect_single");
+        plain.unwrap_or_else(|error| panic!("{error:?}"));
     }
 }
