@@ -18,8 +18,8 @@ packages=(
   libdpdk-dev         # rte_lpm/rte_lpm6 headers and libraries: crates/dpdk-lpm, the FIB reference
   pkgconf             # pkg-config: crates/dpdk-lpm's build finds libdpdk-dev with it
   gcc                 # compiles crates/dpdk-lpm's C shim (the cc crate)
-  clang               # compiles the XDP fast path (crates/fastpath/bpf) with -target bpf
-  libbpf-dev          # the BPF helper headers the fast path includes (bpf/bpf_helpers.h)
+  clang               # compiles the XDP programs (crates/fastpath/bpf, crates/io/bpf) with -target bpf
+  libbpf-dev          # the BPF helper headers the XDP programs include (bpf/bpf_helpers.h)
   g++                 # compiles libFuzzer (C++) for the fuzz targets (make fuzz)
   python3-scapy       # the parser conformance suite's independent frame generator
   prometheus          # promtool: the metrics endpoint's exposition is checked with it

@@ -4,7 +4,7 @@
 
 fn main() {
     wirespeed_bpf_build::compile(
-        &["xsk_redirect", "redirect", "sink", "probe_counter"],
+        &["xsk_redirect", "redirect", "sink", "probe_counter", "live"],
         &["xdp_twins.h", "counting.h"],
     );
 }

@@ -8,6 +8,9 @@
 //! a veth peer with an XDP program copies it once more; the generator is then the slowest part
 //! of the lab. Here a veth's `ndo_xdp_xmit` puts the frames straight into the peer's ring.
 //!
+//! The program is `bpf/live.c`; the target, the flows' count and order, the heads' length and
+//! the pacing are read-only globals set when it is loaded.
+//!
 //! The kernel's semantics (Documentation/bpf/bpf_prog_run.rst, net/bpf/test_run.c, Linux ≥
 //! 5.18), and what they mean here:
 //! * Runs happen in batches of `batch_size` (1..=256) frames; a batch's redirected frames are
@@ -38,21 +41,19 @@
 //! head of each frame is either the next in turn, from a per-CPU counter (exact round robin per
 //! CPU; pin the calling thread), or drawn with `bpf_get_prandom_u32`.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
-use super::bpf::Assembler;
-use super::bpf::{
-    ALU64_ADD_K, ALU64_MOD_K, ALU64_MOV_K, ALU64_MOV_X, BPF_FUNC_GET_PRANDOM_U32,
-    BPF_FUNC_REDIRECT, BPF_MAP_TYPE_ARRAY, BPF_MAP_TYPE_PERCPU_ARRAY, BPF_PROG_TEST_RUN, Insn,
-    JMP_CALL, JMP_EXIT, JMP_JEQ_K, JMP_JGT_X, JMP_JLT_K, LDX_MEM_DW, LDX_MEM_H, LDX_MEM_W,
-    ST_MEM_W, STX_MEM_DW, STX_MEM_H, STX_MEM_W, XDP_MD_DATA, XDP_MD_DATA_END, bpf, create_map,
-    insn, load, load_functions, map_lookup, update_map,
-};
+use aya::EbpfLoader;
+
+use super::bpf::{BPF_PROG_TEST_RUN, bpf, update_map};
 use super::config::AfXdpError;
-use super::live_pacing::{
-    self, LivePaceCounts, LivePacing, MAX_PACING_GAP, MAX_PACING_GAPS, PacingMaps, STATE_SIZE,
-};
+use super::live_pacing::{LivePaceCounts, LivePacing, MAX_PACING_GAP, MAX_PACING_GAPS, PacingMaps};
+use super::object::{Loaded, load, object};
 use super::port::{program_error, query_interface};
+use super::program::ProgramError;
+
+/// The compiled `bpf/live.c`.
+static OBJECT: &[u8] = object!("live");
 
 /// `BPF_F_TEST_XDP_LIVE_FRAMES` (linux/bpf.h).
 const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
@@ -61,7 +62,8 @@ pub const MAX_LIVE_BATCH: u32 = 256;
 /// The most flows the program varies (the tester's flows are UDP source ports, or those
 /// times the destinations a routing-table benchmark spreads its frames over).
 pub const MAX_LIVE_FLOWS: usize = 65536;
-/// The longest head a flow writes (Ethernet, a VLAN tag, IPv6 and UDP take 66 bytes).
+/// The longest head a flow writes (Ethernet, a VLAN tag, IPv6 and UDP take 66 bytes); every
+/// entry of the program's table of heads has room for it (`MAX_HEAD` of `bpf/live.c`).
 pub const MAX_LIVE_HEAD: usize = 128;
 /// The largest frame we hand over: a live frame must fit one 4 KiB page with the kernel's 256
 /// bytes of XDP headroom, its page-pool header and the skb tail room (about 3.4 KiB are left).
@@ -160,11 +162,9 @@ pub enum LiveError {
 /// nothing is attached to any interface.
 #[derive(Debug)]
 pub struct XdpLiveGenerator {
+    /// The program, which holds its maps.
     program: OwnedFd,
-    /// The flow counter and the table of heads (the program holds references too; kept for
-    /// clarity of ownership).
-    _maps: Vec<OwnedFd>,
-    /// A paced generator's state and gaps.
+    /// A paced generator's state.
     pacing: Option<PacingMaps>,
     frame: Vec<u8>,
     /// Bytes of the frame the program writes (the flows' heads).
@@ -217,58 +217,38 @@ impl XdpLiveGenerator {
             flows: flows.heads.len(),
             frame: frame.len(),
         })?;
+        if pacing.is_some_and(|pacing| !pacing.is_valid()) {
+            return Err(LiveError::Pacing);
+        }
         let ifindex = query_interface(target)?.ifindex;
         let setup = |error| LiveError::Setup(program_error(target, error));
-        let counter = create_map(BPF_MAP_TYPE_PERCPU_ARRAY, 8, 1).map_err(setup)?;
-        let table = create_map(
-            BPF_MAP_TYPE_ARRAY,
-            head_len as u32,
-            flows.heads.len() as u32,
-        )
-        .map_err(setup)?;
+        let loaded = load_generator(ifindex, flows, head_len, pacing).map_err(setup)?;
+        let table = loaded.map("heads").map_err(setup)?;
+        let mut entry = [0u8; MAX_LIVE_HEAD];
         for (flow, head) in flows.heads.iter().enumerate() {
-            update_map(&table, flow as u32, head).map_err(LiveError::FlowTable)?;
+            entry[..head_len].copy_from_slice(head);
+            update_map(&table, flow as u32, &entry).map_err(LiveError::FlowTable)?;
         }
         let pacing = match pacing {
             None => None,
-            Some(pacing) if !pacing.is_valid() => return Err(LiveError::Pacing),
             Some(pacing) => {
-                let state = create_map(BPF_MAP_TYPE_ARRAY, STATE_SIZE, 1).map_err(setup)?;
-                let gaps =
-                    create_map(BPF_MAP_TYPE_ARRAY, 8, pacing.gaps.len() as u32).map_err(setup)?;
+                let gaps = loaded.map("gaps").map_err(setup)?;
                 for (index, gap) in pacing.gaps.iter().enumerate() {
                     update_map(&gaps, index as u32, &gap.to_ne_bytes())
                         .map_err(LiveError::FlowTable)?;
                 }
                 Some(PacingMaps {
-                    state,
-                    gaps,
-                    gap_count: pacing.gaps.len(),
+                    state: loaded.map("pacing").map_err(setup)?,
                     tolerance_ns: pacing.tolerance_ns,
                 })
             }
         };
-        let code = flow_program(
-            ifindex,
-            counter.as_raw_fd(),
-            table.as_raw_fd(),
-            flows,
-            head_len,
-            pacing.as_ref().map(|maps| {
-                (
-                    maps.state.as_raw_fd(),
-                    maps.gaps.as_raw_fd(),
-                    maps.gap_count,
-                )
-            }),
-        );
-        let program = load_generator(&code).map_err(setup)?;
+        let program = loaded.into_program();
         // Flow 0's head, so that the page-pool pages start as flow 0 (round robin's first).
         let mut frame = frame.to_vec();
         frame[..head_len].copy_from_slice(&flows.heads[0]);
         Ok(XdpLiveGenerator {
             program,
-            _maps: vec![counter, table],
             pacing,
             frame,
             head_len,
@@ -375,95 +355,32 @@ struct TestRunAttr {
     _pad: u32,
 }
 
-/// The generator program:
-///
-/// ```text
-/// flow = round robin ? counter[cpu]++ (wrapping at flows) : prandom() % flows
-/// head = table[flow]
-/// if data + head_len <= data_end: copy head over the frame's first head_len bytes
-/// return bpf_redirect(ifindex, 0)
-/// ```
-fn flow_program(
+/// Loads the generator program (`bpf/live.c`) that writes the `head_len`-byte heads of `flows`
+/// and sends every frame out of interface `ifindex`, paced when `pacing` is given (valid). Its
+/// tables (`heads`, and `gaps` when paced) are sized for them and still empty.
+fn load_generator(
     ifindex: u32,
-    counter: RawFd,
-    table: RawFd,
     flows: &LiveFlows,
     head_len: usize,
-    pacing: Option<(RawFd, RawFd, usize)>,
-) -> Vec<Insn> {
-    let count = flows.heads.len() as i32;
-    // Every early exit jumps to the redirect at the end.
-    let mut asm = Assembler::with_capacity(128);
-    // r6 = ctx, kept across the calls
-    asm.push(&[insn(ALU64_MOV_X, 6, 1, 0, 0)]);
-    let spin = pacing.map(|(state, gaps, count)| live_pacing::pace(&mut asm, state, gaps, count));
-    match flows.order {
-        LiveFlowOrder::RoundRobin => {
-            // r0 = &counter[0] of this CPU
-            asm.push(&[insn(ST_MEM_W, 10, 0, -4, 0)]);
-            asm.push(&map_lookup(counter, -4));
-            asm.jump_to_tail(insn(JMP_JEQ_K, 0, 0, 0, 0));
-            asm.push(&[
-                // r7 = this frame's flow; the counter moves on to the next, wrapping to 0
-                insn(LDX_MEM_DW, 7, 0, 0, 0),
-                insn(ALU64_MOV_X, 1, 7, 0, 0),
-                insn(ALU64_ADD_K, 1, 0, 0, 1),
-                insn(JMP_JLT_K, 1, 0, 1, count),
-                insn(ALU64_MOV_K, 1, 0, 0, 0),
-                insn(STX_MEM_DW, 0, 1, 0, 0),
-                // key = flow
-                insn(STX_MEM_W, 10, 7, -8, 0),
-            ]);
-        }
-        LiveFlowOrder::Random => asm.push(&[
-            insn(JMP_CALL, 0, 0, 0, BPF_FUNC_GET_PRANDOM_U32),
-            insn(ALU64_MOD_K, 0, 0, 0, count),
-            insn(STX_MEM_W, 10, 0, -8, 0),
-        ]),
-    }
-    // r0 = &table[flow]
-    asm.push(&map_lookup(table, -8));
-    asm.jump_to_tail(insn(JMP_JEQ_K, 0, 0, 0, 0));
-    asm.push(&[
-        // The verifier (and a program that shortened the frame) needs the bounds check.
-        insn(LDX_MEM_W, 1, 6, XDP_MD_DATA, 0),
-        insn(LDX_MEM_W, 2, 6, XDP_MD_DATA_END, 0),
-        insn(ALU64_MOV_X, 5, 1, 0, 0),
-        insn(ALU64_ADD_K, 5, 0, 0, head_len as i32),
-    ]);
-    asm.jump_to_tail(insn(JMP_JGT_X, 5, 2, 0, 0));
-    // The head in 8-byte words, then 2-byte ones (its length is even).
-    let words = head_len / 8;
-    for at in (0..words).map(|word| 8 * word as i16) {
-        asm.push(&[insn(LDX_MEM_DW, 3, 0, at, 0), insn(STX_MEM_DW, 1, 3, at, 0)]);
-    }
-    for at in (8 * words..head_len).step_by(2).map(|at| at as i16) {
-        asm.push(&[insn(LDX_MEM_H, 3, 0, at, 0), insn(STX_MEM_H, 1, 3, at, 0)]);
-    }
-    let mut code = asm.finish_with(&redirect_to_interface_program(ifindex));
-    if let Some(load_at) = spin {
-        live_pacing::append_spin_callback(&mut code, load_at);
-    }
-    code
-}
-
-/// The program's end: send the frame out of interface `ifindex` (`bpf_redirect` with no flags
-/// returns `XDP_REDIRECT`).
-fn redirect_to_interface_program(ifindex: u32) -> [Insn; 4] {
-    [
-        insn(ALU64_MOV_K, 1, 0, 0, ifindex as i32),
-        insn(ALU64_MOV_K, 2, 0, 0, 0),
-        insn(JMP_CALL, 0, 0, 0, BPF_FUNC_REDIRECT),
-        insn(JMP_EXIT, 0, 0, 0, 0),
-    ]
-}
-
-/// Loads a generator program: a paced one has the spin callback after its main function.
-fn load_generator(code: &[Insn]) -> Result<OwnedFd, super::program::ProgramError> {
-    match live_pacing::callback_start(code) {
-        Some(start) => load_functions(code, &[start]),
-        None => load(code),
-    }
+    pacing: Option<&LivePacing>,
+) -> Result<Loaded, ProgramError> {
+    let flow_count = flows.heads.len() as u32;
+    let random = u32::from(flows.order == LiveFlowOrder::Random);
+    let head_len = head_len as u32;
+    let paced = u32::from(pacing.is_some());
+    let gap_count = pacing.map_or(1, |pacing| pacing.gaps.len() as u32);
+    let gap_mask = gap_count - 1;
+    let mut loader = EbpfLoader::new();
+    loader
+        .override_global("target_ifindex", &ifindex, true)
+        .override_global("flow_count", &flow_count, true)
+        .override_global("random_order", &random, true)
+        .override_global("head_len", &head_len, true)
+        .override_global("paced", &paced, true)
+        .override_global("gap_mask", &gap_mask, true)
+        .map_max_entries("heads", flow_count)
+        .map_max_entries("gaps", gap_count);
+    load(&mut loader, OBJECT, "live")
 }
 
 #[cfg(test)]
@@ -478,74 +395,27 @@ mod tests {
     }
 
     #[test]
-    fn every_early_exit_jumps_to_the_redirect() {
-        for order in [LiveFlowOrder::RoundRobin, LiveFlowOrder::Random] {
-            let code = flow_program(9, 3, 4, &flows(order), 42, None);
-            let redirect = code.len() - 4;
-            assert_eq!(code[redirect..], redirect_to_interface_program(9));
-            let mut jumps = 0;
-            for (at, instruction) in code.iter().enumerate() {
-                if matches!(instruction.code, JMP_JEQ_K | JMP_JGT_X) {
-                    assert_eq!(at + 1 + instruction.off as usize, redirect, "jump at {at}");
-                    jumps += 1;
-                }
-            }
-            let expected = if order == LiveFlowOrder::RoundRobin {
-                3
-            } else {
-                2
-            };
-            assert_eq!(jumps, expected);
-        }
-    }
-
-    #[test]
-    fn the_head_is_copied_whole_in_words_then_halves() {
-        let code = flow_program(9, 3, 4, &flows(LiveFlowOrder::Random), 42, None);
-        let stores: Vec<(u8, i16)> = code
-            .iter()
-            .filter(|insn| matches!(insn.code, STX_MEM_DW | STX_MEM_H) && insn.regs & 0x0f == 1)
-            .map(|insn| (insn.code, insn.off))
-            .collect();
-        let mut want: Vec<(u8, i16)> = (0..5).map(|w| (STX_MEM_DW, 8 * w)).collect();
-        want.push((STX_MEM_H, 40));
-        assert_eq!(stores, want);
-    }
-
-    #[test]
-    fn the_round_robin_counter_wraps_at_the_flow_count() {
-        let code = flow_program(9, 3, 4, &flows(LiveFlowOrder::RoundRobin), 42, None);
-        let wrap = code
-            .iter()
-            .position(|insn| insn.code == JMP_JLT_K)
-            .expect("the wrap");
-        assert_eq!((code[wrap].imm, code[wrap].off), (5, 1));
-        assert_eq!(code[wrap + 1], insn(ALU64_MOV_K, 1, 0, 0, 0));
-    }
-
-    #[test]
     fn every_flow_program_paced_or_not_passes_the_verifier_when_root() {
         if !crate::afxdp::bpf::may_load_for_test() {
             return;
         }
-        let counter = create_map(BPF_MAP_TYPE_PERCPU_ARRAY, 8, 1).expect("counter");
-        for head_len in [42, 60, MAX_LIVE_HEAD] {
-            let table = create_map(BPF_MAP_TYPE_ARRAY, head_len as u32, 5).expect("table");
+        let gaps = LivePacing::from_gaps([1e-6, 2e-6, 3e-6, 4e-6], 1000);
+        for head_len in [2, 42, 60, MAX_LIVE_HEAD] {
             for order in [LiveFlowOrder::RoundRobin, LiveFlowOrder::Random] {
-                let state = create_map(BPF_MAP_TYPE_ARRAY, STATE_SIZE, 1).expect("state");
-                let gaps = create_map(BPF_MAP_TYPE_ARRAY, 8, 4).expect("gaps");
-                let paced = Some((state.as_raw_fd(), gaps.as_raw_fd(), 4));
-                for pacing in [None, paced] {
-                    let code = flow_program(
-                        1,
-                        counter.as_raw_fd(),
-                        table.as_raw_fd(),
-                        &flows(order),
-                        head_len,
-                        pacing,
-                    );
-                    if let Err(error) = load_generator(&code) {
-                        panic!("{order:?}, {head_len}-byte head, {pacing:?}: {error:?}");
+                let flows = LiveFlows {
+                    heads: vec![vec![7; head_len]; 5],
+                    order,
+                };
+                for pacing in [None, Some(&gaps)] {
+                    match load_generator(1, &flows, head_len, pacing) {
+                        Ok(loaded) => {
+                            for map in ["heads", "pacing", "gaps"] {
+                                loaded.map(map).expect(map);
+                            }
+                        }
+                        Err(error) => {
+                            panic!("{order:?}, {head_len}-byte head, {pacing:?}: {error:?}")
+                        }
                     }
                 }
             }

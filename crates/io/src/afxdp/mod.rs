@@ -2,12 +2,14 @@
 //! transmit, through rings of descriptors into the worker's own frame region. No frame is copied
 //! in user space, and with a zero-copy driver none is copied at all.
 //!
-//! The pieces, each written against the kernel's UAPI (linux/if_xdp.h, linux/bpf.h) with nothing
-//! but `libc`:
+//! The pieces, each written against the kernel's UAPI (linux/if_xdp.h, linux/bpf.h) with
+//! nothing but `libc`, except the XDP programs: C in the crate's `bpf/` directory, compiled by
+//! the build script with `clang -target bpf` and loaded with aya:
 //! * [`umem`]: the worker's [`FramePool`] registered as the UMEM, shared by all its sockets;
 //! * `ring`: the fill, completion, RX and TX rings with cached indices;
 //! * `socket`: one socket per (port, queue), its bind modes and wakeups;
-//! * `program`: the six-instruction XDP program, its XSKMAP and the link that attaches it;
+//! * `program`: the six-instruction XDP program (`bpf/xsk_redirect.c`), its XSKMAP and the
+//!   link that attaches it;
 //! * [`XdpAttachment`]: one interface's program and XSKMAP, shared by the ports several workers
 //!   open on different queues of it ([`AfXdpPort::open_shared`]);
 //! * `interface`: MTU, MAC and queue count of an interface;
@@ -21,7 +23,9 @@
 //! * [`XdpProbeCounter`]: the same counting for the frames that carry one trial's probes, the
 //!   tester's receiver for throughput trials, which can also hand one probe in N to an AF_XDP
 //!   socket for latency (sampling);
-//! * `bpf`: the system call, instruction encoding and loader these programs share.
+//! * `object`: the programs compiled from `bpf/*.c`, loaded with aya; a verifier refusal names
+//!   the program and the verifier's last lines;
+//! * `bpf`: the system call for the link, the live-frames run and the map operations.
 //!
 //! A worker makes one [`Umem`] from its pool, opens its ports with it, and on shutdown calls
 //! [`Port::release_all`] on every port before dropping the pool:

@@ -1,5 +1,5 @@
 //! [`XdpRedirect`]: every frame arriving on one interface leaves by another, redirected by a
-//! four-instruction XDP program inside the kernel, without ever reaching user space.
+//! five-instruction XDP program inside the kernel, without ever reaching user space.
 //!
 //! This is the ceiling a user-space forwarder on the same machine is measured against: the same
 //! veth pairs, the same driver paths, no socket rings, no copies into a UMEM, no wakeups. The
