@@ -5,6 +5,6 @@
 fn main() {
     wirespeed_bpf_build::compile(
         &["xsk_redirect", "redirect", "sink", "probe_counter", "live"],
-        &["xdp_twins.h", "counting.h"],
+        &["xdp_twins.h", "counting.h", "xsks.h"],
     );
 }

@@ -41,13 +41,8 @@ struct {
 	__type(value, __u64);
 } floors SEC(".maps");
 
-// The samples' sockets, one slot per queue (sized when loaded; one slot without sampling).
-struct {
-	__uint(type, BPF_MAP_TYPE_XSKMAP);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} xsks SEC(".maps");
+// The samples' sockets (one slot without sampling).
+#include "xsks.h"
 
 SEC("xdp.frags")
 int probe_counter(struct xdp_md *ctx)

@@ -5,14 +5,7 @@
 // Built by crates/io/build.rs with `clang -target bpf`; loaded with aya.
 
 #include "xdp_twins.h"
-
-// One slot per queue of the interface (sized when loaded).
-struct {
-	__uint(type, BPF_MAP_TYPE_XSKMAP);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} xsks SEC(".maps");
+#include "xsks.h"
 
 static __always_inline int to_socket(struct xdp_md *ctx)
 {
