@@ -442,6 +442,8 @@ impl Dispatcher {
         let mut refused = Vec::new();
         let mut columns: Option<Vec<String>> = None;
         let mut rows = Vec::new();
+        // Per edit of a run, the workers that refused it and why.
+        let mut edits: Option<Vec<Vec<String>>> = None;
         for (index, (body, _)) in replies.into_iter().enumerate() {
             let ReplyBody::App { app, reply } = body else {
                 return Err(unexpected(&body));
@@ -462,6 +464,15 @@ impl Dispatcher {
                     applied += 1;
                 }
                 AppReply::Refused(why) => refused.push(format!("worker {index}: {why}")),
+                AppReply::Edits(results) => {
+                    applied += 1;
+                    let merged = edits.get_or_insert_with(|| vec![Vec::new(); results.len()]);
+                    for (at, why) in results.into_iter().enumerate() {
+                        if let (Some(why), Some(each)) = (why, merged.get_mut(at)) {
+                            each.push(format!("worker {index}: {why}"));
+                        }
+                    }
+                }
                 AppReply::Table(part) => {
                     columns.get_or_insert_with(|| {
                         let mut all = vec!["worker".to_string()];
@@ -484,6 +495,16 @@ impl Dispatcher {
                 ),
                 "correct the request and send it again",
             ));
+        }
+        if let Some(edits) = edits {
+            // `refused`: [index, why] of each edit some worker refused, in order.
+            let refused: Vec<Value> = edits
+                .into_iter()
+                .enumerate()
+                .filter(|(_, why)| !why.is_empty())
+                .map(|(at, why)| json!([at, why.join("; ")]))
+                .collect();
+            return Ok(json!({ "applied": applied, "refused": refused }));
         }
         Ok(match columns {
             Some(columns) => json!({ "columns": columns, "rows": rows }),

@@ -18,9 +18,10 @@
 //! switch.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
-use wirespeed_dataplane::command::{AppCommand, FlowRule, Injection, Neighbour};
+use wirespeed_dataplane::command::{AppCommand, FlowEdit, FlowRule, Injection, Neighbour};
 use wirespeed_dataplane::table::fib::{Ipv4Prefix, Ipv6Prefix};
 use wirespeed_packet::wire::EthernetAddress;
 
@@ -143,6 +144,16 @@ pub enum Request {
     /// A frame to send through a worker: the OpenFlow agent's PACKET_OUT (no request line
     /// makes it).
     PacketOut(Injection),
+    /// Flow changes applied in order, each on its own: the OpenFlow agent's FLOW_MODs
+    /// between barriers (no request line makes it). The response's `refused` lists
+    /// `[index, why]` of the ones refused.
+    FlowEdits(Arc<[FlowEdit]>),
+    /// One page of a flow table's slots, as `show flows` shows its flows: the agent's flow
+    /// statistics (no request line makes it).
+    FlowPage {
+        table: u8,
+        start: u32,
+    },
 }
 
 /// A file sent by the client after its request line (`route load BYTES NAME`, then exactly
@@ -192,6 +203,8 @@ impl Request {
             Request::MacFlush => AppCommand::MacFlush,
             Request::FlowAdd(rule) => AppCommand::FlowAdd(rule.clone()),
             Request::FlowDel(rule) => AppCommand::FlowRemove(rule.clone()),
+            Request::FlowEdits(edits) => AppCommand::FlowEdits(Arc::clone(edits)),
+            &Request::FlowPage { table, start } => AppCommand::FlowPage { table, start },
             _ => return None,
         })
     }

@@ -121,6 +121,15 @@ pub enum AppCommand {
     FlowAdd(FlowRule),
     /// Remove the flow rule with the same priority and match fields.
     FlowRemove(FlowRule),
+    /// Apply these flow changes in order, each on its own (one refused, the others still
+    /// apply), with one invalidation of the fast path for all of them: the OpenFlow agent's
+    /// FLOW_MODs between two barriers. Shared by every worker's command; the sender keeps
+    /// its reference until every worker answered, so the edits are freed on its thread.
+    FlowEdits(Arc<[FlowEdit]>),
+    /// The flows of `table` whose slots are in `start..start + FLOW_PAGE_SLOTS`, in slot
+    /// order, as [`AppCommand::ShowFlows`] shows them: flow statistics and selections over
+    /// any number of flows, one bounded page at a time.
+    FlowPage { table: u8, start: u32 },
     /// Replace the whole ACL with these rules, first match wins.
     ReplaceAcl(Arc<[AclRule]>),
 }
@@ -144,6 +153,8 @@ impl AppCommand {
             AppCommand::ShowFlows => "show flows",
             AppCommand::FlowAdd(_) => "flow add",
             AppCommand::FlowRemove(_) => "flow del",
+            AppCommand::FlowEdits(_) => "flow edits",
+            AppCommand::FlowPage { .. } => "flow page",
             AppCommand::ReplaceAcl(_) => "acl load",
         }
     }
@@ -189,6 +200,23 @@ pub struct FlowRule {
     pub actions: Vec<String>,
 }
 
+/// One change of an [`AppCommand::FlowEdits`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FlowEdit {
+    /// As [`AppCommand::FlowAdd`].
+    Add(FlowRule),
+    /// As [`AppCommand::FlowRemove`].
+    Remove(FlowRule),
+}
+
+/// Classifier slots one [`AppCommand::FlowPage`] covers: a page's rows stay bounded (and its
+/// worker's pause short) whatever the number of flows.
+pub const FLOW_PAGE_SLOTS: u32 = 4096;
+
+/// The first cell of the row that ends an [`AppCommand::FlowPage`] reply when the table has
+/// slots beyond the page.
+pub const FLOW_PAGE_MORE: &str = "more";
+
 /// What an ACL rule does with a matching packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AclAction {
@@ -223,6 +251,8 @@ pub enum AppReply {
     Table(Table),
     /// Applied; this is what it replaced, to be dropped by the receiver.
     Retired(Retired),
+    /// To [`AppCommand::FlowEdits`]: per edit, in order, `None` when applied, else why not.
+    Edits(Vec<Option<String>>),
 }
 
 /// A payload a worker replaced and hands back so that it is freed off the worker.
@@ -277,17 +307,21 @@ pub enum CommandError {
 
 /// Creates the rings of one worker, each of `capacity` entries.
 /// The worker's sleep ends when a request is sent (its [`Doorbell`]; without one, should the
-/// eventfd not open, it ends at its timeout as before).
+/// eventfd not open, it ends at its timeout as before), and the control thread's wait for a
+/// reply ends when the worker has answered (a second doorbell, rung once per turn that
+/// answered anything).
 pub fn channel(capacity: usize) -> (ControlEnd, WorkerEnd) {
     let (request_tx, request_rx) = RingBuffer::new(capacity.max(1));
     let (reply_tx, reply_rx) = RingBuffer::new(capacity.max(1));
     let doorbell = Doorbell::new().ok().map(Arc::new);
+    let answered = Doorbell::new().ok().map(Arc::new);
     (
         ControlEnd {
             requests: request_tx,
             replies: reply_rx,
             next_id: 0,
             doorbell: doorbell.clone(),
+            answered: answered.clone(),
         },
         WorkerEnd {
             requests: request_rx,
@@ -295,6 +329,7 @@ pub fn channel(capacity: usize) -> (ControlEnd, WorkerEnd) {
             served: 0,
             dropped_replies: 0,
             doorbell,
+            answered,
         },
     )
 }
@@ -305,6 +340,7 @@ pub struct ControlEnd {
     replies: Consumer<Reply>,
     next_id: u64,
     doorbell: Option<Arc<Doorbell>>,
+    answered: Option<Arc<Doorbell>>,
 }
 
 impl ControlEnd {
@@ -341,11 +377,17 @@ impl ControlEnd {
             if now >= deadline {
                 return Err(CommandError::Timeout(deadline.duration_since(started)));
             }
-            // A woken worker answers within tens of microseconds: yield the core that long
-            // before sleeping in steps (a sleep of 200 us capped a controller's FLOW_MOD and
-            // BARRIER round trips at a few thousand a second).
+            // A woken worker answers within tens of microseconds: yield the core that long,
+            // then sleep until the worker rings that it answered (sleeps of 200 us in steps
+            // capped a controller's FLOW_MOD and BARRIER round trips at a few thousand a
+            // second). The bell is quieted before the ring is looked at again, so a reply
+            // pushed after that look rings it anew.
             if now.duration_since(started) < QUICK_REPLY {
                 std::thread::yield_now();
+            } else if let Some(answered) = &self.answered {
+                let step = (deadline - now).min(Duration::from_millis(1));
+                let _ = wirespeed_io::wait::wait_readable(&[answered.fd()], step);
+                answered.answer();
             } else {
                 std::thread::sleep((deadline - now).min(Duration::from_micros(200)));
             }
@@ -366,6 +408,7 @@ pub struct WorkerEnd {
     served: u64,
     dropped_replies: u64,
     doorbell: Option<Arc<Doorbell>>,
+    answered: Option<Arc<Doorbell>>,
 }
 
 impl WorkerEnd {
@@ -403,6 +446,11 @@ impl WorkerEnd {
                 self.dropped_replies += 1;
             }
             served += 1;
+        }
+        if served > 0
+            && let Some(answered) = &self.answered
+        {
+            answered.ring();
         }
         self.served += served as u64;
         served

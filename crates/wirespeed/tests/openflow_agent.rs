@@ -40,12 +40,14 @@ fn flow_lines(lab: &Testbed) -> Vec<String> {
         .collect()
 }
 
-fn config(lab: &Testbed, socket: &Path) -> String {
+/// The switch's configuration, with `flows` flows a table.
+fn config(lab: &Testbed, socket: &Path, flows: usize) -> String {
     format!(
         "[switch]\napp = \"openflow\"\ncontrol_socket = \"{}\"\n\n\
          [[port]]\nname = \"p0\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
          [[port]]\nname = \"p1\"\nbackend = \"afxdp\"\ninterface = \"{}\"\n\n\
          [openflow]\ntables = 2\nmiss = \"drop\"\ncache_entries = 1024\n\
+         flows_per_table = {flows}\n\
          listen = \"ptcp:6653\"\ndatapath_id = \"0x00000000000000a1\"\n",
         socket.display(),
         lab.pairs[0].dut_if,
@@ -53,18 +55,27 @@ fn config(lab: &Testbed, socket: &Path) -> String {
     )
 }
 
-#[test]
-fn ovs_ofctl_drives_the_openflow_app() {
+/// A lab named `prefix` with a switch of `flows` flows a table whose agent answers `show`
+/// (what it printed), its directory and control socket; `None` (printed why) without
+/// ovs-ofctl or the rights to build a lab.
+fn switch_with_agent(
+    prefix: &str,
+    flows: usize,
+) -> Option<(
+    Testbed,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    Switch,
+    String,
+)> {
     if Command::new("ovs-ofctl").arg("--version").output().is_err() {
         println!("skipped: ovs-ofctl is not installed (scripts/setup-debian.sh installs it)");
-        return;
+        return None;
     }
-    let Some((lab, dir)) = lab("wsofa", 1) else {
-        return;
-    };
+    let (lab, dir) = lab(prefix, 1)?;
     dut_loopback_up(&lab);
     let socket = dir.join("ctl.sock");
-    let mut switch = Switch::start(&lab, &config(&lab, &socket), &dir);
+    let switch = Switch::start(&lab, &config(&lab, &socket, flows), &dir);
     wait_for_control(&socket);
     let deadline = Instant::now() + Duration::from_secs(10);
     let shown = loop {
@@ -73,6 +84,14 @@ fn ovs_ofctl_drives_the_openflow_app() {
             break out;
         }
         std::thread::sleep(Duration::from_millis(100));
+    };
+    Some((lab, dir, socket, switch, shown))
+}
+
+#[test]
+fn ovs_ofctl_drives_the_openflow_app() {
+    let Some((lab, dir, socket, mut switch, shown)) = switch_with_agent("wsofa", 65_536) else {
+        return;
     };
     for want in ["dpid:00000000000000a1", "n_tables:2", "1(p0)", "2(p1)"] {
         assert!(shown.contains(want), "show lacks {want}:\n{shown}");
@@ -223,4 +242,69 @@ fn ovs_ofctl_drives_the_openflow_app() {
         success && out.contains("conservation holds") && out.contains("openflow agent"),
         "{out}"
     );
+}
+
+/// The flow of host `i` of the many-flows test: a /32 in 10.0.0.0/16.
+fn host_flow(i: usize) -> String {
+    format!(
+        "priority=10,ip,nw_dst=10.0.{}.{},actions=output:2",
+        i >> 8,
+        i & 255
+    )
+}
+
+#[test]
+fn many_flows_pipelined_counted_and_deleted_whatever_their_number() {
+    const FLOWS: usize = 25_000;
+    let Some((lab, dir, _, mut switch, shown)) = switch_with_agent("wsofm", FLOWS) else {
+        return;
+    };
+    assert!(
+        shown.contains("n_tables:2"),
+        "the agent never answered:\n{shown}"
+    );
+    // One add-flows file, pipelined, its last flow one too many: the app refuses it in its
+    // run, which ovs-ofctl prints (it stops sending at the first error, so the refusal is
+    // last; the agent's tests refuse one in the middle of a run), every other flow is in.
+    let lines: Vec<String> = (0..=FLOWS).map(host_flow).collect();
+    let file = dir.join("flows.txt");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let began = Instant::now();
+    let (success, out) = ofctl_within(&lab, 60, "add-flows", &[file.to_str().unwrap()]);
+    assert!(!success && out.contains("OFPFMFC_TABLE_FULL"), "{out}");
+    println!("{FLOWS} flows added in {:?}", began.elapsed());
+    let long = |command: &str, args: &[&str]| {
+        let (success, out) = ofctl_within(&lab, 60, command, args);
+        assert!(success, "ovs-ofctl {command} {args:?} failed:\n{out}");
+        out
+    };
+    let aggregate = long("dump-aggregate", &[]);
+    assert!(
+        aggregate.contains(&format!("flow_count={FLOWS}")),
+        "{aggregate}"
+    );
+    // Statistics of every flow, in parts: each flow once.
+    let dumped = long("dump-flows", &[]);
+    let mut hosts: Vec<&str> = dumped
+        .lines()
+        .filter_map(|l| l.split("nw_dst=").nth(1))
+        .map(|rest| rest.split([' ', ',']).next().unwrap_or(rest))
+        .collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    assert_eq!(hosts.len(), FLOWS);
+    // A non-strict delete takes exactly the flows it covers: 10.0.0.0/18, 64 x 256 hosts.
+    long("del-flows", &["ip,nw_dst=10.0.0.0/18"]);
+    let aggregate = long("dump-aggregate", &[]);
+    assert!(
+        aggregate.contains(&format!("flow_count={}", FLOWS - 64 * 256)),
+        "{aggregate}"
+    );
+    let kept = long("dump-aggregate", &["ip,nw_dst=10.0.64.0/18"]);
+    assert!(
+        kept.contains(&format!("flow_count={}", FLOWS - 64 * 256)),
+        "{kept}"
+    );
+    let (success, out) = switch.interrupt();
+    assert!(success && out.contains("conservation holds"), "{out}");
 }

@@ -12,16 +12,18 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use wirespeed_dataplane::command::FlowEdit;
 use wirespeed_openflow::message::{
-    AsyncConfig, Features, FlowRemoved, HEADER_LEN, Role, SwitchConfig, flow_flags, role,
+    ALL_TABLES, AsyncConfig, Features, FlowModCommand, FlowRemoved, HEADER_LEN, Role, SwitchConfig,
+    flow_flags, role,
 };
 use wirespeed_openflow::multipart::{
-    Desc, MORE, MultipartReply, MultipartRequest, PortStats, ReplyBody, RequestBody,
+    Desc, FlowStats, MORE, MultipartReply, MultipartRequest, PortStats, ReplyBody, RequestBody,
     TableFeatureProperty, TableFeatures, TableStats, property,
 };
-use wirespeed_openflow::{Header, Message, OfError, VERSION};
+use wirespeed_openflow::{Header, Match, Message, OfError, VERSION};
 
-use super::switch::{Flow, Switch};
+use super::switch::{self, Cursor, Flow, Selection, Switch};
 use super::translate;
 
 /// How long a connection may take for what.
@@ -70,6 +72,28 @@ pub fn flow_removed(flow: &Flow, reason: u8) -> FlowRemoved {
     }
 }
 
+/// The FLOW statistics entry of `flow`.
+fn flow_stats(flow: &Flow) -> FlowStats {
+    FlowStats {
+        table_id: flow.table,
+        duration_sec: seconds(flow),
+        duration_nsec: flow.age.subsec_nanos(),
+        priority: flow.entry.priority,
+        idle_timeout: flow.entry.idle_timeout,
+        hard_timeout: flow.entry.hard_timeout,
+        flags: if flow.entry.send_flow_removed {
+            flow_flags::SEND_FLOW_REM
+        } else {
+            0
+        },
+        cookie: flow.entry.cookie,
+        packet_count: flow.packets,
+        byte_count: flow.bytes,
+        matcher: translate::entry_match(&flow.entry),
+        instructions: translate::entry_instructions(&flow.entry),
+    }
+}
+
 /// Refused messages after which a connection is closed (a peer speaking garbage).
 pub const MAX_REFUSED: u32 = 32;
 /// Bytes waiting for the peer to read, beyond which it is closed.
@@ -81,6 +105,25 @@ pub const ASYNC_BACKLOG: usize = MAX_OUTPUT / 4;
 const FLOWS_PER_REPLY: usize = 48;
 /// Bytes of a refused message copied into the ERROR (§7.4.4: at least 64).
 const ERROR_DATA: usize = 64;
+/// FLOW_MOD adds sent to the workers as one run at most: a bound on what a peer that sends a
+/// million of them makes the agent hold, and on how long one run pauses a worker's
+/// forwarding (a few milliseconds).
+pub const RUN_MAX: usize = 1024;
+/// Bytes waiting for the peer below which a FLOW statistics reply goes on with its next page:
+/// a dump of any number of flows holds about one page and this much.
+const DUMP_BACKLOG: usize = 256 << 10;
+
+/// A FLOW statistics reply being sent page by page, between the peer's reads.
+struct Dump {
+    xid: u32,
+    /// The request's first bytes, for an ERROR should a page fail.
+    head: Vec<u8>,
+    selection: Selection,
+    /// The next page, `None` after the last.
+    cursor: Option<Cursor>,
+    /// Entries read but not yet sent: a part goes out once a later one is known to follow.
+    carry: Vec<FlowStats>,
+}
 
 /// Why a connection ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -148,6 +191,14 @@ pub struct Connection {
     /// FLOW_REMOVED messages this connection's deletes caused (and sent it at once), for the
     /// other controllers: the agent takes them after the turn.
     pub removed: Vec<Message>,
+    /// FLOW_MOD adds read but not yet applied, with each one's xid and first bytes for its
+    /// ERROR: consecutive adds go to the workers as one run (OpenFlow 1.3 §6.2: messages
+    /// between barriers may be processed in any order, but each error names its own xid).
+    /// Any other message applies them first, so everything before it, a barrier's request
+    /// too, has taken effect in every worker when it is answered.
+    pending: Vec<(FlowEdit, (u32, Vec<u8>))>,
+    /// The FLOW statistics reply under way: the peer's later messages wait until it is out.
+    dump: Option<Dump>,
 }
 
 impl Connection {
@@ -179,6 +230,8 @@ impl Connection {
             asynchronous: AsyncConfig::default(),
             next_xid: 1,
             removed: Vec::new(),
+            pending: Vec::new(),
+            dump: None,
         };
         let hello = Message::Hello {
             bitmap: Some(vec![1 << VERSION]),
@@ -261,8 +314,11 @@ impl Connection {
                 Err(e) => return Err(Closed::Io(e.to_string())),
             }
         }
+        busy |= self.dump_more(switch);
         let mut used = 0;
-        while let Some(header) = Header::peek(&self.input[used..]) {
+        while self.dump.is_none()
+            && let Some(header) = Header::peek(&self.input[used..])
+        {
             let len = usize::from(header.length);
             if len < HEADER_LEN {
                 // The stream cannot be cut any further.
@@ -290,6 +346,12 @@ impl Connection {
             }
         }
         self.input.drain(..used);
+        if self.apply_pending(switch) == Handled::Refused
+            && self.counts.refused > u64::from(MAX_REFUSED)
+        {
+            self.flush()?;
+            return Err(Closed::Garbage);
+        }
         if !self.negotiated && now.duration_since(self.opened) > timers.handshake {
             return Err(Closed::NoHello);
         }
@@ -331,6 +393,67 @@ impl Connection {
         Ok(written > 0)
     }
 
+    /// Applies the pending FLOW_MOD adds as one run; each refused one gets its ERROR.
+    fn apply_pending(&mut self, switch: &Switch<'_>) -> Handled {
+        if self.pending.is_empty() {
+            return Handled::Done;
+        }
+        let (edits, requests): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.pending).into_iter().unzip();
+        let mut handled = Handled::Done;
+        for (result, (xid, head)) in switch
+            .apply(edits, switch::refusal)
+            .into_iter()
+            .zip(requests)
+        {
+            if let Err(error) = result {
+                self.refuse(error, xid, &head);
+                handled = Handled::Refused;
+            }
+        }
+        handled
+    }
+
+    /// Sends the next pages of the FLOW statistics reply under way while the peer keeps
+    /// up; whether anything moved.
+    fn dump_more(&mut self, switch: &Switch<'_>) -> bool {
+        let Some(mut dump) = self.dump.take() else {
+            return false;
+        };
+        let mut moved = false;
+        while self.output.len() < DUMP_BACKLOG {
+            let Some(cursor) = dump.cursor else { break };
+            moved = true;
+            match switch.select_page(&dump.selection, cursor) {
+                Ok((flows, next)) => {
+                    dump.carry.extend(flows.iter().map(flow_stats));
+                    dump.cursor = next;
+                }
+                Err(error) => {
+                    // Parts may have gone already: the ERROR ends the reply.
+                    self.refuse(error, dump.xid, &dump.head);
+                    return true;
+                }
+            }
+            while dump.carry.len() > FLOWS_PER_REPLY || dump.cursor.is_none() {
+                let len = dump.carry.len().min(FLOWS_PER_REPLY);
+                let part: Vec<FlowStats> = dump.carry.drain(..len).collect();
+                let last = dump.cursor.is_none() && dump.carry.is_empty();
+                let flags = if last { 0 } else { MORE };
+                let body = ReplyBody::Flow(part);
+                self.send(
+                    &Message::MultipartReply(MultipartReply { flags, body }),
+                    dump.xid,
+                );
+                if last {
+                    return true;
+                }
+            }
+        }
+        self.dump = Some(dump);
+        moved
+    }
+
     fn handle(
         &mut self,
         bytes: &[u8],
@@ -347,6 +470,29 @@ impl Connection {
                 return Ok(Handled::Refused);
             }
         };
+        let pipelined = matches!(&message, Message::FlowMod(m) if m.command == FlowModCommand::Add);
+        let earlier = if pipelined {
+            Handled::Done
+        } else {
+            self.apply_pending(switch)
+        };
+        let handled = self.handle_message(header, message, bytes, switch, event)?;
+        Ok(if earlier == Handled::Refused {
+            Handled::Refused
+        } else {
+            handled
+        })
+    }
+
+    /// Answers one decoded message (FLOW_MOD adds join the pending run).
+    fn handle_message(
+        &mut self,
+        header: Header,
+        message: Message,
+        bytes: &[u8],
+        switch: &Switch<'_>,
+        event: &mut Event,
+    ) -> Result<Handled, Closed> {
         let xid = header.xid;
         if !self.negotiated {
             let Message::Hello { bitmap } = message else {
@@ -411,6 +557,22 @@ impl Connection {
                 self.refuse(OfError::BAD_REQUEST_IS_SLAVE, xid, bytes);
                 return Ok(Handled::Refused);
             }
+            Message::FlowMod(flow_mod) if flow_mod.command == FlowModCommand::Add => {
+                self.counts.flow_mods += 1;
+                match switch.add_rule(&flow_mod) {
+                    Ok(rule) => {
+                        let head = bytes[..bytes.len().min(ERROR_DATA)].to_vec();
+                        self.pending.push((FlowEdit::Add(rule), (xid, head)));
+                        if self.pending.len() >= RUN_MAX {
+                            return Ok(self.apply_pending(switch));
+                        }
+                    }
+                    Err(error) => {
+                        self.refuse(error, xid, bytes);
+                        return Ok(Handled::Refused);
+                    }
+                }
+            }
             Message::FlowMod(flow_mod) => {
                 self.counts.flow_mods += 1;
                 match switch.flow_mod(&flow_mod) {
@@ -444,6 +606,10 @@ impl Connection {
                 if let Err(error) = self.multipart(&request, xid, switch) {
                     self.refuse(error, xid, bytes);
                     return Ok(Handled::Refused);
+                }
+                if let Some(dump) = &mut self.dump {
+                    dump.head = bytes[..bytes.len().min(ERROR_DATA)].to_vec();
+                    self.dump_more(switch);
                 }
             }
             // Messages only a switch sends.
@@ -486,67 +652,61 @@ impl Connection {
                 }),
                 xid,
             ),
-            RequestBody::Flow(selection) => {
-                let flows = switch.stats_select(selection)?;
-                let stats: Vec<_> = flows
-                    .iter()
-                    .map(|flow| wirespeed_openflow::multipart::FlowStats {
-                        table_id: flow.table,
-                        duration_sec: seconds(flow),
-                        duration_nsec: flow.age.subsec_nanos(),
-                        priority: flow.entry.priority,
-                        idle_timeout: flow.entry.idle_timeout,
-                        hard_timeout: flow.entry.hard_timeout,
-                        flags: if flow.entry.send_flow_removed {
-                            flow_flags::SEND_FLOW_REM
-                        } else {
-                            0
-                        },
-                        cookie: flow.entry.cookie,
-                        packet_count: flow.packets,
-                        byte_count: flow.bytes,
-                        matcher: translate::entry_match(&flow.entry),
-                        instructions: translate::entry_instructions(&flow.entry),
-                    })
-                    .collect();
-                let parts: Vec<_> = stats.chunks(FLOWS_PER_REPLY).collect();
-                if parts.is_empty() {
-                    self.reply(ReplyBody::Flow(Vec::new()), xid);
-                }
-                for (i, part) in parts.iter().enumerate() {
-                    let flags = if i + 1 < parts.len() { MORE } else { 0 };
-                    let body = ReplyBody::Flow(part.to_vec());
-                    self.send(
-                        &Message::MultipartReply(MultipartReply { flags, body }),
-                        xid,
-                    );
-                }
+            RequestBody::Flow(request) => {
+                let selection = switch.stats_selection(request)?;
+                self.dump = Some(Dump {
+                    xid,
+                    head: Vec::new(),
+                    cursor: Some(selection.first()),
+                    selection,
+                    carry: Vec::new(),
+                });
             }
-            RequestBody::Aggregate(selection) => {
-                let flows = switch.stats_select(selection)?;
+            RequestBody::Aggregate(request) => {
+                let selection = switch.stats_selection(request)?;
+                let (mut packet_count, mut byte_count, mut flow_count) = (0u64, 0u64, 0u32);
+                switch.select_each(&selection, |flows| {
+                    for flow in &flows {
+                        packet_count += flow.packets;
+                        byte_count += flow.bytes;
+                    }
+                    flow_count = flow_count.saturating_add(flows.len() as u32);
+                    Ok(())
+                })?;
                 self.reply(
                     ReplyBody::Aggregate {
-                        packet_count: flows.iter().map(|f| f.packets).sum(),
-                        byte_count: flows.iter().map(|f| f.bytes).sum(),
-                        flow_count: flows.len() as u32,
+                        packet_count,
+                        byte_count,
+                        flow_count,
                     },
                     xid,
                 );
             }
             RequestBody::Table => {
-                let flows = switch.flows()?;
-                let tables = (0..switch.tables)
+                let mut tables: Vec<TableStats> = (0..switch.tables)
                     .map(|table| TableStats {
                         table_id: table,
-                        active_count: flows.iter().filter(|f| f.table == table).count() as u32,
+                        active_count: 0,
                         lookup_count: 0,
-                        matched_count: flows
-                            .iter()
-                            .filter(|f| f.table == table)
-                            .map(|f| f.packets)
-                            .sum(),
+                        matched_count: 0,
                     })
                     .collect();
+                let all = switch.selection(
+                    ALL_TABLES,
+                    &Match::default(),
+                    wirespeed_openflow::action::port::ANY,
+                    None,
+                    (0, 0),
+                )?;
+                switch.select_each(&all, |flows| {
+                    for flow in flows {
+                        if let Some(table) = tables.get_mut(usize::from(flow.table)) {
+                            table.active_count += 1;
+                            table.matched_count += flow.packets;
+                        }
+                    }
+                    Ok(())
+                })?;
                 self.reply(ReplyBody::Table(tables), xid);
             }
             RequestBody::PortDesc => self.reply(ReplyBody::PortDesc(switch.port_descs()), xid),

@@ -587,4 +587,6 @@ mod tests;
 #[cfg(test)]
 mod tests_async;
 #[cfg(test)]
+mod tests_pipeline;
+#[cfg(test)]
 mod tests_standalone;

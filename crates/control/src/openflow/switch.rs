@@ -1,20 +1,22 @@
 //! The agent's way to the app's tables: the control socket's own requests, through the same
-//! [`Handler`] that serves `wirespeed ctl`. A FLOW_MOD becomes `flow add` / `flow del`
-//! requests (so the rules are checked by the same reader, reach every worker the same way and
-//! invalidate the flow cache the same way), and the flow table is read with `show flows`.
+//! [`Handler`] that serves `wirespeed ctl`. FLOW_MODs become runs of flow edits (the rules of
+//! `flow add` / `flow del`, so they are checked by the same reader, reach every worker the same
+//! way and invalidate the flow cache the same way, once per run), and the flow table is read in
+//! pages of its slots, as `show flows` shows its rows, however many flows there are.
 //!
 //! The app deletes strictly (one priority and match); OpenFlow's non-strict delete and modify
-//! select flows by covering match, so the agent reads the table, selects with
-//! `FlowMatch::covers` and sends one strict request per selected flow.
+//! select flows by covering match, so the agent reads the table page by page, selects with
+//! `FlowMatch::covers` and sends each page's strict edits as one run.
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use wirespeed_dataplane::app::fields;
 use wirespeed_dataplane::app::openflow::{Action as AppAction, FlowEntry};
-use wirespeed_dataplane::command::FlowRule;
+use wirespeed_dataplane::command::{FLOW_PAGE_MORE, FLOW_PAGE_SLOTS, FlowEdit, FlowRule};
 use wirespeed_dataplane::table::classifier::FlowMatch;
 use wirespeed_openflow::OfError;
 use wirespeed_openflow::action::port;
@@ -102,16 +104,22 @@ impl Switch<'_> {
         |name| self.ports.index(name)
     }
 
-    /// Every flow of every table, counters summed over the workers, in table then priority
-    /// order (highest first).
-    pub fn flows(&self) -> Result<Vec<Flow>, OfError> {
-        let value = ask(self.handler, Request::Show(Show::Flows))
+    /// The flows in one page of `table`'s slots ([`FLOW_PAGE_SLOTS`] from `start`), counters
+    /// summed over the workers, and whether the table has slots beyond. Every worker makes
+    /// the same changes in the same order, so a flow has the same slot in each; only a copy
+    /// re-added after a worker alone timed it out may sit elsewhere and be counted apart.
+    fn page(&self, table: u8, start: u32) -> Result<(Vec<Flow>, bool), OfError> {
+        let value = ask(self.handler, Request::FlowPage { table, start })
             .map_err(|_| OfError::BAD_REQUEST_EPERM)?;
         let rows = value["rows"].as_array().cloned().unwrap_or_default();
-        let mut merged: BTreeMap<(u8, std::cmp::Reverse<u16>, String, String), Flow> =
-            BTreeMap::new();
+        let mut more = false;
+        let mut merged: BTreeMap<(std::cmp::Reverse<u16>, String, String), Flow> = BTreeMap::new();
         for row in rows {
             let Some(row) = row.as_array() else { continue };
+            if row.get(1).and_then(Value::as_str) == Some(FLOW_PAGE_MORE) {
+                more = true;
+                continue;
+            }
             let Some((rule, packets, bytes, age)) = row_rule(row) else {
                 continue;
             };
@@ -119,7 +127,6 @@ impl Switch<'_> {
                 continue;
             };
             let key = (
-                parsed.table,
                 std::cmp::Reverse(rule.priority),
                 format!("{:?}", rule.fields),
                 rule.actions.join(","),
@@ -135,7 +142,51 @@ impl Switch<'_> {
             flow.bytes += bytes;
             flow.age = flow.age.max(age);
         }
-        Ok(merged.into_values().collect())
+        Ok((merged.into_values().collect(), more))
+    }
+
+    /// The flows of the page at `cursor` that `selection` selects, and the next page's cursor
+    /// (`None` after the last): a selection over any number of flows, one bounded page at a
+    /// time.
+    pub fn select_page(
+        &self,
+        selection: &Selection,
+        cursor: Cursor,
+    ) -> Result<(Vec<Flow>, Option<Cursor>), OfError> {
+        let (flows, more) = self.page(cursor.table, cursor.start)?;
+        let selected = flows
+            .into_iter()
+            .filter(|flow| selection.selects(flow))
+            .collect();
+        let next = if more {
+            Some(Cursor {
+                start: cursor.start.saturating_add(FLOW_PAGE_SLOTS),
+                ..cursor
+            })
+        } else if selection.table == ALL_TABLES && cursor.table + 1 < self.tables {
+            Some(Cursor {
+                table: cursor.table + 1,
+                start: 0,
+            })
+        } else {
+            None
+        };
+        Ok((selected, next))
+    }
+
+    /// Calls `each` with every page's selected flows, in order.
+    pub fn select_each(
+        &self,
+        selection: &Selection,
+        mut each: impl FnMut(Vec<Flow>) -> Result<(), OfError>,
+    ) -> Result<(), OfError> {
+        let mut cursor = Some(selection.first());
+        while let Some(at) = cursor {
+            let (flows, next) = self.select_page(selection, at)?;
+            each(flows)?;
+            cursor = next;
+        }
+        Ok(())
     }
 
     /// The description of the port at `index`: number, name, and its link's state.
@@ -211,42 +262,28 @@ impl Switch<'_> {
             .map_err(|_| OfError::BAD_MATCH_PREREQ)
     }
 
-    /// The flows a delete, modify or statistics request selects: by table, match (strict or
+    /// What a delete, modify or statistics request selects: by table, match (strict or
     /// covering), output port and cookie (`(cookie, mask)`: the masked bits equal).
-    pub fn select(
+    pub fn selection(
         &self,
         table: u8,
         matcher: &wirespeed_openflow::Match,
         out_port: u32,
         strict: Option<u16>,
-        (cookie, mask): (u64, u64),
-    ) -> Result<Vec<Flow>, OfError> {
-        let wanted = self.matcher(matcher)?;
-        let outputs = |flow: &Flow| {
-            out_port == port::ANY
-                || flow.entry.actions.iter().any(|a| match *a {
-                    AppAction::Output(index) => Ports::number(index) == out_port,
-                    AppAction::Flood => out_port == port::FLOOD,
-                    AppAction::Controller(_) => out_port == port::CONTROLLER,
-                    _ => false,
-                })
-        };
-        Ok(self
-            .flows()?
-            .into_iter()
-            .filter(|f| table == ALL_TABLES || f.table == table)
-            .filter(|f| match strict {
-                Some(priority) => f.entry.priority == priority && f.entry.matcher == wanted,
-                None => wanted.covers(&f.entry.matcher),
-            })
-            .filter(outputs)
-            .filter(|f| f.entry.cookie & mask == cookie & mask)
-            .collect())
+        cookie: (u64, u64),
+    ) -> Result<Selection, OfError> {
+        Ok(Selection {
+            table,
+            matcher: self.matcher(matcher)?,
+            out_port,
+            strict,
+            cookie,
+        })
     }
 
-    /// The flows a FLOW or AGGREGATE request selects.
-    pub fn stats_select(&self, request: &FlowStatsRequest) -> Result<Vec<Flow>, OfError> {
-        self.select(
+    /// What a FLOW or AGGREGATE request selects.
+    pub fn stats_selection(&self, request: &FlowStatsRequest) -> Result<Selection, OfError> {
+        self.selection(
             request.table_id,
             &request.matcher,
             request.out_port,
@@ -255,19 +292,64 @@ impl Switch<'_> {
         )
     }
 
-    fn add(&self, rule: FlowRule) -> Result<(), OfError> {
-        ask(self.handler, Request::FlowAdd(rule))
-            .map(|_| ())
-            .map_err(|why| {
-                if why.contains("full") {
-                    OfError::FLOW_MOD_TABLE_FULL
-                } else {
-                    OfError::FLOW_MOD_EPERM
+    /// Applies `edits` in order, as one command to every worker: per edit, whether it
+    /// applied, refused with `refusal` (the reason's text) or, when the workers could not
+    /// be asked, `fallback`.
+    pub fn apply(
+        &self,
+        edits: Vec<FlowEdit>,
+        refusal: impl Fn(&FlowEdit, &str) -> OfError,
+    ) -> Vec<Result<(), OfError>> {
+        let edits: Arc<[FlowEdit]> = edits.into();
+        let mut results = vec![Ok(()); edits.len()];
+        match ask(self.handler, Request::FlowEdits(Arc::clone(&edits))) {
+            Ok(value) => {
+                for refused in value["refused"].as_array().into_iter().flatten() {
+                    let at = refused[0].as_u64().and_then(|at| usize::try_from(at).ok());
+                    if let Some((result, edit)) =
+                        at.and_then(|at| results.get_mut(at).zip(edits.get(at)))
+                    {
+                        *result = Err(refusal(edit, refused[1].as_str().unwrap_or("")));
+                    }
                 }
-            })
+            }
+            Err(why) => {
+                for (result, edit) in results.iter_mut().zip(edits.iter()) {
+                    *result = Err(refusal(edit, &why));
+                }
+            }
+        }
+        results
     }
 
-    fn delete(&self, flow: &Flow) -> Result<(), OfError> {
+    /// The rule of a FLOW_MOD add, checked and translated, ready for [`Switch::apply`].
+    pub fn add_rule(&self, request: &FlowMod) -> Result<FlowRule, OfError> {
+        if request.buffer_id != NO_BUFFER {
+            return Err(OfError::BAD_REQUEST_BUFFER_UNKNOWN);
+        }
+        if request.table_id >= self.tables {
+            return Err(OfError::FLOW_MOD_BAD_TABLE_ID);
+        }
+        let fields = translate::match_fields(&request.matcher, self.ports)?;
+        let instructions = translate::instructions(
+            &request.instructions,
+            request.table_id,
+            self.tables,
+            self.ports,
+        )?;
+        Ok(translate::flow_rule(
+            request.table_id,
+            request.priority,
+            fields,
+            instructions,
+            (request.idle_timeout, request.hard_timeout),
+            request.cookie,
+            request.flags & flow_flags::SEND_FLOW_REM != 0,
+        ))
+    }
+
+    /// The strict delete of `flow`: its table, priority and match.
+    fn delete_rule(&self, flow: &Flow) -> FlowRule {
         let name = |index: u16| {
             self.ports
                 .names
@@ -286,14 +368,11 @@ impl Switch<'_> {
                 .collect()
         };
         fields.push(("table".into(), flow.table.to_string()));
-        let rule = FlowRule {
+        FlowRule {
             priority: flow.entry.priority,
             fields,
             actions: Vec::new(),
-        };
-        ask(self.handler, Request::FlowDel(rule))
-            .map(|_| ())
-            .map_err(|_| OfError::FLOW_MOD_UNKNOWN)
+        }
     }
 
     /// Carries out a PACKET_OUT: the frame goes out through a worker.
@@ -305,8 +384,17 @@ impl Switch<'_> {
     }
 
     /// Carries out a FLOW_MOD; returns the flows it deleted that asked for a FLOW_REMOVED
-    /// (SEND_FLOW_REM).
+    /// (SEND_FLOW_REM). A delete or modify changes the flows it selects one page at a time,
+    /// each page's changes as one command.
     pub fn flow_mod(&self, request: &FlowMod) -> Result<Vec<Flow>, OfError> {
+        if request.command == FlowModCommand::Add {
+            let rule = self.add_rule(request)?;
+            return self
+                .apply(vec![FlowEdit::Add(rule)], refusal)
+                .pop()
+                .unwrap_or(Ok(()))
+                .map(|()| Vec::new());
+        }
         if request.buffer_id != NO_BUFFER {
             return Err(OfError::BAD_REQUEST_BUFFER_UNKNOWN);
         }
@@ -322,72 +410,109 @@ impl Switch<'_> {
             FlowModCommand::DeleteStrict | FlowModCommand::ModifyStrict
         )
         .then_some(request.priority);
-        match request.command {
-            FlowModCommand::Add => {
-                let fields = translate::match_fields(&request.matcher, self.ports)?;
-                let instructions = translate::instructions(
-                    &request.instructions,
-                    request.table_id,
-                    self.tables,
-                    self.ports,
-                )?;
-                self.add(translate::flow_rule(
-                    request.table_id,
-                    request.priority,
-                    fields,
-                    instructions,
-                    (request.idle_timeout, request.hard_timeout),
-                    request.cookie,
-                    request.flags & flow_flags::SEND_FLOW_REM != 0,
-                ))?;
-                Ok(Vec::new())
+        let out_port = if deletes { request.out_port } else { port::ANY };
+        let selection = self.selection(
+            request.table_id,
+            &request.matcher,
+            out_port,
+            strict,
+            (request.cookie, request.cookie_mask),
+        )?;
+        let mut removed = Vec::new();
+        self.select_each(&selection, |flows| {
+            let edits = if deletes {
+                flows
+                    .iter()
+                    .map(|flow| FlowEdit::Remove(self.delete_rule(flow)))
+                    .collect()
+            } else {
+                flows
+                    .iter()
+                    .map(|flow| self.modified(flow, request).map(FlowEdit::Add))
+                    .collect::<Result<Vec<_>, _>>()?
+            };
+            self.apply(edits, refusal)
+                .into_iter()
+                .collect::<Result<(), OfError>>()?;
+            if deletes {
+                removed.extend(flows.into_iter().filter(|f| f.entry.send_flow_removed));
             }
-            FlowModCommand::Delete | FlowModCommand::DeleteStrict => {
-                let cookie = (request.cookie, request.cookie_mask);
-                let mut removed = Vec::new();
-                for flow in self.select(
-                    request.table_id,
-                    &request.matcher,
-                    request.out_port,
-                    strict,
-                    cookie,
-                )? {
-                    self.delete(&flow)?;
-                    if flow.entry.send_flow_removed {
-                        removed.push(flow);
-                    }
-                }
-                Ok(removed)
-            }
-            FlowModCommand::Modify | FlowModCommand::ModifyStrict => {
-                let cookie = (request.cookie, request.cookie_mask);
-                for flow in self.select(
-                    request.table_id,
-                    &request.matcher,
-                    port::ANY,
-                    strict,
-                    cookie,
-                )? {
-                    let instructions = translate::instructions(
-                        &request.instructions,
-                        flow.table,
-                        self.tables,
-                        self.ports,
-                    )?;
-                    let fields =
-                        translate::match_fields(&translate::entry_match(&flow.entry), self.ports)?;
-                    self.add(translate::flow_rule(
-                        flow.table,
-                        flow.entry.priority,
-                        fields,
-                        instructions,
-                        (flow.entry.idle_timeout, flow.entry.hard_timeout),
-                        flow.entry.cookie,
-                        flow.entry.send_flow_removed,
-                    ))?;
-                }
-                Ok(Vec::new())
-            }
+            Ok(())
+        })?;
+        Ok(removed)
+    }
+
+    /// `flow` with the instructions of the modify `request` (its match, priority, timeouts,
+    /// cookie and flags kept).
+    fn modified(&self, flow: &Flow, request: &FlowMod) -> Result<FlowRule, OfError> {
+        let instructions =
+            translate::instructions(&request.instructions, flow.table, self.tables, self.ports)?;
+        let fields = translate::match_fields(&translate::entry_match(&flow.entry), self.ports)?;
+        Ok(translate::flow_rule(
+            flow.table,
+            flow.entry.priority,
+            fields,
+            instructions,
+            (flow.entry.idle_timeout, flow.entry.hard_timeout),
+            flow.entry.cookie,
+            flow.entry.send_flow_removed,
+        ))
+    }
+}
+
+/// The OpenFlow error of an edit the app refused for `why`.
+pub fn refusal(edit: &FlowEdit, why: &str) -> OfError {
+    match edit {
+        FlowEdit::Add(_) if why.contains("full") => OfError::FLOW_MOD_TABLE_FULL,
+        FlowEdit::Add(_) => OfError::FLOW_MOD_EPERM,
+        FlowEdit::Remove(_) => OfError::FLOW_MOD_UNKNOWN,
+    }
+}
+
+/// Where a page of the flow table starts: a table and a slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cursor {
+    pub table: u8,
+    pub start: u32,
+}
+
+/// The flows a request selects (see [`Switch::selection`]).
+#[derive(Clone, Debug)]
+pub struct Selection {
+    table: u8,
+    matcher: FlowMatch,
+    out_port: u32,
+    strict: Option<u16>,
+    cookie: (u64, u64),
+}
+
+impl Selection {
+    /// The first page to read: of the table asked for, or of table 0 for all of them.
+    pub fn first(&self) -> Cursor {
+        Cursor {
+            table: if self.table == ALL_TABLES {
+                0
+            } else {
+                self.table
+            },
+            start: 0,
         }
+    }
+
+    fn selects(&self, flow: &Flow) -> bool {
+        let table = self.table == ALL_TABLES || flow.table == self.table;
+        let matches = match self.strict {
+            Some(priority) => flow.entry.priority == priority && flow.entry.matcher == self.matcher,
+            None => self.matcher.covers(&flow.entry.matcher),
+        };
+        let outputs = self.out_port == port::ANY
+            || flow.entry.actions.iter().any(|a| match *a {
+                AppAction::Output(index) => Ports::number(index) == self.out_port,
+                AppAction::Flood => self.out_port == port::FLOOD,
+                AppAction::Controller(_) => self.out_port == port::CONTROLLER,
+                _ => false,
+            });
+        let (cookie, mask) = self.cookie;
+        table && matches && outputs && flow.entry.cookie & mask == cookie & mask
     }
 }

@@ -31,6 +31,8 @@ pub(super) struct OneWorker {
     worker: Mutex<(OpenFlow, Vec<Box<dyn Port>>)>,
     /// The frames PACKET_OUTs sent, as the worker would have got them.
     pub(super) injected: Mutex<Vec<Injection>>,
+    /// The length of every run of flow edits, in order.
+    pub(super) runs: Mutex<Vec<usize>>,
 }
 
 impl Handler for OneWorker {
@@ -45,6 +47,9 @@ impl Handler for OneWorker {
                 .map(|name| json!(["0", name, "memory", "-", "5", "6", "0", "0", "0", "-"]))
                 .collect();
             return Response::Ok(json!({ "columns": [], "rows": rows }));
+        }
+        if let Request::FlowEdits(edits) = &request {
+            self.runs.lock().unwrap().push(edits.len());
         }
         let Some(command) = request.app_command() else {
             return Response::error("unsupported", "-");
@@ -67,6 +72,14 @@ impl Handler for OneWorker {
                 Response::Ok(json!({ "columns": table.columns, "rows": rows }))
             }
             AppReply::Refused(why) => Response::error(why, "-"),
+            AppReply::Edits(results) => {
+                let refused: Vec<_> = results
+                    .into_iter()
+                    .enumerate()
+                    .filter_map(|(at, why)| Some(json!([at, why?])))
+                    .collect();
+                Response::Ok(json!({ "applied": 1, "refused": refused }))
+            }
             other => Response::error(format!("{other:?}"), "-"),
         }
     }
@@ -109,6 +122,20 @@ pub(super) fn start_switch(
     packet_in::Sender,
     Vec<removed::Sender>,
 ) {
+    start_sized(timers, config, OpenFlowConfig::default().flows_per_table)
+}
+
+/// [`start_switch`] with an app of `flows_per_table` flows per table.
+pub(super) fn start_sized(
+    timers: Timers,
+    config: AgentConfig,
+    flows_per_table: usize,
+) -> (
+    Agent,
+    Arc<OneWorker>,
+    packet_in::Sender,
+    Vec<removed::Sender>,
+) {
     let (p0, p1) = link("p0", "p1", &LinkConfig::default());
     let (p2, _p3) = link("p2", "p3", &LinkConfig::default());
     let ports: Vec<Box<dyn Port>> = vec![Box::new(p0), Box::new(p1), Box::new(p2)];
@@ -116,11 +143,13 @@ pub(super) fn start_switch(
         tables: 2,
         ports: 3,
         tsc_hz: Some(1_000_000_000),
+        flows_per_table,
         ..OpenFlowConfig::default()
     });
     let handler = Arc::new(OneWorker {
         worker: Mutex::new((app, ports)),
         injected: Mutex::new(Vec::new()),
+        runs: Mutex::new(Vec::new()),
     });
     let (sender, receiver) = packet_in::ring();
     let ((removed_0, expired_0), (removed_1, expired_1)) = (removed::ring(), removed::ring());
@@ -171,6 +200,11 @@ impl Peer {
         peer
     }
 
+    /// The socket, to write several messages at once.
+    pub(super) fn stream(&mut self) -> &mut TcpStream {
+        &mut self.stream
+    }
+
     pub(super) fn send(&mut self, message: &Message) -> u32 {
         self.xid += 1;
         self.stream
@@ -203,7 +237,7 @@ impl Peer {
         }
     }
 
-    fn flows(&mut self) -> Vec<wirespeed_openflow::multipart::FlowStats> {
+    pub(super) fn flows(&mut self) -> Vec<wirespeed_openflow::multipart::FlowStats> {
         let request = Message::MultipartRequest(MultipartRequest {
             flags: 0,
             body: RequestBody::Flow(FlowStatsRequest {

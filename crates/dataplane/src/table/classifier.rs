@@ -577,10 +577,29 @@ impl<T> Classifier<T> {
 
     /// Every rule: id, priority, match and data, in slot order.
     pub fn iter(&self) -> impl Iterator<Item = (RuleId, u32, &FlowMatch, &T)> {
-        self.rules.iter().enumerate().filter_map(|(slot, rule)| {
-            rule.as_ref()
-                .map(|r| (RuleId(slot as u32), r.priority, &r.matcher, &r.data))
-        })
+        self.iter_slots(0..self.rules.len())
+    }
+
+    /// Slots so far, in use or free: every rule id is below this.
+    pub fn slots(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// The rules whose slots are in `range`, as [`Classifier::iter`] gives them: one page of
+    /// a table read in bounded parts.
+    pub fn iter_slots(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = (RuleId, u32, &FlowMatch, &T)> {
+        let end = range.end.min(self.rules.len());
+        let start = range.start.min(end);
+        self.rules[start..end]
+            .iter()
+            .enumerate()
+            .filter_map(move |(at, rule)| {
+                rule.as_ref()
+                    .map(|r| (RuleId((start + at) as u32), r.priority, &r.matcher, &r.data))
+            })
     }
 
     /// Every rule's data, mutable (control path: timers, counters).

@@ -40,6 +40,7 @@
 //! (`trace(key)` is the slow path's table-by-table walk of one key).
 
 pub mod action;
+mod commands;
 mod execute;
 mod fills;
 pub mod kernel;
@@ -53,10 +54,9 @@ use std::time::Duration;
 use wirespeed_packet::cpu::tsc_hz;
 use wirespeed_packet::{Batch, Desc, DropReason, MAX_BATCH, Meta};
 
-use crate::app::fields::{self, ParsedFlow};
 use crate::app::trace::{Arrival, Disposition, TraceRing};
-use crate::app::{App, CommandContext, Context, MAX_SHOW_ROWS};
-use crate::command::{AppCommand, AppReply, Table};
+use crate::app::{App, CommandContext, Context};
+use crate::command::{AppCommand, AppReply, FlowEdit};
 use crate::stage::Parse;
 use crate::stage::flow_cache::{FlowGroup, FlowLookup, Looked};
 use crate::table::classifier::{Classifier, FlowMatch, RuleId};
@@ -276,15 +276,28 @@ impl OpenFlow {
     /// Adds a flow to `table`; a flow with the same priority and match is replaced (its
     /// counters restart). Between batches.
     pub fn add_flow(&mut self, table: u8, entry: FlowEntry) -> Result<(), FlowError> {
-        self.check(table, &entry)?;
         self.fold_all();
+        let (changed, result) = self.insert_flow(table, entry);
+        if changed {
+            self.flush_fast_path();
+        }
+        result
+    }
+
+    /// [`OpenFlow::add_flow`] without folding the counts first or invalidating the fast path
+    /// after (the caller does both, once for a run of changes); whether the tables changed.
+    fn insert_flow(&mut self, table: u8, entry: FlowEntry) -> (bool, Result<(), FlowError>) {
+        if let Err(error) = self.check(table, &entry) {
+            return (false, Err(error));
+        }
         let classifier = &mut self.pipeline.tables[usize::from(table)];
         let priority = u32::from(entry.priority);
+        let mut changed = false;
         if let Some(old) = classifier.find(priority, &entry.matcher)
             && let Some(flow) = classifier.remove(old)
-            && flow.entry.has_timeout()
         {
-            self.timed_flows -= 1;
+            changed = true;
+            self.timed_flows -= usize::from(flow.entry.has_timeout());
         }
         let timed = entry.has_timeout();
         let matcher = entry.matcher;
@@ -296,15 +309,20 @@ impl OpenFlow {
             last_used: 0,
             stamped: false,
         };
-        let result = classifier.insert(priority, matcher, state);
-        self.flush_fast_path();
-        let id = result.map_err(|_| FlowError::TableFull {
-            table,
-            capacity: self.config.flows_per_table,
-        })?;
-        self.unstamped.push((table, id));
-        self.timed_flows += usize::from(timed);
-        Ok(())
+        match classifier.insert(priority, matcher, state) {
+            Ok(id) => {
+                self.unstamped.push((table, id));
+                self.timed_flows += usize::from(timed);
+                (true, Ok(()))
+            }
+            Err(_) => (
+                changed,
+                Err(FlowError::TableFull {
+                    table,
+                    capacity: self.config.flows_per_table,
+                }),
+            ),
+        }
     }
 
     /// Removes, from every table, the flows `matcher` covers (OpenFlow's non-strict delete:
@@ -335,6 +353,15 @@ impl OpenFlow {
     /// delete); whether there was one. Between batches.
     pub fn remove_flow(&mut self, table: u8, priority: u16, matcher: &FlowMatch) -> bool {
         self.fold_all();
+        let removed = self.take_flow(table, priority, matcher);
+        if removed {
+            self.flush_fast_path();
+        }
+        removed
+    }
+
+    /// [`OpenFlow::remove_flow`] without the fold before and the invalidation after.
+    fn take_flow(&mut self, table: u8, priority: u16, matcher: &FlowMatch) -> bool {
         let Some(classifier) = self.pipeline.tables.get_mut(usize::from(table)) else {
             return false;
         };
@@ -344,78 +371,7 @@ impl OpenFlow {
         if let Some(flow) = classifier.remove(id) {
             self.timed_flows -= usize::from(flow.entry.has_timeout());
         }
-        self.flush_fast_path();
         true
-    }
-
-    /// "show flows": every flow with its instructions, counters, cookie and age (seconds since
-    /// it started to count, to the millisecond: OpenFlow's flow duration), then one row with
-    /// the fast path's statistics.
-    fn flow_table(&mut self, ctx: &CommandContext<'_>) -> Table {
-        let hz = self.ticks_per_second;
-        let name = |port: u16| ctx.port_name(port);
-        self.fold_all();
-        // References, not copies: only the rows shown are rendered.
-        let mut flows: Vec<(usize, &FlowState)> = self
-            .pipeline
-            .tables
-            .iter()
-            .enumerate()
-            .flat_map(|(table, classifier)| classifier.iter().map(move |(.., f)| (table, f)))
-            .collect();
-        flows.sort_by_key(|(table, f)| (*table, std::cmp::Reverse(f.entry.priority)));
-        let mut rows: Vec<Vec<String>> = flows
-            .iter()
-            .take(MAX_SHOW_ROWS)
-            .map(|(table, f)| {
-                let e = &f.entry;
-                vec![
-                    table.to_string(),
-                    e.priority.to_string(),
-                    fields::match_text(&e.matcher, &name),
-                    fields::actions_text(&e.actions, &name),
-                    e.goto.map_or_else(|| "-".into(), |g| g.to_string()),
-                    e.idle_timeout.to_string(),
-                    e.hard_timeout.to_string(),
-                    f.packets.to_string(),
-                    f.bytes.to_string(),
-                    format!("{:#x}", e.cookie),
-                    age_text(f, ctx.now, hz),
-                    if e.send_flow_removed {
-                        "send_flow_rem"
-                    } else {
-                        "-"
-                    }
-                    .into(),
-                ]
-            })
-            .collect();
-        if flows.len() > rows.len() {
-            let mut more = vec![String::new(); 12];
-            more[0] = format!("... {} more", flows.len() - rows.len());
-            rows.push(more);
-        }
-        let c = self.counters();
-        let mut cache = vec![String::new(); 12];
-        cache[0] = "cache".into();
-        cache[2] = format!(
-            "cache_hits={} classifier_hits={} slow_path={} megaflows={} table_misses={}",
-            c.cache_hits,
-            c.classifier_hits,
-            c.slow_path,
-            self.megaflows(),
-            c.table_misses
-        );
-        rows.push(cache);
-        Table {
-            columns: [
-                "table", "priority", "match", "actions", "goto", "idle", "hard", "packets",
-                "bytes", "cookie", "age", "flags",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows,
-        }
     }
 
     /// Every flow with its counters, table by table (`&mut`: the fast path's pending counts are
@@ -628,18 +584,6 @@ impl OpenFlow {
     }
 }
 
-/// Seconds since `flow` started to count at TSC `now` (`hz` ticks a second), to the
-/// millisecond; 0 before its first batch.
-fn age_text(flow: &FlowState, now: u64, hz: u64) -> String {
-    let ticks = if flow.stamped {
-        now.saturating_sub(flow.installed)
-    } else {
-        0
-    };
-    let millis = u128::from(ticks) * 1000 / u128::from(hz.max(1));
-    format!("{}.{:03}", millis / 1000, millis % 1000)
-}
-
 /// Whether a batch of `len` packets that made `runs` runs (or groups) came in trains of one
 /// flow, two packets a run on average or more. The groups of [`OpenFlow::run`] then save more
 /// (one stored result read and counted per train) than they cost; for a batch of distinct
@@ -705,29 +649,13 @@ impl App for OpenFlow {
     }
 
     fn command(&mut self, command: AppCommand, ctx: &CommandContext<'_>) -> AppReply {
-        let port = |name: &str| ctx.port_index(name);
         match command {
-            AppCommand::FlowAdd(rule) => match fields::flow_rule(&rule, &port) {
-                Ok(ParsedFlow { table, entry }) => match self.add_flow(table, entry) {
-                    Ok(()) => AppReply::Done,
-                    Err(error) => AppReply::Refused(error.to_string()),
-                },
-                Err(error) => AppReply::Refused(format!("{error} (ports: {})", ctx.port_names())),
-            },
-            AppCommand::FlowRemove(rule) => match fields::flow_rule(&rule, &port) {
-                Ok(ParsedFlow { table, entry }) => {
-                    if self.remove_flow(table, entry.priority, &entry.matcher) {
-                        AppReply::Done
-                    } else {
-                        AppReply::Refused(format!(
-                            "no flow in table {table} with priority {} and exactly this match; \
-                             `show flows` lists them",
-                            entry.priority
-                        ))
-                    }
-                }
-                Err(error) => AppReply::Refused(error.to_string()),
-            },
+            AppCommand::FlowAdd(rule) => self.one_edit(&FlowEdit::Add(rule), ctx),
+            AppCommand::FlowRemove(rule) => self.one_edit(&FlowEdit::Remove(rule), ctx),
+            AppCommand::FlowEdits(edits) => AppReply::Edits(self.apply_edits(&edits, ctx)),
+            AppCommand::FlowPage { table, start } => {
+                AppReply::Table(self.flow_page(table, start, ctx))
+            }
             AppCommand::ShowFlows => AppReply::Table(self.flow_table(ctx)),
             _ => AppReply::Unsupported,
         }

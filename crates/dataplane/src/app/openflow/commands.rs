@@ -1,0 +1,180 @@
+//! The control socket's flow commands on the openflow app: `flow add` / `flow del`, the
+//! OpenFlow agent's runs of changes ([`AppCommand::FlowEdits`](crate::command::AppCommand)),
+//! `show flows`, and the bounded pages of the flow table the agent reads its statistics and
+//! selections from. Every change goes through [`OpenFlow::apply_edits`], one at a time or a
+//! run at once.
+
+use crate::app::fields::{self, ParsedFlow};
+use crate::app::{CommandContext, MAX_SHOW_ROWS};
+use crate::command::{AppReply, FLOW_PAGE_MORE, FLOW_PAGE_SLOTS, FlowEdit, Table};
+
+use super::OpenFlow;
+use super::table::FlowState;
+
+/// The columns of `show flows` and of a flow page.
+const COLUMNS: [&str; 12] = [
+    "table", "priority", "match", "actions", "goto", "idle", "hard", "packets", "bytes", "cookie",
+    "age", "flags",
+];
+
+impl OpenFlow {
+    /// Applies `edits` in order, each read and checked on its own, so one refused leaves
+    /// the others applied; the counts are folded once before and the fast path invalidated
+    /// once after, not per edit (installing 100 000 flows is then a few hundred commands
+    /// with one flush each, not 100 000). Per edit `None` when applied, else why not.
+    /// Between batches.
+    pub(super) fn apply_edits(
+        &mut self,
+        edits: &[FlowEdit],
+        ctx: &CommandContext<'_>,
+    ) -> Vec<Option<String>> {
+        let port = |name: &str| ctx.port_index(name);
+        self.fold_all();
+        let mut changed = false;
+        let results = edits
+            .iter()
+            .map(|edit| match edit {
+                FlowEdit::Add(rule) => match fields::flow_rule(rule, &port) {
+                    Ok(ParsedFlow { table, entry }) => {
+                        let (touched, result) = self.insert_flow(table, entry);
+                        changed |= touched;
+                        result.err().map(|error| error.to_string())
+                    }
+                    Err(error) => Some(format!("{error} (ports: {})", ctx.port_names())),
+                },
+                FlowEdit::Remove(rule) => match fields::flow_rule(rule, &port) {
+                    Ok(ParsedFlow { table, entry }) => {
+                        if self.take_flow(table, entry.priority, &entry.matcher) {
+                            changed = true;
+                            None
+                        } else {
+                            Some(format!(
+                                "no flow in table {table} with priority {} and exactly this \
+                                 match; `show flows` lists them",
+                                entry.priority
+                            ))
+                        }
+                    }
+                    Err(error) => Some(error.to_string()),
+                },
+            })
+            .collect();
+        if changed {
+            self.flush_fast_path();
+        }
+        results
+    }
+
+    /// `flow add` or `flow del`: a run of one.
+    pub(super) fn one_edit(&mut self, edit: &FlowEdit, ctx: &CommandContext<'_>) -> AppReply {
+        match self.apply_edits(std::slice::from_ref(edit), ctx).pop() {
+            Some(Some(why)) => AppReply::Refused(why),
+            _ => AppReply::Done,
+        }
+    }
+
+    /// The row of `flow` (in `table`) as `show flows` shows it.
+    fn flow_row(&self, table: usize, flow: &FlowState, ctx: &CommandContext<'_>) -> Vec<String> {
+        let name = |port: u16| ctx.port_name(port);
+        let e = &flow.entry;
+        vec![
+            table.to_string(),
+            e.priority.to_string(),
+            fields::match_text(&e.matcher, &name),
+            fields::actions_text(&e.actions, &name),
+            e.goto.map_or_else(|| "-".into(), |g| g.to_string()),
+            e.idle_timeout.to_string(),
+            e.hard_timeout.to_string(),
+            flow.packets.to_string(),
+            flow.bytes.to_string(),
+            format!("{:#x}", e.cookie),
+            age_text(flow, ctx.now, self.ticks_per_second),
+            if e.send_flow_removed {
+                "send_flow_rem"
+            } else {
+                "-"
+            }
+            .into(),
+        ]
+    }
+
+    /// "show flows": every flow with its instructions, counters, cookie and age (seconds since
+    /// it started to count, to the millisecond: OpenFlow's flow duration), at most
+    /// [`MAX_SHOW_ROWS`] of them, then one row with the fast path's statistics.
+    pub(super) fn flow_table(&mut self, ctx: &CommandContext<'_>) -> Table {
+        self.fold_all();
+        // References, not copies: only the rows shown are rendered.
+        let mut flows: Vec<(usize, &FlowState)> = self
+            .pipeline
+            .tables
+            .iter()
+            .enumerate()
+            .flat_map(|(table, classifier)| classifier.iter().map(move |(.., f)| (table, f)))
+            .collect();
+        flows.sort_by_key(|(table, f)| (*table, std::cmp::Reverse(f.entry.priority)));
+        let mut rows: Vec<Vec<String>> = flows
+            .iter()
+            .take(MAX_SHOW_ROWS)
+            .map(|&(table, f)| self.flow_row(table, f, ctx))
+            .collect();
+        if flows.len() > rows.len() {
+            let mut more = vec![String::new(); COLUMNS.len()];
+            more[0] = format!("... {} more", flows.len() - rows.len());
+            rows.push(more);
+        }
+        let c = self.counters();
+        let mut cache = vec![String::new(); COLUMNS.len()];
+        cache[0] = "cache".into();
+        cache[2] = format!(
+            "cache_hits={} classifier_hits={} slow_path={} megaflows={} table_misses={}",
+            c.cache_hits,
+            c.classifier_hits,
+            c.slow_path,
+            self.megaflows(),
+            c.table_misses
+        );
+        rows.push(cache);
+        Table {
+            columns: COLUMNS.map(String::from).to_vec(),
+            rows,
+        }
+    }
+
+    /// The flows of `table` in slots `start..start + FLOW_PAGE_SLOTS`, in slot order, as
+    /// `show flows` shows them, then a [`FLOW_PAGE_MORE`] row when the table has slots
+    /// beyond: at most a page's rows rendered per command, whatever the number of flows.
+    pub(super) fn flow_page(&mut self, table: u8, start: u32, ctx: &CommandContext<'_>) -> Table {
+        self.fold_all();
+        let mut rows = Vec::new();
+        if let Some(classifier) = self.pipeline.tables.get(usize::from(table)) {
+            let start = start as usize;
+            let end = start.saturating_add(FLOW_PAGE_SLOTS as usize);
+            rows.extend(
+                classifier
+                    .iter_slots(start..end)
+                    .map(|(.., flow)| self.flow_row(usize::from(table), flow, ctx)),
+            );
+            if classifier.slots() > end {
+                let mut more = vec![String::new(); COLUMNS.len()];
+                more[0] = FLOW_PAGE_MORE.into();
+                rows.push(more);
+            }
+        }
+        Table {
+            columns: COLUMNS.map(String::from).to_vec(),
+            rows,
+        }
+    }
+}
+
+/// Seconds since `flow` started to count at TSC `now` (`hz` ticks a second), to the
+/// millisecond; 0 before its first batch.
+fn age_text(flow: &FlowState, now: u64, hz: u64) -> String {
+    let ticks = if flow.stamped {
+        now.saturating_sub(flow.installed)
+    } else {
+        0
+    };
+    let millis = u128::from(ticks) * 1000 / u128::from(hz.max(1));
+    format!("{}.{:03}", millis / 1000, millis % 1000)
+}
