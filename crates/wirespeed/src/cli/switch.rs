@@ -71,9 +71,16 @@ pub fn run(args: SwitchArgs) -> Result<()> {
     privileges::check(&config)?;
     keep_off_worker_cores(&config.switch.cores);
     // Building can take a while (4194304 frames are 8 GiB to map and touch, a walk of GiBs
-    // to link), so say what it does. Ctrl-C keeps its default until the workers run: it ends
-    // the process at once, and the kernel detaches what was attached (BPF links close with
-    // their descriptors) and frees the memory.
+    // to link), so say what it does. Until the workers run, Ctrl-C (or SIGTERM) ends the
+    // process at once, and the kernel detaches what was attached (BPF links close with their
+    // descriptors) and frees the memory. A handler, not the default action: a switch started
+    // in the background by a script inherits SIGINT ignored, and was then deaf to it until its
+    // workers ran.
+    let starting = Arc::new(AtomicBool::new(true));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&starting))
+            .context("installing the start-up signal handler")?;
+    }
     println!("{}", starting_line(&config));
     let build::Built {
         mut workers,
@@ -144,6 +151,8 @@ pub fn run(args: SwitchArgs) -> Result<()> {
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .context("installing signal handler")?;
     }
+    // From here Ctrl-C asks the workers to stop (the flag above) instead of ending at once.
+    starting.store(false, Ordering::SeqCst);
     println!("{}", kept.describe());
     println!("forwarding with {} worker(s); Ctrl-C stops", workers.len());
     let interval = args.stats_interval.map(Duration::from_secs_f64);
