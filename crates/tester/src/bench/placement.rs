@@ -51,8 +51,7 @@
 //! the tester's receive (`t1`'s NAPI thread, on the generator's core) is real-time for every
 //! DuT ([`make_receiver_realtime`]): its ring has no backpressure, and a receive that waited for
 //! the generator's time slice capped every XDP forwarder's zero-loss rate. Real-time is not
-//! enough on a kernel without preemption: there the suite also keeps every other process off
-//! the DuT core while it runs ([`super::shield::CoreShield`]).
+//! enough on a kernel without preemption ([`super::shield::CoreShield`] says why).
 //!
 //! A thread's nice value only weighs it against the threads of its own *autogroup* (with
 //! `kernel.sched_autogroup_enabled = 1`, each session is one scheduling group, and groups share

@@ -1,4 +1,6 @@
-//! The DuT's core kept for the DuT while an RFC 2544 run lasts (what `cset shield` does).
+//! The DuT's core kept for the DuT while a benchmark runs (what `cset shield` does). Not raised
+//! by the suites yet: raised by one benchmark process it narrows another running beside it
+//! (parallel lab tests), whose placement then fails; it needs an explicit option first.
 //!
 //! Kernels built without kernel preemption (PREEMPT_NONE, or PREEMPT_DYNAMIC left at "none",
 //! which kernel lockdown may forbid changing, as on the development VM) switch to a woken

@@ -100,8 +100,7 @@ pub struct CompareArgs {
     #[arg(long)]
     receiver_cpu: Option<usize>,
     /// Nice value of the generator thread and the NAPI threads of the DuT's ingress and the
-    /// tester's receive (`off`: leave them alone), and other processes kept off the DuT core
-    /// while it runs, as in `bench rfc2544`.
+    /// tester's receive (`off`: leave them alone), as in `bench rfc2544`.
     #[arg(long, default_value = "-20", allow_hyphen_values = true, value_parser = numbers::nice_or_off())]
     nice: numbers::Nice,
     /// How a rate's trials decide whether it passes, and how they receive, as in `bench

@@ -119,9 +119,7 @@ pub struct Rfc2544Args {
     /// Nice value of the generator thread and the NAPI threads of the DuT's ingress and the
     /// tester's receive (`off`: leave them alone). At -20 other jobs on a shared machine barely
     /// preempt them: a preempted generator sends in bursts, a preempted NAPI thread stalls the
-    /// path, and either shows as DuT loss. The DuT's own threads keep their priority. While
-    /// the run lasts, other processes are also kept off the DuT core (restored after); `off`
-    /// leaves them alone too.
+    /// path, and either shows as DuT loss. The DuT's own threads keep their priority.
     #[arg(long, default_value = "-20", allow_hyphen_values = true, value_parser = numbers::nice_or_off())]
     nice: numbers::Nice,
     /// Core of the tester's receive NAPI thread (default: the generator's core). Not the DuT
