@@ -27,9 +27,7 @@ pub fn set_thread_affinity(tid: u32, cores: &[usize]) -> std::io::Result<()> {
         // SAFETY: `core` is below CPU_SETSIZE (checked above), so CPU_SET writes inside `set`.
         unsafe { libc::CPU_SET(core, &mut set) };
     }
-    let pid = libc::pid_t::try_from(tid).map_err(|_| {
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, "thread id out of range")
-    })?;
+    let pid = kernel_tid(tid)?;
     // SAFETY: the set is initialised and its size is passed; the kernel only reads it.
     let rc = unsafe { libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if rc != 0 {
@@ -38,11 +36,16 @@ pub fn set_thread_affinity(tid: u32, cores: &[usize]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `tid` as the kernel's pid_t (0: the calling thread).
+fn kernel_tid(tid: u32) -> std::io::Result<libc::pid_t> {
+    libc::pid_t::try_from(tid).map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "thread id out of range")
+    })
+}
+
 /// The cores thread `tid` (0: the calling thread) may run on, in order.
 pub fn thread_affinity(tid: u32) -> std::io::Result<Vec<usize>> {
-    let pid = libc::pid_t::try_from(tid).map_err(|_| {
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, "thread id out of range")
-    })?;
+    let pid = kernel_tid(tid)?;
     // SAFETY: cpu_set_t is a plain bit array for which all-zero is the valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: the pointer and size describe `set`, which the kernel writes and which outlives
