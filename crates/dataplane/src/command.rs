@@ -126,6 +126,15 @@ pub enum AppCommand {
     /// FLOW_MODs between two barriers. Shared by every worker's command; the sender keeps
     /// its reference until every worker answered, so the edits are freed on its thread.
     FlowEdits(Arc<[FlowEdit]>),
+    /// One part of a transaction: these edits apply in order, all of them or, when one is
+    /// refused, none of the transaction's (every part since the last [`TransactionStep::Last`]
+    /// or [`TransactionStep::Abort`] is undone): the OpenFlow agent's bundle commits. A commit
+    /// comes in parts of a bounded size so that a worker is never held for long; between
+    /// parts, packets may see part of it.
+    FlowTransaction {
+        edits: Arc<[FlowEdit]>,
+        step: TransactionStep,
+    },
     /// The flows of `table` whose slots are in `start..start + FLOW_PAGE_SLOTS`, in slot
     /// order, as [`AppCommand::ShowFlows`] shows them: flow statistics and selections over
     /// any number of flows, one bounded page at a time.
@@ -154,6 +163,7 @@ impl AppCommand {
             AppCommand::FlowAdd(_) => "flow add",
             AppCommand::FlowRemove(_) => "flow del",
             AppCommand::FlowEdits(_) => "flow edits",
+            AppCommand::FlowTransaction { .. } => "flow transaction",
             AppCommand::FlowPage { .. } => "flow page",
             AppCommand::ReplaceAcl(_) => "acl load",
         }
@@ -209,6 +219,18 @@ pub enum FlowEdit {
     Remove(FlowRule),
 }
 
+/// Where an [`AppCommand::FlowTransaction`] part stands in its transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransactionStep {
+    /// More parts follow: the worker keeps what undoes this one.
+    Part,
+    /// The last part: applied whole, the transaction is done and cannot be undone.
+    Last,
+    /// Undo every part applied so far (the sender gave up, e.g. another worker refused);
+    /// its edits are ignored.
+    Abort,
+}
+
 /// Classifier slots one [`AppCommand::FlowPage`] covers: a page's rows stay bounded (and its
 /// worker's pause short) whatever the number of flows.
 pub const FLOW_PAGE_SLOTS: u32 = 4096;
@@ -251,7 +273,8 @@ pub enum AppReply {
     Table(Table),
     /// Applied; this is what it replaced, to be dropped by the receiver.
     Retired(Retired),
-    /// To [`AppCommand::FlowEdits`]: per edit, in order, `None` when applied, else why not.
+    /// To [`AppCommand::FlowEdits`] and [`AppCommand::FlowTransaction`]: per edit, in order,
+    /// `None` when applied (or not refused, in a transaction undone), else why not.
     Edits(Vec<Option<String>>),
 }
 

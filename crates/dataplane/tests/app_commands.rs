@@ -15,8 +15,8 @@ use wirespeed_dataplane::app::router::{
 };
 use wirespeed_dataplane::app::{App, TableFill};
 use wirespeed_dataplane::command::{
-    AclAction, AclRule, AppCommand, AppReply, COMMAND_EVERY, Command, ControlEnd, FlowRule,
-    Neighbour, ReplyBody, Retired, Routes, Table,
+    AclAction, AclRule, AppCommand, AppReply, COMMAND_EVERY, Command, ControlEnd, FlowEdit,
+    FlowRule, Neighbour, ReplyBody, Retired, Routes, Table, TransactionStep,
 };
 use wirespeed_dataplane::stage::acl::AclConfig;
 use wirespeed_dataplane::stage::vlan::VlanMode;
@@ -794,6 +794,113 @@ fn flows_added_and_removed_at_run_time_decide_the_next_batch() {
     let bad = flow(1, &[("table", "9")], &["drop"]);
     let why = refused(call(&mut rig, &mut control, AppCommand::FlowAdd(bad)));
     assert!(why.contains("table 9"), "{why}");
+    finish(rig);
+}
+
+/// A transaction (the OpenFlow agent's bundle commit) applies part by part and, when an edit
+/// of any part is refused, leaves the tables as they were before its first part: replaced
+/// flows come back with their counters, added ones go. An abort undoes the parts too.
+#[test]
+fn a_flow_transaction_applies_whole_or_not_at_all() {
+    let app = OpenFlow::new(OpenFlowConfig {
+        ports: 3,
+        ..OpenFlowConfig::default()
+    });
+    let mut rig = Rig::new(Box::new(app), 3, 32);
+    let mut control = rig.commands();
+    let frame = udp4("10.9.0.1", 53);
+    let to_p2 = flow(10, &[("ip_dst", "10.0.0.0/8")], &["output:p2"]);
+    done(call(&mut rig, &mut control, AppCommand::FlowAdd(to_p2)));
+    let out = rig.exchange(0, std::slice::from_ref(&frame));
+    assert_eq!(out[2], std::slice::from_ref(&frame));
+    let part = |rig: &mut Rig, control: &mut ControlEnd, edits: Vec<FlowRule>, step| {
+        let edits: Arc<[FlowEdit]> = edits.into_iter().map(FlowEdit::Add).collect();
+        match call(rig, control, AppCommand::FlowTransaction { edits, step }) {
+            AppReply::Edits(results) => results,
+            other => panic!("expected per-edit results, got {other:?}"),
+        }
+    };
+    let to_p1 = flow(10, &[("ip_dst", "10.0.0.0/8")], &["output:p1"]);
+    let dns = flow(
+        20,
+        &[
+            ("eth_type", "0x0800"),
+            ("ip_proto", "udp"),
+            ("l4_dst", "53"),
+        ],
+        &["drop"],
+    );
+    let other = flow(5, &[("ip_dst", "192.0.2.0/24")], &["output:p1"]);
+    let bad = flow(5, &[], &["output:p9"]);
+
+    // The first part replaces the flow: packets between parts see it.
+    assert_eq!(
+        part(
+            &mut rig,
+            &mut control,
+            vec![to_p1.clone()],
+            TransactionStep::Part
+        ),
+        [None]
+    );
+    let out = rig.exchange(0, std::slice::from_ref(&frame));
+    assert_eq!(out[1], std::slice::from_ref(&frame));
+    // A refusal in the last part undoes both parts.
+    let results = part(
+        &mut rig,
+        &mut control,
+        vec![dns.clone(), bad, other.clone()],
+        TransactionStep::Last,
+    );
+    assert_eq!(results[0], None);
+    assert!(results[1].as_deref().unwrap().contains("p9"), "{results:?}");
+    assert_eq!(results[2], None);
+    let out = rig.exchange(0, std::slice::from_ref(&frame));
+    assert_eq!(out[2], std::slice::from_ref(&frame), "the old flow is back");
+    let shown = table(call(&mut rig, &mut control, AppCommand::ShowFlows));
+    assert_eq!(shown.rows.len(), 2, "one flow and the cache row: {shown:?}");
+    assert_eq!(shown.rows[0][3], "output:p2");
+    assert_eq!(shown.rows[0][7], "2", "its packets kept");
+
+    // An abort undoes the parts applied.
+    assert_eq!(
+        part(
+            &mut rig,
+            &mut control,
+            vec![dns.clone()],
+            TransactionStep::Part
+        ),
+        [None]
+    );
+    assert_eq!(
+        part(&mut rig, &mut control, Vec::new(), TransactionStep::Abort),
+        []
+    );
+    let out = rig.exchange(0, std::slice::from_ref(&frame));
+    assert_eq!(out[2], std::slice::from_ref(&frame));
+
+    // Parts that all apply stay.
+    assert_eq!(
+        part(
+            &mut rig,
+            &mut control,
+            vec![to_p1, other],
+            TransactionStep::Part
+        ),
+        [None, None]
+    );
+    assert_eq!(
+        part(&mut rig, &mut control, vec![dns], TransactionStep::Last),
+        [None]
+    );
+    let out = rig.exchange(0, std::slice::from_ref(&frame));
+    assert!(out.iter().all(Vec::is_empty), "the DNS flow drops it");
+    let shown = table(call(&mut rig, &mut control, AppCommand::ShowFlows));
+    assert_eq!(
+        shown.rows.len(),
+        4,
+        "three flows and the cache row: {shown:?}"
+    );
     finish(rig);
 }
 

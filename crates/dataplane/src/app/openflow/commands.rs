@@ -6,7 +6,8 @@
 
 use crate::app::fields::{self, ParsedFlow};
 use crate::app::{CommandContext, MAX_SHOW_ROWS};
-use crate::command::{AppReply, FLOW_PAGE_MORE, FLOW_PAGE_SLOTS, FlowEdit, Table};
+use crate::command::{AppReply, FLOW_PAGE_MORE, FLOW_PAGE_SLOTS, FlowEdit, Table, TransactionStep};
+use crate::table::classifier::FlowMatch;
 
 use super::OpenFlow;
 use super::table::FlowState;
@@ -28,41 +29,120 @@ impl OpenFlow {
         edits: &[FlowEdit],
         ctx: &CommandContext<'_>,
     ) -> Vec<Option<String>> {
-        let port = |name: &str| ctx.port_index(name);
         self.fold_all();
         let mut changed = false;
         let results = edits
             .iter()
-            .map(|edit| match edit {
-                FlowEdit::Add(rule) => match fields::flow_rule(rule, &port) {
-                    Ok(ParsedFlow { table, entry }) => {
-                        let (touched, result) = self.insert_flow(table, entry);
-                        changed |= touched;
-                        result.err().map(|error| error.to_string())
-                    }
-                    Err(error) => Some(format!("{error} (ports: {})", ctx.port_names())),
-                },
-                FlowEdit::Remove(rule) => match fields::flow_rule(rule, &port) {
-                    Ok(ParsedFlow { table, entry }) => {
-                        if self.take_flow(table, entry.priority, &entry.matcher) {
-                            changed = true;
-                            None
-                        } else {
-                            Some(format!(
-                                "no flow in table {table} with priority {} and exactly this \
-                                 match; `show flows` lists them",
-                                entry.priority
-                            ))
-                        }
-                    }
-                    Err(error) => Some(error.to_string()),
-                },
+            .map(|edit| match self.apply_edit(edit, ctx) {
+                Ok(undo) => {
+                    changed |= undo.is_some();
+                    None
+                }
+                Err(why) => Some(why),
             })
             .collect();
         if changed {
             self.flush_fast_path();
         }
         results
+    }
+
+    /// One part of a transaction ([`crate::command::AppCommand::FlowTransaction`]): `edits`
+    /// in order, stopping at the first refused; then every part of the transaction applied so
+    /// far is undone, newest first, and the refused edit's answer says why. An abort undoes
+    /// them too. Per edit `None` unless refused.
+    pub(super) fn apply_transaction(
+        &mut self,
+        edits: &[FlowEdit],
+        step: TransactionStep,
+        ctx: &CommandContext<'_>,
+    ) -> Vec<Option<String>> {
+        self.fold_all();
+        let mut results = vec![None; edits.len()];
+        let mut refused = step == TransactionStep::Abort;
+        if !refused {
+            for (edit, result) in edits.iter().zip(&mut results) {
+                match self.apply_edit(edit, ctx) {
+                    Ok(undo) => self.transaction.extend(undo),
+                    Err(why) => {
+                        *result = Some(why);
+                        refused = true;
+                        break;
+                    }
+                }
+            }
+        }
+        let changed = !self.transaction.is_empty();
+        if refused {
+            while let Some(undo) = self.transaction.pop() {
+                self.undo(undo);
+            }
+        } else if step == TransactionStep::Last {
+            self.transaction.clear();
+        }
+        if changed {
+            self.flush_fast_path();
+        }
+        results
+    }
+
+    /// Applies one edit (no fold, no invalidation): what undoes it (`None`: nothing
+    /// changed), or why it was refused.
+    fn apply_edit(
+        &mut self,
+        edit: &FlowEdit,
+        ctx: &CommandContext<'_>,
+    ) -> Result<Option<Undo>, String> {
+        let port = |name: &str| ctx.port_index(name);
+        match edit {
+            FlowEdit::Add(rule) => match fields::flow_rule(rule, &port) {
+                Ok(ParsedFlow { table, entry }) => {
+                    let (priority, matcher) = (entry.priority, entry.matcher);
+                    match self.insert_flow(table, entry) {
+                        (_, Ok(replaced)) => Ok(Some(Undo::Added {
+                            table,
+                            priority,
+                            matcher,
+                            replaced,
+                        })),
+                        (_, Err(error)) => Err(error.to_string()),
+                    }
+                }
+                Err(error) => Err(format!("{error} (ports: {})", ctx.port_names())),
+            },
+            FlowEdit::Remove(rule) => match fields::flow_rule(rule, &port) {
+                Ok(ParsedFlow { table, entry }) => {
+                    match self.take_flow(table, entry.priority, &entry.matcher) {
+                        Some(flow) => Ok(Some(Undo::Removed { table, flow })),
+                        None => Err(format!(
+                            "no flow in table {table} with priority {} and exactly this \
+                             match; `show flows` lists them",
+                            entry.priority
+                        )),
+                    }
+                }
+                Err(error) => Err(error.to_string()),
+            },
+        }
+    }
+
+    /// Reverts one applied edit: an added flow goes and the one it replaced comes back; a
+    /// removed flow comes back, its counters and age kept.
+    fn undo(&mut self, undo: Undo) {
+        match undo {
+            Undo::Added {
+                table,
+                priority,
+                matcher,
+                replaced,
+            } => {
+                self.take_flow(table, priority, &matcher);
+                if let Some(flow) = replaced {
+                    self.restore_flow(table, flow);
+                }
+            }
+            Undo::Removed { table, flow } => self.restore_flow(table, flow),
+        }
     }
 
     /// `flow add` or `flow del`: a run of one.
@@ -165,6 +245,20 @@ impl OpenFlow {
             rows,
         }
     }
+}
+
+/// What undoes one edit of a transaction.
+#[derive(Debug)]
+pub(super) enum Undo {
+    /// A flow was added to `table`, replacing `replaced` if there was one.
+    Added {
+        table: u8,
+        priority: u16,
+        matcher: FlowMatch,
+        replaced: Option<FlowState>,
+    },
+    /// `flow` was removed from `table`.
+    Removed { table: u8, flow: FlowState },
 }
 
 /// Seconds since `flow` started to count at TSC `now` (`hz` ticks a second), to the

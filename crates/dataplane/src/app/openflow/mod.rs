@@ -169,6 +169,9 @@ pub struct OpenFlow {
     /// the whole table (a scan of every flow after each add made installing 100 000 flows
     /// quadratic, 76 s, and stalled the worker's batches).
     unstamped: Vec<(u8, RuleId)>,
+    /// What undoes the parts of the transaction under way ([`AppCommand::FlowTransaction`]),
+    /// in the order they were applied.
+    transaction: Vec<commands::Undo>,
     /// Flows with an idle or hard timeout: without any, nothing is swept.
     timed_flows: usize,
     /// A megaflow was refused in the last batch.
@@ -221,6 +224,7 @@ impl OpenFlow {
             ticks_per_second,
             next_sweep: 0,
             unstamped: Vec::new(),
+            transaction: Vec::new(),
             timed_flows: 0,
             megaflows_full: false,
             expired: Vec::new(),
@@ -281,24 +285,23 @@ impl OpenFlow {
         if changed {
             self.flush_fast_path();
         }
-        result
+        result.map(drop)
     }
 
     /// [`OpenFlow::add_flow`] without folding the counts first or invalidating the fast path
-    /// after (the caller does both, once for a run of changes); whether the tables changed.
-    fn insert_flow(&mut self, table: u8, entry: FlowEntry) -> (bool, Result<(), FlowError>) {
+    /// after (the caller does both, once for a run of changes): whether the tables changed,
+    /// and the flow the new one replaced, if any (what undoes the add).
+    fn insert_flow(
+        &mut self,
+        table: u8,
+        entry: FlowEntry,
+    ) -> (bool, Result<Option<FlowState>, FlowError>) {
         if let Err(error) = self.check(table, &entry) {
             return (false, Err(error));
         }
+        let priority = entry.priority;
+        let replaced = self.take_flow(table, priority, &entry.matcher);
         let classifier = &mut self.pipeline.tables[usize::from(table)];
-        let priority = u32::from(entry.priority);
-        let mut changed = false;
-        if let Some(old) = classifier.find(priority, &entry.matcher)
-            && let Some(flow) = classifier.remove(old)
-        {
-            changed = true;
-            self.timed_flows -= usize::from(flow.entry.has_timeout());
-        }
         let timed = entry.has_timeout();
         let matcher = entry.matcher;
         let state = FlowState {
@@ -309,19 +312,39 @@ impl OpenFlow {
             last_used: 0,
             stamped: false,
         };
-        match classifier.insert(priority, matcher, state) {
+        match classifier.insert(u32::from(priority), matcher, state) {
             Ok(id) => {
                 self.unstamped.push((table, id));
                 self.timed_flows += usize::from(timed);
-                (true, Ok(()))
+                (true, Ok(replaced))
             }
-            Err(_) => (
-                changed,
-                Err(FlowError::TableFull {
-                    table,
-                    capacity: self.config.flows_per_table,
-                }),
-            ),
+            Err(_) => {
+                // Only a full table refuses, and a replaced flow made room: unreachable with
+                // one, but the table is left as it was all the same.
+                if let Some(old) = replaced {
+                    self.restore_flow(table, old);
+                }
+                (
+                    false,
+                    Err(FlowError::TableFull {
+                        table,
+                        capacity: self.config.flows_per_table,
+                    }),
+                )
+            }
+        }
+    }
+
+    /// Puts back a flow taken out of `table` (its counters and age kept): what undoes a
+    /// removal or a replacement. It fits: it held its slot until the change it undoes.
+    fn restore_flow(&mut self, table: u8, flow: FlowState) {
+        let priority = u32::from(flow.entry.priority);
+        let timed = flow.entry.has_timeout();
+        let matcher = flow.entry.matcher;
+        if let Some(classifier) = self.pipeline.tables.get_mut(usize::from(table))
+            && classifier.insert(priority, matcher, flow).is_ok()
+        {
+            self.timed_flows += usize::from(timed);
         }
     }
 
@@ -353,25 +376,21 @@ impl OpenFlow {
     /// delete); whether there was one. Between batches.
     pub fn remove_flow(&mut self, table: u8, priority: u16, matcher: &FlowMatch) -> bool {
         self.fold_all();
-        let removed = self.take_flow(table, priority, matcher);
+        let removed = self.take_flow(table, priority, matcher).is_some();
         if removed {
             self.flush_fast_path();
         }
         removed
     }
 
-    /// [`OpenFlow::remove_flow`] without the fold before and the invalidation after.
-    fn take_flow(&mut self, table: u8, priority: u16, matcher: &FlowMatch) -> bool {
-        let Some(classifier) = self.pipeline.tables.get_mut(usize::from(table)) else {
-            return false;
-        };
-        let Some(id) = classifier.find(u32::from(priority), matcher) else {
-            return false;
-        };
-        if let Some(flow) = classifier.remove(id) {
-            self.timed_flows -= usize::from(flow.entry.has_timeout());
-        }
-        true
+    /// [`OpenFlow::remove_flow`] without the fold before and the invalidation after: the flow
+    /// removed, if there was one.
+    fn take_flow(&mut self, table: u8, priority: u16, matcher: &FlowMatch) -> Option<FlowState> {
+        let classifier = self.pipeline.tables.get_mut(usize::from(table))?;
+        let id = classifier.find(u32::from(priority), matcher)?;
+        let flow = classifier.remove(id)?;
+        self.timed_flows -= usize::from(flow.entry.has_timeout());
+        Some(flow)
     }
 
     /// Every flow with its counters, table by table (`&mut`: the fast path's pending counts are
@@ -653,6 +672,9 @@ impl App for OpenFlow {
             AppCommand::FlowAdd(rule) => self.one_edit(&FlowEdit::Add(rule), ctx),
             AppCommand::FlowRemove(rule) => self.one_edit(&FlowEdit::Remove(rule), ctx),
             AppCommand::FlowEdits(edits) => AppReply::Edits(self.apply_edits(&edits, ctx)),
+            AppCommand::FlowTransaction { edits, step } => {
+                AppReply::Edits(self.apply_transaction(&edits, step, ctx))
+            }
             AppCommand::FlowPage { table, start } => {
                 AppReply::Table(self.flow_page(table, start, ctx))
             }
