@@ -40,6 +40,7 @@ errors! {
         BAD_REQUEST_TYPE = 1 "BAD_TYPE",
         BAD_REQUEST_MULTIPART = 2 "BAD_MULTIPART",
         BAD_REQUEST_EXPERIMENTER = 3 "BAD_EXPERIMENTER",
+        BAD_REQUEST_EXP_TYPE = 4 "BAD_EXP_TYPE",
         BAD_REQUEST_EPERM = 5 "EPERM",
         BAD_REQUEST_LEN = 6 "BAD_LEN",
         BAD_REQUEST_BUFFER_UNKNOWN = 8 "BUFFER_UNKNOWN",
@@ -116,6 +117,32 @@ errors! {
         TABLE_FEATURES_BAD_TABLE = 0 "BAD_TABLE",
         TABLE_FEATURES_EPERM = 5 "EPERM",
     }
+    // OFPET_EXPERIMENTER errors of the ONF (the only experimenter the switch answers for):
+    // the bundles of OpenFlow 1.4's OFPET_BUNDLE_FAILED, code n as exp_type 2300 + n.
+    0xffff "ONF_BUNDLE_FAILED" {
+        BUNDLE_UNKNOWN = 2300 "UNKNOWN",
+        BUNDLE_EPERM = 2301 "EPERM",
+        BUNDLE_BAD_ID = 2302 "BAD_ID",
+        BUNDLE_EXIST = 2303 "BUNDLE_EXIST",
+        BUNDLE_CLOSED = 2304 "BUNDLE_CLOSED",
+        BUNDLE_OUT_OF_BUNDLES = 2305 "OUT_OF_BUNDLES",
+        BUNDLE_BAD_TYPE = 2306 "BAD_TYPE",
+        BUNDLE_BAD_FLAGS = 2307 "BAD_FLAGS",
+        BUNDLE_MSG_BAD_LEN = 2308 "MSG_BAD_LEN",
+        BUNDLE_MSG_BAD_XID = 2309 "MSG_BAD_XID",
+        BUNDLE_MSG_UNSUP = 2310 "MSG_UNSUP",
+        BUNDLE_MSG_CONFLICT = 2311 "MSG_CONFLICT",
+        BUNDLE_MSG_TOO_MANY = 2312 "MSG_TOO_MANY",
+        BUNDLE_MSG_FAILED = 2313 "MSG_FAILED",
+        BUNDLE_TIMEOUT = 2314 "TIMEOUT",
+        BUNDLE_IN_PROGRESS = 2315 "BUNDLE_IN_PROGRESS",
+    }
+}
+
+impl OfError {
+    /// `type` of an experimenter's error (OFPET_EXPERIMENTER): its `code` is the
+    /// experimenter's `exp_type`, and the experimenter id precedes the data.
+    pub const EXPERIMENTER: u16 = 0xffff;
 }
 
 impl std::error::Error for OfError {}

@@ -12,6 +12,7 @@
 #![deny(unsafe_code)]
 
 pub mod action;
+pub mod bundle;
 mod bytes;
 mod error;
 pub mod message;
@@ -19,6 +20,7 @@ pub mod multipart;
 pub mod oxm;
 
 pub use action::{Action, Instruction};
+pub use bundle::{BundleAdd, BundleControl};
 pub use error::OfError;
 pub use message::{DecodeError, Header, Message, VERSION};
 pub use oxm::{Match, Oxm};

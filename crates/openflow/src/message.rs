@@ -11,6 +11,9 @@ use crate::OfError;
 use crate::action::{
     Action, Instruction, emit_actions, emit_instructions, read_actions, read_instructions,
 };
+use crate::bundle::{
+    BUNDLE_ADD_MESSAGE, BUNDLE_CONTROL, BundleAdd, BundleControl, ONF_EXPERIMENTER,
+};
 use crate::bytes::{Reader, Writer, len_since};
 use crate::multipart::{MultipartReply, MultipartRequest};
 use crate::oxm::Match;
@@ -339,6 +342,10 @@ pub enum Message {
     GetAsyncRequest,
     GetAsyncReply(AsyncConfig),
     SetAsync(AsyncConfig),
+    /// ONF extension 230's BUNDLE_CONTROL ([`crate::bundle`]).
+    BundleControl(BundleControl),
+    /// ONF extension 230's BUNDLE_ADD_MESSAGE ([`crate::bundle`]).
+    BundleAdd(BundleAdd),
 }
 
 /// Message types (`ofp_type`).
@@ -347,6 +354,7 @@ mod kind {
     pub const ERROR: u8 = 1;
     pub const ECHO_REQUEST: u8 = 2;
     pub const ECHO_REPLY: u8 = 3;
+    pub const EXPERIMENTER: u8 = 4;
     pub const FEATURES_REQUEST: u8 = 5;
     pub const FEATURES_REPLY: u8 = 6;
     pub const GET_CONFIG_REQUEST: u8 = 7;
@@ -399,6 +407,7 @@ impl Message {
             Message::GetAsyncRequest => kind::GET_ASYNC_REQUEST,
             Message::GetAsyncReply(_) => kind::GET_ASYNC_REPLY,
             Message::SetAsync(_) => kind::SET_ASYNC,
+            Message::BundleControl(_) | Message::BundleAdd(_) => kind::EXPERIMENTER,
         }
     }
 
@@ -442,6 +451,9 @@ impl Message {
                     kind: r.u16()?,
                     code: r.u16()?,
                 };
+                if error.kind == OfError::EXPERIMENTER {
+                    r.skip(4)?;
+                }
                 Message::Error {
                     error,
                     data: r.rest().to_vec(),
@@ -571,6 +583,16 @@ impl Message {
                     Message::GetAsyncReply(config)
                 }
             }
+            kind::EXPERIMENTER => {
+                if r.u32()? != ONF_EXPERIMENTER {
+                    return Err(OfError::BAD_REQUEST_EXPERIMENTER);
+                }
+                match r.u32()? {
+                    BUNDLE_CONTROL => Message::BundleControl(BundleControl::read(r)?),
+                    BUNDLE_ADD_MESSAGE => Message::BundleAdd(BundleAdd::read(r)?),
+                    _ => return Err(OfError::BAD_REQUEST_EXP_TYPE),
+                }
+            }
             _ => return Err(OfError::BAD_REQUEST_TYPE),
         };
         if r.is_empty() {
@@ -610,7 +632,20 @@ impl Message {
             Message::Error { error, data } => {
                 out.u16(error.kind);
                 out.u16(error.code);
+                if error.kind == OfError::EXPERIMENTER {
+                    out.u32(ONF_EXPERIMENTER);
+                }
                 out.extend_from_slice(data);
+            }
+            Message::BundleControl(control) => {
+                out.u32(ONF_EXPERIMENTER);
+                out.u32(BUNDLE_CONTROL);
+                control.emit(out);
+            }
+            Message::BundleAdd(add) => {
+                out.u32(ONF_EXPERIMENTER);
+                out.u32(BUNDLE_ADD_MESSAGE);
+                add.emit(out);
             }
             Message::EchoRequest(data) | Message::EchoReply(data) => out.extend_from_slice(data),
             Message::FeaturesRequest

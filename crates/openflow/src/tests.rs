@@ -427,6 +427,70 @@ fn sample_messages() -> Vec<Message> {
     ]
 }
 
+/// The BUNDLE_ADD_MESSAGE `ovs-ofctl -O OpenFlow13 --bundle add-flow` sends for
+/// [`OVS_ADD_FLOW`] in bundle 0 (ONF extension 230), laid out by hand from `ofp_bundle_add_msg`.
+fn ovs_bundle_add() -> Vec<u8> {
+    let mut bytes = vec![
+        0x04, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x02, // header: v4, EXPERIMENTER, length below
+        0x4f, 0x4e, 0x46, 0x00, // experimenter: ONF
+        0x00, 0x00, 0x08, 0xfd, // exp_type 2301: BUNDLE_ADD_MESSAGE
+        0x00, 0x00, 0x00, 0x00, // bundle id 0
+        0x00, 0x00, 0x00, 0x03, // pad, flags ATOMIC | ORDERED
+    ];
+    bytes.extend_from_slice(OVS_ADD_FLOW);
+    let len = bytes.len() as u16;
+    bytes[2..4].copy_from_slice(&len.to_be_bytes());
+    bytes
+}
+
+#[test]
+fn onf_bundles_decode_as_ovs_sends_them_and_errors_name_the_experimenter() {
+    let Message::BundleAdd(add) = decode(&ovs_bundle_add()).unwrap() else {
+        panic!("not a bundle add");
+    };
+    assert_eq!((add.bundle_id, add.flags), (0, 3));
+    assert_eq!(add.message, OVS_ADD_FLOW);
+    assert_eq!(Message::BundleAdd(add).encode(2).unwrap(), ovs_bundle_add());
+    // An inner message longer than what carries it, or shorter than a header.
+    let mut bad = ovs_bundle_add();
+    bad[26..28].copy_from_slice(&0x0100u16.to_be_bytes());
+    assert_eq!(decode(&bad), Err(OfError::BUNDLE_MSG_BAD_LEN));
+    bad[26..28].copy_from_slice(&4u16.to_be_bytes());
+    assert_eq!(decode(&bad), Err(OfError::BUNDLE_MSG_BAD_LEN));
+    // Another experimenter, another ONF message.
+    let mut other = ovs_bundle_add();
+    other[8] = 0;
+    assert_eq!(decode(&other), Err(OfError::BAD_REQUEST_EXPERIMENTER));
+    let mut other = ovs_bundle_add();
+    other[15] = 0xff;
+    assert_eq!(decode(&other), Err(OfError::BAD_REQUEST_EXP_TYPE));
+
+    let open = crate::BundleControl {
+        bundle_id: 9,
+        kind: crate::bundle::control::OPEN_REQUEST,
+        flags: crate::bundle::flags::ATOMIC,
+        properties: Vec::new(),
+    };
+    round_trip(&Message::BundleControl(open.clone()));
+    assert_eq!(open.reply().kind, crate::bundle::control::OPEN_REPLY);
+    // An experimenter error: type 0xffff, exp_type, then the ONF's id before the data.
+    let error = Message::Error {
+        error: OfError::BUNDLE_MSG_FAILED,
+        data: vec![1, 2, 3],
+    };
+    let bytes = error.encode(5).unwrap();
+    assert_eq!(
+        bytes[8..19],
+        [0xff, 0xff, 0x09, 0x09, 0x4f, 0x4e, 0x46, 0x00, 1, 2, 3]
+    );
+    round_trip(&error);
+    assert_eq!(
+        OfError::BUNDLE_MSG_FAILED.to_string(),
+        "ONF_BUNDLE_FAILED/MSG_FAILED"
+    );
+}
+
 #[test]
 fn samples_round_trip() {
     for message in sample_messages() {
