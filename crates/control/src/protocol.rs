@@ -21,7 +21,9 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use wirespeed_dataplane::command::{AppCommand, FlowEdit, FlowRule, Injection, Neighbour};
+use wirespeed_dataplane::command::{
+    AppCommand, FlowEdit, FlowRule, Injection, Neighbour, TransactionStep,
+};
 use wirespeed_dataplane::table::fib::{Ipv4Prefix, Ipv6Prefix};
 use wirespeed_packet::wire::EthernetAddress;
 
@@ -148,6 +150,13 @@ pub enum Request {
     /// between barriers (no request line makes it). The response's `refused` lists
     /// `[index, why]` of the ones refused.
     FlowEdits(Arc<[FlowEdit]>),
+    /// One part of a transaction: the OpenFlow agent's bundle commits (no request line makes
+    /// it). The response as [`Request::FlowEdits`]'s; a refused edit means the workers undid
+    /// the whole transaction.
+    FlowTransaction {
+        edits: Arc<[FlowEdit]>,
+        step: TransactionStep,
+    },
     /// One page of a flow table's slots, as `show flows` shows its flows: the agent's flow
     /// statistics (no request line makes it).
     FlowPage {
@@ -204,6 +213,10 @@ impl Request {
             Request::FlowAdd(rule) => AppCommand::FlowAdd(rule.clone()),
             Request::FlowDel(rule) => AppCommand::FlowRemove(rule.clone()),
             Request::FlowEdits(edits) => AppCommand::FlowEdits(Arc::clone(edits)),
+            Request::FlowTransaction { edits, step } => AppCommand::FlowTransaction {
+                edits: Arc::clone(edits),
+                step: *step,
+            },
             &Request::FlowPage { table, start } => AppCommand::FlowPage { table, start },
             _ => return None,
         })

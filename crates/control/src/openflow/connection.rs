@@ -26,6 +26,10 @@ use wirespeed_openflow::{Header, Match, Message, OfError, VERSION};
 use super::switch::{self, Cursor, Flow, Selection, Switch};
 use super::translate;
 
+mod bundles;
+
+pub use bundles::{MAX_BUNDLE_BYTES, MAX_BUNDLES};
+
 /// How long a connection may take for what.
 #[derive(Clone, Copy, Debug)]
 pub struct Timers {
@@ -199,6 +203,8 @@ pub struct Connection {
     pending: Vec<(FlowEdit, (u32, Vec<u8>))>,
     /// The FLOW statistics reply under way: the peer's later messages wait until it is out.
     dump: Option<Dump>,
+    /// The bundles open ([`bundles`]).
+    bundles: Vec<bundles::Bundle>,
 }
 
 impl Connection {
@@ -232,6 +238,7 @@ impl Connection {
             removed: Vec::new(),
             pending: Vec::new(),
             dump: None,
+            bundles: Vec::new(),
         };
         let hello = Message::Hello {
             bitmap: Some(vec![1 << VERSION]),
@@ -591,6 +598,10 @@ impl Connection {
                     }
                 }
             }
+            Message::BundleControl(request) => {
+                return Ok(self.bundle_control(request, xid, bytes, switch));
+            }
+            Message::BundleAdd(add) => return Ok(self.bundle_add(add, xid, bytes, switch)),
             Message::GroupMod(_) => {
                 // The app has no group table yet.
                 self.refuse(OfError::GROUP_MOD_OUT_OF_GROUPS, xid, bytes);

@@ -587,6 +587,8 @@ mod tests;
 #[cfg(test)]
 mod tests_async;
 #[cfg(test)]
+mod tests_bundles;
+#[cfg(test)]
 mod tests_pipeline;
 #[cfg(test)]
 mod tests_standalone;

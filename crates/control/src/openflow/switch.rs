@@ -16,7 +16,9 @@ use std::time::Duration;
 use serde_json::Value;
 use wirespeed_dataplane::app::fields;
 use wirespeed_dataplane::app::openflow::{Action as AppAction, FlowEntry};
-use wirespeed_dataplane::command::{FLOW_PAGE_MORE, FLOW_PAGE_SLOTS, FlowEdit, FlowRule};
+use wirespeed_dataplane::command::{
+    FLOW_PAGE_MORE, FLOW_PAGE_SLOTS, FlowEdit, FlowRule, TransactionStep,
+};
 use wirespeed_dataplane::table::classifier::FlowMatch;
 use wirespeed_openflow::OfError;
 use wirespeed_openflow::action::port;
@@ -300,9 +302,33 @@ impl Switch<'_> {
         edits: Vec<FlowEdit>,
         refusal: impl Fn(&FlowEdit, &str) -> OfError,
     ) -> Vec<Result<(), OfError>> {
+        self.edit(edits, refusal, Request::FlowEdits)
+    }
+
+    /// Applies one part of a transaction (a bundle's commit, see
+    /// [`AppCommand::FlowTransaction`](wirespeed_dataplane::command::AppCommand)): per edit as
+    /// [`Switch::apply`]; when one is refused, the worker undid every part.
+    pub fn apply_part(
+        &self,
+        edits: Vec<FlowEdit>,
+        step: TransactionStep,
+        refusal: impl Fn(&FlowEdit, &str) -> OfError,
+    ) -> Vec<Result<(), OfError>> {
+        self.edit(edits, refusal, |edits| Request::FlowTransaction {
+            edits,
+            step,
+        })
+    }
+
+    fn edit(
+        &self,
+        edits: Vec<FlowEdit>,
+        refusal: impl Fn(&FlowEdit, &str) -> OfError,
+        request: impl FnOnce(Arc<[FlowEdit]>) -> Request,
+    ) -> Vec<Result<(), OfError>> {
         let edits: Arc<[FlowEdit]> = edits.into();
         let mut results = vec![Ok(()); edits.len()];
-        match ask(self.handler, Request::FlowEdits(Arc::clone(&edits))) {
+        match ask(self.handler, request(Arc::clone(&edits))) {
             Ok(value) => {
                 for refused in value["refused"].as_array().into_iter().flatten() {
                     let at = refused[0].as_u64().and_then(|at| usize::try_from(at).ok());
