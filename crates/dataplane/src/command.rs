@@ -127,10 +127,10 @@ pub enum AppCommand {
     /// its reference until every worker answered, so the edits are freed on its thread.
     FlowEdits(Arc<[FlowEdit]>),
     /// One part of a transaction: these edits apply in order, all of them or, when one is
-    /// refused, none of the transaction's (every part since the last [`TransactionStep::Last`]
-    /// or [`TransactionStep::Abort`] is undone): the OpenFlow agent's bundle commits. A commit
-    /// comes in parts of a bounded size so that a worker is never held for long; between
-    /// parts, packets may see part of it.
+    /// refused, none of this part's, and the sender then aborts the transaction (undoing the
+    /// earlier parts): the OpenFlow agent's bundle commits. A commit comes in parts of a
+    /// bounded size so that a worker is never held for long; between parts, packets may see
+    /// part of it.
     FlowTransaction {
         edits: Arc<[FlowEdit]>,
         step: TransactionStep,
@@ -226,10 +226,17 @@ pub enum TransactionStep {
     Part,
     /// The last part: applied whole, the transaction is done and cannot be undone.
     Last,
-    /// Undo every part applied so far (the sender gave up, e.g. another worker refused);
-    /// its edits are ignored.
+    /// Undo the parts applied so far, newest first, at most [`UNDO_PER_COMMAND`] edits a
+    /// command (the sender repeats it while the answer says [`UNDO_MORE`]); its edits are
+    /// ignored. Sent after a refusal, and when the sender gives up.
     Abort,
 }
+
+/// Edits one [`TransactionStep::Abort`] undoes at most: a worker is never held long.
+pub const UNDO_PER_COMMAND: usize = 1024;
+
+/// The one answer of a [`TransactionStep::Abort`] that left edits to undo: send it again.
+pub const UNDO_MORE: &str = "more to undo";
 
 /// Classifier slots one [`AppCommand::FlowPage`] covers: a page's rows stay bounded (and its
 /// worker's pause short) whatever the number of flows.

@@ -16,7 +16,7 @@ use wirespeed_dataplane::app::router::{
 use wirespeed_dataplane::app::{App, TableFill};
 use wirespeed_dataplane::command::{
     AclAction, AclRule, AppCommand, AppReply, COMMAND_EVERY, Command, ControlEnd, FlowEdit,
-    FlowRule, Neighbour, ReplyBody, Retired, Routes, Table, TransactionStep,
+    FlowRule, Neighbour, ReplyBody, Retired, Routes, Table, TransactionStep, UNDO_MORE,
 };
 use wirespeed_dataplane::stage::acl::AclConfig;
 use wirespeed_dataplane::stage::vlan::VlanMode;
@@ -845,7 +845,7 @@ fn a_flow_transaction_applies_whole_or_not_at_all() {
     );
     let out = rig.exchange(0, std::slice::from_ref(&frame));
     assert_eq!(out[1], std::slice::from_ref(&frame));
-    // A refusal in the last part undoes both parts.
+    // A refusal in the last part undoes it; the abort that follows, the first part.
     let results = part(
         &mut rig,
         &mut control,
@@ -855,6 +855,12 @@ fn a_flow_transaction_applies_whole_or_not_at_all() {
     assert_eq!(results[0], None);
     assert!(results[1].as_deref().unwrap().contains("p9"), "{results:?}");
     assert_eq!(results[2], None);
+    let out = rig.exchange(0, std::slice::from_ref(&frame));
+    assert_eq!(out[1], std::slice::from_ref(&frame), "the first part stays");
+    assert_eq!(
+        part(&mut rig, &mut control, Vec::new(), TransactionStep::Abort),
+        []
+    );
     let out = rig.exchange(0, std::slice::from_ref(&frame));
     assert_eq!(out[2], std::slice::from_ref(&frame), "the old flow is back");
     let shown = table(call(&mut rig, &mut control, AppCommand::ShowFlows));
@@ -901,6 +907,28 @@ fn a_flow_transaction_applies_whole_or_not_at_all() {
         4,
         "three flows and the cache row: {shown:?}"
     );
+
+    // An abort undoes a bounded number of edits a command, and says when more are left.
+    let hosts = |from: usize| -> Vec<FlowRule> {
+        (from..from + 700)
+            .map(|i| {
+                let dst = format!("172.16.{}.{}", i / 256, i % 256);
+                flow(1, &[("ip_dst", dst.as_str())], &["output:p1"])
+            })
+            .collect()
+    };
+    for from in [0, 700] {
+        let results = part(&mut rig, &mut control, hosts(from), TransactionStep::Part);
+        assert!(results.iter().all(Option::is_none));
+    }
+    let more = part(&mut rig, &mut control, Vec::new(), TransactionStep::Abort);
+    assert_eq!(more, [Some(UNDO_MORE.to_string())]);
+    assert_eq!(
+        part(&mut rig, &mut control, Vec::new(), TransactionStep::Abort),
+        []
+    );
+    let shown = table(call(&mut rig, &mut control, AppCommand::ShowFlows));
+    assert_eq!(shown.rows.len(), 4, "the same three flows: {shown:?}");
     finish(rig);
 }
 

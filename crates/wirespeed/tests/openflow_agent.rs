@@ -254,7 +254,7 @@ fn host_flow(i: usize) -> String {
 }
 
 #[test]
-fn many_flows_pipelined_counted_and_deleted_whatever_their_number() {
+fn many_flows_pipelined_or_bundled_counted_and_deleted_whatever_their_number() {
     const FLOWS: usize = 25_000;
     let Some((lab, dir, _, mut switch, shown)) = switch_with_agent("wsofm", FLOWS) else {
         return;
@@ -293,6 +293,46 @@ fn many_flows_pipelined_counted_and_deleted_whatever_their_number() {
     hosts.sort_unstable();
     hosts.dedup();
     assert_eq!(hosts.len(), FLOWS);
+    // Bundles (`--bundle`: no barrier per flow), over more than one part of a commit: the
+    // last 2000 hosts sent to port 1 instead, then one flow too many; the table is full, so
+    // nothing of the bundle applies, not even the changes that would have fitted.
+    let to_port_1: Vec<String> = (FLOWS - 2000..FLOWS)
+        .map(|i| host_flow(i).replace("output:2", "output:1"))
+        .collect();
+    let bundle = dir.join("bundle.txt");
+    let refused = [to_port_1.clone(), vec![host_flow(FLOWS)]].concat();
+    std::fs::write(&bundle, refused.join("\n") + "\n").unwrap();
+    let (success, out) = ofctl_within(
+        &lab,
+        60,
+        "add-flows",
+        &[bundle.to_str().unwrap(), "--bundle"],
+    );
+    assert!(
+        !success && out.contains("OFPFMFC_TABLE_FULL") && out.contains("OFPBFC_MSG_FAILED"),
+        "{out}"
+    );
+    // 10.0.96.0/21 is hosts 24576..26623: the last 424 of the table.
+    let on_port = |port: u32| {
+        let dumped = long("dump-flows", &["ip,nw_dst=10.0.96.0/21"]);
+        dumped.matches(&format!("actions=output:{port}")).count()
+    };
+    assert_eq!(
+        (on_port(2), on_port(1)),
+        (FLOWS - 24576, 0),
+        "a refused bundle changed flows"
+    );
+    // Without the one too many, the bundle applies whole.
+    std::fs::write(&bundle, to_port_1.join("\n") + "\n").unwrap();
+    let began = Instant::now();
+    long("add-flows", &[bundle.to_str().unwrap(), "--bundle"]);
+    println!("a bundle of 2000 flows committed in {:?}", began.elapsed());
+    assert_eq!((on_port(2), on_port(1)), (0, FLOWS - 24576));
+    let aggregate = long("dump-aggregate", &[]);
+    assert!(
+        aggregate.contains(&format!("flow_count={FLOWS}")),
+        "{aggregate}"
+    );
     // A non-strict delete takes exactly the flows it covers: 10.0.0.0/18, 64 x 256 hosts.
     long("del-flows", &["ip,nw_dst=10.0.0.0/18"]);
     let aggregate = long("dump-aggregate", &[]);
@@ -305,6 +345,7 @@ fn many_flows_pipelined_counted_and_deleted_whatever_their_number() {
         kept.contains(&format!("flow_count={}", FLOWS - 64 * 256)),
         "{kept}"
     );
+
     let (success, out) = switch.interrupt();
     assert!(success && out.contains("conservation holds"), "{out}");
 }

@@ -320,6 +320,22 @@ impl Switch<'_> {
         })
     }
 
+    /// Undoes the parts of the transaction under way in every worker, one bounded command
+    /// after another ([`TransactionStep::Abort`]) until none is left; why not, when the workers
+    /// could not be asked.
+    pub fn abort_transaction(&self) -> Result<(), String> {
+        loop {
+            let request = Request::FlowTransaction {
+                edits: Arc::from(Vec::new()),
+                step: TransactionStep::Abort,
+            };
+            let value = ask(self.handler, request)?;
+            if value["refused"].as_array().is_none_or(Vec::is_empty) {
+                return Ok(());
+            }
+        }
+    }
+
     fn edit(
         &self,
         edits: Vec<FlowEdit>,

@@ -6,9 +6,9 @@
 //! it commits. The bundle keeps the message's bytes (about 100 per flow), not the rule: a
 //! connection's open bundles hold at most [`MAX_BUNDLE_BYTES`]. A commit sends the rules to
 //! the workers as one transaction in parts of [`RUN_MAX`](super::RUN_MAX) (each part holds a
-//! worker for a few milliseconds only); when an edit is refused, every worker undoes the
-//! whole commit (`TransactionStep::Abort` for those that had applied it) and the peer gets
-//! the edit's ERROR with its xid, then BUNDLE_FAILED/MSG_FAILED for the commit. Packets
+//! worker for a few milliseconds only); when an edit is refused, the workers undo that part,
+//! then the earlier ones in bounded steps (`TransactionStep::Abort`), and the peer gets the
+//! edit's ERROR with its xid, then BUNDLE_FAILED/MSG_FAILED for the commit. Packets
 //! forwarded while a commit of more than one part is under way may see part of it; the
 //! tables at the end are the old ones or the new ones.
 //!
@@ -223,8 +223,12 @@ impl Connection {
         (xid, bytes): (u32, &[u8]),
     ) -> Handled {
         if applied {
-            // A worker that refused undid its parts already; any other undoes them now.
-            switch.apply_part(Vec::new(), TransactionStep::Abort, switch::refusal);
+            // A worker that refused undid that part; the earlier ones, and the parts of the
+            // workers that took it, are undone now. Should the workers not answer, the
+            // commit fails all the same, and the switch says so on its standard error.
+            if let Err(why) = switch.abort_transaction() {
+                eprintln!("openflow agent: a failed bundle commit not undone everywhere: {why}");
+            }
         }
         let inner = Header::peek(message).map_or(xid, |header| header.xid);
         self.refuse(error, inner, message);

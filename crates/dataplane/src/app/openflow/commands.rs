@@ -6,7 +6,10 @@
 
 use crate::app::fields::{self, ParsedFlow};
 use crate::app::{CommandContext, MAX_SHOW_ROWS};
-use crate::command::{AppReply, FLOW_PAGE_MORE, FLOW_PAGE_SLOTS, FlowEdit, Table, TransactionStep};
+use crate::command::{
+    AppReply, FLOW_PAGE_MORE, FLOW_PAGE_SLOTS, FlowEdit, Table, TransactionStep, UNDO_MORE,
+    UNDO_PER_COMMAND,
+};
 use crate::table::classifier::FlowMatch;
 
 use super::OpenFlow;
@@ -48,9 +51,11 @@ impl OpenFlow {
     }
 
     /// One part of a transaction ([`crate::command::AppCommand::FlowTransaction`]): `edits`
-    /// in order, stopping at the first refused; then every part of the transaction applied so
-    /// far is undone, newest first, and the refused edit's answer says why. An abort undoes
-    /// them too. Per edit `None` unless refused.
+    /// in order, stopping at the first refused, whose answer says why; then this part is
+    /// undone, and the earlier ones wait for the sender's abort. An abort undoes at most
+    /// [`UNDO_PER_COMMAND`] edits, newest first, and answers [`UNDO_MORE`] while some are left:
+    /// undoing a commit of 100 000 flows in one command would hold the worker for as long as
+    /// applying it did. Per edit `None` unless refused.
     pub(super) fn apply_transaction(
         &mut self,
         edits: &[FlowEdit],
@@ -58,26 +63,42 @@ impl OpenFlow {
         ctx: &CommandContext<'_>,
     ) -> Vec<Option<String>> {
         self.fold_all();
+        let before = self.transaction.len();
         let mut results = vec![None; edits.len()];
-        let mut refused = step == TransactionStep::Abort;
-        if !refused {
-            for (edit, result) in edits.iter().zip(&mut results) {
-                match self.apply_edit(edit, ctx) {
-                    Ok(undo) => self.transaction.extend(undo),
-                    Err(why) => {
-                        *result = Some(why);
-                        refused = true;
-                        break;
+        let undo_from = match step {
+            TransactionStep::Abort => {
+                results = Vec::new();
+                before.saturating_sub(UNDO_PER_COMMAND)
+            }
+            TransactionStep::Part | TransactionStep::Last => {
+                let mut refused = false;
+                for (edit, result) in edits.iter().zip(&mut results) {
+                    match self.apply_edit(edit, ctx) {
+                        Ok(undo) => self.transaction.extend(undo),
+                        Err(why) => {
+                            *result = Some(why);
+                            refused = true;
+                            break;
+                        }
                     }
                 }
+                if refused {
+                    before
+                } else {
+                    self.transaction.len()
+                }
             }
-        }
-        let changed = !self.transaction.is_empty();
-        if refused {
-            while let Some(undo) = self.transaction.pop() {
+        };
+        let changed = self.transaction.len() != undo_from || self.transaction.len() != before;
+        while self.transaction.len() > undo_from {
+            if let Some(undo) = self.transaction.pop() {
                 self.undo(undo);
             }
-        } else if step == TransactionStep::Last {
+        }
+        if step == TransactionStep::Abort && !self.transaction.is_empty() {
+            results.push(Some(UNDO_MORE.into()));
+        }
+        if step == TransactionStep::Last && results.iter().all(Option::is_none) {
             self.transaction.clear();
         }
         if changed {
