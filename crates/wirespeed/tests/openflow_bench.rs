@@ -9,6 +9,8 @@
 //! - the time `ovs-ofctl -O OpenFlow13 add-flows` takes for a file of 100 000 flows, with frames
 //!   forwarded by another flow all the while (counted per 100 ms); ovs-ofctl waits for a
 //!   barrier after every flow, so this is 100 000 round trips;
+//! - the time `ovs-ofctl -O OpenFlow13 --bundle add-flows` takes for the same file (one bundle:
+//!   no barrier per flow, one commit), forwarding counted the same way;
 //! - the time the same 100 000 flows take from a controller that pipelines them (every
 //!   FLOW_MOD written at once, then one barrier, until its reply).
 //!
@@ -239,7 +241,38 @@ struct Run {
     packet_ins: f64,
     round_trips: f64,
     install: Duration,
+    bundled: Duration,
     pipelined: Duration,
+}
+
+/// Runs `install` while the flow of priority 20 forwards the tester's frames: how long it
+/// took, and the frames forwarded in each [`BUCKET`] wholly inside it.
+fn forwarding_during(lab: &Testbed, install: impl FnOnce()) -> (Duration, Vec<u64>, u64) {
+    let traffic = Traffic::start(tester_port(lab, 0), tester_port(lab, 1), true);
+    std::thread::sleep(Duration::from_millis(500));
+    let began = Instant::now();
+    install();
+    let took = began.elapsed();
+    std::thread::sleep(Duration::from_millis(500));
+    let (sent, buckets) = traffic.stop();
+    // The first 5 buckets are before it.
+    let during = buckets
+        .iter()
+        .skip(5)
+        .take((took.as_millis() / BUCKET.as_millis()) as usize)
+        .copied()
+        .collect();
+    (took, during, sent)
+}
+
+/// "min M max X (N intervals)" of the frames forwarded per bucket.
+fn intervals(during: &[u64]) -> String {
+    format!(
+        "min {} max {} ({} intervals)",
+        during.iter().min().unwrap_or(&0),
+        during.iter().max().unwrap_or(&0),
+        during.len()
+    )
 }
 
 /// Installs `flows` (the add-flows file's) from `controller` as a controller that pipelines
@@ -349,28 +382,14 @@ fn one_run(lab: &Testbed, dir: &Path, run: usize) -> Run {
         })
         .collect();
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
-    let traffic = Traffic::start(tester_port(lab, 0), tester_port(lab, 1), true);
-    std::thread::sleep(Duration::from_millis(500));
-    let began = Instant::now();
-    ofctl(lab, "add-flows", &[file.to_str().unwrap()]);
-    let install = began.elapsed();
-    std::thread::sleep(Duration::from_millis(500));
-    let (sent, buckets) = traffic.stop();
-    // The buckets wholly inside the install (the first 5 are before it).
-    let during: Vec<u64> = buckets
-        .iter()
-        .skip(5)
-        .take((install.as_millis() / BUCKET.as_millis()) as usize)
-        .copied()
-        .collect();
+    let (install, during, sent) = forwarding_during(lab, || {
+        ofctl(lab, "add-flows", &[file.to_str().unwrap()]);
+    });
     println!(
         "run {run}: {FLOWS} flows installed in {:.2} s; frames forwarded per {BUCKET:?} during \
-         it: min {} max {} ({} intervals); tester sent {sent}, received {} in all",
+         it: {}; tester sent {sent}",
         install.as_secs_f64(),
-        during.iter().min().unwrap_or(&0),
-        during.iter().max().unwrap_or(&0),
-        during.len(),
-        buckets.iter().sum::<u64>()
+        intervals(&during),
     );
     // Every flow is in, the last one too (statistics list only the first 10 000 flows): with
     // the forwarding flow gone, a frame to the last flow's address goes out, one to an address
@@ -391,21 +410,44 @@ fn one_run(lab: &Testbed, dir: &Path, run: usize) -> Run {
         "the last of the {FLOWS} flows forwards"
     );
 
-    // The same flows again, from a controller that pipelines them.
+    // The same flows again as one bundle (`--bundle`: no barrier per flow, one commit),
+    // while the flow of priority 20 forwards.
     ofctl(lab, "del-flows", &[]);
-    let aggregate = ofctl(lab, "dump-aggregate", &[]);
-    assert!(aggregate.contains("flow_count=0"), "{aggregate}");
-    let mut controller = Controller::connect(lab);
-    let pipelined = pipelined_install(&mut controller, FLOWS);
-    drop(controller);
+    ofctl(lab, "add-flow", &["priority=20,in_port=1,actions=output:2"]);
+    let (bundled, during, sent) = forwarding_during(lab, || {
+        ofctl(lab, "add-flows", &[file.to_str().unwrap(), "--bundle"]);
+    });
     let aggregate = ofctl(lab, "dump-aggregate", &[]);
     assert!(
-        aggregate.contains(&format!("flow_count={FLOWS}")),
+        aggregate.contains(&format!("flow_count={}", FLOWS + 1)),
         "{aggregate}"
     );
     println!(
-        "run {run}: {FLOWS} flows pipelined by a controller in {:.2} s",
-        pipelined.as_secs_f64()
+        "run {run}: {FLOWS} flows in one bundle in {:.2} s; frames forwarded per {BUCKET:?} \
+         during it: {}; tester sent {sent}",
+        bundled.as_secs_f64(),
+        intervals(&during),
+    );
+
+    // The same flows again, from a controller that pipelines them, forwarding meanwhile.
+    ofctl(lab, "del-flows", &[]);
+    ofctl(lab, "add-flow", &["priority=20,in_port=1,actions=output:2"]);
+    let mut controller = Controller::connect(lab);
+    let mut pipelined = Duration::ZERO;
+    let (_, during, sent) = forwarding_during(lab, || {
+        pipelined = pipelined_install(&mut controller, FLOWS);
+    });
+    drop(controller);
+    let aggregate = ofctl(lab, "dump-aggregate", &[]);
+    assert!(
+        aggregate.contains(&format!("flow_count={}", FLOWS + 1)),
+        "{aggregate}"
+    );
+    println!(
+        "run {run}: {FLOWS} flows pipelined by a controller in {:.2} s; frames forwarded per \
+         {BUCKET:?} during it: {}; tester sent {sent}",
+        pipelined.as_secs_f64(),
+        intervals(&during),
     );
 
     let (success, out) = switch.interrupt();
@@ -414,6 +456,7 @@ fn one_run(lab: &Testbed, dir: &Path, run: usize) -> Run {
         packet_ins,
         round_trips,
         install,
+        bundled,
         pipelined,
     }
 }
@@ -433,10 +476,11 @@ fn openflow_agent_goals() {
     let runs: Vec<Run> = (0..RUNS).map(|run| one_run(&lab, &dir, run)).collect();
     println!(
         "medians of {RUNS}: PACKET_IN {:.0}/s, FLOW_MOD + BARRIER {:.0}/s, {FLOWS} flows in {:.2} s \
-         (ovs-ofctl), {:.2} s (pipelined)",
+         (ovs-ofctl), {:.2} s (ovs-ofctl --bundle), {:.2} s (pipelined)",
         median(runs.iter().map(|r| r.packet_ins).collect()),
         median(runs.iter().map(|r| r.round_trips).collect()),
         median(runs.iter().map(|r| r.install.as_secs_f64()).collect()),
+        median(runs.iter().map(|r| r.bundled.as_secs_f64()).collect()),
         median(runs.iter().map(|r| r.pipelined.as_secs_f64()).collect()),
     );
 }
