@@ -701,14 +701,20 @@ fn flow(priority: u16, fields: &[(&str, &str)], actions: &[&str]) -> FlowRule {
     }
 }
 
-#[test]
-fn flows_added_and_removed_at_run_time_decide_the_next_batch() {
+/// The openflow app over three ports, and its command channel.
+fn openflow_rig() -> (Rig, ControlEnd) {
     let app = OpenFlow::new(OpenFlowConfig {
         ports: 3,
         ..OpenFlowConfig::default()
     });
     let mut rig = Rig::new(Box::new(app), 3, 32);
-    let mut control = rig.commands();
+    let control = rig.commands();
+    (rig, control)
+}
+
+#[test]
+fn flows_added_and_removed_at_run_time_decide_the_next_batch() {
+    let (mut rig, mut control) = openflow_rig();
     let frame = udp4("10.9.0.1", 53);
     let out = rig.exchange(0, std::slice::from_ref(&frame));
     assert!(out.iter().all(Vec::is_empty));
@@ -802,12 +808,7 @@ fn flows_added_and_removed_at_run_time_decide_the_next_batch() {
 /// flows come back with their counters, added ones go. An abort undoes the parts too.
 #[test]
 fn a_flow_transaction_applies_whole_or_not_at_all() {
-    let app = OpenFlow::new(OpenFlowConfig {
-        ports: 3,
-        ..OpenFlowConfig::default()
-    });
-    let mut rig = Rig::new(Box::new(app), 3, 32);
-    let mut control = rig.commands();
+    let (mut rig, mut control) = openflow_rig();
     let frame = udp4("10.9.0.1", 53);
     let to_p2 = flow(10, &[("ip_dst", "10.0.0.0/8")], &["output:p2"]);
     done(call(&mut rig, &mut control, AppCommand::FlowAdd(to_p2)));
