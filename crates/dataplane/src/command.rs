@@ -215,6 +215,9 @@ pub struct FlowRule {
 pub enum FlowEdit {
     /// As [`AppCommand::FlowAdd`].
     Add(FlowRule),
+    /// As an add, but a flow it replaces (same table, priority and match) hands on its
+    /// counters and age: OpenFlow's modify without RESET_COUNTS (§6.4).
+    Modify(FlowRule),
     /// As [`AppCommand::FlowRemove`].
     Remove(FlowRule),
 }

@@ -803,6 +803,44 @@ fn flows_added_and_removed_at_run_time_decide_the_next_batch() {
     finish(rig);
 }
 
+/// OpenFlow's modify keeps a flow's counters (§6.4); an add of the same flow, or a modify with
+/// RESET_COUNTS (which the agent sends as an add), restarts them.
+#[test]
+fn a_modified_flow_keeps_its_counters_and_a_replaced_one_restarts_them() {
+    let (mut rig, mut control) = openflow_rig();
+    let frame = udp4("10.9.0.1", 53);
+    let to = |port: &str| flow(10, &[("ip_dst", "10.0.0.0/8")], &[port]);
+    done(call(
+        &mut rig,
+        &mut control,
+        AppCommand::FlowAdd(to("output:p2")),
+    ));
+    for _ in 0..3 {
+        rig.exchange(0, std::slice::from_ref(&frame));
+    }
+    let mut edit = |rig: &mut Rig, edit: FlowEdit| {
+        let edits: Arc<[FlowEdit]> = Arc::from(vec![edit]);
+        let reply = call(rig, &mut control, AppCommand::FlowEdits(edits));
+        assert!(
+            matches!(&reply, AppReply::Edits(r) if r == &[None]),
+            "{reply:?}"
+        );
+        let shown = table(call(rig, &mut control, AppCommand::ShowFlows));
+        (shown.rows[0][3].clone(), shown.rows[0][7].clone())
+    };
+    assert_eq!(
+        edit(&mut rig, FlowEdit::Modify(to("output:p1"))),
+        ("output:p1".to_string(), "3".to_string())
+    );
+    let out = rig.exchange(0, std::slice::from_ref(&frame));
+    assert_eq!(out[1], std::slice::from_ref(&frame));
+    assert_eq!(
+        edit(&mut rig, FlowEdit::Add(to("output:p2"))),
+        ("output:p2".to_string(), "0".to_string())
+    );
+    finish(rig);
+}
+
 /// A transaction (the OpenFlow agent's bundle commit) applies part by part and, when an edit
 /// of any part is refused, leaves the tables as they were before its first part: replaced
 /// flows come back with their counters, added ones go. An abort undoes the parts too.

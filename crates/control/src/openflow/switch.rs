@@ -460,6 +460,12 @@ impl Switch<'_> {
             strict,
             (request.cookie, request.cookie_mask),
         )?;
+        // A modify keeps each flow's counters unless asked to reset them (§6.4).
+        let modify = if request.flags & flow_flags::RESET_COUNTS != 0 {
+            FlowEdit::Add
+        } else {
+            FlowEdit::Modify
+        };
         let mut removed = Vec::new();
         self.select_each(&selection, |flows| {
             let edits = if deletes {
@@ -470,7 +476,7 @@ impl Switch<'_> {
             } else {
                 flows
                     .iter()
-                    .map(|flow| self.modified(flow, request).map(FlowEdit::Add))
+                    .map(|flow| self.modified(flow, request).map(modify))
                     .collect::<Result<Vec<_>, _>>()?
             };
             self.apply(edits, refusal)
@@ -505,8 +511,10 @@ impl Switch<'_> {
 /// The OpenFlow error of an edit the app refused for `why`.
 pub fn refusal(edit: &FlowEdit, why: &str) -> OfError {
     match edit {
-        FlowEdit::Add(_) if why.contains("full") => OfError::FLOW_MOD_TABLE_FULL,
-        FlowEdit::Add(_) => OfError::FLOW_MOD_EPERM,
+        FlowEdit::Add(_) | FlowEdit::Modify(_) if why.contains("full") => {
+            OfError::FLOW_MOD_TABLE_FULL
+        }
+        FlowEdit::Add(_) | FlowEdit::Modify(_) => OfError::FLOW_MOD_EPERM,
         FlowEdit::Remove(_) => OfError::FLOW_MOD_UNKNOWN,
     }
 }

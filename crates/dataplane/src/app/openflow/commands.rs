@@ -116,16 +116,21 @@ impl OpenFlow {
     ) -> Result<Option<Undo>, String> {
         let port = |name: &str| ctx.port_index(name);
         match edit {
-            FlowEdit::Add(rule) => match fields::flow_rule(rule, &port) {
+            FlowEdit::Add(rule) | FlowEdit::Modify(rule) => match fields::flow_rule(rule, &port) {
                 Ok(ParsedFlow { table, entry }) => {
                     let (priority, matcher) = (entry.priority, entry.matcher);
                     match self.insert_flow(table, entry) {
-                        (_, Ok(replaced)) => Ok(Some(Undo::Added {
-                            table,
-                            priority,
-                            matcher,
-                            replaced,
-                        })),
+                        (_, Ok(replaced)) => {
+                            if let (FlowEdit::Modify(_), Some(old)) = (edit, &replaced) {
+                                self.hand_on_counts(table, old);
+                            }
+                            Ok(Some(Undo::Added {
+                                table,
+                                priority,
+                                matcher,
+                                replaced,
+                            }))
+                        }
                         (_, Err(error)) => Err(error.to_string()),
                     }
                 }
@@ -144,6 +149,22 @@ impl OpenFlow {
                 }
                 Err(error) => Err(error.to_string()),
             },
+        }
+    }
+
+    /// Gives the flow that just replaced `old` (same priority and match) `old`'s counters
+    /// and age.
+    fn hand_on_counts(&mut self, table: u8, old: &FlowState) {
+        let entry = &old.entry;
+        if let Some(classifier) = self.pipeline.tables.get_mut(usize::from(table))
+            && let Some(id) = classifier.find(u32::from(entry.priority), &entry.matcher)
+            && let Some(flow) = classifier.data_mut(id)
+        {
+            flow.packets = old.packets;
+            flow.bytes = old.bytes;
+            flow.installed = old.installed;
+            flow.last_used = old.last_used;
+            flow.stamped = old.stamped;
         }
     }
 
