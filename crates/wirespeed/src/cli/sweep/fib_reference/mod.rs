@@ -27,7 +27,7 @@ use wirespeed_tester::bench::median;
 
 use super::parse_count;
 use tables::{
-    Candidate, LpmTable, Routes, TraceKind, generated_ipv4, generated_ipv6, ipv4_tables,
+    Candidate, LpmTable, NextHops, Routes, TraceKind, generated_ipv4, generated_ipv6, ipv4_tables,
     ipv4_trace, ipv6_tables, ipv6_trace, routes_file,
 };
 
@@ -48,6 +48,10 @@ pub struct ReferenceArgs {
     /// With --against: IPv6 routes generated when --routes is not a file (k = 1000, M = 1000000).
     #[arg(long, default_value = "200k")]
     routes6: String,
+    /// With --against: next hops of the generated routes, each route one of this many drawn
+    /// at random, or `distinct` (one per route, the worst case for a compressed trie).
+    #[arg(long, default_value_t = NextHops::DEFAULT)]
+    next_hops: NextHops,
     /// With --against: destinations per trace.
     #[arg(long, default_value = "10M")]
     lookups: String,
@@ -86,10 +90,13 @@ pub fn run(
         (1..=1_000_000_000).contains(&lookups),
         "--lookups must be 1 to 1G"
     );
+    // What the titles say of the next hops: how the generator drew them, or the file's.
+    let mut hops = format!("next hops {}", args.next_hops);
     let (v4, v6) = match routes {
-        None => (generated_ipv4(1_000_000, seed), None),
+        None => (generated_ipv4(1_000_000, seed, args.next_hops), None),
         Some([one]) if Path::new(one).is_file() => {
             let (v4, v6) = routes_file(Path::new(one))?;
+            hops = format!("next hops of {one}");
             eprintln!("{one}: {} IPv4 and {} IPv6 routes", v4.len(), v6.len());
             (v4, Some(v6))
         }
@@ -99,7 +106,7 @@ pub fn run(
                 (1..=4_000_000).contains(&count),
                 "--routes must be 1 to 4M routes or a file"
             );
-            (generated_ipv4(count, seed), None)
+            (generated_ipv4(count, seed, args.next_hops), None)
         }
         Some(_) => bail!("with --against, --routes is one count or one routes file"),
     };
@@ -112,7 +119,7 @@ pub fn run(
                     let trace = ipv4_trace(kind, &v4, lookups, seed ^ 0x4);
                     let results = measure(&built, &trace, args.rounds)?;
                     print(
-                        &format!("IPv4, {} routes, {kind:?} trace", v4.len()),
+                        &format!("IPv4, {} routes ({hops}), {kind:?} trace", v4.len()),
                         &results,
                         lookups,
                     );
@@ -121,14 +128,16 @@ pub fn run(
             Reference::RteLpm6 => {
                 let v6 = match &v6 {
                     Some(v6) => v6.clone(),
-                    None => generated_ipv6(parse_count(&args.routes6)? as usize, seed),
+                    None => {
+                        generated_ipv6(parse_count(&args.routes6)? as usize, seed, args.next_hops)
+                    }
                 };
                 let built = build(eal, &ipv6_tables(), &v6)?;
                 for &kind in &args.trace {
                     let trace = ipv6_trace(kind, &v6, lookups, seed ^ 0x6);
                     let results = measure(&built, &trace, args.rounds)?;
                     print(
-                        &format!("IPv6, {} routes, {kind:?} trace", v6.len()),
+                        &format!("IPv6, {} routes ({hops}), {kind:?} trace", v6.len()),
                         &results,
                         lookups,
                     );
@@ -305,20 +314,46 @@ mod tests {
         }
     }
 
+    /// One next hop per route, and a few shared by many (long runs of equal leaves).
+    const HOPS: [NextHops; 2] = [NextHops::Distinct, NextHops::Drawn(4)];
+
     #[test]
     fn every_ipv4_fib_agrees_with_rte_lpm_on_every_lookup() {
-        let routes = generated_ipv4(10_000, 11);
-        let mut trace = ipv4_trace(TraceKind::Routed, &routes, 50_000, 12);
-        trace.extend(ipv4_trace(TraceKind::Random, &routes, 50_000, 13));
-        agree(&ipv4_tables(), &routes, &trace);
+        for hops in HOPS {
+            let routes = generated_ipv4(10_000, 11, hops);
+            let mut trace = ipv4_trace(TraceKind::Routed, &routes, 50_000, 12);
+            trace.extend(ipv4_trace(TraceKind::Random, &routes, 50_000, 13));
+            agree(&ipv4_tables(), &routes, &trace);
+        }
     }
 
     #[test]
     fn every_ipv6_fib_agrees_with_rte_lpm6_on_every_lookup() {
-        let routes = generated_ipv6(10_000, 21);
-        let mut trace = ipv6_trace(TraceKind::Routed, &routes, 50_000, 22);
-        trace.extend(ipv6_trace(TraceKind::Random, &routes, 50_000, 23));
-        agree(&ipv6_tables(), &routes, &trace);
+        for hops in HOPS {
+            let routes = generated_ipv6(10_000, 21, hops);
+            let mut trace = ipv6_trace(TraceKind::Routed, &routes, 50_000, 22);
+            trace.extend(ipv6_trace(TraceKind::Random, &routes, 50_000, 23));
+            agree(&ipv6_tables(), &routes, &trace);
+        }
+    }
+
+    #[test]
+    fn generated_next_hops_are_one_per_route_or_drawn_from_the_count() {
+        let distinct = generated_ipv4(1000, 3, NextHops::Distinct);
+        let ids: Vec<u32> = distinct.iter().map(|&(_, _, id)| id).collect();
+        assert_eq!(ids, (0..1000).collect::<Vec<u32>>());
+        let drawn = generated_ipv6(1000, 3, NextHops::Drawn(8));
+        let mut seen = [0; 8];
+        for &(_, _, id) in &drawn {
+            seen[id as usize] += 1;
+        }
+        assert!(
+            seen.iter().all(|&n| n > 60),
+            "each of 8 about 125 times: {seen:?}"
+        );
+        assert_eq!("distinct".parse(), Ok(NextHops::Distinct));
+        assert_eq!("64".parse(), Ok(NextHops::DEFAULT));
+        assert!("0".parse::<NextHops>().is_err() && "many".parse::<NextHops>().is_err());
     }
 
     #[test]

@@ -198,24 +198,80 @@ fn hop_limit() -> u32 {
     MAX_HOP.min(NextHop::MAX_ID)
 }
 
-/// `count` BGP-like IPv4 routes (the testkit's generator), next hops numbered in order.
-pub fn generated_ipv4(count: usize, seed: u64) -> Routes<u32> {
+/// How the generated tables' routes get their next hops (`--next-hops`).
+///
+/// A router's FIB has as many next hops as the router has neighbours it forwards to: a handful
+/// for an edge router with a few upstreams, tens to a few hundred for one at an exchange
+/// point, never one per route. How many there are matters to a compressed trie: Poptrie stores
+/// a run of equal leaves once (`leafvec`), and neighbouring prefixes with the same next hop
+/// make longer runs. [`NextHops::Distinct`] is the worst case and stays reachable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NextHops {
+    /// Route *i* gets next hop *i* (modulo the largest id every table carries, 2^21): one
+    /// next hop per route, nothing for leaf compression to merge.
+    Distinct,
+    /// Each route gets one of this many next hops, drawn uniformly and independently of its
+    /// neighbours: the least compressible assignment with that many (in real tables a
+    /// prefix's neighbours and more-specifics often share its next hop, which compresses
+    /// further).
+    Drawn(u32),
+}
+
+impl NextHops {
+    /// The default of `--next-hops`: 64, a router with tens of BGP neighbours.
+    pub const DEFAULT: NextHops = NextHops::Drawn(64);
+}
+
+impl std::str::FromStr for NextHops {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        if text == "distinct" {
+            return Ok(NextHops::Distinct);
+        }
+        match text.parse::<u32>() {
+            Ok(n) if (1..=hop_limit()).contains(&n) => Ok(NextHops::Drawn(n)),
+            _ => Err(format!(
+                "expected `distinct` or a count of next hops from 1 to {}, found {text:?}",
+                hop_limit()
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for NextHops {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NextHops::Distinct => f.write_str("distinct"),
+            NextHops::Drawn(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// `prefixes` with next hops assigned as `hops` says (drawn from `seed`).
+fn with_hops<A>(prefixes: Vec<(A, u8)>, hops: NextHops, seed: u64) -> Routes<A> {
     let limit = hop_limit() as usize + 1;
-    ipv4_prefixes(count, seed)
+    let mut rng = Rng::new(seed ^ 0x6e65_7874_686f_7073);
+    prefixes
         .into_iter()
         .enumerate()
-        .map(|(i, (addr, len))| (addr, len, (i % limit) as u32))
+        .map(|(i, (addr, len))| {
+            let id = match hops {
+                NextHops::Distinct => (i % limit) as u32,
+                NextHops::Drawn(n) => rng.below(u64::from(n)) as u32,
+            };
+            (addr, len, id)
+        })
         .collect()
 }
 
-/// `count` BGP-like IPv6 routes (the testkit's generator), next hops numbered in order.
-pub fn generated_ipv6(count: usize, seed: u64) -> Routes<u128> {
-    let limit = hop_limit() as usize + 1;
-    ipv6_prefixes(count, seed)
-        .into_iter()
-        .enumerate()
-        .map(|(i, (addr, len))| (addr, len, (i % limit) as u32))
-        .collect()
+/// `count` BGP-like IPv4 routes (the testkit's generator), next hops assigned as `hops` says.
+pub fn generated_ipv4(count: usize, seed: u64, hops: NextHops) -> Routes<u32> {
+    with_hops(ipv4_prefixes(count, seed), hops, seed)
+}
+
+/// `count` BGP-like IPv6 routes (the testkit's generator), next hops assigned as `hops` says.
+pub fn generated_ipv6(count: usize, seed: u64, hops: NextHops) -> Routes<u128> {
+    with_hops(ipv6_prefixes(count, seed), hops, seed)
 }
 
 /// The routes of a real table: one `PREFIX NEXTHOP` per line (`#` starts a comment), IPv4 and
