@@ -64,7 +64,7 @@ impl<A: Key> Poptrie<A> {
     #[inline(always)]
     pub fn prefetch(&self, addr: A) {
         if let Some(entry) = self.direct.get(addr.bits(0, A::DIRECT)) {
-            prefetch(entry);
+            entry.prefetch();
         }
     }
 
@@ -117,7 +117,7 @@ impl<A: Key> Poptrie<A> {
         let index = (state & INDEX) as usize;
         if state & NODE != 0 {
             if let Some(node) = nodes.get(index) {
-                prefetch(node);
+                node.prefetch();
             }
         } else if state & LEAF != 0
             && let Some(leaf) = leaves.get(index)
@@ -136,7 +136,7 @@ impl<A: Key> Poptrie<A> {
         let mut pending = 0;
         for &addr in addrs {
             if let Some(entry) = self.direct.get(addr.bits(0, A::DIRECT)) {
-                prefetch(entry);
+                entry.prefetch();
             }
         }
         for (state, &addr) in state.iter_mut().zip(addrs) {
