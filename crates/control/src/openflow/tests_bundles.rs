@@ -141,6 +141,17 @@ fn a_bundle_applies_at_its_commit_and_refuses_bad_messages_when_added() {
         [ctl(2, control::DISCARD_REPLY)]
     );
     assert_eq!(outputs(&mut peer).len(), 2);
+
+    // A bundle filled as master is not committed by a slave.
+    bundled(&mut peer, 3, &add(3, 2), 5020);
+    let slave = Message::RoleRequest(wirespeed_openflow::message::Role {
+        role: wirespeed_openflow::message::role::SLAVE,
+        generation_id: 1,
+    });
+    assert_eq!(peer.ask(&slave).len(), 1);
+    let commit = peer.ask(&ctl(3, control::COMMIT_REQUEST));
+    assert_eq!(refused(&commit), OfError::BAD_REQUEST_IS_SLAVE);
+    assert_eq!(outputs(&mut peer).len(), 2);
 }
 
 #[test]

@@ -68,6 +68,10 @@ impl Connection {
                 self.bundles.swap_remove(at);
                 Ok(())
             }
+            // A slave changes no flow (§6.3.5), also not by a bundle it filled as master.
+            (control::COMMIT_REQUEST, Some(_)) if self.role == role::SLAVE => {
+                Err(OfError::BAD_REQUEST_IS_SLAVE)
+            }
             (control::COMMIT_REQUEST, Some(at)) => {
                 let bundle = self.bundles.swap_remove(at);
                 return self.commit(&bundle, xid, bytes, &request, switch);
