@@ -386,7 +386,7 @@ impl Switch<'_> {
             instructions,
             (request.idle_timeout, request.hard_timeout),
             request.cookie,
-            request.flags & flow_flags::SEND_FLOW_REM != 0,
+            request.flags,
         ))
     }
 
@@ -503,7 +503,11 @@ impl Switch<'_> {
             instructions,
             (flow.entry.idle_timeout, flow.entry.hard_timeout),
             flow.entry.cookie,
-            flow.entry.send_flow_removed,
+            if flow.entry.send_flow_removed {
+                flow_flags::SEND_FLOW_REM
+            } else {
+                0
+            },
         ))
     }
 }
@@ -514,6 +518,7 @@ pub fn refusal(edit: &FlowEdit, why: &str) -> OfError {
         FlowEdit::Add(_) | FlowEdit::Modify(_) if why.contains("full") => {
             OfError::FLOW_MOD_TABLE_FULL
         }
+        FlowEdit::Add(_) if why.contains("check_overlap") => OfError::FLOW_MOD_OVERLAP,
         FlowEdit::Add(_) | FlowEdit::Modify(_) => OfError::FLOW_MOD_EPERM,
         FlowEdit::Remove(_) => OfError::FLOW_MOD_UNKNOWN,
     }

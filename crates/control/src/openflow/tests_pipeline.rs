@@ -191,3 +191,48 @@ fn statistics_and_deletes_see_every_flow_of_a_table_of_several_pages() {
     assert_eq!(aggregate(&mut peer, Match::new(block)), 0);
     assert_eq!(aggregate(&mut peer, Match::default()), flows - covered);
 }
+
+#[test]
+fn an_add_that_checks_overlap_is_refused_where_a_flow_of_its_priority_overlaps() {
+    let (agent, ..) = start_sized(Timers::default(), listening(), 16);
+    let mut peer = Peer::hello(agent.local_addr().unwrap());
+    let add = |priority: u16, dst: [u8; 4], len: u32, check: bool| {
+        let mask = u32::MAX << (32 - len);
+        let fields = vec![
+            Oxm::EthType(ETH_TYPE_IPV4),
+            Oxm::Ipv4Dst(dst.into(), Some(mask.into())),
+        ];
+        let Message::FlowMod(mut m) = flow_mod(
+            FlowModCommand::Add,
+            priority,
+            fields,
+            vec![Action::output(2)],
+        ) else {
+            unreachable!()
+        };
+        if check {
+            m.flags |= wirespeed_openflow::message::flow_flags::CHECK_OVERLAP;
+        }
+        Message::FlowMod(m)
+    };
+    let refused = |replies: Vec<Message>| match replies.as_slice() {
+        [] => None,
+        [Message::Error { error, .. }] => Some(*error),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(refused(peer.ask(&add(10, [10, 1, 0, 0], 16, false))), None);
+    // Inside it, the same priority: refused; the identical match too.
+    assert_eq!(
+        refused(peer.ask(&add(10, [10, 1, 2, 0], 24, true))),
+        Some(OfError::FLOW_MOD_OVERLAP)
+    );
+    assert_eq!(
+        refused(peer.ask(&add(10, [10, 1, 0, 0], 16, true))),
+        Some(OfError::FLOW_MOD_OVERLAP)
+    );
+    // Another priority, or no packet in common: added. Without the flag, added too.
+    assert_eq!(refused(peer.ask(&add(11, [10, 1, 2, 0], 24, true))), None);
+    assert_eq!(refused(peer.ask(&add(10, [10, 2, 0, 0], 16, true))), None);
+    assert_eq!(refused(peer.ask(&add(10, [10, 1, 3, 0], 24, false))), None);
+    assert_eq!(peer.flows().len(), 4);
+}

@@ -20,7 +20,7 @@ use wirespeed_dataplane::app::openflow::{
 };
 use wirespeed_dataplane::command::{FlowRule, Injection, Output};
 use wirespeed_openflow::action::port;
-use wirespeed_openflow::message::{NO_BUFFER, PacketIn, PacketOut};
+use wirespeed_openflow::message::{NO_BUFFER, PacketIn, PacketOut, flow_flags};
 use wirespeed_openflow::oxm::{ETH_TYPE_IPV4, OFPVID_NONE, OFPVID_PRESENT};
 use wirespeed_openflow::{Action, Instruction, Match, OfError, Oxm};
 use wirespeed_packet::flow_key::FlowKey;
@@ -239,7 +239,8 @@ pub fn instructions(
     Ok(out)
 }
 
-/// The flow rule of a flow entry: `fields` (the match) plus its table, goto and timeouts.
+/// The flow rule of a flow entry: `fields` (the match) plus its table, goto, timeouts, cookie
+/// and the FLOW_MOD `flags` the app acts on.
 pub fn flow_rule(
     table: u8,
     priority: u16,
@@ -247,7 +248,7 @@ pub fn flow_rule(
     instructions: Instructions,
     timeouts: (u16, u16),
     cookie: u64,
-    send_flow_removed: bool,
+    flags: u16,
 ) -> FlowRule {
     let mut fields = fields;
     fields.push(("table".into(), table.to_string()));
@@ -263,8 +264,19 @@ pub fn flow_rule(
     if cookie != 0 {
         fields.push(("cookie".into(), cookie.to_string()));
     }
-    if send_flow_removed {
-        fields.push(("flags".into(), "send_flow_rem".into()));
+    // The flags the app acts on: SEND_FLOW_REM (kept with the flow), CHECK_OVERLAP (the add
+    // is refused when a flow of its priority overlaps it).
+    let named = [
+        (flow_flags::SEND_FLOW_REM, "send_flow_rem"),
+        (flow_flags::CHECK_OVERLAP, "check_overlap"),
+    ];
+    let set: Vec<&str> = named
+        .iter()
+        .filter(|&&(bit, _)| flags & bit != 0)
+        .map(|&(_, name)| name)
+        .collect();
+    if !set.is_empty() {
+        fields.push(("flags".into(), set.join("+")));
     }
     FlowRule {
         priority,
@@ -468,7 +480,7 @@ mod tests {
         let ports = ports();
         let fields = match_fields(&matcher, &ports).unwrap();
         let list = instructions(&[Instruction::ApplyActions(actions)], 0, 2, &ports).unwrap();
-        let rule = flow_rule(0, 7, fields, list, (0, 0), 0, false);
+        let rule = flow_rule(0, 7, fields, list, (0, 0), 0, 0);
         let parsed = fields::flow_rule(&rule, &index).unwrap();
         (
             entry_match(&parsed.entry),

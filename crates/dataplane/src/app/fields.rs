@@ -25,8 +25,8 @@ use crate::table::classifier::FlowMatch;
 pub const FLOW_FIELDS: &str = "in_port, eth_src, eth_dst, eth_type, vlan (an id or `none`), \
      ip_proto, ip_src, ip_dst (address or prefix, IPv4 or IPv6), l4_src, l4_dst";
 /// Instructions written as fields of a flow rule.
-pub const FLOW_INSTRUCTIONS: &str =
-    "table, goto, idle_timeout, hard_timeout, cookie, flags (send_flow_rem or -)";
+pub const FLOW_INSTRUCTIONS: &str = "table, goto, idle_timeout, hard_timeout, cookie, flags \
+     (send_flow_rem, check_overlap, both joined by +, or -)";
 /// Actions of a flow rule.
 pub const FLOW_ACTIONS: &str = "output:PORT, flood, drop, set_field:FIELD=VALUE (eth_src, \
      eth_dst, ip_src, ip_dst, l4_src, l4_dst, vlan_vid), push_vlan:VID, pop_vlan, dec_ttl, controller[:MAX_LEN] (a PACKET_IN to \
@@ -292,6 +292,9 @@ pub fn acl_rules(rules: &[command::AclRule]) -> Result<Vec<acl::AclRule>, FieldE
 pub struct ParsedFlow {
     pub table: u8,
     pub entry: FlowEntry,
+    /// Refuse the add when a flow of the same priority overlaps it (OpenFlow's CHECK_OVERLAP,
+    /// `flags=check_overlap`); a flag of the add, not kept with the flow.
+    pub check_overlap: bool,
 }
 
 fn mac(text: &str) -> Option<EthernetAddress> {
@@ -612,7 +615,7 @@ pub fn flow_rule(
     let mut table = 0u8;
     let mut goto = None;
     let (mut idle, mut hard, mut cookie) = (0u16, 0u16, 0u64);
-    let mut send_flow_removed = false;
+    let (mut send_flow_removed, mut check_overlap) = (false, false);
     for (name, value) in &rule.fields {
         let instruction = |what: &str| {
             FieldError::new(
@@ -633,11 +636,18 @@ pub fn flow_rule(
                 hard = number(value).ok_or_else(|| instruction("seconds (0..65535)"))?
             }
             "cookie" => cookie = number(value).ok_or_else(|| instruction("a number"))?,
+            "flags" if value == "-" => {}
             "flags" => {
-                send_flow_removed = match value.as_str() {
-                    "send_flow_rem" => true,
-                    "-" => false,
-                    _ => return Err(instruction("send_flow_rem or -")),
+                for flag in value.split('+') {
+                    match flag {
+                        "send_flow_rem" => send_flow_removed = true,
+                        "check_overlap" => check_overlap = true,
+                        _ => {
+                            return Err(instruction(
+                                "send_flow_rem, check_overlap, both joined by +, or -",
+                            ));
+                        }
+                    }
                 }
             }
             _ => matcher = match_field(matcher, name, value, &port)?,
@@ -659,7 +669,11 @@ pub fn flow_rule(
     entry.goto = goto;
     entry.cookie = cookie;
     entry.send_flow_removed = send_flow_removed;
-    Ok(ParsedFlow { table, entry })
+    Ok(ParsedFlow {
+        table,
+        entry,
+        check_overlap,
+    })
 }
 
 fn prefix_len(mask: &[u8; 16]) -> u32 {

@@ -157,6 +157,13 @@ impl FlowMatch {
         &self.mask
     }
 
+    /// Whether some packet matches both: wherever both masks have bits, the keys agree.
+    pub fn overlaps(&self, other: &FlowMatch) -> bool {
+        let (key, mask) = (self.key.words(), self.mask.words());
+        let (other_key, other_mask) = (other.key.words(), other.mask.words());
+        (0..key.len()).all(|i| (key[i] ^ other_key[i]) & mask[i] & other_mask[i] == 0)
+    }
+
     /// Whether a packet with `key` matches.
     #[inline]
     pub fn matches(&self, key: &FlowKey) -> bool {

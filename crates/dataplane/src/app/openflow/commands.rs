@@ -117,8 +117,18 @@ impl OpenFlow {
         let port = |name: &str| ctx.port_index(name);
         match edit {
             FlowEdit::Add(rule) | FlowEdit::Modify(rule) => match fields::flow_rule(rule, &port) {
-                Ok(ParsedFlow { table, entry }) => {
+                Ok(ParsedFlow {
+                    table,
+                    entry,
+                    check_overlap,
+                }) => {
                     let (priority, matcher) = (entry.priority, entry.matcher);
+                    if check_overlap && self.overlaps(table, priority, &matcher) {
+                        return Err(format!(
+                            "a flow of priority {priority} in table {table} overlaps it \
+                             (check_overlap); `show flows` lists them"
+                        ));
+                    }
                     match self.insert_flow(table, entry) {
                         (_, Ok(replaced)) => {
                             if let (FlowEdit::Modify(_), Some(old)) = (edit, &replaced) {
@@ -137,7 +147,7 @@ impl OpenFlow {
                 Err(error) => Err(format!("{error} (ports: {})", ctx.port_names())),
             },
             FlowEdit::Remove(rule) => match fields::flow_rule(rule, &port) {
-                Ok(ParsedFlow { table, entry }) => {
+                Ok(ParsedFlow { table, entry, .. }) => {
                     match self.take_flow(table, entry.priority, &entry.matcher) {
                         Some(flow) => Ok(Some(Undo::Removed { table, flow })),
                         None => Err(format!(
@@ -150,6 +160,18 @@ impl OpenFlow {
                 Err(error) => Err(error.to_string()),
             },
         }
+    }
+
+    /// Whether a flow of `priority` in `table` matches a packet `matcher` matches too:
+    /// OpenFlow's overlap (§6.4), an identical match included. A scan of the table, for the
+    /// adds that ask for it only.
+    fn overlaps(&self, table: u8, priority: u16, matcher: &FlowMatch) -> bool {
+        let Some(classifier) = self.pipeline.tables.get(usize::from(table)) else {
+            return false;
+        };
+        classifier
+            .iter()
+            .any(|(_, at, other, _)| at == u32::from(priority) && other.overlaps(matcher))
     }
 
     /// Gives the flow that just replaced `old` (same priority and match) `old`'s counters
