@@ -310,7 +310,8 @@ fn a_reset_is_measured_by_restart_and_by_link_flap_and_noted_where_impossible() 
     assert!(reset.method.starts_with("restart"), "{reset:?}");
     assert_eq!(reset.times.len(), 1);
     assert!(reset.time.median > 0.0, "{reset:?}");
-    assert!(reset.time.median < 1.1, "{reset:?}");
+    // Back within the trial: a restart slower than the 1.1 s after the reset (a loaded
+    // machine) gets a trial twice as long, not a bound.
     assert!(!reset.unrecovered, "{reset:?}");
     assert_eq!(reset.rate, report.results[0].ndr().unwrap());
     assert!(stdout.contains("reset (restart"), "{stdout}");
@@ -328,8 +329,8 @@ fn a_reset_is_measured_by_restart_and_by_link_flap_and_noted_where_impossible() 
     );
     let reset = report.results[0].reset.as_ref().expect("a reset result");
     assert!(reset.method.contains("link down and up"), "{reset:?}");
-    assert!(reset.time.median < 1.1, "{reset:?}");
-    assert_eq!(reset.trials.len(), 1);
+    assert!(!reset.unrecovered, "{reset:?}");
+    assert_eq!(reset.times.len(), 1);
 
     // The XDP redirect cannot be reset by the tester: a note, not an error.
     let (report, _) = reset_run("wstrs3", &["--dut", "xdp-redirect"]).unwrap();

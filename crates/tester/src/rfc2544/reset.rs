@@ -7,7 +7,10 @@
 //! in the trial was lost to the reset, so the reset time is the frames lost over the offered
 //! rate. That is what is measured here, because it needs only the counts every trial has. A DuT
 //! that lost every frame from the reset to the end of the trial had not come back
-//! ([`ResetResult::unrecovered`]): its time is a lower bound. (A frame lost late in a trial
+//! ([`ResetResult::unrecovered`]): such a trial is run again twice as long, up to
+//! [`LONGEST`] times the configured length (a DuT restarting on a loaded machine takes longer
+//! to come back, and the tester gives it the time instead of reporting a bound); only a DuT
+//! still down at the end of the longest gets a lower bound. (A frame lost late in a trial
 //! says nothing alone: a DuT at its NDR may lose one in any trial.)
 //!
 //! The reset itself (a process restarted, a link taken down and up) is the caller's: the `trial`
@@ -45,8 +48,9 @@ pub struct ResetResult {
     pub times: Vec<f64>,
     /// Spread of the reset times, seconds.
     pub time: Spread,
-    /// True when some trial lost every frame from the reset to its end: the DuT had not come
-    /// back, and its time is a lower bound (give longer trials).
+    /// True when some trial lost every frame from the reset to its end even at [`LONGEST`]
+    /// times the configured length: the DuT had not come back, and its time is a lower bound
+    /// (give longer trials).
     pub unrecovered: bool,
     /// True when the generator fell behind its schedule in some trial (a loaded machine): the
     /// frames it still owed count as lost, so that trial's time is too long.
@@ -58,6 +62,10 @@ pub struct ResetResult {
 /// How much the frames lost may fall short of the time from the reset to the end of a trial,
 /// seconds, and the DuT still count as never having come back.
 const END_MARGIN: f64 = 0.05;
+
+/// A trial whose DuT had not come back is run again twice as long, up to this many times the
+/// configured length.
+pub const LONGEST: f64 = 4.0;
 
 /// Runs the test; see the module documentation.
 pub fn reset(
@@ -74,24 +82,31 @@ pub fn reset(
     // One rate in two phases split at the reset, not a steady `Load::Rate`: the suite runs a
     // steady trial its generator spoiled again, and the run again would not see the reset
     // (measured: ovs "reset" in 0.000 s after such a repeat).
-    let load = Load::Step {
+    let load = |seconds: f64| Load::Step {
         first_rate: config.throughput,
         first_seconds: config.reset_after,
         then_rate: config.throughput,
-        then_seconds: (config.seconds - config.reset_after).max(0.0),
+        then_seconds: (seconds - config.reset_after).max(0.0),
     };
     for index in 0..config.repeats.max(1) {
-        let outcome = run(&mut trial, &mut result.trials, load, index);
-        // Frames that did not arrive: one that left the tester late (the DuT pushed back
-        // while it was down) but arrived was forwarded.
-        let time = outcome.missing() as f64 / config.throughput.max(f64::MIN_POSITIVE);
-        if time >= config.seconds - config.reset_after - END_MARGIN {
-            result.unrecovered = true;
+        let mut seconds = config.seconds;
+        loop {
+            let outcome = run(&mut trial, &mut result.trials, load(seconds), index);
+            // Frames that did not arrive: one that left the tester late (the DuT pushed back
+            // while it was down) but arrived was forwarded.
+            let time = outcome.missing() as f64 / config.throughput.max(f64::MIN_POSITIVE);
+            let down_to_the_end = time >= seconds - config.reset_after - END_MARGIN;
+            if down_to_the_end && seconds * 2.0 <= config.seconds * LONGEST {
+                seconds *= 2.0;
+                continue;
+            }
+            result.unrecovered |= down_to_the_end;
+            if outcome.departure.is_some_and(|d| d.behind > 0) {
+                result.generator_behind = true;
+            }
+            result.times.push(time);
+            break;
         }
-        if outcome.departure.is_some_and(|d| d.behind > 0) {
-            result.generator_behind = true;
-        }
-        result.times.push(time);
     }
     result.time = Spread::of(&result.times);
     result
@@ -113,7 +128,7 @@ mod tests {
             else {
                 panic!("one rate in two phases")
             };
-            assert_eq!((rate, first_seconds), (then_rate, 2.0));
+            assert_eq!((rate, first_seconds), (then_rate, at));
             let seconds = first_seconds + then_seconds;
             let sent = (rate * seconds) as u64;
             let lost = (rate * outage.min(seconds - at)) as u64;
@@ -149,9 +164,16 @@ mod tests {
     }
 
     #[test]
-    fn a_dut_still_down_at_the_end_of_the_trial_gives_a_lower_bound() {
-        let result = reset(&config(), "restart", dut(30.0, 2.0));
+    fn a_dut_still_down_at_the_end_of_the_trial_gets_longer_trials_then_a_lower_bound() {
+        // Back after 12 s: the 10-s trial ends too soon, the 20-s one measures it.
+        let result = reset(&config(), "restart", dut(12.0, 2.0));
+        assert!(!result.unrecovered);
+        assert_eq!(result.times, [12.0, 12.0, 12.0]);
+        assert_eq!(result.trials.len(), 6);
+        // Never back: 10, 20 and 40 s, then a bound.
+        let result = reset(&config(), "restart", dut(300.0, 2.0));
         assert!(result.unrecovered);
-        assert_eq!(result.time.median, 8.0);
+        assert_eq!(result.time.median, 38.0);
+        assert_eq!(result.trials.len(), 9);
     }
 }
