@@ -17,7 +17,7 @@
 
 use wirespeed_dataplane::command::{FlowEdit, TransactionStep};
 use wirespeed_openflow::bundle::{control, flags};
-use wirespeed_openflow::message::{FlowMod, FlowModCommand, role};
+use wirespeed_openflow::message::{FlowModCommand, role};
 use wirespeed_openflow::{BundleAdd, BundleControl, Header, Message, OfError};
 
 use super::{Connection, Handled, RUN_MAX};
@@ -137,13 +137,7 @@ impl Connection {
         if header.xid != xid {
             return Err(OfError::BUNDLE_MSG_BAD_XID);
         }
-        let Message::FlowMod(flow_mod) = message else {
-            return Err(OfError::BUNDLE_MSG_UNSUP);
-        };
-        if flow_mod.command != FlowModCommand::Add {
-            return Err(OfError::BUNDLE_MSG_UNSUP);
-        }
-        switch.add_rule(&flow_mod)?;
+        rule(message, switch)?;
         let held: usize = self.bundles.iter().map(|b| b.messages.len()).sum();
         if held + add.message.len() > MAX_BUNDLE_BYTES {
             return Err(OfError::BUNDLE_MSG_TOO_MANY);
@@ -184,7 +178,8 @@ impl Connection {
             let mut sources = Vec::with_capacity(RUN_MAX);
             for message in messages.by_ref().take(RUN_MAX) {
                 // Checked when added: the same checks pass again, or the commit fails here.
-                match rule(message, switch) {
+                let decoded = Message::decode(message).map_err(|e| e.error);
+                match decoded.and_then(|(_, decoded)| rule(decoded, switch)) {
                     Ok(edit) => {
                         edits.push(edit);
                         sources.push(message);
@@ -241,18 +236,12 @@ impl Connection {
     }
 }
 
-/// The FLOW_MOD add of a bundled message, as the workers take it.
-fn rule(message: &[u8], switch: &Switch<'_>) -> Result<FlowEdit, OfError> {
-    match Message::decode(message).map_err(|e| e.error)? {
-        (
-            _,
-            Message::FlowMod(
-                flow_mod @ FlowMod {
-                    command: FlowModCommand::Add,
-                    ..
-                },
-            ),
-        ) => switch.add_rule(&flow_mod).map(FlowEdit::Add),
+/// The edit a bundled message becomes, as the workers take it: only FLOW_MOD adds are taken.
+fn rule(message: Message, switch: &Switch<'_>) -> Result<FlowEdit, OfError> {
+    match message {
+        Message::FlowMod(flow_mod) if flow_mod.command == FlowModCommand::Add => {
+            switch.add_rule(&flow_mod).map(FlowEdit::Add)
+        }
         _ => Err(OfError::BUNDLE_MSG_UNSUP),
     }
 }

@@ -64,13 +64,10 @@ impl OpenFlow {
     ) -> Vec<Option<String>> {
         self.fold_all();
         let before = self.transaction.len();
-        let mut results = vec![None; edits.len()];
-        let undo_from = match step {
-            TransactionStep::Abort => {
-                results = Vec::new();
-                before.saturating_sub(UNDO_PER_COMMAND)
-            }
+        let (mut results, undo_from) = match step {
+            TransactionStep::Abort => (Vec::new(), before.saturating_sub(UNDO_PER_COMMAND)),
             TransactionStep::Part | TransactionStep::Last => {
+                let mut results = vec![None; edits.len()];
                 let mut refused = false;
                 for (edit, result) in edits.iter().zip(&mut results) {
                     match self.apply_edit(edit, ctx) {
@@ -82,18 +79,17 @@ impl OpenFlow {
                         }
                     }
                 }
-                if refused {
+                let kept = if refused {
                     before
                 } else {
                     self.transaction.len()
-                }
+                };
+                (results, kept)
             }
         };
         let changed = self.transaction.len() != undo_from || self.transaction.len() != before;
-        while self.transaction.len() > undo_from {
-            if let Some(undo) = self.transaction.pop() {
-                self.undo(undo);
-            }
+        for undo in self.transaction.split_off(undo_from).into_iter().rev() {
+            self.undo(undo);
         }
         if step == TransactionStep::Abort && !self.transaction.is_empty() {
             results.push(Some(UNDO_MORE.into()));
