@@ -152,7 +152,7 @@ fn ovs_ofctl_drives_the_openflow_app() {
     let file = dir.join("flows.txt");
     std::fs::write(
         &file,
-        "table=0,priority=5,in_port=2,actions=output:1\n\
+        "table=0,priority=5,in_port=2,udp,actions=output:1\n\
          table=1,priority=1,ip,nw_src=10.0.0.0/8,actions=drop\n",
     )
     .unwrap();
