@@ -199,6 +199,36 @@ fn ovs_ofctl_drives_the_openflow_app() {
         input.len()
     );
 
+    // replace-flows --bundle: one transaction of strict deletes, modifies and adds leaves
+    // the file's flows and no others, and the traffic follows the file.
+    let replacement = dir.join("replace.txt");
+    std::fs::write(
+        &replacement,
+        "priority=10,in_port=1,udp,nw_dst=198.19.0.0/16,actions=output:2\n\
+         table=0,priority=6,in_port=2,tcp,actions=output:1\n\
+         table=1,priority=1,ip,nw_src=10.0.0.0/8,actions=drop\n",
+    )
+    .unwrap();
+    ok(
+        &lab,
+        "replace-flows",
+        &[replacement.to_str().unwrap(), "--bundle"],
+    );
+    let replaced = flow_lines(&lab);
+    assert_eq!(replaced.len(), 3, "{replaced:?}");
+    for want in ["output:2", "tcp", "actions=drop"] {
+        assert!(replaced.iter().any(|f| f.contains(want)), "{replaced:?}");
+    }
+    assert!(
+        !replaced.iter().any(|f| f.contains("FLOOD")),
+        "{replaced:?}"
+    );
+    send(&mut t0, &mut pool, &input);
+    assert_same(
+        &receive_all(&mut t1, &mut pool, input.len(), TEST_PORT),
+        &input,
+    );
+
     // del-flows --strict takes exactly one flow; it stops the traffic.
     let strict = ofctl(
         &lab,

@@ -437,6 +437,17 @@ impl Switch<'_> {
                 .unwrap_or(Ok(()))
                 .map(|()| Vec::new());
         }
+        let change = self.change(request)?;
+        self.carry_out(&change, |edits| {
+            self.apply(edits, refusal)
+                .into_iter()
+                .collect::<Result<(), OfError>>()
+        })
+    }
+
+    /// A FLOW_MOD delete or modify, checked: what it selects, and how it changes what it
+    /// selects. Refused as the FLOW_MOD itself would be.
+    pub fn change<'r>(&self, request: &'r FlowMod) -> Result<Change<'r>, OfError> {
         if request.buffer_id != NO_BUFFER {
             return Err(OfError::BAD_REQUEST_BUFFER_UNKNOWN);
         }
@@ -446,6 +457,15 @@ impl Switch<'_> {
         );
         if request.table_id >= self.tables && !(deletes && request.table_id == ALL_TABLES) {
             return Err(OfError::FLOW_MOD_BAD_TABLE_ID);
+        }
+        if !deletes {
+            // The instructions every selected flow gets: refused now, not per flow later.
+            translate::instructions(
+                &request.instructions,
+                request.table_id,
+                self.tables,
+                self.ports,
+            )?;
         }
         let strict = matches!(
             request.command,
@@ -460,15 +480,29 @@ impl Switch<'_> {
             strict,
             (request.cookie, request.cookie_mask),
         )?;
+        Ok(Change {
+            request,
+            selection,
+            deletes,
+        })
+    }
+
+    /// Changes the flows `change` selects, a page at a time, each page's edits handed to
+    /// `apply`; returns the flows deleted that asked for a FLOW_REMOVED (SEND_FLOW_REM).
+    pub fn carry_out(
+        &self,
+        change: &Change<'_>,
+        mut apply: impl FnMut(Vec<FlowEdit>) -> Result<(), OfError>,
+    ) -> Result<Vec<Flow>, OfError> {
         // A modify keeps each flow's counters unless asked to reset them (§6.4).
-        let modify = if request.flags & flow_flags::RESET_COUNTS != 0 {
+        let modify = if change.request.flags & flow_flags::RESET_COUNTS != 0 {
             FlowEdit::Add
         } else {
             FlowEdit::Modify
         };
         let mut removed = Vec::new();
-        self.select_each(&selection, |flows| {
-            let edits = if deletes {
+        self.select_each(&change.selection, |flows| {
+            let edits = if change.deletes {
                 flows
                     .iter()
                     .map(|flow| FlowEdit::Remove(self.delete_rule(flow)))
@@ -476,13 +510,13 @@ impl Switch<'_> {
             } else {
                 flows
                     .iter()
-                    .map(|flow| self.modified(flow, request).map(modify))
+                    .map(|flow| self.modified(flow, change.request).map(modify))
                     .collect::<Result<Vec<_>, _>>()?
             };
-            self.apply(edits, refusal)
-                .into_iter()
-                .collect::<Result<(), OfError>>()?;
-            if deletes {
+            if !edits.is_empty() {
+                apply(edits)?;
+            }
+            if change.deletes {
                 removed.extend(flows.into_iter().filter(|f| f.entry.send_flow_removed));
             }
             Ok(())
@@ -529,6 +563,14 @@ pub fn refusal(edit: &FlowEdit, why: &str) -> OfError {
 pub struct Cursor {
     pub table: u8,
     pub start: u32,
+}
+
+/// A FLOW_MOD delete or modify, checked ([`Switch::change`]), to be carried out
+/// ([`Switch::carry_out`]).
+pub struct Change<'r> {
+    request: &'r FlowMod,
+    selection: Selection,
+    deletes: bool,
 }
 
 /// The flows a request selects (see [`Switch::selection`]).

@@ -90,13 +90,12 @@ fn a_bundle_applies_at_its_commit_and_refuses_bad_messages_when_added() {
     );
     let open_again = peer.ask(&ctl(1, control::OPEN_REQUEST));
     assert_eq!(refused(&open_again), OfError::BUNDLE_EXIST);
-    // Two good adds; one to a port the switch has not; a delete (not taken in bundles); an
-    // add whose inner xid is not the outer one.
+    // Two good adds; one to a port the switch has not; a barrier (only FLOW_MODs are taken);
+    // an add whose inner xid is not the outer one.
     bundled(&mut peer, 1, &add(1, 2), 5001);
     bundled(&mut peer, 1, &add(2, 2), 5002);
     bundled(&mut peer, 1, &add(3, 9), 5003);
-    let delete = flow_mod(FlowModCommand::Delete, 0, ipv4_dst(1), vec![]);
-    bundled(&mut peer, 1, &delete, 5004);
+    bundled(&mut peer, 1, &Message::BarrierRequest, 5004);
     let mut stray = BundleAdd {
         bundle_id: 1,
         flags: BOTH,
@@ -168,15 +167,8 @@ fn a_commit_the_table_cannot_take_changes_nothing_even_over_several_parts() {
     bundled(&mut peer, 8, &add(3, 2), 12);
     bundled(&mut peer, 8, &add(4, 2), 13);
     let replies = peer.ask(&ctl(8, control::COMMIT_REQUEST));
-    let errors: Vec<_> = replies
-        .iter()
-        .map(|reply| match reply {
-            Message::Error { error, .. } => *error,
-            other => panic!("{other:?}"),
-        })
-        .collect();
     assert_eq!(
-        errors,
+        errors_of(&replies),
         [OfError::FLOW_MOD_TABLE_FULL, OfError::BUNDLE_MSG_FAILED]
     );
     assert_eq!(outputs(&mut peer), before, "the replaced flow is back");
@@ -199,4 +191,123 @@ fn a_commit_the_table_cannot_take_changes_nothing_even_over_several_parts() {
     let replies = peer.ask(&ctl(9, control::COMMIT_REQUEST));
     assert_eq!(replies.len(), 2, "{replies:?}");
     assert!(peer.flows().is_empty());
+}
+
+/// The output port of each flow, by the second byte of its IPv4 destination, in order.
+fn ports_by_host(peer: &mut Peer) -> Vec<(u8, u32)> {
+    let mut flows: Vec<(u8, u32)> = peer
+        .flows()
+        .into_iter()
+        .map(|f| {
+            let host = f
+                .matcher
+                .fields
+                .iter()
+                .find_map(|field| match field {
+                    wirespeed_openflow::Oxm::Ipv4Dst(addr, _) => Some(addr.octets()[1]),
+                    _ => None,
+                })
+                .unwrap();
+            let out = match f.instructions.as_slice() {
+                [wirespeed_openflow::Instruction::ApplyActions(actions)] => match actions[..] {
+                    [Action::Output { port, .. }] => port,
+                    _ => panic!("{actions:?}"),
+                },
+                other => panic!("{other:?}"),
+            };
+            (host, out)
+        })
+        .collect();
+    flows.sort_unstable();
+    flows
+}
+
+#[test]
+fn deletes_and_modifies_in_a_bundle_act_on_the_tables_the_messages_before_them_left() {
+    let (_agent, mut peer) = agent(4);
+    for (xid, a) in [(1, 1), (2, 2), (3, 3)] {
+        bundled(&mut peer, 1, &add(a, 2), xid);
+    }
+    assert!(peer.ask(&ctl(1, control::COMMIT_REQUEST)) == [ctl(1, control::COMMIT_REPLY)]);
+    assert_eq!(ports_by_host(&mut peer), [(1, 2), (2, 2), (3, 2)]);
+
+    // `ovs-ofctl --bundle replace-flows` sends strict deletes, strict modifies and adds: here
+    // with a delete of a flow the same bundle added, and a modify of one it added.
+    let strict_delete = flow_mod(FlowModCommand::DeleteStrict, 10, ipv4_dst(1), vec![]);
+    let modify = flow_mod(
+        FlowModCommand::Modify,
+        0,
+        ipv4_dst(2),
+        vec![Action::output(3)],
+    );
+    let delete = flow_mod(FlowModCommand::Delete, 0, ipv4_dst(4), vec![]);
+    let modify_strict = flow_mod(
+        FlowModCommand::ModifyStrict,
+        10,
+        ipv4_dst(5),
+        vec![Action::output(1)],
+    );
+    for (xid, message) in [
+        (10, strict_delete),
+        (11, modify),
+        (12, add(4, 2)),
+        (13, delete),
+        (14, add(5, 2)),
+        (15, modify_strict),
+    ] {
+        bundled(&mut peer, 2, &message, xid);
+    }
+    assert!(peer.flows().len() == 3, "nothing applies before the commit");
+    assert!(peer.ask(&ctl(2, control::COMMIT_REQUEST)) == [ctl(2, control::COMMIT_REPLY)]);
+    assert_eq!(ports_by_host(&mut peer), [(2, 3), (3, 2), (5, 1)]);
+
+    // A delete, then more adds than the table holds: the commit fails, and the deleted flow
+    // is back as it was.
+    let before = ports_by_host(&mut peer);
+    let strict_delete = flow_mod(FlowModCommand::DeleteStrict, 10, ipv4_dst(3), vec![]);
+    bundled(&mut peer, 3, &strict_delete, 20);
+    for (xid, a) in [(21, 6), (22, 7), (23, 8)] {
+        bundled(&mut peer, 3, &add(a, 2), xid);
+    }
+    let replies = peer.ask(&ctl(3, control::COMMIT_REQUEST));
+    assert_eq!(
+        errors_of(&replies),
+        [OfError::FLOW_MOD_TABLE_FULL, OfError::BUNDLE_MSG_FAILED]
+    );
+    assert_eq!(ports_by_host(&mut peer), before);
+
+    // A modify or delete the switch cannot take is refused when it is added.
+    let bad_table = match flow_mod(FlowModCommand::Delete, 0, ipv4_dst(3), vec![]) {
+        Message::FlowMod(mut m) => {
+            m.table_id = 9;
+            Message::FlowMod(m)
+        }
+        other => other,
+    };
+    bundled(&mut peer, 4, &bad_table, 30);
+    let bad_port = flow_mod(
+        FlowModCommand::Modify,
+        0,
+        ipv4_dst(3),
+        vec![Action::output(9)],
+    );
+    bundled(&mut peer, 4, &bad_port, 31);
+    assert_eq!(
+        errors(&mut peer, 2),
+        [
+            (30, OfError::FLOW_MOD_BAD_TABLE_ID),
+            (31, OfError::BAD_ACTION_OUT_PORT)
+        ]
+    );
+}
+
+/// The errors of `replies`, every one an ERROR.
+fn errors_of(replies: &[Message]) -> Vec<OfError> {
+    replies
+        .iter()
+        .map(|reply| match reply {
+            Message::Error { error, .. } => *error,
+            other => panic!("{other:?}"),
+        })
+        .collect()
 }

@@ -1,27 +1,29 @@
-//! A connection's bundles (ONF extension 230, [`wirespeed_openflow::bundle`]): FLOW_MOD adds
+//! A connection's bundles (ONF extension 230, [`wirespeed_openflow::bundle`]): FLOW_MODs
 //! collected without a round trip each, then committed all or nothing.
 //!
-//! Each message is checked when it is added (decoded, a FLOW_MOD add, its rule translated),
-//! so a bad one is refused at once with its own xid, as `ovs-ofctl --bundle` expects before
+//! Each message is checked when it is added (decoded, a FLOW_MOD, its match and instructions
+//! translated), so a bad one is refused at once with its own xid, as `ovs-ofctl --bundle` expects before
 //! it commits. The bundle keeps the message's bytes (about 100 per flow), not the rule: a
-//! connection's open bundles hold at most [`MAX_BUNDLE_BYTES`]. A commit sends the rules to
-//! the workers as one transaction in parts of [`RUN_MAX`](super::RUN_MAX) (each part holds a
-//! worker for a few milliseconds only); when an edit is refused, the workers undo that part,
+//! connection's open bundles hold at most [`MAX_BUNDLE_BYTES`]. A commit sends the edits to
+//! the workers as one transaction in parts of at most [`RUN_MAX`](super::RUN_MAX) adds or one
+//! page of a delete's or modify's flows (each part holds a worker for a few milliseconds
+//! only); when an edit is refused, the workers undo that part,
 //! then the earlier ones in bounded steps (`TransactionStep::Abort`), and the peer gets the
 //! edit's ERROR with its xid, then BUNDLE_FAILED/MSG_FAILED for the commit. Packets
 //! forwarded while a commit of more than one part is under way may see part of it; the
 //! tables at the end are the old ones or the new ones.
 //!
-//! Only FLOW_MOD adds are taken (`ovs-ofctl --bundle add-flows` with adds); other messages
-//! are refused with BUNDLE_FAILED/MSG_UNSUP when added.
+//! FLOW_MODs are taken (adds, modifies, deletes: `ovs-ofctl --bundle add-flows`,
+//! `mod-flows`, `del-flows`, `replace-flows`); other messages are refused with
+//! BUNDLE_FAILED/MSG_UNSUP when added.
 
 use wirespeed_dataplane::command::{FlowEdit, TransactionStep};
 use wirespeed_openflow::bundle::{control, flags};
 use wirespeed_openflow::message::{FlowModCommand, role};
 use wirespeed_openflow::{BundleAdd, BundleControl, Header, Message, OfError};
 
-use super::{Connection, Handled, RUN_MAX};
-use crate::openflow::switch::{self, Switch};
+use super::{Connection, Handled, REMOVED_DELETE, RUN_MAX, flow_removed};
+use crate::openflow::switch::{self, Change, Switch};
 
 /// Bundles a connection may have open at once.
 pub const MAX_BUNDLES: usize = 16;
@@ -137,7 +139,7 @@ impl Connection {
         if header.xid != xid {
             return Err(OfError::BUNDLE_MSG_BAD_XID);
         }
-        rule(message, switch)?;
+        bundled(&message, switch)?;
         let held: usize = self.bundles.iter().map(|b| b.messages.len()).sum();
         if held + add.message.len() > MAX_BUNDLE_BYTES {
             return Err(OfError::BUNDLE_MSG_TOO_MANY);
@@ -162,7 +164,10 @@ impl Connection {
     }
 
     /// Applies a bundle's messages as one transaction; COMMIT_REPLY when all applied, else
-    /// the refused message's ERROR and BUNDLE_FAILED/MSG_FAILED, nothing applied.
+    /// the refused message's ERROR and BUNDLE_FAILED/MSG_FAILED, nothing applied. Adds go to
+    /// the workers in parts of up to [`RUN_MAX`]; a delete or modify selects its flows from
+    /// the tables as the messages before it left them (those are applied first), so each
+    /// message acts as it would have alone, in order.
     fn commit(
         &mut self,
         bundle: &Bundle,
@@ -171,41 +176,62 @@ impl Connection {
         request: &BundleControl,
         switch: &Switch<'_>,
     ) -> Handled {
-        let mut messages = Messages(&bundle.messages).peekable();
+        let mut adds = Vec::with_capacity(RUN_MAX);
+        let mut sources = Vec::with_capacity(RUN_MAX);
+        let mut removed = Vec::new();
+        // Whether some part went to the workers: a failure then undoes it.
         let mut applied = false;
-        loop {
-            let mut edits = Vec::with_capacity(RUN_MAX);
-            let mut sources = Vec::with_capacity(RUN_MAX);
-            for message in messages.by_ref().take(RUN_MAX) {
-                // Checked when added: the same checks pass again, or the commit fails here.
-                let decoded = Message::decode(message).map_err(|e| e.error);
-                match decoded.and_then(|(_, decoded)| rule(decoded, switch)) {
-                    Ok(edit) => {
-                        edits.push(edit);
-                        sources.push(message);
-                    }
-                    Err(error) => {
-                        return self.commit_failed(error, message, applied, switch, (xid, bytes));
+        for message in Messages(&bundle.messages) {
+            // Checked when added: the same checks pass again, or the commit fails here.
+            let decoded = match Message::decode(message) {
+                Ok((_, decoded)) => decoded,
+                Err(e) => {
+                    return self.commit_failed(e.error, message, applied, switch, (xid, bytes));
+                }
+            };
+            let outcome = match bundled(&decoded, switch) {
+                Err(error) => Err((error, message)),
+                Ok(Bundled::Add(edit)) => {
+                    adds.push(edit);
+                    sources.push(message);
+                    if adds.len() < RUN_MAX {
+                        Ok(())
+                    } else {
+                        applied = true;
+                        apply_adds(&mut adds, &mut sources, TransactionStep::Part, switch)
                     }
                 }
-            }
-            let step = if messages.peek().is_some() {
-                TransactionStep::Part
-            } else {
-                TransactionStep::Last
+                Ok(Bundled::Change(change)) => {
+                    applied = true;
+                    let part = |edits| {
+                        switch
+                            .apply_part(edits, TransactionStep::Part, switch::refusal)
+                            .into_iter()
+                            .collect()
+                    };
+                    apply_adds(&mut adds, &mut sources, TransactionStep::Part, switch).and_then(
+                        |()| {
+                            let flows = switch.carry_out(&change, part);
+                            flows
+                                .map(|flows| removed.extend(flows))
+                                .map_err(|e| (e, message))
+                        },
+                    )
+                }
             };
-            let results = switch.apply_part(edits, step, switch::refusal);
-            if let Some((error, message)) = results
-                .into_iter()
-                .zip(&sources)
-                .find_map(|(result, message)| result.err().map(|error| (error, *message)))
-            {
-                return self.commit_failed(error, message, true, switch, (xid, bytes));
+            if let Err((error, failed)) = outcome {
+                return self.commit_failed(error, failed, applied, switch, (xid, bytes));
             }
-            applied = true;
-            if step == TransactionStep::Last {
-                break;
-            }
+        }
+        if let Err((error, failed)) =
+            apply_adds(&mut adds, &mut sources, TransactionStep::Last, switch)
+        {
+            return self.commit_failed(error, failed, true, switch, (xid, bytes));
+        }
+        for flow in &removed {
+            let message = Message::FlowRemoved(flow_removed(flow, REMOVED_DELETE));
+            self.notify(&message);
+            self.removed.push(message);
         }
         self.send(&Message::BundleControl(request.reply()), xid);
         Handled::Done
@@ -236,12 +262,41 @@ impl Connection {
     }
 }
 
-/// The edit a bundled message becomes, as the workers take it: only FLOW_MOD adds are taken.
-fn rule(message: Message, switch: &Switch<'_>) -> Result<FlowEdit, OfError> {
+/// Sends the adds collected to the workers as one part of the transaction (`Part` only when
+/// there are some; `Last` always, as it ends the transaction); the first refused add's error
+/// and message.
+fn apply_adds<'m>(
+    adds: &mut Vec<FlowEdit>,
+    sources: &mut Vec<&'m [u8]>,
+    step: TransactionStep,
+    switch: &Switch<'_>,
+) -> Result<(), (OfError, &'m [u8])> {
+    if adds.is_empty() && step == TransactionStep::Part {
+        return Ok(());
+    }
+    let results = switch.apply_part(std::mem::take(adds), step, switch::refusal);
+    let refused = results
+        .into_iter()
+        .zip(sources.drain(..))
+        .find_map(|(result, message)| result.err().map(|error| (error, message)));
+    refused.map_or(Ok(()), Err)
+}
+
+/// What a bundled message does, checked as the workers will take it: a FLOW_MOD add
+/// becomes its edit, a delete or modify the [`Change`] it makes to the flows it selects.
+enum Bundled<'r> {
+    Add(FlowEdit),
+    Change(Change<'r>),
+}
+
+/// The message of a bundle as it will apply, or the error that refuses it; only FLOW_MODs
+/// are taken.
+fn bundled<'r>(message: &'r Message, switch: &Switch<'_>) -> Result<Bundled<'r>, OfError> {
     match message {
-        Message::FlowMod(flow_mod) if flow_mod.command == FlowModCommand::Add => {
-            switch.add_rule(&flow_mod).map(FlowEdit::Add)
-        }
+        Message::FlowMod(flow_mod) if flow_mod.command == FlowModCommand::Add => switch
+            .add_rule(flow_mod)
+            .map(|rule| Bundled::Add(FlowEdit::Add(rule))),
+        Message::FlowMod(flow_mod) => switch.change(flow_mod).map(Bundled::Change),
         _ => Err(OfError::BUNDLE_MSG_UNSUP),
     }
 }
