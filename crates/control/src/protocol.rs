@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use wirespeed_dataplane::command::{
     AppCommand, FlowEdit, FlowRule, Injection, Neighbour, TransactionStep,
 };
+use wirespeed_dataplane::table::classifier::FlowMatch;
 use wirespeed_dataplane::table::fib::{Ipv4Prefix, Ipv6Prefix};
 use wirespeed_packet::wire::EthernetAddress;
 
@@ -163,6 +164,13 @@ pub enum Request {
         table: u8,
         start: u32,
     },
+    /// The one flow of a strict selection, as a page of at most one row (no request line
+    /// makes it).
+    FlowFind {
+        table: u8,
+        priority: u16,
+        matcher: FlowMatch,
+    },
 }
 
 /// A file sent by the client after its request line (`route load BYTES NAME`, then exactly
@@ -218,6 +226,15 @@ impl Request {
                 step: *step,
             },
             &Request::FlowPage { table, start } => AppCommand::FlowPage { table, start },
+            &Request::FlowFind {
+                table,
+                priority,
+                matcher,
+            } => AppCommand::FlowFind {
+                table,
+                priority,
+                matcher,
+            },
             _ => return None,
         })
     }

@@ -30,6 +30,7 @@ use rtrb::{Consumer, Producer, RingBuffer};
 use wirespeed_io::wait::Doorbell;
 
 use crate::app::router::StaticRoute;
+use crate::table::classifier::FlowMatch;
 use crate::table::fib::{Fib4, Fib6, Ipv4Prefix, Ipv6Prefix};
 use crate::worker::WorkerSnapshot;
 
@@ -139,6 +140,14 @@ pub enum AppCommand {
     /// order, as [`AppCommand::ShowFlows`] shows them: flow statistics and selections over
     /// any number of flows, one bounded page at a time.
     FlowPage { table: u8, start: u32 },
+    /// The flow of `table` with exactly this priority and match, as a page of one row (or
+    /// none): a strict delete or modify names one flow, and reads it without reading the
+    /// table.
+    FlowFind {
+        table: u8,
+        priority: u16,
+        matcher: FlowMatch,
+    },
     /// Replace the whole ACL with these rules, first match wins.
     ReplaceAcl(Arc<[AclRule]>),
 }
@@ -165,6 +174,7 @@ impl AppCommand {
             AppCommand::FlowEdits(_) => "flow edits",
             AppCommand::FlowTransaction { .. } => "flow transaction",
             AppCommand::FlowPage { .. } => "flow page",
+            AppCommand::FlowFind { .. } => "flow find",
             AppCommand::ReplaceAcl(_) => "acl load",
         }
     }

@@ -111,8 +111,14 @@ impl Switch<'_> {
     /// the same changes in the same order, so a flow has the same slot in each; only a copy
     /// re-added after a worker alone timed it out may sit elsewhere and be counted apart.
     fn page(&self, table: u8, start: u32) -> Result<(Vec<Flow>, bool), OfError> {
-        let value = ask(self.handler, Request::FlowPage { table, start })
-            .map_err(|_| OfError::BAD_REQUEST_EPERM)?;
+        self.flows(Request::FlowPage { table, start })
+    }
+
+    /// The flows the workers answer `request` with (a [`Request::FlowPage`] or
+    /// [`Request::FlowFind`]), counters summed over the workers, and whether the table has
+    /// slots beyond.
+    fn flows(&self, request: Request) -> Result<(Vec<Flow>, bool), OfError> {
+        let value = ask(self.handler, request).map_err(|_| OfError::BAD_REQUEST_EPERM)?;
         let rows = value["rows"].as_array().cloned().unwrap_or_default();
         let mut more = false;
         let mut merged: BTreeMap<(std::cmp::Reverse<u16>, String, String), Flow> = BTreeMap::new();
@@ -182,6 +188,17 @@ impl Switch<'_> {
         selection: &Selection,
         mut each: impl FnMut(Vec<Flow>) -> Result<(), OfError>,
     ) -> Result<(), OfError> {
+        if let Some(priority) = selection.strict
+            && selection.table != ALL_TABLES
+        {
+            // A strict selection names one flow of one table: found, not read page by page.
+            let (flows, _) = self.flows(Request::FlowFind {
+                table: selection.table,
+                priority,
+                matcher: selection.matcher,
+            })?;
+            return each(flows.into_iter().filter(|f| selection.selects(f)).collect());
+        }
         let mut cursor = Some(selection.first());
         while let Some(at) = cursor {
             let (flows, next) = self.select_page(selection, at)?;

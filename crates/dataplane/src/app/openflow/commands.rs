@@ -305,6 +305,32 @@ impl OpenFlow {
             rows,
         }
     }
+
+    /// The flow of `table` with this priority and match, as a page of one row, or none.
+    pub(super) fn flow_find(
+        &mut self,
+        table: u8,
+        priority: u16,
+        matcher: &FlowMatch,
+        ctx: &CommandContext<'_>,
+    ) -> Table {
+        self.fold_all();
+        let rows = self
+            .pipeline
+            .tables
+            .get(usize::from(table))
+            .and_then(|classifier| {
+                let id = classifier.find(u32::from(priority), matcher)?;
+                classifier.data(id)
+            })
+            .map(|flow| self.flow_row(usize::from(table), flow, ctx))
+            .into_iter()
+            .collect();
+        Table {
+            columns: COLUMNS.map(String::from).to_vec(),
+            rows,
+        }
+    }
 }
 
 /// What undoes one edit of a transaction.

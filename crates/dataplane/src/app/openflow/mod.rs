@@ -678,6 +678,11 @@ impl App for OpenFlow {
             AppCommand::FlowPage { table, start } => {
                 AppReply::Table(self.flow_page(table, start, ctx))
             }
+            AppCommand::FlowFind {
+                table,
+                priority,
+                matcher,
+            } => AppReply::Table(self.flow_find(table, priority, &matcher, ctx)),
             AppCommand::ShowFlows => AppReply::Table(self.flow_table(ctx)),
             _ => AppReply::Unsupported,
         }
