@@ -113,7 +113,7 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
         &[
             "forwarding",
             "--duts",
-            "linux-bridge,linux-router,wirespeed-openflow-xdp",
+            "linux-bridge,linux-router,wirespeed-openflow-xdp,wirespeed-openflow-ofctl-xdp",
             "--flows",
             "1",
             "--runs",
@@ -136,11 +136,17 @@ fn bench_forwarding_prints_a_table_writes_json_and_removes_its_lab() {
         !row(&stdout, "wirespeed-openflow-xdp").contains("broken"),
         "{stdout}"
     );
+    // The same flows installed by `ovs-ofctl` through the agent forward too.
+    assert!(
+        !row(&stdout, "wirespeed-openflow-ofctl-xdp").contains("broken"),
+        "{stdout}"
+    );
     assert!(stdout.contains("generator on CPU 0 nice -20"), "{stdout}");
     let written = std::fs::read_to_string(out.join("forwarding.json")).unwrap();
     assert!(written.contains("\"schema\": \"wirespeed.bench.forwarding/1\""));
     assert!(written.contains("\"dut\": \"linux-bridge\""));
     assert!(written.contains("type bridge"));
+    assert!(written.contains("ovs-ofctl -O OpenFlow13 add-flows tcp:127.0.0.1:6653"));
     let _ = std::fs::remove_dir_all(&out);
     assert_gone_for_test(prefix);
 

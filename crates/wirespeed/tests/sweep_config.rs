@@ -134,7 +134,7 @@ fn a_scraped_dut_serves_its_metrics_and_says_so_in_its_name() {
 #[test]
 fn the_openflow_dut_gets_one_flow_each_way() {
     let dut = dut(WirespeedOptions {
-        app: WirespeedApp::OpenFlow,
+        app: WirespeedApp::OpenFlow(wirespeed_tester::dut::FlowSource::Config),
         ..WirespeedOptions::default()
     });
     assert_eq!(
@@ -160,4 +160,27 @@ fn the_openflow_dut_gets_one_flow_each_way() {
         )
     };
     assert_eq!(flows, [flow("p0", "p1"), flow("p1", "p0")]);
+}
+
+#[test]
+fn the_openflow_dut_by_ovs_ofctl_gets_its_flows_through_its_agent() {
+    let dut = dut(WirespeedOptions {
+        app: WirespeedApp::OpenFlow(wirespeed_tester::dut::FlowSource::OvsOfctl),
+        ..WirespeedOptions::default()
+    });
+    assert_eq!(
+        wirespeed_tester::dut::Dut::name(&dut),
+        "wirespeed-openflow-ofctl-afxdp"
+    );
+    let AppConfig::OpenFlow(openflow) = parse("of.toml", &dut.config(&wiring())).unwrap().app
+    else {
+        panic!("not the openflow app")
+    };
+    // No flow in the file: `ovs-ofctl add-flows` brings them once the switch runs.
+    assert!(openflow.flows.is_empty());
+    let agent = openflow.agent.expect("the agent listens");
+    assert_eq!(
+        agent.listen,
+        Some(wirespeed_tester::dut::OPENFLOW_LISTEN.parse().unwrap())
+    );
 }

@@ -57,7 +57,8 @@ pub use linux_router_tbf::LinuxRouterTbf;
 pub use ovs::{OvsAction, OvsDut};
 pub use steps::{Host, Steps};
 pub use testpmd::TestpmdDut;
-pub use wirespeed::{METRICS, SwitchCounters, WirespeedApp, WirespeedOptions};
+pub use wirespeed::{FlowSource, METRICS, OPENFLOW_LISTEN, SwitchCounters};
+pub use wirespeed::{WirespeedApp, WirespeedOptions};
 pub use wirespeed::{WirespeedBackend, WirespeedDut};
 pub use xdp_redirect::XdpRedirectDut;
 

@@ -48,9 +48,27 @@ pub enum WirespeedApp {
     /// The router with this table (all via `t1`).
     Router(Arc<RouteTable>),
     /// The openflow app with one flow each way (`in_port=p0` to `p1` and back), the flow the
-    /// Open vSwitch DuT gets.
-    OpenFlow,
+    /// Open vSwitch DuT gets, installed as the source says.
+    OpenFlow(FlowSource),
 }
+
+/// How the openflow app's flows are installed: the same flows either way, so that a benchmark
+/// of both shows what (if anything) the way costs the forwarding.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FlowSource {
+    /// `[[openflow.flow]]` tables in the configuration file.
+    #[default]
+    Config,
+    /// `ovs-ofctl -O OpenFlow13 add-flows` through the switch's OpenFlow agent once it runs
+    /// (listening on [`OPENFLOW_LISTEN`] in the DuT's namespace), as a controller would.
+    OvsOfctl,
+}
+
+/// Where the agent of a DuT whose flows come by OpenFlow listens, inside its namespace.
+pub const OPENFLOW_LISTEN: &str = "127.0.0.1:6653";
+
+/// The openflow DuT's flows, as (ingress port, egress port) indices: one each way.
+const OPENFLOW_FLOWS: [(usize, usize); 2] = [(0, 1), (1, 0)];
 
 /// What the switch runs besides its two ports; the default is the plain xconnect with the
 /// configuration file's defaults.
@@ -377,12 +395,22 @@ impl WirespeedDut {
             // Entries live for a day: `t1` speaks once, when `teach_bridge` makes it, and a
             // benchmark must not see the bridge forget it and flood halfway through.
             text.push_str("[bridge]\nage_seconds = 86400\n");
-        } else if self.options.app == WirespeedApp::OpenFlow {
-            text.push_str(
-                "[openflow]\ntables = 1\n\n\
-                 [[openflow.flow]]\nmatch = \"in_port=p0\"\nactions = \"output:p1\"\n\n\
-                 [[openflow.flow]]\nmatch = \"in_port=p1\"\nactions = \"output:p0\"\n",
-            );
+        } else if let WirespeedApp::OpenFlow(source) = self.options.app {
+            text.push_str("[openflow]\ntables = 1\n");
+            match source {
+                FlowSource::Config => {
+                    for (from, to) in OPENFLOW_FLOWS {
+                        text.push_str(&format!(
+                            "\n[[openflow.flow]]\nmatch = \"in_port=p{from}\"\n\
+                             actions = \"output:p{to}\"\n"
+                        ));
+                    }
+                }
+                FlowSource::OvsOfctl => {
+                    let (addr, port) = OPENFLOW_LISTEN.split_once(':').expect("a literal");
+                    text.push_str(&format!("listen = \"ptcp:{port}:{addr}\"\n"));
+                }
+            }
         } else {
             text.push_str("[xconnect]\npairs = [[\"p0\", \"p1\"]]\n");
         }
@@ -434,6 +462,47 @@ impl WirespeedDut {
         Ok(())
     }
 
+    /// Installs the openflow app's flows through its OpenFlow agent with `ovs-ofctl`, when
+    /// they come that way ([`FlowSource::OvsOfctl`]). The agent's listener is bound before
+    /// the switch says it forwards, so the connection is taken at once.
+    fn install_flows(&mut self, wiring: &Wiring, stem: &str) -> Result<(), DutError> {
+        if self.options.app != WirespeedApp::OpenFlow(FlowSource::OvsOfctl) {
+            return Ok(());
+        }
+        self.steps.require("ovs-ofctl", "openvswitch-common")?;
+        // OpenFlow port numbers are the app's port indices plus one.
+        let flows: String = OPENFLOW_FLOWS
+            .iter()
+            .map(|(from, to)| format!("in_port={},actions=output:{}\n", from + 1, to + 1))
+            .collect();
+        let path = std::env::temp_dir().join(format!("{stem}.flows"));
+        let path_text = path.to_string_lossy().to_string();
+        self.steps.write(
+            "write the flow file",
+            &path_text,
+            &flows,
+            (OPENFLOW_FLOWS.len(), ""),
+        )?;
+        let target = format!("tcp:{OPENFLOW_LISTEN}");
+        self.steps.run(
+            "add the flows by OpenFlow",
+            &[
+                "ip",
+                "netns",
+                "exec",
+                &wiring.dut_ns,
+                "ovs-ofctl",
+                "-O",
+                "OpenFlow13",
+                "add-flows",
+                &target,
+                &path_text,
+            ],
+            None,
+        )?;
+        Ok(())
+    }
+
     /// Waits until the fast path forwards by the loaded routes: the reply of `route load`
     /// comes when the router has them, and the kernel's copy is written after it, off the
     /// worker (seconds for a million), with every routed frame on the user-space path
@@ -479,7 +548,7 @@ impl WirespeedDut {
             WirespeedApp::Xconnect => "xconnect",
             WirespeedApp::Bridge => "bridge",
             WirespeedApp::Router(_) => "router",
-            WirespeedApp::OpenFlow => "openflow",
+            WirespeedApp::OpenFlow(_) => "openflow",
         };
         let batch = self
             .options
@@ -567,7 +636,8 @@ impl Dut for WirespeedDut {
             WirespeedApp::Xconnect => "xconnect-",
             WirespeedApp::Bridge => "bridge-",
             WirespeedApp::Router(_) => "router-",
-            WirespeedApp::OpenFlow => "openflow-",
+            WirespeedApp::OpenFlow(FlowSource::Config) => "openflow-",
+            WirespeedApp::OpenFlow(FlowSource::OvsOfctl) => "openflow-ofctl-",
         };
         let scraped = if self.options.scrape_every.is_some() {
             "+scrape"
@@ -635,6 +705,7 @@ impl Dut for WirespeedDut {
         self.wait_until_started(Duration::from_secs(10))?;
         self.teach_bridge(wiring)?;
         self.load_routes(wiring, &stem)?;
+        self.install_flows(wiring, &stem)?;
         if let Some(every) = self.options.scrape_every {
             let addr = METRICS.parse().expect("a literal address");
             self.steps.record(format!(

@@ -28,8 +28,9 @@ use wirespeed_tester::bench::{
 };
 use wirespeed_tester::dut::routes::{LinuxRouterFib, Prefixes, RouteTable};
 use wirespeed_tester::dut::{
-    Dut, IpVersion, LinuxBridge, LinuxRouter, LinuxRouterNft, LinuxRouterTbf, OvsAction, OvsDut,
-    TestpmdDut, WirespeedApp, WirespeedBackend, WirespeedDut, WirespeedOptions, XdpRedirectDut,
+    Dut, FlowSource, IpVersion, LinuxBridge, LinuxRouter, LinuxRouterNft, LinuxRouterTbf,
+    OvsAction, OvsDut, TestpmdDut, WirespeedApp, WirespeedBackend, WirespeedDut, WirespeedOptions,
+    XdpRedirectDut,
 };
 use wirespeed_tester::generator::probe::SMALLEST_IPV6_FRAME;
 use wirespeed_testkit::routes;
@@ -232,8 +233,9 @@ enum GeneratorArg {
 /// The DuT names `--duts` accepts, by function and path (`linux-router-nft:N` gives the
 /// firewall N rules, `linux-router-tbf:MBIT` the shaper its rate,
 /// `wirespeed-xconnect-afxdp+scrape` and the like a wirespeed DuT whose metrics are scraped
-/// every 100 ms).
-pub const DUT_NAMES: [&str; 19] = [
+/// every 100 ms; `wirespeed-openflow-ofctl-*` the openflow DuT's flows installed by
+/// `ovs-ofctl` through its OpenFlow agent instead of its configuration file).
+pub const DUT_NAMES: [&str; 21] = [
     "wirespeed-xconnect-xdp",
     "wirespeed-xconnect-afxdp",
     "wirespeed-xconnect-afpacket",
@@ -244,6 +246,8 @@ pub const DUT_NAMES: [&str; 19] = [
     "wirespeed-router-afxdp",
     "wirespeed-openflow-xdp",
     "wirespeed-openflow-afxdp",
+    "wirespeed-openflow-ofctl-xdp",
+    "wirespeed-openflow-ofctl-afxdp",
     "linux-bridge",
     "linux-router",
     "linux-router-nft",
@@ -361,11 +365,20 @@ fn routing_dut(
                 }),
             )
         }
-        "wirespeed-openflow-xdp" | "wirespeed-openflow-afxdp" => {
+        // The same two flows from the configuration file, or by OpenFlow from `ovs-ofctl`.
+        "wirespeed-openflow-xdp"
+        | "wirespeed-openflow-afxdp"
+        | "wirespeed-openflow-ofctl-xdp"
+        | "wirespeed-openflow-ofctl-afxdp" => {
             let backend = xdp_or_afxdp(name);
+            let source = if name.contains("-ofctl-") {
+                FlowSource::OvsOfctl
+            } else {
+                FlowSource::Config
+            };
             Box::new(
                 WirespeedDut::new(backend, binary.into(), core).with_options(WirespeedOptions {
-                    app: WirespeedApp::OpenFlow,
+                    app: WirespeedApp::OpenFlow(source),
                     ..WirespeedOptions::default()
                 }),
             )
