@@ -89,7 +89,7 @@ fn every_cli_number_out_of_range_or_not_finite_is_refused_naming_its_range() {
             "give a whole number in 1..=1000",
         ),
         (
-            &["bench", "forwarding", "--seconds", "inf"],
+            &["bench", "forwarding", "--trial-seconds", "inf"],
             "give a number in 0.001..=86400",
         ),
         (

@@ -9,10 +9,10 @@ use serde_json::Value;
 
 mod common;
 
-/// Runs `wirespeed bench ARGS --seconds 0.4 --prefix PREFIX --out DIR`, checks it left no lab,
+/// Runs `wirespeed bench ARGS --trial-seconds 0.4 --prefix PREFIX --out DIR`, checks it left no lab,
 /// and returns the parsed `json` file and DIR.
 fn sweep(prefix: &str, args: &[&str], json: &str) -> Option<(Value, PathBuf)> {
-    let (_, _, out) = common::bench_out(prefix, &[args, &["--seconds", "0.4"]].concat())?;
+    let (_, _, out) = common::bench_out(prefix, &[args, &["--trial-seconds", "0.4"]].concat())?;
     wirespeed_lab::assert_gone_for_test(prefix);
     let text = std::fs::read_to_string(out.join(json)).unwrap();
     Some((serde_json::from_str(&text).unwrap(), out))

@@ -3,7 +3,7 @@
 //! 64-byte frames, with the same placement of every thread for every DuT.
 //!
 //! ```sh
-//! wirespeed bench forwarding --runs 3 --seconds 5 --out reports/forwarding
+//! wirespeed bench forwarding --runs 3 --trial-seconds 5 --out reports/forwarding
 //! ```
 //!
 //! The command builds the lab (two pairs), runs the interleaved trials of
@@ -82,7 +82,10 @@ struct ForwardingArgs {
     runs: usize,
     /// Seconds per trial (0.001..=86400).
     #[arg(long, default_value_t = 5.0, value_parser = numbers::seconds())]
-    seconds: f64,
+    trial_seconds: f64,
+    /// Old spelling of `--trial-seconds`.
+    #[arg(long, hide = true, value_parser = numbers::seconds())]
+    seconds: Option<f64>,
     /// Name prefix of the lab (at most 6 characters, so NAPI thread names stay distinct).
     #[arg(long, default_value = "wsb")]
     prefix: String,
@@ -539,7 +542,8 @@ fn forwarding(mut args: ForwardingArgs) -> Result<()> {
     let config = ForwardingConfig {
         flows: args.flows.clone(),
         runs: args.runs,
-        seconds: args.seconds,
+        seconds: numbers::renamed(args.seconds, "--seconds", "--trial-seconds")
+            .unwrap_or(args.trial_seconds),
         plan,
         batch: args.batch,
         generator: match args.generator {

@@ -185,7 +185,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
             "1",
             "--runs",
             "1",
-            "--seconds",
+            "--trial-seconds",
             "2",
             "--generator",
             "xdp-live",

@@ -116,6 +116,15 @@ pub fn nice_or_off() -> impl Fn(&str) -> Result<Nice, String> + Clone + Send + S
 }
 
 /// Says on stderr that `old` is an old spelling, kept for one release, and what to write.
+/// The value of an option given by its old name `old`, with the deprecation note that names
+/// `new`; `None` when the old name was not used.
+pub fn renamed<T>(value: Option<T>, old: &str, new: &str) -> Option<T> {
+    if value.is_some() {
+        deprecated(old, new);
+    }
+    value
+}
+
 pub fn deprecated(old: &str, new: &str) {
     eprintln!("note: {old} is deprecated and goes in the next release; write {new}");
 }

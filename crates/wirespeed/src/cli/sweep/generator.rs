@@ -4,7 +4,7 @@
 //! interleaved runs, medians).
 //!
 //! ```sh
-//! wirespeed bench generator --generators testpmd-txonly,afxdp,afpacket --runs 3 --seconds 5 --out gen
+//! wirespeed bench generator --generators testpmd-txonly,afxdp,afpacket --runs 3 --trial-seconds 5 --out gen
 //! ```
 //!
 //! Prints a table, the ratio of every generator to `testpmd-txonly`, the generators' own counts

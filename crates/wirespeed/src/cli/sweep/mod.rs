@@ -43,9 +43,12 @@ pub struct SweepCommon {
     /// Directory for the JSON results and the SVG plots (created if missing).
     #[arg(long, default_value = ".")]
     out: PathBuf,
-    /// Seconds per blast (0.001..=86400).
+    /// Seconds per blast, one trial of a point (0.001..=86400).
     #[arg(long, default_value_t = 3.0, value_parser = numbers::seconds())]
-    seconds: f64,
+    trial_seconds: f64,
+    /// Old spelling of `--trial-seconds`.
+    #[arg(long, hide = true, value_parser = numbers::seconds())]
+    seconds: Option<f64>,
     /// Repeats of every point, interleaved (the median is reported), 1..=1000.
     #[arg(long, default_value_t = 1, value_parser = numbers::repeats::<usize>())]
     runs: usize,
@@ -61,6 +64,13 @@ pub struct SweepCommon {
     /// Old spelling of `--nice off`.
     #[arg(long, hide = true)]
     keep_priorities: bool,
+}
+
+impl SweepCommon {
+    /// Seconds per trial, by `--trial-seconds` or its old spelling `--seconds`.
+    fn trial_seconds(&self) -> f64 {
+        numbers::renamed(self.seconds, "--seconds", "--trial-seconds").unwrap_or(self.trial_seconds)
+    }
 }
 
 /// A count with an optional decimal suffix: `10k` = 10 000, `1M` = 1 000 000.
@@ -165,7 +175,7 @@ impl Session {
         let config = ForwardingConfig {
             flows: vec![1],
             runs: common.runs,
-            seconds: common.seconds,
+            seconds: common.trial_seconds(),
             plan,
             ceiling: false,
             ..ForwardingConfig::default()
