@@ -449,7 +449,7 @@ fn packet_ins(
     let mut any = false;
     for ring in rings {
         for _ in 0..PACKET_INS_PER_TURN {
-            let Ok(record) = ring.pop() else { break };
+            let Some(record) = ring.pop() else { break };
             any = true;
             let message = Message::PacketIn(translate::packet_in(&record));
             let mut taken = false;
