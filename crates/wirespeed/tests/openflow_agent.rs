@@ -265,7 +265,26 @@ fn ovs_ofctl_drives_the_openflow_app() {
     );
     ok(&lab, "add-flow", &["priority=1,in_port=1,actions=output:2"]);
     ok(&lab, "packet-out", &["1", "table", frame]);
-    assert_same(&receive_during(&mut t1, &mut pool, QUIET, ours), &[bytes]);
+    assert_same(
+        &receive_during(&mut t1, &mut pool, QUIET, ours),
+        std::slice::from_ref(&bytes),
+    );
+    // packet-out with a rewrite: the frame leaves as its actions made it.
+    let mut rewritten = bytes.clone();
+    rewritten[..6].copy_from_slice(&[2, 0, 0, 0, 0, 0x77]);
+    ok(
+        &lab,
+        "packet-out",
+        &[
+            "controller",
+            "set_field:02:00:00:00:00:77->eth_dst,output:2",
+            frame,
+        ],
+    );
+    assert_same(
+        &receive_during(&mut t1, &mut pool, QUIET, ours),
+        &[rewritten],
+    );
 
     let (success, out) = switch.interrupt();
     assert!(

@@ -10,6 +10,7 @@
 
 pub mod connection;
 pub mod links;
+pub mod packet_out;
 pub mod standalone;
 pub mod switch;
 pub mod translate;

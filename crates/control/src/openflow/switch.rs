@@ -29,6 +29,7 @@ use wirespeed_openflow::message::{
 use wirespeed_openflow::multipart::{FlowStatsRequest, PortStats};
 
 use super::links::Link;
+use super::packet_out;
 use super::translate::{self, Ports};
 use crate::dispatch::Handler;
 use crate::protocol::{Request, Response, Show};
@@ -434,12 +435,14 @@ impl Switch<'_> {
         }
     }
 
-    /// Carries out a PACKET_OUT: the frame goes out through a worker.
+    /// Carries out a PACKET_OUT: the frame, rewritten as its actions say, goes out through a
+    /// worker, one injection per run of outputs ([`packet_out::injections`]).
     pub fn packet_out(&self, request: &PacketOut) -> Result<(), OfError> {
-        let injection = translate::packet_out(request, self.ports)?;
-        ask(self.handler, Request::PacketOut(injection))
-            .map(|_| ())
-            .map_err(|_| OfError::BAD_REQUEST_EPERM)
+        for injection in packet_out::injections(request, self.ports)? {
+            ask(self.handler, Request::PacketOut(injection))
+                .map_err(|_| OfError::BAD_REQUEST_EPERM)?;
+        }
+        Ok(())
     }
 
     /// Carries out a FLOW_MOD; returns the flows it deleted that asked for a FLOW_REMOVED

@@ -754,8 +754,13 @@ fn packet_out_reaches_a_worker_and_what_it_cannot_do_is_refused() {
             packet_out(1, vec![Action::output(9)]),
             OfError::BAD_ACTION_OUT_PORT,
         ),
+        // The frame has no tag to pop (its EtherType is 0x0c0d).
         (
             packet_out(1, vec![Action::PopVlan]),
+            OfError::BAD_ACTION_MATCH_INCONSISTENT,
+        ),
+        (
+            packet_out(1, vec![Action::SetNwTtl(5)]),
             OfError::BAD_ACTION_TYPE,
         ),
     ] {

@@ -18,9 +18,9 @@ use wirespeed_dataplane::app::openflow::packet_in::PacketIn as PacketInRecord;
 use wirespeed_dataplane::app::openflow::{
     Action as AppAction, FlowEntry, MAX_FLOW_ACTIONS, SetField,
 };
-use wirespeed_dataplane::command::{FlowRule, Injection, Output};
+use wirespeed_dataplane::command::FlowRule;
 use wirespeed_openflow::action::port;
-use wirespeed_openflow::message::{NO_BUFFER, PacketIn, PacketOut, flow_flags};
+use wirespeed_openflow::message::{NO_BUFFER, PacketIn, flow_flags};
 use wirespeed_openflow::oxm::{ETH_TYPE_IPV4, OFPVID_NONE, OFPVID_PRESENT};
 use wirespeed_openflow::{Action, Instruction, Match, OfError, Oxm};
 use wirespeed_packet::flow_key::FlowKey;
@@ -283,43 +283,6 @@ pub fn flow_rule(
         fields,
         actions: instructions.actions,
     }
-}
-
-/// A PACKET_OUT as the frame a worker sends: its in_port (a port of the switch, or the
-/// controller) and outputs to ports, IN_PORT, FLOOD, ALL or TABLE (the pipeline). The switch
-/// keeps no buffers, so the frame must come with the message; actions other than outputs are
-/// refused (BAD_ACTION/BAD_TYPE), as are ports it does not have.
-pub fn packet_out(request: &PacketOut, ports: &Ports) -> Result<Injection, OfError> {
-    if request.buffer_id != NO_BUFFER {
-        return Err(OfError::BAD_REQUEST_BUFFER_UNKNOWN);
-    }
-    if request.data.is_empty() {
-        return Err(OfError::BAD_REQUEST_PACKET);
-    }
-    let index = |number: u32| ports.name(number).and_then(|name| ports.index(name));
-    let in_port = match request.in_port {
-        port::CONTROLLER | port::LOCAL | port::ANY => None,
-        number => Some(index(number).ok_or(OfError::BAD_REQUEST_PORT)?),
-    };
-    let mut outputs = Vec::new();
-    for action in &request.actions {
-        let Action::Output { port: number, .. } = *action else {
-            return Err(OfError::BAD_ACTION_TYPE);
-        };
-        outputs.push(match number {
-            port::IN_PORT if in_port.is_some() => Output::InPort,
-            port::FLOOD => Output::Flood,
-            port::ALL => Output::All,
-            // OpenFlow 1.3 §7.3.7: TABLE runs the packet through the pipeline from table 0.
-            port::TABLE => Output::Pipeline,
-            number => Output::Port(index(number).ok_or(OfError::BAD_ACTION_OUT_PORT)?),
-        });
-    }
-    Ok(Injection {
-        in_port,
-        frame: request.data.clone(),
-        outputs,
-    })
 }
 
 /// The PACKET_IN of a frame a worker sent for the controller: no buffer on the switch, the

@@ -356,6 +356,12 @@ fn match_field(
     })
 }
 
+/// Parses one action of a flow rule (`output:p1`, `set_field:eth_dst=02:00:00:00:00:01`,
+/// ...), as [`flow_rule`] does: the OpenFlow agent's PACKET_OUT rewrites a frame with it.
+pub fn flow_action(text: &str, port: &dyn Fn(&str) -> Option<u16>) -> Result<Action, FieldError> {
+    action(text, port)
+}
+
 /// Parses one action (`output:p1`, `set_field:eth_dst=02:00:00:00:00:01`, ...).
 fn action(text: &str, port: &dyn Fn(&str) -> Option<u16>) -> Result<Action, FieldError> {
     let bad = |problem: &str| FieldError::new(format!("action {text}"), problem, FLOW_ACTIONS);
