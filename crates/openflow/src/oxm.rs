@@ -28,6 +28,8 @@ pub const ETH_TYPE_IPV6: u16 = 0x86dd;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Oxm {
     InPort(u32),
+    /// The pipeline's metadata (written by write-metadata in earlier tables), maskable.
+    Metadata(u64, Option<u64>),
     EthDst([u8; 6], Option<[u8; 6]>),
     EthSrc([u8; 6], Option<[u8; 6]>),
     EthType(u16),
@@ -66,6 +68,7 @@ impl Oxm {
     pub fn field(&self) -> u8 {
         match self {
             Oxm::InPort(_) => 0,
+            Oxm::Metadata(..) => 2,
             Oxm::EthDst(..) => 3,
             Oxm::EthSrc(..) => 4,
             Oxm::EthType(_) => 5,
@@ -94,9 +97,11 @@ impl Oxm {
     fn prerequisite(&self) -> Prerequisite {
         const IP: &[u16] = &[ETH_TYPE_IPV4, ETH_TYPE_IPV6];
         match self {
-            Oxm::InPort(_) | Oxm::EthDst(..) | Oxm::EthSrc(..) | Oxm::EthType(_) => {
-                Prerequisite::None
-            }
+            Oxm::InPort(_)
+            | Oxm::Metadata(..)
+            | Oxm::EthDst(..)
+            | Oxm::EthSrc(..)
+            | Oxm::EthType(_) => Prerequisite::None,
             Oxm::VlanVid(..) => Prerequisite::None,
             Oxm::VlanPcp(_) => Prerequisite::VlanPresent,
             Oxm::IpDscp(_) | Oxm::IpProto(_) => Prerequisite::EthType(IP),
@@ -115,8 +120,8 @@ impl Oxm {
     /// Parses one field whose header said `field`, `has_mask` and whose payload is `payload`.
     fn parse(field: u8, has_mask: bool, payload: &[u8]) -> Result<Oxm, OfError> {
         let mut r = Reader::new(payload, OfError::BAD_MATCH_LEN);
-        let maskable = matches!(field, 3 | 4 | 6 | 11 | 12 | 22 | 23 | 26 | 27);
-        let known = matches!(field, 0 | 3..=8 | 10..=16 | 19..=23 | 26 | 27 | 29 | 30);
+        let maskable = matches!(field, 2 | 3 | 4 | 6 | 11 | 12 | 22 | 23 | 26 | 27);
+        let known = matches!(field, 0 | 2..=8 | 10..=16 | 19..=23 | 26 | 27 | 29 | 30);
         if !known {
             return Err(OfError::BAD_MATCH_FIELD);
         }
@@ -125,6 +130,7 @@ impl Oxm {
         }
         let width = match field {
             0 | 11 | 12 | 22 | 23 => 4,
+            2 => 8,
             3 | 4 => 6,
             5 | 6 | 13..=16 | 21 => 2,
             26 | 27 => 16,
@@ -138,6 +144,10 @@ impl Oxm {
             |r: &mut Reader| -> Result<Ipv6Addr, OfError> { Ok(Ipv6Addr::from(r.array::<16>()?)) };
         let oxm = match field {
             0 => Oxm::InPort(r.u32()?),
+            2 => {
+                let value = r.u64()?;
+                Oxm::Metadata(value, has_mask.then(|| r.u64()).transpose()?)
+            }
             3 | 4 => {
                 let value = r.array::<6>()?;
                 let mask = has_mask.then(|| r.array::<6>()).transpose()?;
@@ -209,6 +219,7 @@ impl Oxm {
         }
         match *self {
             Oxm::InPort(port) => pair(port.to_be_bytes(), None),
+            Oxm::Metadata(v, m) => pair(v.to_be_bytes(), m.map(u64::to_be_bytes)),
             Oxm::EthDst(v, m) | Oxm::EthSrc(v, m) => pair(v, m),
             Oxm::EthType(v) | Oxm::ArpOp(v) => pair(v.to_be_bytes(), None),
             Oxm::TcpSrc(v) | Oxm::TcpDst(v) | Oxm::UdpSrc(v) | Oxm::UdpDst(v) => {

@@ -529,6 +529,10 @@ fn masked_v6() -> impl Strategy<Value = (Ipv6Addr, Option<Ipv6Addr>)> {
 fn matches() -> impl Strategy<Value = Match> {
     let l2 = (
         proptest::option::of(1u32..0xffff_ff00),
+        proptest::option::of(
+            (any::<u64>(), proptest::option::of(any::<u64>()))
+                .prop_map(|(v, m)| (m.map_or(v, |m| v & m), m)),
+        ),
         proptest::option::of(masked_mac()),
         proptest::option::of(masked_mac()),
         proptest::option::of((0u16..4096, 0u8..8)),
@@ -575,9 +579,10 @@ fn matches() -> impl Strategy<Value = Match> {
             Oxm::ArpTpa(t.0, t.1),
         ]),
     ];
-    (l2, l3).prop_map(|((in_port, src, dst, vlan), l3)| {
+    (l2, l3).prop_map(|((in_port, metadata, src, dst, vlan), l3)| {
         let mut fields = Vec::new();
         fields.extend(in_port.map(Oxm::InPort));
+        fields.extend(metadata.map(|(v, m)| Oxm::Metadata(v, m)));
         fields.extend(src.map(|(v, m)| Oxm::EthSrc(v, m)));
         fields.extend(dst.map(|(v, m)| Oxm::EthDst(v, m)));
         if let Some((vid, pcp)) = vlan {
