@@ -782,7 +782,8 @@ static __always_inline int openflow(struct xdp_md *ctx, const struct fp_port *in
 		h = data;
 		if (data + 18 > end)
 			return to_user(ctx, in->slot, FP_TO_USER_OTHER, bytes);
-		key.vlan = ((__u16)h[14] << 8 | h[15]) & 0x0fff;
+		// The TCI without its DEI bit: priority and id, as user space's key has them.
+		key.vlan = ((__u16)h[14] << 8 | h[15]) & 0xefff;
 		key.flags = FP_KEY_VLAN;
 	} else {
 		ipv4 = plain_key(ctx, 0, &key);

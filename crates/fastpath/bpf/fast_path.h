@@ -102,7 +102,7 @@ struct fp_flow_key {
 	__u8 dst_mac[6];
 	__u8 src_mac[6];
 	__u16 in_port;
-	__u16 vlan;
+	__u16 vlan; // the outer tag's priority (PCP, top 3 bits) and id (low 12), DEI 0
 	__u16 ethertype;
 	__u16 l4_src;
 	__u16 l4_dst;

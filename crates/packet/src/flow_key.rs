@@ -33,10 +33,14 @@ use crate::wire::EthernetAddress;
 ///   (Ethernet/IPv4) `ip_src`/`ip_dst` hold the sender and target protocol addresses, mapped
 ///   the same way, and `ip_proto` the low byte of the ARP operation (as Open vSwitch does).
 /// * `l4_src`/`l4_dst` are the TCP/UDP ports. For ICMP and ICMPv6, `l4_src` holds
-///   `type << 8 | code` and `l4_dst` is 0. For non-first fragments both are 0 and
-///   [`FlowKey::FLAG_LATER_FRAGMENT`] is set.
-/// * `vlan` is the VLAN id (12 bits) of the outermost tag, valid when [`FlowKey::FLAG_VLAN`] is
-///   set.
+///   `type << 8 | code` and `l4_dst` is 0 (a match on the type or the code masks one byte).
+///   For non-first fragments both are 0 and [`FlowKey::FLAG_LATER_FRAGMENT`] is set.
+/// * `vlan` is the outermost tag's TCI without its DEI bit: the VLAN id in the low 12 bits
+///   ([`FlowKey::VLAN_VID`]), the priority (PCP) in the top 3 ([`FlowKey::VLAN_PCP`]), as Open
+///   vSwitch keeps them; valid when [`FlowKey::FLAG_VLAN`] is set. The bit between is always 0.
+/// * The IP DSCP and ECN are not in the key: the 56 bytes have no spare byte for them, and a
+///   64-byte key costs every packet an eighth more hashing and comparing (flow cache, kernel
+///   map); OpenFlow matches on them are refused.
 /// * Everything the parse did not reach is zero.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(C)]
@@ -71,6 +75,12 @@ impl FlowKey {
     pub const FLAG_FRAGMENT: u8 = 1 << 1;
     /// The IP packet is a fragment other than the first: it has no L4 header, ports are 0.
     pub const FLAG_LATER_FRAGMENT: u8 = 1 << 2;
+    /// The VLAN id's bits in `vlan`.
+    pub const VLAN_VID: u16 = 0x0fff;
+    /// The priority's (PCP's) bits in `vlan`.
+    pub const VLAN_PCP: u16 = 0xe000;
+    /// Where the priority starts in `vlan`.
+    pub const VLAN_PCP_SHIFT: u32 = 13;
 
     /// The all-zero key.
     pub const EMPTY: FlowKey = FlowKey {

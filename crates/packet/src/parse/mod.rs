@@ -374,7 +374,7 @@ fn parse_general<H: KeyHash>(
     }
     meta.vlan_depth = depth as u8;
     if depth > 0 {
-        key.vlan = meta.vlan[0] & 0x0fff;
+        key.vlan = meta.vlan[0] & (FlowKey::VLAN_PCP | FlowKey::VLAN_VID);
         key.flags |= FlowKey::FLAG_VLAN;
     }
     let mut l3 = frame.get(offset..).unwrap_or_default();

@@ -45,13 +45,17 @@ fn ipv4_udp_with_padding() {
 fn a_service_and_a_customer_tag_are_read() {
     let plain = ipv4_udp();
     let mut tagged = plain[..12].to_vec();
-    tagged.extend_from_slice(&[0x88, 0xa8, 0x20, 0x0a, 0x81, 0x00, 0x00, 0x14]);
+    // The outer tag: priority 1, DEI set, id 10.
+    tagged.extend_from_slice(&[0x88, 0xa8, 0x30, 0x0a, 0x81, 0x00, 0x00, 0x14]);
     tagged.extend_from_slice(&plain[12..]);
     let (result, meta, key) = run(&tagged);
     assert_eq!(result, Ok(()));
     assert_eq!(meta.vlan_depth, 2);
-    assert_eq!(meta.vlan[..2], [0x200a, 0x0014]);
-    assert_eq!((key.vlan, key.flags), (10, FlowKey::FLAG_VLAN));
+    assert_eq!(meta.vlan[..2], [0x300a, 0x0014]);
+    // The key has the outer tag's priority and id, not its DEI.
+    assert_eq!((key.vlan, key.flags), (1 << 13 | 10, FlowKey::FLAG_VLAN));
+    assert_eq!(key.vlan & FlowKey::VLAN_VID, 10);
+    assert_eq!(key.vlan >> FlowKey::VLAN_PCP_SHIFT, 1);
     assert_eq!((meta.l3_offset, meta.l4_offset), (22, 42));
 }
 

@@ -122,12 +122,12 @@ impl Action {
                 SetField::VlanVid(vid) => {
                     consulted.flags = u8::MAX;
                     if key.flags & FlowKey::FLAG_VLAN != 0 {
-                        key.vlan = vid & 0x0fff;
+                        key.vlan = (key.vlan & FlowKey::VLAN_PCP) | (vid & FlowKey::VLAN_VID);
                     }
                 }
             },
             Action::PushVlan(vid) => {
-                key.vlan = vid & 0x0fff;
+                key.vlan = vid & FlowKey::VLAN_VID;
                 key.flags |= FlowKey::FLAG_VLAN;
             }
             Action::PopVlan => {
