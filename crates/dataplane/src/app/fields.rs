@@ -22,15 +22,21 @@ use crate::stage::acl::{self, IpPrefix};
 use crate::table::classifier::FlowMatch;
 
 /// Match fields of a flow rule.
-pub const FLOW_FIELDS: &str = "in_port, eth_src, eth_dst, eth_type, vlan (an id or `none`), \
-     ip_proto, ip_src, ip_dst (address or prefix, IPv4 or IPv6), l4_src, l4_dst";
+pub const FLOW_FIELDS: &str = "in_port, eth_src, eth_dst (a MAC address, or MAC/MASK), \
+     eth_type, vlan (an id, `none` or `any`), vlan_pcp (0..7), ip_proto, ip_src, ip_dst (an address, \
+     address/prefix or address/mask, IPv4 or IPv6), l4_src, l4_dst, icmp_type, icmp_code \
+     (with ip_proto=icmp or icmpv6), arp_op (1..255), arp_spa, arp_tpa (an IPv4 address, \
+     prefix or mask), metadata (VALUE or VALUE/MASK, as earlier tables wrote it)";
 /// Instructions written as fields of a flow rule.
 pub const FLOW_INSTRUCTIONS: &str = "table, goto, idle_timeout, hard_timeout, cookie, flags \
      (send_flow_rem, check_overlap, both joined by +, or -)";
 /// Actions of a flow rule.
 pub const FLOW_ACTIONS: &str = "output:PORT, flood, drop, set_field:FIELD=VALUE (eth_src, \
-     eth_dst, ip_src, ip_dst, l4_src, l4_dst, vlan_vid), push_vlan:VID, pop_vlan, dec_ttl, controller[:MAX_LEN] (a PACKET_IN to \
-     the OpenFlow controller)";
+     eth_dst, ip_src, ip_dst, l4_src, l4_dst, vlan_vid), push_vlan:VID, pop_vlan, dec_ttl, \
+     controller[:MAX_LEN] (a PACKET_IN to the OpenFlow controller); instructions among them: \
+     clear_actions (empties the action set), write:ACTION (into the action set, which runs \
+     when the pipeline ends; one action of each kind), write_metadata:VALUE[/MASK] (for \
+     later tables' metadata match)";
 /// Match fields of an ACL rule.
 pub const ACL_FIELDS: &str = "src (or ip_src), dst (or ip_dst): address or prefix; proto (or \
      ip_proto): tcp, udp, icmp, icmpv6 or a number; src_port (or l4_src), dst_port (or l4_dst): \
@@ -71,6 +77,42 @@ pub fn parse_prefix(text: &str) -> Option<(IpAddr, u8)> {
     let max = if addr.is_ipv4() { 32 } else { 128 };
     let len = len.unwrap_or(max);
     (len <= max).then_some((addr, len))
+}
+
+/// An address with a prefix length or a mask of its family (`10.0.0.0/8`, `10.0.0.1`,
+/// `10.0.0.1/255.0.255.0`, `2001:db8::/32`): the address and the mask as an address.
+pub fn parse_masked(text: &str) -> Option<(IpAddr, IpAddr)> {
+    if let Some((addr, mask)) = text.split_once('/')
+        && let (Ok(addr), Ok(mask)) = (addr.parse::<IpAddr>(), mask.parse::<IpAddr>())
+    {
+        return (addr.is_ipv4() == mask.is_ipv4()).then_some((addr, mask));
+    }
+    let (addr, len) = parse_prefix(text)?;
+    let mask = match addr {
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::from_bits(
+            u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0),
+        )),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::from_bits(
+            u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0),
+        )),
+    };
+    Some((addr, mask))
+}
+
+/// A MAC address, or `MAC/MASK`: the address and its mask (all ones without one).
+fn parse_masked_mac(text: &str) -> Option<(EthernetAddress, EthernetAddress)> {
+    match text.split_once('/') {
+        Some((addr, mask)) => Some((mac(addr)?, mac(mask)?)),
+        None => Some((mac(text)?, EthernetAddress([0xff; 6]))),
+    }
+}
+
+/// `VALUE` or `VALUE/MASK` of 64 bits (metadata): the value and its mask.
+fn parse_masked_u64(text: &str) -> Option<(u64, u64)> {
+    match text.split_once('/') {
+        Some((value, mask)) => Some((number(value)?, number(mask)?)),
+        None => Some((number(text)?, u64::MAX)),
+    }
 }
 
 /// An IP protocol by name or number.
@@ -131,6 +173,9 @@ fn flow_field(name: &str) -> &str {
         "tp_src" => "l4_src",
         "tp_dst" => "l4_dst",
         "goto_table" => "goto",
+        "dl_vlan_pcp" => "vlan_pcp",
+        "icmpv4_type" | "icmpv6_type" => "icmp_type",
+        "icmpv4_code" | "icmpv6_code" => "icmp_code",
         other => other,
     }
 }
@@ -317,17 +362,26 @@ fn match_field(
     };
     Ok(match name {
         "in_port" => matcher.in_port(port(value).ok_or_else(|| bad("a port of the switch"))?),
-        "eth_src" | "dl_src" => matcher.eth_src(mac(value).ok_or_else(|| bad("a MAC address"))?),
-        "eth_dst" | "dl_dst" => matcher.eth_dst(mac(value).ok_or_else(|| bad("a MAC address"))?),
+        "eth_src" | "dl_src" | "eth_dst" | "dl_dst" => {
+            let (addr, mask) = parse_masked_mac(value).ok_or_else(|| {
+                bad("a MAC address or MAC/MASK (e.g. 01:00:00:00:00:00/01:00:00:00:00:00)")
+            })?;
+            if name.ends_with("src") {
+                matcher.eth_src_masked(addr, mask)
+            } else {
+                matcher.eth_dst_masked(addr, mask)
+            }
+        }
         "eth_type" | "dl_type" => {
             matcher.ethertype(number(value).ok_or_else(|| bad("an EtherType (e.g. 0x0800)"))?)
         }
         "vlan" | "vlan_vid" | "dl_vlan" => match value {
             "none" => matcher.untagged(),
+            "any" => matcher.tagged(),
             _ => {
                 let vid: u16 = number(value)
                     .filter(|v| (1..4095).contains(v))
-                    .ok_or_else(|| bad("a VLAN id 1..4094 or `none`"))?;
+                    .ok_or_else(|| bad("a VLAN id 1..4094, `none` or `any`"))?;
                 matcher.vlan(vid)
             }
         },
@@ -335,14 +389,42 @@ fn match_field(
             matcher.ip_proto(parse_protocol(value).ok_or_else(|| bad("a protocol"))?)
         }
         "ip_src" | "nw_src" | "ip_dst" | "nw_dst" => {
-            let (addr, len) = parse_prefix(value).ok_or_else(|| bad("an address or prefix"))?;
+            let (addr, mask) = parse_masked(value)
+                .ok_or_else(|| bad("an address, address/prefix or address/mask"))?;
             let src = name.ends_with("src");
-            match (addr, src) {
-                (IpAddr::V4(a), true) => matcher.ipv4_src(a, len),
-                (IpAddr::V4(a), false) => matcher.ipv4_dst(a, len),
-                (IpAddr::V6(a), true) => matcher.ipv6_src(a, len),
-                (IpAddr::V6(a), false) => matcher.ipv6_dst(a, len),
+            match (addr, mask, src) {
+                (IpAddr::V4(a), IpAddr::V4(m), true) => matcher.ipv4_src_masked(a, m),
+                (IpAddr::V4(a), IpAddr::V4(m), false) => matcher.ipv4_dst_masked(a, m),
+                (IpAddr::V6(a), IpAddr::V6(m), true) => matcher.ipv6_src_masked(a, m),
+                (IpAddr::V6(a), IpAddr::V6(m), false) => matcher.ipv6_dst_masked(a, m),
+                _ => return Err(bad("an address with a mask of its own family")),
             }
+        }
+        "arp_spa" | "arp_tpa" => match parse_masked(value) {
+            Some((IpAddr::V4(a), IpAddr::V4(m))) if name == "arp_spa" => matcher.arp_spa(a, m),
+            Some((IpAddr::V4(a), IpAddr::V4(m))) => matcher.arp_tpa(a, m),
+            _ => return Err(bad("an IPv4 address, address/prefix or address/mask")),
+        },
+        "arp_op" => matcher.arp_op(
+            number(value)
+                .filter(|&op: &u8| op > 0)
+                .ok_or_else(|| bad("an ARP operation 1..255 (1 request, 2 reply)"))?,
+        ),
+        "vlan_pcp" | "dl_vlan_pcp" => matcher.vlan_pcp(
+            number(value)
+                .filter(|&pcp: &u8| pcp < 8)
+                .ok_or_else(|| bad("a VLAN priority 0..7"))?,
+        ),
+        "icmp_type" | "icmpv4_type" | "icmpv6_type" => {
+            matcher.icmp_type(number(value).ok_or_else(|| bad("an ICMP type 0..255"))?)
+        }
+        "icmp_code" | "icmpv4_code" | "icmpv6_code" => {
+            matcher.icmp_code(number(value).ok_or_else(|| bad("an ICMP code 0..255"))?)
+        }
+        "metadata" => {
+            let (value, mask) = parse_masked_u64(value)
+                .ok_or_else(|| bad("a 64-bit VALUE or VALUE/MASK (e.g. 0x10/0xff)"))?;
+            matcher.metadata(value, mask)
         }
         "l4_src" | "tp_src" => matcher.l4_src(number(value).ok_or_else(|| bad("a port"))?),
         "l4_dst" | "tp_dst" => matcher.l4_dst(number(value).ok_or_else(|| bad("a port"))?),
@@ -439,6 +521,35 @@ fn prerequisites(fields: &[(String, String)]) -> Result<Stated, FieldError> {
     let ethertype = eth_type
         .and_then(|(_, value)| number::<u16>(value))
         .map(EtherType::from);
+    if let (Some(pcp), Some(vlan @ (_, "none"))) = (given("vlan_pcp"), given("vlan")) {
+        return refuse(
+            pcp,
+            format!(
+                "is a tag's priority, but {}=none matches untagged frames only",
+                vlan.0
+            ),
+            "vlan_pcp with a VLAN id or without vlan (it implies a tag)",
+        );
+    }
+    let arp = ["arp_op", "arp_spa", "arp_tpa"].into_iter().find_map(given);
+    if let Some(arp) = arp {
+        if let (Some(field), Some(ethertype)) = (eth_type, ethertype)
+            && ethertype != EtherType::Arp
+        {
+            return refuse(
+                field,
+                format!("is not ARP's EtherType, which {}={} matches", arp.0, arp.1),
+                "eth_type=0x0806 with ARP fields, or no eth_type (they imply it)",
+            );
+        }
+        if let Some(ip) = ["ip_proto", "ip_src", "ip_dst"].into_iter().find_map(given) {
+            return refuse(
+                ip,
+                format!("is an IP field, but {}={} matches ARP frames", arp.0, arp.1),
+                "ARP fields (arp_op, arp_spa, arp_tpa) or IP fields in a flow, not both",
+            );
+        }
+    }
     if let (Some(field), Some(ethertype)) = (eth_type, ethertype)
         && ethertype.is_vlan_tag()
     {
@@ -453,7 +564,7 @@ fn prerequisites(fields: &[(String, String)]) -> Result<Stated, FieldError> {
     // The first address given and its family (true: IPv4).
     let mut address: Option<((&str, &str), bool)> = None;
     for field in [given("ip_src"), given("ip_dst")].into_iter().flatten() {
-        let Some((addr, _)) = parse_prefix(field.1) else {
+        let Some((addr, _)) = parse_masked(field.1) else {
             continue;
         };
         match address {
@@ -521,6 +632,23 @@ fn prerequisites(fields: &[(String, String)]) -> Result<Stated, FieldError> {
                     family(ipv4)
                 ),
                 "ip_proto=icmp with IPv4, ip_proto=icmpv6 with IPv6",
+            );
+        }
+    }
+    for field in [given("icmp_type"), given("icmp_code")]
+        .into_iter()
+        .flatten()
+    {
+        let icmp = match ipv4 {
+            Some(true) => 1,
+            _ => 58,
+        };
+        if protocol != Some(icmp) {
+            return refuse(
+                field,
+                "needs ip_proto=icmp (IPv4) or ip_proto=icmpv6 (IPv6)".into(),
+                "add ip_proto=icmp with eth_type=0x0800, or ip_proto=icmpv6 with \
+                 eth_type=0x86dd",
             );
         }
     }
@@ -660,18 +788,42 @@ pub fn flow_rule(
         }
     }
     let stated = prerequisites(&rule.fields)?;
-    let actions = rule
-        .actions
-        .iter()
-        .map(|text| {
+    let mut actions = Vec::new();
+    let (mut clear_actions, mut write_actions, mut write_metadata) = (false, Vec::new(), None);
+    for text in &rule.actions {
+        if text == "clear_actions" {
+            clear_actions = true;
+        } else if let Some(value) = text.strip_prefix("write_metadata:") {
+            write_metadata = Some(parse_masked_u64(value).ok_or_else(|| {
+                FieldError::new(
+                    format!("action {text}"),
+                    format!("{value:?} is not a 64-bit VALUE or VALUE/MASK"),
+                    FLOW_ACTIONS,
+                )
+            })?);
+        } else if let Some(written) = text.strip_prefix("write:") {
+            let parsed = action(written, &port)?;
+            if parsed == Action::Drop {
+                return Err(FieldError::new(
+                    format!("action {text}"),
+                    "an action set holds no drop",
+                    "clear_actions to empty the action set",
+                ));
+            }
+            action_prerequisites(text, &parsed, &stated)?;
+            write_actions.push(parsed);
+        } else {
             let parsed = action(text, &port)?;
             action_prerequisites(text, &parsed, &stated)?;
-            Ok(parsed)
-        })
-        .collect::<Result<Vec<_>, FieldError>>()?;
+            actions.push(parsed);
+        }
+    }
     let mut entry = FlowEntry::new(rule.priority, matcher, actions)
         .idle_timeout(idle)
         .hard_timeout(hard);
+    entry.clear_actions = clear_actions;
+    entry.write_actions = write_actions;
+    entry.write_metadata = write_metadata;
     entry.goto = goto;
     entry.cookie = cookie;
     entry.send_flow_removed = send_flow_removed;
@@ -688,6 +840,20 @@ fn prefix_len(mask: &[u8; 16]) -> u32 {
 
 fn address_text(addr: &[u8; 16], mask: &[u8; 16], ipv4: bool) -> String {
     let len = prefix_len(mask);
+    if u128::from_be_bytes(*mask).count_ones() != len {
+        // Not a prefix: the mask as an address.
+        return if ipv4 {
+            let [.., a, b, c, d] = *addr;
+            let [.., m0, m1, m2, m3] = *mask;
+            format!(
+                "{}/{}",
+                Ipv4Addr::new(a, b, c, d),
+                Ipv4Addr::new(m0, m1, m2, m3)
+            )
+        } else {
+            format!("{}/{}", Ipv6Addr::from(*addr), Ipv6Addr::from(*mask))
+        };
+    }
     if ipv4 {
         let [.., a, b, c, d] = *addr;
         let len = len.saturating_sub(96);
@@ -715,46 +881,104 @@ pub fn match_text(matcher: &FlowMatch, port: &dyn Fn(u16) -> String) -> String {
     if mask.in_port != 0 {
         parts.push(format!("in_port={}", port(key.in_port)));
     }
-    if mask.src_mac.0 != [0; 6] {
-        parts.push(format!("eth_src={}", key.src_mac));
+    for (name, addr, addr_mask) in [
+        ("eth_src", key.src_mac, mask.src_mac),
+        ("eth_dst", key.dst_mac, mask.dst_mac),
+    ] {
+        match addr_mask.0 {
+            [0, 0, 0, 0, 0, 0] => {}
+            [0xff, 0xff, 0xff, 0xff, 0xff, 0xff] => parts.push(format!("{name}={addr}")),
+            _ => parts.push(format!("{name}={addr}/{addr_mask}")),
+        }
     }
-    if mask.dst_mac.0 != [0; 6] {
-        parts.push(format!("eth_dst={}", key.dst_mac));
-    }
-    let ipv4 = key.ethertype == 0x0800;
+    // ARP keeps its operation and addresses where IP keeps the protocol and addresses.
+    let arp = mask.ethertype != 0 && key.ethertype == 0x0806;
+    let ipv4 = key.ethertype == 0x0800 || arp;
     if mask.ethertype != 0 {
         parts.push(format!("eth_type=0x{:04x}", key.ethertype));
     }
     if mask.flags & FlowKey::FLAG_VLAN != 0 {
-        if key.flags & FlowKey::FLAG_VLAN != 0 {
-            parts.push(format!("vlan={}", key.vlan));
-        } else {
+        if key.flags & FlowKey::FLAG_VLAN == 0 {
             parts.push("vlan=none".into());
+        } else if mask.vlan & FlowKey::VLAN_VID != 0 {
+            parts.push(format!("vlan={}", key.vlan & FlowKey::VLAN_VID));
+        } else if mask.vlan & FlowKey::VLAN_PCP == 0 {
+            // Tagged, any tag (a priority alone implies the tag).
+            parts.push("vlan=any".into());
+        }
+        if mask.vlan & FlowKey::VLAN_PCP != 0 {
+            parts.push(format!("vlan_pcp={}", key.vlan >> FlowKey::VLAN_PCP_SHIFT));
         }
     }
+    let (ip_proto, ip_src, ip_dst) = if arp {
+        ("arp_op", "arp_spa", "arp_tpa")
+    } else {
+        ("ip_proto", "ip_src", "ip_dst")
+    };
     if mask.ip_proto != 0 {
-        parts.push(format!("ip_proto={}", key.ip_proto));
+        parts.push(format!("{ip_proto}={}", key.ip_proto));
     }
     if mask.ip_src != [0; 16] {
         parts.push(format!(
-            "ip_src={}",
+            "{ip_src}={}",
             address_text(&key.ip_src, &mask.ip_src, ipv4)
         ));
     }
     if mask.ip_dst != [0; 16] {
         parts.push(format!(
-            "ip_dst={}",
+            "{ip_dst}={}",
             address_text(&key.ip_dst, &mask.ip_dst, ipv4)
         ));
     }
-    if mask.l4_src != 0 {
+    let icmp = matches!(key.ip_proto, 1 | 58) && mask.ip_proto != 0 && !arp;
+    if icmp {
+        if mask.l4_src & 0xff00 != 0 {
+            parts.push(format!("icmp_type={}", key.l4_src >> 8));
+        }
+        if mask.l4_src & 0x00ff != 0 {
+            parts.push(format!("icmp_code={}", key.l4_src & 0xff));
+        }
+    } else if mask.l4_src != 0 {
         parts.push(format!("l4_src={}", key.l4_src));
     }
     if mask.l4_dst != 0 {
         parts.push(format!("l4_dst={}", key.l4_dst));
     }
+    match matcher.metadata_match() {
+        (_, 0) => {}
+        (value, u64::MAX) => parts.push(format!("metadata={value:#x}")),
+        (value, mask) => parts.push(format!("metadata={value:#x}/{mask:#x}")),
+    }
     if parts.is_empty() {
         "*".into()
+    } else {
+        parts.join(",")
+    }
+}
+
+/// A flow entry's actions and the instructions written among them (clear_actions,
+/// write:ACTION, write_metadata) as text in the form [`flow_rule`] reads.
+pub fn entry_actions_text(entry: &FlowEntry, port: &dyn Fn(u16) -> String) -> String {
+    let mut parts = Vec::new();
+    if !entry.actions.is_empty() {
+        parts.push(actions_text(&entry.actions, port));
+    }
+    if entry.clear_actions {
+        parts.push("clear_actions".into());
+    }
+    for action in &entry.write_actions {
+        parts.push(format!(
+            "write:{}",
+            actions_text(std::slice::from_ref(action), port)
+        ));
+    }
+    match entry.write_metadata {
+        None => {}
+        Some((value, u64::MAX)) => parts.push(format!("write_metadata:{value:#x}")),
+        Some((value, mask)) => parts.push(format!("write_metadata:{value:#x}/{mask:#x}")),
+    }
+    if parts.is_empty() {
+        "drop".into()
     } else {
         parts.join(",")
     }

@@ -31,14 +31,22 @@ use wirespeed_packet::wire::EthernetAddress;
 
 use crate::table::flow_cache::Words;
 
-/// A wildcard match: a packet's key `k` matches when `k & mask == key`.
+/// A wildcard match: a packet's key `k` matches when `k & mask == key`, and the pipeline's
+/// metadata `m` (OpenFlow's, written by earlier tables) when `m & metadata_mask == metadata`.
 ///
-/// `key` is kept normalized (`key & mask == key`), so two matches over the same packets compare
-/// equal. The builder methods set one field each.
+/// `key` is kept normalized (`key & mask == key`, the same for the metadata), so two matches
+/// over the same packets compare equal. The builder methods set one field each.
+///
+/// The metadata is no part of the flow key: it exists only while the slow path walks the
+/// tables, and it follows from what the earlier tables matched (consulted fields), so a
+/// megaflow stays exact without carrying it. Rules differing only in it share a subtable and a
+/// list, where the lookup takes the best whose metadata matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FlowMatch {
     key: FlowKey,
     mask: FlowKey,
+    metadata: u64,
+    metadata_mask: u64,
 }
 
 impl Default for FlowMatch {
@@ -110,6 +118,20 @@ fn prefix_mask(len: u8) -> [u8; 16] {
     bits.to_be_bytes()
 }
 
+/// The 128-bit mask of an IPv4 address mask in a key (IPv4-mapped: the 96 bits above it are
+/// the mapping's, always matched).
+fn v4_mask(mask: Ipv4Addr) -> [u8; 16] {
+    (u128::MAX << 32 | u128::from(mask.to_bits())).to_be_bytes()
+}
+
+fn v4_prefix(len: u8) -> Ipv4Addr {
+    Ipv4Addr::from_bits(
+        u32::MAX
+            .checked_shl(32 - u32::from(len.min(32)))
+            .unwrap_or(0),
+    )
+}
+
 fn and_bytes(a: [u8; 16], b: [u8; 16]) -> [u8; 16] {
     (u128::from_ne_bytes(a) & u128::from_ne_bytes(b)).to_ne_bytes()
 }
@@ -120,14 +142,18 @@ impl FlowMatch {
         Self {
             key: FlowKey::EMPTY,
             mask: FlowKey::EMPTY,
+            metadata: 0,
+            metadata_mask: 0,
         }
     }
 
-    /// A match from a key and a mask (the key is normalized).
+    /// A match from a key and a mask (the key is normalized), any metadata.
     pub fn new(key: FlowKey, mask: FlowKey) -> Self {
         Self {
             key: mask_key(&key, &mask),
             mask,
+            metadata: 0,
+            metadata_mask: 0,
         }
     }
 
@@ -157,17 +183,29 @@ impl FlowMatch {
         &self.mask
     }
 
+    /// The metadata matched and its mask (mask 0: any).
+    pub fn metadata_match(&self) -> (u64, u64) {
+        (self.metadata, self.metadata_mask)
+    }
+
     /// Whether some packet matches both: wherever both masks have bits, the keys agree.
     pub fn overlaps(&self, other: &FlowMatch) -> bool {
         let (key, mask) = (self.key.words(), self.mask.words());
         let (other_key, other_mask) = (other.key.words(), other.mask.words());
         (0..key.len()).all(|i| (key[i] ^ other_key[i]) & mask[i] & other_mask[i] == 0)
+            && (self.metadata ^ other.metadata) & self.metadata_mask & other.metadata_mask == 0
     }
 
-    /// Whether a packet with `key` matches.
+    /// Whether a packet with `key` matches (its metadata aside).
     #[inline]
     pub fn matches(&self, key: &FlowKey) -> bool {
         mask_key(key, &self.mask) == self.key
+    }
+
+    /// Whether the pipeline's metadata `metadata` matches.
+    #[inline]
+    pub fn matches_metadata(&self, metadata: u64) -> bool {
+        metadata & self.metadata_mask == self.metadata
     }
 
     /// Whether every packet `other` matches is matched by `self` too (`self` is at most as
@@ -175,6 +213,16 @@ impl FlowMatch {
     pub fn covers(&self, other: &FlowMatch) -> bool {
         union_mask(&self.mask, &other.mask) == other.mask
             && mask_key(&other.key, &self.mask) == self.key
+            && self.metadata_mask | other.metadata_mask == other.metadata_mask
+            && other.metadata & self.metadata_mask == self.metadata
+    }
+
+    /// The pipeline's metadata under `mask` (OpenFlow's OXM `metadata`, which write-metadata
+    /// in an earlier table sets).
+    pub fn metadata(mut self, value: u64, mask: u64) -> Self {
+        self.metadata = value & mask;
+        self.metadata_mask = mask;
+        self
     }
 
     /// Ingress port.
@@ -184,15 +232,25 @@ impl FlowMatch {
         self
     }
 
-    pub fn eth_dst(mut self, mac: EthernetAddress) -> Self {
-        self.key.dst_mac = mac;
-        self.mask.dst_mac = EthernetAddress([0xff; 6]);
+    pub fn eth_dst(self, mac: EthernetAddress) -> Self {
+        self.eth_dst_masked(mac, EthernetAddress([0xff; 6]))
+    }
+
+    pub fn eth_src(self, mac: EthernetAddress) -> Self {
+        self.eth_src_masked(mac, EthernetAddress([0xff; 6]))
+    }
+
+    /// The destination MAC address's bits under `mask` (any bits, not only a prefix).
+    pub fn eth_dst_masked(mut self, mac: EthernetAddress, mask: EthernetAddress) -> Self {
+        self.key.dst_mac = EthernetAddress(std::array::from_fn(|i| mac.0[i] & mask.0[i]));
+        self.mask.dst_mac = mask;
         self
     }
 
-    pub fn eth_src(mut self, mac: EthernetAddress) -> Self {
-        self.key.src_mac = mac;
-        self.mask.src_mac = EthernetAddress([0xff; 6]);
+    /// The source MAC address's bits under `mask`.
+    pub fn eth_src_masked(mut self, mac: EthernetAddress, mask: EthernetAddress) -> Self {
+        self.key.src_mac = EthernetAddress(std::array::from_fn(|i| mac.0[i] & mask.0[i]));
+        self.mask.src_mac = mask;
         self
     }
 
@@ -203,10 +261,27 @@ impl FlowMatch {
         self
     }
 
-    /// Tagged with outer VLAN id `vid`.
+    /// Tagged with outer VLAN id `vid` (its priority aside).
     pub fn vlan(mut self, vid: u16) -> Self {
-        self.key.vlan = vid & 0x0fff;
-        self.mask.vlan = 0x0fff;
+        self.key.vlan = (self.key.vlan & !FlowKey::VLAN_VID) | (vid & FlowKey::VLAN_VID);
+        self.mask.vlan |= FlowKey::VLAN_VID;
+        self.key.flags |= FlowKey::FLAG_VLAN;
+        self.mask.flags |= FlowKey::FLAG_VLAN;
+        self
+    }
+
+    /// Tagged, any VLAN id and priority.
+    pub fn tagged(mut self) -> Self {
+        self.key.flags |= FlowKey::FLAG_VLAN;
+        self.mask.flags |= FlowKey::FLAG_VLAN;
+        self
+    }
+
+    /// Tagged, the outer tag's priority (PCP, 0..7) `pcp` (its id aside).
+    pub fn vlan_pcp(mut self, pcp: u8) -> Self {
+        let bits = (u16::from(pcp) << FlowKey::VLAN_PCP_SHIFT) & FlowKey::VLAN_PCP;
+        self.key.vlan = (self.key.vlan & !FlowKey::VLAN_PCP) | bits;
+        self.mask.vlan |= FlowKey::VLAN_PCP;
         self.key.flags |= FlowKey::FLAG_VLAN;
         self.mask.flags |= FlowKey::FLAG_VLAN;
         self
@@ -215,7 +290,7 @@ impl FlowMatch {
     /// Not VLAN tagged.
     pub fn untagged(mut self) -> Self {
         self.key.vlan = 0;
-        self.mask.vlan = 0x0fff;
+        self.mask.vlan = FlowKey::VLAN_VID;
         self.key.flags &= !FlowKey::FLAG_VLAN;
         self.mask.flags |= FlowKey::FLAG_VLAN;
         self
@@ -229,38 +304,91 @@ impl FlowMatch {
     }
 
     /// IPv4 source in `addr/len` (also requires the packet to be IPv4).
-    pub fn ipv4_src(mut self, addr: Ipv4Addr, len: u8) -> Self {
-        let mask = prefix_mask(96 + len.min(32));
-        self.key.ip_src = and_bytes(FlowKey::map_ipv4(addr), mask);
-        self.mask.ip_src = mask;
-        self.ethertype(0x0800)
+    pub fn ipv4_src(self, addr: Ipv4Addr, len: u8) -> Self {
+        self.ipv4_src_masked(addr, v4_prefix(len))
     }
 
     /// IPv4 destination in `addr/len` (also requires the packet to be IPv4).
-    pub fn ipv4_dst(mut self, addr: Ipv4Addr, len: u8) -> Self {
-        let mask = prefix_mask(96 + len.min(32));
-        self.key.ip_dst = and_bytes(FlowKey::map_ipv4(addr), mask);
-        self.mask.ip_dst = mask;
+    pub fn ipv4_dst(self, addr: Ipv4Addr, len: u8) -> Self {
+        self.ipv4_dst_masked(addr, v4_prefix(len))
+    }
+
+    /// IPv4 source bits under `mask`, any bits (also requires the packet to be IPv4).
+    pub fn ipv4_src_masked(mut self, addr: Ipv4Addr, mask: Ipv4Addr) -> Self {
+        self.mask.ip_src = v4_mask(mask);
+        self.key.ip_src = and_bytes(FlowKey::map_ipv4(addr), self.mask.ip_src);
+        self.ethertype(0x0800)
+    }
+
+    /// IPv4 destination bits under `mask` (also requires the packet to be IPv4).
+    pub fn ipv4_dst_masked(mut self, addr: Ipv4Addr, mask: Ipv4Addr) -> Self {
+        self.mask.ip_dst = v4_mask(mask);
+        self.key.ip_dst = and_bytes(FlowKey::map_ipv4(addr), self.mask.ip_dst);
         self.ethertype(0x0800)
     }
 
     /// IPv6 source in `addr/len` (also requires the packet to be IPv6).
-    pub fn ipv6_src(mut self, addr: Ipv6Addr, len: u8) -> Self {
-        let mask = prefix_mask(len);
-        self.key.ip_src = and_bytes(addr.octets(), mask);
-        self.mask.ip_src = mask;
-        self.ethertype(0x86dd)
+    pub fn ipv6_src(self, addr: Ipv6Addr, len: u8) -> Self {
+        self.ipv6_src_masked(addr, Ipv6Addr::from(prefix_mask(len)))
     }
 
     /// IPv6 destination in `addr/len` (also requires the packet to be IPv6).
-    pub fn ipv6_dst(mut self, addr: Ipv6Addr, len: u8) -> Self {
-        let mask = prefix_mask(len);
-        self.key.ip_dst = and_bytes(addr.octets(), mask);
-        self.mask.ip_dst = mask;
+    pub fn ipv6_dst(self, addr: Ipv6Addr, len: u8) -> Self {
+        self.ipv6_dst_masked(addr, Ipv6Addr::from(prefix_mask(len)))
+    }
+
+    /// IPv6 source bits under `mask`, any bits (also requires the packet to be IPv6).
+    pub fn ipv6_src_masked(mut self, addr: Ipv6Addr, mask: Ipv6Addr) -> Self {
+        self.mask.ip_src = mask.octets();
+        self.key.ip_src = and_bytes(addr.octets(), mask.octets());
         self.ethertype(0x86dd)
     }
 
-    /// TCP/UDP source port (ICMP: `type << 8 | code`).
+    /// IPv6 destination bits under `mask` (also requires the packet to be IPv6).
+    pub fn ipv6_dst_masked(mut self, addr: Ipv6Addr, mask: Ipv6Addr) -> Self {
+        self.mask.ip_dst = mask.octets();
+        self.key.ip_dst = and_bytes(addr.octets(), mask.octets());
+        self.ethertype(0x86dd)
+    }
+
+    /// ARP's operation (requires the frame to be ARP). The flow key keeps its low byte where
+    /// IP keeps the protocol, as Open vSwitch does: operations are 1..=25 (IANA).
+    pub fn arp_op(mut self, operation: u8) -> Self {
+        self.key.ip_proto = operation;
+        self.mask.ip_proto = u8::MAX;
+        self.ethertype(0x0806)
+    }
+
+    /// ARP's sender protocol address under `mask` (in the key's source address, IPv4-mapped).
+    pub fn arp_spa(mut self, addr: Ipv4Addr, mask: Ipv4Addr) -> Self {
+        self.mask.ip_src = v4_mask(mask);
+        self.key.ip_src = and_bytes(FlowKey::map_ipv4(addr), self.mask.ip_src);
+        self.ethertype(0x0806)
+    }
+
+    /// ARP's target protocol address under `mask` (in the key's destination address).
+    pub fn arp_tpa(mut self, addr: Ipv4Addr, mask: Ipv4Addr) -> Self {
+        self.mask.ip_dst = v4_mask(mask);
+        self.key.ip_dst = and_bytes(FlowKey::map_ipv4(addr), self.mask.ip_dst);
+        self.ethertype(0x0806)
+    }
+
+    /// ICMP / ICMPv6 type: the high byte of the key's source port field (the parser keeps
+    /// `type << 8 | code` there).
+    pub fn icmp_type(mut self, icmp_type: u8) -> Self {
+        self.key.l4_src = (self.key.l4_src & 0x00ff) | u16::from(icmp_type) << 8;
+        self.mask.l4_src |= 0xff00;
+        self
+    }
+
+    /// ICMP / ICMPv6 code: the low byte of the key's source port field.
+    pub fn icmp_code(mut self, code: u8) -> Self {
+        self.key.l4_src = (self.key.l4_src & 0xff00) | u16::from(code);
+        self.mask.l4_src |= 0x00ff;
+        self
+    }
+
+    /// TCP/UDP source port.
     pub fn l4_src(mut self, port: u16) -> Self {
         self.key.l4_src = port;
         self.mask.l4_src = u16::MAX;
@@ -581,7 +709,7 @@ impl<T> Classifier<T> {
             .find(|&slot| {
                 self.rules[slot as usize]
                     .as_ref()
-                    .is_some_and(|r| r.priority == priority)
+                    .is_some_and(|r| r.priority == priority && r.matcher == *matcher)
             })
             .map(RuleId)
     }
@@ -637,24 +765,32 @@ impl<T> Classifier<T> {
         self.rules.iter_mut().flatten().map(|r| &mut r.data)
     }
 
-    /// The best rule for `key`: highest priority, then first inserted. `consulted` receives the
-    /// union of the masks of every subtable probed: the fields the answer depends on.
+    /// The best rule for `key` with the pipeline's `metadata`: highest priority, then first
+    /// inserted. `consulted` receives the union of the masks of every subtable probed: the
+    /// fields the answer depends on.
     #[inline]
-    pub fn lookup(&mut self, key: &FlowKey, consulted: &mut FlowKey) -> Option<RuleId> {
-        self.search::<true>(key, consulted)
+    pub fn lookup(
+        &mut self,
+        key: &FlowKey,
+        metadata: u64,
+        consulted: &mut FlowKey,
+    ) -> Option<RuleId> {
+        self.search::<true>(key, metadata, consulted)
     }
 
-    /// The best rule for `key`, without recording the consulted fields (the fast path).
+    /// The best rule for `key` (metadata 0), without recording the consulted fields (the fast
+    /// path).
     #[inline]
     pub fn classify(&mut self, key: &FlowKey) -> Option<RuleId> {
         let mut unused = FlowKey::EMPTY;
-        self.search::<false>(key, &mut unused)
+        self.search::<false>(key, 0, &mut unused)
     }
 
     #[inline]
     fn search<const CONSULT: bool>(
         &mut self,
         key: &FlowKey,
+        metadata: u64,
         consulted: &mut FlowKey,
     ) -> Option<RuleId> {
         self.counters.lookups += 1;
@@ -678,10 +814,14 @@ impl<T> Classifier<T> {
             let Some(list) = table.map.get(&Masked(masked)) else {
                 continue;
             };
-            let Some(&slot) = list.first() else {
-                continue;
-            };
-            let Some(rule) = self.rules[slot as usize].as_ref() else {
+            // Best first: the first whose metadata matches (with no metadata match, the first).
+            let rules = &self.rules;
+            let Some((slot, rule)) = list.iter().find_map(|&slot| {
+                let rule = rules[slot as usize].as_ref()?;
+                rule.matcher
+                    .matches_metadata(metadata)
+                    .then_some((slot, rule))
+            }) else {
                 continue;
             };
             let better = match best {
@@ -743,13 +883,13 @@ mod tests {
         let b = c.insert(20, FlowMatch::any().l4_dst(80), 'b').unwrap();
         let _ = c.insert(20, FlowMatch::any().in_port(1).l4_dst(80), 'c');
         let mut consulted = FlowKey::EMPTY;
-        assert_eq!(c.lookup(&key(1, 80), &mut consulted), Some(b));
+        assert_eq!(c.lookup(&key(1, 80), 0, &mut consulted), Some(b));
         assert_eq!(consulted.in_port, u16::MAX);
-        assert_eq!(c.lookup(&key(1, 81), &mut consulted), Some(a));
-        assert_eq!(c.lookup(&key(2, 81), &mut consulted), None);
+        assert_eq!(c.lookup(&key(1, 81), 0, &mut consulted), Some(a));
+        assert_eq!(c.lookup(&key(2, 81), 0, &mut consulted), None);
         assert_eq!(c.masks(), 3);
         assert_eq!(c.remove(b), Some('b'));
-        let id = c.lookup(&key(1, 80), &mut consulted).unwrap();
+        let id = c.lookup(&key(1, 80), 0, &mut consulted).unwrap();
         assert_eq!(c.data(id), Some(&'c'));
     }
 
@@ -767,17 +907,17 @@ mod tests {
         for id in high.drain(..2) {
             c.remove(id);
         }
-        let id = c.lookup(&key(1, 82), &mut consulted).unwrap();
+        let id = c.lookup(&key(1, 82), 0, &mut consulted).unwrap();
         assert_eq!(c.data(id), Some(&'b'));
         // The last gone: the subtable's best is 10, below in_port's 15.
         c.remove(high[0]);
-        let id = c.lookup(&key(1, 90), &mut consulted).unwrap();
+        let id = c.lookup(&key(1, 90), 0, &mut consulted).unwrap();
         assert_eq!(c.data(id), Some(&'a'));
-        let id = c.lookup(&key(2, 90), &mut consulted).unwrap();
+        let id = c.lookup(&key(2, 90), 0, &mut consulted).unwrap();
         assert_eq!(c.data(id), Some(&'c'));
         // A rule above it raises it again.
         c.insert(30, FlowMatch::any().l4_dst(91), 'd').unwrap();
-        let id = c.lookup(&key(1, 91), &mut consulted).unwrap();
+        let id = c.lookup(&key(1, 91), 0, &mut consulted).unwrap();
         assert_eq!(c.data(id), Some(&'d'));
     }
 

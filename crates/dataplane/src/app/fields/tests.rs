@@ -106,6 +106,140 @@ fn a_flow_rule_round_trips_through_text() {
 }
 
 #[test]
+fn new_fields_masks_and_instructions_round_trip_through_text() {
+    let name = |p: u16| format!("p{p}");
+    let round_trip = |pairs: &[(&str, &str)], actions: &[&str], text: &str, actions_out: &str| {
+        let rule = FlowRule {
+            priority: 3,
+            fields: fields(pairs),
+            actions: actions.iter().map(|a| a.to_string()).collect(),
+        };
+        let parsed = flow_rule(&rule, &ports).unwrap();
+        assert_eq!(match_text(&parsed.entry.matcher, &name), text);
+        assert_eq!(entry_actions_text(&parsed.entry, &name), actions_out);
+        parsed.entry
+    };
+    let entry = round_trip(
+        &[
+            ("dl_vlan_pcp", "5"),
+            ("eth_dst", "01:00:00:00:00:00/01:00:00:00:00:00"),
+            ("metadata", "0x10/0xff"),
+        ],
+        &[
+            "dec_ttl",
+            "clear_actions",
+            "write:set_field:eth_src=02:00:00:00:00:09",
+            "write:output:p1",
+            "write_metadata:0x2/0xf",
+        ],
+        "eth_dst=01:00:00:00:00:00/01:00:00:00:00:00,vlan_pcp=5,metadata=0x10/0xff",
+        "dec_ttl,clear_actions,write:set_field:eth_src=02:00:00:00:00:09,write:output:p1,\
+         write_metadata:0x2/0xf",
+    );
+    assert_eq!(
+        entry.matcher,
+        FlowMatch::any()
+            .vlan_pcp(5)
+            .eth_dst_masked(
+                EthernetAddress([1, 0, 0, 0, 0, 0]),
+                EthernetAddress([1, 0, 0, 0, 0, 0])
+            )
+            .metadata(0x10, 0xff)
+    );
+    assert_eq!(entry.actions, [Action::DecTtl]);
+    assert!(entry.clear_actions);
+    assert_eq!(entry.write_actions[1], Action::Output(1));
+    assert_eq!(entry.write_metadata, Some((2, 0xf)));
+    round_trip(
+        &[
+            ("eth_type", "0x0800"),
+            ("ip_proto", "icmp"),
+            ("icmpv4_type", "8"),
+            ("icmp_code", "0"),
+        ],
+        &["write:output:p0"],
+        "eth_type=0x0800,ip_proto=1,icmp_type=8,icmp_code=0",
+        "write:output:p0",
+    );
+    round_trip(
+        &[
+            ("arp_op", "1"),
+            ("arp_tpa", "10.0.0.0/24"),
+            ("arp_spa", "10.0.0.1/255.0.0.255"),
+        ],
+        &["flood"],
+        "eth_type=0x0806,arp_op=1,arp_spa=10.0.0.1/255.0.0.255,arp_tpa=10.0.0.0/24",
+        "flood",
+    );
+    round_trip(
+        &[("ip_dst", "2001:db8::1/ffff::ffff"), ("vlan", "any")],
+        &[],
+        "eth_type=0x86dd,vlan=any,ip_dst=2001::1/ffff::ffff",
+        "drop",
+    );
+}
+
+#[test]
+fn new_fields_and_instructions_refuse_what_could_never_work() {
+    let error = |pairs: &[(&str, &str)], actions: &[&str]| {
+        let rule = FlowRule {
+            priority: 0,
+            fields: fields(pairs),
+            actions: actions.iter().map(|a| a.to_string()).collect(),
+        };
+        flow_rule(&rule, &ports).unwrap_err()
+    };
+    let e = error(&[("vlan_pcp", "8")], &[]);
+    assert!(e.problem.contains("0..7"), "{e}");
+    let e = error(&[("vlan", "none"), ("vlan_pcp", "1")], &[]);
+    assert_eq!(e.place, "field vlan_pcp");
+    let e = error(&[("icmp_type", "8")], &[]);
+    assert!(e.accepted.contains("ip_proto=icmp"), "{e}");
+    let e = error(
+        &[
+            ("eth_type", "0x86dd"),
+            ("ip_proto", "icmpv6"),
+            ("icmp_type", "1"),
+            ("icmpv6_type", "1"),
+        ],
+        &[],
+    );
+    assert_eq!(e.place, "field icmpv6_type");
+    let e = error(
+        &[
+            ("ip_proto", "tcp"),
+            ("eth_type", "0x0800"),
+            ("icmp_type", "3"),
+        ],
+        &[],
+    );
+    assert!(e.problem.contains("icmp"), "{e}");
+    let e = error(&[("arp_op", "0")], &[]);
+    assert!(e.problem.contains("1..255"), "{e}");
+    let e = error(&[("arp_op", "256")], &[]);
+    assert!(e.problem.contains("1..255"), "{e}");
+    let e = error(&[("arp_op", "1"), ("eth_type", "0x0800")], &[]);
+    assert_eq!(e.place, "field eth_type");
+    let e = error(&[("arp_tpa", "10.0.0.1"), ("ip_src", "10.0.0.2")], &[]);
+    assert!(e.accepted.contains("not both"), "{e}");
+    let e = error(&[("arp_spa", "2001:db8::1")], &[]);
+    assert!(e.problem.contains("IPv4"), "{e}");
+    let e = error(&[("ip_src", "10.0.0.1/ffff::")], &[]);
+    assert!(e.problem.contains("address/mask"), "{e}");
+    let e = error(&[("eth_src", "02:00:00:00:00:01/ff")], &[]);
+    assert!(e.problem.contains("MAC/MASK"), "{e}");
+    let e = error(&[("metadata", "0x1/x")], &[]);
+    assert!(e.problem.contains("VALUE/MASK"), "{e}");
+    let e = error(&[], &["write:drop"]);
+    assert_eq!(e.place, "action write:drop");
+    assert!(e.accepted.contains("clear_actions"), "{e}");
+    let e = error(&[], &["write_metadata:zz"]);
+    assert_eq!(e.place, "action write_metadata:zz");
+    let e = error(&[], &["write:set_field:l4_dst=53"]);
+    assert!(e.accepted.contains("ip_proto=tcp"), "{e}");
+}
+
+#[test]
 fn flow_errors_name_the_field_or_action_and_list_what_is_accepted() {
     let error = |fields_: &[(&str, &str)], actions: &[&str]| {
         let rule = FlowRule {
@@ -339,12 +473,12 @@ proptest::proptest! {
     #[test]
     fn any_text_converts_or_is_refused(
         pairs in proptest::collection::vec(
-            ("(in_port|ip_src|ip_dst|src|dst|proto|ip_proto|l4_src|dst_port|vlan|eth_dst|eth_type|table|goto|[a-z_]{1,8})",
-             "([0-9a-fx:./-]{0,20}|p[0-9]|none|udp|tcp|[0-9]{1,6})"),
+            ("(in_port|ip_src|ip_dst|src|dst|proto|ip_proto|l4_src|dst_port|vlan|vlan_pcp|eth_dst|eth_type|icmp_type|icmp_code|arp_op|arp_spa|arp_tpa|metadata|table|goto|[a-z_]{1,8})",
+             "([0-9a-fx:./-]{0,20}|p[0-9]|none|any|udp|tcp|icmp|0x0806|[0-9]{1,6})"),
             0..6,
         ),
         actions in proptest::collection::vec(
-            "(output:p[0-9]|drop|flood|dec_ttl|pop_vlan|push_vlan:[0-9]{1,5}|set_field:(eth_dst|ip_src|l4_dst|vlan_vid)=[0-9a-f:.]{0,17}|[a-z_:=0-9]{0,12})",
+            "((write:)?(output:p[0-9]|drop|flood|dec_ttl|pop_vlan|push_vlan:[0-9]{1,5}|set_field:(eth_dst|ip_src|l4_dst|vlan_vid)=[0-9a-f:.]{0,17})|clear_actions|write_metadata:[0-9a-fx/]{0,9}|[a-z_:=0-9]{0,12})",
             0..4,
         ),
     ) {
@@ -360,7 +494,7 @@ proptest::proptest! {
             let mut again = FlowRule {
                 priority: 1,
                 fields: vec![("table".into(), parsed.table.to_string())],
-                actions: actions_text(&parsed.entry.actions, &name)
+                actions: entry_actions_text(&parsed.entry, &name)
                     .split(',')
                     .map(str::to_string)
                     .collect(),
@@ -372,7 +506,14 @@ proptest::proptest! {
                 }
             }
             let reparsed = flow_rule(&again, &|n: &str| n.strip_prefix('p').and_then(|d| d.parse().ok()));
-            proptest::prop_assert_eq!(reparsed.map(|p| p.entry.matcher), Ok(parsed.entry.matcher));
+            let entry = reparsed.map(|p| p.entry);
+            proptest::prop_assert_eq!(entry.as_ref().map(|e| e.matcher), Ok(parsed.entry.matcher));
+            // No actions and a lone drop are one thing (written `drop`).
+            let instructions = |e: &FlowEntry| {
+                let actions = if e.actions == [Action::Drop] { Vec::new() } else { e.actions.clone() };
+                (actions, e.clear_actions, e.write_actions.clone(), e.write_metadata)
+            };
+            proptest::prop_assert_eq!(entry.map(|e| instructions(&e)), Ok(instructions(&parsed.entry)));
         }
     }
 }

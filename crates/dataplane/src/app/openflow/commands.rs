@@ -221,7 +221,7 @@ impl OpenFlow {
             table.to_string(),
             e.priority.to_string(),
             fields::match_text(&e.matcher, &name),
-            fields::actions_text(&e.actions, &name),
+            fields::entry_actions_text(e, &name),
             e.goto.map_or_else(|| "-".into(), |g| g.to_string()),
             e.idle_timeout.to_string(),
             e.hard_timeout.to_string(),

@@ -252,7 +252,17 @@ impl OpenFlow {
                 count: entry.actions.len(),
             });
         }
-        for action in &entry.actions {
+        if entry.write_actions.len() > MAX_FLOW_ACTIONS {
+            return Err(FlowError::TooManyActions {
+                count: entry.write_actions.len(),
+            });
+        }
+        for (at, action) in entry.write_actions.iter().enumerate() {
+            if table::ActionSet::same_kind_before(&entry.write_actions[..at], action) {
+                return Err(FlowError::DuplicateInSet { action: *action });
+            }
+        }
+        for action in entry.actions.iter().chain(&entry.write_actions) {
             if let Action::Output(port) = *action
                 && port >= self.config.ports
             {

@@ -2,16 +2,20 @@
 //!
 //! A table is a [`Classifier`] of flow entries (priority, match, instructions, timeouts) with
 //! their counters. `Pipeline::resolve` walks the tables for one flow key the way OpenFlow 1.3
-//! §5.1 describes: look up table 0, apply the matching entry's actions (rewriting the key the
-//! next table sees), follow goto-table (always to a higher table, so the walk ends), and on a
-//! miss do the configured miss action. The result is one list of actions for the whole
-//! pipeline, the flow entries to credit, and the fields the walk consulted: the megaflow the
-//! fast path caches.
+//! §5.1 and §5.9 describe: look up table 0, apply the matching entry's apply-actions (rewriting
+//! the key the next table sees), clear and write its action set, write its metadata, follow
+//! goto-table (always to a higher table, so the walk ends); where the walk stops without a
+//! miss, the action set runs, in the specification's order. On a miss the configured miss
+//! action is done (the action set is discarded). The result is one list of actions for the
+//! whole pipeline, the flow entries to credit, and the fields the walk consulted: the megaflow
+//! the fast path caches. The action set and the metadata exist only during the walk: they
+//! follow from the consulted fields, so a packet never carries them and the fast path runs
+//! one list as before.
 
 use wirespeed_packet::DropReason;
 use wirespeed_packet::flow_key::FlowKey;
 
-use crate::app::openflow::action::Action;
+use crate::app::openflow::action::{Action, SetField};
 use crate::app::openflow::packet_in::{Origin, Reason};
 use crate::table::classifier::{Classifier, FlowMatch, RuleId};
 
@@ -26,6 +30,13 @@ pub struct FlowEntry {
     pub matcher: FlowMatch,
     /// The apply-actions instruction, in order.
     pub actions: Vec<Action>,
+    /// The clear-actions instruction: the action set is emptied (before `write_actions`).
+    pub clear_actions: bool,
+    /// The write-actions instruction: merged into the action set, which runs when the
+    /// pipeline ends (OpenFlow 1.3 §5.10); at most one action of each kind.
+    pub write_actions: Vec<Action>,
+    /// The write-metadata instruction: (value, mask); the bits of the mask take the value's.
+    pub write_metadata: Option<(u64, u64)>,
     /// The goto-table instruction (a table after this one).
     pub goto: Option<u8>,
     /// Seconds without a packet after which the entry is removed (0: never).
@@ -46,6 +57,9 @@ impl FlowEntry {
             priority,
             matcher,
             actions,
+            clear_actions: false,
+            write_actions: Vec::new(),
+            write_metadata: None,
             goto: None,
             idle_timeout: 0,
             hard_timeout: 0,
@@ -86,6 +100,11 @@ pub enum FlowError {
     BadPort { port: u16, ports: u16 },
     #[error("{count} actions in one flow: at most {MAX_FLOW_ACTIONS}")]
     TooManyActions { count: usize },
+    #[error(
+        "write-actions with two actions of one kind ({action:?}): the action set holds one of \
+         each kind (one output, one set_field per field, ...); write one"
+    )]
+    DuplicateInSet { action: Action },
     #[error(
         "table {table} is full ({capacity} flows): remove flows or raise OpenFlowConfig::flows_per_table"
     )]
@@ -214,8 +233,9 @@ impl Hot {
 /// One table's part in a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceStep {
-    /// `table` matched a flow: its priority, match, actions and goto.
-    Matched { table: u8, entry: FlowEntry },
+    /// `table` matched a flow: its priority, match, instructions (boxed: an entry is a few
+    /// hundred bytes, a miss a few).
+    Matched { table: u8, entry: Box<FlowEntry> },
     /// `table` matched nothing; the miss action follows.
     Missed { table: u8, miss: MissAction },
 }
@@ -275,7 +295,7 @@ impl Pipeline {
                 let flow = self.tables.get(usize::from(table))?.data(id)?;
                 Some(TraceStep::Matched {
                     table,
-                    entry: flow.entry.clone(),
+                    entry: Box::new(flow.entry.clone()),
                 })
             })
             .collect();
@@ -315,9 +335,11 @@ impl Pipeline {
         hot.bytes = 0;
         let mut key = *key;
         let mut consulted = FlowKey::EMPTY;
+        let mut metadata = 0u64;
+        let mut set = ActionSet::default();
         let mut table = 0u8;
         while let Some(classifier) = self.tables.get_mut(usize::from(table)) {
-            let Some(id) = classifier.lookup(&key, &mut consulted) else {
+            let Some(id) = classifier.lookup(&key, metadata, &mut consulted) else {
                 hot.miss = true;
                 match self.miss {
                     MissAction::Drop => {}
@@ -337,6 +359,11 @@ impl Pipeline {
             } else {
                 Reason::Action
             };
+            let origin = Origin {
+                reason,
+                table,
+                cookie: flow.entry.cookie,
+            };
             for action in &flow.entry.actions {
                 if *action == Action::Drop {
                     out.actions.clear();
@@ -344,18 +371,27 @@ impl Pipeline {
                     return consulted;
                 }
                 if let Action::Controller(_) = action {
-                    out.origins.push(Origin {
-                        reason,
-                        table,
-                        cookie: flow.entry.cookie,
-                    });
+                    out.origins.push(origin);
                 }
                 action.apply_to_key(&mut key, &mut consulted);
                 out.actions.push(*action);
             }
+            // §5.9: clear-actions, then write-actions, then write-metadata, then goto.
+            if flow.entry.clear_actions {
+                set = ActionSet::default();
+            }
+            for action in &flow.entry.write_actions {
+                set.write(*action, origin);
+            }
+            if let Some((value, mask)) = flow.entry.write_metadata {
+                metadata = (metadata & !mask) | (value & mask);
+            }
             match flow.entry.goto {
                 Some(next) if next > table => table = next,
-                _ => break,
+                _ => {
+                    set.execute(&mut key, &mut consulted, out);
+                    break;
+                }
             }
         }
         let end = out
@@ -365,5 +401,70 @@ impl Pipeline {
             .map_or(0, |last| last + 1);
         out.actions.truncate(end);
         consulted
+    }
+}
+
+/// The kinds of action an action set holds one of each, in the order they run (OpenFlow 1.3
+/// §5.10: copy TTL in, pop, push MPLS, push PBB, push VLAN, copy TTL out, decrement TTL, set
+/// fields, QoS, group, output; the app has pop, push VLAN, decrement TTL, its nine set-fields
+/// and the outputs).
+const SET_SLOTS: usize = 13;
+
+/// An action set: one slot per kind, a small fixed array (no allocation in the walk).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct ActionSet {
+    slots: [Option<(Action, Origin)>; SET_SLOTS],
+}
+
+impl ActionSet {
+    /// The slot of `action`'s kind, in the order the set runs; `None` for what no set holds
+    /// (a drop: the set stays as it is).
+    fn slot(action: &Action) -> Option<usize> {
+        Some(match action {
+            Action::PopVlan => 0,
+            Action::PushVlan(_) => 1,
+            Action::DecTtl => 2,
+            Action::SetField(field) => {
+                3 + match field {
+                    SetField::EthSrc(_) => 0,
+                    SetField::EthDst(_) => 1,
+                    SetField::Ipv4Src(_) => 2,
+                    SetField::Ipv4Dst(_) => 3,
+                    SetField::Ipv6Src(_) => 4,
+                    SetField::Ipv6Dst(_) => 5,
+                    SetField::L4Src(_) => 6,
+                    SetField::L4Dst(_) => 7,
+                    SetField::VlanVid(_) => 8,
+                }
+            }
+            Action::Output(_) | Action::Flood | Action::Controller(_) => 12,
+            Action::Drop => return None,
+        })
+    }
+
+    /// Whether `earlier` has an action of `action`'s kind: a write-actions instruction
+    /// holding two would lose one (OpenFlow 1.3 §5.10 leaves that to the switch; Open vSwitch
+    /// refuses it too).
+    pub(crate) fn same_kind_before(earlier: &[Action], action: &Action) -> bool {
+        let kind = Self::slot(action);
+        kind.is_some() && earlier.iter().any(|a| Self::slot(a) == kind)
+    }
+
+    /// Merges `action` in (write-actions): it replaces the set's action of its kind.
+    fn write(&mut self, action: Action, origin: Origin) {
+        if let Some(slot) = Self::slot(&action).and_then(|at| self.slots.get_mut(at)) {
+            *slot = Some((action, origin));
+        }
+    }
+
+    /// Runs the set at the pipeline's end: its actions go after the apply-actions, in order.
+    fn execute(&self, key: &mut FlowKey, consulted: &mut FlowKey, out: &mut Resolved) {
+        for (action, origin) in self.slots.iter().flatten() {
+            if let Action::Controller(_) = action {
+                out.origins.push(*origin);
+            }
+            action.apply_to_key(key, consulted);
+            out.actions.push(*action);
+        }
     }
 }
