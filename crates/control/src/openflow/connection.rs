@@ -760,10 +760,12 @@ fn table_features(switch: &Switch<'_>) -> Vec<TableFeatures> {
     // (OXM field, maskable, payload bytes) of the fields `translate::match_fields` takes.
     let fields: &[(u8, bool, u8)] = &[
         (0, false, 4),
-        (3, false, 6),
-        (4, false, 6),
+        (2, true, 8),
+        (3, true, 6),
+        (4, true, 6),
         (5, false, 2),
-        (6, false, 2),
+        (6, true, 2),
+        (7, false, 1),
         (10, false, 1),
         (11, true, 4),
         (12, true, 4),
@@ -771,8 +773,15 @@ fn table_features(switch: &Switch<'_>) -> Vec<TableFeatures> {
         (14, false, 2),
         (15, false, 2),
         (16, false, 2),
+        (19, false, 1),
+        (20, false, 1),
+        (21, false, 2),
+        (22, true, 4),
+        (23, true, 4),
         (26, true, 16),
         (27, true, 16),
+        (29, false, 1),
+        (30, false, 1),
     ];
     let set_fields: &[(u8, bool, u8)] = &[
         (3, false, 6),
@@ -792,15 +801,17 @@ fn table_features(switch: &Switch<'_>) -> Vec<TableFeatures> {
     (0..switch.tables)
         .map(|table| {
             let later: Vec<u8> = (table + 1..switch.tables).collect();
-            let mut instructions = vec![4];
+            // WRITE_METADATA, WRITE_ACTIONS, APPLY_ACTIONS, CLEAR_ACTIONS, and GOTO_TABLE
+            // where a later table exists.
+            let mut instructions = vec![2, 3, 4, 5];
             if !later.is_empty() {
                 instructions.insert(0, 1);
             }
             TableFeatures {
                 table_id: table,
                 name: format!("table{table}"),
-                metadata_match: 0,
-                metadata_write: 0,
+                metadata_match: u64::MAX,
+                metadata_write: u64::MAX,
                 config: 0,
                 max_entries: switch.flows_per_table,
                 properties: vec![
@@ -808,14 +819,14 @@ fn table_features(switch: &Switch<'_>) -> Vec<TableFeatures> {
                     TableFeatureProperty::types(property::INSTRUCTIONS_MISS, &instructions),
                     TableFeatureProperty::next_tables(property::NEXT_TABLES, &later),
                     TableFeatureProperty::next_tables(property::NEXT_TABLES_MISS, &later),
-                    TableFeatureProperty::types(property::WRITE_ACTIONS, &[]),
-                    TableFeatureProperty::types(property::WRITE_ACTIONS_MISS, &[]),
+                    TableFeatureProperty::types(property::WRITE_ACTIONS, actions),
+                    TableFeatureProperty::types(property::WRITE_ACTIONS_MISS, actions),
                     TableFeatureProperty::types(property::APPLY_ACTIONS, actions),
                     TableFeatureProperty::types(property::APPLY_ACTIONS_MISS, actions),
                     TableFeatureProperty::fields(property::MATCH, fields),
                     TableFeatureProperty::fields(property::WILDCARDS, fields),
-                    TableFeatureProperty::fields(property::WRITE_SETFIELD, &[]),
-                    TableFeatureProperty::fields(property::WRITE_SETFIELD_MISS, &[]),
+                    TableFeatureProperty::fields(property::WRITE_SETFIELD, set_fields),
+                    TableFeatureProperty::fields(property::WRITE_SETFIELD_MISS, set_fields),
                     TableFeatureProperty::fields(property::APPLY_SETFIELD, set_fields),
                     TableFeatureProperty::fields(property::APPLY_SETFIELD_MISS, set_fields),
                 ],

@@ -623,12 +623,17 @@ impl Selection {
             None => self.matcher.covers(&flow.entry.matcher),
         };
         let outputs = self.out_port == port::ANY
-            || flow.entry.actions.iter().any(|a| match *a {
-                AppAction::Output(index) => Ports::number(index) == self.out_port,
-                AppAction::Flood => self.out_port == port::FLOOD,
-                AppAction::Controller(_) => self.out_port == port::CONTROLLER,
-                _ => false,
-            });
+            || flow
+                .entry
+                .actions
+                .iter()
+                .chain(&flow.entry.write_actions)
+                .any(|a| match *a {
+                    AppAction::Output(index) => Ports::number(index) == self.out_port,
+                    AppAction::Flood => self.out_port == port::FLOOD,
+                    AppAction::Controller(_) => self.out_port == port::CONTROLLER,
+                    _ => false,
+                });
         let (cookie, mask) = self.cookie;
         table && matches && outputs && flow.entry.cookie & mask == cookie & mask
     }

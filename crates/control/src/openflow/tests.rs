@@ -17,7 +17,7 @@ use wirespeed_io::memory::{LinkConfig, link};
 use wirespeed_openflow::action::{group, port};
 use wirespeed_openflow::message::{FlowMod, FlowModCommand, NO_BUFFER};
 use wirespeed_openflow::multipart::{FlowStatsRequest, MultipartRequest, ReplyBody, RequestBody};
-use wirespeed_openflow::oxm::ETH_TYPE_IPV4;
+use wirespeed_openflow::oxm::{ETH_TYPE_IPV4, OFPVID_PRESENT};
 use wirespeed_openflow::{Action, Header, Instruction, Match, Message, OfError, Oxm};
 
 use super::connection::Timers;
@@ -381,6 +381,47 @@ fn flow_mods_reach_the_app_and_dump_back() {
 }
 
 #[test]
+fn masked_fields_and_the_action_set_instructions_dump_back() {
+    let agent = start(Timers::default());
+    let mut peer = Peer::hello(agent.local_addr().unwrap());
+    let fields = vec![
+        Oxm::Metadata(0x10, Some(0xf0)),
+        Oxm::EthDst([1, 0, 0, 0, 0, 0], Some([1, 0, 0, 0, 0, 0])),
+        Oxm::EthType(ETH_TYPE_IPV4),
+        Oxm::VlanVid(OFPVID_PRESENT, Some(OFPVID_PRESENT)),
+        Oxm::VlanPcp(6),
+        Oxm::IpProto(1),
+        Oxm::Ipv4Dst([10, 0, 0, 2].into(), Some([255, 0, 255, 255].into())),
+        Oxm::Icmpv4Type(8),
+    ];
+    let Message::FlowMod(mut add) = flow_mod(FlowModCommand::Add, 9, fields.clone(), vec![]) else {
+        unreachable!()
+    };
+    let instructions = vec![
+        Instruction::ApplyActions(vec![Action::DecNwTtl]),
+        Instruction::ClearActions,
+        Instruction::WriteActions(vec![Action::output(2)]),
+        Instruction::WriteMetadata {
+            metadata: 1,
+            mask: 1,
+        },
+    ];
+    add.instructions = instructions.clone();
+    assert_eq!(peer.ask(&Message::FlowMod(add)), vec![]);
+    let flows = peer.flows();
+    assert_eq!(flows.len(), 1);
+    assert_eq!(flows[0].matcher, Match::new(fields));
+    assert_eq!(flows[0].instructions, instructions);
+    // A delete by out_port finds the output in the action set.
+    let Message::FlowMod(mut by_port) = flow_mod(FlowModCommand::Delete, 0, vec![], vec![]) else {
+        unreachable!()
+    };
+    by_port.out_port = 2;
+    assert_eq!(peer.ask(&Message::FlowMod(by_port)), vec![]);
+    assert!(peer.flows().is_empty());
+}
+
+#[test]
 fn what_the_app_cannot_do_is_refused_with_the_specs_error() {
     let agent = start(Timers::default());
     let mut peer = Peer::hello(agent.local_addr().unwrap());
@@ -391,8 +432,9 @@ fn what_the_app_cannot_do_is_refused_with_the_specs_error() {
         };
         *error
     };
-    let arp = vec![Oxm::EthType(0x0806), Oxm::ArpOp(1)];
-    let add = flow_mod(FlowModCommand::Add, 1, arp, vec![]);
+    // The flow key has no byte for the DSCP.
+    let dscp = vec![Oxm::EthType(ETH_TYPE_IPV4), Oxm::IpDscp(46)];
+    let add = flow_mod(FlowModCommand::Add, 1, dscp, vec![]);
     assert_eq!(refused(&mut peer, add), OfError::BAD_MATCH_FIELD);
     let add = flow_mod(FlowModCommand::Add, 1, vec![], vec![Action::output(9)]);
     assert_eq!(refused(&mut peer, add), OfError::BAD_ACTION_OUT_PORT);
@@ -403,12 +445,18 @@ fn what_the_app_cannot_do_is_refused_with_the_specs_error() {
         vec![Action::output(port::LOCAL)],
     );
     assert_eq!(refused(&mut peer, add), OfError::BAD_ACTION_OUT_PORT);
-    let holes = vec![
-        Oxm::EthType(ETH_TYPE_IPV4),
-        Oxm::Ipv4Src([10, 0, 0, 1].into(), Some([255, 0, 0, 255].into())),
-    ];
-    let add = flow_mod(FlowModCommand::Add, 1, holes, vec![]);
-    assert_eq!(refused(&mut peer, add), OfError::BAD_MATCH_NW_ADDR_MASK);
+    // The key keeps an ARP operation's low byte only.
+    let arp = vec![Oxm::EthType(0x0806), Oxm::ArpOp(0x0101)];
+    let add = flow_mod(FlowModCommand::Add, 1, arp, vec![]);
+    assert_eq!(refused(&mut peer, add), OfError::BAD_MATCH_VALUE);
+    let Message::FlowMod(mut meter) = flow_mod(FlowModCommand::Add, 1, vec![], vec![]) else {
+        unreachable!()
+    };
+    meter.instructions = vec![Instruction::Meter(1)];
+    assert_eq!(
+        refused(&mut peer, Message::FlowMod(meter)),
+        OfError::BAD_INSTRUCTION_UNSUPPORTED
+    );
     let Message::FlowMod(mut far) = flow_mod(FlowModCommand::Add, 1, vec![], vec![]) else {
         unreachable!()
     };

@@ -3,11 +3,14 @@
 //! and a flow entry the app shows becomes an `ofp_flow_stats` again.
 //!
 //! What the app cannot do is refused here with the error the specification names, before
-//! anything reaches a worker: a match field the flow key does not carry is BAD_MATCH/BAD_FIELD,
-//! a mask the classifier cannot express BAD_DL_ADDR_MASK / BAD_NW_ADDR_MASK / BAD_MASK, an
-//! output to a reserved port it has no path for BAD_ACTION/BAD_OUT_PORT, an instruction other
-//! than apply-actions and goto-table BAD_INSTRUCTION/UNSUP_INST. Everything it lets through is
-//! then checked again by the app's own rule reader (`fields::flow_rule`), as any `ctl` rule is.
+//! anything reaches a worker: a match field the flow key does not carry (IP DSCP) is
+//! BAD_MATCH/BAD_FIELD, a VLAN id mask other than exact or "any tag" BAD_MATCH/BAD_MASK, an
+//! ARP operation above 255 BAD_MATCH/BAD_VALUE, an output to a reserved port it has no path for
+//! BAD_ACTION/BAD_OUT_PORT, the meter instruction BAD_INSTRUCTION/UNSUP_INST. Masks on MAC and
+//! IP addresses and metadata may have any bits (the classifier masks bit by bit). Write-actions,
+//! clear-actions and write-metadata become the rule's `write:ACTION`, `clear_actions` and
+//! `write_metadata:VALUE/MASK`. Everything it lets through is then checked again by the app's
+//! own rule reader (`fields::flow_rule`), as any `ctl` rule is.
 //!
 //! OpenFlow port numbers are the app's port indices plus one (port 0 is not a valid OpenFlow
 //! port).
@@ -21,7 +24,7 @@ use wirespeed_dataplane::app::openflow::{
 use wirespeed_dataplane::command::FlowRule;
 use wirespeed_openflow::action::port;
 use wirespeed_openflow::message::{NO_BUFFER, PacketIn, flow_flags};
-use wirespeed_openflow::oxm::{ETH_TYPE_IPV4, OFPVID_NONE, OFPVID_PRESENT};
+use wirespeed_openflow::oxm::{ETH_TYPE_ARP, ETH_TYPE_IPV4, OFPVID_NONE, OFPVID_PRESENT};
 use wirespeed_openflow::{Action, Instruction, Match, OfError, Oxm};
 use wirespeed_packet::flow_key::FlowKey;
 
@@ -57,31 +60,19 @@ fn mac_text(mac: &[u8; 6]) -> String {
         .join(":")
 }
 
-/// The prefix length of a contiguous mask, or `None` when it has holes.
-fn prefix_len(mask: u128, bits: u32) -> Option<u32> {
-    let len = mask.leading_ones();
-    let shifted = if len == 128 { 0 } else { mask << len };
-    (shifted == 0 && len <= bits).then_some(len)
-}
-
-fn v4_text(addr: Ipv4Addr, mask: Option<Ipv4Addr>) -> Result<String, OfError> {
+/// An address and its mask, any bits, as the rule language reads it (`ADDR/MASK`).
+fn masked_text<T: std::fmt::Display>(addr: T, mask: Option<T>) -> String {
     match mask {
-        None => Ok(addr.to_string()),
-        Some(mask) => {
-            let len = prefix_len(u128::from(u32::from(mask)) << 96, 32)
-                .ok_or(OfError::BAD_MATCH_NW_ADDR_MASK)?;
-            Ok(format!("{addr}/{len}"))
-        }
+        None => addr.to_string(),
+        Some(mask) => format!("{addr}/{mask}"),
     }
 }
 
-fn v6_text(addr: Ipv6Addr, mask: Option<Ipv6Addr>) -> Result<String, OfError> {
+/// A 64-bit value and its mask (metadata), as the rule language reads it.
+fn masked_u64_text(value: u64, mask: Option<u64>) -> String {
     match mask {
-        None => Ok(addr.to_string()),
-        Some(mask) => {
-            let len = prefix_len(u128::from(mask), 128).ok_or(OfError::BAD_MATCH_NW_ADDR_MASK)?;
-            Ok(format!("{addr}/{len}"))
-        }
+        None | Some(u64::MAX) => format!("{value:#x}"),
+        Some(mask) => format!("{value:#x}/{mask:#x}"),
     }
 }
 
@@ -95,44 +86,45 @@ pub fn match_fields(matcher: &Match, ports: &Ports) -> Result<Vec<(String, Strin
                 let name = ports.name(number).ok_or(OfError::BAD_MATCH_VALUE)?;
                 push("in_port", name.to_string());
             }
+            Oxm::Metadata(value, mask) => push("metadata", masked_u64_text(value, mask)),
             Oxm::EthSrc(mac, mask) | Oxm::EthDst(mac, mask) => {
-                if mask.is_some_and(|m| m != [0xff; 6]) {
-                    return Err(OfError::BAD_MATCH_DL_ADDR_MASK);
-                }
                 let name = if matches!(field, Oxm::EthSrc(..)) {
                     "eth_src"
                 } else {
                     "eth_dst"
                 };
-                push(name, mac_text(&mac));
+                let mask = mask.filter(|m| *m != [0xff; 6]);
+                push(
+                    name,
+                    masked_text(mac_text(&mac), mask.map(|m| mac_text(&m))),
+                );
             }
             Oxm::EthType(ethertype) => push("eth_type", format!("0x{ethertype:04x}")),
-            Oxm::VlanVid(vid, mask) => {
-                if mask.is_some_and(|m| m != 0x1fff) {
-                    return Err(OfError::BAD_MATCH_MASK);
-                }
-                if vid == OFPVID_NONE {
-                    push("vlan", "none".into());
-                } else {
-                    push("vlan", (vid & 0x0fff).to_string());
-                }
-            }
+            Oxm::VlanVid(vid, mask) => match (vid, mask) {
+                (OFPVID_NONE, None) => push("vlan", "none".into()),
+                (_, None | Some(0x1fff)) => push("vlan", (vid & 0x0fff).to_string()),
+                // §7.2.3.8: present under a mask of present is any tagged frame.
+                (OFPVID_PRESENT, Some(OFPVID_PRESENT)) => push("vlan", "any".into()),
+                _ => return Err(OfError::BAD_MATCH_MASK),
+            },
+            Oxm::VlanPcp(pcp) => push("vlan_pcp", pcp.to_string()),
             Oxm::IpProto(proto) => push("ip_proto", proto.to_string()),
-            Oxm::Ipv4Src(a, m) => push("ip_src", v4_text(a, m)?),
-            Oxm::Ipv4Dst(a, m) => push("ip_dst", v4_text(a, m)?),
-            Oxm::Ipv6Src(a, m) => push("ip_src", v6_text(a, m)?),
-            Oxm::Ipv6Dst(a, m) => push("ip_dst", v6_text(a, m)?),
+            Oxm::Ipv4Src(a, m) => push("ip_src", masked_text(a, m)),
+            Oxm::Ipv4Dst(a, m) => push("ip_dst", masked_text(a, m)),
+            Oxm::Ipv6Src(a, m) => push("ip_src", masked_text(a, m)),
+            Oxm::Ipv6Dst(a, m) => push("ip_dst", masked_text(a, m)),
             Oxm::TcpSrc(p) | Oxm::UdpSrc(p) => push("l4_src", p.to_string()),
             Oxm::TcpDst(p) | Oxm::UdpDst(p) => push("l4_dst", p.to_string()),
-            Oxm::VlanPcp(_)
-            | Oxm::IpDscp(_)
-            | Oxm::Icmpv4Type(_)
-            | Oxm::Icmpv4Code(_)
-            | Oxm::Icmpv6Type(_)
-            | Oxm::Icmpv6Code(_)
-            | Oxm::ArpOp(_)
-            | Oxm::ArpSpa(..)
-            | Oxm::ArpTpa(..) => return Err(OfError::BAD_MATCH_FIELD),
+            Oxm::Icmpv4Type(t) | Oxm::Icmpv6Type(t) => push("icmp_type", t.to_string()),
+            Oxm::Icmpv4Code(c) | Oxm::Icmpv6Code(c) => push("icmp_code", c.to_string()),
+            // The flow key keeps the operation's low byte (where IP keeps the protocol).
+            Oxm::ArpOp(op) => {
+                let op = u8::try_from(op).map_err(|_| OfError::BAD_MATCH_VALUE)?;
+                push("arp_op", op.to_string());
+            }
+            Oxm::ArpSpa(a, m) => push("arp_spa", masked_text(a, m)),
+            Oxm::ArpTpa(a, m) => push("arp_tpa", masked_text(a, m)),
+            Oxm::IpDscp(_) => return Err(OfError::BAD_MATCH_FIELD),
         }
     }
     Ok(fields)
@@ -205,38 +197,76 @@ fn set_field_text(field: Oxm) -> Result<String, OfError> {
 /// What a FLOW_MOD's instructions ask, in the app's terms.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Instructions {
+    /// Apply-actions, then `clear_actions`, `write:ACTION`s and `write_metadata:V/M`, as the
+    /// rule language writes those instructions.
     pub actions: Vec<String>,
     pub goto: Option<u8>,
 }
 
-/// Apply-actions and goto-table; anything else is refused. A goto must go to a later,
-/// existing table (BAD_INSTRUCTION/BAD_TABLE_ID).
+/// Apply-actions, clear-actions, write-actions, write-metadata and goto-table; the meter
+/// instruction is refused (BAD_INSTRUCTION/UNSUP_INST). A goto must go to a later, existing
+/// table (BAD_INSTRUCTION/BAD_TABLE_ID). A write-actions with two actions of one kind is
+/// refused by the app (BAD_ACTION/BAD_ARGUMENT) as the set holds one of each.
 pub fn instructions(
     list: &[Instruction],
     table: u8,
     tables: u8,
     ports: &Ports,
 ) -> Result<Instructions, OfError> {
-    let mut out = Instructions::default();
+    let (mut apply, mut clear, mut write, mut metadata) = (Vec::new(), false, Vec::new(), None);
+    let mut goto = None;
     for instruction in list {
         match instruction {
             Instruction::ApplyActions(actions) => {
-                out.actions = action_texts(actions, ports)?;
-                out.actions.retain(|a| a != "drop");
+                apply = action_texts(actions, ports)?;
+                apply.retain(|a| a != "drop");
+            }
+            Instruction::ClearActions => clear = true,
+            Instruction::WriteActions(actions) => {
+                write = action_texts(&last_of_each_kind(actions), ports)?;
+                write.retain(|a| a != "drop");
+            }
+            Instruction::WriteMetadata { metadata: v, mask } => {
+                metadata = Some(masked_u64_text(*v, Some(*mask)));
             }
             Instruction::GotoTable(next) => {
                 if *next <= table || *next >= tables {
                     return Err(OfError::BAD_INSTRUCTION_TABLE_ID);
                 }
-                out.goto = Some(*next);
+                goto = Some(*next);
             }
-            _ => return Err(OfError::BAD_INSTRUCTION_UNSUPPORTED),
+            Instruction::Meter(_) => return Err(OfError::BAD_INSTRUCTION_UNSUPPORTED),
         }
     }
-    if out.actions.is_empty() && out.goto.is_none() {
-        out.actions.push("drop".into());
+    let mut actions = apply;
+    if clear {
+        actions.push("clear_actions".into());
     }
-    Ok(out)
+    actions.extend(write.into_iter().map(|a| format!("write:{a}")));
+    actions.extend(metadata.map(|m| format!("write_metadata:{m}")));
+    if actions.is_empty() && goto.is_none() {
+        actions.push("drop".into());
+    }
+    Ok(Instructions { actions, goto })
+}
+
+/// A write-actions list as it merges into the action set (OpenFlow 1.3 §5.9: an action
+/// replaces the set's action of its type, a set-field the one of its field): the last action of
+/// each kind, in their order. The app's rule language refuses two of a kind instead, so that
+/// nothing written there is silently lost.
+fn last_of_each_kind(actions: &[Action]) -> Vec<Action> {
+    let kind = |action: &Action| match action {
+        Action::SetField(field) => (std::mem::discriminant(action), field.field()),
+        _ => (std::mem::discriminant(action), 0),
+    };
+    let mut kept: Vec<Action> = Vec::new();
+    for action in actions.iter().rev() {
+        if !kept.iter().any(|k| kind(k) == kind(action)) {
+            kept.push(*action);
+        }
+    }
+    kept.reverse();
+    kept
 }
 
 /// The flow rule of a flow entry: `fields` (the match) plus its table, goto, timeouts, cookie
@@ -313,26 +343,40 @@ pub fn entry_match(entry: &FlowEntry) -> Match {
     if mask.in_port != 0 {
         fields.push(Oxm::InPort(Ports::number(key.in_port)));
     }
+    match entry.matcher.metadata_match() {
+        (_, 0) => {}
+        (value, u64::MAX) => fields.push(Oxm::Metadata(value, None)),
+        (value, m) => fields.push(Oxm::Metadata(value, Some(m))),
+    }
+    let mac_mask = |m: [u8; 6]| (m != [0xff; 6]).then_some(m);
     if mask.dst_mac.0 != [0; 6] {
-        fields.push(Oxm::EthDst(key.dst_mac.0, None));
+        fields.push(Oxm::EthDst(key.dst_mac.0, mac_mask(mask.dst_mac.0)));
     }
     if mask.src_mac.0 != [0; 6] {
-        fields.push(Oxm::EthSrc(key.src_mac.0, None));
+        fields.push(Oxm::EthSrc(key.src_mac.0, mac_mask(mask.src_mac.0)));
     }
-    let ipv4 = key.ethertype == ETH_TYPE_IPV4;
+    let arp = key.ethertype == ETH_TYPE_ARP;
+    let ipv4 = key.ethertype == ETH_TYPE_IPV4 || arp;
     if mask.ethertype != 0 {
         fields.push(Oxm::EthType(key.ethertype));
     }
     if mask.flags & FlowKey::FLAG_VLAN != 0 {
-        let vid = if key.flags & FlowKey::FLAG_VLAN != 0 {
-            OFPVID_PRESENT | key.vlan
-        } else {
-            OFPVID_NONE
-        };
-        fields.push(Oxm::VlanVid(vid, None));
+        let vid = key.vlan & FlowKey::VLAN_VID;
+        fields.push(match (key.flags & FlowKey::FLAG_VLAN != 0, mask.vlan) {
+            (false, _) => Oxm::VlanVid(OFPVID_NONE, None),
+            (true, m) if m & FlowKey::VLAN_VID != 0 => Oxm::VlanVid(OFPVID_PRESENT | vid, None),
+            (true, _) => Oxm::VlanVid(OFPVID_PRESENT, Some(OFPVID_PRESENT)),
+        });
+        if mask.vlan & FlowKey::VLAN_PCP != 0 {
+            fields.push(Oxm::VlanPcp((key.vlan >> FlowKey::VLAN_PCP_SHIFT) as u8));
+        }
     }
     if mask.ip_proto != 0 {
-        fields.push(Oxm::IpProto(key.ip_proto));
+        fields.push(if arp {
+            Oxm::ArpOp(u16::from(key.ip_proto))
+        } else {
+            Oxm::IpProto(key.ip_proto)
+        });
     }
     for (addr, addr_mask, src) in [
         (key.ip_src, mask.ip_src, true),
@@ -345,10 +389,11 @@ pub fn entry_match(entry: &FlowEntry) -> Match {
         let field = if ipv4 {
             let (a, m) = (Ipv4Addr::from(value as u32), Ipv4Addr::from(m as u32));
             let m = (m != Ipv4Addr::BROADCAST).then_some(m);
-            if src {
-                Oxm::Ipv4Src(a, m)
-            } else {
-                Oxm::Ipv4Dst(a, m)
+            match (arp, src) {
+                (true, true) => Oxm::ArpSpa(a, m),
+                (true, false) => Oxm::ArpTpa(a, m),
+                (false, true) => Oxm::Ipv4Src(a, m),
+                (false, false) => Oxm::Ipv4Dst(a, m),
             }
         } else {
             let (a, m) = (Ipv6Addr::from(value), Ipv6Addr::from(m));
@@ -362,7 +407,27 @@ pub fn entry_match(entry: &FlowEntry) -> Match {
         fields.push(field);
     }
     let tcp = key.ip_proto == 6;
-    if mask.l4_src != 0 {
+    let icmp = match key.ip_proto {
+        _ if arp || mask.ip_proto == 0 => None,
+        1 => Some((
+            Oxm::Icmpv4Type as fn(u8) -> Oxm,
+            Oxm::Icmpv4Code as fn(u8) -> Oxm,
+        )),
+        58 => Some((
+            Oxm::Icmpv6Type as fn(u8) -> Oxm,
+            Oxm::Icmpv6Code as fn(u8) -> Oxm,
+        )),
+        _ => None,
+    };
+    if let Some((icmp_type, icmp_code)) = icmp {
+        // The parser keeps `type << 8 | code` in the source port field.
+        if mask.l4_src & 0xff00 != 0 {
+            fields.push(icmp_type((key.l4_src >> 8) as u8));
+        }
+        if mask.l4_src & 0x00ff != 0 {
+            fields.push(icmp_code(key.l4_src as u8));
+        }
+    } else if mask.l4_src != 0 {
         fields.push(if tcp {
             Oxm::TcpSrc(key.l4_src)
         } else {
@@ -379,10 +444,35 @@ pub fn entry_match(entry: &FlowEntry) -> Match {
     Match::new(fields)
 }
 
-/// A flow entry's actions and goto as OpenFlow instructions.
+/// A flow entry's instructions as OpenFlow's, in their order of execution (§5.9).
 pub fn entry_instructions(entry: &FlowEntry) -> Vec<Instruction> {
+    let mut out = Vec::new();
+    let actions = of_actions(&entry.actions, entry);
+    if !actions.is_empty() {
+        out.push(Instruction::ApplyActions(actions));
+    }
+    if entry.clear_actions {
+        out.push(Instruction::ClearActions);
+    }
+    if !entry.write_actions.is_empty() {
+        out.push(Instruction::WriteActions(of_actions(
+            &entry.write_actions,
+            entry,
+        )));
+    }
+    if let Some((metadata, mask)) = entry.write_metadata {
+        out.push(Instruction::WriteMetadata { metadata, mask });
+    }
+    if let Some(goto) = entry.goto {
+        out.push(Instruction::GotoTable(goto));
+    }
+    out
+}
+
+/// The app's actions of `entry` (its apply or write list) as OpenFlow actions.
+fn of_actions(list: &[AppAction], entry: &FlowEntry) -> Vec<Action> {
     let mut actions = Vec::new();
-    for action in &entry.actions {
+    for action in list {
         match *action {
             AppAction::Output(index) => actions.push(Action::output(Ports::number(index))),
             AppAction::Flood => actions.push(Action::output(port::FLOOD)),
@@ -412,14 +502,7 @@ pub fn entry_instructions(entry: &FlowEntry) -> Vec<Instruction> {
             })),
         }
     }
-    let mut out = Vec::new();
-    if !actions.is_empty() {
-        out.push(Instruction::ApplyActions(actions));
-    }
-    if let Some(goto) = entry.goto {
-        out.push(Instruction::GotoTable(goto));
-    }
-    out
+    actions
 }
 
 #[cfg(test)]
@@ -440,15 +523,102 @@ mod tests {
 
     /// A FLOW_MOD's match and apply-actions, through the app's own rule reader and back.
     fn through_the_app(matcher: Match, actions: Vec<Action>) -> (Match, Vec<Instruction>) {
+        through_the_app_with(matcher, vec![Instruction::ApplyActions(actions)])
+    }
+
+    /// A FLOW_MOD's match and instructions, through the app's own rule reader and back (as a
+    /// flow statistics reply has them: through the text `show flows` prints, too).
+    fn through_the_app_with(matcher: Match, list: Vec<Instruction>) -> (Match, Vec<Instruction>) {
         let ports = ports();
         let fields = match_fields(&matcher, &ports).unwrap();
-        let list = instructions(&[Instruction::ApplyActions(actions)], 0, 2, &ports).unwrap();
+        let list = instructions(&list, 0, 2, &ports).unwrap();
         let rule = flow_rule(0, 7, fields, list, (0, 0), 0, 0);
         let parsed = fields::flow_rule(&rule, &index).unwrap();
+        let name = |p: u16| ports.names[usize::from(p)].clone();
+        let text = FlowRule {
+            priority: 7,
+            fields: fields::match_text(&parsed.entry.matcher, &name)
+                .split(',')
+                .filter_map(|f| f.split_once('='))
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .chain(
+                    parsed
+                        .entry
+                        .goto
+                        .map(|g| ("goto".to_string(), g.to_string())),
+                )
+                .collect(),
+            actions: fields::entry_actions_text(&parsed.entry, &name)
+                .split(',')
+                .map(str::to_string)
+                .collect(),
+        };
+        let shown = fields::flow_rule(&text, &index).unwrap();
+        assert_eq!(shown.entry, parsed.entry, "{text:?}");
         (
             entry_match(&parsed.entry),
             entry_instructions(&parsed.entry),
         )
+    }
+
+    #[test]
+    fn new_fields_masks_and_instructions_come_back_as_they_went() {
+        let tagged = Match::new(vec![
+            Oxm::Metadata(0x1200, Some(0xff00)),
+            Oxm::EthDst([1, 0, 0, 0, 0, 0], Some([1, 0, 0, 0, 0, 0])),
+            Oxm::EthSrc([2, 0, 0, 0, 0, 0], Some([0xff, 0xff, 0xff, 0, 0, 0])),
+            Oxm::EthType(ETH_TYPE_IPV4),
+            Oxm::VlanVid(OFPVID_PRESENT | 10, None),
+            Oxm::VlanPcp(5),
+            Oxm::IpProto(1),
+            Oxm::Ipv4Src([10, 0, 0, 1].into(), Some([255, 0, 0, 255].into())),
+            Oxm::Icmpv4Type(8),
+            Oxm::Icmpv4Code(0),
+        ]);
+        let list = vec![
+            Instruction::ApplyActions(vec![Action::DecNwTtl]),
+            Instruction::ClearActions,
+            Instruction::WriteActions(vec![
+                Action::SetField(Oxm::EthDst([2, 0, 0, 0, 0, 9], None)),
+                Action::output(2),
+            ]),
+            Instruction::WriteMetadata {
+                metadata: 0x5,
+                mask: 0xf,
+            },
+            Instruction::GotoTable(1),
+        ];
+        let (matcher, instructions) = through_the_app_with(tagged.clone(), list.clone());
+        assert_eq!(matcher, tagged);
+        assert_eq!(instructions, list);
+        // A priority without an id is "any tag" and the priority, as ovs-ofctl sends it.
+        let any_tag = Match::new(vec![
+            Oxm::VlanVid(OFPVID_PRESENT, Some(OFPVID_PRESENT)),
+            Oxm::VlanPcp(3),
+            Oxm::EthType(0x86dd),
+            Oxm::IpProto(58),
+            Oxm::Icmpv6Type(135),
+        ]);
+        let (matcher, _) = through_the_app_with(any_tag, vec![]);
+        assert_eq!(
+            matcher.fields,
+            [
+                Oxm::EthType(0x86dd),
+                Oxm::VlanVid(OFPVID_PRESENT, Some(OFPVID_PRESENT)),
+                Oxm::VlanPcp(3),
+                Oxm::IpProto(58),
+                Oxm::Icmpv6Type(135),
+            ]
+        );
+        let arp = Match::new(vec![
+            Oxm::EthType(0x0806),
+            Oxm::ArpOp(2),
+            Oxm::ArpSpa([10, 0, 0, 1].into(), None),
+            Oxm::ArpTpa([10, 0, 0, 0].into(), Some([255, 255, 0, 0].into())),
+        ]);
+        let write = vec![Instruction::WriteActions(vec![Action::output(port::FLOOD)])];
+        let (matcher, instructions) = through_the_app_with(arp.clone(), write.clone());
+        assert_eq!((matcher, instructions), (arp, write));
     }
 
     #[test]
@@ -494,18 +664,17 @@ mod tests {
     #[test]
     fn refusals_name_the_specs_error() {
         let ports = ports();
-        let masked_mac = Match::new(vec![Oxm::EthDst([1; 6], Some([0xff, 0, 0, 0, 0, 0]))]);
+        // No byte for the DSCP in the flow key.
+        let dscp = Match::new(vec![Oxm::EthType(ETH_TYPE_IPV4), Oxm::IpDscp(46)]);
+        assert_eq!(match_fields(&dscp, &ports), Err(OfError::BAD_MATCH_FIELD));
+        // The key keeps an ARP operation's low byte.
+        let op = Match::new(vec![Oxm::EthType(ETH_TYPE_ARP), Oxm::ArpOp(0x101)]);
+        assert_eq!(match_fields(&op, &ports), Err(OfError::BAD_MATCH_VALUE));
+        // A VLAN id mask other than exact or "any tag".
+        let vid_mask = Match::new(vec![Oxm::VlanVid(OFPVID_PRESENT | 8, Some(0x1ff8))]);
         assert_eq!(
-            match_fields(&masked_mac, &ports),
-            Err(OfError::BAD_MATCH_DL_ADDR_MASK)
-        );
-        let v6_holes = Match::new(vec![
-            Oxm::EthType(0x86dd),
-            Oxm::Ipv6Src("::1".parse().unwrap(), Some("ffff::ffff".parse().unwrap())),
-        ]);
-        assert_eq!(
-            match_fields(&v6_holes, &ports),
-            Err(OfError::BAD_MATCH_NW_ADDR_MASK)
+            match_fields(&vid_mask, &ports),
+            Err(OfError::BAD_MATCH_MASK)
         );
         assert_eq!(
             match_fields(&Match::new(vec![Oxm::InPort(3)]), &ports),
@@ -534,8 +703,21 @@ mod tests {
             Err(OfError::BAD_INSTRUCTION_TABLE_ID)
         );
         assert_eq!(
-            instructions(&[Instruction::ClearActions], 0, 2, &ports),
+            instructions(&[Instruction::Meter(1)], 0, 2, &ports),
             Err(OfError::BAD_INSTRUCTION_UNSUPPORTED)
+        );
+        // Two of a kind in write-actions: the later one replaces the earlier (§5.9).
+        let twice = [Instruction::WriteActions(vec![
+            Action::output(1),
+            Action::SetField(Oxm::EthDst([2; 6], None)),
+            Action::output(2),
+        ])];
+        assert_eq!(
+            instructions(&twice, 0, 2, &ports).unwrap().actions,
+            [
+                "write:set_field:eth_dst=02:02:02:02:02:02",
+                "write:output:p1"
+            ]
         );
         // No instructions: a drop.
         assert_eq!(instructions(&[], 0, 2, &ports).unwrap().actions, ["drop"]);
