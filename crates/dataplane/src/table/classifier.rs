@@ -314,17 +314,13 @@ impl FlowMatch {
     }
 
     /// IPv4 source bits under `mask`, any bits (also requires the packet to be IPv4).
-    pub fn ipv4_src_masked(mut self, addr: Ipv4Addr, mask: Ipv4Addr) -> Self {
-        self.mask.ip_src = v4_mask(mask);
-        self.key.ip_src = and_bytes(FlowKey::map_ipv4(addr), self.mask.ip_src);
-        self.ethertype(0x0800)
+    pub fn ipv4_src_masked(self, addr: Ipv4Addr, mask: Ipv4Addr) -> Self {
+        self.address(true, FlowKey::map_ipv4(addr), v4_mask(mask), 0x0800)
     }
 
     /// IPv4 destination bits under `mask` (also requires the packet to be IPv4).
-    pub fn ipv4_dst_masked(mut self, addr: Ipv4Addr, mask: Ipv4Addr) -> Self {
-        self.mask.ip_dst = v4_mask(mask);
-        self.key.ip_dst = and_bytes(FlowKey::map_ipv4(addr), self.mask.ip_dst);
-        self.ethertype(0x0800)
+    pub fn ipv4_dst_masked(self, addr: Ipv4Addr, mask: Ipv4Addr) -> Self {
+        self.address(false, FlowKey::map_ipv4(addr), v4_mask(mask), 0x0800)
     }
 
     /// IPv6 source in `addr/len` (also requires the packet to be IPv6).
@@ -338,17 +334,26 @@ impl FlowMatch {
     }
 
     /// IPv6 source bits under `mask`, any bits (also requires the packet to be IPv6).
-    pub fn ipv6_src_masked(mut self, addr: Ipv6Addr, mask: Ipv6Addr) -> Self {
-        self.mask.ip_src = mask.octets();
-        self.key.ip_src = and_bytes(addr.octets(), mask.octets());
-        self.ethertype(0x86dd)
+    pub fn ipv6_src_masked(self, addr: Ipv6Addr, mask: Ipv6Addr) -> Self {
+        self.address(true, addr.octets(), mask.octets(), 0x86dd)
     }
 
     /// IPv6 destination bits under `mask` (also requires the packet to be IPv6).
-    pub fn ipv6_dst_masked(mut self, addr: Ipv6Addr, mask: Ipv6Addr) -> Self {
-        self.mask.ip_dst = mask.octets();
-        self.key.ip_dst = and_bytes(addr.octets(), mask.octets());
-        self.ethertype(0x86dd)
+    pub fn ipv6_dst_masked(self, addr: Ipv6Addr, mask: Ipv6Addr) -> Self {
+        self.address(false, addr.octets(), mask.octets(), 0x86dd)
+    }
+
+    /// The key's source (`src`) or destination address under `mask`, and the EtherType of
+    /// the frames that carry it there.
+    fn address(mut self, src: bool, addr: [u8; 16], mask: [u8; 16], ethertype: u16) -> Self {
+        let (key, key_mask) = if src {
+            (&mut self.key.ip_src, &mut self.mask.ip_src)
+        } else {
+            (&mut self.key.ip_dst, &mut self.mask.ip_dst)
+        };
+        *key = and_bytes(addr, mask);
+        *key_mask = mask;
+        self.ethertype(ethertype)
     }
 
     /// ARP's operation (requires the frame to be ARP). The flow key keeps its low byte where
@@ -360,17 +365,13 @@ impl FlowMatch {
     }
 
     /// ARP's sender protocol address under `mask` (in the key's source address, IPv4-mapped).
-    pub fn arp_spa(mut self, addr: Ipv4Addr, mask: Ipv4Addr) -> Self {
-        self.mask.ip_src = v4_mask(mask);
-        self.key.ip_src = and_bytes(FlowKey::map_ipv4(addr), self.mask.ip_src);
-        self.ethertype(0x0806)
+    pub fn arp_spa(self, addr: Ipv4Addr, mask: Ipv4Addr) -> Self {
+        self.address(true, FlowKey::map_ipv4(addr), v4_mask(mask), 0x0806)
     }
 
     /// ARP's target protocol address under `mask` (in the key's destination address).
-    pub fn arp_tpa(mut self, addr: Ipv4Addr, mask: Ipv4Addr) -> Self {
-        self.mask.ip_dst = v4_mask(mask);
-        self.key.ip_dst = and_bytes(FlowKey::map_ipv4(addr), self.mask.ip_dst);
-        self.ethertype(0x0806)
+    pub fn arp_tpa(self, addr: Ipv4Addr, mask: Ipv4Addr) -> Self {
+        self.address(false, FlowKey::map_ipv4(addr), v4_mask(mask), 0x0806)
     }
 
     /// ICMP / ICMPv6 type: the high byte of the key's source port field (the parser keeps

@@ -179,16 +179,19 @@ fn new_fields_masks_and_instructions_round_trip_through_text() {
     );
 }
 
+/// The refusal of a flow rule of `pairs` and `actions`.
+fn flow_error(pairs: &[(&str, &str)], actions: &[&str]) -> FieldError {
+    let rule = FlowRule {
+        priority: 0,
+        fields: fields(pairs),
+        actions: actions.iter().map(|a| a.to_string()).collect(),
+    };
+    flow_rule(&rule, &ports).unwrap_err()
+}
+
 #[test]
 fn new_fields_and_instructions_refuse_what_could_never_work() {
-    let error = |pairs: &[(&str, &str)], actions: &[&str]| {
-        let rule = FlowRule {
-            priority: 0,
-            fields: fields(pairs),
-            actions: actions.iter().map(|a| a.to_string()).collect(),
-        };
-        flow_rule(&rule, &ports).unwrap_err()
-    };
+    let error = flow_error;
     let e = error(&[("vlan_pcp", "8")], &[]);
     assert!(e.problem.contains("0..7"), "{e}");
     let e = error(&[("vlan", "none"), ("vlan_pcp", "1")], &[]);
@@ -241,14 +244,7 @@ fn new_fields_and_instructions_refuse_what_could_never_work() {
 
 #[test]
 fn flow_errors_name_the_field_or_action_and_list_what_is_accepted() {
-    let error = |fields_: &[(&str, &str)], actions: &[&str]| {
-        let rule = FlowRule {
-            priority: 0,
-            fields: fields(fields_),
-            actions: actions.iter().map(|a| a.to_string()).collect(),
-        };
-        flow_rule(&rule, &ports).unwrap_err()
-    };
+    let error = flow_error;
     let e = error(&[("colour", "red")], &["drop"]);
     assert_eq!(e.place, "field colour");
     assert!(
