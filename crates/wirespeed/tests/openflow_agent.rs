@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use wirespeed_lab::Testbed;
 use wirespeed_packet::FramePool;
+use wirespeed_testkit::frames::arp_request;
 use wirespeed_testkit::ports::send;
 
 mod common;
@@ -245,8 +246,83 @@ fn ovs_ofctl_drives_the_openflow_app() {
     ok(&lab, "del-flows", &[]);
     assert!(flow_lines(&lab).is_empty());
 
-    // What the app cannot do yet is refused with the spec's error, which ovs-ofctl prints.
-    let (success, out) = ofctl(&lab, "add-flow", &["priority=1,arp,arp_op=1,actions=drop"]);
+    // The action set and metadata across two tables, an address under a mask with holes:
+    // table 0 writes the output and a new destination MAC into the set and metadata 5, table
+    // 1 matches the metadata and writes a new source MAC; the set runs at the end.
+    let [a, _, c, _] = input[0][30..34] else {
+        unreachable!()
+    };
+    ok(
+        &lab,
+        "add-flow",
+        &[&format!(
+            "priority=20,in_port=1,udp,actions=write_actions(set_field:{to}->eth_dst,\
+             output:2),write_metadata:0x5/0xff,goto_table:1"
+        )],
+    );
+    let holes = format!("metadata=0x5/0xff,ip,nw_dst={a}.0.{c}.0/255.0.255.0");
+    ok(
+        &lab,
+        "add-flow",
+        &[&format!(
+            "table=1,priority=5,{holes},actions=write_actions(set_field:02:00:00:00:00:99->eth_src)"
+        )],
+    );
+    send(&mut t0, &mut pool, &input);
+    let rewritten: Vec<Vec<u8>> = expected
+        .iter()
+        .map(|f| {
+            let mut out = f.clone();
+            out[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 0x99]);
+            out
+        })
+        .collect();
+    assert_same(
+        &receive_all(&mut t1, &mut pool, rewritten.len(), TEST_PORT),
+        &rewritten,
+    );
+    let flows = flow_lines(&lab).join("\n");
+    for want in [
+        "write_metadata:0x5/0xff",
+        "write_actions(",
+        "goto_table:1",
+        "metadata=0x5/0xff",
+        &format!("nw_dst={a}.0.{c}.0/255.0.255.0"),
+    ] {
+        assert!(flows.contains(want), "dump-flows lacks {want}:\n{flows}");
+    }
+    // Table 1 clears the set instead: nothing goes out.
+    ok(
+        &lab,
+        "mod-flows",
+        &[&format!("table=1,{holes},actions=clear_actions")],
+    );
+    assert!(flow_lines(&lab).join("\n").contains("clear_actions"));
+    send(&mut t0, &mut pool, &input);
+    assert!(receive_during(&mut t1, &mut pool, QUIET, ours).is_empty());
+    ok(&lab, "del-flows", &[]);
+
+    // ARP by operation and target address: the request for .77 crosses, the one for .78
+    // does not.
+    ok(
+        &lab,
+        "add-flow",
+        &["priority=30,in_port=1,arp,arp_op=1,arp_tpa=192.0.2.77,actions=output:2"],
+    );
+    let sender = wirespeed_packet::wire::EthernetAddress(lab.pairs[0].tester_mac);
+    let request =
+        |target: u8| arp_request(sender, [192, 0, 2, 1].into(), [192, 0, 2, target].into());
+    send(&mut t0, &mut pool, &[request(77), request(78)]);
+    let ours_arp = |f: &[u8]| f.len() >= 42 && f[12..14] == [8, 6] && f[38..41] == [192, 0, 2];
+    assert_same(
+        &receive_during(&mut t1, &mut pool, QUIET, ours_arp),
+        &[request(77)],
+    );
+    ok(&lab, "del-flows", &[]);
+
+    // What the app cannot do is refused with the spec's error, which ovs-ofctl prints: the
+    // flow key has no byte for the DSCP.
+    let (success, out) = ofctl(&lab, "add-flow", &["priority=1,ip,ip_dscp=46,actions=drop"]);
     assert!(!success && out.contains("OFPBMC_BAD_FIELD"), "{out}");
     let (success, out) = ofctl(&lab, "add-group", &["group_id=1,type=all,bucket=output:1"]);
     assert!(!success && out.contains("OFPGMFC"), "{out}");
