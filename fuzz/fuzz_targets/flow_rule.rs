@@ -2,7 +2,8 @@
 //! control socket and the OpenFlow app all use. The input is what follows `flow add` on the
 //! control socket: `FIELD=VALUE` words, an optional `priority=N`, and `actions=A,B,...`. No rule
 //! panics the conversion, and a rule it takes, written back with `match_text` and
-//! `actions_text` (what `show flows` prints), converts to the same match and actions.
+//! `entry_actions_text` (what `show flows` prints), converts to the same match, actions and
+//! instructions (clear_actions, write:ACTION, write_metadata).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -43,7 +44,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let ParsedFlow { entry, .. } = parsed;
     let matcher = fields::match_text(&entry.matcher, &port_name);
-    let actions = fields::actions_text(&entry.actions, &port_name);
+    let actions = fields::entry_actions_text(&entry, &port_name);
     // `*` (match everything) is no field at all.
     let matcher = if matcher == "*" {
         String::new()
@@ -60,6 +61,19 @@ fuzz_target!(|data: &[u8]| {
     );
     assert_eq!(
         entry.actions, again.entry.actions,
+        "{rule:?} -> {written:?}"
+    );
+    assert_eq!(
+        (
+            entry.clear_actions,
+            &entry.write_actions,
+            entry.write_metadata
+        ),
+        (
+            again.entry.clear_actions,
+            &again.entry.write_actions,
+            again.entry.write_metadata
+        ),
         "{rule:?} -> {written:?}"
     );
 });
