@@ -161,6 +161,12 @@ write("flow_rule", "ipv6", "dl_type=0x86dd nw_src=2001:db8::/32 nw_proto=icmpv6 
       "actions=set_field:ip_dst=2001:db8::9,set_field:vlan_vid=20,flood")
 write("flow_rule", "port-number", "in_port=1 actions=drop,flood")
 write("flow_rule", "refused", "l4_dst=53 eth_type=0x8100 ip_src=10.0.0.0/8 ip_dst=::1 actions=drop")
+write("flow_rule", "instructions", "priority=5 table=1 vlan_pcp=3 "
+      "eth_dst=01:00:00:00:00:00/01:00:00:00:00:00 metadata=0x10/0xf0 eth_type=0x0800 "
+      "ip_proto=icmp icmp_type=8 ip_src=10.0.0.1/255.0.0.255 actions=dec_ttl,clear_actions,"
+      "write:set_field:eth_src=02:00:00:00:00:09,write:output:p1,write_metadata:0x2/0xf\n")
+write("flow_rule", "arp", "priority=7 arp_op=1 arp_tpa=192.0.2.0/24 "
+      "arp_spa=192.0.2.1/255.255.0.255 vlan=any actions=write:flood\n")
 
 REQUESTS = {
     "help": "help", "ping": "ping", "show-ports": "show ports", "show-neighbors": "show neighbors",
