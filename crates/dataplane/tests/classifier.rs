@@ -15,7 +15,7 @@ use wirespeed_packet::wire::EthernetAddress;
 /// Keys from small domains, so random rules and keys meet often.
 fn arb_key() -> impl Strategy<Value = FlowKey> {
     (
-        0u16..3,
+        0u8..3,
         0u8..4,
         0u8..4,
         prop_oneof![Just(6u8), Just(17u8)],
@@ -39,7 +39,7 @@ fn arb_match() -> impl Strategy<Value = FlowMatch> {
     (arb_key(), any::<u8>(), 0u8..=32, 0u8..=32).prop_map(|(key, fields, src_len, dst_len)| {
         let mut m = FlowMatch::any();
         if fields & 1 != 0 {
-            m = m.in_port(key.in_port);
+            m = m.in_port(u16::from(key.in_port));
         }
         if fields & 2 != 0 {
             m = m.ipv4_src(key.ipv4_src().unwrap_or(Ipv4Addr::UNSPECIFIED), src_len);

@@ -735,6 +735,7 @@ static __always_inline int plain_key(struct xdp_md *ctx, __u32 shift, struct fp_
 		key->ip_dst[11] = 0xff;
 		__builtin_memcpy(key->ip_dst + 12, h + 30, 4);
 		key->ethertype = 0x0800;
+		key->ip_tos = h[15];
 		key->ip_proto = h[23];
 		key->l4_src = (__u16)h[34] << 8 | h[35];
 		key->l4_dst = (__u16)h[36] << 8 | h[37];
@@ -744,6 +745,8 @@ static __always_inline int plain_key(struct xdp_md *ctx, __u32 shift, struct fp_
 		__builtin_memcpy(key->ip_src, h + 22, 16);
 		__builtin_memcpy(key->ip_dst, h + 38, 16);
 		key->ethertype = 0x86dd;
+		// The traffic class: the 8 bits after the version.
+		key->ip_tos = (__u8)(h[14] << 4 | h[15] >> 4);
 		key->ip_proto = h[20];
 		key->l4_src = (__u16)h[54] << 8 | h[55];
 		key->l4_dst = (__u16)h[56] << 8 | h[57];

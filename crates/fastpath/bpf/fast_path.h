@@ -101,7 +101,8 @@ struct fp_flow_key {
 	__u8 ip_dst[16];
 	__u8 dst_mac[6];
 	__u8 src_mac[6];
-	__u16 in_port;
+	__u8 in_port; // the port's index (at most 255 ports)
+	__u8 ip_tos; // IPv4 TOS / IPv6 traffic class: DSCP << 2 | ECN
 	__u16 vlan; // the outer tag's priority (PCP, top 3 bits) and id (low 12), DEI 0
 	__u16 ethertype;
 	__u16 l4_src;

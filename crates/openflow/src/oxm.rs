@@ -37,6 +37,7 @@ pub enum Oxm {
     VlanVid(u16, Option<u16>),
     VlanPcp(u8),
     IpDscp(u8),
+    IpEcn(u8),
     IpProto(u8),
     Ipv4Src(Ipv4Addr, Option<Ipv4Addr>),
     Ipv4Dst(Ipv4Addr, Option<Ipv4Addr>),
@@ -75,6 +76,7 @@ impl Oxm {
             Oxm::VlanVid(..) => 6,
             Oxm::VlanPcp(_) => 7,
             Oxm::IpDscp(_) => 8,
+            Oxm::IpEcn(_) => 9,
             Oxm::IpProto(_) => 10,
             Oxm::Ipv4Src(..) => 11,
             Oxm::Ipv4Dst(..) => 12,
@@ -104,7 +106,7 @@ impl Oxm {
             | Oxm::EthType(_) => Prerequisite::None,
             Oxm::VlanVid(..) => Prerequisite::None,
             Oxm::VlanPcp(_) => Prerequisite::VlanPresent,
-            Oxm::IpDscp(_) | Oxm::IpProto(_) => Prerequisite::EthType(IP),
+            Oxm::IpDscp(_) | Oxm::IpEcn(_) | Oxm::IpProto(_) => Prerequisite::EthType(IP),
             Oxm::Ipv4Src(..) | Oxm::Ipv4Dst(..) => Prerequisite::EthType(&[ETH_TYPE_IPV4]),
             Oxm::TcpSrc(_) | Oxm::TcpDst(_) => Prerequisite::IpProto(6),
             Oxm::UdpSrc(_) | Oxm::UdpDst(_) => Prerequisite::IpProto(17),
@@ -121,7 +123,7 @@ impl Oxm {
     fn parse(field: u8, has_mask: bool, payload: &[u8]) -> Result<Oxm, OfError> {
         let mut r = Reader::new(payload, OfError::BAD_MATCH_LEN);
         let maskable = matches!(field, 2 | 3 | 4 | 6 | 11 | 12 | 22 | 23 | 26 | 27);
-        let known = matches!(field, 0 | 2..=8 | 10..=16 | 19..=23 | 26 | 27 | 29 | 30);
+        let known = matches!(field, 0 | 2..=16 | 19..=23 | 26 | 27 | 29 | 30);
         if !known {
             return Err(OfError::BAD_MATCH_FIELD);
         }
@@ -168,6 +170,7 @@ impl Oxm {
             }
             7 => Oxm::VlanPcp(r.u8()?),
             8 => Oxm::IpDscp(r.u8()?),
+            9 => Oxm::IpEcn(r.u8()?),
             10 => Oxm::IpProto(r.u8()?),
             11 | 12 | 22 | 23 => {
                 let value = v4(&mut r)?;
@@ -201,6 +204,7 @@ impl Oxm {
         match oxm {
             Oxm::VlanPcp(pcp) if pcp > 7 => return Err(OfError::BAD_MATCH_VALUE),
             Oxm::IpDscp(dscp) if dscp > 63 => return Err(OfError::BAD_MATCH_VALUE),
+            Oxm::IpEcn(ecn) if ecn > 3 => return Err(OfError::BAD_MATCH_VALUE),
             _ => {}
         }
         let (value, mask) = oxm.value_and_mask();
@@ -228,6 +232,7 @@ impl Oxm {
             Oxm::VlanVid(v, m) => pair(v.to_be_bytes(), m.map(u16::to_be_bytes)),
             Oxm::VlanPcp(v)
             | Oxm::IpDscp(v)
+            | Oxm::IpEcn(v)
             | Oxm::IpProto(v)
             | Oxm::Icmpv4Type(v)
             | Oxm::Icmpv4Code(v)

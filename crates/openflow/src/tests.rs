@@ -542,14 +542,15 @@ fn matches() -> impl Strategy<Value = Match> {
         (
             masked_v4(),
             masked_v4(),
-            0u8..64,
+            (0u8..64, 0u8..4),
             any::<(u16, u16)>(),
             0u8..3
         )
-            .prop_map(|(s, d, dscp, (sp, dp), l4)| {
+            .prop_map(|(s, d, (dscp, ecn), (sp, dp), l4)| {
                 let mut f = vec![
                     Oxm::EthType(ETH_TYPE_IPV4),
                     Oxm::IpDscp(dscp),
+                    Oxm::IpEcn(ecn),
                     Oxm::Ipv4Src(s.0, s.1),
                     Oxm::Ipv4Dst(d.0, d.1),
                 ];

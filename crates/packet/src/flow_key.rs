@@ -38,9 +38,11 @@ use crate::wire::EthernetAddress;
 /// * `vlan` is the outermost tag's TCI without its DEI bit: the VLAN id in the low 12 bits
 ///   ([`FlowKey::VLAN_VID`]), the priority (PCP) in the top 3 ([`FlowKey::VLAN_PCP`]), as Open
 ///   vSwitch keeps them; valid when [`FlowKey::FLAG_VLAN`] is set. The bit between is always 0.
-/// * The IP DSCP and ECN are not in the key: the 56 bytes have no spare byte for them, and a
-///   64-byte key costs every packet an eighth more hashing and comparing (flow cache, kernel
-///   map); OpenFlow matches on them are refused.
+/// * `in_port` is the port's index, one byte: a switch has at most [`FlowKey::MAX_PORTS`]
+///   ports, and [`FlowKey::NO_PORT`] is a frame from no port (one a controller sent through
+///   the tables). The byte that frees is `ip_tos`, the IP header's TOS (IPv4) or traffic class
+///   (IPv6) byte: DSCP in its top 6 bits, ECN in the low 2; 0 for other frames. So the key
+///   stays 56 bytes, seven words to hash and compare, and still matches on DSCP and ECN.
 /// * Everything the parse did not reach is zero.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(C)]
@@ -49,7 +51,9 @@ pub struct FlowKey {
     pub ip_dst: [u8; 16],
     pub dst_mac: EthernetAddress,
     pub src_mac: EthernetAddress,
-    pub in_port: u16,
+    pub in_port: u8,
+    /// TOS / traffic class: DSCP << 2 | ECN.
+    pub ip_tos: u8,
     pub vlan: u16,
     /// EtherType after the VLAN tags.
     pub ethertype: u16,
@@ -66,7 +70,7 @@ pub const FLOW_KEY_LEN: usize = 56;
 
 // No implicit padding: the fields add up to the size, so the byte image is fully defined.
 const _: () = assert!(std::mem::size_of::<FlowKey>() == FLOW_KEY_LEN);
-const _: () = assert!(16 + 16 + 6 + 6 + 2 * 5 + 2 == FLOW_KEY_LEN);
+const _: () = assert!(16 + 16 + 6 + 6 + 2 + 2 * 4 + 2 == FLOW_KEY_LEN);
 
 impl FlowKey {
     /// The outer frame carried a VLAN tag; `vlan` is its VLAN id.
@@ -81,6 +85,21 @@ impl FlowKey {
     pub const VLAN_PCP: u16 = 0xe000;
     /// Where the priority starts in `vlan`.
     pub const VLAN_PCP_SHIFT: u32 = 13;
+    /// The DSCP's bits in `ip_tos`.
+    pub const TOS_DSCP: u8 = 0xfc;
+    /// The ECN's bits in `ip_tos`.
+    pub const TOS_ECN: u8 = 0x03;
+    /// Ports a switch may have: their indices fit `in_port` below [`FlowKey::NO_PORT`].
+    pub const MAX_PORTS: usize = 255;
+    /// `in_port` of a frame from no port.
+    pub const NO_PORT: u8 = u8::MAX;
+
+    /// `in_port` for the port index `port` (a descriptor's): [`FlowKey::NO_PORT`] for an index
+    /// past [`FlowKey::MAX_PORTS`] (`Meta::NO_PORT`, a frame from the controller).
+    #[inline(always)]
+    pub fn port_byte(port: u16) -> u8 {
+        u8::try_from(port).unwrap_or(FlowKey::NO_PORT)
+    }
 
     /// The all-zero key.
     pub const EMPTY: FlowKey = FlowKey {
@@ -89,6 +108,7 @@ impl FlowKey {
         dst_mac: EthernetAddress([0; 6]),
         src_mac: EthernetAddress([0; 6]),
         in_port: 0,
+        ip_tos: 0,
         vlan: 0,
         ethertype: 0,
         l4_src: 0,
@@ -123,7 +143,8 @@ impl FlowKey {
         bytes[16..32].copy_from_slice(&self.ip_dst);
         bytes[32..38].copy_from_slice(&self.dst_mac.0);
         bytes[38..44].copy_from_slice(&self.src_mac.0);
-        bytes[44..46].copy_from_slice(&self.in_port.to_le_bytes());
+        bytes[44] = self.in_port;
+        bytes[45] = self.ip_tos;
         bytes[46..48].copy_from_slice(&self.vlan.to_le_bytes());
         bytes[48..50].copy_from_slice(&self.ethertype.to_le_bytes());
         bytes[50..52].copy_from_slice(&self.l4_src.to_le_bytes());
@@ -167,7 +188,6 @@ impl FlowKey {
         let dst = u128::from_le_bytes(self.ip_dst);
         let d = self.dst_mac.0;
         let s = self.src_mac.0;
-        let [p0, p1] = self.in_port.to_le_bytes();
         let [v0, v1] = self.vlan.to_le_bytes();
         let [e0, e1] = self.ethertype.to_le_bytes();
         let [a0, a1] = self.l4_src.to_le_bytes();
@@ -178,7 +198,7 @@ impl FlowKey {
             dst as u64,
             (dst >> 64) as u64,
             u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], s[0], s[1]]),
-            u64::from_le_bytes([s[2], s[3], s[4], s[5], p0, p1, v0, v1]),
+            u64::from_le_bytes([s[2], s[3], s[4], s[5], self.in_port, self.ip_tos, v0, v1]),
             u64::from_le_bytes([e0, e1, a0, a1, b0, b1, self.ip_proto, self.flags]),
         ]
     }
@@ -411,7 +431,8 @@ mod tests {
             ip_dst: bytes(17),
             dst_mac: crate::wire::EthernetAddress([a, b, c, d, e, f]),
             src_mac: crate::wire::EthernetAddress([g, h, i, j, k, l]),
-            in_port: 0x2e2d,
+            in_port: 0x2d,
+            ip_tos: 0x2e,
             vlan: 0x302f,
             ethertype: 0x3231,
             l4_src: 0x3433,
@@ -427,7 +448,8 @@ mod tests {
     fn key_image_and_mapping() {
         let key = FlowKey {
             ip_src: FlowKey::map_ipv4(Ipv4Addr::new(10, 0, 0, 1)),
-            in_port: 0x0102,
+            in_port: 2,
+            ip_tos: 0xb8,
             l4_dst: 53,
             flags: FlowKey::FLAG_VLAN,
             ..FlowKey::EMPTY
@@ -437,7 +459,7 @@ mod tests {
             &bytes[..16],
             &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1]
         );
-        assert_eq!(&bytes[44..46], &[2, 1]);
+        assert_eq!(&bytes[44..46], &[2, 0xb8]);
         assert_eq!(&bytes[52..54], &[53, 0]);
         assert_eq!(bytes[55], FlowKey::FLAG_VLAN);
         assert_eq!(key.ipv4_src(), Some(Ipv4Addr::new(10, 0, 0, 1)));

@@ -83,14 +83,14 @@ proptest! {
     #[test]
     fn flow_key_hash_is_crc32c_of_its_image(
         ip_src in any::<[u8; 16]>(), ip_dst in any::<[u8; 16]>(), macs in any::<([u8; 6], [u8; 6])>(),
-        words in any::<[u16; 5]>(), ip_proto in any::<u8>(), flags in any::<u8>(),
+        words in any::<[u16; 4]>(), bytes in any::<[u8; 4]>(),
     ) {
         use wirespeed_packet::FlowKey;
         use wirespeed_packet::wire::EthernetAddress;
         let key = FlowKey {
             ip_src, ip_dst, dst_mac: EthernetAddress(macs.0), src_mac: EthernetAddress(macs.1),
-            in_port: words[0], vlan: words[1], ethertype: words[2], l4_src: words[3], l4_dst: words[4],
-            ip_proto, flags,
+            in_port: bytes[0], ip_tos: bytes[1], vlan: words[0], ethertype: words[1],
+            l4_src: words[2], l4_dst: words[3], ip_proto: bytes[2], flags: bytes[3],
         };
         prop_assert_eq!(key.hash(), crc32c_portable(0, &key.to_bytes()));
         prop_assert_eq!(key.hash(), crc32c(0, &key.to_bytes()));

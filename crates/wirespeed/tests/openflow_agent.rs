@@ -320,10 +320,36 @@ fn ovs_ofctl_drives_the_openflow_app() {
     );
     ok(&lab, "del-flows", &[]);
 
-    // What the app cannot do is refused with the spec's error, which ovs-ofctl prints: the
-    // flow key has no byte for the DSCP.
-    let (success, out) = ofctl(&lab, "add-flow", &["priority=1,ip,ip_dscp=46,actions=drop"]);
-    assert!(!success && out.contains("OFPBMC_BAD_FIELD"), "{out}");
+    // DSCP: the frames marked expedited forwarding (46) cross, the others do not.
+    ok(
+        &lab,
+        "add-flow",
+        &["priority=30,in_port=1,ip,ip_dscp=46,actions=output:2"],
+    );
+    let marked: Vec<Vec<u8>> = input
+        .iter()
+        .map(|f| {
+            let mut f = f.clone();
+            f[15] = 46 << 2;
+            f[24..26].copy_from_slice(&[0, 0]);
+            let sum = wirespeed_packet::checksum::internet_checksum(&f[14..34]);
+            f[24..26].copy_from_slice(&sum.to_be_bytes());
+            f
+        })
+        .collect();
+    send(&mut t0, &mut pool, &input);
+    assert!(receive_during(&mut t1, &mut pool, QUIET, ours).is_empty());
+    send(&mut t0, &mut pool, &marked);
+    assert_same(
+        &receive_all(&mut t1, &mut pool, marked.len(), TEST_PORT),
+        &marked,
+    );
+    // ovs-ofctl shows the DSCP as the TOS byte it makes.
+    let shown = flow_lines(&lab).join("\n");
+    assert!(shown.contains("nw_tos=184"), "{shown}");
+    ok(&lab, "del-flows", &[]);
+
+    // What the app cannot do is refused with the spec's error, which ovs-ofctl prints.
     let (success, out) = ofctl(&lab, "add-group", &["group_id=1,type=all,bucket=output:1"]);
     assert!(!success && out.contains("OFPGMFC"), "{out}");
 

@@ -652,6 +652,18 @@ fn validate(at: &Locator<'_>, raw: RawConfig) -> Result<Config, ConfigError> {
                 "give every [[port]] its own name",
             ));
         }
+        // A flow key holds the ingress port's index in one byte.
+        if index >= wirespeed_packet::FlowKey::MAX_PORTS {
+            return Err(at.error(
+                port.name.span(),
+                &key("name"),
+                &format!(
+                    "a switch has at most {} ports",
+                    wirespeed_packet::FlowKey::MAX_PORTS
+                ),
+                "split the ports between two switches",
+            ));
+        }
         let only = |present: bool, span: Range<usize>, field: &str, backends: &str| {
             if present {
                 Err(at.error(

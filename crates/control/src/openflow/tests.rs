@@ -432,10 +432,6 @@ fn what_the_app_cannot_do_is_refused_with_the_specs_error() {
         };
         *error
     };
-    // The flow key has no byte for the DSCP.
-    let dscp = vec![Oxm::EthType(ETH_TYPE_IPV4), Oxm::IpDscp(46)];
-    let add = flow_mod(FlowModCommand::Add, 1, dscp, vec![]);
-    assert_eq!(refused(&mut peer, add), OfError::BAD_MATCH_FIELD);
     let add = flow_mod(FlowModCommand::Add, 1, vec![], vec![Action::output(9)]);
     assert_eq!(refused(&mut peer, add), OfError::BAD_ACTION_OUT_PORT);
     let add = flow_mod(

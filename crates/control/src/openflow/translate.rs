@@ -124,7 +124,8 @@ pub fn match_fields(matcher: &Match, ports: &Ports) -> Result<Vec<(String, Strin
             }
             Oxm::ArpSpa(a, m) => push("arp_spa", masked_text(a, m)),
             Oxm::ArpTpa(a, m) => push("arp_tpa", masked_text(a, m)),
-            Oxm::IpDscp(_) => return Err(OfError::BAD_MATCH_FIELD),
+            Oxm::IpDscp(dscp) => push("ip_dscp", dscp.to_string()),
+            Oxm::IpEcn(ecn) => push("ip_ecn", ecn.to_string()),
         }
     }
     Ok(fields)
@@ -341,7 +342,7 @@ pub fn entry_match(entry: &FlowEntry) -> Match {
     let (key, mask) = (entry.matcher.key(), entry.matcher.mask());
     let mut fields = Vec::new();
     if mask.in_port != 0 {
-        fields.push(Oxm::InPort(Ports::number(key.in_port)));
+        fields.push(Oxm::InPort(Ports::number(u16::from(key.in_port))));
     }
     match entry.matcher.metadata_match() {
         (_, 0) => {}
@@ -370,6 +371,12 @@ pub fn entry_match(entry: &FlowEntry) -> Match {
         if mask.vlan & FlowKey::VLAN_PCP != 0 {
             fields.push(Oxm::VlanPcp((key.vlan >> FlowKey::VLAN_PCP_SHIFT) as u8));
         }
+    }
+    if mask.ip_tos & FlowKey::TOS_DSCP != 0 {
+        fields.push(Oxm::IpDscp(key.ip_tos >> 2));
+    }
+    if mask.ip_tos & FlowKey::TOS_ECN != 0 {
+        fields.push(Oxm::IpEcn(key.ip_tos & FlowKey::TOS_ECN));
     }
     if mask.ip_proto != 0 {
         fields.push(if arp {
@@ -570,6 +577,8 @@ mod tests {
             Oxm::EthType(ETH_TYPE_IPV4),
             Oxm::VlanVid(OFPVID_PRESENT | 10, None),
             Oxm::VlanPcp(5),
+            Oxm::IpDscp(46),
+            Oxm::IpEcn(1),
             Oxm::IpProto(1),
             Oxm::Ipv4Src([10, 0, 0, 1].into(), Some([255, 0, 0, 255].into())),
             Oxm::Icmpv4Type(8),
@@ -664,9 +673,6 @@ mod tests {
     #[test]
     fn refusals_name_the_specs_error() {
         let ports = ports();
-        // No byte for the DSCP in the flow key.
-        let dscp = Match::new(vec![Oxm::EthType(ETH_TYPE_IPV4), Oxm::IpDscp(46)]);
-        assert_eq!(match_fields(&dscp, &ports), Err(OfError::BAD_MATCH_FIELD));
         // The key keeps an ARP operation's low byte.
         let op = Match::new(vec![Oxm::EthType(ETH_TYPE_ARP), Oxm::ArpOp(0x101)]);
         assert_eq!(match_fields(&op, &ports), Err(OfError::BAD_MATCH_VALUE));

@@ -23,8 +23,8 @@ use crate::table::classifier::FlowMatch;
 
 /// Match fields of a flow rule.
 pub const FLOW_FIELDS: &str = "in_port, eth_src, eth_dst (a MAC address, or MAC/MASK), \
-     eth_type, vlan (an id, `none` or `any`), vlan_pcp (0..7), ip_proto, ip_src, ip_dst (an address, \
-     address/prefix or address/mask, IPv4 or IPv6), l4_src, l4_dst, icmp_type, icmp_code \
+     eth_type, vlan (an id, `none` or `any`), vlan_pcp (0..7), ip_proto, ip_dscp (0..63), ip_ecn \
+     (0..3), ip_src, ip_dst (an address, address/prefix or address/mask, IPv4 or IPv6), l4_src, l4_dst, icmp_type, icmp_code \
      (with ip_proto=icmp or icmpv6), arp_op (1..255), arp_spa, arp_tpa (an IPv4 address, \
      prefix or mask), metadata (VALUE or VALUE/MASK, as earlier tables wrote it)";
 /// Instructions written as fields of a flow rule.
@@ -174,6 +174,8 @@ fn flow_field(name: &str) -> &str {
         "tp_dst" => "l4_dst",
         "goto_table" => "goto",
         "dl_vlan_pcp" => "vlan_pcp",
+        "nw_tos_dscp" | "dscp" => "ip_dscp",
+        "nw_ecn" | "ecn" => "ip_ecn",
         "icmpv4_type" | "icmpv6_type" => "icmp_type",
         "icmpv4_code" | "icmpv6_code" => "icmp_code",
         other => other,
@@ -410,6 +412,16 @@ fn match_field(
                 .filter(|&op: &u8| op > 0)
                 .ok_or_else(|| bad("an ARP operation 1..255 (1 request, 2 reply)"))?,
         ),
+        "ip_dscp" | "nw_tos_dscp" | "dscp" => matcher.ip_dscp(
+            number(value)
+                .filter(|&dscp: &u8| dscp < 64)
+                .ok_or_else(|| bad("a DSCP 0..63 (e.g. 46, expedited forwarding)"))?,
+        ),
+        "ip_ecn" | "nw_ecn" | "ecn" => matcher.ip_ecn(
+            number(value)
+                .filter(|&ecn: &u8| ecn < 4)
+                .ok_or_else(|| bad("an ECN codepoint 0..3"))?,
+        ),
         "vlan_pcp" | "dl_vlan_pcp" => matcher.vlan_pcp(
             number(value)
                 .filter(|&pcp: &u8| pcp < 8)
@@ -611,6 +623,16 @@ fn prerequisites(fields: &[(String, String)]) -> Result<Stated, FieldError> {
         Some(EtherType::Ipv6) => Some(false),
         _ => None,
     });
+    for field in [given("ip_dscp"), given("ip_ecn")].into_iter().flatten() {
+        if ipv4.is_none() {
+            return refuse(
+                field,
+                "needs IP packets: DSCP and ECN are in the IP header".into(),
+                "add eth_type=0x0800 (IPv4) or eth_type=0x86dd (IPv6), or an ip_src/ip_dst \
+                 (which implies it)",
+            );
+        }
+    }
     let ip_proto = given("ip_proto");
     let protocol = ip_proto.and_then(|(_, value)| parse_protocol(value));
     if let Some(field) = ip_proto {
@@ -879,7 +901,7 @@ pub fn match_text(matcher: &FlowMatch, port: &dyn Fn(u16) -> String) -> String {
     let (key, mask) = (matcher.key(), matcher.mask());
     let mut parts: Vec<String> = Vec::new();
     if mask.in_port != 0 {
-        parts.push(format!("in_port={}", port(key.in_port)));
+        parts.push(format!("in_port={}", port(u16::from(key.in_port))));
     }
     for (name, addr, addr_mask) in [
         ("eth_src", key.src_mac, mask.src_mac),
@@ -915,6 +937,12 @@ pub fn match_text(matcher: &FlowMatch, port: &dyn Fn(u16) -> String) -> String {
     } else {
         ("ip_proto", "ip_src", "ip_dst")
     };
+    if mask.ip_tos & FlowKey::TOS_DSCP != 0 {
+        parts.push(format!("ip_dscp={}", key.ip_tos >> 2));
+    }
+    if mask.ip_tos & FlowKey::TOS_ECN != 0 {
+        parts.push(format!("ip_ecn={}", key.ip_tos & FlowKey::TOS_ECN));
+    }
     if mask.ip_proto != 0 {
         parts.push(format!("{ip_proto}={}", key.ip_proto));
     }

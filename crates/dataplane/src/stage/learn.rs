@@ -139,7 +139,7 @@ impl Learn {
             if meta.drop.is_some() {
                 continue;
             }
-            let learned = table.learn(self.keys[i], self.hashes[i], key.in_port, now);
+            let learned = table.learn(self.keys[i], self.hashes[i], u16::from(key.in_port), now);
             match learned {
                 Learned::New => self.counters.learned += 1,
                 Learned::Refreshed => self.counters.refreshed += 1,

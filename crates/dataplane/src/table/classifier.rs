@@ -74,6 +74,7 @@ pub fn mask_key(key: &FlowKey, mask: &FlowKey) -> FlowKey {
         dst_mac: and6(&key.dst_mac, &mask.dst_mac),
         src_mac: and6(&key.src_mac, &mask.src_mac),
         in_port: key.in_port & mask.in_port,
+        ip_tos: key.ip_tos & mask.ip_tos,
         vlan: key.vlan & mask.vlan,
         ethertype: key.ethertype & mask.ethertype,
         l4_src: key.l4_src & mask.l4_src,
@@ -102,6 +103,7 @@ pub fn union_mask(a: &FlowKey, b: &FlowKey) -> FlowKey {
         dst_mac: or6(&a.dst_mac, &b.dst_mac),
         src_mac: or6(&a.src_mac, &b.src_mac),
         in_port: a.in_port | b.in_port,
+        ip_tos: a.ip_tos | b.ip_tos,
         vlan: a.vlan | b.vlan,
         ethertype: a.ethertype | b.ethertype,
         l4_src: a.l4_src | b.l4_src,
@@ -164,7 +166,8 @@ impl FlowMatch {
             ip_dst: [0xff; 16],
             dst_mac: EthernetAddress([0xff; 6]),
             src_mac: EthernetAddress([0xff; 6]),
-            in_port: u16::MAX,
+            in_port: u8::MAX,
+            ip_tos: u8::MAX,
             vlan: u16::MAX,
             ethertype: u16::MAX,
             l4_src: u16::MAX,
@@ -225,10 +228,25 @@ impl FlowMatch {
         self
     }
 
-    /// Ingress port.
+    /// Ingress port (an index past [`FlowKey::MAX_PORTS`] is the key's "no port").
     pub fn in_port(mut self, port: u16) -> Self {
-        self.key.in_port = port;
-        self.mask.in_port = u16::MAX;
+        self.key.in_port = FlowKey::port_byte(port);
+        self.mask.in_port = u8::MAX;
+        self
+    }
+
+    /// IP DSCP (6 bits; the prerequisite IPv4 or IPv6 is the caller's).
+    pub fn ip_dscp(mut self, dscp: u8) -> Self {
+        self.key.ip_tos =
+            (self.key.ip_tos & !FlowKey::TOS_DSCP) | ((dscp << 2) & FlowKey::TOS_DSCP);
+        self.mask.ip_tos |= FlowKey::TOS_DSCP;
+        self
+    }
+
+    /// IP ECN (2 bits; the prerequisite IPv4 or IPv6 is the caller's).
+    pub fn ip_ecn(mut self, ecn: u8) -> Self {
+        self.key.ip_tos = (self.key.ip_tos & !FlowKey::TOS_ECN) | (ecn & FlowKey::TOS_ECN);
+        self.mask.ip_tos |= FlowKey::TOS_ECN;
         self
     }
 
@@ -854,7 +872,7 @@ impl<T> Classifier<T> {
 mod tests {
     use super::*;
 
-    fn key(port: u16, dst: u16) -> FlowKey {
+    fn key(port: u8, dst: u16) -> FlowKey {
         FlowKey {
             in_port: port,
             l4_dst: dst,
@@ -885,7 +903,7 @@ mod tests {
         let _ = c.insert(20, FlowMatch::any().in_port(1).l4_dst(80), 'c');
         let mut consulted = FlowKey::EMPTY;
         assert_eq!(c.lookup(&key(1, 80), 0, &mut consulted), Some(b));
-        assert_eq!(consulted.in_port, u16::MAX);
+        assert_eq!(consulted.in_port, u8::MAX);
         assert_eq!(c.lookup(&key(1, 81), 0, &mut consulted), Some(a));
         assert_eq!(c.lookup(&key(2, 81), 0, &mut consulted), None);
         assert_eq!(c.masks(), 3);

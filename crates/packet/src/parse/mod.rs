@@ -299,7 +299,8 @@ fn parse_ipv4_fast<H: KeyHash>(
         ip_dst: map_ipv4([h[30], h[31], h[32], h[33]]),
         dst_mac: EthernetAddress([h[0], h[1], h[2], h[3], h[4], h[5]]),
         src_mac: EthernetAddress([h[6], h[7], h[8], h[9], h[10], h[11]]),
-        in_port,
+        in_port: FlowKey::port_byte(in_port),
+        ip_tos: h[15],
         vlan: 0,
         ethertype: ETHERTYPE_IPV4,
         l4_src: u16::from_be_bytes([h[34], h[35]]),
@@ -331,7 +332,7 @@ fn parse_general<H: KeyHash>(
     key: &mut FlowKey,
 ) -> Result<(), DropReason> {
     *key = FlowKey {
-        in_port,
+        in_port: FlowKey::port_byte(in_port),
         ..FlowKey::EMPTY
     };
     meta.flow_hash = 0;
@@ -452,6 +453,7 @@ fn parse_ipv4(
     meta.flags |= Meta::FLAG_IPV4;
     key.ip_src = map_ipv4([h[12], h[13], h[14], h[15]]);
     key.ip_dst = map_ipv4([h[16], h[17], h[18], h[19]]);
+    key.ip_tos = h[1];
     let protocol = h[9];
     key.ip_proto = protocol;
     meta.ip_proto = protocol;
@@ -540,6 +542,8 @@ fn parse_ipv6(
         return Err(DropReason::BadIpv6Header);
     };
     meta.flags |= Meta::FLAG_IPV6;
+    // The traffic class: the 8 bits after the version.
+    key.ip_tos = (h[0] << 4) | (h[1] >> 4);
     if let (Some(src), Some(dst)) = (h.get(8..24), h.get(24..40)) {
         key.ip_src.copy_from_slice(src);
         key.ip_dst.copy_from_slice(dst);

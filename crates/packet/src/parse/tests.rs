@@ -42,6 +42,32 @@ fn ipv4_udp_with_padding() {
 }
 
 #[test]
+fn the_tos_byte_and_the_traffic_class_are_in_the_key() {
+    // IPv4: the fast parse (plain frame) and the general one (behind a tag) alike.
+    let mut plain = ipv4_udp();
+    plain[15] = 46 << 2 | 1;
+    let (_, _, key) = run(&plain);
+    assert_eq!(key.ip_tos, 0xb9);
+    let mut tagged = plain[..12].to_vec();
+    tagged.extend_from_slice(&[0x81, 0x00, 0x00, 0x14]);
+    tagged.extend_from_slice(&plain[12..]);
+    let (result, _, key) = run(&tagged);
+    assert_eq!((result, key.ip_tos), (Ok(()), 0xb9));
+    // IPv6: the 8 bits after the version.
+    let mut v6 = vec![0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x86, 0xdd];
+    v6.extend_from_slice(&[0x6b, 0x90, 0, 0, 0, 8, 17, 64]);
+    v6.extend_from_slice(&[0; 32]);
+    v6.extend_from_slice(&[0x04, 0xd2, 0x00, 0x35, 0x00, 0x08, 0x00, 0x00]);
+    let (result, _, key) = run(&v6);
+    assert_eq!((result, key.ip_tos), (Ok(()), 0xb9));
+    // A frame from no port.
+    let mut meta = Meta::EMPTY;
+    let mut key = FlowKey::EMPTY;
+    parse(&plain, Meta::NO_PORT, &mut meta, &mut key).unwrap();
+    assert_eq!(key.in_port, FlowKey::NO_PORT);
+}
+
+#[test]
 fn a_service_and_a_customer_tag_are_read() {
     let plain = ipv4_udp();
     let mut tagged = plain[..12].to_vec();

@@ -177,6 +177,28 @@ fn new_fields_masks_and_instructions_round_trip_through_text() {
         "eth_type=0x86dd,vlan=any,ip_dst=2001::1/ffff::ffff",
         "drop",
     );
+    // DSCP and ECN: two parts of the key's TOS byte, each matched on its own bits.
+    let entry = round_trip(
+        &[("eth_type", "0x0800"), ("ip_dscp", "46")],
+        &["output:p1"],
+        "eth_type=0x0800,ip_dscp=46",
+        "output:p1",
+    );
+    let tos = |tos: u8| FlowKey {
+        ethertype: 0x0800,
+        ip_tos: tos,
+        ..FlowKey::EMPTY
+    };
+    assert!(entry.matcher.matches(&tos(46 << 2)));
+    assert!(entry.matcher.matches(&tos(46 << 2 | 3)), "ECN is not DSCP");
+    assert!(!entry.matcher.matches(&tos(0)));
+    let entry = round_trip(
+        &[("ip_src", "2001:db8::1"), ("nw_ecn", "3"), ("dscp", "10")],
+        &[],
+        "eth_type=0x86dd,ip_dscp=10,ip_ecn=3,ip_src=2001:db8::1",
+        "drop",
+    );
+    assert_eq!(entry.matcher.mask().ip_tos, 0xff);
 }
 
 /// The refusal of a flow rule of `pairs` and `actions`.
@@ -198,6 +220,12 @@ fn new_fields_and_instructions_refuse_what_could_never_work() {
     assert_eq!(e.place, "field vlan_pcp");
     let e = error(&[("icmp_type", "8")], &[]);
     assert!(e.accepted.contains("ip_proto=icmp"), "{e}");
+    let e = error(&[("ip_dscp", "46")], &[]);
+    assert!(e.problem.contains("IP packets"), "{e}");
+    let e = error(&[("eth_type", "0x0800"), ("ip_dscp", "64")], &[]);
+    assert!(e.problem.contains("0..63"), "{e}");
+    let e = error(&[("eth_type", "0x0800"), ("ip_ecn", "4")], &[]);
+    assert!(e.problem.contains("0..3"), "{e}");
     let e = error(
         &[
             ("eth_type", "0x86dd"),
