@@ -766,6 +766,8 @@ fn table_features(switch: &Switch<'_>) -> Vec<TableFeatures> {
         (5, false, 2),
         (6, true, 2),
         (7, false, 1),
+        (8, false, 1),
+        (9, false, 1),
         (10, false, 1),
         (11, true, 4),
         (12, true, 4),
