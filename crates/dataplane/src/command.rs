@@ -148,6 +148,11 @@ pub enum AppCommand {
         priority: u16,
         matcher: FlowMatch,
     },
+    /// Add, change or remove a group of the openflow app (`group add/del`, OpenFlow's
+    /// GROUP_MOD).
+    GroupEdit(GroupEdit),
+    /// The groups (buckets, counters, age) as a [`Table`].
+    ShowGroups,
     /// Replace the whole ACL with these rules, first match wins.
     ReplaceAcl(Arc<[AclRule]>),
 }
@@ -175,6 +180,9 @@ impl AppCommand {
             AppCommand::FlowTransaction { .. } => "flow transaction",
             AppCommand::FlowPage { .. } => "flow page",
             AppCommand::FlowFind { .. } => "flow find",
+            AppCommand::GroupEdit(GroupEdit::Add(_) | GroupEdit::Modify(_)) => "group add",
+            AppCommand::GroupEdit(_) => "group del",
+            AppCommand::ShowGroups => "show groups",
             AppCommand::ReplaceAcl(_) => "acl load",
         }
     }
@@ -230,6 +238,29 @@ pub enum FlowEdit {
     Modify(FlowRule),
     /// As [`AppCommand::FlowRemove`].
     Remove(FlowRule),
+}
+
+/// A group as the operator wrote it: its number, its type (`all`, `select`, `indirect`) and
+/// its buckets, each an optional `weight:N` and actions in the form of [`FlowRule::actions`]
+/// (`group:N` chains to another group).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupRule {
+    pub id: u32,
+    pub kind: String,
+    pub buckets: Vec<Vec<String>>,
+}
+
+/// One change of the group table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GroupEdit {
+    /// Refused when the group exists.
+    Add(GroupRule),
+    /// Replaces the buckets (and type) of an existing group; its counts and age stay.
+    Modify(GroupRule),
+    /// Removes the group and every flow that sends to it (OpenFlow 1.3 §6.5).
+    Remove(u32),
+    /// Removes every group and every flow that sends to one.
+    RemoveAll,
 }
 
 /// Where an [`AppCommand::FlowTransaction`] part stands in its transaction.

@@ -6,7 +6,6 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
-use std::time::Instant;
 
 use wirespeed_dataplane::app::bridge::{Bridge, BridgeConfig, BridgePort};
 use wirespeed_dataplane::app::openflow::{OpenFlow, OpenFlowConfig};
@@ -15,8 +14,8 @@ use wirespeed_dataplane::app::router::{
 };
 use wirespeed_dataplane::app::{App, TableFill};
 use wirespeed_dataplane::command::{
-    AclAction, AclRule, AppCommand, AppReply, COMMAND_EVERY, Command, ControlEnd, FlowEdit,
-    FlowRule, Neighbour, ReplyBody, Retired, Routes, Table, TransactionStep, UNDO_MORE,
+    AclAction, AclRule, AppCommand, AppReply, ControlEnd, FlowEdit, FlowRule, Neighbour, Retired,
+    Routes, Table, TransactionStep, UNDO_MORE,
 };
 use wirespeed_dataplane::stage::acl::AclConfig;
 use wirespeed_dataplane::stage::vlan::VlanMode;
@@ -26,6 +25,9 @@ use wirespeed_packet::wire::{EthernetAddress, ipv4};
 use wirespeed_testkit::frames::{FrameBuilder, L3, L4, arp_request};
 use wirespeed_testkit::rig::Rig;
 
+mod openflow_common;
+use openflow_common::call;
+
 const fn mac(last: u8) -> EthernetAddress {
     EthernetAddress([0x02, 0, 0, 0, 0, last])
 }
@@ -34,21 +36,6 @@ const ROUTER: [EthernetAddress; 3] = [mac(0xa0), mac(0xa1), mac(0xa2)];
 const HOST: EthernetAddress = mac(0xb0);
 const G1: EthernetAddress = mac(0xc1);
 const G2: EthernetAddress = mac(0xc2);
-
-/// Sends `command` to the rig's worker and runs it until the answer comes back.
-fn call(rig: &mut Rig, control: &mut ControlEnd, command: AppCommand) -> AppReply {
-    let id = control.send(Command::App(command)).unwrap();
-    for _ in 0..4 * COMMAND_EVERY {
-        rig.worker.poll_once();
-        if let Ok(body) = control.wait(id, Instant::now()) {
-            match body {
-                ReplyBody::App { reply, .. } => return reply,
-                other => panic!("unexpected reply {other:?}"),
-            }
-        }
-    }
-    panic!("the worker did not answer");
-}
 
 fn done(reply: AppReply) {
     assert!(

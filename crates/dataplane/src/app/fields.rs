@@ -16,8 +16,9 @@ use std::ops::RangeInclusive;
 use wirespeed_packet::flow_key::FlowKey;
 use wirespeed_packet::wire::{EtherType, EthernetAddress, IpProtocol};
 
+use crate::app::openflow::group::{BucketSpec, GroupKind, GroupSpec};
 use crate::app::openflow::{Action, FlowEntry, SetField};
-use crate::command::{self, FlowRule};
+use crate::command::{self, FlowRule, GroupRule};
 use crate::stage::acl::{self, IpPrefix};
 use crate::table::classifier::FlowMatch;
 
@@ -33,10 +34,13 @@ pub const FLOW_INSTRUCTIONS: &str = "table, goto, idle_timeout, hard_timeout, co
 /// Actions of a flow rule.
 pub const FLOW_ACTIONS: &str = "output:PORT, flood, drop, set_field:FIELD=VALUE (eth_src, \
      eth_dst, ip_src, ip_dst, l4_src, l4_dst, vlan_vid), push_vlan:VID, pop_vlan, dec_ttl, \
-     controller[:MAX_LEN] (a PACKET_IN to the OpenFlow controller); instructions among them: \
+     controller[:MAX_LEN] (a PACKET_IN to the OpenFlow controller), group:ID; instructions among them: \
      clear_actions (empties the action set), write:ACTION (into the action set, which runs \
      when the pipeline ends; one action of each kind), write_metadata:VALUE[/MASK] (for \
      later tables' metadata match)";
+/// How a group rule is written.
+pub const GROUP_FORM: &str = "id=N (0..=0xffffff00), type=all|select|indirect, one or more \
+     bucket=[weight:N,]ACTION,ACTION... with the actions of a flow but drop";
 /// Match fields of an ACL rule.
 pub const ACL_FIELDS: &str = "src (or ip_src), dst (or ip_dst): address or prefix; proto (or \
      ip_proto): tcp, udp, icmp, icmpv6 or a number; src_port (or l4_src), dst_port (or l4_dst): \
@@ -473,6 +477,9 @@ fn action(text: &str, port: &dyn Fn(&str) -> Option<u16>) -> Result<Action, Fiel
         ("controller", Some(max_len)) => Action::Controller(
             number(max_len).ok_or_else(|| bad("needs the bytes to send, 0..65535"))?,
         ),
+        ("group", Some(id)) => {
+            Action::Group(number(id).ok_or_else(|| bad("needs a group number"))?)
+        }
         ("pop_vlan", None) => Action::PopVlan,
         ("dec_ttl", None) => Action::DecTtl,
         ("push_vlan", Some(vid)) => Action::PushVlan(
@@ -856,6 +863,78 @@ pub fn flow_rule(
     })
 }
 
+/// Converts a group rule: its type, and each bucket's weight (`weight:N` first, 1 when not
+/// given) and actions, read as a flow's are (`port` resolves port names). A bucket's `drop`
+/// is refused: a bucket without an output drops already.
+pub fn group_rule(
+    rule: &GroupRule,
+    port: &dyn Fn(&str) -> Option<u16>,
+) -> Result<GroupSpec, FieldError> {
+    let port = |name: &str| port(name).or_else(|| name.parse().ok());
+    let kind = GroupKind::parse(&rule.kind).ok_or_else(|| {
+        FieldError::new(
+            "field type",
+            format!("{:?} is not a group type", rule.kind),
+            GROUP_FORM,
+        )
+    })?;
+    let mut buckets = Vec::with_capacity(rule.buckets.len());
+    for (index, words) in rule.buckets.iter().enumerate() {
+        let place = format!("bucket {index}");
+        let mut weight = 1;
+        let mut actions = Vec::new();
+        for (at, text) in words.iter().enumerate() {
+            if let Some(value) = text.strip_prefix("weight:").filter(|_| at == 0) {
+                weight = number(value).ok_or_else(|| {
+                    FieldError::new(
+                        &place,
+                        format!("weight {value:?} is not 0..65535"),
+                        GROUP_FORM,
+                    )
+                })?;
+                continue;
+            }
+            let parsed = action(text, &port).map_err(|mut e| {
+                e.place = format!("{place} {}", e.place);
+                e
+            })?;
+            if parsed == Action::Drop {
+                return Err(FieldError::new(
+                    format!("{place} action drop"),
+                    "is not a bucket action",
+                    "a bucket without an output drops: leave its actions empty",
+                ));
+            }
+            actions.push(parsed);
+        }
+        buckets.push(BucketSpec { weight, actions });
+    }
+    Ok(GroupSpec {
+        id: rule.id,
+        kind,
+        buckets,
+    })
+}
+
+/// A bucket as [`group_rule`] reads it: `weight:N,` (select groups) then its actions.
+pub fn bucket_text(
+    kind: GroupKind,
+    weight: u16,
+    actions: &[Action],
+    port: &dyn Fn(u16) -> String,
+) -> String {
+    let actions = if actions.is_empty() {
+        String::new()
+    } else {
+        actions_text(actions, port)
+    };
+    match (kind, actions.is_empty()) {
+        (GroupKind::Select, true) => format!("weight:{weight}"),
+        (GroupKind::Select, false) => format!("weight:{weight},{actions}"),
+        _ => actions,
+    }
+}
+
 fn prefix_len(mask: &[u8; 16]) -> u32 {
     u128::from_be_bytes(*mask).leading_ones()
 }
@@ -1028,6 +1107,7 @@ pub fn actions_text(actions: &[Action], port: &dyn Fn(u16) -> String) -> String 
             Action::PushVlan(vid) => write!(out, "push_vlan:{vid}"),
             Action::PopVlan => write!(out, "pop_vlan"),
             Action::DecTtl => write!(out, "dec_ttl"),
+            Action::Group(id) => write!(out, "group:{id}"),
             Action::SetField(field) => match field {
                 SetField::EthSrc(m) => write!(out, "set_field:eth_src={m}"),
                 SetField::EthDst(m) => write!(out, "set_field:eth_dst={m}"),

@@ -3,8 +3,12 @@
 #![allow(dead_code)] // each test file uses its own part of this module
 
 use std::net::Ipv4Addr;
+use std::time::Instant;
 
 use wirespeed_dataplane::app::openflow::{OpenFlow, OpenFlowConfig};
+use wirespeed_dataplane::command::{
+    AppCommand, AppReply, COMMAND_EVERY, Command, ControlEnd, ReplyBody,
+};
 use wirespeed_packet::DropReason;
 use wirespeed_packet::wire::EthernetAddress;
 use wirespeed_testkit::frames::FrameBuilder;
@@ -40,4 +44,19 @@ pub fn base() -> FrameBuilder {
 
 pub fn drops(rig: &Rig, reason: DropReason) -> u64 {
     rig.worker.counters().drops[reason as usize]
+}
+
+/// Sends `command` to the rig's worker and runs it until the answer comes back.
+pub fn call(rig: &mut Rig, control: &mut ControlEnd, command: AppCommand) -> AppReply {
+    let id = control.send(Command::App(command)).unwrap();
+    for _ in 0..4 * COMMAND_EVERY {
+        rig.worker.poll_once();
+        if let Ok(body) = control.wait(id, Instant::now()) {
+            match body {
+                ReplyBody::App { reply, .. } => return reply,
+                other => panic!("unexpected reply {other:?}"),
+            }
+        }
+    }
+    panic!("the worker did not answer");
 }

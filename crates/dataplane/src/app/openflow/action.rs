@@ -67,6 +67,10 @@ pub enum Action {
     /// Decrement the IPv4 TTL / IPv6 hop limit; a packet that would leave with 0 is dropped
     /// ([`DropReason::TtlExpired`]).
     DecTtl,
+    /// Send to group N ([`super::group`]): copies for an `all` group's buckets, one bucket
+    /// of a select or indirect group. The tables after it see the packet as it was: the
+    /// buckets act on the group's own packets (OpenFlow 1.3 §5.6).
+    Group(u32),
 }
 
 impl Action {
@@ -74,7 +78,7 @@ impl Action {
     pub fn is_output(&self) -> bool {
         matches!(
             self,
-            Action::Output(_) | Action::Flood | Action::Controller(_)
+            Action::Output(_) | Action::Flood | Action::Controller(_) | Action::Group(_)
         )
     }
 
@@ -138,7 +142,8 @@ impl Action {
             | Action::Flood
             | Action::Drop
             | Action::DecTtl
-            | Action::Controller(_) => {}
+            | Action::Controller(_)
+            | Action::Group(_) => {}
         }
     }
 }
@@ -203,7 +208,11 @@ pub fn rewrite(
             Ok(())
         }
         Action::DecTtl => dec_ttl(frame, desc, meta),
-        Action::Output(_) | Action::Flood | Action::Drop | Action::Controller(_) => Ok(()),
+        Action::Output(_)
+        | Action::Flood
+        | Action::Drop
+        | Action::Controller(_)
+        | Action::Group(_) => Ok(()),
     }
 }
 

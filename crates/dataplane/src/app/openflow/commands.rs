@@ -355,6 +355,11 @@ fn age_text(flow: &FlowState, now: u64, hz: u64) -> String {
     } else {
         0
     };
+    seconds_text(ticks, hz)
+}
+
+/// `ticks` TSC ticks (`hz` a second) as seconds to the millisecond.
+pub(super) fn seconds_text(ticks: u64, hz: u64) -> String {
     let millis = u128::from(ticks) * 1000 / u128::from(hz.max(1));
     format!("{}.{:03}", millis / 1000, millis % 1000)
 }

@@ -6,7 +6,7 @@
 //! `FlowMirror`), if the kernel can apply it: a single output or none (a drop), after new MAC
 //! addresses, IPv4 or IPv6 addresses and TCP/UDP ports, a TTL decrement, and one 802.1Q tag
 //! pushed, popped or given a new id. Everything else (copies, flood, frames for the
-//! controller, a second tag, a field set twice, a table miss) stays on the user-space path,
+//! controller, groups, a second tag, a field set twice, a table miss) stays on the user-space path,
 //! where it is counted by reason. When the tables change, the app's flush of its caches also
 //! makes every kernel entry stale at once ([`FlowSync::invalidate`], a generation as the
 //! user-space cache has), before the change's `ctl` reply. The kernel counts packets and bytes per
@@ -463,6 +463,9 @@ mod tests {
             vec![Action::Flood],
             vec![Action::SetField(SetField::L4Src(1)), Action::Flood],
             vec![Action::Controller(0xffff)],
+            // A group, whose buckets user space runs, before an output or alone.
+            vec![Action::Group(1), Action::Output(1)],
+            vec![Action::DecTtl, Action::Group(1)],
         ];
         for actions in refused {
             assert_eq!(decide(&actions), None, "{actions:?}");

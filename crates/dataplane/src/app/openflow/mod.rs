@@ -32,7 +32,8 @@
 //!
 //! All methods that change tables are called between batches (by the worker's owner);
 //! [`App::command`] maps the control socket's `flow add`, `flow del` and `show flows` onto
-//! them, reading rules written as text with [`crate::app::fields`].
+//! them, reading rules written as text with [`crate::app::fields`], and its group commands
+//! onto the group table ([`group`]).
 //!
 //! Tracing: with [`OpenFlow::set_trace`] the lookup stage runs its `TRACE` variant and the app
 //! keeps one [`OpenFlowTrace`] per packet (which tier answered, what the slow path did, where
@@ -43,6 +44,8 @@ pub mod action;
 mod commands;
 mod execute;
 mod fills;
+pub mod group;
+mod group_commands;
 pub mod kernel;
 pub mod packet_in;
 pub mod removed;
@@ -63,6 +66,7 @@ use crate::table::classifier::{Classifier, FlowMatch, RuleId};
 
 pub use action::{Action, SetField};
 use execute::Effects;
+use group::GroupTable;
 use kernel::{FlowSync, KernelCopy};
 pub use table::{FlowEntry, FlowError, FlowInfo, MAX_FLOW_ACTIONS, MissAction, Trace, TraceStep};
 use table::{FlowState, Hot, Pipeline, Resolved};
@@ -86,6 +90,8 @@ pub struct OpenFlowConfig {
     pub megaflows: usize,
     /// TSC ticks per second; `None` measures the CPU's rate at construction.
     pub tsc_hz: Option<u64>,
+    /// Groups at most ([`group`]).
+    pub groups: usize,
 }
 
 impl Default for OpenFlowConfig {
@@ -99,6 +105,7 @@ impl Default for OpenFlowConfig {
             cache_insert_one_in: 100,
             megaflows: 16_384,
             tsc_hz: None,
+            groups: 1024,
         }
     }
 }
@@ -187,6 +194,7 @@ pub struct OpenFlow {
     /// The worker's end of its ring of flows removed by timeout for the agent (`None`: no
     /// agent, nothing is reported).
     removed: Option<removed::Sender>,
+    groups: GroupTable,
 }
 
 /// Bytes of the copy buffer: the largest frame a pool has.
@@ -233,6 +241,7 @@ impl OpenFlow {
             kernel: None,
             packet_in: None,
             removed: None,
+            groups: GroupTable::new(config.groups),
             config: OpenFlowConfig { tables, ..config },
         }
     }
@@ -263,13 +272,17 @@ impl OpenFlow {
             }
         }
         for action in entry.actions.iter().chain(&entry.write_actions) {
-            if let Action::Output(port) = *action
-                && port >= self.config.ports
-            {
-                return Err(FlowError::BadPort {
-                    port,
-                    ports: self.config.ports,
-                });
+            match *action {
+                Action::Output(port) if port >= self.config.ports => {
+                    return Err(FlowError::BadPort {
+                        port,
+                        ports: self.config.ports,
+                    });
+                }
+                Action::Group(group) if self.groups.get(group).is_none() => {
+                    return Err(FlowError::NoSuchGroup { group });
+                }
+                _ => {}
             }
         }
         Ok(())
@@ -361,12 +374,17 @@ impl OpenFlow {
     /// Removes, from every table, the flows `matcher` covers (OpenFlow's non-strict delete:
     /// `FlowMatch::any()` removes everything). Returns how many. Between batches.
     pub fn remove_flows(&mut self, matcher: &FlowMatch) -> usize {
+        self.remove_where(|m, _| matcher.covers(m))
+    }
+
+    /// Removes, from every table, the flows `select` takes (by match and entry); how many.
+    fn remove_where(&mut self, select: impl Fn(&FlowMatch, &FlowEntry) -> bool) -> usize {
         self.fold_all();
         let mut removed = 0;
         for classifier in &mut self.pipeline.tables {
             let ids: Vec<RuleId> = classifier
                 .iter()
-                .filter(|(_, _, m, _)| matcher.covers(m))
+                .filter(|(_, _, m, flow)| select(m, &flow.entry))
                 .map(|(id, ..)| id)
                 .collect();
             for id in ids {
@@ -694,6 +712,8 @@ impl App for OpenFlow {
                 matcher,
             } => AppReply::Table(self.flow_find(table, priority, &matcher, ctx)),
             AppCommand::ShowFlows => AppReply::Table(self.flow_table(ctx)),
+            AppCommand::GroupEdit(edit) => self.group_edit(edit, ctx),
+            AppCommand::ShowGroups => AppReply::Table(self.group_table(ctx)),
             _ => AppReply::Unsupported,
         }
     }
@@ -788,6 +808,8 @@ impl OpenFlow {
                 copy: &mut self.copy,
                 ports: self.config.ports,
                 packet_in: &mut self.packet_in,
+                groups: &self.groups,
+                at: 0,
             };
             let bytes = if TRACE {
                 // Packet by packet, each recorded as it arrived and as it was decided.
@@ -799,8 +821,8 @@ impl OpenFlow {
                         hot.plan,
                         resolved,
                         ctx,
-                        std::slice::from_mut(desc),
-                        std::slice::from_mut(meta),
+                        (std::slice::from_mut(desc), std::slice::from_mut(meta)),
+                        at,
                     );
                     let record = self.lookup.trace(at + 1).get(at).copied();
                     push_record(
@@ -815,7 +837,7 @@ impl OpenFlow {
                 }
                 bytes
             } else {
-                effects.apply(hot.plan, resolved, ctx, descs, metas)
+                effects.apply(hot.plan, resolved, ctx, (descs, metas), group.start)
             };
             // Once per group: a train of one flow writes its counters once.
             effects.count(hot, group.len as u64, bytes, ctx.now);
@@ -832,11 +854,14 @@ impl OpenFlow {
             copy: &mut self.copy,
             ports: self.config.ports,
             packet_in: &mut self.packet_in,
+            groups: &self.groups,
+            at: 0,
         };
-        for ((desc, meta), &slot) in descs
+        for (at, ((desc, meta), &slot)) in descs
             .iter_mut()
             .zip(metas.iter_mut())
             .zip(&*self.batch_slots)
+            .enumerate()
         {
             if meta.drop.is_some() {
                 continue;
@@ -851,8 +876,8 @@ impl OpenFlow {
                 hot.plan,
                 resolved,
                 ctx,
-                std::slice::from_mut(desc),
-                std::slice::from_mut(meta),
+                (std::slice::from_mut(desc), std::slice::from_mut(meta)),
+                at,
             );
             effects.count(hot, 1, bytes, ctx.now);
         }
@@ -887,13 +912,15 @@ impl OpenFlow {
             copy: &mut self.copy,
             ports: self.config.ports,
             packet_in: &mut self.packet_in,
+            groups: &self.groups,
+            at: i,
         }
         .apply(
             self.scratch_hot.plan,
             &self.scratch,
             ctx,
-            std::slice::from_mut(desc),
-            std::slice::from_mut(meta),
+            (std::slice::from_mut(desc), std::slice::from_mut(meta)),
+            i,
         );
         self.scratch_hot.count(1, bytes, ctx.now);
         self.scratch_hot

@@ -98,6 +98,8 @@ pub enum FlowError {
     BadGoto { table: u8, goto: u8 },
     #[error("output to port {port}: the app has {ports} ports (OpenFlowConfig::ports)")]
     BadPort { port: u16, ports: u16 },
+    #[error("action group:{group}: no group {group}; add the group first (`show groups`)")]
+    NoSuchGroup { group: u32 },
     #[error("{count} actions in one flow: at most {MAX_FLOW_ACTIONS}")]
     TooManyActions { count: usize },
     #[error(
@@ -406,9 +408,12 @@ impl Pipeline {
 
 /// The kinds of action an action set holds one of each, in the order they run (OpenFlow 1.3
 /// §5.10: copy TTL in, pop, push MPLS, push PBB, push VLAN, copy TTL out, decrement TTL, set
-/// fields, QoS, group, output; the app has pop, push VLAN, decrement TTL, its nine set-fields
-/// and the outputs).
-const SET_SLOTS: usize = 13;
+/// fields, QoS, group, output; the app has pop, push VLAN, decrement TTL, its nine set-fields,
+/// group and the outputs).
+const SET_SLOTS: usize = 14;
+/// The set's slot of a group, and of an output, which a group in the set replaces (§5.10).
+const GROUP_SLOT: usize = 12;
+const OUTPUT_SLOT: usize = 13;
 
 /// An action set: one slot per kind, a small fixed array (no allocation in the walk).
 #[derive(Clone, Copy, Default)]
@@ -437,7 +442,8 @@ impl ActionSet {
                     SetField::VlanVid(_) => 8,
                 }
             }
-            Action::Output(_) | Action::Flood | Action::Controller(_) => 12,
+            Action::Group(_) => GROUP_SLOT,
+            Action::Output(_) | Action::Flood | Action::Controller(_) => OUTPUT_SLOT,
             Action::Drop => return None,
         })
     }
@@ -457,9 +463,16 @@ impl ActionSet {
         }
     }
 
-    /// Runs the set at the pipeline's end: its actions go after the apply-actions, in order.
+    /// Runs the set at the pipeline's end: its actions go after the apply-actions, in order;
+    /// with a group in the set, its output is left out (the group forwards instead).
     fn execute(&self, key: &mut FlowKey, consulted: &mut FlowKey, out: &mut Resolved) {
-        for (action, origin) in self.slots.iter().flatten() {
+        let grouped = self.slots[GROUP_SLOT].is_some();
+        let slots = if grouped {
+            &self.slots[..OUTPUT_SLOT]
+        } else {
+            &self.slots[..]
+        };
+        for (action, origin) in slots.iter().flatten() {
             if let Action::Controller(_) = action {
                 out.origins.push(*origin);
             }
