@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use wirespeed_dataplane::command::{
-    AppCommand, FlowEdit, FlowRule, Injection, Neighbour, TransactionStep,
+    AppCommand, FlowEdit, FlowRule, GroupEdit, GroupRule, Injection, Neighbour, TransactionStep,
 };
 use wirespeed_dataplane::table::classifier::FlowMatch;
 use wirespeed_dataplane::table::fib::{Ipv4Prefix, Ipv6Prefix};
@@ -61,6 +61,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("show neighbours", "the app's neighbour table (router)"),
     ("show flows", "the app's flow rules (openflow)"),
     (
+        "show groups",
+        "the app's groups with their buckets, counters and duration (openflow)",
+    ),
+    (
         "show openflow",
         "the OpenFlow agent's connections: peer, active or passive, state, role, messages \
          received, sent and refused, flow mods",
@@ -92,6 +96,20 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "flow del [priority=N] [table=N] FIELD=VALUE...",
         "remove the flow with exactly this priority and match",
     ),
+    ("group show", "the same as `show groups`"),
+    (
+        "group add id=N type=all|select|indirect bucket=[weight:N,]ACTION[,ACTION...]...",
+        "add a group (openflow): each bucket=... one bucket, its actions those of a flow \
+         (group:N chains to another group); a flow sends to it with actions=group:N",
+    ),
+    (
+        "group mod id=N type=... bucket=...",
+        "replace the type and buckets of group N; its counters stay",
+    ),
+    (
+        "group del [id=N]",
+        "remove group N (every group without id=), and the flows that send to it",
+    ),
     (
         "acl load FILE",
         "replace the ACL (bridge, router) with the file's rules (one `permit|deny FIELD=VALUE...` \
@@ -101,8 +119,9 @@ pub const COMMANDS: &[(&str, &str)] = &[
 ];
 
 /// The first words the protocol knows.
-const FIRST_WORDS: &str = "help, ping, show, route, neighbour, mac, flow, acl";
-const SHOW_WORDS: &str = "ports, counters, workers, routes, macs, neighbours, flows, openflow";
+const FIRST_WORDS: &str = "help, ping, show, route, neighbour, mac, flow, group, acl";
+const SHOW_WORDS: &str =
+    "ports, counters, workers, routes, macs, neighbours, flows, groups, openflow";
 
 /// What `show` can show.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +133,7 @@ pub enum Show {
     Macs,
     Neighbours,
     Flows,
+    Groups,
     /// The OpenFlow agent's connections.
     OpenFlow,
 }
@@ -142,6 +162,8 @@ pub enum Request {
     MacFlush,
     FlowAdd(FlowRule),
     FlowDel(FlowRule),
+    /// `group add`, `group mod`, `group del`; the OpenFlow agent's GROUP_MODs.
+    GroupEdit(GroupEdit),
     AclLoad(Upload),
     Reload,
     /// A frame to send through a worker: the OpenFlow agent's PACKET_OUT (no request line
@@ -199,6 +221,8 @@ impl Request {
             Request::Show(Show::Macs) => AppCommand::ShowMacs,
             Request::Show(Show::Neighbours) => AppCommand::ShowNeighbours,
             Request::Show(Show::Flows) => AppCommand::ShowFlows,
+            Request::Show(Show::Groups) => AppCommand::ShowGroups,
+            Request::GroupEdit(edit) => AppCommand::GroupEdit(edit.clone()),
             Request::RouteAdd {
                 prefix: Prefix::V4(prefix),
                 via: IpAddr::V4(via),
@@ -440,6 +464,7 @@ pub fn parse(line: &[u8]) -> Result<Request, ProtocolError> {
                 Some("macs") => Show::Macs,
                 Some("neighbours" | "neighbors") => Show::Neighbours,
                 Some("flows") => Show::Flows,
+                Some("groups") => Show::Groups,
                 Some("openflow") => Show::OpenFlow,
                 Some(other) => {
                     return Err(ProtocolError::new(
@@ -456,11 +481,12 @@ pub fn parse(line: &[u8]) -> Result<Request, ProtocolError> {
             };
             exact(Request::Show(show), 1)
         }
-        "route" | "neighbour" | "neighbor" | "mac" | "flow" if rest == ["show"] => {
+        "route" | "neighbour" | "neighbor" | "mac" | "flow" | "group" if rest == ["show"] => {
             Ok(Request::Show(match first {
                 "route" => Show::Routes,
                 "mac" => Show::Macs,
                 "flow" => Show::Flows,
+                "group" => Show::Groups,
                 _ => Show::Neighbours,
             }))
         }
@@ -476,6 +502,22 @@ pub fn parse(line: &[u8]) -> Result<Request, ProtocolError> {
             _ => Err(ProtocolError::new(
                 "unknown `flow` command",
                 usage_of("flow"),
+            )),
+        },
+        "group" => match rest.split_first() {
+            Some((&"add", words)) => Ok(Request::GroupEdit(GroupEdit::Add(parse_group(words)?))),
+            Some((&"mod", words)) => Ok(Request::GroupEdit(GroupEdit::Modify(parse_group(words)?))),
+            Some((&("del" | "remove"), [])) => Ok(Request::GroupEdit(GroupEdit::RemoveAll)),
+            Some((&("del" | "remove"), [word])) => match word.strip_prefix("id=").map(str::parse) {
+                Some(Ok(id)) => Ok(Request::GroupEdit(GroupEdit::Remove(id))),
+                _ => Err(ProtocolError::new(
+                    format!("{} is not id=N", quote(word)),
+                    usage_of("group"),
+                )),
+            },
+            _ => Err(ProtocolError::new(
+                "unknown `group` command",
+                usage_of("group"),
             )),
         },
         "acl" => match rest {
@@ -613,6 +655,45 @@ pub fn parse_mac(word: &str) -> Result<[u8; 6], ProtocolError> {
         })
 }
 
+/// `id=N`, `type=KIND` and `bucket=...` words (one per bucket, its actions apart by commas).
+fn parse_group(words: &[&str]) -> Result<GroupRule, ProtocolError> {
+    let (mut id, mut kind) = (None, None);
+    let mut buckets = Vec::new();
+    for word in words {
+        match word.split_once('=') {
+            Some(("id", value)) if id.is_none() => {
+                id = Some(value.parse().map_err(|_| {
+                    ProtocolError::new(
+                        format!("group id {} is not a number", quote(value)),
+                        "use id=0..4294967040",
+                    )
+                })?);
+            }
+            Some(("type", value)) if kind.is_none() => kind = Some(value.to_string()),
+            Some(("bucket", value)) => buckets.push(
+                value
+                    .split(',')
+                    .filter(|a| !a.is_empty())
+                    .map(str::to_string)
+                    .collect(),
+            ),
+            _ => {
+                return Err(ProtocolError::new(
+                    format!("{} is not id=, type= (once each) or bucket=", quote(word)),
+                    usage_of("group"),
+                ));
+            }
+        }
+    }
+    match (id, kind) {
+        (Some(id), Some(kind)) => Ok(GroupRule { id, kind, buckets }),
+        _ => Err(ProtocolError::new(
+            "a group needs id= and type=",
+            usage_of("group"),
+        )),
+    }
+}
+
 /// `FIELD=VALUE` words; `priority=N` and (when `actions` is true, required) `actions=A,B`.
 fn parse_flow(words: &[&str], actions: bool) -> Result<FlowRule, ProtocolError> {
     let mut rule = FlowRule {
@@ -698,6 +779,7 @@ mod tests {
             ("neighbours", Show::Neighbours),
             ("neighbors", Show::Neighbours),
             ("flows", Show::Flows),
+            ("groups", Show::Groups),
             ("openflow", Show::OpenFlow),
         ] {
             assert_eq!(ok(&format!("show {word}")), Request::Show(show));
@@ -744,6 +826,7 @@ mod tests {
             ("neighbour show", Show::Neighbours),
             ("neighbor show", Show::Neighbours),
             ("flow show", Show::Flows),
+            ("group show", Show::Groups),
         ] {
             assert_eq!(ok(words), Request::Show(show), "{words}");
         }
@@ -766,6 +849,24 @@ mod tests {
                 actions: vec![],
             })
         );
+        assert_eq!(
+            ok("group add id=1 type=select bucket=weight:2,output:p1 bucket=output:p0,group:2"),
+            Request::GroupEdit(GroupEdit::Add(GroupRule {
+                id: 1,
+                kind: "select".into(),
+                buckets: vec![
+                    vec!["weight:2".into(), "output:p1".into()],
+                    vec!["output:p0".into(), "group:2".into()],
+                ],
+            }))
+        );
+        assert_eq!(
+            ok("group del id=7"),
+            Request::GroupEdit(GroupEdit::Remove(7))
+        );
+        assert_eq!(ok("group del"), Request::GroupEdit(GroupEdit::RemoveAll));
+        assert!(error(b"group add type=all").error.contains("id="));
+        assert!(error(b"group del id=x").error.contains("id=N"));
         assert_eq!(
             ok("acl load 0 acl.txt"),
             Request::AclLoad(Upload {

@@ -21,6 +21,7 @@ const TABLE: u16 = 3;
 const PORT_STATS: u16 = 4;
 const GROUP: u16 = 6;
 const GROUP_DESC: u16 = 7;
+const GROUP_FEATURES: u16 = 8;
 const TABLE_FEATURES: u16 = 12;
 const PORT_DESC: u16 = 13;
 
@@ -47,6 +48,7 @@ pub enum RequestBody {
     /// A group number or `group::ALL`.
     Group(u32),
     GroupDesc,
+    GroupFeatures,
     /// Empty: "what are your tables' features"; otherwise a request to change them.
     TableFeatures(Vec<TableFeatures>),
     PortDesc,
@@ -133,6 +135,25 @@ pub struct GroupDesc {
     pub group_type: GroupType,
     pub group_id: u32,
     pub buckets: Vec<Bucket>,
+}
+
+/// A GROUP_FEATURES reply (`ofp_group_features`): bitmaps of the group types (bit 0 all, 1
+/// select, 2 indirect, 3 fast failover) and capabilities, and per type (in that order) the
+/// most groups and a bitmap of the actions (bit N: action type N).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupFeatures {
+    pub types: u32,
+    pub capabilities: u32,
+    pub max_groups: [u32; 4],
+    pub actions: [u32; 4],
+}
+
+/// Capability bits of [`GroupFeatures::capabilities`] (`ofp_group_capabilities`).
+pub mod group_capability {
+    pub const SELECT_WEIGHT: u32 = 1 << 0;
+    pub const SELECT_LIVENESS: u32 = 1 << 1;
+    pub const CHAINING: u32 = 1 << 2;
+    pub const CHAINING_CHECKS: u32 = 1 << 3;
 }
 
 /// A table feature property (`ofp_table_feature_prop_*`) as its type and its content
@@ -278,6 +299,7 @@ pub enum ReplyBody {
     PortStats(Vec<PortStats>),
     Group(Vec<GroupStats>),
     GroupDesc(Vec<GroupDesc>),
+    GroupFeatures(GroupFeatures),
     TableFeatures(Vec<TableFeatures>),
     PortDesc(Vec<PortDesc>),
 }
@@ -355,6 +377,7 @@ impl MultipartRequest {
                 }
             }
             GROUP_DESC => nothing(r, RequestBody::GroupDesc)?,
+            GROUP_FEATURES => nothing(r, RequestBody::GroupFeatures)?,
             TABLE_FEATURES => RequestBody::TableFeatures(read_list(r, TableFeatures::read)?),
             PORT_DESC => nothing(r, RequestBody::PortDesc)?,
             _ => return Err(OfError::BAD_REQUEST_MULTIPART),
@@ -371,6 +394,7 @@ impl MultipartRequest {
             RequestBody::PortStats(_) => PORT_STATS,
             RequestBody::Group(_) => GROUP,
             RequestBody::GroupDesc => GROUP_DESC,
+            RequestBody::GroupFeatures => GROUP_FEATURES,
             RequestBody::TableFeatures(_) => TABLE_FEATURES,
             RequestBody::PortDesc => PORT_DESC,
         };
@@ -381,6 +405,7 @@ impl MultipartRequest {
             RequestBody::Desc
             | RequestBody::Table
             | RequestBody::GroupDesc
+            | RequestBody::GroupFeatures
             | RequestBody::PortDesc => {}
             RequestBody::Flow(f) | RequestBody::Aggregate(f) => emit_flow_request(f, out),
             RequestBody::PortStats(id) | RequestBody::Group(id) => {
@@ -615,6 +640,24 @@ impl MultipartReply {
             PORT_STATS => ReplyBody::PortStats(read_list(r, read_port_stats)?),
             GROUP => ReplyBody::Group(read_list(r, read_group_stats)?),
             GROUP_DESC => ReplyBody::GroupDesc(read_list(r, read_group_desc)?),
+            GROUP_FEATURES => {
+                let types = r.u32()?;
+                let capabilities = r.u32()?;
+                let mut max_groups = [0; 4];
+                for max in &mut max_groups {
+                    *max = r.u32()?;
+                }
+                let mut actions = [0; 4];
+                for bits in &mut actions {
+                    *bits = r.u32()?;
+                }
+                ReplyBody::GroupFeatures(GroupFeatures {
+                    types,
+                    capabilities,
+                    max_groups,
+                    actions,
+                })
+            }
             TABLE_FEATURES => ReplyBody::TableFeatures(read_list(r, TableFeatures::read)?),
             PORT_DESC => ReplyBody::PortDesc(read_list(r, |r| {
                 let mut port = r.sub(PORT_DESC_LEN, OfError::BAD_REQUEST_LEN)?;
@@ -634,6 +677,7 @@ impl MultipartReply {
             ReplyBody::PortStats(_) => PORT_STATS,
             ReplyBody::Group(_) => GROUP,
             ReplyBody::GroupDesc(_) => GROUP_DESC,
+            ReplyBody::GroupFeatures(_) => GROUP_FEATURES,
             ReplyBody::TableFeatures(_) => TABLE_FEATURES,
             ReplyBody::PortDesc(_) => PORT_DESC,
         };
@@ -680,6 +724,13 @@ impl MultipartReply {
                     emit_buckets(&g.buckets, out);
                     let len = len_since(out, start);
                     out.patch_u16(start, len);
+                }
+            }
+            ReplyBody::GroupFeatures(f) => {
+                out.u32(f.types);
+                out.u32(f.capabilities);
+                for &value in f.max_groups.iter().chain(&f.actions) {
+                    out.u32(value);
                 }
             }
             ReplyBody::TableFeatures(tables) => tables.iter().for_each(|t| t.emit(out)),

@@ -12,8 +12,9 @@ use crate::message::{
     PacketIn, PacketOut, PortDesc, Role, SwitchConfig,
 };
 use crate::multipart::{
-    Desc, FlowStats, FlowStatsRequest, MultipartReply, MultipartRequest, PortStats, ReplyBody,
-    RequestBody, TableFeatureProperty, TableFeatures, property,
+    Desc, FlowStats, FlowStatsRequest, GroupDesc, GroupFeatures, GroupStats, MultipartReply,
+    MultipartRequest, PortStats, ReplyBody, RequestBody, TableFeatureProperty, TableFeatures,
+    property,
 };
 use crate::oxm::{ETH_TYPE_IPV4, Match, OFPVID_PRESENT, Oxm};
 use crate::{Message, OfError};
@@ -129,6 +130,14 @@ fn fixed_sizes_match_the_spec() {
         }),
         16 + 24
     );
+    // ofp_group_features: two bitmaps and two arrays of four 32-bit words.
+    let features = GroupFeatures {
+        types: 7,
+        capabilities: 0,
+        max_groups: [0; 4],
+        actions: [0; 4],
+    };
+    assert_eq!(multipart(ReplyBody::GroupFeatures(features)), 16 + 40);
     // Empty match: 4 bytes padded to 8; flow mod 56 bytes with it.
     assert_eq!(
         len(Message::FlowMod(flow_mod(Match::default(), vec![]))),
@@ -412,6 +421,44 @@ fn sample_messages() -> Vec<Message> {
                     TableFeatureProperty::next_tables(property::NEXT_TABLES, &[1, 2, 3]),
                     TableFeatureProperty::fields(property::MATCH, &[(0, false, 4)]),
                 ],
+            }]),
+        }),
+        Message::MultipartRequest(MultipartRequest {
+            flags: 0,
+            body: RequestBody::GroupFeatures,
+        }),
+        Message::MultipartReply(MultipartReply {
+            flags: 0,
+            body: ReplyBody::GroupFeatures(GroupFeatures {
+                types: 7,
+                capabilities: 5,
+                max_groups: [1024, 1024, 1024, 0],
+                actions: [1, 2, 3, 0],
+            }),
+        }),
+        Message::MultipartReply(MultipartReply {
+            flags: 0,
+            body: ReplyBody::Group(vec![GroupStats {
+                group_id: 1,
+                ref_count: 2,
+                packet_count: 3,
+                byte_count: 4,
+                duration_sec: 5,
+                duration_nsec: 6,
+                buckets: vec![(7, 8), (9, 10)],
+            }]),
+        }),
+        Message::MultipartReply(MultipartReply {
+            flags: 0,
+            body: ReplyBody::GroupDesc(vec![GroupDesc {
+                group_type: GroupType::Select,
+                group_id: 2,
+                buckets: vec![Bucket {
+                    weight: 3,
+                    watch_port: port::ANY,
+                    watch_group: crate::action::group::ANY,
+                    actions: vec![Action::output(1)],
+                }],
             }]),
         }),
         Message::Hello {

@@ -23,6 +23,7 @@ use wirespeed_openflow::multipart::{
 };
 use wirespeed_openflow::{Header, Match, Message, OfError, VERSION};
 
+use super::groups;
 use super::switch::{self, Cursor, Flow, Selection, Switch};
 use super::translate;
 
@@ -602,11 +603,20 @@ impl Connection {
                 return Ok(self.bundle_control(request, xid, bytes, switch));
             }
             Message::BundleAdd(add) => return Ok(self.bundle_add(add, xid, bytes, switch)),
-            Message::GroupMod(_) => {
-                // The app has no group table yet.
-                self.refuse(OfError::GROUP_MOD_OUT_OF_GROUPS, xid, bytes);
-                return Ok(Handled::Refused);
-            }
+            Message::GroupMod(group_mod) => match switch.group_mod(&group_mod) {
+                Ok(removed) => {
+                    for flow in &removed {
+                        let reason = groups::REMOVED_GROUP_DELETE;
+                        let message = Message::FlowRemoved(flow_removed(flow, reason));
+                        self.notify(&message);
+                        self.removed.push(message);
+                    }
+                }
+                Err(error) => {
+                    self.refuse(error, xid, bytes);
+                    return Ok(Handled::Refused);
+                }
+            },
             Message::PacketOut(packet_out) => {
                 if let Err(error) = switch.packet_out(&packet_out) {
                     self.refuse(error, xid, bytes);
@@ -734,8 +744,11 @@ impl Connection {
                 }
                 self.reply(ReplyBody::PortStats(stats), xid);
             }
-            RequestBody::Group(_) => self.reply(ReplyBody::Group(Vec::new()), xid),
-            RequestBody::GroupDesc => self.reply(ReplyBody::GroupDesc(Vec::new()), xid),
+            RequestBody::Group(id) => self.reply(ReplyBody::Group(switch.group_stats(*id)?), xid),
+            RequestBody::GroupDesc => self.reply(ReplyBody::GroupDesc(switch.group_descs()?), xid),
+            RequestBody::GroupFeatures => {
+                self.reply(ReplyBody::GroupFeatures(groups::group_features()), xid);
+            }
             RequestBody::TableFeatures(change) => {
                 if !change.is_empty() {
                     return Err(OfError::TABLE_FEATURES_EPERM);
@@ -798,8 +811,8 @@ fn table_features(switch: &Switch<'_>) -> Vec<TableFeatures> {
         (26, false, 16),
         (27, false, 16),
     ];
-    // OUTPUT, PUSH_VLAN, POP_VLAN, DEC_NW_TTL, SET_FIELD.
-    let actions: &[u16] = &[0, 17, 18, 24, 25];
+    // OUTPUT, PUSH_VLAN, POP_VLAN, GROUP, DEC_NW_TTL, SET_FIELD.
+    let actions: &[u16] = &[0, 17, 18, 22, 24, 25];
     (0..switch.tables)
         .map(|table| {
             let later: Vec<u8> = (table + 1..switch.tables).collect();

@@ -9,6 +9,7 @@
 //! app cannot do. The codec is `wirespeed-openflow`.
 
 pub mod connection;
+pub mod groups;
 pub mod links;
 pub mod packet_out;
 pub mod standalone;
@@ -598,6 +599,8 @@ mod tests;
 mod tests_async;
 #[cfg(test)]
 mod tests_bundles;
+#[cfg(test)]
+mod tests_groups;
 #[cfg(test)]
 mod tests_pipeline;
 #[cfg(test)]

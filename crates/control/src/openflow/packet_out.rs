@@ -138,6 +138,10 @@ impl Frame {
     /// Applies one rewrite; `false` when it dropped the frame (TTL expired). A tag pushed
     /// beyond the ones a frame may carry is BAD_ACTION/BAD_ARGUMENT.
     fn apply(&mut self, action: &AppAction) -> Result<bool, OfError> {
+        if let AppAction::Group(_) = action {
+            // A group's buckets run on a worker, for the flows that send to it.
+            return Err(OfError::BAD_ACTION_TYPE);
+        }
         if !self.has_field_for(action) {
             return Err(OfError::BAD_ACTION_MATCH_INCONSISTENT);
         }
@@ -167,7 +171,8 @@ impl Frame {
             AppAction::Output(_)
             | AppAction::Flood
             | AppAction::Drop
-            | AppAction::Controller(_) => false,
+            | AppAction::Controller(_)
+            | AppAction::Group(_) => false,
         }
     }
 }
@@ -248,6 +253,11 @@ mod tests {
         assert_eq!(
             refused(vec![Action::SetField(v6)]),
             Err(OfError::BAD_ACTION_MATCH_INCONSISTENT)
+        );
+        // A group's buckets run on a worker only.
+        assert_eq!(
+            refused(vec![Action::Group(1), Action::output(2)]),
+            Err(OfError::BAD_ACTION_TYPE)
         );
         assert_eq!(
             injections(&request(vec![1, 2, 3], vec![Action::DecNwTtl]), &ports()),

@@ -21,7 +21,7 @@ use wirespeed_dataplane::command::{
 };
 use wirespeed_dataplane::table::classifier::FlowMatch;
 use wirespeed_openflow::OfError;
-use wirespeed_openflow::action::port;
+use wirespeed_openflow::action::{group, port};
 use wirespeed_openflow::message::PortDesc;
 use wirespeed_openflow::message::{
     ALL_TABLES, FlowMod, FlowModCommand, NO_BUFFER, PacketOut, flow_flags,
@@ -56,7 +56,7 @@ pub struct Switch<'a> {
     pub datapath_id: u64,
 }
 
-fn ask(handler: &dyn Handler, request: Request) -> Result<Value, String> {
+pub(super) fn ask(handler: &dyn Handler, request: Request) -> Result<Value, String> {
     match handler.handle(request, &mut std::io::empty()) {
         Response::Ok(value) => Ok(value),
         Response::Error { error, fix } => Err(format!("{error} ({fix})")),
@@ -296,6 +296,7 @@ impl Switch<'_> {
             table,
             matcher: self.matcher(matcher)?,
             out_port,
+            out_group: group::ANY,
             strict,
             cookie,
         })
@@ -310,6 +311,7 @@ impl Switch<'_> {
             None,
             (request.cookie, request.cookie_mask),
         )
+        .map(|selection| selection.out_group(request.out_group))
     }
 
     /// Applies `edits` in order, as one command to every worker: per edit, whether it
@@ -492,14 +494,20 @@ impl Switch<'_> {
             FlowModCommand::DeleteStrict | FlowModCommand::ModifyStrict
         )
         .then_some(request.priority);
-        let out_port = if deletes { request.out_port } else { port::ANY };
-        let selection = self.selection(
-            request.table_id,
-            &request.matcher,
-            out_port,
-            strict,
-            (request.cookie, request.cookie_mask),
-        )?;
+        let (out_port, out_group) = if deletes {
+            (request.out_port, request.out_group)
+        } else {
+            (port::ANY, group::ANY)
+        };
+        let selection = self
+            .selection(
+                request.table_id,
+                &request.matcher,
+                out_port,
+                strict,
+                (request.cookie, request.cookie_mask),
+            )?
+            .out_group(out_group);
         Ok(Change {
             request,
             selection,
@@ -573,6 +581,9 @@ pub fn refusal(edit: &FlowEdit, why: &str) -> OfError {
             OfError::FLOW_MOD_TABLE_FULL
         }
         FlowEdit::Add(_) if why.contains("check_overlap") => OfError::FLOW_MOD_OVERLAP,
+        FlowEdit::Add(_) | FlowEdit::Modify(_) if why.contains("no group") => {
+            OfError::BAD_ACTION_OUT_GROUP
+        }
         FlowEdit::Add(_) | FlowEdit::Modify(_) => OfError::FLOW_MOD_EPERM,
         FlowEdit::Remove(_) => OfError::FLOW_MOD_UNKNOWN,
     }
@@ -599,11 +610,18 @@ pub struct Selection {
     table: u8,
     matcher: FlowMatch,
     out_port: u32,
+    /// A group the flows send to, or `group::ANY`.
+    out_group: u32,
     strict: Option<u16>,
     cookie: (u64, u64),
 }
 
 impl Selection {
+    /// Only the flows that send to group `out_group` (`group::ANY`: whatever they send to).
+    pub fn out_group(self, out_group: u32) -> Selection {
+        Selection { out_group, ..self }
+    }
+
     /// The first page to read: of the table asked for, or of table 0 for all of them.
     pub fn first(&self) -> Cursor {
         Cursor {
@@ -634,7 +652,17 @@ impl Selection {
                     AppAction::Controller(_) => self.out_port == port::CONTROLLER,
                     _ => false,
                 });
+        let sends = |to: &dyn Fn(u32) -> bool| {
+            flow.entry
+                .actions
+                .iter()
+                .chain(&flow.entry.write_actions)
+                .any(|a| matches!(*a, AppAction::Group(id) if to(id)))
+        };
+        let groups = self.out_group == group::ANY
+            || (self.out_group == group::ALL && sends(&|_| true))
+            || sends(&|id| id == self.out_group);
         let (cookie, mask) = self.cookie;
-        table && matches && outputs && flow.entry.cookie & mask == cookie & mask
+        table && matches && outputs && groups && flow.entry.cookie & mask == cookie & mask
     }
 }

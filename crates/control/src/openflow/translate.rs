@@ -22,7 +22,7 @@ use wirespeed_dataplane::app::openflow::{
     Action as AppAction, FlowEntry, MAX_FLOW_ACTIONS, SetField,
 };
 use wirespeed_dataplane::command::FlowRule;
-use wirespeed_openflow::action::port;
+use wirespeed_openflow::action::{group, port};
 use wirespeed_openflow::message::{NO_BUFFER, PacketIn, flow_flags};
 use wirespeed_openflow::oxm::{ETH_TYPE_ARP, ETH_TYPE_IPV4, OFPVID_NONE, OFPVID_PRESENT};
 use wirespeed_openflow::{Action, Instruction, Match, OfError, Oxm};
@@ -165,6 +165,8 @@ pub fn action_texts(actions: &[Action], ports: &Ports) -> Result<Vec<String>, Of
             Action::DecNwTtl => "dec_ttl".into(),
             Action::SetField(field) => format!("set_field:{}", set_field_text(field)?),
             Action::SetNwTtl(_) => return Err(OfError::BAD_ACTION_TYPE),
+            // Whether it exists is the app's to say (`no group`: BAD_OUT_GROUP).
+            Action::Group(id) if id <= group::MAX => format!("group:{id}"),
             Action::Group(_) => return Err(OfError::BAD_ACTION_OUT_GROUP),
         };
         out.push(text);
@@ -494,6 +496,7 @@ fn of_actions(list: &[AppAction], entry: &FlowEntry) -> Vec<Action> {
             }
             AppAction::PopVlan => actions.push(Action::PopVlan),
             AppAction::DecTtl => actions.push(Action::DecNwTtl),
+            AppAction::Group(id) => actions.push(Action::Group(id)),
             AppAction::SetField(field) => actions.push(Action::SetField(match field {
                 SetField::EthSrc(mac) => Oxm::EthSrc(mac.0, None),
                 SetField::EthDst(mac) => Oxm::EthDst(mac.0, None),
@@ -691,7 +694,7 @@ mod tests {
             (Action::output(port::ALL), OfError::BAD_ACTION_OUT_PORT),
             (Action::PushVlan(0x88a8), OfError::BAD_ACTION_ARGUMENT),
             (Action::SetNwTtl(3), OfError::BAD_ACTION_TYPE),
-            (Action::Group(1), OfError::BAD_ACTION_OUT_GROUP),
+            (Action::Group(group::ALL), OfError::BAD_ACTION_OUT_GROUP),
             (
                 Action::SetField(Oxm::IpProto(6)),
                 OfError::BAD_ACTION_SET_TYPE,
