@@ -231,6 +231,7 @@ pub fn restart_keys(old: &Config, new: &Config) -> Vec<String> {
             );
             differs("openflow.cache_entries", a.cache_entries == b.cache_entries);
             differs("openflow.megaflows", a.megaflows == b.megaflows);
+            differs("openflow.group", a.groups == b.groups);
         }
         _ => differs("switch.app", false),
     }

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use wirespeed_io::afpacket::AfPacketPort;
 use wirespeed_lab::Testbed;
 use wirespeed_packet::FramePool;
 use wirespeed_testkit::frames::arp_request;
@@ -349,9 +350,15 @@ fn ovs_ofctl_drives_the_openflow_app() {
     assert!(shown.contains("nw_tos=184"), "{shown}");
     ok(&lab, "del-flows", &[]);
 
+    groups_forward_as_their_buckets_say(&lab, &mut pool, (&mut t0, &mut t1), &input);
+
     // What the app cannot do is refused with the spec's error, which ovs-ofctl prints.
-    let (success, out) = ofctl(&lab, "add-group", &["group_id=1,type=all,bucket=output:1"]);
-    assert!(!success && out.contains("OFPGMFC"), "{out}");
+    let (success, out) = ofctl(
+        &lab,
+        "add-group",
+        &["group_id=2,type=ff,bucket=watch_port:1,output:1"],
+    );
+    assert!(!success && out.contains("OFPGMFC_BAD_TYPE"), "{out}");
 
     // packet-out: out of a port, and through the tables as if received on port 1.
     let frame =
@@ -393,6 +400,111 @@ fn ovs_ofctl_drives_the_openflow_app() {
         success && out.contains("conservation holds") && out.contains("openflow agent"),
         "{out}"
     );
+}
+
+/// add-group, dump-groups, dump-group-stats, mod-group and del-groups, and a flow
+/// `actions=group:1` between them: an all group gives p1 two copies of every frame (one as it
+/// came, one with the MAC its second bucket sets), the same group made a select group of those
+/// two buckets gives each flow one of them, always the same; deleting the group deletes the
+/// flow. Starts and ends with no flows.
+fn groups_forward_as_their_buckets_say(
+    lab: &Testbed,
+    pool: &mut FramePool,
+    (t0, t1): (&mut AfPacketPort, &mut AfPacketPort),
+    input: &[Vec<u8>],
+) {
+    let to = mac_text(lab.pairs[1].tester_mac);
+    let buckets = format!("bucket=output:2,bucket=set_field:{to}->eth_dst,output:2");
+    ok(
+        lab,
+        "add-group",
+        &[&format!("group_id=1,type=all,{buckets}")],
+    );
+    let (success, out) = ofctl(lab, "add-group", &["group_id=1,type=all,bucket=output:2"]);
+    assert!(!success && out.contains("OFPGMFC_GROUP_EXISTS"), "{out}");
+    ok(
+        lab,
+        "add-flow",
+        &["priority=10,in_port=1,udp,actions=group:1"],
+    );
+    let rewritten = |frame: &Vec<u8>| {
+        let mut out = frame.clone();
+        out[0..6].copy_from_slice(&lab.pairs[1].tester_mac);
+        out
+    };
+    send(t0, pool, input);
+    let mut got = receive_all(t1, pool, 2 * input.len(), TEST_PORT);
+    let mut want: Vec<Vec<u8>> = input
+        .iter()
+        .cloned()
+        .chain(input.iter().map(rewritten))
+        .collect();
+    // The copies leave after their batch's originals: the same frames, another order.
+    got.sort();
+    want.sort();
+    assert_same(&got, &want);
+    let groups = ok(lab, "dump-groups", &[]);
+    assert!(
+        groups.contains("group_id=1,type=all,bucket=actions=output:2,bucket=actions=set_field:"),
+        "{groups}"
+    );
+    let stats = ok(lab, "dump-group-stats", &[]);
+    for want in [
+        "group_id=1",
+        "ref_count=1",
+        "packet_count=40",
+        "bucket1:packet_count=40",
+    ] {
+        assert!(
+            stats.contains(want),
+            "dump-group-stats lacks {want}: {stats}"
+        );
+    }
+
+    let weighted = buckets.replace("bucket=", "bucket=weight:1,");
+    ok(
+        lab,
+        "mod-group",
+        &[&format!("group_id=1,type=select,{weighted}")],
+    );
+    send(t0, pool, input);
+    let got = receive_all(t1, pool, input.len(), TEST_PORT);
+    // Each flow (addresses and ports) leaves with one MAC, the flows with both.
+    let mut mac_of = std::collections::HashMap::new();
+    for frame in &got {
+        let mac = &frame[0..6];
+        let before = mac_of.insert(frame[26..38].to_vec(), mac.to_vec());
+        assert!(before.is_none_or(|b| b == mac), "a flow took two buckets");
+    }
+    let macs: std::collections::HashSet<_> = mac_of.values().collect();
+    assert_eq!(macs.len(), 2, "8 flows over 2 buckets took {macs:?}");
+    let mut restored: Vec<Vec<u8>> = got
+        .iter()
+        .map(|f| {
+            let mut f = f.clone();
+            f[0..6].copy_from_slice(&input[0][0..6]);
+            f
+        })
+        .collect();
+    let mut sent = input.to_vec();
+    restored.sort();
+    sent.sort();
+    assert_same(&restored, &sent);
+    // ovs-ofctl leaves a select bucket's weight out when it is 1, the default.
+    let groups = ok(lab, "dump-groups", &[]);
+    assert!(
+        groups.contains("group_id=1,type=select,bucket=actions=output:2"),
+        "{groups}"
+    );
+    // A modify keeps the group's counts.
+    let stats = ok(lab, "dump-group-stats", &[]);
+    assert!(stats.contains("packet_count=80"), "{stats}");
+
+    ok(lab, "del-groups", &["group_id=1"]);
+    assert!(!ok(lab, "dump-groups", &[]).contains("group_id"));
+    assert!(flow_lines(lab).is_empty());
+    send(t0, pool, input);
+    assert!(receive_during(t1, pool, QUIET, |f| is_udp_to(f, TEST_PORT)).is_empty());
 }
 
 /// The flow of host `i` of the many-flows test: a /32 in 10.0.0.0/16.

@@ -3,10 +3,12 @@
 
 use toml::Spanned;
 use wirespeed_dataplane::app::fields;
-use wirespeed_dataplane::command::{AclAction, AclRule, FlowRule};
+use wirespeed_dataplane::app::openflow::Action;
+use wirespeed_dataplane::app::openflow::group::GroupTable;
+use wirespeed_dataplane::command::{AclAction, AclRule, FlowRule, GroupRule};
 use wirespeed_packet::wire::EthernetAddress;
 
-use super::raw::{RawAcl, RawBridge, RawFib, RawOpenFlow, RawRouter};
+use super::raw::{RawAcl, RawBridge, RawFib, RawGroup, RawOpenFlow, RawRouter};
 use super::{
     AclConfig, AppConfig, ConfigError, FibKind, Locator, OpenFlowConfig, OpenFlowMiss, PortConfig,
     PortVlan, RouterConfig, RouterInterface, RouterNeighbour, RouterRoute,
@@ -158,6 +160,7 @@ pub(super) fn openflow_app(
             .position(|p| p.name == name)
             .and_then(|i| u16::try_from(i).ok())
     };
+    let (groups, group_table) = openflow_groups(at, &raw.group, ports.len(), &port)?;
     let mut flows = Vec::new();
     for (i, flow) in raw.flow.iter().enumerate() {
         let key = format!("openflow.flow[{i}]");
@@ -237,6 +240,24 @@ pub(super) fn openflow_app(
                 "write e.g. actions = \"output:p1\" or actions = \"drop\"",
             ));
         }
+        let missing_group = fields::flow_rule(&rule, &port).ok().and_then(|parsed| {
+            parsed
+                .entry
+                .actions
+                .iter()
+                .find_map(|action| match *action {
+                    Action::Group(id) if group_table.get(id).is_none() => Some(id),
+                    _ => None,
+                })
+        });
+        if let Some(id) = missing_group {
+            return Err(at.error(
+                flow.actions.span(),
+                &format!("{key}.actions"),
+                &format!("group:{id}: no [[openflow.group]] has id = {id}"),
+                "add the group (see docs/configuration.md), or send to one that exists",
+            ));
+        }
         if let Err(error) = fields::flow_rule(&rule, &port) {
             let (span, part) = if error.place.starts_with("action") {
                 (flow.actions.span(), "actions")
@@ -260,9 +281,80 @@ pub(super) fn openflow_app(
         flows_per_table,
         cache_entries,
         megaflows,
+        groups,
         flows,
         agent,
     }))
+}
+
+/// `[[openflow.group]]`: each group's rule, checked by putting it into a group table of the
+/// app's in order, as the switch will (so a chain to a later group, a loop or a bucket's port
+/// the switch lacks is refused here); the table, to check the flows' `group:N` against.
+fn openflow_groups(
+    at: &Locator<'_>,
+    raw: &[Spanned<RawGroup>],
+    ports: usize,
+    port: &dyn Fn(&str) -> Option<u16>,
+) -> Result<(Vec<GroupRule>, GroupTable), ConfigError> {
+    let mut table = GroupTable::new(usize::MAX);
+    let mut rules = Vec::new();
+    for (i, group) in raw.iter().enumerate() {
+        let key = format!("openflow.group[{i}]");
+        let group = group.get_ref();
+        let rule = GroupRule {
+            id: *group.id.get_ref(),
+            kind: group.kind.get_ref().clone(),
+            buckets: group
+                .buckets
+                .iter()
+                .map(|b| {
+                    b.get_ref()
+                        .split(',')
+                        .map(|a| a.trim().to_string())
+                        .collect()
+                })
+                .collect(),
+        };
+        let spec = fields::group_rule(&rule, port).map_err(|error| {
+            let (span, part) = match error.place.strip_prefix("bucket ") {
+                Some(rest) => {
+                    let index: usize = rest
+                        .split(' ')
+                        .next()
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0);
+                    let span = group
+                        .buckets
+                        .get(index)
+                        .map_or(group.kind.span(), Spanned::span);
+                    (span, format!("buckets[{index}]"))
+                }
+                None => (group.kind.span(), "type".to_string()),
+            };
+            at.error(
+                span,
+                &format!("{key}.{part}"),
+                &format!("{}: {}", error.place, error.problem),
+                &format!("write {}", error.accepted),
+            )
+        })?;
+        let check = |action: &Action| match *action {
+            Action::Output(p) if usize::from(p) >= ports => {
+                Err(format!("output to port {p}: the switch has {ports} ports"))
+            }
+            _ => Ok(()),
+        };
+        table.insert(spec, false, 0, check).map_err(|error| {
+            at.error(
+                group.id.span(),
+                &key,
+                &error.to_string(),
+                "groups go in order: a bucket's group:N names a group above it",
+            )
+        })?;
+        rules.push(rule);
+    }
+    Ok((rules, table))
 }
 
 /// The agent's keys of `[openflow]`, checked; `None` when none is given.

@@ -130,6 +130,9 @@ pub struct OpenFlowConfig {
     pub flows_per_table: usize,
     pub cache_entries: usize,
     pub megaflows: usize,
+    /// Checked: every group converts with `fields::group_rule` and goes into a group table
+    /// in this order (a group chains only to one before it).
+    pub groups: Vec<wirespeed_dataplane::command::GroupRule>,
     /// Checked against the ports: every flow converts with `fields::flow_rule` (its table,
     /// goto and timeouts are fields of the rule).
     pub flows: Vec<FlowRule>,

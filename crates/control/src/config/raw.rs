@@ -68,12 +68,24 @@ pub(super) struct RawOpenFlow {
     pub(super) cache_entries: Option<Spanned<usize>>,
     pub(super) megaflows: Option<Spanned<usize>>,
     #[serde(default)]
+    pub(super) group: Vec<Spanned<RawGroup>>,
+    #[serde(default)]
     pub(super) flow: Vec<Spanned<RawFlow>>,
     /// The OpenFlow agent's keys (any of them turns the agent on).
     pub(super) listen: Option<Spanned<String>>,
     pub(super) controllers: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) datapath_id: Option<Spanned<RawText>>,
     pub(super) fail_mode: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGroup {
+    pub(super) id: Spanned<u32>,
+    #[serde(rename = "type")]
+    pub(super) kind: Spanned<String>,
+    #[serde(default)]
+    pub(super) buckets: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

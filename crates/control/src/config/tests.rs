@@ -580,6 +580,47 @@ fn the_metrics_endpoint_is_where_the_config_says_or_refused_at_its_line() {
 }
 
 #[test]
+fn openflow_groups_are_checked_in_order_and_errors_name_the_group() {
+    let text = GOOD.replace("app = \"xconnect\"", "app = \"openflow\"")
+        + "\n[openflow]\ntables = 2\n\n\
+           [[openflow.group]]\nid = 2\ntype = \"indirect\"\nbuckets = [\"dec_ttl,output:out\"]\n\n\
+           [[openflow.group]]\nid = 1\ntype = \"select\"\n\
+           buckets = [\"weight:1,output:wire\", \"weight:3,group:2\"]\n\n\
+           [[openflow.flow]]\nactions = \"group:1\"\n";
+    let config = parse("of.toml", &text).unwrap();
+    let AppConfig::OpenFlow(openflow) = config.app else {
+        panic!("not openflow")
+    };
+    assert_eq!(openflow.groups.len(), 2);
+    assert_eq!(
+        openflow.groups[1].buckets,
+        [vec!["weight:1", "output:wire"], vec!["weight:3", "group:2"]]
+    );
+    let line_of = |needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    let bad = text.replace("output:wire", "output:nowhere");
+    let error = parse("of.toml", &bad).unwrap_err();
+    assert_eq!(
+        (error.key.as_str(), error.line),
+        ("openflow.group[1].buckets[0]", line_of("weight:3"))
+    );
+    assert!(error.message.contains("output:nowhere"), "{error}");
+    let bad = text.replace("\"select\"", "\"fast_failover\"");
+    let error = parse("of.toml", &bad).unwrap_err();
+    assert_eq!(error.key, "openflow.group[1].type");
+    // A chain to a group below it, a loop, and a flow to a group that is not there.
+    let bad = text.replace("id = 2", "id = 3");
+    let error = parse("of.toml", &bad).unwrap_err();
+    assert_eq!(error.key, "openflow.group[1]");
+    assert!(error.fix.contains("in order"), "{error}");
+    let bad = text.replace("dec_ttl,output:out", "group:2");
+    assert!(parse("of.toml", &bad).unwrap_err().message.contains("loop"));
+    let bad = text.replace("actions = \"group:1\"", "actions = \"group:7\"");
+    let error = parse("of.toml", &bad).unwrap_err();
+    assert_eq!(error.key, "openflow.flow[0].actions");
+    assert!(error.message.contains("group:7"), "{error}");
+}
+
+#[test]
 fn the_openflow_agent_is_configured_by_its_keys_with_errors_that_name_them() {
     let base =
         GOOD.replace("app = \"xconnect\"", "app = \"openflow\"") + "\n[openflow]\ntables = 2\n";

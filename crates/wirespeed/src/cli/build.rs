@@ -329,6 +329,12 @@ fn openflow_app(
             .position(|p| p.name == name)
             .and_then(|i| u16::try_from(i).ok())
     };
+    for (i, rule) in openflow.groups.iter().enumerate() {
+        let group =
+            fields::group_rule(rule, &port).with_context(|| format!("openflow.group[{i}]"))?;
+        app.add_group(group)
+            .with_context(|| format!("openflow.group[{i}]"))?;
+    }
     for (i, rule) in openflow.flows.iter().enumerate() {
         let flow = fields::flow_rule(rule, &port).with_context(|| format!("openflow.flow[{i}]"))?;
         app.add_flow(flow.table, flow.entry)
