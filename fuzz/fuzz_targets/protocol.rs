@@ -2,13 +2,13 @@
 //! socket's byte stream into requests, and `protocol::parse` for each line. Everything a client
 //! sends is hostile, so: no input panics; the splitter gives the same lines however the stream is
 //! cut and never holds more than its limit; every refusal becomes one JSON line with `ok: false`
-//! and a fix; requests whose parts have a text form (prefixes, addresses, MACs, flow rules)
+//! and a fix; requests whose parts have a text form (prefixes, addresses, MACs, flow rules, groups)
 //! written back as a request line parse to the same request.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use wirespeed_control::protocol::{self, LineEvent, LineSplitter, Prefix, Request, Response};
-use wirespeed_dataplane::command::FlowRule;
+use wirespeed_dataplane::command::{FlowRule, GroupEdit, GroupRule};
 use wirespeed_packet::wire::EthernetAddress;
 
 /// A limit far below the socket's (`protocol::MAX_LINE`), so that the fuzzer reaches the
@@ -35,6 +35,16 @@ fn flow_text(rule: &FlowRule, actions: bool) -> String {
     words.join(" ")
 }
 
+fn group_text(rule: &GroupRule) -> String {
+    let mut words = vec![format!("id={}", rule.id), format!("type={}", rule.kind)];
+    words.extend(
+        rule.buckets
+            .iter()
+            .map(|bucket| format!("bucket={}", bucket.join(","))),
+    );
+    words.join(" ")
+}
+
 /// The request as a line `parse` reads, for the requests built from words with a text form.
 fn request_text(request: &Request) -> Option<String> {
     Some(match request {
@@ -49,6 +59,10 @@ fn request_text(request: &Request) -> Option<String> {
         Request::NeighbourDel(addr) => format!("neighbour del {addr}"),
         Request::FlowAdd(rule) => format!("flow add {}", flow_text(rule, true)),
         Request::FlowDel(rule) => format!("flow del {}", flow_text(rule, false)),
+        Request::GroupEdit(GroupEdit::Add(rule)) => format!("group add {}", group_text(rule)),
+        Request::GroupEdit(GroupEdit::Modify(rule)) => format!("group mod {}", group_text(rule)),
+        Request::GroupEdit(GroupEdit::Remove(id)) => format!("group del id={id}"),
+        Request::GroupEdit(GroupEdit::RemoveAll) => "group del".into(),
         _ => return None,
     })
 }

@@ -90,7 +90,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "flow add [priority=N] [table=N] [goto=N] [idle_timeout=S] [hard_timeout=S] FIELD=VALUE... actions=ACTION[,ACTION...]",
         "add a flow rule; fields: in_port, eth_src, eth_dst, eth_type, vlan, ip_proto, ip_src, \
          ip_dst, l4_src, l4_dst; actions: output:PORT, flood, drop, set_field:FIELD=VALUE, \
-         push_vlan:VID, pop_vlan, dec_ttl",
+         push_vlan:VID, pop_vlan, dec_ttl, group:N",
     ),
     (
         "flow del [priority=N] [table=N] FIELD=VALUE...",
