@@ -26,7 +26,7 @@ use wirespeed_testkit::frames::{FrameBuilder, L3, L4, arp_request};
 use wirespeed_testkit::rig::Rig;
 
 mod openflow_common;
-use openflow_common::call;
+use openflow_common::{call, refused, table};
 
 const fn mac(last: u8) -> EthernetAddress {
     EthernetAddress([0x02, 0, 0, 0, 0, last])
@@ -42,20 +42,6 @@ fn done(reply: AppReply) {
         matches!(reply, AppReply::Done | AppReply::Retired(_)),
         "{reply:?}"
     );
-}
-
-fn refused(reply: AppReply) -> String {
-    match reply {
-        AppReply::Refused(why) => why,
-        other => panic!("expected a refusal, got {other:?}"),
-    }
-}
-
-fn table(reply: AppReply) -> Table {
-    match reply {
-        AppReply::Table(table) => table,
-        other => panic!("expected a table, got {other:?}"),
-    }
 }
 
 fn has_row(table: &Table, cells: &[&str]) -> bool {

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use wirespeed_dataplane::app::openflow::group::{BucketSpec, GroupKind, GroupSpec};
 use wirespeed_dataplane::app::openflow::{Action, FlowEntry, OpenFlow, SetField};
-use wirespeed_dataplane::command::{AppCommand, AppReply, FlowRule, GroupEdit, GroupRule, Table};
+use wirespeed_dataplane::command::{AppCommand, AppReply, FlowRule, GroupEdit, GroupRule};
 use wirespeed_dataplane::table::classifier::FlowMatch;
 use wirespeed_testkit::frames::{L4, SRC_MAC};
 
@@ -191,20 +191,6 @@ fn flow_to(group: &str) -> FlowRule {
     }
 }
 
-fn reply_table(reply: AppReply) -> Table {
-    match reply {
-        AppReply::Table(table) => table,
-        other => panic!("expected a table, got {other:?}"),
-    }
-}
-
-fn refused(reply: AppReply) -> String {
-    match reply {
-        AppReply::Refused(why) => why,
-        other => panic!("expected a refusal, got {other:?}"),
-    }
-}
-
 /// Through the worker's command channel, as `wirespeed ctl group ...` and the OpenFlow agent
 /// send them: adds with their refusals, `show groups` with the counts, a modify that keeps
 /// the group's counts, and deletes that take the group's flows with them.
@@ -244,7 +230,7 @@ fn group_commands_count_show_modify_and_remove_groups_with_their_flows() {
         assert_eq!(out[2], [small.clone(), large.clone()]);
     }
     let bytes = (5 * (small.len() + large.len())).to_string();
-    let shown = reply_table(call(&mut rig, AppCommand::ShowGroups));
+    let shown = table(call(&mut rig, AppCommand::ShowGroups));
     assert_eq!(
         shown.columns,
         [
@@ -276,7 +262,7 @@ fn group_commands_count_show_modify_and_remove_groups_with_their_flows() {
     let out = rig.exchange(0, std::slice::from_ref(&small));
     assert!(out[1].is_empty());
     assert_eq!(out[2], std::slice::from_ref(&small));
-    let row = reply_table(call(&mut rig, AppCommand::ShowGroups)).rows[0].clone();
+    let row = table(call(&mut rig, AppCommand::ShowGroups)).rows[0].clone();
     assert_eq!(
         row[1..4],
         ["select", "weight:0,output:p1 weight:5,output:p2", "11"]
@@ -287,12 +273,7 @@ fn group_commands_count_show_modify_and_remove_groups_with_their_flows() {
         call(&mut rig, AppCommand::GroupEdit(GroupEdit::Remove(1))),
         AppReply::Done
     ));
-    assert!(
-        reply_table(call(&mut rig, AppCommand::ShowFlows))
-            .rows
-            .len()
-            == 1
-    );
+    assert!(table(call(&mut rig, AppCommand::ShowFlows)).rows.len() == 1);
     let out = rig.exchange(0, std::slice::from_ref(&small));
     assert!(out.iter().all(Vec::is_empty));
     let why = refused(call(&mut rig, AppCommand::GroupEdit(GroupEdit::Remove(1))));

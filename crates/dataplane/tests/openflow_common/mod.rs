@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use wirespeed_dataplane::app::openflow::{OpenFlow, OpenFlowConfig};
 use wirespeed_dataplane::command::{
-    AppCommand, AppReply, COMMAND_EVERY, Command, ControlEnd, ReplyBody,
+    AppCommand, AppReply, COMMAND_EVERY, Command, ControlEnd, ReplyBody, Table,
 };
 use wirespeed_packet::DropReason;
 use wirespeed_packet::wire::EthernetAddress;
@@ -59,4 +59,18 @@ pub fn call(rig: &mut Rig, control: &mut ControlEnd, command: AppCommand) -> App
         }
     }
     panic!("the worker did not answer");
+}
+
+pub fn refused(reply: AppReply) -> String {
+    match reply {
+        AppReply::Refused(why) => why,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+pub fn table(reply: AppReply) -> Table {
+    match reply {
+        AppReply::Table(table) => table,
+        other => panic!("expected a table, got {other:?}"),
+    }
 }
