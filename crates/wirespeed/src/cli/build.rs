@@ -650,3 +650,31 @@ fn open_afpacket(
         tx_queue: worker,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use wirespeed_dataplane::app::openflow::Action;
+    use wirespeed_dataplane::app::openflow::group::GroupKind;
+
+    use super::*;
+
+    /// The file's groups are in the app before its flows, which send to them.
+    #[test]
+    fn the_files_groups_are_installed_before_its_flows() {
+        let text = "[switch]\napp = \"openflow\"\n\n\
+            [[port]]\nname = \"p0\"\nbackend = \"pcap\"\nrx = \"in.pcap\"\n\n\
+            [[port]]\nname = \"p1\"\nbackend = \"pcap\"\ntx = \"out.pcap\"\n\n\
+            [openflow]\ntables = 1\n\n\
+            [[openflow.group]]\nid = 2\ntype = \"indirect\"\nbuckets = [\"output:p1\"]\n\n\
+            [[openflow.group]]\nid = 1\ntype = \"all\"\nbuckets = [\"output:p1\", \"group:2\"]\n\n\
+            [[openflow.flow]]\nactions = \"group:1\"\n";
+        let config = wirespeed_control::config::parse("of.toml", text).unwrap();
+        let AppConfig::OpenFlow(openflow) = &config.app else {
+            panic!("not openflow")
+        };
+        let mut app = openflow_app(&config, openflow).unwrap();
+        assert_eq!(app.groups().get(1).unwrap().kind, GroupKind::All);
+        assert_eq!(app.groups().get(2).unwrap().buckets.len(), 1);
+        assert_eq!(app.flows()[0].entry.actions, [Action::Group(1)]);
+    }
+}
