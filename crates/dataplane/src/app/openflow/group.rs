@@ -295,32 +295,50 @@ impl GroupTable {
         Ok(())
     }
 
-    /// Refuses a table in which a chain through `changed` loops or is too long: every chain
-    /// through it starts at a group that reaches it, so each group's longest chain is walked.
+    /// Refuses a table in which a chain loops or is longer than [`MAX_GROUP_DEPTH`] (`changed`,
+    /// the group just put in, is the one named). Each group's longest chain is found once
+    /// and remembered, so the check costs one visit of every group and bucket action whatever
+    /// the fan-out (a walk of every path could take 512^3 steps a group).
     fn check_chains(&self, changed: u32) -> Result<(), GroupError> {
+        let mut longest = HashMap::with_capacity(self.groups.len());
+        let mut path = Vec::with_capacity(MAX_GROUP_DEPTH);
         for &start in self.groups.keys() {
-            let mut path = Vec::with_capacity(MAX_GROUP_DEPTH);
-            self.walk(start, &mut path, changed)?;
+            self.chain(start, &mut longest, &mut path, changed)?;
         }
         Ok(())
     }
 
-    fn walk(&self, id: u32, path: &mut Vec<u32>, changed: u32) -> Result<(), GroupError> {
+    /// The longest chain from `id` (itself included), `path` the groups that led to it.
+    fn chain(
+        &self,
+        id: u32,
+        longest: &mut HashMap<u32, usize>,
+        path: &mut Vec<u32>,
+        changed: u32,
+    ) -> Result<usize, GroupError> {
+        if let Some(&known) = longest.get(&id) {
+            return Ok(known);
+        }
         if path.contains(&id) {
             return Err(GroupError::Loop(changed));
         }
+        let Some(group) = self.groups.get(&id) else {
+            return Ok(0);
+        };
         if path.len() >= MAX_GROUP_DEPTH {
             return Err(GroupError::ChainTooLong { id: changed });
         }
-        let Some(group) = self.groups.get(&id) else {
-            return Ok(());
-        };
         path.push(id);
+        let mut below = 0;
         for next in group.groups_called() {
-            self.walk(next, path, changed)?;
+            below = below.max(self.chain(next, longest, path, changed)?);
         }
         path.pop();
-        Ok(())
+        if below + 1 > MAX_GROUP_DEPTH {
+            return Err(GroupError::ChainTooLong { id: changed });
+        }
+        longest.insert(id, below + 1);
+        Ok(below + 1)
     }
 
     /// Removes group `id`; refused while another group forwards to it (OpenFlow's
@@ -459,6 +477,30 @@ mod tests {
             table.remove(1),
             Err(GroupError::Chained { id: 1, by: 2 })
         ));
+    }
+
+    /// Four groups, each of 32 buckets of 16 actions sending to the one below: every path
+    /// walked would be 512^3 steps for the top group; each group is visited once.
+    #[test]
+    fn a_wide_chain_is_checked_group_by_group() {
+        let mut table = GroupTable::new(8);
+        let out = [Action::Output(0)];
+        table
+            .insert(spec(1, GroupKind::Indirect, &[(0, &out)]), false, 0, any)
+            .unwrap();
+        for id in 2..=4 {
+            let wide = [Action::Group(id - 1); 16];
+            let buckets: Vec<(u16, &[Action])> = (0..MAX_BUCKETS).map(|_| (1, &wide[..])).collect();
+            table
+                .insert(spec(id, GroupKind::All, &buckets), false, 0, any)
+                .unwrap();
+        }
+        let wide = [Action::Group(4); 16];
+        let buckets: Vec<(u16, &[Action])> = (0..MAX_BUCKETS).map(|_| (1, &wide[..])).collect();
+        assert_eq!(
+            table.insert(spec(5, GroupKind::All, &buckets), false, 0, any),
+            Err(GroupError::ChainTooLong { id: 5 })
+        );
     }
 
     #[test]

@@ -69,10 +69,10 @@ impl OpenFlow {
                 })
                 .map_err(|e: GroupError| e.to_string()),
             GroupEdit::RemoveAll => {
-                let ids: Vec<u32> = self.groups.iter().map(|(id, _)| id).collect();
                 self.groups.clear();
+                // With every group gone, every flow that sends to one goes.
                 self.remove_where(|_, entry| {
-                    ids.iter().any(|&id| group::sends_to(&entry.actions, id))
+                    entry.actions.iter().any(|a| matches!(a, Action::Group(_)))
                 });
                 Ok(())
             }
