@@ -10,6 +10,7 @@ use wirespeed_dataplane::app::openflow::group::{BucketSpec, GroupKind, GroupSpec
 use wirespeed_dataplane::app::openflow::{Action, FlowEntry, OpenFlow, SetField};
 use wirespeed_dataplane::command::{AppCommand, AppReply, FlowRule, GroupEdit, GroupRule};
 use wirespeed_dataplane::table::classifier::FlowMatch;
+use wirespeed_packet::MAX_BATCH;
 use wirespeed_testkit::frames::{L4, SRC_MAC};
 
 mod openflow_common;
@@ -278,5 +279,26 @@ fn group_commands_count_show_modify_and_remove_groups_with_their_flows() {
     assert!(out.iter().all(Vec::is_empty));
     let why = refused(call(&mut rig, AppCommand::GroupEdit(GroupEdit::Remove(1))));
     assert!(why.contains("no group 1"), "{why}");
+    assert!(rig.finish().holds());
+}
+
+/// A chain of `all` groups that would copy one packet 32 x 32 times makes at most a batch of
+/// copies, counts the rest, and leaves the pool whole.
+#[test]
+fn a_fan_out_of_all_groups_is_bounded_by_the_batch_of_copies() {
+    let mut app = OpenFlow::new(config(2));
+    let wide = |action: Action| vec![(0, vec![action]); 32];
+    app.add_group(group(2, GroupKind::All, &wide(Action::Output(1))))
+        .unwrap();
+    app.add_group(group(1, GroupKind::All, &wide(Action::Group(2))))
+        .unwrap();
+    to_group(&mut app, 1);
+    let mut rig = rig(app, 2);
+    let frame = base().build();
+    let out = rig.exchange(0, std::slice::from_ref(&frame));
+    assert!(out[1].len() <= MAX_BATCH + 1, "{}", out[1].len());
+    assert!(out[1].len() > 32, "{}", out[1].len());
+    assert!(out[1].iter().all(|f| *f == frame));
+    assert!(counter(&rig, "openflow.emit_overflow") > 0);
     assert!(rig.finish().holds());
 }

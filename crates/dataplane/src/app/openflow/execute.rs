@@ -149,7 +149,9 @@ impl Effects<'_> {
     /// Sends the packet through group `id`, which a list `depth` groups down named: an `all`
     /// group's buckets each take a copy but the last, which takes the packet; a select or
     /// indirect group's one bucket takes the packet. A group that is gone (or a chain deeper
-    /// than the table allows, which its checks never let happen) drops it.
+    /// than the table allows, which its checks never let happen) drops it. No copy is made
+    /// once the batch of created packets is full (counted in `emit_overflow`), so chains of
+    /// `all` groups (up to 32^4 copies of one packet) cost at most a batch of copies.
     fn group(
         &mut self,
         ctx: &mut Context<'_>,
@@ -181,6 +183,10 @@ impl Effects<'_> {
         };
         for bucket in copied {
             bucket.count(desc.len);
+            if ctx.extra.is_full() {
+                self.counters.emit_overflow += 1;
+                continue;
+            }
             if let Some((mut copy, mut copy_meta)) = self.copy_of(ctx, desc, meta) {
                 self.execute(
                     &bucket.actions,
