@@ -302,3 +302,41 @@ fn a_fan_out_of_all_groups_is_bounded_by_the_batch_of_copies() {
     assert!(counter(&rig, "openflow.emit_overflow") > 0);
     assert!(rig.finish().holds());
 }
+
+/// A group in a flow's action set forwards instead of the set's output (OpenFlow 1.3 §5.10),
+/// and removing the group removes the flow.
+#[test]
+fn a_group_in_the_action_set_replaces_its_output() {
+    let mut app = OpenFlow::new(config(4));
+    app.add_group(group(
+        1,
+        GroupKind::All,
+        &[(0, vec![Action::Output(1)]), (0, vec![Action::Output(3)])],
+    ))
+    .unwrap();
+    let mut entry = FlowEntry::new(1, FlowMatch::any(), vec![]);
+    entry.write_actions = vec![Action::Output(2), Action::Group(1)];
+    app.add_flow(0, entry).unwrap();
+    assert_eq!(app.flows().len(), 1);
+    let mut rig = rig(app, 4);
+    let mut control = rig.commands();
+    let frame = base().build();
+    let out = rig.exchange(0, std::slice::from_ref(&frame));
+    assert_eq!(out[1], std::slice::from_ref(&frame));
+    assert!(out[2].is_empty());
+    assert_eq!(out[3], std::slice::from_ref(&frame));
+    let removed = call(
+        &mut rig,
+        &mut control,
+        AppCommand::GroupEdit(GroupEdit::Remove(1)),
+    );
+    assert!(matches!(removed, AppReply::Done), "{removed:?}");
+    assert_eq!(
+        table(call(&mut rig, &mut control, AppCommand::ShowFlows))
+            .rows
+            .len(),
+        1,
+        "only the cache row"
+    );
+    assert!(rig.finish().holds());
+}

@@ -212,7 +212,7 @@ impl Switch<'_> {
         let all = self.selection(ALL_TABLES, &Match::default(), port::ANY, None, (0, 0))?;
         self.select_each(&all, |flows| {
             for flow in flows {
-                for action in &flow.entry.actions {
+                for action in flow.entry.actions.iter().chain(&flow.entry.write_actions) {
                     if let AppAction::Group(to) = *action {
                         *references.entry(to).or_default() += 1;
                     }

@@ -3,7 +3,7 @@
 //!
 //! Flows look their groups up as their packets run, so adding or changing a group leaves the
 //! fast path's entries as they are; removing one removes the flows that send to it (OpenFlow
-//! 1.3 §6.5), which flushes them.
+//! 1.3 §6.5), from their apply-actions or their action set, which flushes them.
 
 use crate::app::CommandContext;
 use crate::app::fields;
@@ -65,14 +65,19 @@ impl OpenFlow {
                 .groups
                 .remove(id)
                 .map(|_| {
-                    self.remove_where(|_, entry| group::sends_to(&entry.actions, id));
+                    self.remove_where(|_, entry| {
+                        group::sends_to(&entry.actions, id)
+                            || group::sends_to(&entry.write_actions, id)
+                    });
                 })
                 .map_err(|e: GroupError| e.to_string()),
             GroupEdit::RemoveAll => {
                 self.groups.clear();
                 // With every group gone, every flow that sends to one goes.
                 self.remove_where(|_, entry| {
-                    entry.actions.iter().any(|a| matches!(a, Action::Group(_)))
+                    (entry.actions.iter())
+                        .chain(&entry.write_actions)
+                        .any(|a| matches!(a, Action::Group(_)))
                 });
                 Ok(())
             }
