@@ -46,6 +46,68 @@ fn output_forwards_unchanged_and_the_fast_path_takes_over() {
 }
 
 #[test]
+fn in_port_sends_back_where_the_packet_came_from_and_all_everywhere() {
+    let mut app = OpenFlow::new(config(3));
+    // One flow for every port: back out of the ingress port.
+    app.add_flow(
+        0,
+        FlowEntry::new(10, FlowMatch::any().l4_dst(7), vec![Action::InPort]),
+    )
+    .unwrap();
+    // ALL: every port, the ingress port too; a copy first, then the packet.
+    app.add_flow(
+        0,
+        FlowEntry::new(
+            10,
+            FlowMatch::any().l4_dst(8),
+            vec![
+                Action::All,
+                Action::SetField(SetField::EthDst(NEW_MAC)),
+                Action::InPort,
+            ],
+        ),
+    )
+    .unwrap();
+    let mut rig = rig(app, 3);
+    let echo = base()
+        .with_l4(L4::Udp {
+            src_port: 1,
+            dst_port: 7,
+        })
+        .build();
+    for port in 0..3 {
+        let out = rig.exchange(port, std::slice::from_ref(&echo));
+        for (p, frames) in out.iter().enumerate() {
+            let want = if p == port {
+                vec![echo.clone()]
+            } else {
+                Vec::new()
+            };
+            assert_eq!(frames, &want, "from port {port}, out of port {p}");
+        }
+    }
+    let all = base()
+        .with_l4(L4::Udp {
+            src_port: 1,
+            dst_port: 8,
+        })
+        .build();
+    let mut rewritten = all.clone();
+    rewritten[..6].copy_from_slice(&NEW_MAC.0);
+    let out = rig.exchange(1, std::slice::from_ref(&all));
+    assert_eq!(out[0], [all.clone()]);
+    // The ingress port's two (in either order: the copy goes with the packets the worker
+    // created).
+    let mut back = out[1].clone();
+    back.sort();
+    let mut want = vec![all.clone(), rewritten];
+    want.sort();
+    assert_eq!(back, want);
+    assert_eq!(out[2], [all]);
+    assert!(rig.finish().holds());
+}
+
+#[test]
 fn goto_table_matches_the_rewritten_key_and_set_field_keeps_checksums_right() {
     let mut app = OpenFlow::new(config(2));
     let new_src = Ipv4Addr::new(172, 16, 0, 9);

@@ -170,6 +170,8 @@ impl Frame {
             AppAction::DecTtl => ip,
             AppAction::Output(_)
             | AppAction::Flood
+            | AppAction::All
+            | AppAction::InPort
             | AppAction::Drop
             | AppAction::Controller(_)
             | AppAction::Group(_) => false,

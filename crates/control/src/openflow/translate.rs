@@ -141,6 +141,13 @@ pub fn action_texts(actions: &[Action], ports: &Ports) -> Result<Vec<String>, Of
                 port: port::FLOOD, ..
             } => "flood".to_string(),
             Action::Output {
+                port: port::ALL, ..
+            } => "all".to_string(),
+            Action::Output {
+                port: port::IN_PORT,
+                ..
+            } => "in_port".to_string(),
+            Action::Output {
                 port: port::CONTROLLER,
                 max_len,
             } => format!("controller:{max_len}"),
@@ -485,6 +492,8 @@ fn of_actions(list: &[AppAction], entry: &FlowEntry) -> Vec<Action> {
         match *action {
             AppAction::Output(index) => actions.push(Action::output(Ports::number(index))),
             AppAction::Flood => actions.push(Action::output(port::FLOOD)),
+            AppAction::All => actions.push(Action::output(port::ALL)),
+            AppAction::InPort => actions.push(Action::output(port::IN_PORT)),
             AppAction::Controller(max_len) => actions.push(Action::Output {
                 port: port::CONTROLLER,
                 max_len,
@@ -649,7 +658,9 @@ mod tests {
             Action::PushVlan(0x8100),
             Action::SetField(Oxm::VlanVid(OFPVID_PRESENT | 10, None)),
             Action::SetField(Oxm::UdpDst(5353)),
+            Action::output(port::IN_PORT),
             Action::DecNwTtl,
+            Action::output(port::ALL),
             Action::output(1),
         ];
         let (matcher, instructions) = through_the_app(v6.clone(), actions.clone());
@@ -690,8 +701,7 @@ mod tests {
             Err(OfError::BAD_MATCH_VALUE)
         );
         for (action, error) in [
-            (Action::output(port::IN_PORT), OfError::BAD_ACTION_OUT_PORT),
-            (Action::output(port::ALL), OfError::BAD_ACTION_OUT_PORT),
+            (Action::output(port::LOCAL), OfError::BAD_ACTION_OUT_PORT),
             (Action::PushVlan(0x88a8), OfError::BAD_ACTION_ARGUMENT),
             (Action::SetNwTtl(3), OfError::BAD_ACTION_TYPE),
             (Action::Group(group::ALL), OfError::BAD_ACTION_OUT_GROUP),

@@ -472,6 +472,8 @@ fn action(text: &str, port: &dyn Fn(&str) -> Option<u16>) -> Result<Action, Fiel
             Action::Output(port(name).ok_or_else(|| bad("names no port of the switch"))?)
         }
         ("flood", None) => Action::Flood,
+        ("all", None) => Action::All,
+        ("in_port", None) => Action::InPort,
         ("drop", None) => Action::Drop,
         ("controller", None) => Action::Controller(u16::MAX),
         ("controller", Some(max_len)) => Action::Controller(
@@ -1101,6 +1103,8 @@ pub fn actions_text(actions: &[Action], port: &dyn Fn(u16) -> String) -> String 
         let _ = match action {
             Action::Output(p) => write!(out, "output:{}", port(*p)),
             Action::Flood => write!(out, "flood"),
+            Action::All => write!(out, "all"),
+            Action::InPort => write!(out, "in_port"),
             Action::Drop => write!(out, "drop"),
             Action::Controller(u16::MAX) => write!(out, "controller"),
             Action::Controller(max_len) => write!(out, "controller:{max_len}"),

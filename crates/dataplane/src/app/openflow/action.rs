@@ -50,6 +50,11 @@ pub enum Action {
     Output(u16),
     /// Send to every port but the ingress port.
     Flood,
+    /// Send to every port, the ingress port included (OpenFlow's ALL).
+    All,
+    /// Send back out of the port the packet arrived on (OpenFlow's IN_PORT), whichever it
+    /// was: one flow for every port.
+    InPort,
     /// Discard the packet: every action of the pipeline is dropped and the pipeline ends.
     Drop,
     /// Send a copy to the OpenFlow controller (a PACKET_IN), at most this many bytes of it
@@ -78,7 +83,12 @@ impl Action {
     pub fn is_output(&self) -> bool {
         matches!(
             self,
-            Action::Output(_) | Action::Flood | Action::Controller(_) | Action::Group(_)
+            Action::Output(_)
+                | Action::Flood
+                | Action::All
+                | Action::InPort
+                | Action::Controller(_)
+                | Action::Group(_)
         )
     }
 
@@ -140,6 +150,8 @@ impl Action {
             }
             Action::Output(_)
             | Action::Flood
+            | Action::All
+            | Action::InPort
             | Action::Drop
             | Action::DecTtl
             | Action::Controller(_)
@@ -210,6 +222,8 @@ pub fn rewrite(
         Action::DecTtl => dec_ttl(frame, desc, meta),
         Action::Output(_)
         | Action::Flood
+        | Action::All
+        | Action::InPort
         | Action::Drop
         | Action::Controller(_)
         | Action::Group(_) => Ok(()),

@@ -109,10 +109,27 @@ impl Effects<'_> {
                         self.send_copy(ctx, desc, meta, port);
                     }
                 }
-                Action::Flood => {
-                    let ingress = desc.port;
-                    let last_port = (0..self.ports).rev().find(|&p| p != ingress);
-                    for port in (0..self.ports).filter(|&p| p != ingress) {
+                Action::InPort => {
+                    if usize::from(desc.port) >= usize::from(self.ports) {
+                        // From no port (a controller's frame through the tables): nowhere.
+                        if final_action {
+                            meta.drop = Some(DropReason::NoOutput);
+                        }
+                    } else if final_action {
+                        meta.out_port = desc.port;
+                    } else {
+                        self.send_copy(ctx, desc, meta, desc.port);
+                    }
+                }
+                Action::Flood | Action::All => {
+                    // ALL is a flood that includes the ingress port.
+                    let skip = if *action == Action::All {
+                        None
+                    } else {
+                        Some(desc.port)
+                    };
+                    let last_port = (0..self.ports).rev().find(|&p| Some(p) != skip);
+                    for port in (0..self.ports).filter(|&p| Some(p) != skip) {
                         if final_action && Some(port) == last_port {
                             meta.out_port = port;
                         } else {

@@ -443,7 +443,11 @@ impl ActionSet {
                 }
             }
             Action::Group(_) => GROUP_SLOT,
-            Action::Output(_) | Action::Flood | Action::Controller(_) => OUTPUT_SLOT,
+            Action::Output(_)
+            | Action::Flood
+            | Action::All
+            | Action::InPort
+            | Action::Controller(_) => OUTPUT_SLOT,
             Action::Drop => return None,
         })
     }
