@@ -95,7 +95,7 @@ fn in_port_sends_back_where_the_packet_came_from_and_all_everywhere() {
     let mut rewritten = all.clone();
     rewritten[..6].copy_from_slice(&NEW_MAC.0);
     let out = rig.exchange(1, std::slice::from_ref(&all));
-    assert_eq!(out[0], [all.clone()]);
+    assert_eq!(out[0], std::slice::from_ref(&all));
     // The ingress port's two (in either order: the copy goes with the packets the worker
     // created).
     let mut back = out[1].clone();
