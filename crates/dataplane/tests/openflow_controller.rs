@@ -150,3 +150,31 @@ fn injected_frames_leave_by_port_flood_all_in_port_and_through_the_pipeline() {
     assert_eq!(outputs(&mut rig), [0, 0, 0]);
     assert!(rig.finish().holds());
 }
+
+#[test]
+fn a_packet_in_carries_the_metadata_earlier_tables_wrote() {
+    let mut app = OpenFlow::new(wirespeed_dataplane::app::openflow::OpenFlowConfig {
+        tables: 2,
+        ..config(2)
+    });
+    let mut first = FlowEntry::new(10, FlowMatch::any(), vec![]).goto(1);
+    first.write_metadata = Some((0x42, 0xff));
+    app.add_flow(0, first).unwrap();
+    app.add_flow(
+        1,
+        FlowEntry::new(5, FlowMatch::any(), vec![Action::Controller(u16::MAX)]),
+    )
+    .unwrap();
+    let (producer, mut consumer) = packet_in::ring();
+    app.set_packet_in(producer);
+    let mut rig = rig(app, 2);
+    let frame = base().build();
+    // The slow path's walk, then the flow cache's answer: the same origin.
+    for _ in 0..2 {
+        rig.exchange(0, std::slice::from_ref(&frame));
+        let record = consumer.pop().unwrap();
+        assert_eq!((record.origin.table, record.origin.metadata), (1, 0x42));
+        assert_eq!(record.frame(), frame.as_slice());
+    }
+    assert!(rig.finish().holds());
+}

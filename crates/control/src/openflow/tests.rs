@@ -679,10 +679,12 @@ fn frames_for_the_controller_go_to_master_and_equal_peers_not_to_slaves() {
     role(&mut master, role::MASTER);
     role(&mut slave, role::SLAVE);
     let frame: Vec<u8> = (0..100).collect();
+    // A flow of table 1, after table 0 wrote metadata: the match carries it.
     let origin = Origin {
         reason: Reason::Action,
         table: 1,
         cookie: 0xfeed,
+        metadata: 0x42,
     };
     assert!(packet_in::send(&mut worker, origin, 2, &frame, 60));
     let table_miss = Origin::default();
@@ -700,7 +702,7 @@ fn frames_for_the_controller_go_to_master_and_equal_peers_not_to_slaves() {
             reason: 1,
             table_id: 1,
             cookie: 0xfeed,
-            matcher: Match::new(vec![Oxm::InPort(3)]),
+            matcher: Match::new(vec![Oxm::InPort(3), Oxm::Metadata(0x42, None)]),
             data: frame[..60].to_vec(),
         },
         PacketIn {

@@ -74,6 +74,7 @@ fn packet_ins_go_by_each_connections_mask_for_its_role() {
         reason: Reason::Action,
         table: 0,
         cookie: 1,
+        ..Origin::default()
     };
     assert!(packet_in::send(
         &mut worker,

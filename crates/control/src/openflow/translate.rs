@@ -341,7 +341,15 @@ pub fn packet_in(record: &PacketInRecord) -> PacketIn {
         reason: record.origin.reason.code(),
         table_id: record.origin.table,
         cookie: record.origin.cookie,
-        matcher: Match::new(vec![Oxm::InPort(in_port)]),
+        // The context fields (§7.4.1): the port, and the metadata when it is not zero.
+        matcher: Match::new(
+            std::iter::once(Oxm::InPort(in_port))
+                .chain(
+                    (record.origin.metadata != 0)
+                        .then_some(Oxm::Metadata(record.origin.metadata, None)),
+                )
+                .collect(),
+        ),
         data: record.frame().to_vec(),
     }
 }

@@ -18,8 +18,8 @@ use rtrb::{Consumer, Producer, RingBuffer};
 /// 1518-byte ones, 56 of 9018-byte ones.
 pub const RING_BYTES: usize = 512 << 10;
 
-/// Bytes of a record's header: reason, table, in_port, total_len, len, cookie.
-pub const RECORD_HEADER: usize = 16;
+/// Bytes of a record's header: reason, table, in_port, total_len, len, cookie, metadata.
+pub const RECORD_HEADER: usize = 24;
 
 /// Why a frame goes to the controller (OpenFlow 1.3 `ofp_packet_in_reason`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -47,6 +47,9 @@ pub struct Origin {
     pub reason: Reason,
     pub table: u8,
     pub cookie: u64,
+    /// The pipeline's metadata when the flow matched (what earlier tables wrote): a context
+    /// field the PACKET_IN's match carries when it is not zero (OpenFlow 1.3 §7.4.1).
+    pub metadata: u64,
 }
 
 /// One frame for the controller, as the agent receives it.
@@ -105,6 +108,7 @@ pub fn send(ring: &mut Sender, origin: Origin, in_port: u16, frame: &[u8], max_l
     header[4..6].copy_from_slice(&total_len.to_le_bytes());
     header[6..8].copy_from_slice(&(len as u16).to_le_bytes());
     header[8..16].copy_from_slice(&origin.cookie.to_le_bytes());
+    header[16..24].copy_from_slice(&origin.metadata.to_le_bytes());
     let Ok(mut chunk) = ring.0.write_chunk(RECORD_HEADER + len) else {
         return false;
     };
@@ -138,8 +142,11 @@ impl Receiver {
             .copied()
             .collect();
         chunk.commit_all();
-        let mut cookie = [0u8; 8];
-        cookie.copy_from_slice(&header[8..16]);
+        let u64_at = |at: usize| {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(&header[at..at + 8]);
+            u64::from_le_bytes(bytes)
+        };
         Some(PacketIn {
             origin: Origin {
                 reason: if header[0] == Reason::Action.code() {
@@ -148,7 +155,8 @@ impl Receiver {
                     Reason::NoMatch
                 },
                 table: header[1],
-                cookie: u64::from_le_bytes(cookie),
+                cookie: u64_at(8),
+                metadata: u64_at(16),
             },
             in_port: u16_at(2),
             total_len: u16_at(4),
@@ -168,6 +176,7 @@ mod tests {
             reason: Reason::Action,
             table: 3,
             cookie: 0x0102_0304_0506_0708,
+            metadata: 0x1122_3344_5566_7788,
         };
         // Frames of 60 to 9018 bytes, over the ring's end several times.
         let mut sent = 0usize;

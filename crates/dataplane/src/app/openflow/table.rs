@@ -365,6 +365,7 @@ impl Pipeline {
                 reason,
                 table,
                 cookie: flow.entry.cookie,
+                metadata,
             };
             for action in &flow.entry.actions {
                 if *action == Action::Drop {
