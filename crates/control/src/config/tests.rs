@@ -662,3 +662,25 @@ fn the_openflow_agent_is_configured_by_its_keys_with_errors_that_name_them() {
         assert!(!error.fix.is_empty());
     }
 }
+
+#[test]
+fn a_switch_takes_at_most_255_ports() {
+    // A flow key holds the ingress port's index in one byte.
+    let ports = |count: usize| -> String {
+        (0..count)
+            .map(|i| {
+                format!("\n[[port]]\nname = \"p{i}\"\nbackend = \"pcap\"\nrx = \"in{i}.pcap\"\n")
+            })
+            .collect()
+    };
+    let text = |count: usize| {
+        format!(
+            "[switch]\napp = \"xconnect\"\n{}\n[xconnect]\npairs = [[\"p0\", \"p1\"]]\n",
+            ports(count)
+        )
+    };
+    assert_eq!(parse("max.toml", &text(255)).unwrap().ports.len(), 255);
+    let error = error_of(&text(256));
+    assert_eq!(error.key, "port[255].name");
+    assert!(error.message.contains("at most 255 ports"), "{error}");
+}
