@@ -286,6 +286,24 @@ pub(super) fn flow_mod(
     })
 }
 
+/// The FLOW_REMOVED of the priority-5 flow to `ipv4_dst(1)` that never forwarded, with this
+/// cookie, reason and idle timeout.
+pub(super) fn removed_flow(cookie: u64, reason: u8, idle_timeout: u16) -> Message {
+    Message::FlowRemoved(wirespeed_openflow::message::FlowRemoved {
+        cookie,
+        priority: 5,
+        reason,
+        table_id: 0,
+        duration_sec: 0,
+        duration_nsec: 0,
+        idle_timeout,
+        hard_timeout: 0,
+        packet_count: 0,
+        byte_count: 0,
+        matcher: Match::new(ipv4_dst(1)),
+    })
+}
+
 pub(super) fn ipv4_dst(a: u8) -> Vec<Oxm> {
     vec![
         Oxm::EthType(ETH_TYPE_IPV4),
@@ -885,7 +903,7 @@ fn cookies_are_kept_and_select_flows_for_statistics_and_deletes() {
 
 #[test]
 fn a_deleted_flow_that_asked_for_it_is_reported_to_every_controller() {
-    use wirespeed_openflow::message::{FlowRemoved, flow_flags, role};
+    use wirespeed_openflow::message::{flow_flags, role};
     let agent = start(Timers::default());
     let addr = agent.local_addr().unwrap();
     let (mut first, mut other, mut slave) =
@@ -909,19 +927,7 @@ fn a_deleted_flow_that_asked_for_it_is_reported_to_every_controller() {
     // Deleting both reports only the one that asked, to both controllers, not to the slave.
     let delete = flow_mod(FlowModCommand::Delete, 0, vec![], vec![]);
     let replies = first.ask(&delete);
-    let expected = Message::FlowRemoved(FlowRemoved {
-        cookie: 1,
-        priority: 5,
-        reason: 2,
-        table_id: 0,
-        duration_sec: 0,
-        duration_nsec: 0,
-        idle_timeout: 30,
-        hard_timeout: 0,
-        packet_count: 0,
-        byte_count: 0,
-        matcher: Match::new(ipv4_dst(1)),
-    });
+    let expected = removed_flow(1, 2, 30);
     assert_eq!(replies, std::slice::from_ref(&expected));
     assert_eq!(other.receive().1, expected);
     assert_eq!(

@@ -2,11 +2,11 @@
 //! PACKET_IN and FLOW_REMOVED reasons it is sent; the defaults are the specification's.
 
 use wirespeed_dataplane::app::openflow::packet_in::{self, Origin, Reason};
-use wirespeed_openflow::message::{AsyncConfig, FlowRemoved, flow_flags, role};
-use wirespeed_openflow::{Action, Match, Message};
+use wirespeed_openflow::message::{AsyncConfig, flow_flags, role};
+use wirespeed_openflow::{Action, Message};
 
 use super::connection::Timers;
-use super::tests::{Peer, flow_mod, ipv4_dst, role, start_listening};
+use super::tests::{Peer, flow_mod, ipv4_dst, removed_flow, role, start_listening};
 use wirespeed_openflow::message::FlowModCommand;
 
 /// The reason of the PACKET_IN `peer` receives next.
@@ -119,19 +119,7 @@ fn flow_removed_goes_by_reason_and_role() {
     add.flags = flow_flags::SEND_FLOW_REM;
     assert_eq!(deleter.ask(&Message::FlowMod(add)), vec![]);
     let delete = flow_mod(FlowModCommand::Delete, 0, vec![], vec![]);
-    let expected = Message::FlowRemoved(FlowRemoved {
-        cookie: 0,
-        priority: 5,
-        reason: 2,
-        table_id: 0,
-        duration_sec: 0,
-        duration_nsec: 0,
-        idle_timeout: 0,
-        hard_timeout: 0,
-        packet_count: 0,
-        byte_count: 0,
-        matcher: Match::new(ipv4_dst(1)),
-    });
+    let expected = removed_flow(0, 2, 0);
     assert_eq!(deleter.ask(&delete), std::slice::from_ref(&expected));
     // The others' copies leave after the deleter's turn: the slave's is the proof that the
     // turn is over.

@@ -4,7 +4,7 @@
 
 use wirespeed_openflow::action::{group, port};
 use wirespeed_openflow::message::{
-    Bucket, FlowModCommand, FlowRemoved, GroupMod, GroupModCommand, GroupType, flow_flags, role,
+    Bucket, FlowModCommand, GroupMod, GroupModCommand, GroupType, flow_flags, role,
 };
 use wirespeed_openflow::multipart::{
     FlowStatsRequest, GroupDesc, MultipartRequest, ReplyBody, RequestBody,
@@ -12,7 +12,7 @@ use wirespeed_openflow::multipart::{
 use wirespeed_openflow::{Action, Instruction, Match, Message, OfError};
 
 use super::connection::Timers;
-use super::tests::{Peer, flow_mod, ipv4_dst, role, start_listening};
+use super::tests::{Peer, flow_mod, ipv4_dst, removed_flow, role, start_listening};
 
 fn bucket(weight: u16, actions: Vec<Action>) -> Bucket {
     Bucket {
@@ -232,19 +232,7 @@ fn groups_are_described_counted_and_deleted_with_their_flows() {
     // GROUP_DELETE, to every controller.
     let delete = group_mod(GroupModCommand::Delete, GroupType::All, 1, vec![]);
     let replies = peer.ask(&delete);
-    let expected = Message::FlowRemoved(FlowRemoved {
-        cookie: 0,
-        priority: 5,
-        reason: 3,
-        table_id: 0,
-        duration_sec: 0,
-        duration_nsec: 0,
-        idle_timeout: 0,
-        hard_timeout: 0,
-        packet_count: 0,
-        byte_count: 0,
-        matcher: Match::new(ipv4_dst(1)),
-    });
+    let expected = removed_flow(0, 3, 0);
     assert_eq!(replies, std::slice::from_ref(&expected));
     assert_eq!(other.receive().1, expected);
     assert_eq!(peer.flows().len(), 1);
