@@ -1,5 +1,6 @@
-//! The core shield of the RFC 2544 placement: other processes leave the DuT core while it
-//! stands and get their masks back after, including a process one of them started meanwhile.
+//! The core shield of the RFC 2544 placement: other processes and this one's unpinned threads
+//! leave the DuT core while it stands and get their masks back after, including a process one
+//! of them started meanwhile; a thread pinned to the DuT core keeps it.
 //! Needs root (CAP_SYS_NICE over other users' processes) and two cores, as CI has.
 
 use std::path::Path;
@@ -40,6 +41,21 @@ fn wait_for(path: &Path) -> String {
     }
 }
 
+/// A thread pinned to `core` that lives until told to stop; its thread id.
+fn pinned_thread(core: usize) -> (u32, std::sync::mpsc::Sender<()>) {
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        wirespeed_io::thread::pin_to_core(core).unwrap();
+        // `/proc/thread-self` links to `<pid>/task/<tid>`.
+        let link = std::fs::read_link("/proc/thread-self").unwrap();
+        let tid: u32 = link.file_name().unwrap().to_str().unwrap().parse().unwrap();
+        tid_tx.send(tid).unwrap();
+        let _ = stop_rx.recv();
+    });
+    (tid_rx.recv().unwrap(), stop_tx)
+}
+
 #[test]
 fn other_processes_leave_the_dut_core_and_get_it_back() {
     let all = allowed_cores().unwrap();
@@ -62,6 +78,8 @@ fn other_processes_leave_the_dut_core_and_get_it_back() {
     assert_eq!(thread_affinity(shell_pid).unwrap(), all);
 
     let dut_cpu = all[1];
+    // A thread of this process pinned to the DuT core (as a DuT's worker is) keeps its mask.
+    let (pinned_tid, stop_pinned) = pinned_thread(dut_cpu);
     let plan = Plan {
         generator_cpu: all[0],
         dut_cpu,
@@ -72,8 +90,10 @@ fn other_processes_leave_the_dut_core_and_get_it_back() {
     assert!(shield.summary().contains(&format!("CPU {dut_cpu} kept")));
     let narrowed: Vec<usize> = all.iter().copied().filter(|&c| c != dut_cpu).collect();
     assert_eq!(thread_affinity(shell_pid).unwrap(), narrowed);
-    // This process is left alone: the programs it starts (a DuT) get the whole machine.
-    assert_eq!(allowed_cores().unwrap(), all);
+    // This process's unpinned threads leave too (the tester's own kernel work is not the
+    // DuT's); its pinned ones stay.
+    assert_eq!(allowed_cores().unwrap(), narrowed);
+    assert_eq!(thread_affinity(pinned_tid).unwrap(), vec![dut_cpu]);
 
     std::fs::write(&go, "").unwrap();
     let child: u32 = wait_for(&child_pid).parse().unwrap();
@@ -85,6 +105,9 @@ fn other_processes_leave_the_dut_core_and_get_it_back() {
     );
 
     drop(shield);
+    assert_eq!(allowed_cores().unwrap(), all);
+    assert_eq!(thread_affinity(pinned_tid).unwrap(), vec![dut_cpu]);
+    stop_pinned.send(()).unwrap();
     assert_eq!(thread_affinity(shell_pid).unwrap(), all);
     assert_eq!(
         thread_affinity(child).unwrap(),

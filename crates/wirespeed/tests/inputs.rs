@@ -210,6 +210,14 @@ fn every_bench_argument_that_cannot_work_is_refused_before_any_lab_exists() {
             "longer than 6 characters",
         ),
         (
+            &["rfc2544", "--shield-dut-core", "--nice", "off"],
+            "--shield-dut-core: the DuT core is kept for the DuT's real-time threads: drop `--nice off`",
+        ),
+        (
+            &["compare", "--shield-dut-core", "--receiver-cpu", "1"],
+            "--shield-dut-core: the tester's receive runs on the DuT core",
+        ),
+        (
             &["compare", "--duts", "linux-bridge,nonsense"],
             "unknown DuT \"nonsense\"",
         ),

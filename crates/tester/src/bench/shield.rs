@@ -1,6 +1,7 @@
-//! The DuT's core kept for the DuT while a benchmark runs (what `cset shield` does). Not raised
-//! by the suites yet: raised by one benchmark process it narrows another running beside it
-//! (parallel lab tests), whose placement then fails; it needs an explicit option first.
+//! The DuT's core kept for the DuT while a benchmark runs (what `cset shield` does), raised by
+//! `bench rfc2544` and `bench compare` when asked (`--shield-dut-core`). Not by default: raised
+//! by one benchmark process it narrows another running beside it (parallel lab tests), whose
+//! placement then fails.
 //!
 //! Kernels built without kernel preemption (PREEMPT_NONE, or PREEMPT_DYNAMIC left at "none",
 //! which kernel lockdown may forbid changing, as on the development VM) switch to a woken
@@ -12,16 +13,17 @@
 //! 1 ms in 87 s, each time behind `rustc` in the kernel, and `d0`'s 256-frame ring overflowed at
 //! 0.085 Mpps (NDRs 0.31 and 0.05 Mpps in two searches). With every other process off the DuT
 //! core the longest wait was 1.1 ms, behind `kdamond` and unbound workqueue workers, kernel
-//! threads that may move too.
+//! threads that may move too; the tester's own unpinned threads (its main thread loading BPF
+//! programs and reading maps, in the kernel) took it for up to 7.7 ms.
 //!
 //! While a [`CoreShield`] lives, every thread allowed on the DuT core and on others loses the
-//! DuT core: other processes' threads, the kernel threads that accept a new mask (per-CPU ones
-//! refuse and stay), and the unbound workqueues (`/sys/devices/virtual/workqueue/cpumask`).
-//! This process is left alone: its threads that matter are pinned where they must run, and the
-//! programs it starts (a DuT) inherit its mask. On drop every moved thread gets its mask back,
-//! and so do the threads and processes the moved ones started meanwhile (they inherited the
-//! narrowed mask). Only a benchmark killed by SIGKILL leaves other processes narrowed, until
-//! they exit.
+//! DuT core: other processes' threads, this process's own unpinned threads (the ones that
+//! matter are pinned where they must run, and keep their mask), the kernel threads that accept
+//! a new mask (per-CPU ones refuse and stay), and the unbound workqueues
+//! (`/sys/devices/virtual/workqueue/cpumask`). A DuT started meanwhile inherits the narrowed
+//! mask and pins its workers itself. On drop every moved thread gets its mask back, and so do
+//! the threads and processes the moved ones started meanwhile (they inherited the narrowed
+//! mask). Only a benchmark killed by SIGKILL leaves other processes narrowed, until they exit.
 
 use std::collections::HashMap;
 
@@ -133,15 +135,28 @@ fn mask_without(mask: &str, core: usize) -> Option<String> {
 }
 
 impl CoreShield {
+    /// Whether `plan` is one a shield is for: priorities set (the DuT's kernel threads run
+    /// real-time) and the tester's receive on another core than the DuT (a shield would move
+    /// nothing of the tester's receive, which then shares the DuT core anyway); the reason if
+    /// not, phrased for the command line.
+    pub fn check(plan: &Plan) -> Result<(), &'static str> {
+        if plan.nice.is_none() {
+            return Err("the DuT core is kept for the DuT's real-time threads: drop `--nice off`");
+        }
+        if plan.receiver_cpu == plan.dut_cpu {
+            return Err(
+                "the tester's receive runs on the DuT core: give `--receiver-cpu` another core",
+            );
+        }
+        Ok(())
+    }
+
     /// Keeps other work off `plan.dut_cpu` where the plan runs the DuT's kernel threads
     /// real-time (priorities set, the tester's receive on another core); `None` otherwise,
     /// or when nothing could be moved. What it did is in [`CoreShield::summary`].
     pub fn raise(plan: &Plan) -> Option<Self> {
-        if plan.nice.is_none() || plan.receiver_cpu == plan.dut_cpu {
-            return None;
-        }
+        Self::check(plan).ok()?;
         let core = plan.dut_cpu;
-        let own = std::process::id();
         let raised_at = ticks_now();
         let mut shield = Self {
             moved: Vec::new(),
@@ -158,7 +173,7 @@ impl CoreShield {
             let Ok(before) = thread_affinity(tid) else {
                 continue;
             };
-            if tgid == own || before.len() < 2 || !before.contains(&core) {
+            if before.len() < 2 || !before.contains(&core) {
                 continue;
             }
             let after: Vec<usize> = before.iter().copied().filter(|&c| c != core).collect();
@@ -237,9 +252,8 @@ impl Drop for CoreShield {
             }
             restored.push(moved.tid);
         }
-        let own = std::process::id();
         for (tgid, tid) in threads() {
-            if tgid == own || restored.contains(&tid) {
+            if restored.contains(&tid) {
                 continue;
             }
             let Some(stat) = stat(&format!("/proc/{tgid}/task/{tid}/stat")) else {

@@ -224,6 +224,11 @@ pub struct SuiteConfig {
     pub latency_receiver: ReceiverKind,
     /// The frames' IP version.
     pub ip: IpVersion,
+    /// Keep the DuT core for the DuT while the run lasts ([`crate::bench::shield::CoreShield`]):
+    /// other processes, this one's unpinned threads, the kernel threads that may move and the
+    /// unbound workqueues lose it and get it back after. Off by default: two benchmarks running
+    /// side by side would narrow each other.
+    pub shield_dut_core: bool,
 }
 
 impl Default for SuiteConfig {
@@ -258,6 +263,7 @@ impl Default for SuiteConfig {
             drain_seconds: 1.0,
             receiver: ReceiverKind::Count,
             sender: SenderKind::Afxdp,
+            shield_dut_core: false,
             ip: IpVersion::V4,
             latency_receiver: ReceiverKind::Sampled {
                 every: DEFAULT_SAMPLE_EVERY,

@@ -56,8 +56,9 @@ use crate::bench::placement::{
     Placed, check_threads, make_kernel_dut_realtime, make_receiver_realtime, place_kernel,
     place_napi_niced,
 };
+use crate::bench::shield::CoreShield;
 use crate::dut::probe::verify;
-use crate::dut::{Dut, Wiring};
+use crate::dut::{Dut, Host, Wiring};
 use crate::generator::pacing::Pattern;
 use crate::generator::{Template, TemplateConfig};
 use crate::report::{Calibration, CorePin, FrameSizeResult, LatencyAtLoad, Limit, Report, Setup};
@@ -225,6 +226,17 @@ pub fn run(
     report.timestamps = Some(timestamps);
     let mut pins: Vec<Placed> = Vec::new();
     let mut commands: Vec<String> = lab.map(|lab| lab.commands().to_vec()).unwrap_or_default();
+    // Asked for: the DuT core for the DuT alone while the run lasts, where the DuT runs on
+    // this machine (dropped, and everything moved put back, when this function returns).
+    let shield = (config.shield_dut_core && matches!(wiring.dut_host, Some(Host::Local)))
+        .then(|| CoreShield::raise(&config.plan))
+        .flatten();
+    if config.shield_dut_core {
+        commands.push(shield.as_ref().map_or_else(
+            || "# --shield-dut-core: nothing to move off the DuT core".to_owned(),
+            |shield| shield.summary().to_owned(),
+        ));
+    }
     let stolen = |cpu| cpu_time(cpu, CpuTime::Steal);
     let steal_before = [config.plan.dut_cpu, config.plan.generator_cpu].map(stolen);
     if let Some((lab, pair)) = lab.and_then(|lab| Some((lab, lab.calibration.as_ref()?))) {
@@ -588,7 +600,7 @@ struct Gathered {
 /// generator's virtual CPUs wanted to run (/proc/stat steal, clock ticks of 10 ms). Neither the
 /// DuT nor the tester can see such a stop, and `d0`'s 256-frame ring overflows when the DuT's
 /// core stops for 256 frame times (0.26 ms at 1 Mpps): traced on the development VM, a DuT core
-/// kept for the DuT (`bench::shield::CoreShield`) still missed its scheduler tick for 5–20 ms a few times a
+/// kept for the DuT ([`CoreShield`]) still missed its scheduler tick for 5–20 ms a few times a
 /// minute, and such a stop in a trial fails it whatever the DuT can do.
 fn steal_note(dut_ticks: u64, generator_ticks: u64) -> String {
     format!(

@@ -26,6 +26,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use wirespeed_lab::Testbed;
 use wirespeed_tester::bench::placement::{Plan, SessionShield};
+use wirespeed_tester::bench::shield::CoreShield;
 use wirespeed_tester::dut::{Dut, Wiring};
 use wirespeed_tester::generator::pacing::Pattern;
 use wirespeed_tester::report::compare::{
@@ -103,6 +104,14 @@ pub struct CompareArgs {
     /// tester's receive (`off`: leave them alone), as in `bench rfc2544`.
     #[arg(long, default_value = "-20", allow_hyphen_values = true, value_parser = numbers::nice_or_off())]
     nice: numbers::Nice,
+    /// Keep the DuT core for the DuT while the run lasts, as `cset shield` does: other
+    /// processes, this one's unpinned threads, the kernel threads that may move and the unbound
+    /// workqueues leave it, and get it back after (the report's commands say what moved).
+    /// Without kernel preemption a real-time NAPI thread waits behind whatever is inside the
+    /// kernel on its core, and `d0`'s 256-frame ring overflows: for zero-loss rates on a machine
+    /// that runs other work. Not for two benchmarks at once: each would narrow the other.
+    #[arg(long)]
+    shield_dut_core: bool,
     /// How a rate's trials decide whether it passes, and how they receive, as in `bench
     /// rfc2544`.
     #[command(flatten)]
@@ -154,6 +163,7 @@ impl CompareArgs {
                 receiver_cpu: self.receiver_cpu.unwrap_or(self.generator_cpu),
                 nice: self.nice.0,
             },
+            shield_dut_core: self.shield_dut_core,
             receiver: self.rate_trials.receiver,
             sender: self.rate_trials.generator,
             ip: self.ip.into(),
@@ -181,6 +191,9 @@ pub fn run(mut args: CompareArgs) -> Result<()> {
         );
     }
     let plan = suite.plan;
+    if suite.shield_dut_core {
+        CoreShield::check(&plan).map_err(|why| anyhow::anyhow!("--shield-dut-core: {why}"))?;
+    }
     let _shield = SessionShield::new(plan.nice);
     let cores = wirespeed_io::thread::available_cores();
     if plan.generator_cpu.max(plan.dut_cpu).max(plan.receiver_cpu) >= cores {

@@ -26,6 +26,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use wirespeed_lab::{Testbed, TestbedConfig};
 use wirespeed_tester::bench::placement::{Plan, SessionShield};
+use wirespeed_tester::bench::shield::CoreShield;
 use wirespeed_tester::dut::Dut;
 use wirespeed_tester::generator::pacing::Pattern;
 use wirespeed_tester::report::{Report, Setup, csv, html, json, wire_bits_per_second};
@@ -129,6 +130,14 @@ pub struct Rfc2544Args {
     /// instead of 0.3 Mpps).
     #[arg(long)]
     receiver_cpu: Option<usize>,
+    /// Keep the DuT core for the DuT while the run lasts, as `cset shield` does: other
+    /// processes, this one's unpinned threads, the kernel threads that may move and the unbound
+    /// workqueues leave it, and get it back after (the report's commands say what moved).
+    /// Without kernel preemption a real-time NAPI thread waits behind whatever is inside the
+    /// kernel on its core, and `d0`'s 256-frame ring overflows: for zero-loss rates on a machine
+    /// that runs other work. Not for two benchmarks at once: each would narrow the other.
+    #[arg(long)]
+    shield_dut_core: bool,
 }
 
 /// How the throughput searches judge a rate from its trials (MLRsearch's goal exceed ratio and
@@ -398,6 +407,7 @@ impl Rfc2544Args {
                     receiver_cpu: self.receiver_cpu.unwrap_or(self.generator_cpu),
                     nice: self.nice.0,
                 },
+                shield_dut_core: self.shield_dut_core,
                 ..SuiteConfig::default()
             },
         })
@@ -499,6 +509,9 @@ pub fn execute(options: &Options, config_text: &str, stop: &AtomicBool) -> Resul
         );
     }
     let plan = options.suite.plan;
+    if options.suite.shield_dut_core {
+        CoreShield::check(&plan).map_err(|why| anyhow::anyhow!("--shield-dut-core: {why}"))?;
+    }
     let _shield = SessionShield::new(plan.nice);
     let cores = wirespeed_io::thread::available_cores();
     if plan.generator_cpu.max(plan.dut_cpu).max(plan.receiver_cpu) >= cores {
