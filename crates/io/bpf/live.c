@@ -11,6 +11,7 @@
 // Built by crates/io/build.rs with `clang -target bpf`; loaded with aya.
 
 #include <linux/bpf.h>
+#include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -34,6 +35,14 @@ const volatile __u32 head_len = 2;
 // Whether frames are paced, and the gaps' count - 1 (a power of two - 1).
 const volatile __u32 paced = 0;
 const volatile __u32 gap_mask = 0;
+// The longest a run spins for its frame (ns); a frame due later ends the run without one (a
+// yield), so that the kernel may run other work on this core between runs. 0: spin the whole
+// gap. (See `yield_ns` in live_pacing.rs.)
+const volatile __u64 max_spin_ns = 0;
+// Offset of the probe's TX timestamp (a big-endian u64) that each frame gets the kernel's
+// clock (bpf_ktime_get_ns) written into as it leaves, for the probe counter to bin its latency
+// on arrival; 0: frames are not stamped (the Ethernet header is never a probe's place).
+const volatile __u32 stamp_at = 0;
 
 // In 8-byte words, so that the copy loads whole words (of bytes, clang would assemble each word
 // from eight byte loads: 27 instructions a word instead of 2).
@@ -69,6 +78,9 @@ struct pace_state {
 	__u64 max_lateness; // ns
 	__u64 deadline;     // ns after start: frames due later are not sent
 	__u64 unsent;       // frames not sent for the deadline
+	__u64 frames;       // frames of this send (0: every run is one), the rest of the runs spare
+	__u64 handled;      // frames sent or not sent for the deadline so far
+	__u64 yields;       // runs that spun max_spin_ns and ended without a frame
 };
 
 struct {
@@ -95,8 +107,9 @@ static long spin(__u32 iteration, void *ctx)
 }
 
 // Waits until the frame is due and moves the schedule on by the next gap. Returns XDP_DROP
-// for a frame past the send's deadline (not sent, counted), else 0. Without its state (never:
-// the maps are arrays with the key in range) the frame is sent unpaced.
+// for a frame past the send's deadline (not sent, counted), for a yield and for a spare run
+// after the send's frames, else 0. Without its state (never: the maps are arrays with the key
+// in range) the frame is sent unpaced.
 static __always_inline int pace(void)
 {
 	__u32 key = 0;
@@ -104,6 +117,8 @@ static __always_inline int pace(void)
 
 	if (!state)
 		return 0;
+	if (state->frames && state->handled >= state->frames)
+		return XDP_DROP;
 	// A start of 0: the schedule starts with this frame (the kernel's set-up of the call
 	// before the first run takes milliseconds, which would make the first frames late).
 	if (state->start == 0)
@@ -113,8 +128,17 @@ static __always_inline int pace(void)
 	// Past the deadline: not sent, counted, and the run ends at once.
 	if (now - state->start > state->deadline) {
 		state->unsent += 1;
+		state->handled += 1;
 		return XDP_DROP;
 	}
+	if (max_spin_ns && now < due && due - now > max_spin_ns) {
+		// Due later than one spin: spin that long and end the run without a frame.
+		__u64 until = now + max_spin_ns;
+		bpf_loop(SPIN_ITERATIONS, spin, &until, 0);
+		state->yields += 1;
+		return XDP_DROP;
+	}
+	state->handled += 1;
 	__u64 streak = 0;
 	if (now < due) {
 		// Early: spin until due; the frame leaves at its due time, on time.
@@ -186,5 +210,12 @@ int live(struct xdp_md *ctx)
 		*(__u16 *)(data + at) = *(__u16 *)((__u8 *)head->words + at);
 	}
 send:
+	if (stamp_at) {
+		__u32 at = stamp_at;
+		void *frame = (void *)(long)ctx->data;
+		// Bounded for the verifier (user space checks it lies inside the frame).
+		if (at <= 4096 - 8 && frame + at + 8 <= (void *)(long)ctx->data_end)
+			*(__u64 *)(frame + at) = bpf_cpu_to_be64(bpf_ktime_get_ns());
+	}
 	return bpf_redirect(target_ifindex, 0);
 }

@@ -1,6 +1,7 @@
 // The probe counter (XdpProbeCounter, src/afxdp/probe_counter.rs): counts the frames that carry
 // one trial's probes and drops them; foreign frames are counted and passed to the stack; with
-// sampling, one probe in `sample_mask + 1` is also redirected to its queue's AF_XDP socket.
+// sampling, one probe in `sample_mask + 1` is also redirected to its queue's AF_XDP socket;
+// with binning, every probe's latency is counted in a histogram here, in the kernel.
 //
 // Where the probe sits is known when the trial's template is built, not when this is compiled:
 // user space sets the read-only globals below before the program is loaded (aya's set_global).
@@ -32,6 +33,52 @@ const volatile __u32 probe_end = 0;
 // of the mask set (one in mask + 1, a power of two).
 const volatile __u32 sampling = 0;
 const volatile __u32 sample_mask = 0;
+// Whether every probe's latency (the kernel's clock now minus the probe's timestamp, which the
+// in-kernel sender stamped with the same clock as the frame left) is counted in `latencies`.
+const volatile __u32 binning = 0;
+
+// The latency histogram's buckets (LATENCY_BUCKETS of probe_counter.rs): values below
+// 2^SUB_BITS nanoseconds exactly, above that 2^SUB_BITS buckets per power of two, each 1/32
+// of its power wide (HdrHistogram's log-linear layout; values up to 2^64 ns).
+#define SUB_BITS 5
+#define SUB (1 << SUB_BITS)
+#define LATENCY_BUCKETS (SUB + (64 - SUB_BITS) * SUB)
+
+// Per CPU, the probes counted per latency bucket.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LATENCY_BUCKETS);
+	__type(key, __u32);
+	__type(value, __u64);
+} latencies SEC(".maps");
+
+// The bucket of `ns` (latency_bucket in probe_counter.rs is its twin): the highest bit set,
+// found in six halving steps (BPF has no count-leading-zeros), then the next SUB_BITS bits.
+static __always_inline __u32 bucket(__u64 ns)
+{
+	if (ns < SUB)
+		return ns;
+	__u64 v = ns;
+	__u32 top = 0;
+	if (v >> 32) { v >>= 32; top += 32; }
+	if (v >> 16) { v >>= 16; top += 16; }
+	if (v >> 8) { v >>= 8; top += 8; }
+	if (v >> 4) { v >>= 4; top += 4; }
+	if (v >> 2) { v >>= 2; top += 2; }
+	if (v >> 1) { top += 1; }
+	return SUB + (top - SUB_BITS) * SUB + ((ns >> (top - SUB_BITS)) & (SUB - 1));
+}
+
+// Counts the latency of a probe stamped at `stamp` (a clock that went backwards counts as 0).
+static __always_inline void bin(__u64 stamp)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 index = bucket(now > stamp ? now - stamp : 0);
+	__u64 *count = bpf_map_lookup_elem(&latencies, &index);
+
+	if (count)
+		*count += 1;
+}
 
 // One u64: the lowest timestamp of a probe of this trial (XdpProbeCounter::set_floor).
 struct {
@@ -65,6 +112,8 @@ int probe_counter(struct xdp_md *ctx)
 	__u64 *lowest = bpf_map_lookup_elem(&floors, &key);
 	if (!lowest || stamp < *lowest)
 		return count_and_return(ctx, STALE, XDP_DROP);
+	if (binning)
+		bin(stamp);
 	if (!sampling || unsampled)
 		return count_and_return(ctx, PROBES, XDP_DROP);
 	// XDP_REDIRECT, or XDP_DROP when the queue has no socket: counted either way.

@@ -391,6 +391,49 @@ fn live_trials_offer_their_rate_over_their_length_and_account_for_every_frame(
     );
 }
 
+/// A stamped trial ([`ReceiverKind::Stamped`]): the in-kernel sender writes the kernel's clock
+/// into every frame as it leaves and the counter bins every probe's latency as it arrives, so
+/// the histogram holds exactly the probes counted, each a plausible one-way time over the
+/// looped pair (above zero, below the trial's length).
+fn stamped_trial_times_every_probe_in_the_kernel(ns: &str, pair: &CalibrationPair) {
+    let ports = TrialPorts::looped(ns, pair);
+    let template = template(pair);
+    let stop = AtomicBool::new(false);
+    let config = TrialConfig {
+        rate: 100_000.0,
+        seconds: 0.3,
+        linger: Duration::from_millis(200),
+        receiver: ReceiverKind::Stamped,
+        sender: SenderKind::XdpLive,
+        ..TrialConfig::default()
+    };
+    let trial = run_in_lab(&ports, &template, &config, 0, &stop).expect("a stamped trial");
+    let m = &trial.measurement;
+    assert_eq!(m.sender, SenderKind::XdpLive, "{m:?}");
+    assert_eq!(m.receiver, ReceiverKind::Stamped, "{m:?}");
+    assert_eq!(m.outcome.sent, 30_000, "{m:?}");
+    assert!(m.outcome.received > 0, "{m:?}");
+    assert_eq!(m.latency.count, m.outcome.received, "{m:?}");
+    assert!(
+        m.latency.min_ns > 0 && m.latency.max_ns < 300_000_000,
+        "{:?}",
+        m.latency
+    );
+    assert_eq!(m.stale, 0, "{m:?}");
+    // Without the live sender (a burst), the stamped receiver falls back to sampling.
+    let burst = TrialConfig {
+        frames: Some(64),
+        ..config
+    };
+    let trial = run_in_lab(&ports, &template, &burst, 0, &stop).expect("a burst");
+    assert_eq!(trial.measurement.sender, SenderKind::Afxdp);
+    assert!(
+        matches!(trial.measurement.receiver, ReceiverKind::Sampled { .. }),
+        "{:?}",
+        trial.measurement.receiver
+    );
+}
+
 #[test]
 fn the_probe_counter_counts_this_trials_probes_only() {
     let prefix = "wstcount";
@@ -407,6 +450,7 @@ fn the_probe_counter_counts_this_trials_probes_only() {
         &lab.tester_ns,
         &pair,
     );
+    stamped_trial_times_every_probe_in_the_kernel(&lab.tester_ns, &pair);
     lab.teardown().unwrap();
     wirespeed_lab::assert_gone_for_test(prefix);
 }

@@ -183,7 +183,7 @@ impl XdpLiveGenerator {
         flows: &LiveFlows,
         batch_size: u32,
     ) -> Result<XdpLiveGenerator, LiveError> {
-        Self::build(target, frame, flows, batch_size, None)
+        Self::build(target, frame, flows, batch_size, None, None)
     }
 
     /// As [`XdpLiveGenerator::new`], with every frame sent at its due time per `pacing`
@@ -197,7 +197,30 @@ impl XdpLiveGenerator {
         batch_size: u32,
         pacing: &LivePacing,
     ) -> Result<XdpLiveGenerator, LiveError> {
-        Self::build(target, frame, flows, batch_size, Some(pacing))
+        Self::build(target, frame, flows, batch_size, Some(pacing), None)
+    }
+
+    /// As [`XdpLiveGenerator::paced`], and every frame gets the kernel's clock
+    /// (`bpf_ktime_get_ns`, `CLOCK_MONOTONIC`) written at byte `stamp_at` as a big-endian u64 as
+    /// it leaves: the TX timestamp of a probe, whose latency the probe counter then bins on
+    /// arrival with the same clock ([`super::XdpProbeCounter::attach_binning`]). The 8 bytes
+    /// must lie after the flows' head and inside the frame.
+    pub fn paced_stamped(
+        target: &str,
+        frame: &[u8],
+        flows: &LiveFlows,
+        batch_size: u32,
+        pacing: &LivePacing,
+        stamp_at: usize,
+    ) -> Result<XdpLiveGenerator, LiveError> {
+        Self::build(
+            target,
+            frame,
+            flows,
+            batch_size,
+            Some(pacing),
+            Some(stamp_at),
+        )
     }
 
     fn build(
@@ -206,6 +229,7 @@ impl XdpLiveGenerator {
         flows: &LiveFlows,
         batch_size: u32,
         pacing: Option<&LivePacing>,
+        stamp_at: Option<usize>,
     ) -> Result<XdpLiveGenerator, LiveError> {
         if !(14..=MAX_LIVE_FRAME).contains(&frame.len()) {
             return Err(LiveError::FrameSize(frame.len()));
@@ -220,9 +244,19 @@ impl XdpLiveGenerator {
         if pacing.is_some_and(|pacing| !pacing.is_valid()) {
             return Err(LiveError::Pacing);
         }
+        if let Some(at) = stamp_at
+            && (at < head_len || at + 8 > frame.len())
+        {
+            return Err(LiveError::Payload {
+                at,
+                len: 8,
+                head: head_len,
+                frame: frame.len(),
+            });
+        }
         let ifindex = query_interface(target)?.ifindex;
         let setup = |error| LiveError::Setup(program_error(target, error));
-        let loaded = load_generator(ifindex, flows, head_len, pacing).map_err(setup)?;
+        let loaded = load_generator(ifindex, flows, head_len, pacing, stamp_at).map_err(setup)?;
         let table = loaded.map("heads").map_err(setup)?;
         let mut entry = [0u8; MAX_LIVE_HEAD];
         for (flow, head) in flows.heads.iter().enumerate() {
@@ -239,7 +273,7 @@ impl XdpLiveGenerator {
                 }
                 Some(PacingMaps {
                     state: loaded.map("pacing").map_err(setup)?,
-                    tolerance_ns: pacing.tolerance_ns,
+                    pacing: pacing.clone(),
                 })
             }
         };
@@ -263,9 +297,29 @@ impl XdpLiveGenerator {
     /// it runs for 0 (the call's set-up takes milliseconds before the first frame).
     /// Frames whose turn comes more than `deadline_ns` after the start are not sent.
     pub fn start_pacing(&self, start_ns: u64, deadline_ns: u64) -> Result<(), LiveError> {
+        self.start_pacing_frames(start_ns, deadline_ns, 0)
+    }
+
+    /// [`XdpLiveGenerator::start_pacing`] for a send of `frames` frames in
+    /// [`XdpLiveGenerator::runs`] runs: a yielding pacing ends some runs without a frame, and
+    /// the runs left once every frame is handled send nothing.
+    pub fn start_pacing_frames(
+        &self,
+        start_ns: u64,
+        deadline_ns: u64,
+        frames: u32,
+    ) -> Result<(), LiveError> {
         let maps = self.pacing.as_ref().ok_or(LiveError::NotPaced)?;
-        maps.start(start_ns, deadline_ns)
+        maps.start(start_ns, deadline_ns, u64::from(frames))
             .map_err(LiveError::PacingState)
+    }
+
+    /// Runs of [`XdpLiveGenerator::send`] that send `frames` frames: as many, unless the
+    /// pacing yields ([`LivePacing::runs`]).
+    pub fn runs(&self, frames: u32) -> u32 {
+        self.pacing
+            .as_ref()
+            .map_or(frames, |maps| maps.runs(frames))
     }
 
     /// What the pacing recorded since [`XdpLiveGenerator::start_pacing`].
@@ -355,14 +409,29 @@ struct TestRunAttr {
     _pad: u32,
 }
 
+/// `CLOCK_MONOTONIC` now, in nanoseconds: the clock of `bpf_ktime_get_ns`, with which the live
+/// generator paces and stamps its frames.
+pub fn kernel_clock_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid timespec that the call only writes; CLOCK_MONOTONIC always
+    // exists, so the call cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
 /// Loads the generator program (`bpf/live.c`) that writes the `head_len`-byte heads of `flows`
 /// and sends every frame out of interface `ifindex`, paced when `pacing` is given (valid). Its
-/// tables (`heads`, and `gaps` when paced) are sized for them and still empty.
+/// tables (`heads`, and `gaps` when paced) are sized for them and still empty. With `stamp_at`
+/// every frame gets the kernel's clock written there.
 fn load_generator(
     ifindex: u32,
     flows: &LiveFlows,
     head_len: usize,
     pacing: Option<&LivePacing>,
+    stamp_at: Option<usize>,
 ) -> Result<Loaded, ProgramError> {
     let flow_count = flows.heads.len() as u32;
     let random = u32::from(flows.order == LiveFlowOrder::Random);
@@ -370,6 +439,9 @@ fn load_generator(
     let paced = u32::from(pacing.is_some());
     let gap_count = pacing.map_or(1, |pacing| pacing.gaps.len() as u32);
     let gap_mask = gap_count - 1;
+    let max_spin_ns = pacing.map_or(0, |pacing| pacing.yield_ns);
+    // The frame's length (at most MAX_LIVE_FRAME) bounds it; 0 stamps nothing.
+    let stamp_at = stamp_at.map_or(0, |at| at as u32);
     let mut loader = EbpfLoader::new();
     loader
         .override_global("target_ifindex", &ifindex, true)
@@ -378,6 +450,8 @@ fn load_generator(
         .override_global("head_len", &head_len, true)
         .override_global("paced", &paced, true)
         .override_global("gap_mask", &gap_mask, true)
+        .override_global("stamp_at", &stamp_at, true)
+        .override_global("max_spin_ns", &max_spin_ns, true)
         .map_max_entries("heads", flow_count)
         .map_max_entries("gaps", gap_count);
     load(&mut loader, OBJECT, "live")
@@ -406,15 +480,20 @@ mod tests {
                     heads: vec![vec![7; head_len]; 5],
                     order,
                 };
-                for pacing in [None, Some(&gaps)] {
-                    match load_generator(1, &flows, head_len, pacing) {
+                for (pacing, stamp_at) in
+                    [(None, None), (Some(&gaps), None), (Some(&gaps), Some(130))]
+                {
+                    match load_generator(1, &flows, head_len, pacing, stamp_at) {
                         Ok(loaded) => {
                             for map in ["heads", "pacing", "gaps"] {
                                 loaded.map(map).expect(map);
                             }
                         }
                         Err(error) => {
-                            panic!("{order:?}, {head_len}-byte head, {pacing:?}: {error:?}")
+                            panic!(
+                                "{order:?}, {head_len}-byte head, {pacing:?}, stamp at \
+                                 {stamp_at:?}: {error:?}"
+                            )
                         }
                     }
                 }
@@ -435,6 +514,16 @@ mod tests {
             XdpLiveGenerator::new("lo", &frame, &one, 0),
             Err(LiveError::BatchSize(0))
         ));
+        let pacing = LivePacing::constant(1e6, 1000);
+        for at in [10, 53] {
+            assert!(
+                matches!(
+                    XdpLiveGenerator::paced_stamped("lo", &frame, &one, 64, &pacing, at),
+                    Err(LiveError::Payload { .. })
+                ),
+                "a stamp at {at} overlaps the head or passes the frame's end"
+            );
+        }
         let longer_than_the_frame = LiveFlows {
             heads: vec![vec![0; 62]; 2],
             ..flows(LiveFlowOrder::Random)

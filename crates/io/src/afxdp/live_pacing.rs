@@ -21,6 +21,14 @@
 //! whole number of nanoseconds and the mean rate does not drift; a frame that is late does not
 //! move the schedule (the next ones catch up, as the user-space trial sender does).
 //!
+//! **Yielding** ([`LivePacing::yielding`]). The kernel here has no preemption, so while the
+//! program spins nothing else runs on the generator's core, not even a real-time thread woken
+//! there (the tester's receive, whose arrivals the probe counter times). A yielding pacing spins
+//! at most `yield_ns` per run: a frame due later ends the run without a frame (a yield, dropped
+//! and counted), the kernel may switch between runs, and the next run spins again. The call
+//! then needs more runs than frames; [`LivePacing::runs`] says how many, and the runs left over
+//! once every frame is handled end at once.
+//!
 //! Frames still leave in bulk: the kernel queues redirected frames (up to 16) and flushes them at
 //! the end of each batch of `batch_size` runs, so a small batch keeps the traffic smooth. The
 //! clock is `bpf_ktime_get_ns`, i.e. `CLOCK_MONOTONIC`.
@@ -47,6 +55,9 @@ pub struct LivePacing {
     /// A frame handed out more than this many nanoseconds after its due time counts as late,
     /// and the schedule starts again from it (no catch-up burst longer than this).
     pub tolerance_ns: u64,
+    /// The longest one run spins for its frame, ns (0: the whole gap); see the module
+    /// documentation.
+    pub yield_ns: u64,
 }
 
 impl LivePacing {
@@ -55,6 +66,7 @@ impl LivePacing {
         LivePacing {
             gaps: vec![fixed_point(1.0 / rate_pps)],
             tolerance_ns,
+            yield_ns: 0,
         }
     }
 
@@ -63,7 +75,31 @@ impl LivePacing {
         LivePacing {
             gaps: gaps.into_iter().map(fixed_point).collect(),
             tolerance_ns,
+            yield_ns: 0,
         }
+    }
+
+    /// The same pacing, spinning at most `yield_ns` per run (see the module documentation).
+    pub fn yielding(self, yield_ns: u64) -> LivePacing {
+        LivePacing { yield_ns, ..self }
+    }
+
+    /// Runs a call needs to send `frames` frames: one each, and with yielding the yields their
+    /// gaps take (each gap's worth of spins, rounded up, on average over the cycle, and one
+    /// more per frame), at most `u32::MAX`.
+    pub fn runs(&self, frames: u32) -> u32 {
+        if self.yield_ns == 0 {
+            return frames;
+        }
+        let spin = (u128::from(self.yield_ns) << GAP_FRACTION_BITS).max(1);
+        let yields: u128 = self
+            .gaps
+            .iter()
+            .map(|&gap| u128::from(gap).div_ceil(spin) + 1)
+            .sum();
+        let per_frame = yields.div_ceil(self.gaps.len().max(1) as u128);
+        let runs = u128::from(frames) * (1 + per_frame);
+        u32::try_from(runs).unwrap_or(u32::MAX)
     }
 
     /// Whether the program can use these gaps: a power-of-two count up to the maximum, each
@@ -101,6 +137,11 @@ pub struct LivePaceCounts {
     /// Frames not sent because their turn came after the deadline (the generator could not
     /// keep up with the rate): the call dropped them at once.
     pub unsent: u64,
+    /// Frames sent or not sent for the deadline: the send's frames unless the call was
+    /// interrupted or ran out of runs.
+    pub handled: u64,
+    /// Runs that ended without a frame to let the core run other work (yielding pacing).
+    pub yields: u64,
 }
 
 // The state map's one value, in u64 words (`struct pace_state` of `bpf/live.c`; the words at
@@ -113,23 +154,39 @@ const LAST: usize = 48;
 const MAX_LATENESS: usize = 56;
 const DEADLINE: usize = 64;
 const UNSENT: usize = 72;
+const FRAMES: usize = 80;
+const HANDLED: usize = 88;
+const YIELDS: usize = 96;
 /// Size of the state map's value.
-const STATE_SIZE: usize = 80;
+const STATE_SIZE: usize = 104;
 
-/// The state map of a paced generator, and the tolerance each start writes into it.
+/// The state map of a paced generator, and its pacing.
 #[derive(Debug)]
 pub(super) struct PacingMaps {
     pub(super) state: OwnedFd,
-    pub(super) tolerance_ns: u64,
+    /// The pacing loaded: the tolerance each start writes, the runs a send needs.
+    pub(super) pacing: LivePacing,
+}
+
+impl PacingMaps {
+    pub(super) fn runs(&self, frames: u32) -> u32 {
+        self.pacing.runs(frames)
+    }
 }
 
 impl PacingMaps {
     /// Resets the schedule: the first frame is due at `start_ns`, or when the program first
-    /// runs for 0.
-    pub(super) fn start(&self, start_ns: u64, deadline_ns: u64) -> std::io::Result<()> {
+    /// runs for 0; the send has `frames` frames (0: one per run), its other runs are spare.
+    pub(super) fn start(
+        &self,
+        start_ns: u64,
+        deadline_ns: u64,
+        frames: u64,
+    ) -> std::io::Result<()> {
         let mut value = [0u8; STATE_SIZE];
         value[START..][..8].copy_from_slice(&start_ns.to_ne_bytes());
-        value[TOLERANCE..][..8].copy_from_slice(&self.tolerance_ns.to_ne_bytes());
+        value[FRAMES..][..8].copy_from_slice(&frames.to_ne_bytes());
+        value[TOLERANCE..][..8].copy_from_slice(&self.pacing.tolerance_ns.to_ne_bytes());
         value[DEADLINE..][..8].copy_from_slice(&deadline_ns.to_ne_bytes());
         update_map(&self.state, 0, &value)
     }
@@ -149,6 +206,8 @@ impl PacingMaps {
             behind: word(STREAK),
             max_lateness_ns: word(MAX_LATENESS),
             unsent: word(UNSENT),
+            handled: word(HANDLED),
+            yields: word(YIELDS),
         })
     }
 }
@@ -156,6 +215,18 @@ impl PacingMaps {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_yielding_pacing_asks_for_the_runs_its_gaps_take() {
+        let plain = LivePacing::constant(1e6, 5000);
+        assert_eq!(plain.runs(1000), 1000);
+        // 1 µs gaps, spins of 5 µs: at most one yield and one spare per frame.
+        assert_eq!(plain.clone().yielding(5000).runs(1000), 3000);
+        // 722 µs gaps, spins of 5 µs: 145 spins per gap and one spare.
+        let slow = LivePacing::constant(1384.0, 5000).yielding(5000);
+        assert_eq!(slow.runs(10), 10 * (1 + 146));
+        assert_eq!(slow.runs(u32::MAX), u32::MAX);
+    }
 
     #[test]
     fn gaps_are_fixed_point_nanoseconds_and_must_cycle_in_a_power_of_two() {

@@ -95,7 +95,7 @@ pub use attachment::XdpAttachment;
 pub use config::{AfXdpConfig, AfXdpError, DEFAULT_RING_SIZE, QueueSelection, XdpMode};
 pub use live::{
     LiveError, LiveFlowOrder, LiveFlows, MAX_LIVE_BATCH, MAX_LIVE_FLOWS, MAX_LIVE_FRAME,
-    MAX_LIVE_HEAD, XdpLiveGenerator,
+    MAX_LIVE_HEAD, XdpLiveGenerator, kernel_clock_ns,
 };
 pub use live_pacing::{
     GAP_FRACTION_BITS, LivePaceCounts, LivePacing, MAX_PACING_GAP, MAX_PACING_GAPS,
@@ -103,7 +103,10 @@ pub use live_pacing::{
 pub use memlock::MemlockLimit;
 pub use object::verifier_refusal;
 pub use port::{AfXdpPort, interface_driver, interface_index, interface_mtu};
-pub use probe_counter::{MAX_PROBE_END, ProbeCounts, ProbeFilter, ProbeSampling, XdpProbeCounter};
+pub use probe_counter::{
+    LATENCY_BUCKETS, MAX_PROBE_END, ProbeCounts, ProbeFilter, ProbeSampling, XdpProbeCounter,
+    latency_bucket, latency_bucket_bounds,
+};
 pub use redirect::XdpRedirect;
 pub use sink::{SinkCounts, XdpSink};
 pub use umem::Umem;

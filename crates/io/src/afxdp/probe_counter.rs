@@ -31,6 +31,17 @@
 //! ([`XdpProbeCounter::sample_sockets`] is the attachment to open it on); the rest are dropped
 //! as before. Stale and foreign frames are never sampled. A sample the socket has no room for
 //! is still counted: the count stays exact, and only the latency has one sample less.
+//!
+//! **Binning** ([`XdpProbeCounter::attach_binning`]): when the in-kernel sender stamps every
+//! frame with the kernel's clock as it leaves
+//! ([`XdpLiveGenerator::paced_stamped`](super::XdpLiveGenerator::paced_stamped)), the program
+//! reads the same clock as the frame arrives and counts the difference in a per-CPU histogram
+//! of [`LATENCY_BUCKETS`] log-linear buckets (HdrHistogram's layout: exact below 32 ns, then 32
+//! buckets per power of two, each at most 1/32 of its value wide). Every probe's latency is
+//! measured, at any rate the kernel sends, with no socket and no copy: what MoonGen does with a
+//! NIC's hardware timestamps, here with the clock both ends of a veth share. Both stamps are
+//! taken in XDP, so the latency is the path between the two programs (the DuT and both veths),
+//! without the tester's socket delivery.
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -38,7 +49,7 @@ use std::sync::Arc;
 use aya::EbpfLoader;
 
 use super::attachment::XdpAttachment;
-use super::bpf::update_map;
+use super::bpf::{lookup_map, possible_cpus, update_map};
 use super::config::{AfXdpError, XdpMode};
 use super::object::{Loaded, load, object};
 use super::port::{program_error, query_interface};
@@ -101,6 +112,32 @@ impl ProbeCounts {
     }
 }
 
+/// Buckets of the latency histogram (`LATENCY_BUCKETS` of `bpf/probe_counter.c`).
+pub const LATENCY_BUCKETS: u32 = LATENCY_SUB + (64 - LATENCY_SUB_BITS) * LATENCY_SUB;
+const LATENCY_SUB_BITS: u32 = 5;
+const LATENCY_SUB: u32 = 1 << LATENCY_SUB_BITS;
+
+/// The histogram bucket of a latency of `ns` nanoseconds, as the program computes it.
+pub fn latency_bucket(ns: u64) -> u32 {
+    if ns < u64::from(LATENCY_SUB) {
+        return ns as u32;
+    }
+    let top = 63 - ns.leading_zeros();
+    let shift = top - LATENCY_SUB_BITS;
+    LATENCY_SUB + shift * LATENCY_SUB + ((ns >> shift) as u32 & (LATENCY_SUB - 1))
+}
+
+/// The lowest and highest latency (ns) of bucket `index` (below [`LATENCY_BUCKETS`]).
+pub fn latency_bucket_bounds(index: u32) -> (u64, u64) {
+    if index < LATENCY_SUB {
+        return (u64::from(index), u64::from(index));
+    }
+    let shift = (index - LATENCY_SUB) / LATENCY_SUB;
+    let sub = u64::from((index - LATENCY_SUB) % LATENCY_SUB);
+    let low = (u64::from(LATENCY_SUB) + sub) << shift;
+    (low, low + ((1u64 << shift) - 1))
+}
+
 /// The map entries of the classes (as `bpf/probe_counter.c` counts them).
 const PROBES: u32 = 0;
 const STALE: u32 = 1;
@@ -114,6 +151,9 @@ pub struct XdpProbeCounter {
     /// One u64: the lowest timestamp of a probe that counts.
     floor: OwnedFd,
     sampling: Option<ProbeSampling>,
+    /// With binning: the per-CPU latency histogram.
+    latencies: Option<OwnedFd>,
+    cpus: usize,
 }
 
 impl XdpProbeCounter {
@@ -124,7 +164,19 @@ impl XdpProbeCounter {
         mode: XdpMode,
         filter: &ProbeFilter,
     ) -> Result<XdpProbeCounter, AfXdpError> {
-        Self::attach_as(interface, mode, filter, None)
+        Self::attach_as(interface, mode, filter, None, false)
+    }
+
+    /// [`XdpProbeCounter::attach`], and every probe's latency is binned in the kernel: the
+    /// probes' timestamps must then be the kernel's clock when they left
+    /// ([`XdpLiveGenerator::paced_stamped`](super::XdpLiveGenerator::paced_stamped)), and so
+    /// must the floor. Read the histogram with [`XdpProbeCounter::latencies`].
+    pub fn attach_binning(
+        interface: &str,
+        mode: XdpMode,
+        filter: &ProbeFilter,
+    ) -> Result<XdpProbeCounter, AfXdpError> {
+        Self::attach_as(interface, mode, filter, None, true)
     }
 
     /// [`XdpProbeCounter::attach`], and the probes `sampling` chooses are also redirected to
@@ -145,7 +197,7 @@ impl XdpProbeCounter {
                 ),
             });
         }
-        Self::attach_as(interface, mode, filter, Some(*sampling))
+        Self::attach_as(interface, mode, filter, Some(*sampling), false)
     }
 
     fn attach_as(
@@ -153,6 +205,7 @@ impl XdpProbeCounter {
         mode: XdpMode,
         filter: &ProbeFilter,
         sampling: Option<ProbeSampling>,
+        binning: bool,
     ) -> Result<XdpProbeCounter, AfXdpError> {
         let end = filter
             .end(sampling.as_ref())
@@ -174,13 +227,24 @@ impl XdpProbeCounter {
             None => 1,
         };
         let error = |error| program_error(interface, error);
-        let loaded = load_counter(filter, end, sampling.as_ref(), queues).map_err(error)?;
+        let loaded =
+            load_counter(filter, end, sampling.as_ref(), queues, binning).map_err(error)?;
         let floor = loaded.map("floors").map_err(error)?;
+        let latencies = match binning {
+            true => Some(loaded.map("latencies").map_err(error)?),
+            false => None,
+        };
+        let cpus = possible_cpus().map_err(|error| AfXdpError::ProbeFilter {
+            port: interface.to_string(),
+            detail: format!("counting the possible CPUs: {error}"),
+        })?;
         let sink = XdpSink::attach_loaded(interface, mode, loaded, sampling.is_some())?;
         Ok(XdpProbeCounter {
             sink,
             floor,
             sampling,
+            latencies,
+            cpus,
         })
     }
 
@@ -202,6 +266,24 @@ impl XdpProbeCounter {
             stale: self.sink.class_counts(STALE)?,
             foreign: self.sink.class_counts(FOREIGN)?,
         })
+    }
+
+    /// With [`XdpProbeCounter::attach_binning`]: the probes counted so far per latency bucket
+    /// ([`latency_bucket_bounds`] gives each bucket's range), over all CPUs; `None` without
+    /// binning. One system call per bucket: read it after the trial.
+    pub fn latencies(&self) -> Option<std::io::Result<Vec<u64>>> {
+        let map = self.latencies.as_ref()?;
+        let mut values = vec![0u8; self.cpus * 8];
+        let read = (0..LATENCY_BUCKETS)
+            .map(|bucket| {
+                lookup_map(map, bucket, &mut values)?;
+                Ok(values
+                    .chunks_exact(8)
+                    .map(|cpu| u64::from_ne_bytes(cpu.try_into().unwrap_or([0; 8])))
+                    .sum())
+            })
+            .collect();
+        Some(read)
     }
 
     /// Which probes it samples, when attached with [`XdpProbeCounter::attach_sampling`].
@@ -234,6 +316,7 @@ fn load_counter(
     end: u16,
     sampling: Option<&ProbeSampling>,
     queues: u32,
+    binning: bool,
 ) -> Result<Loaded, ProgramError> {
     let signature = u32::from_ne_bytes(filter.signature);
     let signature_at = u32::from(filter.signature_at);
@@ -242,6 +325,7 @@ fn load_counter(
     let sampled = u32::from(sampling.is_some());
     let sequence_at = sampling.map_or(0, |sampling| u32::from(sampling.sequence_at));
     let sample_mask = sampling.map_or(0, |sampling| sampling.every - 1);
+    let binning = u32::from(binning);
     let mut loader = EbpfLoader::new();
     loader
         .override_global("signature", &signature, true)
@@ -251,6 +335,7 @@ fn load_counter(
         .override_global("sampling", &sampled, true)
         .override_global("sequence_at", &sequence_at, true)
         .override_global("sample_mask", &sample_mask, true)
+        .override_global("binning", &binning, true)
         .map_max_entries("xsks", queues.max(1));
     load(&mut loader, OBJECT, "probe_counter")
 }
@@ -315,21 +400,23 @@ mod tests {
     }
 
     #[test]
-    fn both_programs_pass_the_verifier_when_root() {
+    fn every_program_passes_the_verifier_when_root() {
         if !crate::afxdp::bpf::may_load_for_test() {
             return;
         }
-        let plain = load_counter(&FILTER, FILTER.end(None).unwrap(), None, 1);
+        let plain = load_counter(&FILTER, FILTER.end(None).unwrap(), None, 1, false);
         let sampled = load_counter(
             &FILTER,
             FILTER.end(Some(&SAMPLING)).unwrap(),
             Some(&SAMPLING),
             4,
+            false,
         );
-        for loaded in [plain, sampled] {
+        let binning = load_counter(&FILTER, FILTER.end(None).unwrap(), None, 1, true);
+        for loaded in [plain, sampled, binning] {
             match loaded {
                 Ok(loaded) => {
-                    for map in ["counters", "floors", "xsks"] {
+                    for map in ["counters", "floors", "xsks", "latencies"] {
                         loaded.map(map).expect(map);
                     }
                 }
@@ -339,12 +426,44 @@ mod tests {
     }
 
     #[test]
+    fn latency_buckets_hold_their_values_within_a_32nd() {
+        assert_eq!(latency_bucket(0), 0);
+        assert_eq!(latency_bucket(31), 31);
+        assert_eq!(latency_bucket_bounds(31), (31, 31));
+        assert_eq!(latency_bucket(32), 32);
+        assert_eq!(latency_bucket_bounds(32), (32, 32));
+        assert_eq!(latency_bucket(u64::MAX), LATENCY_BUCKETS - 1);
+        assert_eq!(latency_bucket_bounds(LATENCY_BUCKETS - 1).1, u64::MAX);
+        let mut previous_high = None;
+        for index in 0..LATENCY_BUCKETS {
+            let (low, high) = latency_bucket_bounds(index);
+            assert_eq!(latency_bucket(low), index);
+            assert_eq!(latency_bucket(high), index);
+            // Contiguous, and no wider than a 32nd of their lowest value.
+            assert_eq!(
+                previous_high.map(|h: u64| h + 1),
+                (index > 0).then_some(low)
+            );
+            assert!(
+                (high - low) as f64 <= low as f64 / 32.0,
+                "{index}: {low}..={high}"
+            );
+            previous_high = Some(high);
+        }
+        for ns in [1_000, 21_800, 38_500, 1_000_000, 123_456_789] {
+            let (low, high) = latency_bucket_bounds(latency_bucket(ns));
+            assert!((low..=high).contains(&ns), "{ns}");
+        }
+    }
+
+    #[test]
     fn a_refused_program_is_named_with_the_verifiers_last_lines_when_root() {
         if !crate::afxdp::bpf::may_load_for_test() {
             return;
         }
         // An end before the signature: the program would read past the bounds it checked.
-        let refused = load_counter(&FILTER, 4, None, 1).expect_err("an end before the probe");
+        let refused =
+            load_counter(&FILTER, 4, None, 1, false).expect_err("an end before the probe");
         let ProgramError::Load { program, log, .. } = &refused else {
             panic!("{refused:?}");
         };

@@ -135,20 +135,15 @@ pub fn send_paced(
     frames: u32,
     deadline: Duration,
 ) -> Result<PacedSend, LiveError> {
-    generator.start_pacing(0, deadline.as_nanos() as u64)?;
-    let interrupted = match generator.send(frames) {
+    generator.start_pacing_frames(0, deadline.as_nanos() as u64, frames)?;
+    let interrupted = match generator.send(generator.runs(frames)) {
         Ok(()) => false,
         Err(LiveError::Interrupted) => true,
         Err(error) => return Err(error),
     };
     let pace = generator.pace_counts()?;
-    let ran = if interrupted {
-        // The frames before the signal: those on time or late, i.e. not unsent, up to the last.
-        (pace.last_ns.saturating_sub(pace.start_ns) as f64 * rate / 1e9) as u64
-    } else {
-        u64::from(frames)
-    };
-    let sent = ran.saturating_sub(pace.unsent);
+    // The frames handed out on time or late (not unsent), up to a signal or the last run.
+    let sent = pace.handled.saturating_sub(pace.unsent);
     Ok(PacedSend {
         sent,
         seconds: pace.last_ns.saturating_sub(pace.start_ns) as f64 / 1e9 + 1.0 / rate,

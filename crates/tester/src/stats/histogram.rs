@@ -47,6 +47,11 @@ impl LatencyHistogram {
         self.histogram.saturating_record(nanoseconds);
     }
 
+    /// Records `count` latencies of `nanoseconds` each (as [`LatencyHistogram::record`]).
+    pub fn record_n(&mut self, nanoseconds: u64, count: u64) {
+        self.histogram.saturating_record_n(nanoseconds, count);
+    }
+
     /// Adds every value of `other` (for example the histograms of several sink threads).
     pub fn add(&mut self, other: &LatencyHistogram) {
         // Both have the same bounds, so adding cannot fail for lack of range.

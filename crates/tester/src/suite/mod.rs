@@ -164,7 +164,8 @@ pub fn estimate_trials(config: &SuiteConfig) -> usize {
 
 /// Which receiver a run of `config` uses for which trials, as its report says.
 pub fn receivers(config: &SuiteConfig) -> String {
-    let live = config.sender == SenderKind::XdpLive && config.receiver == ReceiverKind::Count;
+    let live = config.sender == SenderKind::XdpLive
+        && matches!(config.receiver, ReceiverKind::Count | ReceiverKind::Stamped);
     format!(
         "throughput searches and the calibration's limit: {}, sent by {}; latency (at the NDR, \
          at the loads, the calibration's floor): {}; loss rate, back-to-back, recovery: {}; \
@@ -486,6 +487,14 @@ fn describe(what: &str, size: u16, trial: &LabTrial) -> String {
             m.latency.p50_ns as f64 / 1e3,
             m.latency.count,
             m.samples_dropped,
+        );
+    }
+    if m.receiver == ReceiverKind::Stamped {
+        return format!(
+            "{sent}), p50 {:.1} µs of {} probes stamped in the kernel, last count {drain:.1} ms \
+             after sending",
+            m.latency.p50_ns as f64 / 1e3,
+            m.latency.count,
         );
     }
     if counted {

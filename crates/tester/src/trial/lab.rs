@@ -9,8 +9,8 @@ use wirespeed_io::Port;
 use wirespeed_io::afxdp::{XdpMode, XdpProbeCounter};
 
 use super::{
-    ReceiverKind, SenderKind, TrialConfig, TrialMeasurement, live, probe_filter, probe_sampling,
-    run, run_counted,
+    DEFAULT_SAMPLE_EVERY, ReceiverKind, SenderKind, TrialConfig, TrialMeasurement, live,
+    probe_filter, probe_sampling, run, run_counted,
 };
 use crate::bench::placement::{Placed, place_this_thread};
 use crate::dut::probe::{RECEIVER_RING, TesterPorts, TesterSender};
@@ -171,6 +171,11 @@ pub fn run_in_lab(
                         let counter = attach_counter(ports, template, Some(every))?;
                         socket_trial(ports, template, config, stop, Some(&counter))?
                     }
+                    // No stamps without the live sender: a socket timestamps samples instead.
+                    ReceiverKind::Stamped => {
+                        let counter = attach_counter(ports, template, Some(DEFAULT_SAMPLE_EVERY))?;
+                        socket_trial(ports, template, config, stop, Some(&counter))?
+                    }
                 };
                 let (mut measurement, mode) = (trial.measurement, trial.mode);
                 let ((tx_before, rx_before), (tx_after, rx_after)) = (trial.before, trial.after);
@@ -291,13 +296,29 @@ fn live_trial(
     config: &TrialConfig,
     stop: &AtomicBool,
 ) -> Result<Bracketed, String> {
-    let counter = attach_counter(ports, template, None)?;
+    let counter = match config.receiver {
+        ReceiverKind::Stamped => attach_binning_counter(ports, template)?,
+        _ => attach_counter(ports, template, None)?,
+    };
     // The kernel resolves the generator's target in the sending thread's namespace.
     let _inside = wirespeed_lab::enter(&ports.namespace)
         .map_err(|error| format!("entering {}: {error}", ports.namespace))?;
     bracketed(ports, "in-kernel live frames".into(), || {
         live::run_live(&ports.sender_if, &counter, template, config, stop)
     })
+}
+
+/// The probe counter for `template`'s probes on the receiving interface of `ports` that bins
+/// every probe's latency ([`ReceiverKind::Stamped`]).
+fn attach_binning_counter(
+    ports: &TrialPorts,
+    template: &Template,
+) -> Result<XdpProbeCounter, String> {
+    let writer = ProbeWriter::new(template).map_err(|error| error.to_string())?;
+    let _inside = wirespeed_lab::enter(&ports.namespace)
+        .map_err(|error| format!("entering {}: {error}", ports.namespace))?;
+    XdpProbeCounter::attach_binning(&ports.receiver_if, XdpMode::Auto, &probe_filter(&writer))
+        .map_err(|error| error.to_string())
 }
 
 /// The probe counter for `template`'s probes on the receiving interface of `ports` (attached

@@ -10,7 +10,10 @@
 //! What differs from the AF_XDP sender, and how the figures stay honest:
 //! * Every frame carries the same probe: flow 0, sequence 0, and the trial's start as its TX
 //!   timestamp, so the counter counts this trial's frames and not a late one of the trial
-//!   before ([`XdpProbeCounter::set_floor`]). There is no per-frame sequence, and no latency.
+//!   before ([`XdpProbeCounter::set_floor`]). There is no per-frame sequence. With
+//!   [`ReceiverKind::Stamped`] the program writes the kernel's clock into each frame's TX
+//!   timestamp as it leaves instead, the floor is that clock at the trial's start, and the
+//!   counter bins every probe's latency on arrival: latency at rates no socket could time.
 //! * Nothing waits in the tester: a frame the DuT's ring refuses is dropped by the sending veth
 //!   at once (the interface's `tx_dropped`, which [`super::run_in_lab`] reports as refused),
 //!   so no DuT can push the load back into the tester and have a slower rate credited.
@@ -26,20 +29,21 @@ use std::time::Duration;
 
 use wirespeed_io::afxdp::{
     GAP_FRACTION_BITS, LivePacing, MAX_LIVE_FRAME, MAX_PACING_GAP, MAX_PACING_GAPS,
-    XdpLiveGenerator, XdpProbeCounter,
+    XdpLiveGenerator, XdpProbeCounter, kernel_clock_ns, latency_bucket_bounds,
 };
 use wirespeed_packet::cpu::{rdtsc, tsc_hz};
 
 use super::receive::COUNTER_POLL;
 use super::{
     FlowOrder, LATE_GRACE, LATE_SHARE, ReceiverKind, TrialConfig, TrialMeasurement, check,
-    departure_tolerance,
+    departure_tolerance, probe_filter,
 };
 use crate::generator::Template;
 use crate::generator::live::{live_flows, send_paced};
 use crate::generator::pacing::{PacingAccuracy, Pattern, Schedule};
 use crate::generator::probe::{Probe, ProbeWriter};
 use crate::rfc2544::{Departure, TrialOutcome};
+use crate::stats::histogram::{LatencyHistogram, LatencySummary};
 
 /// Frames per kernel batch when paced. A batch has a fixed cost (measured on this VM, paced
 /// at line rate on the looped pair, load 3–4: 8 frames per batch gave the generator 1.0–1.1
@@ -47,13 +51,40 @@ use crate::rfc2544::{Departure, TrialOutcome};
 /// batch every 16 anyway, so bursts stay at 16 frames whatever the batch.
 pub const PACED_BATCH: u32 = 32;
 
+/// The longest the generator spins in one run of a [`ReceiverKind::Stamped`] trial (its
+/// pacing yields, [`LivePacing::yielding`]). The tester's receive, whose arrivals the counter
+/// times, runs on the generator's core, and without kernel preemption only between the
+/// generator's runs: spinning whole gaps, a frame's arrival waited for the next frame's due
+/// time (p50 745 µs at 1 384 frames/s, one gap, through the XDP redirect).
+pub const STAMPED_SPIN: Duration = Duration::from_micros(5);
+
+/// Frames per kernel batch of a [`ReceiverKind::Stamped`] trial at `rate`: the fewest that
+/// still keep up, twice over, and at most [`PACED_BATCH`]. Every frame of a batch leaves only
+/// when the kernel flushes (every 16 frames or at the batch's end), and the tester's receive,
+/// on the generator's core, runs only between batches (no kernel preemption), so a stamped
+/// frame waits for its batch: at 0.084 Mpps a 32-frame batch put up to 380 µs into every
+/// latency. From the figures above, a batch costs about 6.5 µs and a frame 0.14 µs, so a batch
+/// of B frames keeps up with a rate R while B / R >= 6.5 µs + B × 0.14 µs.
+pub fn stamped_batch(rate: f64) -> u32 {
+    const BATCH_NS: f64 = 6_500.0;
+    const FRAME_NS: f64 = 140.0;
+    let gap_ns = 1e9 / rate.max(1.0);
+    if gap_ns <= FRAME_NS {
+        return PACED_BATCH;
+    }
+    (2.0 * BATCH_NS / (gap_ns - FRAME_NS))
+        .ceil()
+        .clamp(1.0, f64::from(PACED_BATCH)) as u32
+}
+
 /// Whether the live sender can run this trial: a steady rate (not a burst or two phases) of at
-/// least [`MIN_RATE`], whose frames the counter counts (no per-frame probe, so no sequence and
-/// no latency), of frames that fit a page ([`MAX_LIVE_FRAME`]: jumbo frames go over AF_XDP).
+/// least [`MIN_RATE`], whose frames the counter counts (no per-frame probe, so no sequence; a
+/// latency only stamped in the kernel), of frames that fit a page ([`MAX_LIVE_FRAME`]: jumbo
+/// frames go over AF_XDP).
 pub fn can_send(config: &TrialConfig, template: &Template) -> bool {
     config.frames.is_none()
         && config.then.is_none()
-        && config.receiver == ReceiverKind::Count
+        && matches!(config.receiver, ReceiverKind::Count | ReceiverKind::Stamped)
         && config.rate >= MIN_RATE
         && template.len() <= MAX_LIVE_FRAME
 }
@@ -90,15 +121,29 @@ pub fn run_live(
     }
     let offered = offered as u64;
     let tolerance = departure_tolerance(config.seconds);
-    let pacing = pacing(config, catch_up(config.rate, tolerance).as_nanos() as u64)?;
+    let stamped = config.receiver == ReceiverKind::Stamped;
+    let mut pacing = pacing(config, catch_up(config.rate, tolerance).as_nanos() as u64)?;
+    if stamped {
+        pacing = pacing.yielding(STAMPED_SPIN.as_nanos() as u64);
+    }
     let flows = live_flows(
         template,
         matches!(config.flow_order, FlowOrder::Random { .. }),
     )
     .map_err(|error| error.to_string())?;
-    let mut generator =
-        XdpLiveGenerator::paced(target, template.bytes(), &flows, PACED_BATCH, &pacing)
-            .map_err(|error| error.to_string())?;
+    let timestamp_at = probe_filter(&writer).timestamp_at.into();
+    let mut generator = match stamped {
+        true => XdpLiveGenerator::paced_stamped(
+            target,
+            template.bytes(),
+            &flows,
+            stamped_batch(config.rate),
+            &pacing,
+            timestamp_at,
+        ),
+        false => XdpLiveGenerator::paced(target, template.bytes(), &flows, PACED_BATCH, &pacing),
+    }
+    .map_err(|error| error.to_string())?;
     let reading = |error: std::io::Error| {
         format!(
             "reading the probe counter on {}: {error}",
@@ -107,7 +152,12 @@ pub fn run_live(
     };
     let trial_start = rdtsc();
     stamp(&mut generator, &writer, trial_start)?;
-    counter.set_floor(trial_start).map_err(reading)?;
+    // Stamped frames carry the kernel's clock, so their floor is that clock now.
+    let floor = match stamped {
+        true => kernel_clock_ns(),
+        false => trial_start,
+    };
+    counter.set_floor(floor).map_err(reading)?;
     let before = counter.counts().map_err(reading)?;
     // The schedule starts with the first frame, after the kernel's set-up of the call; a
     // frame whose turn comes after the deadline the AF_XDP sender keeps is not sent.
@@ -132,6 +182,10 @@ pub fn run_live(
         }
     }
     let after = counter.counts().map_err(reading)?;
+    let latency = match counter.latencies() {
+        Some(buckets) => histogram(&buckets.map_err(reading)?).summary(),
+        None => LatencySummary::default(),
+    };
     let (seconds, sent) = (paced.seconds, paced.sent);
     let departed_rate = sent as f64 / seconds;
     let counted = after.probes.packets.saturating_sub(before.probes.packets);
@@ -159,8 +213,12 @@ pub fn run_live(
         stale: after.stale.packets.saturating_sub(before.stale.packets),
         foreign: after.foreign.packets.saturating_sub(before.foreign.packets),
         drain_seconds: last_fresh.saturating_sub(sending_ended) as f64 / hz as f64,
-        receiver: ReceiverKind::Count,
+        receiver: match stamped {
+            true => ReceiverKind::Stamped,
+            false => ReceiverKind::Count,
+        },
         sender: super::SenderKind::XdpLive,
+        latency,
         pacing: PacingAccuracy {
             asked_rate: config.rate,
             achieved_rate: departed_rate,
@@ -216,6 +274,17 @@ fn pacing(config: &TrialConfig, tolerance_ns: u64) -> Result<LivePacing, String>
     Ok(LivePacing::from_gaps(seconds, tolerance_ns))
 }
 
+/// The counter's latency buckets as a histogram: each bucket's probes at its middle (a bucket
+/// is at most 1/32 of its value wide, [`latency_bucket_bounds`]).
+fn histogram(buckets: &[u64]) -> LatencyHistogram {
+    let mut histogram = LatencyHistogram::new();
+    for (index, &count) in buckets.iter().enumerate().filter(|(_, count)| **count > 0) {
+        let (low, high) = latency_bucket_bounds(index as u32);
+        histogram.record_n(low + (high - low) / 2, count);
+    }
+    histogram
+}
+
 /// Writes the trial's probe into the generator's frame: flow 0, sequence 0, stamped with the
 /// trial's start.
 fn stamp(
@@ -236,4 +305,37 @@ fn stamp(
     generator
         .write_payload(at, &frame[at..])
         .map_err(|error| error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stamped_trials_batches_shrink_with_its_rate_and_still_keep_up() {
+        assert_eq!(stamped_batch(84_000.0), 2);
+        assert_eq!(stamped_batch(1e6), 16);
+        assert_eq!(stamped_batch(5e6), PACED_BATCH);
+        assert_eq!(stamped_batch(1e9), PACED_BATCH);
+        assert_eq!(stamped_batch(1000.0), 1);
+        for rate in [1e3, 1e4, 1e5, 5e5, 1e6, 2e6, 3e6] {
+            let batch = f64::from(stamped_batch(rate));
+            let (needed, cost) = (batch / rate, 6.5e-6 + batch * 0.14e-6);
+            assert!(needed >= cost || batch == f64::from(PACED_BATCH), "{rate}");
+        }
+    }
+
+    #[test]
+    fn the_counters_buckets_become_a_histogram_at_their_middles() {
+        let mut buckets = vec![0u64; wirespeed_io::afxdp::LATENCY_BUCKETS as usize];
+        buckets[20] = 3;
+        let index = wirespeed_io::afxdp::latency_bucket(21_800);
+        buckets[index as usize] = 1;
+        let histogram = histogram(&buckets);
+        assert_eq!(histogram.count(), 4);
+        let summary = histogram.summary();
+        assert_eq!(summary.min_ns, 20);
+        let (low, high) = latency_bucket_bounds(index);
+        assert!((low..=high).contains(&summary.max_ns), "{}", summary.max_ns);
+    }
 }

@@ -213,6 +213,14 @@ pub enum ReceiverKind {
     /// receiver's are ([`run_counted`] with samples): latency from a sample, no sequence, and
     /// the tester's core parses 1/`every` of the frames.
     Sampled { every: u32 },
+    /// The in-kernel sender stamps every frame with the kernel's clock as it leaves, and the
+    /// probe counter counts every probe (loss, as [`ReceiverKind::Count`]) and bins its latency
+    /// with the same clock as it arrives ([`XdpProbeCounter::attach_binning`]): every frame's
+    /// latency, at any rate the kernel sends, no socket and no sequence. Only for trials the
+    /// live sender can send ([`live::can_send`]); the others fall back to
+    /// [`ReceiverKind::Sampled`] (one in [`DEFAULT_SAMPLE_EVERY`]), and say so in their
+    /// measurement's `receiver`.
+    Stamped,
 }
 
 /// One probe in this many is timestamped by [`ReceiverKind::Sampled`] unless told otherwise:
@@ -221,7 +229,7 @@ pub enum ReceiverKind {
 pub const DEFAULT_SAMPLE_EVERY: u32 = 64;
 
 impl ReceiverKind {
-    /// Parses `probe`, `count` or `sampled` (one in [`DEFAULT_SAMPLE_EVERY`]).
+    /// Parses `probe`, `count`, `sampled` (one in [`DEFAULT_SAMPLE_EVERY`]) or `stamped`.
     pub fn parse(name: &str) -> Result<ReceiverKind, String> {
         match name {
             "probe" => Ok(ReceiverKind::Probe),
@@ -229,8 +237,9 @@ impl ReceiverKind {
             "sampled" => Ok(ReceiverKind::Sampled {
                 every: DEFAULT_SAMPLE_EVERY,
             }),
+            "stamped" => Ok(ReceiverKind::Stamped),
             other => Err(format!(
-                "unknown receiver {other:?}; use count, probe or sampled"
+                "unknown receiver {other:?}; use count, probe, sampled or stamped"
             )),
         }
     }
@@ -248,6 +257,10 @@ impl ReceiverKind {
                 "XDP probe counter sampling 1 in {every} probes to an AF_XDP socket (every probe \
                  counted: loss; the samples timestamped: latency; no sequence)"
             ),
+            ReceiverKind::Stamped => "XDP probe counter binning every probe's latency in the \
+                 kernel, stamped by the in-kernel sender as it left (every probe counted and \
+                 timed; no sequence)"
+                .into(),
         }
     }
 }

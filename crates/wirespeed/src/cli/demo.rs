@@ -28,7 +28,7 @@ use wirespeed_packet::{Batch, FramePool};
 use wirespeed_tester::bench::placement::Plan;
 use wirespeed_tester::generator::{Template, TemplateConfig};
 use wirespeed_tester::suite::{Resolution, SuiteConfig};
-use wirespeed_tester::trial::SenderKind;
+use wirespeed_tester::trial::{ReceiverKind, SenderKind};
 
 use super::numbers;
 use super::pcap::forward;
@@ -160,8 +160,10 @@ pub fn run(args: DemoArgs) -> Result<()> {
                 receiver_cpu: 0,
                 ..Plan::default()
             },
-            // The throughput search sends as `bench rfc2544` does by default.
+            // The throughput search sends, and the latency trials are timed, as `bench
+            // rfc2544` does by default.
             sender: SenderKind::XdpLive,
+            latency_receiver: ReceiverKind::Stamped,
             ..SuiteConfig::default()
         },
     };

@@ -170,12 +170,15 @@ pub(super) struct RateTrialArgs {
     #[arg(long, default_value = "xdp-live", value_parser = SenderKind::parse)]
     pub(super) generator: SenderKind,
     /// How the latency trials (at the NDR and the latency loads) and the calibration's floor
-    /// receive: `sampled` (the XDP probe counter counts every probe, loss as with `count`, and
-    /// hands one in `--sample-every` to an AF_XDP socket that timestamps it) or `probe`
-    /// (every frame parsed and timestamped by the socket, on the tester's core). Loss rate,
-    /// back-to-back and recovery always use `probe`: they need every sequence number.
-    #[arg(long, default_value = "sampled", value_parser = parse_latency_receiver)]
-    latency_receiver: ReceiverKind,
+    /// receive: `stamped` (the default with `--generator xdp-live`: the in-kernel sender
+    /// stamps every frame with the kernel's clock as it leaves, and the XDP probe counter
+    /// counts every probe and bins its latency in the kernel as it arrives: every frame timed,
+    /// at any rate the kernel sends), `sampled` (the default with `--generator afxdp`: the
+    /// counter hands one probe in `--sample-every` to an AF_XDP socket that timestamps it) or
+    /// `probe` (every frame parsed and timestamped by the socket, on the tester's core). Loss
+    /// rate, back-to-back and recovery always use `probe`: they need every sequence number.
+    #[arg(long, value_parser = parse_latency_receiver)]
+    latency_receiver: Option<ReceiverKind>,
     /// With `--latency-receiver sampled`: one probe in this many (a power of two) is
     /// timestamped, those whose per-flow sequence number is a multiple of it.
     #[arg(long, default_value_t = DEFAULT_SAMPLE_EVERY)]
@@ -189,11 +192,17 @@ impl RateTrialArgs {
             self.sample_every.is_power_of_two() && self.sample_every <= 1 << 31,
             "--sample-every is a power of two (1, 2, 4, ... 2^31)"
         );
-        Ok(match self.latency_receiver {
-            ReceiverKind::Sampled { .. } => ReceiverKind::Sampled {
-                every: self.sample_every,
-            },
-            other => other,
+        let sampled = ReceiverKind::Sampled {
+            every: self.sample_every,
+        };
+        Ok(match (self.latency_receiver, self.generator) {
+            (None, SenderKind::XdpLive) => ReceiverKind::Stamped,
+            (None, SenderKind::Afxdp) | (Some(ReceiverKind::Sampled { .. }), _) => sampled,
+            (Some(ReceiverKind::Stamped), SenderKind::Afxdp) => anyhow::bail!(
+                "--latency-receiver stamped: the frames are stamped by the in-kernel sender; use \
+                 --generator xdp-live, or --latency-receiver sampled"
+            ),
+            (Some(other), _) => other,
         })
     }
 
@@ -214,11 +223,12 @@ impl RateTrialArgs {
     }
 }
 
-/// `sampled` or `probe`: the receivers that measure latency (`--sample-every` sets the ratio).
+/// `stamped`, `sampled` or `probe`: the receivers that measure latency (`--sample-every` sets
+/// the sampled one's ratio).
 fn parse_latency_receiver(name: &str) -> Result<ReceiverKind, String> {
     match ReceiverKind::parse(name)? {
         ReceiverKind::Count => {
-            Err("a counter alone measures no latency; use sampled or probe".into())
+            Err("a counter alone measures no latency; use stamped, sampled or probe".into())
         }
         kind => Ok(kind),
     }
@@ -869,14 +879,31 @@ mod tests {
             duration_sum,
             receiver: ReceiverKind::Count,
             generator: SenderKind::XdpLive,
-            latency_receiver: parse_latency_receiver("sampled").unwrap(),
+            latency_receiver: None,
             sample_every: DEFAULT_SAMPLE_EVERY,
         }
     }
 
     #[test]
+    fn latency_trials_are_stamped_in_the_kernel_when_it_sends_and_sampled_otherwise() {
+        let mut args = rate_trials(0.5, None);
+        assert_eq!(args.latency_receiver().unwrap(), ReceiverKind::Stamped);
+        args.generator = SenderKind::Afxdp;
+        assert_eq!(
+            args.latency_receiver().unwrap(),
+            ReceiverKind::Sampled {
+                every: DEFAULT_SAMPLE_EVERY
+            }
+        );
+        args.latency_receiver = Some(parse_latency_receiver("stamped").unwrap());
+        let error = args.latency_receiver().unwrap_err().to_string();
+        assert!(error.contains("--generator xdp-live"), "{error}");
+    }
+
+    #[test]
     fn latency_trials_sample_one_probe_in_a_power_of_two_or_receive_every_frame() {
         let mut args = rate_trials(0.5, None);
+        args.latency_receiver = Some(parse_latency_receiver("sampled").unwrap());
         assert_eq!(
             args.latency_receiver().unwrap(),
             ReceiverKind::Sampled {
@@ -888,7 +915,7 @@ mod tests {
         args.sample_every = 0;
         assert!(args.latency_receiver().is_err());
         assert!(parse_latency_receiver("count").is_err());
-        args.latency_receiver = parse_latency_receiver("probe").unwrap();
+        args.latency_receiver = Some(parse_latency_receiver("probe").unwrap());
         args.sample_every = 1;
         assert_eq!(args.latency_receiver().unwrap(), ReceiverKind::Probe);
     }
