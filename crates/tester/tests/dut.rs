@@ -11,6 +11,7 @@ use wirespeed_tester::bench::placement::{Plan, napi_threads, place_kernel};
 use wirespeed_tester::bench::{ForwardingConfig, Generator, trial};
 use wirespeed_tester::dut::probe::verify;
 use wirespeed_tester::dut::{Dut, DutError, LinuxBridge, LinuxRouter, Wiring, XdpRedirectDut};
+use wirespeed_tester::generator::xdp_tools;
 
 mod common;
 use common::{ip_forward, lab};
@@ -207,6 +208,70 @@ fn an_xdp_live_trial_counts_with_the_sink_what_the_kernel_counts_and_detaches_it
     assert!(!t1_link.contains("prog/xdp"), "the sink stayed: {t1_link}");
     drop(lab);
     assert_gone_for_test("wstdl");
+}
+
+/// xdp-tools is built by `scripts/build-xdp-tools.sh`, not by `make setup` (a 90-second build
+/// from Debian's source package): where it is missing this test says so and passes.
+#[test]
+fn an_xdp_tools_trial_counts_what_t1_received_and_detaches_both_programs() {
+    if let Err(missing) = xdp_tools::find() {
+        eprintln!("skipped: {missing}");
+        return;
+    }
+    let Some(lab) = lab("wstdt") else {
+        return;
+    };
+    let wiring = Wiring::of(&lab).unwrap();
+    let config = ForwardingConfig {
+        flows: vec![16],
+        runs: 1,
+        seconds: xdp_tools::MIN_SECONDS,
+        generator: Generator::XdpTools,
+        ..ForwardingConfig::default()
+    };
+    let (tester, t0, t1) = (
+        &wiring.tester_ns,
+        &wiring.ingress.tester_if,
+        &wiring.egress.tester_if,
+    );
+    let before = interface_counter_for_test(tester, t1, "rx_packets");
+    let mut bridge: Box<dyn Dut> = Box::new(LinuxBridge::new());
+    let record = trial(
+        bridge.as_mut(),
+        &wiring,
+        &config,
+        16,
+        0,
+        &AtomicBool::new(false),
+    );
+    let measured = record.outcome.clone().unwrap();
+    let arrived = interface_counter_for_test(tester, t1, "rx_packets") - before;
+    // The whole seconds are part of the trial: their count is under what t1 received in all.
+    assert!(measured.sent > 0 && measured.received > 0, "{record:?}");
+    assert!(
+        measured.received <= arrived && measured.received > arrived / 4,
+        "xdp-bench counted {} in {} whole seconds, t1 received {arrived} in the trial",
+        measured.received,
+        measured.seconds
+    );
+    assert!(
+        record
+            .placement
+            .iter()
+            .any(|p| p.thread.starts_with("xdp-trafficgen") && p.cpus == "0"),
+        "{:?}",
+        record.placement
+    );
+    for interface in [t0, t1] {
+        let link = run(
+            "ip",
+            &["-n", tester, "-d", "link", "show", "dev", interface],
+        )
+        .unwrap();
+        assert!(!link.contains("prog/xdp"), "a program stayed: {link}");
+    }
+    drop(lab);
+    assert_gone_for_test("wstdt");
 }
 
 #[test]

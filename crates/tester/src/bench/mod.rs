@@ -27,7 +27,10 @@
 //! into the tester's UMEM, so a DuT keeps more of its core; and veth does not push back on
 //! frames sent by `ndo_xdp_xmit`: when `d0`'s ring is full they are dropped (counted in `t0`'s
 //! `tx_dropped`), so a DuT that cannot keep up shows as *DuT (drops)* rather than as
-//! backpressure, as behind a real NIC.
+//! backpressure, as behind a real NIC. [`Generator::XdpTools`] hands both ends to xdp-tools
+//! (`xdp-trafficgen udp` on `t0`, `xdp-bench drop` on `t1`, see
+//! [`crate::generator::xdp_tools`]): the same trials with a sender and a counter that share no
+//! code with the tester, to check the tester's figures against.
 
 pub mod generators;
 pub mod placement;
@@ -43,6 +46,7 @@ use wirespeed_io::Port;
 use crate::dut::probe::{TesterPorts, verify};
 use crate::dut::{Dut, IpVersion, Wiring};
 use crate::generator::live::{self, LiveConfig};
+use crate::generator::xdp_tools;
 use crate::generator::{BlastConfig, BlastResult, Template, TemplateConfig, blast, prefill};
 use placement::{Placed, Plan, place_kernel, place_process, place_this_thread};
 use wirespeed_io::afxdp::{MAX_LIVE_BATCH, XdpMode, XdpSink};
@@ -85,6 +89,9 @@ pub enum Generator {
     Afxdp,
     /// The in-kernel live-frame sender on `t0`, the XDP counting sink on `t1`.
     XdpLive,
+    /// xdp-tools' `xdp-trafficgen udp` on `t0` and `xdp-bench drop` on `t1`: the independent
+    /// check.
+    XdpTools,
 }
 
 impl Generator {
@@ -92,6 +99,7 @@ impl Generator {
         match self {
             Generator::Afxdp => "afxdp",
             Generator::XdpLive => "xdp-live",
+            Generator::XdpTools => "xdp-tools",
         }
     }
 }
@@ -284,8 +292,8 @@ fn measure_dut(
         );
     }
     let template = template(wiring, dut.destination_mac(wiring), config, flows)?;
-    let (measurement, generator) = generate(wiring, &template, config, LINGER, stop)?;
-    placement.push(generator);
+    let (measurement, generator) = generate(wiring, &template, config, LINGER, stop, commands)?;
+    placement.extend(generator);
     dut.check().map_err(|error| error.to_string())?;
     Ok(measurement)
 }
@@ -304,8 +312,9 @@ fn ceiling_trial(
         .and_then(|placed| {
             placement.extend(placed);
             let template = template(wiring, wiring.egress.tester_mac, config, flows)?;
-            let (measurement, generator) = generate(wiring, &template, config, LINGER, stop)?;
-            placement.push(generator);
+            let (measurement, generator) =
+                generate(wiring, &template, config, LINGER, stop, &mut commands)?;
+            placement.extend(generator);
             Ok(measurement)
         });
     TrialRecord {
@@ -346,14 +355,17 @@ fn template(
 const LINGER: Duration = Duration::from_millis(200);
 
 /// Blasts `template` from `t0` and counts on `t1` while it sends and for `linger` after, in a
-/// thread pinned to the generator core that opened its ports in the tester namespace.
+/// thread pinned to the generator core that opened its ports in the tester namespace; returns
+/// the counts and the sending threads as placed (with xdp-tools, the program's, whose command
+/// lines go to `commands`).
 pub(crate) fn generate(
     wiring: &Wiring,
     template: &Template,
     config: &ForwardingConfig,
     linger: Duration,
     stop: &AtomicBool,
-) -> Result<(Measurement, Placed), String> {
+    commands: &mut Vec<String>,
+) -> Result<(Measurement, Vec<Placed>), String> {
     let blast_config = BlastConfig {
         batch: config.batch,
         rate_pps: config.offered_pps,
@@ -362,9 +374,12 @@ pub(crate) fn generate(
         ..BlastConfig::default()
     };
     let cpu = config.plan.generator_cpu;
+    if config.generator == Generator::XdpTools {
+        return send_xdp_tools(wiring, template, config, linger, stop, commands);
+    }
     std::thread::scope(|scope| {
         scope
-            .spawn(|| -> Result<(Measurement, Placed), String> {
+            .spawn(|| -> Result<(Measurement, Vec<Placed>), String> {
                 wirespeed_io::thread::pin_to_core(cpu)
                     .map_err(|error| format!("pinning the generator to CPU {cpu}: {error}"))?;
                 let placed = place_this_thread("generator", config.plan.nice)
@@ -377,7 +392,7 @@ pub(crate) fn generate(
                 }
                 if config.generator == Generator::XdpLive {
                     let measurement = send_live(wiring, template, config, linger, stop)?;
-                    return Ok((measurement, placed));
+                    return Ok((measurement, vec![placed]));
                 }
                 let mut ports = TesterPorts::open(wiring, 16384)?;
                 prefill(&mut ports.pool, template);
@@ -389,7 +404,7 @@ pub(crate) fn generate(
                     ..result.into()
                 };
                 ports.release_all();
-                Ok((measurement, placed))
+                Ok((measurement, vec![placed]))
             })
             .join()
             .map_err(|_| "the generator thread panicked".to_string())?
@@ -430,6 +445,63 @@ fn send_live(
         received: counted()? - before,
         ..result.into()
     })
+}
+
+/// [`Generator::XdpTools`]'s trial: xdp-tools' frames to the template's MACs, with its flow
+/// count and size (at least xdp-trafficgen's smallest, IPv6, frame), its sender placed as the
+/// plan says.
+fn send_xdp_tools(
+    wiring: &Wiring,
+    template: &Template,
+    config: &ForwardingConfig,
+    linger: Duration,
+    stop: &AtomicBool,
+    commands: &mut Vec<String>,
+) -> Result<(Measurement, Vec<Placed>), String> {
+    if template.destinations() > 1 {
+        return Err("xdp-trafficgen sends to one destination address; drop --routes".into());
+    }
+    let dir = xdp_tools::find()?;
+    let frame = template.bytes();
+    let mac = |at: usize| -> [u8; 6] {
+        let mut mac = [0; 6];
+        mac.copy_from_slice(&frame[at..at + 6]);
+        mac
+    };
+    let (IpAddr::V6(src_ip), IpAddr::V6(dst_ip)) = IpVersion::V6.addresses(wiring) else {
+        return Err("the lab's IPv6 addresses are not IPv6".into());
+    };
+    let frame_size = (template.len() + 4).max(usize::from(xdp_tools::SMALLEST_FRAME));
+    let run = xdp_tools::Run {
+        namespace: &wiring.tester_ns,
+        sender: &wiring.ingress.tester_if,
+        receiver: &wiring.egress.tester_if,
+        dst_mac: mac(0),
+        src_mac: mac(6),
+        src_ip,
+        dst_ip,
+        flows: template.flows(),
+        frame_size: u16::try_from(frame_size).map_err(|_| "frame too long".to_string())?,
+        cpu: config.plan.generator_cpu,
+        seconds: config.seconds,
+        linger,
+    };
+    let mut placed = Vec::new();
+    let mut placing = Vec::new();
+    let outcome = xdp_tools::run(&dir, &run, stop, &mut |pid| {
+        placed = place_process(
+            pid,
+            "xdp-trafficgen",
+            config.plan.generator_cpu,
+            config.plan.nice,
+            &mut placing,
+        )
+        .map_err(|error| error.to_string())?;
+        Ok(())
+    })?;
+    commands.extend(outcome.commands);
+    commands.extend(placing);
+    Ok((outcome.result.into(), placed))
 }
 
 /// The result of one DuT at one flow count over all its runs.

@@ -179,8 +179,9 @@ fn measure<D: AsDut + ?Sized>(
     let before = sample(dut).transpose()?;
     // Only what arrives while the generator sends counts: a tail would credit a slow DuT with
     // the frames it still had queued.
-    let (forwarding, generator) = generate(wiring, template, config, Duration::ZERO, stop)?;
-    placement.push(generator);
+    let (forwarding, generator) =
+        generate(wiring, template, config, Duration::ZERO, stop, commands)?;
+    placement.extend(generator);
     let after = sample(dut).transpose()?;
     dut.as_dut().check().map_err(|error| error.to_string())?;
     let counters = match (before, after) {

@@ -9,6 +9,7 @@ pub mod pacing;
 pub mod probe;
 pub mod template;
 mod testpmd_txonly;
+pub mod xdp_tools;
 
 pub use backend::{BACKEND_NAMES, Backend, Spec, backend};
 pub use blast::{BlastConfig, BlastResult, blast, prefill};

@@ -33,6 +33,7 @@ use wirespeed_tester::dut::{
     XdpRedirectDut,
 };
 use wirespeed_tester::generator::probe::SMALLEST_IPV6_FRAME;
+use wirespeed_tester::generator::xdp_tools;
 use wirespeed_testkit::routes;
 
 use super::numbers;
@@ -115,7 +116,10 @@ struct ForwardingArgs {
     keep_priorities: bool,
     /// The tester's sender and receiver: xdp-live (in-kernel live-frame sender on t0, XDP
     /// counting sink on t1: several Mpps, so it does not cap the DuTs compared) or afxdp
-    /// (AF_XDP sockets on t0 and t1, about 1 Mpps, the receive a copy on the DuT's core).
+    /// (AF_XDP sockets on t0 and t1, about 1 Mpps, the receive a copy on the DuT's core), or
+    /// xdp-tools (xdp-trafficgen udp on t0, xdp-bench drop on t1, built by
+    /// scripts/build-xdp-tools.sh: the independent check of the other two; IPv6 frames of 66
+    /// bytes at the smallest, trials of 3 s or more, the generator on core 0).
     #[arg(long, default_value = "xdp-live")]
     generator: GeneratorArg,
     /// Offer this many Mpps, evenly spaced (paced in the kernel for xdp-live), instead of as
@@ -231,6 +235,7 @@ impl From<IpArg> for IpVersion {
 enum GeneratorArg {
     Afxdp,
     XdpLive,
+    XdpTools,
 }
 
 /// The DuT names `--duts` accepts, by function and path (`linux-router-nft:N` gives the
@@ -505,6 +510,24 @@ fn forwarding(mut args: ForwardingArgs) -> Result<()> {
         args.routes.is_none() || !site.is_external(),
         "--routes fills the router DuTs' tables; the tester configures nothing on an external DuT"
     );
+    if args.generator == GeneratorArg::XdpTools {
+        anyhow::ensure!(
+            args.offered.is_none() && args.routes.is_none(),
+            "--generator xdp-tools sends as fast as it can to one address: drop --offered and \
+             --routes"
+        );
+        let seconds = args.seconds.unwrap_or(args.trial_seconds);
+        for &flows in &args.flows {
+            xdp_tools::check(
+                flows,
+                xdp_tools::SMALLEST_FRAME,
+                seconds,
+                plan.generator_cpu,
+            )
+            .map_err(anyhow::Error::msg)?;
+        }
+        xdp_tools::find().map_err(anyhow::Error::msg)?;
+    }
     let routing = args
         .routes
         .as_deref()
@@ -549,6 +572,7 @@ fn forwarding(mut args: ForwardingArgs) -> Result<()> {
         generator: match args.generator {
             GeneratorArg::Afxdp => Generator::Afxdp,
             GeneratorArg::XdpLive => Generator::XdpLive,
+            GeneratorArg::XdpTools => Generator::XdpTools,
         },
         offered_pps: args.offered.map(|mpps| mpps * 1e6),
         destinations: routing
@@ -722,6 +746,15 @@ struct Results<'a> {
     descriptions: &'a [(String, String)],
 }
 
+/// The size and IP version of the frames sent: the configuration's, except that xdp-trafficgen
+/// sends IPv6 frames of its smallest size or more.
+fn frames(config: &ForwardingConfig) -> (u16, u8) {
+    match config.generator {
+        Generator::XdpTools => (config.frame_size.max(xdp_tools::SMALLEST_FRAME), 6),
+        _ => (config.frame_size, config.ip.number()),
+    }
+}
+
 fn report(results: &Results) -> String {
     let Results {
         summaries,
@@ -749,8 +782,8 @@ fn report(results: &Results) -> String {
         "{} B UDP/IPv{} frames, {} s trials, {} run(s), median of the runs; generator {}, {}; \
          placement: generator on CPU {}, DuT and d0's NAPI on CPU {}, t1's NAPI (tester receive) \
          on CPU {}; {}\n",
-        config.frame_size,
-        config.ip.number(),
+        frames(config).0,
+        frames(config).1,
         config.seconds,
         config.runs,
         config.generator.name(),
@@ -972,7 +1005,7 @@ fn json(results: &Results) -> String {
         "  \"config\": {{\"frame_size\": {}, \"seconds\": {}, \"runs\": {}, \"flows\": [{}], \
          \"batch\": {}, \"ip\": {}, \"generator\": {}, \"generator_cpu\": {}, \"dut_cpu\": {}, \
          \"receiver_cpu\": {}, \"nice\": {}}},",
-        config.frame_size,
+        frames(config).0,
         number(config.seconds),
         config.runs,
         config
@@ -982,7 +1015,7 @@ fn json(results: &Results) -> String {
             .collect::<Vec<_>>()
             .join(", "),
         config.batch,
-        config.ip.number(),
+        frames(config).1,
         string(config.generator.name()),
         config.plan.generator_cpu,
         config.plan.dut_cpu,
