@@ -23,6 +23,9 @@ out=${1:-$(mktemp -d /tmp/wirespeed-independent.XXXXXX)}
 mkdir -p "$out"
 
 bash "$here/scripts/build-xdp-tools.sh"
+# The xdp-tools trial's own lab test first (ignored by `make test`, which cannot build them).
+(cd "$here" && cargo test --release --locked -p wirespeed-tester --test dut -- --ignored \
+  an_xdp_tools_trial_counts_what_t1_received_and_detaches_both_programs)
 # The benchmark removes its lab itself, also when interrupted; this catches a killed run.
 trap '"$wirespeed" lab down --prefix "$prefix" >/dev/null 2>&1 || true' EXIT
 

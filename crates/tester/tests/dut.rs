@@ -210,13 +210,15 @@ fn an_xdp_live_trial_counts_with_the_sink_what_the_kernel_counts_and_detaches_it
     assert_gone_for_test("wstdl");
 }
 
-/// xdp-tools is built by `scripts/build-xdp-tools.sh`, not by `make setup` (a 90-second build
-/// from Debian's source package): where it is missing this test says so and passes.
+/// xdp-tools is built by `scripts/build-xdp-tools.sh`, not by `make setup`: a 90-second build
+/// from a Debian source package that only sid's pool holds, and only until sid moves on, so
+/// `make test` cannot rely on it. `scripts/independent-check.sh` builds it and runs this test
+/// before its measurements; run alone, the test fails where xdp-tools is missing.
 #[test]
+#[ignore = "needs xdp-tools (scripts/build-xdp-tools.sh); run by scripts/independent-check.sh"]
 fn an_xdp_tools_trial_counts_what_t1_received_and_detaches_both_programs() {
     if let Err(missing) = xdp_tools::find() {
-        eprintln!("skipped: {missing}");
-        return;
+        panic!("{missing}; build it with scripts/build-xdp-tools.sh");
     }
     let Some(lab) = lab("wstdt") else {
         return;
