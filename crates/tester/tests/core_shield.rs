@@ -41,12 +41,14 @@ fn wait_for(path: &Path) -> String {
     }
 }
 
-/// A thread pinned to `core` that lives until told to stop; its thread id.
-fn pinned_thread(core: usize) -> (u32, std::sync::mpsc::Sender<()>) {
+/// A thread (pinned to `core` if given) that lives until told to stop; its thread id.
+fn parked_thread(core: Option<usize>) -> (u32, std::sync::mpsc::Sender<()>) {
     let (tid_tx, tid_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {
-        wirespeed_io::thread::pin_to_core(core).unwrap();
+        if let Some(core) = core {
+            wirespeed_io::thread::pin_to_core(core).unwrap();
+        }
         // `/proc/thread-self` links to `<pid>/task/<tid>`.
         let link = std::fs::read_link("/proc/thread-self").unwrap();
         let tid: u32 = link.file_name().unwrap().to_str().unwrap().parse().unwrap();
@@ -78,8 +80,10 @@ fn other_processes_leave_the_dut_core_and_get_it_back() {
     assert_eq!(thread_affinity(shell_pid).unwrap(), all);
 
     let dut_cpu = all[1];
-    // A thread of this process pinned to the DuT core (as a DuT's worker is) keeps its mask.
-    let (pinned_tid, stop_pinned) = pinned_thread(dut_cpu);
+    // A thread of this process pinned to the DuT core (as a DuT's worker is) keeps its mask;
+    // an unpinned one loses the DuT core.
+    let (pinned_tid, stop_pinned) = parked_thread(Some(dut_cpu));
+    let (unpinned_tid, stop_unpinned) = parked_thread(None);
     let plan = Plan {
         generator_cpu: all[0],
         dut_cpu,
@@ -91,9 +95,11 @@ fn other_processes_leave_the_dut_core_and_get_it_back() {
     let narrowed: Vec<usize> = all.iter().copied().filter(|&c| c != dut_cpu).collect();
     assert_eq!(thread_affinity(shell_pid).unwrap(), narrowed);
     // This process's unpinned threads leave too (the tester's own kernel work is not the
-    // DuT's); its pinned ones stay.
-    assert_eq!(allowed_cores().unwrap(), narrowed);
+    // DuT's); its pinned ones stay, and so does the raising thread, whose children (the DuTs)
+    // pin their workers to the DuT core.
+    assert_eq!(thread_affinity(unpinned_tid).unwrap(), narrowed);
     assert_eq!(thread_affinity(pinned_tid).unwrap(), vec![dut_cpu]);
+    assert_eq!(allowed_cores().unwrap(), all);
 
     std::fs::write(&go, "").unwrap();
     let child: u32 = wait_for(&child_pid).parse().unwrap();
@@ -105,9 +111,10 @@ fn other_processes_leave_the_dut_core_and_get_it_back() {
     );
 
     drop(shield);
-    assert_eq!(allowed_cores().unwrap(), all);
+    assert_eq!(thread_affinity(unpinned_tid).unwrap(), all);
     assert_eq!(thread_affinity(pinned_tid).unwrap(), vec![dut_cpu]);
     stop_pinned.send(()).unwrap();
+    stop_unpinned.send(()).unwrap();
     assert_eq!(thread_affinity(shell_pid).unwrap(), all);
     assert_eq!(
         thread_affinity(child).unwrap(),

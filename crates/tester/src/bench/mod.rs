@@ -17,7 +17,13 @@
 //! frames faster than that stack does). A result is *generator-limited* when the DuT lost under
 //! 1 % of what it was offered and was offered at least 90 % of the ceiling; *DuT
 //! (backpressure)* when it lost under 1 % but held the generator below that; *DuT (drops)* when
-//! it lost 1 % or more. Frames the tester's own RX socket dropped are counted apart.
+//! it lost 1 % or more. Frames the tester's own RX socket dropped are counted apart, and so are
+//! the frames the DuT forwarded but `t1`'s full ring refused (`d1`'s `tx_dropped` and
+//! `tx_queue_*_xdp_xmit_errors`, read in a local DuT's namespace): with the receive on the DuT
+//! core (the default placement) the tester's own receive can be what fills, and a result where it
+//! refused 1 % or more of what was offered is *tester's receive*, a lower bound for the DuT,
+//! never *DuT (drops)* (measured against xdp-tools: the Linux bridge forwarded 0.75 Mpps and
+//! `t1` took half of it).
 //!
 //! **Generators.** [`Generator::Afxdp`] sends over an AF_XDP socket on `t0` (copy mode: an skb
 //! per frame) and receives on one on `t1`, in one thread. [`Generator::XdpLive`] sends from
@@ -136,6 +142,9 @@ pub struct Measurement {
     /// Frames the kernel dropped on their way into the tester's receive socket on `t1` (its RX
     /// ring full or no free frame): losses of the tester, not of the DuT.
     pub tester_dropped: u64,
+    /// Frames the DuT transmitted into `d1` that `t1`'s full ring refused (read in a local
+    /// DuT's namespace; 0 elsewhere): forwarded by the DuT, lost at the tester's receive.
+    pub receive_refused: u64,
 }
 
 impl Measurement {
@@ -145,6 +154,14 @@ impl Measurement {
 
     pub fn received_pps(&self) -> f64 {
         rate(self.received, self.seconds)
+    }
+
+    /// Share of what was offered that the DuT forwarded and the tester's receive refused.
+    pub fn receive_refused_share(&self) -> f64 {
+        if self.sent == 0 {
+            return 0.0;
+        }
+        self.receive_refused as f64 / self.sent as f64
     }
 
     /// Share of what was offered that did not arrive (never negative: the lab kernels' own
@@ -173,6 +190,7 @@ impl From<BlastResult> for Measurement {
             received: result.received,
             seconds: result.seconds,
             tester_dropped: 0,
+            receive_refused: 0,
         }
     }
 }
@@ -292,10 +310,37 @@ fn measure_dut(
         );
     }
     let template = template(wiring, dut.destination_mac(wiring), config, flows)?;
-    let (measurement, generator) = generate(wiring, &template, config, LINGER, stop, commands)?;
+    let refused_before = receive_refused(wiring)?;
+    let (mut measurement, generator) = generate(wiring, &template, config, LINGER, stop, commands)?;
+    measurement.receive_refused = receive_refused(wiring)?.saturating_sub(refused_before);
     placement.extend(generator);
     dut.check().map_err(|error| error.to_string())?;
     Ok(measurement)
+}
+
+/// Frames `d1` could not hand to `t1` because `t1`'s ring was full, so far: its `tx_dropped`
+/// (frames sent as skbs: the stack's, AF_PACKET's, copy-mode AF_XDP's) and its
+/// `tx_queue_*_xdp_xmit_errors` (frames redirected in XDP, counted on the peer's queues). 0
+/// where the DuT's namespace is not this machine's.
+fn receive_refused(wiring: &Wiring) -> Result<u64, String> {
+    if !matches!(wiring.dut_host, Some(crate::dut::Host::Local)) {
+        return Ok(0);
+    }
+    let (ns, d1) = (&wiring.dut_ns, &wiring.egress.dut_if);
+    let dropped = crate::trial::InterfaceCounters::read(ns, d1)?.tx_dropped;
+    let stats = wirespeed_lab::run_in(ns, "ethtool", &["-S", d1])
+        .map_err(|error| format!("reading the statistics of {d1}: {error}"))?;
+    Ok(dropped + xdp_xmit_errors(&stats))
+}
+
+/// The sum of the `tx_queue_N_xdp_xmit_errors` lines of `ethtool -S` output of a veth.
+fn xdp_xmit_errors(stats: &str) -> u64 {
+    stats
+        .lines()
+        .filter_map(|line| line.trim().split_once(':'))
+        .filter(|(name, _)| name.starts_with("tx_queue_") && name.ends_with("_xdp_xmit_errors"))
+        .filter_map(|(_, value)| value.trim().parse::<u64>().ok())
+        .sum()
 }
 
 fn ceiling_trial(
@@ -516,6 +561,9 @@ pub struct Summary {
     pub max_pps: f64,
     pub offered_median_pps: f64,
     pub loss_median: f64,
+    /// Median share of what was offered that the tester's receive refused after the DuT
+    /// forwarded it ([`Measurement::receive_refused`]).
+    pub receive_refused_median: f64,
     pub limit: Limit,
     /// Why trials failed.
     pub errors: Vec<String>,
@@ -534,6 +582,9 @@ pub enum Limit {
     /// The DuT forwarded under 1 % of what it was offered: a broken setup to diagnose (its
     /// output and commands are in the results), not a rate to compare.
     Broken,
+    /// The tester's receive refused 1 % or more of what was offered after the DuT forwarded
+    /// it (`t1`'s ring full): the rate is a lower bound for the DuT.
+    TesterReceive,
     /// No trial succeeded.
     Failed,
     /// The generator's own ceiling trial (no DuT).
@@ -547,6 +598,7 @@ impl Limit {
             Limit::DutDrops => "DuT (drops)",
             Limit::DutBackpressure => "DuT (backpressure)",
             Limit::Broken => "broken setup (< 1 % forwarded)",
+            Limit::TesterReceive => "tester's receive (t1's ring full; the DuT forwarded more)",
             Limit::Failed => "failed",
             Limit::Ceiling => "-",
         }
@@ -593,6 +645,7 @@ pub fn summarize(records: &[TrialRecord]) -> Vec<Summary> {
             let received: Vec<f64> = ok.iter().map(Measurement::received_pps).collect();
             let offered: Vec<f64> = ok.iter().map(Measurement::offered_pps).collect();
             let loss: Vec<f64> = ok.iter().map(Measurement::loss).collect();
+            let refused: Vec<f64> = ok.iter().map(Measurement::receive_refused_share).collect();
             Summary {
                 // Known once every ceiling is; see below.
                 limit: Limit::Failed,
@@ -606,6 +659,7 @@ pub fn summarize(records: &[TrialRecord]) -> Vec<Summary> {
                 max_pps: received.iter().copied().fold(0.0, f64::max),
                 offered_median_pps: median(&offered),
                 loss_median: median(&loss),
+                receive_refused_median: median(&refused),
                 errors,
                 dut,
                 flows,
@@ -632,6 +686,8 @@ pub fn summarize(records: &[TrialRecord]) -> Vec<Summary> {
             .fold(0.0, f64::max);
         summary.limit = if summary.loss_median >= BROKEN_LOSS {
             Limit::Broken
+        } else if summary.receive_refused_median >= LOSS_THRESHOLD {
+            Limit::TesterReceive
         } else if summary.loss_median >= LOSS_THRESHOLD {
             Limit::DutDrops
         } else if summary.offered_median_pps >= CEILING_SHARE * ceiling {
@@ -658,10 +714,20 @@ mod tests {
                 received,
                 seconds: 1.0,
                 tester_dropped: 0,
+                receive_refused: 0,
             }),
             placement: Vec::new(),
             commands: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_veths_xdp_xmit_errors_are_summed_over_its_queues() {
+        let stats = "NIC statistics:\n     peer_ifindex: 5\n     rx_queue_0_xdp_tx_errors: 7\n     \
+                     tx_queue_0_xdp_xmit: 100\n     tx_queue_0_xdp_xmit_errors: 3\n     \
+                     tx_queue_1_xdp_xmit_errors: 4\n";
+        assert_eq!(xdp_xmit_errors(stats), 7);
+        assert_eq!(xdp_xmit_errors(""), 0);
     }
 
     #[test]
@@ -683,6 +749,14 @@ mod tests {
             record("lossy", 1, 1_000_000, 800_000),
             // Forwards next to nothing: a setup to diagnose, not a rate.
             record("nearly-nothing", 1, 1_000_000, 800),
+            // Loses half, all of it refused by the tester's receive after the DuT forwarded it.
+            TrialRecord {
+                outcome: Ok(Measurement {
+                    receive_refused: 500_000,
+                    ..record("", 1, 1_000_000, 500_000).outcome.unwrap()
+                }),
+                ..record("receive-bound", 1, 0, 0)
+            },
             record("fast", 1, 990_000, 990_000),
             record("fast", 1, 970_000, 960_000),
         ];
@@ -701,6 +775,7 @@ mod tests {
         assert_eq!(find("slow").limit, Limit::DutBackpressure);
         assert_eq!(find("lossy").limit, Limit::DutDrops);
         assert_eq!(find("nearly-nothing").limit, Limit::Broken);
+        assert_eq!(find("receive-bound").limit, Limit::TesterReceive);
         let broken = find("broken");
         assert_eq!(broken.limit, Limit::Failed);
         assert_eq!(

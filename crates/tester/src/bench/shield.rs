@@ -20,10 +20,12 @@
 //! DuT core: other processes' threads, this process's own unpinned threads (the ones that
 //! matter are pinned where they must run, and keep their mask), the kernel threads that accept
 //! a new mask (per-CPU ones refuse and stay), and the unbound workqueues
-//! (`/sys/devices/virtual/workqueue/cpumask`). A DuT started meanwhile inherits the narrowed
-//! mask and pins its workers itself. On drop every moved thread gets its mask back, and so do
-//! the threads and processes the moved ones started meanwhile (they inherited the narrowed
-//! mask). Only a benchmark killed by SIGKILL leaves other processes narrowed, until they exit.
+//! (`/sys/devices/virtual/workqueue/cpumask`). The thread that raises the shield keeps its
+//! mask: it starts the DuTs, which inherit it and must be free to pin their workers to the DuT
+//! core (a wirespeed switch refuses a configured core its mask lacks, and so does DPDK). On
+//! drop every moved thread gets its mask back, and so do the threads and processes the moved
+//! ones started meanwhile (they inherited the narrowed mask). Only a benchmark killed by SIGKILL
+//! leaves other processes narrowed, until they exit.
 
 use std::collections::HashMap;
 
@@ -97,6 +99,12 @@ fn threads() -> Vec<(u32, u32)> {
     all
 }
 
+/// The calling thread's id (`/proc/thread-self` links to `<pid>/task/<tid>`).
+fn this_thread() -> Option<u32> {
+    let link = std::fs::read_link("/proc/thread-self").ok()?;
+    link.file_name()?.to_str()?.parse().ok()
+}
+
 /// Clock ticks since boot, the unit of a thread's starttime: USER_HZ, which the kernel fixes
 /// at 100 for user space on every architecture it still supports (`sysconf(_SC_CLK_TCK)`).
 fn ticks_now() -> u64 {
@@ -158,6 +166,7 @@ impl CoreShield {
         Self::check(plan).ok()?;
         let core = plan.dut_cpu;
         let raised_at = ticks_now();
+        let raising = this_thread();
         let mut shield = Self {
             moved: Vec::new(),
             processes: HashMap::new(),
@@ -173,7 +182,7 @@ impl CoreShield {
             let Ok(before) = thread_affinity(tid) else {
                 continue;
             };
-            if before.len() < 2 || !before.contains(&core) {
+            if Some(tid) == raising || before.len() < 2 || !before.contains(&core) {
                 continue;
             }
             let after: Vec<usize> = before.iter().copied().filter(|&c| c != core).collect();

@@ -677,11 +677,12 @@ fn trial_line(record: &TrialRecord) -> String {
     match &record.outcome {
         Ok(m) => format!(
             "{head} received {:.3} Mpps of {:.3} offered, loss {:.2} %, {} dropped by the \
-             tester's RX socket",
+             tester's RX socket, {} forwarded by the DuT and refused by t1's ring",
             m.received_pps() / 1e6,
             m.offered_pps() / 1e6,
             100.0 * m.loss(),
-            m.tester_dropped
+            m.tester_dropped,
+            m.receive_refused
         ),
         Err(error) => format!("{head} FAILED: {error}"),
     }
@@ -921,8 +922,22 @@ fn ratios(summaries: &[Summary]) -> Vec<String> {
                     100.0 * (1.0 - broken.loss_median)
                 )
             } else {
+                // A figure held down by the tester's receive is a lower bound: the ratio then
+                // bounds the truth from one side only.
+                let bound = match (ours.limit, peer.limit) {
+                    (Limit::TesterReceive, Limit::TesterReceive) => {
+                        " (both held down by the tester's receive: lower bounds)"
+                    }
+                    (Limit::TesterReceive, _) => {
+                        " (at least: wirespeed's figure was held down by the tester's receive)"
+                    }
+                    (_, Limit::TesterReceive) => {
+                        " (at most: the peer's figure was held down by the tester's receive)"
+                    }
+                    _ => "",
+                };
                 format!(
-                    "{} flow(s): {} is {:.2} x {}",
+                    "{} flow(s): {} is {:.2} x {}{bound}",
                     ours.flows,
                     ours.dut,
                     ours.median_pps / peer.median_pps,
@@ -1054,12 +1069,14 @@ fn json(results: &Results) -> String {
         .map(|r| {
             let outcome = match &r.outcome {
                 Ok(m) => format!(
-                    "\"sent\": {}, \"refused\": {}, \"received\": {}, \"tester_dropped\": {}, \"seconds\": {}, \
-                     \"offered_pps\": {}, \"received_pps\": {}, \"loss\": {}",
+                    "\"sent\": {}, \"refused\": {}, \"received\": {}, \"tester_dropped\": {}, \
+                     \"receive_refused\": {}, \"seconds\": {}, \"offered_pps\": {}, \
+                     \"received_pps\": {}, \"loss\": {}",
                     m.sent,
                     m.refused,
                     m.received,
                     m.tester_dropped,
+                    m.receive_refused,
                     number(m.seconds),
                     number(m.offered_pps()),
                     number(m.received_pps()),
@@ -1102,6 +1119,7 @@ fn limit_key(limit: Limit) -> &'static str {
         Limit::DutDrops => "dut-drops",
         Limit::DutBackpressure => "dut-backpressure",
         Limit::Broken => "broken",
+        Limit::TesterReceive => "tester-receive",
         Limit::Failed => "failed",
         Limit::Ceiling => "ceiling",
     }
@@ -1129,6 +1147,7 @@ mod tests {
             max_pps: median_pps,
             offered_median_pps: median_pps,
             loss_median: 0.0,
+            receive_refused_median: 0.0,
             limit: Limit::Generator,
             errors: Vec::new(),
         };
@@ -1141,6 +1160,17 @@ mod tests {
         assert_eq!(
             ratios(&summaries),
             vec!["1 flow(s): wirespeed-afxdp is 2.00 x linux-bridge"]
+        );
+        let held = Summary {
+            limit: Limit::TesterReceive,
+            ..summary("linux-bridge", 1, 1e6)
+        };
+        assert_eq!(
+            ratios(&[summary("wirespeed-afxdp", 1, 2e6), held]),
+            vec![
+                "1 flow(s): wirespeed-afxdp is 2.00 x linux-bridge (at most: the peer's figure \
+                 was held down by the tester's receive)"
+            ]
         );
         // A peer that forwarded 0.08 % of what it was offered gives no ratio.
         let broken = Summary {
