@@ -319,7 +319,7 @@ impl XdpLiveGenerator {
     pub fn runs(&self, frames: u32) -> u32 {
         self.pacing
             .as_ref()
-            .map_or(frames, |maps| maps.runs(frames))
+            .map_or(frames, |maps| maps.pacing.runs(frames))
     }
 
     /// What the pacing recorded since [`XdpLiveGenerator::start_pacing`].

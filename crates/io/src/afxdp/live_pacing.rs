@@ -169,12 +169,6 @@ pub(super) struct PacingMaps {
 }
 
 impl PacingMaps {
-    pub(super) fn runs(&self, frames: u32) -> u32 {
-        self.pacing.runs(frames)
-    }
-}
-
-impl PacingMaps {
     /// Resets the schedule: the first frame is due at `start_ns`, or when the program first
     /// runs for 0; the send has `frames` frames (0: one per run), its other runs are spare.
     pub(super) fn start(

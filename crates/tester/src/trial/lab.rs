@@ -167,13 +167,19 @@ pub fn run_in_lab(
                     }
                     ReceiverKind::Probe => socket_trial(ports, template, config, stop, None)?,
                     ReceiverKind::Count => counted_trial(ports, template, config, stop)?,
-                    ReceiverKind::Sampled { every } => {
-                        let counter = attach_counter(ports, template, Some(every))?;
+                    ReceiverKind::Sampled { .. } => {
+                        let counter = attach_counter(ports, template, config.receiver)?;
                         socket_trial(ports, template, config, stop, Some(&counter))?
                     }
                     // No stamps without the live sender: a socket timestamps samples instead.
                     ReceiverKind::Stamped => {
-                        let counter = attach_counter(ports, template, Some(DEFAULT_SAMPLE_EVERY))?;
+                        let counter = attach_counter(
+                            ports,
+                            template,
+                            ReceiverKind::Sampled {
+                                every: DEFAULT_SAMPLE_EVERY,
+                            },
+                        )?;
                         socket_trial(ports, template, config, stop, Some(&counter))?
                     }
                 };
@@ -277,7 +283,7 @@ fn counted_trial(
     config: &TrialConfig,
     stop: &AtomicBool,
 ) -> Result<Bracketed, String> {
-    let counter = attach_counter(ports, template, None)?;
+    let counter = attach_counter(ports, template, ReceiverKind::Count)?;
     let mut sender = TesterSender::open(&ports.namespace, &ports.sender_if, 16384)?;
     let mode = sender.t0.info().mode.clone();
     bracketed(ports, mode, || {
@@ -296,10 +302,8 @@ fn live_trial(
     config: &TrialConfig,
     stop: &AtomicBool,
 ) -> Result<Bracketed, String> {
-    let counter = match config.receiver {
-        ReceiverKind::Stamped => attach_binning_counter(ports, template)?,
-        _ => attach_counter(ports, template, None)?,
-    };
+    // `live::can_send` admits only the counting and the stamped receivers.
+    let counter = attach_counter(ports, template, config.receiver)?;
     // The kernel resolves the generator's target in the sending thread's namespace.
     let _inside = wirespeed_lab::enter(&ports.namespace)
         .map_err(|error| format!("entering {}: {error}", ports.namespace))?;
@@ -308,38 +312,31 @@ fn live_trial(
     })
 }
 
-/// The probe counter for `template`'s probes on the receiving interface of `ports` that bins
-/// every probe's latency ([`ReceiverKind::Stamped`]).
-fn attach_binning_counter(
-    ports: &TrialPorts,
-    template: &Template,
-) -> Result<XdpProbeCounter, String> {
-    let writer = ProbeWriter::new(template).map_err(|error| error.to_string())?;
-    let _inside = wirespeed_lab::enter(&ports.namespace)
-        .map_err(|error| format!("entering {}: {error}", ports.namespace))?;
-    XdpProbeCounter::attach_binning(&ports.receiver_if, XdpMode::Auto, &probe_filter(&writer))
-        .map_err(|error| error.to_string())
-}
-
 /// The probe counter for `template`'s probes on the receiving interface of `ports` (attached
-/// in its namespace), sampling one probe in `every` when given.
+/// in its namespace) as `receiver` needs it: sampling one probe in `every` for
+/// [`ReceiverKind::Sampled`], binning every probe's latency for [`ReceiverKind::Stamped`],
+/// counting only otherwise.
 fn attach_counter(
     ports: &TrialPorts,
     template: &Template,
-    every: Option<u32>,
+    receiver: ReceiverKind,
 ) -> Result<XdpProbeCounter, String> {
     let writer = ProbeWriter::new(template).map_err(|error| error.to_string())?;
     let filter = probe_filter(&writer);
     let _inside = wirespeed_lab::enter(&ports.namespace)
         .map_err(|error| format!("entering {}: {error}", ports.namespace))?;
-    match every {
-        None => XdpProbeCounter::attach(&ports.receiver_if, XdpMode::Auto, &filter),
-        Some(every) => XdpProbeCounter::attach_sampling(
-            &ports.receiver_if,
+    let interface = &ports.receiver_if;
+    match receiver {
+        ReceiverKind::Sampled { every } => XdpProbeCounter::attach_sampling(
+            interface,
             XdpMode::Auto,
             &filter,
             &probe_sampling(&writer, every),
         ),
+        ReceiverKind::Stamped => XdpProbeCounter::attach_binning(interface, XdpMode::Auto, &filter),
+        ReceiverKind::Count | ReceiverKind::Probe => {
+            XdpProbeCounter::attach(interface, XdpMode::Auto, &filter)
+        }
     }
     .map_err(|error| error.to_string())
 }
