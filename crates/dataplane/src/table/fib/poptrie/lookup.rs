@@ -9,19 +9,20 @@
 //! kept in the table; a lookup only reads it (one predictable branch).
 //!
 //! Batched lookups walk a step of [`LOOKUP_STEP`] destinations level by level in lockstep, and
-//! each pass starts bringing in what the next pass reads (the node or the leaf each
-//! destination's state names): the misses of a whole step overlap, where a pass's own loads
-//! overlapped only as far as the reorder buffer reached.
+//! each pass starts bringing in what the next pass reads (the roots, then the node or the leaf
+//! each destination's state names): the misses of a whole step
+//! overlap, where a pass's own loads overlapped only as far as the reorder buffer reached.
 
 use wirespeed_packet::cpu::prefetch;
 
-use super::node::{Node, STRIDE};
+use super::node::STRIDE;
 use super::{INDEX, Key, LEAF, NODE, Poptrie};
 use crate::table::fib::{LOOKUP_STEP, NextHop};
 
 impl<A: Key> Poptrie<A> {
     /// The next hop for destination `addr` (host order, `to_bits` of the address): the direct
-    /// entry, then one node per six bits down to the prefix, then its leaf.
+    /// entry (a root, where most lookups of a BGP-like table find their leaf inline), then one
+    /// node per six bits down to the prefix, then its leaf.
     #[inline]
     pub fn lookup(&self, addr: A) -> Option<NextHop> {
         NextHop::from_entry(self.entry(addr))
@@ -76,12 +77,9 @@ impl<A: Key> Poptrie<A> {
     /// The leaf or direct entry that decides `addr`.
     #[inline(always)]
     fn walk(&self, addr: A) -> u32 {
-        let root = self
-            .direct
-            .get(addr.bits(0, A::DIRECT))
-            .copied()
-            .unwrap_or_default();
-        let mut entry = root.next(addr.bits(A::DIRECT, STRIDE));
+        let mut entry = self.direct.get(addr.bits(0, A::DIRECT)).map_or(0, |root| {
+            root.next(addr.bits(A::DIRECT, STRIDE), &self.store.hops.entries)
+        });
         let nodes = self.store.nodes.entries();
         let mut offset = A::DIRECT + STRIDE;
         while entry & NODE != 0 && offset < A::BITS {
@@ -111,67 +109,95 @@ impl<A: Key> Poptrie<A> {
         }
     }
 
-    /// Starts bringing in what a lookup's `state` names: a node, or a leaf.
-    #[inline(always)]
-    fn prefetch_state(nodes: &[Node], leaves: &[u32], state: u32) {
-        let index = (state & INDEX) as usize;
-        if state & NODE != 0 {
-            if let Some(node) = nodes.get(index) {
-                node.prefetch();
-            }
-        } else if state & LEAF != 0
-            && let Some(leaf) = leaves.get(index)
-        {
-            prefetch(leaf);
-        }
-    }
-
     #[inline(always)]
     fn step(&self, addrs: &[A], out: &mut [Option<NextHop>]) {
         let nodes = self.store.nodes.entries();
         let leaves = self.store.leaves.entries();
-        // Per destination: a node still to visit (NODE), a leaf still to read (LEAF), or the
-        // entry found.
+        let hops = &self.store.hops.entries;
+        // Per destination: the entry found, or a node still to visit (NODE), or a leaf still
+        // to read (LEAF).
         let mut state = [0u32; LOOKUP_STEP];
-        let mut pending = 0;
+        // Most lookups end in their root: the passes after it go through these lists of the
+        // destinations that go on, not through all of them.
+        let mut walking = Lanes::default();
+        let mut reading = Lanes::default();
         for &addr in addrs {
-            if let Some(entry) = self.direct.get(addr.bits(0, A::DIRECT)) {
-                entry.prefetch();
-            }
+            self.prefetch(addr);
         }
-        for (state, &addr) in state.iter_mut().zip(addrs) {
-            let root = self
+        for (lane, (state, &addr)) in state.iter_mut().zip(addrs).enumerate() {
+            *state = self
                 .direct
                 .get(addr.bits(0, A::DIRECT))
-                .copied()
-                .unwrap_or_default();
-            *state = root.next(addr.bits(A::DIRECT, STRIDE));
-            Self::prefetch_state(nodes, leaves, *state);
-            pending |= *state;
+                .map_or(0, |root| root.next(addr.bits(A::DIRECT, STRIDE), hops));
+            walking.push_if(lane, *state & NODE != 0);
+            reading.push_if(lane, *state & LEAF != 0);
         }
         let mut offset = A::DIRECT + STRIDE;
-        while pending & NODE != 0 && offset < A::BITS {
-            pending = 0;
-            for (state, &addr) in state.iter_mut().zip(addrs) {
-                // A destination already done reads node 0 (in the cache) and keeps its state:
-                // the same instructions for every destination, no branch to mispredict.
-                let walking = *state & NODE != 0;
-                let index = if walking { *state & INDEX } else { 0 };
-                let node = nodes.get(index as usize).copied().unwrap_or_default();
-                let next = node.next(addr.bits(offset, STRIDE));
-                *state = if walking { next } else { *state };
-                Self::prefetch_state(nodes, leaves, *state);
-                pending |= *state;
+        while !walking.is_empty() && offset < A::BITS {
+            for &lane in walking.lanes() {
+                let index = state.get(lane).map_or(0, |&state| state & INDEX);
+                if let Some(node) = nodes.get(index as usize) {
+                    node.prefetch();
+                }
             }
+            let mut deeper = Lanes::default();
+            for &lane in walking.lanes() {
+                let (Some(state), Some(addr)) = (state.get_mut(lane), addrs.get(lane)) else {
+                    continue;
+                };
+                let node = nodes
+                    .get((*state & INDEX) as usize)
+                    .copied()
+                    .unwrap_or_default();
+                *state = node.next(addr.bits(offset, STRIDE));
+                deeper.push_if(lane, *state & NODE != 0);
+                reading.push_if(lane, *state & LEAF != 0);
+            }
+            walking = deeper;
             offset += STRIDE;
         }
-        for (result, &state) in out.iter_mut().zip(&state) {
-            let entry = if state & LEAF != 0 {
-                leaves.get((state & INDEX) as usize).copied().unwrap_or(0)
-            } else {
-                state & !NODE
-            };
-            *result = NextHop::from_entry(entry);
+        for &lane in reading.lanes() {
+            let index = state.get(lane).map_or(0, |&state| state & INDEX);
+            if let Some(leaf) = leaves.get(index as usize) {
+                prefetch(leaf);
+            }
         }
+        // A destination still walking or reading has no VALID bit: `None` until read below.
+        for (result, &state) in out.iter_mut().zip(&state) {
+            *result = NextHop::from_entry(state);
+        }
+        for &lane in reading.lanes() {
+            let index = state.get(lane).map_or(0, |&state| state & INDEX);
+            if let (Some(result), Some(&leaf)) = (out.get_mut(lane), leaves.get(index as usize)) {
+                *result = NextHop::from_entry(leaf);
+            }
+        }
+    }
+}
+
+/// Some of a step's destinations, by their index in it, in order.
+#[derive(Default)]
+struct Lanes {
+    lane: [usize; LOOKUP_STEP],
+    len: usize,
+}
+
+impl Lanes {
+    /// Adds `lane` when `yes`, without a branch: a batch's destinations go on or stop in any
+    /// mix without mispredicting.
+    #[inline(always)]
+    fn push_if(&mut self, lane: usize, yes: bool) {
+        if let Some(slot) = self.lane.get_mut(self.len) {
+            *slot = lane;
+        }
+        self.len += usize::from(yes);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn lanes(&self) -> &[usize] {
+        self.lane.get(..self.len).unwrap_or_default()
     }
 }

@@ -3,16 +3,19 @@
 //! compressed nodes, [`Ipv4Trie`] and [`Ipv6Trie`], beside DIR-24-8 and the 16-8-8 trie.
 //!
 //! The first [`Key::DIRECT`] (18) bits of the destination index a direct-pointing array of
-//! 2^18 root nodes ([`node::Node`], 24 bytes, 6 MiB in huge pages): an entry is a next hop or
-//! empty ([`node::Node::value`]), or the root of a subtree of nodes, each covering six more bits.
-//! A node finds its child or its leaf with one popcount, so a lookup is one read per level, and
-//! a whole table takes a few MiB where DIR-24-8 takes 64 MiB at least. The paper's direct
-//! array holds 4-byte indices to root nodes; holding the roots themselves saves a dependent
-//! read: at 1M BGP-like IPv4 routes nearly every /18 has a subtree, and a lookup is the root
-//! and a leaf (two reads, in 13.5 MiB) where it was the index, the root and the leaf (three).
+//! 2^18 roots ([`node::Root`], 48 bytes, 12 MiB in huge pages): an entry is a next hop or
+//! empty ([`node::Root::value`]), or the root of a subtree of nodes, each covering six more
+//! bits. A node finds its child or its leaf with one popcount, so a lookup is one read per
+//! level, and a whole table takes a few MiB where DIR-24-8 takes 64 MiB at least. The paper's
+//! direct array holds 4-byte indices to root nodes, and every node keeps its leaves in a leaf
+//! array. Here the roots sit in the direct array and hold their leaves themselves, as one- or
+//! two-byte ids of the table's few distinct next hops: at 1M BGP-like IPv4 routes nearly every
+//! /18 has a subtree and most lookups end in it, so a lookup is one read of a root (two
+//! adjacent lines where it crosses one) where it was the index, the root and the leaf.
 //! Batched lookups walk a step of [`LOOKUP_STEP`](super::LOOKUP_STEP) destinations level by
-//! level in lockstep, each pass prefetching what the next reads ([`lookup`]); `count_ones` is
-//! the CPU's `popcnt` where it has one, chosen when the table is made.
+//! level, the levels below the roots only for the destinations that go on, each pass
+//! prefetching what the next reads ([`lookup`]); `count_ones` is the CPU's `popcnt` where it
+//! has one, chosen when the table is made.
 //!
 //! Updates rebuild only the subtrees under the direct entries the changed prefix covers (one
 //! for a prefix longer than /18; for a shorter one, those of its 2^(18-len) entries where it is
@@ -23,23 +26,22 @@
 //! the old subtree or the new one. Node and leaf arrays are [`arena::Arena`]s that never move.
 //! A table built off the worker (`from_routes`) is moved to it whole, like the others.
 //!
-//! Measured on the shared 2-vCPU VM (`wirespeed bench fib --against rte_lpm,rte_lpm6`, load
-//! 5; docs/benchmarks.md, "Session fourteen"): at 1M IPv4 routes Poptrie takes 13.5 MiB of
-//! lookup arrays (DIR-24-8 79.2 MiB), and its batched lookups of routed destinations run at
-//! 0.65x rte_lpm's (0.27-0.30x before `popcnt`, the prefetching passes and the roots in the
-//! direct array) and 0.54x DIR-24-8's, single ones at 0.27x; at 200k IPv6 routes 14.5 MiB (the
-//! 16-8-8 trie 176.3 MiB), batched 1.51x rte_lpm6's and 1.27x the 16-8-8 trie's. On this VM
-//! the table does not stay in the last-level cache, and two dependent misses cost more than
-//! DIR-24-8's one. So DIR-24-8 stays the router's default (`[router] fib = "dir24"`); `"trie"`
-//! is the choice where memory counts.
+//! Measured on the shared 2-vCPU VM (`wirespeed bench fib --against rte_lpm,rte_lpm6`;
+//! docs/benchmarks/journal.md, "Session twenty"): at 1M IPv4 routes with next hops drawn from
+//! 64, 12.7 MiB of lookup arrays (DIR-24-8 79.2 MiB); with the leaves in the roots, single
+//! lookups went from 0.6-0.8x rte_lpm's to 0.8-1.0x, and batched ones, which pass only the
+//! destinations that go on below the root, stayed near 0.8-1.0x. Both rte_lpm and DIR-24-8 need
+//! one read per lookup here too, and the VM's last-level cache holds much of their 64 MiB: the
+//! trie's smaller table saves less than the paper's machines showed. So DIR-24-8 stays the
+//! router's default (`[router] fib = "dir24"`); `"trie"` is the choice where memory counts.
 //!
-//! Next hops shared by many routes hardly shrink it: runs of equal leaves are stored once
-//! (`leafvec`), so each route's range is already one leaf, and a route splits the run of what
-//! it covers into two or three. At 1M BGP-like IPv4 routes the table is the direct array (6 MiB)
-//! and 1.86M leaves (7.1 MiB, 4 bytes each) with 17 600 nodes (0.4 MiB); next hops drawn from
-//! 64 leave 1.84M leaves (13.4 MiB in all), from 4 still 1.48M (12.1 MiB). At 200k IPv6 routes:
-//! the direct array, 271 000 nodes (6.2 MiB) and 0.6M leaves (2.3 MiB), 14.5 MiB either way.
-//! (`bench fib --next-hops`, docs/benchmarks/journal.md, session seventeen.)
+//! What a table takes: the direct array (12 MiB) whatever the routes, the nodes below the roots
+//! (17 600 at 1M IPv4 routes, 0.4 MiB) and the leaves that are not inline (four bytes each):
+//! those of the nodes, and of roots with more than 24 runs (12 with two-byte ids) or whose
+//! entries found no id (a table whose routes name more than 65 536 distinct next hops). With
+//! one next hop per route (`bench fib --next-hops distinct`) nearly every leaf is in the leaf
+//! array again, 19.4 MiB at 1M routes. At 200k IPv6 routes: the direct array, 271 000 nodes (6.2
+//! MiB) and their leaves.
 
 mod arena;
 mod lookup;
@@ -48,7 +50,7 @@ mod node;
 use std::collections::BTreeSet;
 
 use arena::Arena;
-use node::{Headroom, Made, Node, Route, Store};
+use node::{Headroom, Hops, Made, Root, Route, Store};
 use wirespeed_packet::cpu::Popcnt;
 use wirespeed_packet::memory::ReservedTable;
 
@@ -117,12 +119,12 @@ impl Key for u128 {
     }
 }
 
-/// The direct-pointing array: `len` root nodes, all [`Node::value`]`(0)` (no route), reserved
-/// like the arenas, so that it sits in huge pages (6 MiB read at random by every lookup).
-fn direct_array(len: usize) -> ReservedTable<Node> {
+/// The direct-pointing array: `len` roots, all [`Root::value`]`(0)` (no route), reserved like
+/// the arenas, so that it sits in huge pages (12 MiB read at random by every lookup).
+fn direct_array(len: usize) -> ReservedTable<Root> {
     let mut direct = ReservedTable::new(len)
-        .unwrap_or_else(|| panic!("cannot reserve a lookup array of {len} nodes: out of memory"));
-    direct.grow(len, Node::value(0));
+        .unwrap_or_else(|| panic!("cannot reserve a lookup array of {len} roots: out of memory"));
+    direct.grow(len, Root::value(0));
     direct
 }
 
@@ -133,9 +135,8 @@ pub type Ipv6Trie = Poptrie<u128>;
 
 /// A Poptrie FIB for the family of `A` ([`Ipv4Trie`], [`Ipv6Trie`]).
 pub struct Poptrie<A: Key> {
-    /// 2^[`Key::DIRECT`] entries: a subtree's root node, or a [`Node::value`] (a next hop or
-    /// zero).
-    direct: ReservedTable<Node>,
+    /// 2^[`Key::DIRECT`] entries: a subtree's root, or a [`Root::value`] (a next hop or zero).
+    direct: ReservedTable<Root>,
     /// Per direct entry, the length of the longest route of /18 or shorter that covers it (0
     /// for none): which entries a short prefix decides (control path only).
     lengths: Box<[u8]>,
@@ -181,6 +182,7 @@ impl<A: Key> Poptrie<A> {
             store: Store {
                 nodes: Arena::new(nodes),
                 leaves: Arena::new(leaves),
+                hops: Hops::default(),
             },
             rib: Rib::new(),
             long: BTreeSet::new(),
@@ -233,7 +235,7 @@ impl<A: Key> Poptrie<A> {
             trie.direct
                 .get_mut(first..first + count)
                 .unwrap_or_default()
-                .fill(Node::value(entry));
+                .fill(Root::value(entry));
             trie.lengths
                 .get_mut(first..first + count)
                 .unwrap_or_default()
@@ -248,10 +250,9 @@ impl<A: Key> Poptrie<A> {
             let mut made = Made::default();
             // Before this, the entry is the value of its longest short route.
             *slot = store
-                .build(
+                .build_root(
                     group,
-                    A::DIRECT,
-                    slot.leaves,
+                    slot.next(0, &[]),
                     Some(Headroom::default()),
                     &mut made,
                 )
@@ -353,14 +354,14 @@ impl<A: Key> Poptrie<A> {
         } else {
             Vec::new()
         };
-        let headroom = held.then(|| self.store.size(&old));
+        let headroom = held.then(|| self.store.size(&old.blocks()));
         let new = if routes.is_empty() {
-            Node::value(inherited)
+            Root::value(inherited)
         } else {
             let mut made = Made::default();
             match self
                 .store
-                .build(&routes, A::DIRECT, inherited, headroom, &mut made)
+                .build_root(&routes, inherited, headroom, &mut made)
             {
                 Some(root) => root,
                 None => {
@@ -375,7 +376,7 @@ impl<A: Key> Poptrie<A> {
             return Ok(());
         };
         let old = std::mem::replace(slot, new);
-        self.store.release(old);
+        self.store.release(old.blocks());
         Ok(())
     }
 
@@ -402,11 +403,13 @@ impl<A: Key> Poptrie<A> {
         self.rib.len() == 0
     }
 
-    /// Bytes of the arrays lookups read: the direct array and every node and leaf handed out.
+    /// Bytes of the arrays lookups read: the direct array, every node and leaf handed out, and
+    /// the entries inline leaves name.
     pub fn memory_bytes(&self) -> usize {
         size_of_val(&*self.direct)
             + size_of_val(self.store.nodes.entries())
             + size_of_val(self.store.leaves.entries())
+            + size_of_val(self.store.hops.entries.as_slice())
     }
 
     /// Bytes of the route set and the ordered set of long prefixes kept for the control plane
