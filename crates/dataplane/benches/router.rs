@@ -9,6 +9,9 @@
 //! those of real traffic. The cross-connect baseline runs the same harness, fix-up included, so
 //! the ratio of the two is the router's own cost.
 //!
+//! The large tables are measured with both lookup structures (`[router] fib`): DIR-24-8 and the
+//! 16-8-8 trie (`routes`), and Poptrie (`trie_routes`).
+//!
 //! The setup prints, for each table size, the time `Router::set_routes` takes to build the FIBs
 //! and the FIBs' memory (lookup arrays, and the route set kept for the control plane), and a
 //! ratio to the cross-connect measured interleaved (router and baseline alternate in short
@@ -27,6 +30,7 @@ use wirespeed_dataplane::app::router::{
     Gateway, Interface, Prefix, Router, RouterConfig, StaticNeighbour, StaticRoute,
 };
 use wirespeed_dataplane::app::{App, Xconnect};
+use wirespeed_dataplane::table::fib::FibKind;
 use wirespeed_io::Port;
 use wirespeed_packet::checksum;
 use wirespeed_packet::wire::EthernetAddress;
@@ -188,6 +192,22 @@ impl Bench {
     }
 }
 
+/// The lookup structure as the report names it.
+fn fib_name(fib: FibKind) -> &'static str {
+    match fib {
+        FibKind::Dir24 => "dir24",
+        FibKind::Trie => "trie",
+    }
+}
+
+/// The criterion id of a router with `fib`: `routes` for the default tables, as before.
+fn id(fib: FibKind) -> &'static str {
+    match fib {
+        FibKind::Dir24 => "routes",
+        FibKind::Trie => "trie_routes",
+    }
+}
+
 fn report_interleaved(family: &str, routes: usize, router: &mut Bench, baseline: &mut Bench) {
     // 64 iterations each, 1000 times: about a second in all.
     let (router_ns, baseline_ns) =
@@ -199,7 +219,12 @@ fn report_interleaved(family: &str, routes: usize, router: &mut Bench, baseline:
     );
 }
 
-fn ipv4_router(routes: usize) -> (Router, Vec<u32>) {
+/// Two interfaces, 16 resolved gateways of each family on port 1, FIBs of `fib`, no routes yet.
+fn config_with(fib: FibKind) -> RouterConfig {
+    RouterConfig { fib, ..config() }
+}
+
+fn ipv4_router(routes: usize, fib: FibKind) -> (Router, Vec<u32>) {
     let prefixes = ipv4_prefixes(routes, 42);
     let statics: Vec<StaticRoute> = prefixes
         .iter()
@@ -212,12 +237,13 @@ fn ipv4_router(routes: usize) -> (Router, Vec<u32>) {
             }],
         })
         .collect();
-    let mut router = Router::new(config()).expect("router");
+    let mut router = Router::new(config_with(fib)).expect("router");
     let start = Instant::now();
     router.set_routes(&statics).expect("routes");
     let fib = router.routes().fib_v4();
     eprintln!(
-        "ipv4 {routes} routes: set_routes {:.3} s, FIB {:.1} MiB lookup + {:.1} MiB route set",
+        "ipv4 {routes} routes ({}): set_routes {:.3} s, FIB {:.1} MiB lookup + {:.1} MiB route set",
+        fib_name(fib.kind()),
         start.elapsed().as_secs_f64(),
         fib.memory_bytes() as f64 / (1 << 20) as f64,
         fib.rib_memory_bytes() as f64 / (1 << 20) as f64,
@@ -225,7 +251,7 @@ fn ipv4_router(routes: usize) -> (Router, Vec<u32>) {
     (router, ipv4_destinations(&prefixes, DESTINATIONS, 7))
 }
 
-fn ipv6_router(routes: usize) -> (Router, Vec<u128>) {
+fn ipv6_router(routes: usize, fib: FibKind) -> (Router, Vec<u128>) {
     let prefixes = ipv6_prefixes(routes, 42);
     let statics: Vec<StaticRoute> = prefixes
         .iter()
@@ -238,12 +264,13 @@ fn ipv6_router(routes: usize) -> (Router, Vec<u128>) {
             }],
         })
         .collect();
-    let mut router = Router::new(config()).expect("router");
+    let mut router = Router::new(config_with(fib)).expect("router");
     let start = Instant::now();
     router.set_routes(&statics).expect("routes");
     let fib = router.routes().fib_v6();
     eprintln!(
-        "ipv6 {routes} routes: set_routes {:.3} s, FIB {:.1} MiB lookup + {:.1} MiB route set",
+        "ipv6 {routes} routes ({}): set_routes {:.3} s, FIB {:.1} MiB lookup + {:.1} MiB route set",
+        fib_name(fib.kind()),
         start.elapsed().as_secs_f64(),
         fib.memory_bytes() as f64 / (1 << 20) as f64,
         fib.rib_memory_bytes() as f64 / (1 << 20) as f64,
@@ -259,11 +286,18 @@ fn router_ipv4(c: &mut Criterion) {
         Destinations::V4(ipv4_destinations(&ipv4_prefixes(1000, 42), DESTINATIONS, 7)),
     );
     xconnect.bench(&mut group, "xconnect");
-    for routes in [1_000usize, 100_000, 1_000_000] {
-        let (router, destinations) = ipv4_router(routes);
+    let sizes = [
+        (1_000usize, FibKind::Dir24),
+        (100_000, FibKind::Dir24),
+        (1_000_000, FibKind::Dir24),
+        (1_000_000, FibKind::Trie),
+    ];
+    for (routes, fib) in sizes {
+        let (router, destinations) = ipv4_router(routes, fib);
         let mut bench = Bench::new(Box::new(router), Destinations::V4(destinations));
-        report_interleaved("ipv4", routes, &mut bench, &mut xconnect);
-        group.bench_with_input(BenchmarkId::new("routes", routes), &routes, |b, _| {
+        let name = format!("ipv4 ({})", fib_name(fib));
+        report_interleaved(&name, routes, &mut bench, &mut xconnect);
+        group.bench_with_input(BenchmarkId::new(id(fib), routes), &routes, |b, _| {
             b.iter(|| bench.step())
         });
     }
@@ -285,11 +319,17 @@ fn router_ipv6(c: &mut Criterion) {
         )),
     );
     xconnect.bench(&mut group, "xconnect");
-    for routes in [10_000usize, 200_000] {
-        let (router, destinations) = ipv6_router(routes);
+    let sizes = [
+        (10_000usize, FibKind::Dir24),
+        (200_000, FibKind::Dir24),
+        (200_000, FibKind::Trie),
+    ];
+    for (routes, fib) in sizes {
+        let (router, destinations) = ipv6_router(routes, fib);
         let mut bench = Bench::new(Box::new(router), Destinations::V6(destinations));
-        report_interleaved("ipv6", routes, &mut bench, &mut xconnect);
-        group.bench_with_input(BenchmarkId::new("routes", routes), &routes, |b, _| {
+        let name = format!("ipv6 ({})", fib_name(fib));
+        report_interleaved(&name, routes, &mut bench, &mut xconnect);
+        group.bench_with_input(BenchmarkId::new(id(fib), routes), &routes, |b, _| {
             b.iter(|| bench.step())
         });
     }

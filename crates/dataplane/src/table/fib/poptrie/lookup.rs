@@ -15,7 +15,7 @@
 
 use wirespeed_packet::cpu::prefetch;
 
-use super::node::STRIDE;
+use super::node::{Node, STRIDE};
 use super::{INDEX, Key, LEAF, NODE, Poptrie};
 use crate::table::fib::{LOOKUP_STEP, NextHop};
 
@@ -131,15 +131,13 @@ impl<A: Key> Poptrie<A> {
                 .map_or(0, |root| root.next(addr.bits(A::DIRECT, STRIDE), hops));
             walking.push_if(lane, *state & NODE != 0);
             reading.push_if(lane, *state & LEAF != 0);
+            // Rarely taken where most lookups end in their root.
+            if *state & (NODE | LEAF) != 0 {
+                Self::prefetch_state(nodes, leaves, *state);
+            }
         }
         let mut offset = A::DIRECT + STRIDE;
         while !walking.is_empty() && offset < A::BITS {
-            for &lane in walking.lanes() {
-                let index = state.get(lane).map_or(0, |&state| state & INDEX);
-                if let Some(node) = nodes.get(index as usize) {
-                    node.prefetch();
-                }
-            }
             let mut deeper = Lanes::default();
             for &lane in walking.lanes() {
                 let (Some(state), Some(addr)) = (state.get_mut(lane), addrs.get(lane)) else {
@@ -152,15 +150,10 @@ impl<A: Key> Poptrie<A> {
                 *state = node.next(addr.bits(offset, STRIDE));
                 deeper.push_if(lane, *state & NODE != 0);
                 reading.push_if(lane, *state & LEAF != 0);
+                Self::prefetch_state(nodes, leaves, *state);
             }
             walking = deeper;
             offset += STRIDE;
-        }
-        for &lane in reading.lanes() {
-            let index = state.get(lane).map_or(0, |&state| state & INDEX);
-            if let Some(leaf) = leaves.get(index as usize) {
-                prefetch(leaf);
-            }
         }
         // A destination still walking or reading has no VALID bit: `None` until read below.
         for (result, &state) in out.iter_mut().zip(&state) {
@@ -171,6 +164,23 @@ impl<A: Key> Poptrie<A> {
             if let (Some(result), Some(&leaf)) = (out.get_mut(lane), leaves.get(index as usize)) {
                 *result = NextHop::from_entry(leaf);
             }
+        }
+    }
+}
+
+impl<A: Key> Poptrie<A> {
+    /// Starts bringing in what a lookup's `state` names: a node, or a leaf.
+    #[inline(always)]
+    fn prefetch_state(nodes: &[Node], leaves: &[u32], state: u32) {
+        let index = (state & INDEX) as usize;
+        if state & NODE != 0 {
+            if let Some(node) = nodes.get(index) {
+                node.prefetch();
+            }
+        } else if state & LEAF != 0
+            && let Some(leaf) = leaves.get(index)
+        {
+            prefetch(leaf);
         }
     }
 }
