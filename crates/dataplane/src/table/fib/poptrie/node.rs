@@ -535,7 +535,7 @@ mod tests {
 
         // Entries past the 256 one-byte ids: two-byte ids, up to 12 runs inline.
         for entry in 0..300 {
-            store.hops.id(VALID | 1000 + entry);
+            store.hops.id(VALID | (1000 + entry));
         }
         let wide = [(a([10, 0, 4, 0]), 24, VALID | 1299)];
         let root = store
