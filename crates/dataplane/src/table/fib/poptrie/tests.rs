@@ -192,3 +192,43 @@ fn the_portable_lookups_answer_as_the_popcnt_ones() {
     );
     assert!(!portable.uses_popcnt());
 }
+
+#[test]
+fn leaves_answer_alike_in_one_byte_ids_two_byte_ids_and_the_leaf_array() {
+    // 70 000 routes with a next hop each: the first 255 roots' leaves get one-byte ids, the
+    // next ones two-byte ids, and once all 65 536 ids are taken the roots keep their leaves in
+    // the leaf array. Every /24 in its own /18 block, between two covering routes.
+    const ROUTES: u32 = 70_000;
+    let block = |i: u32| (i + 1) << 14;
+    let mut fib = Ipv4Trie::new();
+    fib.insert(p4([0, 0, 0, 0], 0), hop(NextHop::MAX_ID))
+        .unwrap();
+    for i in 0..ROUTES {
+        let prefix = Ipv4Prefix::new(block(i) | 5 << 8, 24).unwrap();
+        fib.insert(prefix, hop(i)).unwrap();
+    }
+    assert!(fib.leaves_in_use() > 0, "the last roots spilled");
+    let check = |fib: &Ipv4Trie, removed: &dyn Fn(u32) -> bool| {
+        let addrs: Vec<u32> = (0..ROUTES)
+            .flat_map(|i| [block(i) | 5 << 8 | 77, block(i) | 6 << 8])
+            .collect();
+        let mut batch = vec![None; addrs.len()];
+        fib.lookup_batch(&addrs, &mut batch);
+        for (pair, (i, found)) in addrs.chunks(2).zip((0..ROUTES).zip(batch.chunks(2))) {
+            let inside = if removed(i) { NextHop::MAX_ID } else { i };
+            assert_eq!(fib.lookup(pair[0]), Some(hop(inside)), "route {i}");
+            assert_eq!(
+                fib.lookup(pair[1]),
+                Some(hop(NextHop::MAX_ID)),
+                "beside {i}"
+            );
+            assert_eq!(found, [Some(hop(inside)), Some(hop(NextHop::MAX_ID))]);
+        }
+    };
+    check(&fib, &|_| false);
+    for i in (0..ROUTES).step_by(3) {
+        let prefix = Ipv4Prefix::new(block(i) | 5 << 8, 24).unwrap();
+        assert_eq!(fib.remove(prefix), Some(hop(i)));
+    }
+    check(&fib, &|i| i % 3 == 0);
+}
