@@ -3,6 +3,7 @@
 //! fetches nothing; the JSON round-trips and refuses other schema versions; the CSV has its
 //! columns. Also writes the example report, docs/report-example.html.
 
+use wirespeed_tester::bench::wakeups::Wakeups;
 use wirespeed_tester::generator::pacing::{PacingAccuracy, Pattern, Rng, Schedule};
 use wirespeed_tester::report::csv::{LATENCY_COLUMNS, RESULT_COLUMNS, latency_csv, results_csv};
 use wirespeed_tester::report::html::{plots, to_html};
@@ -104,6 +105,18 @@ fn synthetic_report() -> Report {
         traffic: "CBR, 1 flow, UDP/IPv4".into(),
         receiver: "throughput searches: XDP probe counter; latency: AF_XDP probe receiver".into(),
         search: Vote::majority(9, 1.0).describe(1.0),
+        dut_core_wakeups: Some(Wakeups {
+            core: 1,
+            realtime: true,
+            seconds: 1.0,
+            interval_us: 200.0,
+            samples: 5000,
+            p50_us: 12.5,
+            p99_us: 81.0,
+            max_us: 1250.0,
+            late_300us_per_second: 3.0,
+            late_1ms_per_second: 1.0,
+        }),
     };
     let mut report = Report::new("Linux bridge, RFC 2544 (synthetic example)", setup);
     report.calibration = Some(Calibration {
@@ -192,6 +205,13 @@ fn html_has_one_svg_per_plot_with_labels_and_no_external_urls() {
     assert_eq!(plots.len(), 9);
     assert_eq!(html.matches("<svg").count(), plots.len());
     assert_eq!(html.matches("</svg>").count(), plots.len());
+    assert!(
+        html.contains(
+            "max 1.25 ms; 3.0/s at least 0.3 ms late, 1.0/s at least 1 ms; the worst stop \
+             overflows a veth&#39;s 256-frame ring above 0.205 Mpps"
+        ),
+        "the DuT core's wake-ups in the setup"
+    );
     for label in [
         "frame size (bytes)",
         "frames/s",

@@ -101,9 +101,17 @@ fn a_short_rfc2544_run_against_wirespeed_writes_a_checked_report() {
             .iter()
             .any(|c| c.contains("cores = [1]"))
     );
+    // The DuT core's wake-ups were measured before the searches: one every 200 µs for a second.
+    let wakeups = report.setup.dut_core_wakeups.as_ref().expect("wake-ups");
+    assert_eq!((wakeups.core, wakeups.samples), (1, 5000), "{wakeups:?}");
+    assert!(
+        wakeups.realtime && wakeups.p99_us <= wakeups.max_us,
+        "{wakeups:?}"
+    );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<svg"), "no plots");
     assert!(html.contains("Calibration"));
+    assert!(html.contains("DuT core wake-ups"));
     assert!(html.contains(result.limit.unwrap().label()));
     for name in ["results.csv", "latency.csv", "trials.csv"] {
         assert!(out.join(name).exists(), "{name}");

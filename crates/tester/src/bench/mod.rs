@@ -42,6 +42,7 @@ pub mod generators;
 pub mod placement;
 pub mod shield;
 pub mod sweep;
+pub mod wakeups;
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};

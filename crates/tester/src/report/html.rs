@@ -734,6 +734,9 @@ fn setup(report: &Report, out: &mut String) {
     row(out, "traffic", &setup.traffic);
     row(out, "receiver", &setup.receiver);
     row(out, "search", &setup.search);
+    if let Some(wakeups) = &setup.dut_core_wakeups {
+        row(out, "DuT core wake-ups", &wakeups.summary());
+    }
     out.push_str("</table>");
     let folded = |out: &mut String, title: &str, text: &str| {
         let _ = write!(

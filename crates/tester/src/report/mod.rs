@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bench::wakeups::Wakeups;
 use crate::generator::pacing::PacingAccuracy;
 use crate::rfc2544::{
     BackToBackResult, LossRateResult, MlrResult, RecoveryResult, ResetResult, Spread,
@@ -91,6 +92,10 @@ pub struct Setup {
     /// decide it (one trial, or a vote: [`crate::rfc2544::vote`]).
     #[serde(default)]
     pub search: String,
+    /// How late the DuT's core woke a real-time thread before the searches, where the DuT ran
+    /// on this machine ([`crate::bench::wakeups`]): the machine's limit on zero-loss rates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut_core_wakeups: Option<Wakeups>,
 }
 
 /// The DuT and how it was configured.

@@ -57,6 +57,7 @@ use crate::bench::placement::{
     place_napi_niced,
 };
 use crate::bench::shield::CoreShield;
+use crate::bench::wakeups;
 use crate::dut::probe::verify;
 use crate::dut::{Dut, Host, Wiring};
 use crate::generator::pacing::Pattern;
@@ -237,6 +238,9 @@ pub fn run(
             || "# --shield-dut-core: nothing to move off the DuT core".to_owned(),
             |shield| shield.summary().to_owned(),
         ));
+    }
+    if matches!(wiring.dut_host, Some(Host::Local)) && !stop.load(Ordering::Relaxed) {
+        probe_dut_core(config, &mut report);
     }
     let stolen = |cpu| cpu_time(cpu, CpuTime::Steal);
     let steal_before = [config.plan.dut_cpu, config.plan.generator_cpu].map(stolen);
@@ -603,6 +607,29 @@ struct Gathered {
     failures: Vec<String>,
     /// The receiver of the trials to come.
     receiver: ReceiverKind,
+}
+
+/// Measures how late the DuT's core wakes a real-time thread ([`wakeups::probe`], one second)
+/// into the report's setup, with a note when a stop seen would overflow a veth DuT's ring within
+/// the rates searched.
+fn probe_dut_core(config: &SuiteConfig, report: &mut Report) {
+    let interval = Duration::from_micros(200);
+    match wakeups::probe(config.plan.dut_cpu, Duration::from_secs(1), interval) {
+        Ok(found) => {
+            if found.max_us >= 300.0 {
+                report.notes.push(format!(
+                    "before the searches the DuT's core woke a real-time thread up to {:.2} ms                      late ({:.1} times a second at least 0.3 ms late): a stop that long                      overflows a veth DuT's 256-frame ring above {:.3} Mpps, so zero-loss                      rates above that may be this machine's limit rather than the DuT's",
+                    found.max_us / 1000.0,
+                    found.late_300us_per_second,
+                    found.ring_bound(wakeups::VETH_RING_FRAMES) / 1e6
+                ));
+            }
+            report.setup.dut_core_wakeups = Some(found);
+        }
+        Err(error) => report.notes.push(format!(
+            "the DuT core's wake-up latency was not measured: {error}"
+        )),
+    }
 }
 
 /// The note for a run during which the hypervisor ran other work while the DuT's and the
