@@ -618,7 +618,10 @@ fn probe_dut_core(config: &SuiteConfig, report: &mut Report) {
         Ok(found) => {
             if found.max_us >= 300.0 {
                 report.notes.push(format!(
-                    "before the searches the DuT's core woke a real-time thread up to {:.2} ms                      late ({:.1} times a second at least 0.3 ms late): a stop that long                      overflows a veth DuT's 256-frame ring above {:.3} Mpps, so zero-loss                      rates above that may be this machine's limit rather than the DuT's",
+                    "before the searches the DuT's core woke a real-time thread up to {:.2} ms \
+                     late ({:.1} times a second at least 0.3 ms late): a stop that long \
+                     overflows a veth DuT's 256-frame ring above {:.3} Mpps, so zero-loss \
+                     rates above that may be this machine's limit rather than the DuT's",
                     found.max_us / 1000.0,
                     found.late_300us_per_second,
                     found.ring_bound(wakeups::VETH_RING_FRAMES) / 1e6
