@@ -12,7 +12,12 @@
 //! round, table by table, single lookups then batched), so a drift of a shared machine spreads
 //! over all tables alike. Medians over the rounds are printed with the ratios of each wirespeed
 //! table to DPDK's. Single lookups are one plain loop of lookups; batched ones hand the table a
-//! worker batch of 32 addresses per call (`rte_lpm_lookup_bulk`, `lookup_batch`).
+//! worker batch of 32 addresses per call (`rte_lpm_lookup_bulk`, `lookup_batch`). Timed lookups
+//! write their next hops into a small buffer that is folded into a checksum, as DPDK's own
+//! `test_lpm_perf` keeps one batch of results: a router uses a next hop and forgets it, and 40 MB
+//! of results written for a 10M-lookup trace pushed the tables out of the cache as no router's
+//! lookups do (batched at 1M IPv4 routes, routed trace: rte_lpm about 10-16 % faster without
+//! them, DIR-24-8 9-14 %, Poptrie 25-31 %; docs/benchmarks/journal.md, session twenty).
 
 pub mod tables;
 
@@ -226,20 +231,36 @@ fn measure<A>(built: &[Loaded<A>], trace: &[A], rounds: usize) -> Result<Vec<Mea
             bulk: Vec::new(),
         })
         .collect();
-    let mut hops = vec![0u32; trace.len()];
     for _ in 0..rounds {
         for ((_, table, _), result) in built.iter().zip(&mut results) {
             let start = Instant::now();
-            table.lookup_each(black_box(trace), &mut hops);
-            black_box(&mut hops);
+            black_box(folded(trace, |addrs, hops| table.lookup_each(addrs, hops)));
             result.single.push(start.elapsed().as_secs_f64());
             let start = Instant::now();
-            table.lookup_bulk(black_box(trace), &mut hops);
-            black_box(&mut hops);
+            black_box(folded(trace, |addrs, hops| table.lookup_bulk(addrs, hops)));
             result.bulk.push(start.elapsed().as_secs_f64());
         }
     }
     Ok(results)
+}
+
+/// Addresses a timed call looks up into [`folded`]'s buffer (16 KiB of next hops, in L1).
+const WINDOW: usize = 4096;
+
+/// Looks `trace` up through `lookup`, [`WINDOW`] addresses a call into one buffer, and returns
+/// the wrapping sum of the next hops found: what the lookups answered, kept from the optimiser,
+/// without a result array the size of the trace.
+fn folded<A>(trace: &[A], mut lookup: impl FnMut(&[A], &mut [u32])) -> u32 {
+    let mut hops = [0u32; WINDOW];
+    let mut sum = 0u32;
+    for addrs in trace.chunks(WINDOW) {
+        lookup(black_box(addrs), &mut hops);
+        sum = hops
+            .iter()
+            .take(addrs.len())
+            .fold(sum, |sum, &hop| sum.wrapping_add(hop));
+    }
+    sum
 }
 
 fn print(title: &str, results: &[Measured], lookups: usize) {
