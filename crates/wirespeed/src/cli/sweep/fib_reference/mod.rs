@@ -359,6 +359,21 @@ mod tests {
     }
 
     #[test]
+    fn folded_lookups_see_every_address_once_and_sum_what_they_found() {
+        // 10 000 addresses: two whole windows and a part; each "lookup" answers 3 * addr.
+        let trace: Vec<u32> = (0..10_000).collect();
+        let mut calls = 0;
+        let sum = folded(&trace, |addrs, hops| {
+            calls += 1;
+            for (hop, &addr) in hops.iter_mut().zip(addrs) {
+                *hop = 3 * addr;
+            }
+        });
+        assert_eq!(calls, 10_000usize.div_ceil(WINDOW));
+        assert_eq!(sum, trace.iter().map(|&a| 3 * a).sum::<u32>());
+    }
+
+    #[test]
     fn generated_next_hops_are_one_per_route_or_drawn_from_the_count() {
         let distinct = generated_ipv4(1000, 3, NextHops::Distinct);
         let ids: Vec<u32> = distinct.iter().map(|&(_, _, id)| id).collect();
