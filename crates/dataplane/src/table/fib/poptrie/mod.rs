@@ -29,12 +29,12 @@
 //! Measured on the shared 2-vCPU VM (`wirespeed bench fib --against rte_lpm,rte_lpm6`, and the
 //! router bench; docs/benchmarks/journal.md, "Session twenty"): at 1M IPv4 routes with next
 //! hops drawn from 64, 12.7 MiB of lookup arrays (DIR-24-8 79.2 MiB); with the leaves in the
-//! roots, single lookups went from 0.6-0.8x rte_lpm's to 0.85-0.97x, batched ones stayed at
-//! 0.8-0.9x, and the router at 1M routes from 2.0x the cross-connect to 1.5x (DIR-24-8 1.4-1.5x),
-//! as its early prefetch now brings in all a lookup reads. rte_lpm and DIR-24-8 also need one
-//! read per lookup, and this VM's cache reads a 12 MiB table only about 1.6x as fast as their
-//! 64 MiB, so DIR-24-8 stays the router's default (`[router] fib = "dir24"`); `"trie"` is the
-//! choice where memory counts.
+//! roots, single lookups went from 0.6-0.8x rte_lpm's to 0.85-0.97x in the same harness, and the
+//! router at 1M routes from 2.0x the cross-connect to 1.5x (DIR-24-8 1.4-1.5x), as its early
+//! prefetch now brings in all a lookup reads; batched lookups are 0.93-0.95x rte_lpm's. rte_lpm
+//! and DIR-24-8 also need one read per lookup, and this VM's cache reads a 12 MiB table only
+//! about 1.6x as fast as their 64 MiB, so DIR-24-8 stays the router's default
+//! (`[router] fib = "dir24"`); `"trie"` is the choice where memory counts.
 //!
 //! What a table takes: the direct array (12 MiB) whatever the routes, the nodes below the roots
 //! (17 600 at 1M IPv4 routes, 0.4 MiB) and the leaves that are not inline (four bytes each):
