@@ -20,6 +20,11 @@ fuzz_target!(|data: &[u8]| {
             let (_, back) = Message::decode(&again).expect("what we encode decodes");
             assert_eq!(back, message);
         }
-        Err(refused) => assert!(refused.error.kind <= 13, "{refused:?}"),
+        // A type the spec names (0 to 13, or the ONF's experimenter errors of bundles):
+        // `Display` falls back to the bare number for any other.
+        Err(refused) => assert!(
+            !refused.error.to_string().starts_with("type "),
+            "{refused:?}"
+        ),
     }
 });
