@@ -74,12 +74,18 @@ impl<A: Key> Poptrie<A> {
         self.popcnt.is_some()
     }
 
+    /// Where `addr`'s root leads, as a lookup's state: the entry, or a node or a leaf to read.
+    #[inline(always)]
+    fn root_state(&self, addr: A) -> u32 {
+        self.direct.get(addr.bits(0, A::DIRECT)).map_or(0, |root| {
+            root.next(addr.bits(A::DIRECT, STRIDE), &self.store.hops.entries)
+        })
+    }
+
     /// The leaf or direct entry that decides `addr`.
     #[inline(always)]
     fn walk(&self, addr: A) -> u32 {
-        let mut entry = self.direct.get(addr.bits(0, A::DIRECT)).map_or(0, |root| {
-            root.next(addr.bits(A::DIRECT, STRIDE), &self.store.hops.entries)
-        });
+        let mut entry = self.root_state(addr);
         let nodes = self.store.nodes.entries();
         let mut offset = A::DIRECT + STRIDE;
         while entry & NODE != 0 && offset < A::BITS {
@@ -109,11 +115,12 @@ impl<A: Key> Poptrie<A> {
         }
     }
 
+    /// Looks up one step of at most [`LOOKUP_STEP`] destinations: their roots, then level by
+    /// level only those that go on, then the leaves of those that end in the leaf array.
     #[inline(always)]
     fn step(&self, addrs: &[A], out: &mut [Option<NextHop>]) {
         let nodes = self.store.nodes.entries();
         let leaves = self.store.leaves.entries();
-        let hops = &self.store.hops.entries;
         // Per destination: the entry found, or a node still to visit (NODE), or a leaf still
         // to read (LEAF).
         let mut state = [0u32; LOOKUP_STEP];
@@ -125,10 +132,7 @@ impl<A: Key> Poptrie<A> {
             self.prefetch(addr);
         }
         for (lane, (state, &addr)) in state.iter_mut().zip(addrs).enumerate() {
-            *state = self
-                .direct
-                .get(addr.bits(0, A::DIRECT))
-                .map_or(0, |root| root.next(addr.bits(A::DIRECT, STRIDE), hops));
+            *state = self.root_state(addr);
             walking.push_if(lane, *state & NODE != 0);
             reading.push_if(lane, *state & LEAF != 0);
             // Rarely taken where most lookups end in their root.
@@ -166,9 +170,7 @@ impl<A: Key> Poptrie<A> {
             }
         }
     }
-}
 
-impl<A: Key> Poptrie<A> {
     /// Starts bringing in what a lookup's `state` names: a node, or a leaf.
     #[inline(always)]
     fn prefetch_state(nodes: &[Node], leaves: &[u32], state: u32) {

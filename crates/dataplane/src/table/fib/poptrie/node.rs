@@ -52,15 +52,13 @@ impl Node {
     /// mispredicting.
     #[inline(always)]
     pub(super) fn next(&self, slot: usize) -> u32 {
-        let through = (2u64 << slot).wrapping_sub(1);
         let child = self.vector >> slot & 1 != 0;
         let (bits, base) = if child {
             (self.vector, NODE | self.children)
         } else {
             (self.leafvec, LEAF | self.leaves)
         };
-        base.wrapping_add((bits & through).count_ones())
-            .wrapping_sub(1)
+        base.wrapping_add(rank(bits, slot))
     }
 
     fn child_block(&self) -> Option<Block> {
@@ -146,18 +144,15 @@ impl Root {
     /// is the entry itself, found in `hops` (a few hundred bytes, in the L1 cache).
     #[inline(always)]
     pub(super) fn next(&self, slot: usize, hops: &[u32]) -> u32 {
-        let through = (2u64 << slot).wrapping_sub(1);
         if self.vector >> slot & 1 != 0 {
-            return (NODE | self.children)
-                .wrapping_add((self.vector & through).count_ones())
-                .wrapping_sub(1);
+            return (NODE | self.children).wrapping_add(rank(self.vector, slot));
         }
         // Not a child, and no leaf either: a value (a root whose slots are all children
         // never gets here).
         if self.leafvec == 0 {
             return self.leaves;
         }
-        let rank = (self.leafvec & through).count_ones().wrapping_sub(1) as usize;
+        let rank = rank(self.leafvec, slot) as usize;
         let id = match self.leaves {
             INLINE_U8 => self.inline.get(rank).copied().map(usize::from),
             INLINE_U16 => self
@@ -275,6 +270,14 @@ impl<A: Key> Slots<A> {
     fn runs(&self) -> &[u32] {
         self.run.get(..self.runs).unwrap_or_default()
     }
+}
+
+/// Which of the blocks `bits` marks (children, or runs of leaves) slot `slot` is in, from 0: one
+/// popcount over the slots up to and including it.
+#[inline(always)]
+fn rank(bits: u64, slot: usize) -> u32 {
+    let through = (2u64 << slot).wrapping_sub(1);
+    (bits & through).count_ones().wrapping_sub(1)
 }
 
 /// A route as a subtree build reads it: address, length, table entry (next hop bits).
