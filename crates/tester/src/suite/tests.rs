@@ -265,3 +265,40 @@ fn a_latency_load_the_sender_could_not_offer_is_noted_with_what_it_did_offer() {
     (m.transmitted, m.refused) = (19_900, 100);
     assert_eq!(unoffered_latency_load(64, 2e6, &m), None);
 }
+
+/// A DuT far slower than the search's maximum still gets its NDR: an external 50-Mbit/s router
+/// (104.2 kframes/s of 64 B) behind a 10-Gbit/s line rate (14.88 Mframes/s) had none while the
+/// search stopped at 1 % of the maximum.
+#[test]
+fn a_dut_slower_than_a_hundredth_of_the_maximum_still_gets_its_ndr() {
+    let max_rate = line_rate(10e9, 64);
+    let capacity = 104_167.0;
+    let search = ThroughputConfig {
+        max_rate,
+        min_rate: search_floor(max_rate),
+        trial_seconds: 0.5,
+        resolution: 1000.0,
+        repeats: 0,
+        ..ThroughputConfig::default()
+    };
+    let found = throughput(&search, |spec| {
+        let rate = spec.load.rate();
+        let sent = (rate * 0.5) as u64;
+        let received = if rate <= capacity {
+            sent
+        } else {
+            (capacity * 0.5) as u64
+        };
+        TrialOutcome {
+            sent,
+            received,
+            seconds: 0.5,
+            ..TrialOutcome::default()
+        }
+    });
+    let ndr = found.ndr.expect("an NDR");
+    assert!((capacity - 1000.0..=capacity).contains(&ndr), "{ndr}");
+    // The floor is the live sender's lowest paced rate, never above the maximum.
+    assert_eq!(search_floor(max_rate), crate::trial::live::MIN_RATE);
+    assert_eq!(search_floor(500.0), 500.0);
+}
