@@ -1,3 +1,4 @@
+use super::frame_size::{search_floor, stalled};
 use super::*;
 use crate::rfc2544::Departure;
 use crate::trial::{DEFAULT_SAMPLE_EVERY, FlowOrder};
