@@ -139,18 +139,9 @@ pub enum SearchKind {
 pub enum Resolution {
     /// Frames per second.
     Absolute(f64),
-    /// A share of the starting (maximum) rate.
+    /// A share of the answer: the search stops when the lowest failing rate is within this
+    /// share of it above the NDR.
     Relative(f64),
-}
-
-impl Resolution {
-    /// In frames per second, for a search starting at `max_rate`.
-    pub fn at(self, max_rate: f64) -> f64 {
-        match self {
-            Resolution::Absolute(fps) => fps,
-            Resolution::Relative(share) => share * max_rate,
-        }
-    }
 }
 
 /// What to run.
@@ -304,7 +295,7 @@ impl SuiteConfig {
         };
         let resolution = match self.resolution {
             Resolution::Absolute(fps) => format!("{fps} frames/s"),
-            Resolution::Relative(share) => format!("{} % of the start", 100.0 * share),
+            Resolution::Relative(share) => format!("{} % of the NDR", 100.0 * share),
         };
         format!(
             "{search}, {} s trials, resolution {resolution}, loss tolerance {}; {}",

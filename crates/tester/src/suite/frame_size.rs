@@ -147,7 +147,11 @@ pub(super) fn frame_size(
             }
         }
     };
-    let resolution = config.resolution.at(max_rate);
+    // An absolute resolution in frames/s, or a relative one as a share of the answer.
+    let (resolution, relative_resolution) = match config.resolution {
+        Resolution::Absolute(fps) => (fps, 0.0),
+        Resolution::Relative(share) => (0.0, share),
+    };
     let runs = if config.searches() {
         config.ndr_runs.max(1)
     } else {
@@ -169,6 +173,7 @@ pub(super) fn frame_size(
                     trial_seconds: config.trial_seconds,
                     loss_tolerance: config.loss_tolerance,
                     resolution,
+                    relative_resolution,
                     repeats: config.repeats,
                     vote: config.vote,
                     max_trials: 40u32
@@ -200,7 +205,9 @@ pub(super) fn frame_size(
                     initial_seconds: (config.trial_seconds / 4.0).max(0.1),
                     final_seconds: config.trial_seconds,
                     intermediate_phases: 1,
-                    final_width: (resolution / max_rate).clamp(1e-4, 0.5),
+                    final_width: (resolution / max_rate)
+                        .max(relative_resolution)
+                        .clamp(1e-4, 0.5),
                     vote: config.vote,
                     repeats: config.repeats,
                     max_trials: 60u32

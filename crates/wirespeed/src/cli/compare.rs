@@ -77,7 +77,8 @@ pub struct CompareArgs {
     /// Seconds per calibration trial (each run calibrates the tester first), 0.001..=86400.
     #[arg(long, default_value_t = 0.5, value_parser = numbers::seconds())]
     calibration_seconds: f64,
-    /// Search resolution: frames/s, or a percentage of the starting rate (`5%`).
+    /// Search resolution: frames/s, or a percentage of the NDR (`5%`: the search stops when
+    /// the lowest rate that failed is within 5% above the highest that passed).
     #[arg(long, default_value = "5%")]
     resolution: String,
     /// Largest loss ratio that still counts as no drop (0 for RFC 2544).

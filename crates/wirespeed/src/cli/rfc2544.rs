@@ -74,7 +74,8 @@ pub struct Rfc2544Args {
     /// How a rate's trials decide whether it passes, and how they receive.
     #[command(flatten)]
     rate_trials: RateTrialArgs,
-    /// Search resolution: frames/s, or a percentage of the starting rate (`2%`).
+    /// Search resolution: frames/s, or a percentage of the NDR (`2%`: the search stops when
+    /// the lowest rate that failed is within 2% above the highest that passed).
     #[arg(long, default_value = "2%")]
     resolution: String,
     /// Departure patterns, comma-separated (every test runs with each): `cbr`, `poisson`, or
