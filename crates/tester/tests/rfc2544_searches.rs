@@ -147,11 +147,21 @@ fn a_relative_resolution_is_a_share_of_the_answer_however_far_below_the_start() 
         let result = throughput(&config, |spec| dut.trial(spec));
         let ndr = result.ndr.expect("an NDR");
         let failing = result.lowest_failing.expect("a failing rate");
-        assert!(ndr <= capacity && failing > capacity, "{capacity}: {ndr}..{failing}");
-        assert!(failing - ndr <= 0.05 * failing, "{capacity}: {ndr}..{failing}");
+        assert!(
+            ndr <= capacity && failing > capacity,
+            "{capacity}: {ndr}..{failing}"
+        );
+        assert!(
+            failing - ndr <= 0.05 * failing,
+            "{capacity}: {ndr}..{failing}"
+        );
         // log2(start / capacity) halvings to the first pass, then log2(1 / 0.05) ≈ 4.3.
         let bound = (8_482_589.0 / capacity).log2().ceil() as usize + 6;
-        assert!(result.trials.len() <= bound, "{capacity}: {} trials", result.trials.len());
+        assert!(
+            result.trials.len() <= bound,
+            "{capacity}: {} trials",
+            result.trials.len()
+        );
     }
 }
 
