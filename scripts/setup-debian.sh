@@ -26,6 +26,7 @@ packages=(
   tmux                # a real terminal for the `wirespeed top` test
   systemd             # systemd-analyze verifies the service unit in dist/
   openssh-server      # sshd for the remote-DuT test (started by the test in the DuT namespace)
+  procps              # pgrep: a DuT's NAPI threads placed over ssh, scripts/dut-site-check.sh
   python3-venv        # the virtual environment os-ken is installed in (below)
 )
 
