@@ -22,17 +22,18 @@ use wirespeed_tester::report::json::from_json;
 
 mod common;
 
-/// One frame size, 0.2-second trials and a coarse search: enough to run every step for real.
-const TINY_SEARCH: &[&str] = &[
+/// One frame size and 0.2-second trials.
+const TINY_TRIALS: &[&str] = &[
     "--frame-sizes",
     "64",
     "--trial-seconds",
     "0.2",
     "--calibration-seconds",
     "0.2",
-    "--resolution",
-    "60%",
 ];
+
+/// [`TINY_TRIALS`]' resolution: a coarse search, enough to run every step for real.
+const COARSE: &[&str] = &["--resolution", "60%"];
 
 #[test]
 fn a_short_rfc2544_run_against_wirespeed_writes_a_checked_report() {
@@ -49,7 +50,8 @@ fn a_short_rfc2544_run_against_wirespeed_writes_a_checked_report() {
                 "--latency-loads",
                 "",
             ],
-            TINY_SEARCH,
+            TINY_TRIALS,
+            COARSE,
         ]
         .concat(),
     ) else {
@@ -212,7 +214,8 @@ fn loss_back_to_back_recovery_and_repeated_searches_run_and_the_report_renders()
                 "--recovery-seconds",
                 "0.2",
             ],
-            TINY_SEARCH,
+            TINY_TRIALS,
+            COARSE,
         ]
         .concat(),
     ) else {
@@ -279,7 +282,7 @@ fn loss_back_to_back_recovery_and_repeated_searches_run_and_the_report_renders()
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// `bench rfc2544 --tests reset ARGS` with a tiny search; the report.
+/// `bench rfc2544 --tests reset ARGS` with [`TINY_TRIALS`]; the report.
 fn reset_run(prefix: &str, args: &[&str]) -> Option<(wirespeed_tester::report::Report, String)> {
     let reset = [
         "rfc2544",
@@ -302,14 +305,8 @@ fn reset_run(prefix: &str, args: &[&str]) -> Option<(wirespeed_tester::report::R
         // 1.5 s (0.59 Mpps: it forwarded 9 kframes/s after its restart, CI 2026-11-28).
         "--resolution",
         "100000000",
-        "--frame-sizes",
-        "64",
-        "--trial-seconds",
-        "0.2",
-        "--calibration-seconds",
-        "0.2",
     ];
-    let (stdout, _, out) = common::bench_out(prefix, &[&reset, args].concat())?;
+    let (stdout, _, out) = common::bench_out(prefix, &[&reset, args, TINY_TRIALS].concat())?;
     wirespeed_lab::assert_gone_for_test(prefix);
     let report = from_json(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
