@@ -382,7 +382,7 @@ fn a_reset_is_measured_by_restart_and_by_link_flap_and_noted_where_impossible() 
 ///
 /// Both NDRs must also be within 3 % of the capacity and of each other (issue 5's goal), or
 /// the run must explain the miss, search by search: trials above the NDR that the generator
-/// spoiled even when repeated (`TrialOutcome::spoiled_by_generator`; the tester then marks the
+/// spoiled even when repeated (`TrialOutcome::spoiled_by_tester`; the tester then marks the
 /// NDR tester-limited), or frames lost below 99 % of the capacity, where the shaper itself drops
 /// nothing (a shared VM stalls the DuT's core for 5–40 ms at times; the 6 ms of queue cannot
 /// hold that). Another invocation is made then, three in all; when every one was explained so,
@@ -483,7 +483,7 @@ fn shaped_searches(prefix: &str, invocations: usize) {
         {
             let spoiled = trials
                 .iter()
-                .filter(|t| t.spec.load.rate() > ndr && t.outcome.spoiled_by_generator())
+                .filter(|t| t.spec.load.rate() > ndr && t.outcome.spoiled_by_tester())
                 .count();
             let dut_stalls = trials
                 .iter()

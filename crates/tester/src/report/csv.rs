@@ -45,7 +45,7 @@ pub const LATENCY_COLUMNS: [&str; 14] = [
 ];
 
 /// Columns of [`trials_csv`].
-pub const TRIAL_COLUMNS: [&str; 17] = [
+pub const TRIAL_COLUMNS: [&str; 19] = [
     "frame_size",
     "traffic",
     "search",
@@ -63,6 +63,8 @@ pub const TRIAL_COLUMNS: [&str; 17] = [
     "behind",
     "sent_late",
     "on_schedule",
+    "not_sent",
+    "receiver_refused",
 ];
 
 fn cell(value: Option<f64>) -> String {
@@ -200,6 +202,8 @@ pub fn trials_csv(report: &Report) -> String {
                         departure
                             .map(|d| d.on_schedule().to_string())
                             .unwrap_or_default(),
+                        count(departure.and_then(|d| d.not_sent)),
+                        outcome.receiver_refused.to_string(),
                     ]
                 })
             })

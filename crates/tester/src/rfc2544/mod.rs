@@ -90,6 +90,11 @@ pub struct TrialOutcome {
     /// over real ports); `None` otherwise.
     #[serde(default)]
     pub departure: Option<Departure>,
+    /// Frames the DuT delivered that the tester's receiving side refused before counting them:
+    /// its interface's ring was full (a veth's `rx_dropped`) or its socket had no room. The
+    /// DuT forwarded them; the tester could not take them ([`TrialOutcome::spoiled_by_tester`]).
+    #[serde(default)]
+    pub receiver_refused: u64,
 }
 
 /// When a steady trial's frames left the tester's port, against their schedule.
@@ -131,7 +136,7 @@ pub struct Departure {
     /// their turn having come after the deadline (it owed them: the rate was not offered). The
     /// rest of what did not arrive was sent and lost on the way, so when that exceeds what the
     /// generator's lateness explains, the DuT failed at this rate whatever the generator
-    /// managed ([`TrialOutcome::spoiled_by_generator`]). `None` for a sender whose refusals may
+    /// managed ([`TrialOutcome::spoiled_by_tester`]). `None` for a sender whose refusals may
     /// be the DuT's pushback (AF_XDP).
     #[serde(default)]
     pub not_sent: Option<u64>,
@@ -162,26 +167,36 @@ impl TrialOutcome {
         self.missing().saturating_add(late).min(self.sent)
     }
 
-    /// Whether the generator, not the DuT, may have decided this trial: it ended behind its
-    /// schedule (the rate was not offered), or it lost no more frames than the generator
-    /// handed out late ([`Departure::sent_late`]). A paced sender that was off its core sends
-    /// what fell due meanwhile as one burst, and a DuT with a short queue loses or pushes back
-    /// up to that burst at any rate; a loss larger than the burst is the DuT's own. Such a
-    /// trial is run again; one that stays so does not pass, and an NDR below it is
-    /// tester-limited. A trial whose sender never queues and whose DuT lost more of the frames
-    /// it was sent than the lateness explains failed at this rate, however late the generator
+    /// Whether the tester, not the DuT, may have decided this trial. Its generator: it ended
+    /// behind its schedule (the rate was not offered), or the trial lost no more frames than
+    /// the generator handed out late ([`Departure::sent_late`]): a paced sender that was off
+    /// its core sends what fell due meanwhile as one burst, and a DuT with a short queue loses
+    /// or pushes back up to that burst at any rate. Its receiver: the loss is no more than
+    /// what the tester's receiving side refused ([`TrialOutcome::receiver_refused`]), frames
+    /// the DuT did forward. A loss larger than both together is the DuT's own. Such a trial is
+    /// run again; one that stays so does not pass, and an NDR below it is tester-limited. A
+    /// trial whose sender never queues and whose DuT lost more of the frames it was sent than
+    /// the lateness and the receiver explain failed at this rate, however late the generator
     /// was ([`Departure::not_sent`]).
-    pub fn spoiled_by_generator(&self) -> bool {
+    pub fn spoiled_by_tester(&self) -> bool {
         let lost = self.lost();
-        self.departure.is_some_and(|d| {
-            let owed = d.behind > 0 || d.not_sent.is_some_and(|not_sent| not_sent > 0);
-            let generator = owed || (lost > 0 && lost <= d.sent_late);
-            // Frames sent and lost beyond any burst the lateness made: the DuT's own failure.
-            let dut_failed = d
-                .not_sent
-                .is_some_and(|not_sent| self.missing().saturating_sub(not_sent) > d.sent_late);
-            generator && !dut_failed
-        })
+        let late = self.departure.map_or(0, |d| d.sent_late);
+        let owed = self
+            .departure
+            .is_some_and(|d| d.behind > 0 || d.not_sent.is_some_and(|not_sent| not_sent > 0));
+        let explained = lost > 0 && lost <= late.saturating_add(self.receiver_refused);
+        // Frames sent and lost beyond any burst the lateness made and beyond what the
+        // receiver refused: the DuT's own failure.
+        let dut_failed = self
+            .departure
+            .and_then(|d| d.not_sent)
+            .is_some_and(|not_sent| {
+                self.missing()
+                    .saturating_sub(not_sent)
+                    .saturating_sub(self.receiver_refused)
+                    > late
+            });
+        (owed || explained) && !dut_failed
     }
 
     /// Frames that did not arrive (never negative).

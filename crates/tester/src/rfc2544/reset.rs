@@ -138,6 +138,7 @@ mod tests {
                 seconds,
                 last_loss: None,
                 departure: None,
+                receiver_refused: 0,
             }
         }
     }

@@ -8,9 +8,9 @@ use super::*;
 /// What the trials of one frame size gathered beside the search's own record.
 #[derive(Default)]
 struct Gathered {
-    /// Trial runs repeated because the generator stalled ([`stalled`]).
+    /// Trial runs repeated because the tester spoiled them ([`stalled`]).
     stall_repeats: u32,
-    /// Rates of trials still spoiled by the generator after their repeats ([`stalled`]):
+    /// Rates of trials still spoiled by the tester after their repeats ([`stalled`]):
     /// counted as not passing, so an NDR below any of them is tester-limited.
     stalled_rates: Vec<f64>,
     /// Trials whose frames the DuT held back in the tester's port past the tolerance.
@@ -25,16 +25,35 @@ struct Gathered {
     receiver: ReceiverKind,
 }
 
-/// Times a trial its generator spoiled is run again at most
-/// ([`TrialOutcome::spoiled_by_generator`]); the last run counts whatever it shows. On a shared
+/// Times a trial the tester spoiled is run again at most
+/// ([`TrialOutcome::spoiled_by_tester`]); the last run counts whatever it shows. On a shared
 /// VM the generator's stalls of 2–12 ms (a busy process taking a scheduler tick on its core)
 /// made searches against the reference DuT (`linux-router-tbf`, 6 ms of queue) miss its
 /// capacity by up to 40 % (docs/benchmarks.md, "The tester").
 pub(super) const STALL_REPEATS: u32 = 5;
 
-/// Whether `trial` is a steady load (a burst is meant to be one) its generator spoiled.
+/// Whether `trial` is a steady load (a burst is meant to be one) the tester spoiled.
 pub(super) fn stalled(spec: &TrialSpec, trial: &TrialMeasurement) -> bool {
-    matches!(spec.load, Load::Rate { .. }) && trial.outcome.spoiled_by_generator()
+    matches!(spec.load, Load::Rate { .. }) && trial.outcome.spoiled_by_tester()
+}
+
+/// Why the tester spoiled a trial, for its line in the progress.
+fn spoiled_by(trial: &TrialMeasurement) -> String {
+    let refused = trial.outcome.receiver_refused;
+    let late_ms = trial.pacing.lateness_max_ns / 1e6;
+    match (
+        refused,
+        trial
+            .outcome
+            .departure
+            .is_some_and(|d| d.sent_late > 0 || d.behind > 0),
+    ) {
+        (0, _) => format!("the generator stalled {late_ms:.1} ms"),
+        (_, false) => format!("the tester's receive refused {refused} frames"),
+        (_, true) => format!(
+            "the generator stalled {late_ms:.1} ms and the tester's receive refused {refused} frames"
+        ),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -106,9 +125,9 @@ pub(super) fn frame_size(
                     stalls += 1;
                     gathered.stall_repeats += 1;
                     tracker.trial(format!(
-                        "{}: the generator stalled {:.1} ms, repeated",
+                        "{}: {}, repeated",
                         describe(what, size, lab_trial),
-                        lab_trial.measurement.pacing.lateness_max_ns / 1e6
+                        spoiled_by(&lab_trial.measurement)
                     ));
                 }
                 _ => break run,
@@ -299,8 +318,9 @@ pub(super) fn frame_size(
     gathered.receiver = ReceiverKind::Probe;
     if let Some(ndr) = result.ndr() {
         result.limit = tester_max.map(|max| Limit::of(ndr, max));
-        // A rate above the NDR that failed only while the generator could not offer it says
-        // nothing of the DuT: the NDR is a lower bound, set by the tester on this machine.
+        // A rate above the NDR that failed only while the generator could not offer it, or
+        // whose loss the tester's receive refused, says nothing of the DuT: the NDR is a lower
+        // bound, set by the tester on this machine.
         if gathered.stalled_rates.iter().any(|&rate| rate > ndr) {
             result.limit = Some(Limit::TesterLimited);
         }
@@ -434,8 +454,8 @@ pub(super) fn frame_size(
     if gathered.stall_repeats > 0 {
         notes.push(format!(
             "{size} B: trials repeated because the generator ended behind its schedule, or \
-             they lost frames while it ran late (past the departure tolerance): {} (at most \
-             {STALL_REPEATS} times per trial)",
+             they lost no more frames than it sent late (past the departure tolerance) and \
+             the tester's receive refused: {} (at most {STALL_REPEATS} times per trial)",
             gathered.stall_repeats
         ));
     }
@@ -446,9 +466,10 @@ pub(super) fn frame_size(
             .map(|rate| format!("{:.4}", rate / 1e6))
             .collect();
         notes.push(format!(
-            "{size} B: trials still spoiled by the generator after {STALL_REPEATS} repeats, \
-             counted as not passing (the machine kept the generator off its core): {} at {} \
-             Mpps; an NDR below them is tester-limited",
+            "{size} B: trials still spoiled by the tester after {STALL_REPEATS} repeats, \
+             counted as not passing (the machine kept the generator off its core, or the \
+             tester's receive off its ring): {} at {} Mpps; an NDR below them is \
+             tester-limited",
             rates.len(),
             rates.join(", ")
         ));

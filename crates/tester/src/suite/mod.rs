@@ -475,7 +475,7 @@ fn describe(what: &str, size: u16, trial: &LabTrial) -> String {
     };
     let sent = format!(
         "{size} B {what}: {} offered {:.4} Mpps{departed}, {} {:.3} Mpps, loss {:.4} % ({} lost: \
-         {} {refused}, {} not sent in time",
+         {} {refused}, {} not sent in time, {} refused by the tester's receive",
         m.sender.name(),
         m.outcome.sent as f64 / m.outcome.seconds.max(1e-9) / 1e6,
         if counted { "counted" } else { "received" },
@@ -484,6 +484,7 @@ fn describe(what: &str, size: u16, trial: &LabTrial) -> String {
         m.outcome.lost(),
         m.refused,
         m.unsent,
+        m.outcome.receiver_refused,
     );
     let drain = m.drain_seconds * 1e3;
     if let ReceiverKind::Sampled { every } = m.receiver {

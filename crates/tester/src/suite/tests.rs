@@ -113,6 +113,43 @@ fn a_trial_that_ended_behind_its_schedule_is_repeated_and_never_passes() {
     assert!(stalled(&steady, &trial));
 }
 
+/// Frames the DuT forwarded and the tester's receiving ring refused are the tester's loss: a
+/// trial that lost no more than those (and its generator's late burst) is repeated, and one
+/// that lost more is the DuT's failure.
+#[test]
+fn a_loss_the_testers_receive_refused_is_the_testers() {
+    let steady = steady();
+    let mut trial = TrialMeasurement::default();
+    trial.outcome.sent = 50_000;
+    trial.outcome.received = 49_983;
+    trial.outcome.departure = Some(Departure {
+        not_sent: Some(0),
+        ..on_time()
+    });
+    assert!(
+        !stalled(&steady, &trial),
+        "nothing refused: the DuT lost them"
+    );
+    trial.outcome.receiver_refused = 17;
+    assert!(stalled(&steady, &trial));
+    trial.outcome.receiver_refused = 16;
+    assert!(
+        !stalled(&steady, &trial),
+        "one frame more than the receiver refused"
+    );
+    // With the generator's late burst, both together explain it.
+    trial.outcome.departure = Some(Departure {
+        sent_late: 1,
+        not_sent: Some(0),
+        ..on_time()
+    });
+    assert!(stalled(&steady, &trial));
+    // Refusals in a trial that lost nothing change nothing.
+    trial.outcome.received = 50_000;
+    assert!(!stalled(&steady, &trial));
+    assert_eq!(trial.outcome.loss_ratio(), 0.0);
+}
+
 #[test]
 fn test_lists_parse_and_latency_recovery_or_reset_need_the_search() {
     let all = Tests::parse("throughput,latency,loss,back-to-back,recovery,reset").unwrap();

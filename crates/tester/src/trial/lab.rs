@@ -25,6 +25,10 @@ pub struct InterfaceCounters {
     /// Packets the interface took to send and dropped (a veth: the peer's ring was full).
     #[serde(default)]
     pub tx_dropped: u64,
+    /// Packets that reached the interface and were dropped before anything on it saw them (a
+    /// veth: its own ring was full when the peer sent).
+    #[serde(default)]
+    pub rx_dropped: u64,
 }
 
 impl InterfaceCounters {
@@ -38,7 +42,7 @@ impl InterfaceCounters {
     }
 }
 
-/// The first link's rx and tx packet counts from `ip -s -j link show` output.
+/// The first link's packet and drop counts from `ip -s -j link show` output.
 pub fn parse_counters(json: &str) -> Option<InterfaceCounters> {
     let value: serde_json::Value = serde_json::from_str(json).ok()?;
     let stats = value.get(0)?.get("stats64")?;
@@ -46,6 +50,7 @@ pub fn parse_counters(json: &str) -> Option<InterfaceCounters> {
         rx_packets: stats.get("rx")?.get("packets")?.as_u64()?,
         tx_packets: stats.get("tx")?.get("packets")?.as_u64()?,
         tx_dropped: stats.get("tx")?.get("dropped")?.as_u64()?,
+        rx_dropped: stats.get("rx")?.get("dropped")?.as_u64()?,
     })
 }
 
@@ -191,6 +196,15 @@ pub fn run_in_lab(
                     measurement.transmitted =
                         measurement.transmitted.saturating_sub(measurement.refused);
                 }
+                // What the DuT forwarded and the receiving veth's ring had no room for, or the
+                // socket behind it: the larger, as the two may count the same frame, and
+                // without the samples a sampling socket missed (the counter counted those, and
+                // the interface may count them too).
+                measurement.outcome.receiver_refused = rx_after
+                    .rx_dropped
+                    .saturating_sub(rx_before.rx_dropped)
+                    .saturating_sub(measurement.samples_dropped)
+                    .max(measurement.receiver_dropped);
                 Ok(LabTrial {
                     counters: CounterCheck {
                         transmitted: measurement.transmitted,

@@ -206,6 +206,9 @@ pub fn run_live(
                 behind: pace.behind,
                 not_sent: Some(offered - sent),
             }),
+            // The counter sees only what the receiving ring let through: the ring's refusals
+            // are read around the trial ([`super::lab::run_in_lab`]).
+            receiver_refused: 0,
         },
         transmitted: sent,
         unsent: offered - sent,

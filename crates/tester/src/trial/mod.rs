@@ -416,6 +416,7 @@ pub fn run(
         .stats()
         .rx_dropped
         .saturating_sub(receiver_dropped_before);
+    measurement.outcome.receiver_refused = measurement.receiver_dropped;
     measurement.outcome.received = measurement.sequence.received;
     measurement.outcome.last_loss = last_loss;
     Ok(measurement)
@@ -793,6 +794,7 @@ fn send(
         },
         last_loss: None,
         departure: steady.then(|| in_flight.departure(config.rate, start, hz)),
+        receiver_refused: 0,
     };
     Ok(Sent {
         measurement,

@@ -675,13 +675,14 @@ fn due_times_follow_the_first_rate_then_the_second() {
 
 #[test]
 fn counters_parse_from_ip_json_and_agreement_is_relative() {
-    let json = r#"[{"ifname":"wst-t0","stats64":{"rx":{"bytes":1,"packets":12,"dropped":0},"tx":{"bytes":2,"packets":3456,"dropped":78}}}]"#;
+    let json = r#"[{"ifname":"wst-t0","stats64":{"rx":{"bytes":1,"packets":12,"dropped":9},"tx":{"bytes":2,"packets":3456,"dropped":78}}}]"#;
     assert_eq!(
         parse_counters(json),
         Some(InterfaceCounters {
             rx_packets: 12,
             tx_packets: 3456,
-            tx_dropped: 78
+            tx_dropped: 78,
+            rx_dropped: 9,
         })
     );
     assert_eq!(parse_counters("[]"), None);
