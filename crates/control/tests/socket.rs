@@ -82,7 +82,8 @@ struct Setup {
     path: PathBuf,
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
-    _dir: PathBuf,
+    /// The socket's directory, named by the test's process: removed when the test ends.
+    dir: PathBuf,
 }
 
 impl Drop for Setup {
@@ -92,6 +93,7 @@ impl Drop for Setup {
         for worker in self.workers.drain(..) {
             let _ = worker.join();
         }
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -136,7 +138,7 @@ fn setup_app(
             path,
             stop,
             workers,
-            _dir: dir,
+            dir,
         },
         held,
     )
