@@ -102,7 +102,14 @@ fn an_external_bridge_built_by_hand_is_measured_on_the_testers_own_interfaces() 
         "{text}"
     );
     assert!(!out.exists(), "nothing was written");
-    let run = bench(&[&["--tx", "wsxt-t0", "--rx", "wsxt-t1"], TINY_SEARCH].concat());
+    // Behind a gigabit link, say: the search starts at that line rate and never goes above.
+    let run = bench(
+        &[
+            &["--tx", "wsxt-t0", "--rx", "wsxt-t1", "--link-speed", "1"],
+            TINY_SEARCH,
+        ]
+        .concat(),
+    );
     let (stdout, stderr) = (
         String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr),
@@ -123,6 +130,18 @@ fn an_external_bridge_built_by_hand_is_measured_on_the_testers_own_interfaces() 
         dut_setup.commands.iter().all(|c| c.starts_with('#')),
         "{:?}",
         dut_setup.commands
+    );
+    assert_eq!(report.setup.link_bits_per_second, 1e9);
+    let gigabit_line = wirespeed_tester::rfc2544::line_rate(1e9, 64);
+    let rates: Vec<f64> = report.results[0]
+        .searches()
+        .flatten()
+        .map(|trial| trial.spec.load.rate())
+        .collect();
+    assert!(
+        rates.first().is_some_and(|&first| first == gigabit_line)
+            && rates.iter().all(|&rate| rate <= gigabit_line),
+        "the search's rates {rates:?} against the gigabit line rate {gigabit_line}"
     );
     let ndr = report.results[0].ndr().expect("an NDR");
     assert!(

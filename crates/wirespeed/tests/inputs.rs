@@ -81,6 +81,14 @@ fn every_cli_number_out_of_range_or_not_finite_is_refused_naming_its_range() {
             "--latency-loads \"NaN\": give a number in 0.001..=100",
         ),
         (
+            &["bench", "rfc2544", "--link-speed", "0"],
+            "give a number in 0.001..=1000",
+        ),
+        (
+            &["bench", "compare", "--link-speed", "inf"],
+            "give a number in 0.001..=1000",
+        ),
+        (
             &["bench", "compare", "--calibration-seconds", "NaN"],
             "give a number in 0.001..=86400",
         ),
