@@ -105,6 +105,10 @@ pub struct Ratio {
     pub ratio: f64,
     /// Ours reached the tester's limit: the true ratio is at least this.
     pub lower_bound: bool,
+    /// The peer does what ours does ([`function_of`]); `false` where the run had no peer of
+    /// ours's function and every peer stands in.
+    #[serde(default)]
+    pub same_function: bool,
 }
 
 impl CompareRun {
@@ -265,20 +269,66 @@ pub fn is_ours(dut: &str) -> bool {
     dut.starts_with("wirespeed")
 }
 
-/// Every wirespeed DuT against every peer at the same flows and frame size, where both have an
-/// NDR.
+/// What a DuT does with a frame, as far as its name says: a comparison's ratios are taken
+/// between DuTs of one function (issue 6's goals: the bridge against the bridge, the router
+/// against the router), not across them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Function {
+    /// Every frame out of the other port: wirespeed's cross-connect, the XDP redirect, testpmd.
+    CrossConnect,
+    /// A learning bridge: the Linux bridge, OvS's NORMAL action, wirespeed's bridge.
+    Bridge,
+    /// IPv4 and IPv6 forwarding: the Linux router (with nftables rules or a shaper too),
+    /// wirespeed's router.
+    Router,
+    /// A flow table: OvS with its flows, wirespeed's openflow app.
+    FlowTable,
+}
+
+/// The function of the DuT named `dut` (a name as the compare reports it, options such as
+/// `+scrape` or `:N` included); `None` for one the tester does not know (an external DuT).
+pub fn function_of(dut: &str) -> Option<Function> {
+    let name = dut.split(['+', ':']).next().unwrap_or(dut);
+    if let Some(app) = name.strip_prefix("wirespeed-") {
+        return Some(match app.split('-').next() {
+            Some("bridge") => Function::Bridge,
+            Some("router") => Function::Router,
+            Some("openflow") => Function::FlowTable,
+            _ => Function::CrossConnect,
+        });
+    }
+    match name {
+        "linux-bridge" | "ovs-normal" => Some(Function::Bridge),
+        "ovs" | "ovs-afpacket" => Some(Function::FlowTable),
+        "xdp-redirect" | "dpdk-testpmd" => Some(Function::CrossConnect),
+        _ if name.starts_with("linux-router") => Some(Function::Router),
+        _ => None,
+    }
+}
+
+/// Every wirespeed DuT against the peers of its function ([`function_of`]) at the same flows
+/// and frame size, where both have an NDR; against every peer where the run has none of its
+/// function (the ratios then say so).
 pub fn ratios(rows: &[CompareRow]) -> Vec<Ratio> {
     let mut out = Vec::new();
     for ours in rows.iter().filter(|r| is_ours(&r.dut)) {
         let Some(our_ndr) = ours.ndr_median else {
             continue;
         };
-        for peer in rows.iter().filter(|r| {
-            !is_ours(&r.dut) && r.flows == ours.flows && r.frame_size == ours.frame_size
-        }) {
-            let Some(peer_ndr) = peer.ndr_median.filter(|n| *n > 0.0) else {
+        let peers: Vec<(&CompareRow, f64)> = rows
+            .iter()
+            .filter(|r| {
+                !is_ours(&r.dut) && r.flows == ours.flows && r.frame_size == ours.frame_size
+            })
+            .filter_map(|peer| Some((peer, peer.ndr_median.filter(|n| *n > 0.0)?)))
+            .collect();
+        let function = function_of(&ours.dut);
+        let alike = |peer: &CompareRow| function.is_some() && function_of(&peer.dut) == function;
+        let same_function = peers.iter().any(|(peer, _)| alike(peer));
+        for (peer, peer_ndr) in peers {
+            if same_function && !alike(peer) {
                 continue;
-            };
+            }
             out.push(Ratio {
                 ours: ours.dut.clone(),
                 peer: peer.dut.clone(),
@@ -286,6 +336,7 @@ pub fn ratios(rows: &[CompareRow]) -> Vec<Ratio> {
                 frame_size: ours.frame_size,
                 ratio: our_ndr / peer_ndr,
                 lower_bound: ours.limit == Some(Limit::TesterLimited),
+                same_function,
             });
         }
     }
@@ -297,6 +348,18 @@ impl Ratio {
     pub fn text(&self) -> String {
         let bound = if self.lower_bound { "≥ " } else { "" };
         format!("{bound}{:.2} x", self.ratio)
+    }
+
+    /// The peer's name, marked when it does something else than ours.
+    pub fn peer_text(&self) -> String {
+        if self.same_function {
+            self.peer.clone()
+        } else {
+            format!(
+                "{} (another function: no peer of the same in this run)",
+                self.peer
+            )
+        }
     }
 }
 
@@ -415,7 +478,7 @@ pub fn summary_table(comparison: &Comparison) -> String {
     if !ratios.is_empty() {
         let _ = writeln!(
             out,
-            "\nwirespeed relative to each peer (median NDR / median NDR):"
+            "\nwirespeed relative to each peer of its function (median NDR / median NDR):"
         );
         for ratio in &ratios {
             let _ = writeln!(
@@ -425,7 +488,7 @@ pub fn summary_table(comparison: &Comparison) -> String {
                 ratio.frame_size,
                 ratio.ours,
                 ratio.text(),
-                ratio.peer
+                ratio.peer_text()
             );
         }
     }
@@ -625,7 +688,7 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
     let ratios = ratios(&rows);
     if !ratios.is_empty() {
         out.push_str(
-            "<h2>wirespeed relative to each peer</h2><table><tr><th>flows</th>\
+            "<h2>wirespeed relative to each peer of its function</h2><table><tr><th>flows</th>\
 <th>frame</th><th>wirespeed DuT</th><th>peer</th><th>median NDR ratio</th></tr>",
         );
         for ratio in &ratios {
@@ -633,7 +696,7 @@ th{{background:#f3f3f3}}pre{{background:#f7f7f7;padding:8px;font-size:12px;white
             cell(&mut out, &ratio.flows.to_string());
             cell(&mut out, &format!("{} B", ratio.frame_size));
             cell(&mut out, &ratio.ours);
-            cell(&mut out, &ratio.peer);
+            cell(&mut out, &ratio.peer_text());
             cell(&mut out, &ratio.text());
             out.push_str("</tr>");
         }
@@ -819,6 +882,65 @@ mod tests {
         assert_eq!(ratios[0].peer, "linux-bridge");
         assert_eq!(ratios[0].ratio, 600_000.0 / 250_000.0);
         assert_eq!(ratios[0].text(), "≥ 2.40 x");
+        assert!(
+            !ratios[0].same_function,
+            "a cross-connect against the bridge, the only peer with an NDR"
+        );
+        assert!(ratios[0].peer_text().contains("another function"));
+    }
+
+    #[test]
+    fn each_wirespeed_dut_is_set_against_the_peers_of_its_function() {
+        let ours = Some(Limit::DutLimited);
+        let mut c = Comparison::new("compare", Setup::default());
+        let duts = [
+            ("linux-bridge", 500_000.0),
+            ("wirespeed-bridge-xdp", 1_500_000.0),
+            ("linux-router", 400_000.0),
+            ("wirespeed-router-xdp", 1_200_000.0),
+            ("ovs", 600_000.0),
+            ("wirespeed-openflow-xdp", 1_800_000.0),
+            ("wirespeed-xdp+scrape", 2_000_000.0),
+        ];
+        for (name, ndr) in duts {
+            c.runs.push(run(name, 0, Some(ndr), ours));
+        }
+        let found: Vec<(String, String, f64, bool)> = ratios(&c.rows())
+            .into_iter()
+            .map(|r| (r.ours, r.peer, r.ratio, r.same_function))
+            .collect();
+        let expect = |ours: &str, peer: &str, ratio: f64, same: bool| {
+            (ours.to_string(), peer.to_string(), ratio, same)
+        };
+        // The cross-connect has no peer of its own function here: every peer stands in.
+        assert_eq!(
+            found,
+            [
+                expect("wirespeed-bridge-xdp", "linux-bridge", 3.0, true),
+                expect("wirespeed-router-xdp", "linux-router", 3.0, true),
+                expect("wirespeed-openflow-xdp", "ovs", 3.0, true),
+                expect("wirespeed-xdp+scrape", "linux-bridge", 4.0, false),
+                expect("wirespeed-xdp+scrape", "linux-router", 5.0, false),
+                expect(
+                    "wirespeed-xdp+scrape",
+                    "ovs",
+                    2_000_000.0 / 600_000.0,
+                    false
+                ),
+            ]
+        );
+        for (name, function) in [
+            ("linux-router-nft:1000", Function::Router),
+            ("linux-router-tbf:50", Function::Router),
+            ("ovs-normal", Function::Bridge),
+            ("ovs-afpacket", Function::FlowTable),
+            ("dpdk-testpmd", Function::CrossConnect),
+            ("wirespeed-afpacket-v2", Function::CrossConnect),
+            ("wirespeed-openflow-ofctl-xdp", Function::FlowTable),
+        ] {
+            assert_eq!(function_of(name), Some(function), "{name}");
+        }
+        assert_eq!(function_of("external"), None);
     }
 
     #[test]
