@@ -467,9 +467,8 @@ pub(super) fn frame_size(
             .collect();
         notes.push(format!(
             "{size} B: trials still spoiled by the tester after {STALL_REPEATS} repeats, \
-             counted as not passing (the machine kept the generator off its core, or the \
-             tester's receive off its ring): {} at {} Mpps; an NDR below them is \
-             tester-limited",
+             counted as not passing (the machine kept the generator or the tester's receive \
+             off its core): {} at {} Mpps; an NDR below them is tester-limited",
             rates.len(),
             rates.join(", ")
         ));
