@@ -323,12 +323,11 @@ pub fn ratios(rows: &[CompareRow]) -> Vec<Ratio> {
             .filter_map(|peer| Some((peer, peer.ndr_median.filter(|n| *n > 0.0)?)))
             .collect();
         let function = function_of(&ours.dut);
-        let alike = |peer: &CompareRow| function.is_some() && function_of(&peer.dut) == function;
-        let same_function = peers.iter().any(|(peer, _)| alike(peer));
-        for (peer, peer_ndr) in peers {
-            if same_function && !alike(peer) {
-                continue;
-            }
+        let (alike, others): (Vec<_>, Vec<_>) = peers
+            .into_iter()
+            .partition(|(peer, _)| function.is_some() && function_of(&peer.dut) == function);
+        let same_function = !alike.is_empty();
+        for (peer, peer_ndr) in if same_function { alike } else { others } {
             out.push(Ratio {
                 ours: ours.dut.clone(),
                 peer: peer.dut.clone(),

@@ -180,22 +180,19 @@ impl TrialOutcome {
     /// was ([`Departure::not_sent`]).
     pub fn spoiled_by_tester(&self) -> bool {
         let lost = self.lost();
-        let late = self.departure.map_or(0, |d| d.sent_late);
-        let owed = self
-            .departure
-            .is_some_and(|d| d.behind > 0 || d.not_sent.is_some_and(|not_sent| not_sent > 0));
+        let (late, owed, not_sent) = self.departure.map_or((0, false, None), |d| {
+            let owed = d.behind > 0 || d.not_sent.is_some_and(|not_sent| not_sent > 0);
+            (d.sent_late, owed, d.not_sent)
+        });
         let explained = lost > 0 && lost <= late.saturating_add(self.receiver_refused);
         // Frames sent and lost beyond any burst the lateness made and beyond what the
         // receiver refused: the DuT's own failure.
-        let dut_failed = self
-            .departure
-            .and_then(|d| d.not_sent)
-            .is_some_and(|not_sent| {
-                self.missing()
-                    .saturating_sub(not_sent)
-                    .saturating_sub(self.receiver_refused)
-                    > late
-            });
+        let dut_failed = not_sent.is_some_and(|not_sent| {
+            self.missing()
+                .saturating_sub(not_sent)
+                .saturating_sub(self.receiver_refused)
+                > late
+        });
         (owed || explained) && !dut_failed
     }
 

@@ -37,7 +37,7 @@ use wirespeed_tester::trial::FlowOrder;
 
 use super::bench::dut;
 use super::numbers;
-use super::rfc2544::{RateTrialArgs, parse_resolution, setup, suite_lab};
+use super::rfc2544::{LinkArgs, RateTrialArgs, parse_resolution, setup, suite_lab};
 use super::site::SiteArgs;
 
 /// Flows that `--flows random` stands for.
@@ -77,12 +77,9 @@ pub struct CompareArgs {
     /// Seconds per calibration trial (each run calibrates the tester first), 0.001..=86400.
     #[arg(long, default_value_t = 0.5, value_parser = numbers::seconds())]
     calibration_seconds: f64,
-    /// The speed of the links to the DuT, Gbit/s (0.001..=1000): the line rate (preamble and
-    /// gap counted) every search starts from and never exceeds, and what the report's shares
-    /// of the line rate are of. The lab's veths have no speed; give that of the link an
-    /// external DuT sits behind (1 for gigabit Ethernet), and its searches start there.
-    #[arg(long, value_name = "GBIT", default_value_t = 10.0, value_parser = numbers::real(0.001, 1000.0))]
-    link_speed: f64,
+    /// The links to the DuTs, as in `bench rfc2544`.
+    #[command(flatten)]
+    link: LinkArgs,
     /// Search resolution: frames/s, or a percentage of the NDR (`5%`: the search stops when
     /// the lowest rate that failed is within 5% above the highest that passed).
     #[arg(long, default_value = "5%")]
@@ -154,7 +151,7 @@ impl CompareArgs {
         anyhow::ensure!(!self.duts.is_empty(), "give at least one DuT");
         Ok(SuiteConfig {
             frame_sizes: self.frame_sizes.clone(),
-            link_bits_per_second: self.link_speed * 1e9,
+            link_bits_per_second: self.link.bits_per_second(),
             search: SearchKind::Binary,
             trial_seconds: self.trial_seconds,
             calibration_seconds: self.calibration_seconds,

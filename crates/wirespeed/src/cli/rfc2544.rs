@@ -74,12 +74,9 @@ pub struct Rfc2544Args {
     /// How a rate's trials decide whether it passes, and how they receive.
     #[command(flatten)]
     rate_trials: RateTrialArgs,
-    /// The speed of the links to the DuT, Gbit/s (0.001..=1000): the line rate (preamble and
-    /// gap counted) every search starts from and never exceeds, and what the report's shares
-    /// of the line rate are of. The lab's veths have no speed; give that of the link an
-    /// external DuT sits behind (1 for gigabit Ethernet), and its searches start there.
-    #[arg(long, value_name = "GBIT", default_value_t = 10.0, value_parser = numbers::real(0.001, 1000.0))]
-    link_speed: f64,
+    /// The links to the DuT.
+    #[command(flatten)]
+    link: LinkArgs,
     /// Search resolution: frames/s, or a percentage of the NDR (`2%`: the search stops when
     /// the lowest rate that failed is within 2% above the highest that passed).
     #[arg(long, default_value = "2%")]
@@ -145,6 +142,24 @@ pub struct Rfc2544Args {
     /// that runs other work. Not for two benchmarks at once: each would narrow the other.
     #[arg(long)]
     shield_dut_core: bool,
+}
+
+/// The links to the DuT, as `bench rfc2544` and `bench compare` take them.
+#[derive(Args)]
+pub(super) struct LinkArgs {
+    /// The speed of the links to the DuT, Gbit/s (0.001..=1000): the line rate (preamble and
+    /// gap counted) every search starts from and never exceeds, and what the report's shares
+    /// of the line rate are of. The lab's veths have no speed; give that of the link an
+    /// external DuT sits behind (1 for gigabit Ethernet), and its searches start there.
+    #[arg(long, value_name = "GBIT", default_value_t = 10.0, value_parser = numbers::real(0.001, 1000.0))]
+    link_speed: f64,
+}
+
+impl LinkArgs {
+    /// The links' speed in bits per second, the suite's `link_bits_per_second`.
+    pub(super) fn bits_per_second(&self) -> f64 {
+        self.link_speed * 1e9
+    }
 }
 
 /// How the throughput searches judge a rate from its trials (MLRsearch's goal exceed ratio and
@@ -381,7 +396,7 @@ impl Rfc2544Args {
             prefix: self.prefix.clone(),
             suite: SuiteConfig {
                 frame_sizes: self.frame_sizes.clone(),
-                link_bits_per_second: self.link_speed * 1e9,
+                link_bits_per_second: self.link.bits_per_second(),
                 search,
                 trial_seconds: self.trial_seconds,
                 calibration_seconds: self.calibration_seconds,
