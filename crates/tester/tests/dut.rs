@@ -210,6 +210,52 @@ fn an_xdp_live_trial_counts_with_the_sink_what_the_kernel_counts_and_detaches_it
     assert_gone_for_test("wstdl");
 }
 
+/// The XDP redirect DuT forwards faster than `t1`'s NAPI, which shares the DuT core in the
+/// default placement, takes the frames in: `t1`'s ring refuses some. Each refused frame is
+/// counted once, as `t1` counts it, and never more than the frames lost.
+#[test]
+fn frames_the_testers_receive_refused_are_counted_once() {
+    let Some(lab) = lab("wstdq") else {
+        return;
+    };
+    let wiring = Wiring::of(&lab).unwrap();
+    let config = ForwardingConfig {
+        flows: vec![1],
+        runs: 1,
+        seconds: 0.5,
+        generator: Generator::XdpLive,
+        ..ForwardingConfig::default()
+    };
+    let (tester, t1) = (&wiring.tester_ns, &wiring.egress.tester_if);
+    let before = interface_counter_for_test(tester, t1, "rx_dropped");
+    let mut redirect: Box<dyn Dut> = Box::new(XdpRedirectDut::new());
+    let record = trial(
+        redirect.as_mut(),
+        &wiring,
+        &config,
+        1,
+        0,
+        &AtomicBool::new(false),
+    );
+    let measured = record.outcome.clone().unwrap();
+    let t1_refused = interface_counter_for_test(tester, t1, "rx_dropped") - before;
+    let lost = measured.sent.saturating_sub(measured.received);
+    assert!(measured.sent > 0 && measured.received > 0, "{record:?}");
+    assert_eq!(
+        measured.receive_refused, t1_refused,
+        "d1 could not hand over {} frames, t1 refused {t1_refused}",
+        measured.receive_refused
+    );
+    // The probe's frames and the lab's own chatter pass t1 too: a few hundred at most.
+    assert!(
+        measured.receive_refused <= lost + 300,
+        "{} frames refused at the tester's receive, {lost} lost in all",
+        measured.receive_refused
+    );
+    drop(lab);
+    assert_gone_for_test("wstdq");
+}
+
 /// xdp-tools is built by `scripts/build-xdp-tools.sh`, not by `make setup`: a 90-second build
 /// from a Debian source package that only sid's pool holds, and only until sid moves on, so
 /// `make test` cannot rely on it. `scripts/independent-check.sh` builds it and runs this test

@@ -18,12 +18,11 @@
 //! 1 % of what it was offered and was offered at least 90 % of the ceiling; *DuT
 //! (backpressure)* when it lost under 1 % but held the generator below that; *DuT (drops)* when
 //! it lost 1 % or more. Frames the tester's own RX socket dropped are counted apart, and so are
-//! the frames the DuT forwarded but `t1`'s full ring refused (`d1`'s `tx_dropped` and
-//! `tx_queue_*_xdp_xmit_errors`, read in a local DuT's namespace): with the receive on the DuT
-//! core (the default placement) the tester's own receive can be what fills, and a result where it
-//! refused 1 % or more of what was offered is *tester's receive*, a lower bound for the DuT,
-//! never *DuT (drops)* (measured against xdp-tools: the Linux bridge forwarded 0.75 Mpps and
-//! `t1` took half of it).
+//! the frames the DuT forwarded but `t1`'s full ring refused (`d1`'s `tx_dropped`, read in a
+//! local DuT's namespace): with the receive on the DuT core (the default placement) the tester's
+//! own receive can be what fills, and a result where it refused 1 % or more of what was offered
+//! is *tester's receive*, a lower bound for the DuT, never *DuT (drops)* (measured against
+//! xdp-tools: the Linux bridge forwarded 0.75 Mpps and `t1` took half of it).
 //!
 //! **Generators.** [`Generator::Afxdp`] sends over an AF_XDP socket on `t0` (copy mode: an skb
 //! per frame) and receives on one on `t1`, in one thread. [`Generator::XdpLive`] sends from
@@ -319,29 +318,17 @@ fn measure_dut(
     Ok(measurement)
 }
 
-/// Frames `d1` could not hand to `t1` because `t1`'s ring was full, so far: its `tx_dropped`
-/// (frames sent as skbs: the stack's, AF_PACKET's, copy-mode AF_XDP's) and its
-/// `tx_queue_*_xdp_xmit_errors` (frames redirected in XDP, counted on the peer's queues). 0
-/// where the DuT's namespace is not this machine's.
+/// Frames `d1` could not hand to `t1` because `t1`'s ring was full, so far: `d1`'s
+/// `tx_dropped`. A veth counts there both the frames it sent as skbs that the peer's ring
+/// refused (the stack's, AF_PACKET's, copy-mode AF_XDP's) and those redirected to it in XDP that
+/// the peer refused (the `tx_queue_*_xdp_xmit_errors` of `ethtool -S`, which are the same
+/// frames again and must not be added). 0 where the DuT's namespace is not this machine's.
 fn receive_refused(wiring: &Wiring) -> Result<u64, String> {
     if !matches!(wiring.dut_host, Some(crate::dut::Host::Local)) {
         return Ok(0);
     }
     let (ns, d1) = (&wiring.dut_ns, &wiring.egress.dut_if);
-    let dropped = crate::trial::InterfaceCounters::read(ns, d1)?.tx_dropped;
-    let stats = wirespeed_lab::run_in(ns, "ethtool", &["-S", d1])
-        .map_err(|error| format!("reading the statistics of {d1}: {error}"))?;
-    Ok(dropped + xdp_xmit_errors(&stats))
-}
-
-/// The sum of the `tx_queue_N_xdp_xmit_errors` lines of `ethtool -S` output of a veth.
-fn xdp_xmit_errors(stats: &str) -> u64 {
-    stats
-        .lines()
-        .filter_map(|line| line.trim().split_once(':'))
-        .filter(|(name, _)| name.starts_with("tx_queue_") && name.ends_with("_xdp_xmit_errors"))
-        .filter_map(|(_, value)| value.trim().parse::<u64>().ok())
-        .sum()
+    Ok(crate::trial::InterfaceCounters::read(ns, d1)?.tx_dropped)
 }
 
 fn ceiling_trial(
@@ -720,15 +707,6 @@ mod tests {
             placement: Vec::new(),
             commands: Vec::new(),
         }
-    }
-
-    #[test]
-    fn a_veths_xdp_xmit_errors_are_summed_over_its_queues() {
-        let stats = "NIC statistics:\n     peer_ifindex: 5\n     rx_queue_0_xdp_tx_errors: 7\n     \
-                     tx_queue_0_xdp_xmit: 100\n     tx_queue_0_xdp_xmit_errors: 3\n     \
-                     tx_queue_1_xdp_xmit_errors: 4\n";
-        assert_eq!(xdp_xmit_errors(stats), 7);
-        assert_eq!(xdp_xmit_errors(""), 0);
     }
 
     #[test]
