@@ -41,6 +41,22 @@ pub fn prefetch<T>(value: &T) {
     let _ = value;
 }
 
+/// Asks the CPU to bring the cache line holding `address` into L1: [`prefetch`] for an address
+/// computed without a branch, which may lie outside any object (a hint that never faults, so any
+/// address is sound; one outside the program's memory only costs a page walk).
+#[inline(always)]
+pub fn prefetch_address(address: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: PREFETCHT0 is part of SSE, which every x86_64 CPU has; it only hints the cache
+        // and never faults or reads the address architecturally, whatever the address is.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(address.cast::<i8>()) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = address;
+}
+
 /// Proof that this CPU has the `popcnt` instruction: [`Popcnt::run`] runs code compiled for it.
 ///
 /// The workspace builds for the baseline x86-64, which lacks `popcnt`, so `count_ones` is a

@@ -141,9 +141,11 @@ impl<A: Key> Poptrie<A> {
             }
         }
         let mut offset = A::DIRECT + STRIDE;
+        let mut deeper = Lanes::default();
         while !walking.is_empty() && offset < A::BITS {
-            let mut deeper = Lanes::default();
+            deeper.clear();
             for &lane in walking.lanes() {
+                let lane = usize::from(lane);
                 let (Some(state), Some(addr)) = (state.get_mut(lane), addrs.get(lane)) else {
                     continue;
                 };
@@ -154,9 +156,9 @@ impl<A: Key> Poptrie<A> {
                 *state = node.next(addr.bits(offset, STRIDE));
                 deeper.push_if(lane, *state & NODE != 0);
                 reading.push_if(lane, *state & LEAF != 0);
-                Self::prefetch_state(nodes, leaves, *state);
+                Self::prefetch_next(nodes, leaves, *state);
             }
-            walking = deeper;
+            std::mem::swap(&mut walking, &mut deeper);
             offset += STRIDE;
         }
         // A destination still walking or reading has no VALID bit: `None` until read below.
@@ -164,11 +166,24 @@ impl<A: Key> Poptrie<A> {
             *result = NextHop::from_entry(state);
         }
         for &lane in reading.lanes() {
+            let lane = usize::from(lane);
             let index = state.get(lane).map_or(0, |&state| state & INDEX);
             if let (Some(result), Some(&leaf)) = (out.get_mut(lane), leaves.get(index as usize)) {
                 *result = NextHop::from_entry(leaf);
             }
         }
+    }
+
+    /// [`Self::prefetch_state`] without a branch: a walk's next step is a node or a leaf in
+    /// any mix, and a mispredicted branch per step cost more than the prefetch it chose.
+    #[inline(always)]
+    fn prefetch_next(nodes: &[Node], leaves: &[u32], state: u32) {
+        let index = (state & INDEX) as usize;
+        let node = nodes.as_ptr().wrapping_add(index).cast::<u8>();
+        let leaf = leaves.as_ptr().wrapping_add(index).cast::<u8>();
+        let at = if state & NODE != 0 { node } else { leaf };
+        wirespeed_packet::cpu::prefetch_address(at);
+        wirespeed_packet::cpu::prefetch_address(at.wrapping_add(size_of::<Node>() - 1));
     }
 
     /// Starts bringing in what a lookup's `state` names: a node, or a leaf.
@@ -187,12 +202,15 @@ impl<A: Key> Poptrie<A> {
     }
 }
 
-/// Some of a step's destinations, by their index in it, in order.
+/// Some of a step's destinations, by their index in it, in order: one byte each, so that a
+/// step's lists are cleared and kept in a few lines of the stack.
 #[derive(Default)]
 struct Lanes {
-    lane: [usize; LOOKUP_STEP],
+    lane: [u8; LOOKUP_STEP],
     len: usize,
 }
+
+const _: () = assert!(LOOKUP_STEP <= 256, "a lane's index must fit in a byte");
 
 impl Lanes {
     /// Adds `lane` when `yes`, without a branch: a batch's destinations go on or stop in any
@@ -200,16 +218,20 @@ impl Lanes {
     #[inline(always)]
     fn push_if(&mut self, lane: usize, yes: bool) {
         if let Some(slot) = self.lane.get_mut(self.len) {
-            *slot = lane;
+            *slot = lane as u8;
         }
         self.len += usize::from(yes);
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
     }
 
     fn is_empty(&self) -> bool {
         self.len == 0
     }
 
-    fn lanes(&self) -> &[usize] {
+    fn lanes(&self) -> &[u8] {
         self.lane.get(..self.len).unwrap_or_default()
     }
 }
