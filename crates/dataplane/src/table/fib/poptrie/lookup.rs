@@ -127,14 +127,12 @@ impl<A: Key> Poptrie<A> {
         // Most lookups end in their root: the passes after it go through these lists of the
         // destinations that go on, not through all of them.
         let mut walking = Lanes::default();
-        let mut reading = Lanes::default();
         for &addr in addrs {
             self.prefetch(addr);
         }
         for (lane, (state, &addr)) in state.iter_mut().zip(addrs).enumerate() {
             *state = self.root_state(addr);
             walking.push_if(lane, *state & NODE != 0);
-            reading.push_if(lane, *state & LEAF != 0);
             // Rarely taken where most lookups end in their root.
             if *state & (NODE | LEAF) != 0 {
                 Self::prefetch_state(nodes, leaves, *state);
@@ -155,22 +153,23 @@ impl<A: Key> Poptrie<A> {
                     .unwrap_or_default();
                 *state = node.next(addr.bits(offset, STRIDE));
                 deeper.push_if(lane, *state & NODE != 0);
-                reading.push_if(lane, *state & LEAF != 0);
                 Self::prefetch_next(nodes, leaves, *state);
             }
             std::mem::swap(&mut walking, &mut deeper);
             offset += STRIDE;
         }
-        // A destination still walking or reading has no VALID bit: `None` until read below.
+        // The leaves were prefetched when their lookups named them: read now, in one pass
+        // (rather than through a list of the lanes that named one, kept at every level).
         for (result, &state) in out.iter_mut().zip(&state) {
-            *result = NextHop::from_entry(state);
-        }
-        for &lane in reading.lanes() {
-            let lane = usize::from(lane);
-            let index = state.get(lane).map_or(0, |&state| state & INDEX);
-            if let (Some(result), Some(&leaf)) = (out.get_mut(lane), leaves.get(index as usize)) {
-                *result = NextHop::from_entry(leaf);
-            }
+            let entry = if state & LEAF != 0 {
+                leaves
+                    .get((state & INDEX) as usize)
+                    .copied()
+                    .unwrap_or_default()
+            } else {
+                state
+            };
+            *result = NextHop::from_entry(entry);
         }
     }
 

@@ -21,6 +21,14 @@ fn bit_fields_pad_past_the_end_of_the_address() {
     assert_eq!(0xdead_beefu32.bits(24, 6), 0xef >> 2);
     assert_eq!(DOC.bits(0, 16), 0x2001);
     assert_eq!(u128::MAX.bits(126, 6), 0b11 << 4);
+    // Fields in the high half, ending at its last bit, straddling the halves, in the low half.
+    let addr: u128 = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210;
+    for offset in [0, 18, 52, 58, 59, 60, 63, 64, 65, 100, 122] {
+        let expected = ((addr << offset) >> 122) as usize;
+        assert_eq!(addr.bits(offset, 6), expected, "offset {offset}");
+    }
+    assert_eq!(addr.bits(58, 6), 0xef & 0x3f);
+    assert_eq!(addr.bits(60, 6), (0xf << 2) | (0xfe >> 6));
     assert_eq!(<u32 as Key>::block(1), (1 << 14, (2 << 14) - 1));
 }
 
