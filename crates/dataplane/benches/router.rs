@@ -195,6 +195,7 @@ impl Bench {
 /// The lookup structure as the report names it.
 fn fib_name(fib: FibKind) -> &'static str {
     match fib {
+        FibKind::Auto => "auto",
         FibKind::Dir24 => "dir24",
         FibKind::Trie => "trie",
     }
@@ -203,6 +204,7 @@ fn fib_name(fib: FibKind) -> &'static str {
 /// The criterion id of a router with `fib`: `routes` for the default tables, as before.
 fn id(fib: FibKind) -> &'static str {
     match fib {
+        FibKind::Auto => "auto_routes",
         FibKind::Dir24 => "routes",
         FibKind::Trie => "trie_routes",
     }

@@ -716,7 +716,8 @@ pub(super) fn router_app(
         forward_ipv4_options: raw.forward_ipv4_options.unwrap_or(false),
         fib: match raw.fib {
             Some(RawFib::Trie) => FibKind::Trie,
-            Some(RawFib::Dir24) | None => FibKind::Dir24,
+            Some(RawFib::Dir24) => FibKind::Dir24,
+            Some(RawFib::Auto) | None => FibKind::Auto,
         },
     }))
 }
@@ -742,13 +743,17 @@ mod tests {
     }
 
     #[test]
-    fn fib_is_dir24_unless_set_and_a_bad_word_is_refused_naming_the_words() {
+    fn fib_is_auto_unless_set_and_a_bad_word_is_refused_naming_the_words() {
         use super::super::{AppConfig, FibKind};
         let fib = |config: super::super::Config| match config.app {
             AppConfig::Router(router) => router.fib,
             _ => unreachable!("a router"),
         };
-        assert_eq!(fib(router("").unwrap()), FibKind::Dir24);
+        assert_eq!(fib(router("").unwrap()), FibKind::Auto);
+        assert_eq!(
+            fib(router("[router]\nfib = \"auto\"").unwrap()),
+            FibKind::Auto
+        );
         assert_eq!(
             fib(router("[router]\nfib = \"dir24\"").unwrap()),
             FibKind::Dir24
@@ -761,7 +766,9 @@ mod tests {
         assert_eq!(error.key, "router.fib");
         assert!(error.line > 0, "{error}");
         assert!(
-            error.message.contains("dir24") && error.message.contains("trie"),
+            ["auto", "dir24", "trie"]
+                .iter()
+                .all(|word| error.message.contains(word)),
             "{error}"
         );
     }

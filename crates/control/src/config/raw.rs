@@ -121,6 +121,7 @@ pub(super) struct RawRouter {
 #[derive(Deserialize, Clone, Copy)]
 #[serde(rename_all = "lowercase")]
 pub(super) enum RawFib {
+    Auto,
     Dir24,
     Trie,
 }

@@ -2,19 +2,24 @@
 //! structure behind the one interface the router uses, so the router's code is the same for
 //! both and a route load builds whichever the configuration names.
 //!
-//! One key picks both families ([`FibKind`]): `"dir24"` is DIR-24-8 for IPv4 and the 16-8-8
+//! One key picks the structures ([`FibKind`]): `"dir24"` is DIR-24-8 for IPv4 and the 16-8-8
 //! trie for IPv6 (the uncompressed tables: one or a few reads, tens to hundreds of MiB);
-//! `"trie"` is Poptrie for both (a few MiB). Each call matches on the variant: a branch that
-//! always goes the same way, once per batch on the data plane's path.
+//! `"trie"` is Poptrie for both (a few MiB); `"auto"`, the default, is what measured fastest for
+//! each family: DIR-24-8 for IPv4, Poptrie for IPv6. Each call matches on the variant: a branch
+//! that always goes the same way, once per batch on the data plane's path.
 
 use super::{FibError, Ipv4Fib, Ipv4Prefix, Ipv4Trie, Ipv6Fib, Ipv6Prefix, Ipv6Trie, NextHop};
 
 /// Which lookup structures a router's FIBs use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum FibKind {
-    /// DIR-24-8 (IPv4) and the 16-8-8 trie (IPv6): the default, measured faster here
-    /// (docs/benchmarks.md, issue 21).
+    /// The fastest measured for each family (docs/benchmarks.md, issue 21): DIR-24-8 for IPv4
+    /// (1.38-1.43x the cross-connect's cost at 1M routes in the router bench, Poptrie
+    /// 1.41-1.49x), Poptrie for IPv6 (1.82-1.92x at 200k routes in 20 MiB, the 16-8-8 trie
+    /// 2.3x in 176 MiB).
     #[default]
+    Auto,
+    /// DIR-24-8 (IPv4) and the 16-8-8 trie (IPv6).
     Dir24,
     /// Poptrie for both families: 12.7 and 20.5 MiB where the others take 80 (IPv4, 1M routes)
     /// and 176 MiB (IPv6, 200k routes).
@@ -25,7 +30,7 @@ pub enum FibKind {
 /// both have, each a match that calls the variant's own.
 macro_rules! fib_choice {
     ($(#[$doc:meta])* $name:ident, $addr:ty, $prefix:ty, $table:ident, $trie:ident,
-     $usage:literal, $table_usage:expr) => {
+     $auto:path, $usage:literal, $table_usage:expr) => {
         $(#[$doc])*
         // The variants differ by a few hundred bytes of control-path state (Poptrie's route
         // sets and id map); a router holds one table per family and moves it once, when a
@@ -39,11 +44,20 @@ macro_rules! fib_choice {
         }
 
         impl $name {
+            /// The structure `kind` names for this family: [`FibKind::Dir24`] or
+            /// [`FibKind::Trie`].
+            pub fn resolve(kind: FibKind) -> FibKind {
+                match kind {
+                    FibKind::Auto => $auto,
+                    kind => kind,
+                }
+            }
+
             /// An empty table of `kind`.
             pub fn new(kind: FibKind) -> Self {
-                match kind {
-                    FibKind::Dir24 => Self::Table($table::new()),
+                match Self::resolve(kind) {
                     FibKind::Trie => Self::Trie($trie::new()),
+                    _ => Self::Table($table::new()),
                 }
             }
 
@@ -52,9 +66,9 @@ macro_rules! fib_choice {
                 kind: FibKind,
                 routes: impl IntoIterator<Item = ($prefix, NextHop)>,
             ) -> Result<Self, FibError> {
-                Ok(match kind {
-                    FibKind::Dir24 => Self::Table($table::from_routes(routes)?),
+                Ok(match Self::resolve(kind) {
                     FibKind::Trie => Self::Trie($trie::from_routes(routes)?),
+                    _ => Self::Table($table::from_routes(routes)?),
                 })
             }
 
@@ -172,6 +186,7 @@ fib_choice!(
     Ipv4Prefix,
     Ipv4Fib,
     Ipv4Trie,
+    FibKind::Dir24,
     "routes_v4",
     |fib: &Ipv4Fib| (
         "routes_v4_tbl8_groups",
@@ -187,6 +202,7 @@ fib_choice!(
     Ipv6Prefix,
     Ipv6Fib,
     Ipv6Trie,
+    FibKind::Trie,
     "routes_v6",
     |fib: &Ipv6Fib| ("routes_v6_nodes", fib.nodes_in_use(), fib.node_limit() as usize)
 );
@@ -215,6 +231,21 @@ impl Fib4 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_is_dir24_for_ipv4_and_poptrie_for_ipv6() {
+        assert_eq!(Fib4::new(FibKind::Auto).kind(), FibKind::Dir24);
+        assert_eq!(Fib6::new(FibKind::Auto).kind(), FibKind::Trie);
+        let routes = [(
+            Ipv6Prefix::new(0x2001_0db8 << 96, 32).unwrap(),
+            NextHop::hop(1).unwrap(),
+        )];
+        assert!(matches!(
+            Fib6::from_routes(FibKind::Auto, routes).unwrap(),
+            Fib6::Trie(_)
+        ));
+        assert_eq!(FibKind::default(), FibKind::Auto);
+    }
 
     #[test]
     fn both_kinds_answer_alike_and_say_what_they_are() {
