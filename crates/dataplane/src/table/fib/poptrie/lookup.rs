@@ -8,8 +8,7 @@
 //! instruction. Whether the CPU has it is asked once, when the table is made, and the answer
 //! kept in the table; a lookup only reads it (one predictable branch).
 //!
-//! Batched lookups walk a step of destinations ([`LOOKUP_STEP`] of them, twice as many for
-//! IPv6: [`Key::WIDE_STEP`]) level by level in lockstep, and
+//! Batched lookups walk a step of [`LOOKUP_STEP`] destinations level by level in lockstep, and
 //! each pass starts bringing in what the next pass reads (the roots, then the node or the leaf
 //! each destination's state names): the misses of a whole step
 //! overlap, where a pass's own loads overlapped only as far as the reorder buffer reached.
@@ -109,38 +108,25 @@ impl<A: Key> Poptrie<A> {
         entry & !NODE
     }
 
-    /// Steps of [`Key::WIDE_STEP`]'s width: an IPv6 walk is several levels long, and its
-    /// levels wait for their misses, so twice as many destinations a step overlap more of them;
-    /// an IPv4 lookup mostly ends in its root, whose two lines per destination already keep
-    /// the CPU's line fill buffers full at 32.
     #[inline(always)]
     fn walk_batch(&self, addrs: &[A], out: &mut [Option<NextHop>]) {
-        if A::WIDE_STEP {
-            self.walk_steps::<{ 2 * LOOKUP_STEP }>(addrs, out);
-        } else {
-            self.walk_steps::<LOOKUP_STEP>(addrs, out);
+        for (addrs, out) in addrs.chunks(LOOKUP_STEP).zip(out.chunks_mut(LOOKUP_STEP)) {
+            self.step(addrs, out);
         }
     }
 
+    /// Looks up one step of at most [`LOOKUP_STEP`] destinations: their roots, then level by
+    /// level only those that go on, then the leaves of those that end in the leaf array.
     #[inline(always)]
-    fn walk_steps<const N: usize>(&self, addrs: &[A], out: &mut [Option<NextHop>]) {
-        for (addrs, out) in addrs.chunks(N).zip(out.chunks_mut(N)) {
-            self.step::<N>(addrs, out);
-        }
-    }
-
-    /// Looks up one step of at most `N` destinations: their roots, then level by level only
-    /// those that go on, then the leaves of those that end in the leaf array.
-    #[inline(always)]
-    fn step<const N: usize>(&self, addrs: &[A], out: &mut [Option<NextHop>]) {
+    fn step(&self, addrs: &[A], out: &mut [Option<NextHop>]) {
         let nodes = self.store.nodes.entries();
         let leaves = self.store.leaves.entries();
         // Per destination: the entry found, or a node still to visit (NODE), or a leaf still
         // to read (LEAF).
-        let mut state = [0u32; N];
+        let mut state = [0u32; LOOKUP_STEP];
         // Most lookups end in their root: the passes after it go through these lists of the
         // destinations that go on, not through all of them.
-        let mut walking = Lanes::<N>::default();
+        let mut walking = Lanes::default();
         for &addr in addrs {
             self.prefetch(addr);
         }
@@ -153,7 +139,7 @@ impl<A: Key> Poptrie<A> {
             }
         }
         let mut offset = A::DIRECT + STRIDE;
-        let mut deeper = Lanes::<N>::default();
+        let mut deeper = Lanes::default();
         while !walking.is_empty() && offset < A::BITS {
             deeper.clear();
             for &lane in walking.lanes() {
@@ -217,22 +203,15 @@ impl<A: Key> Poptrie<A> {
 
 /// Some of a step's destinations, by their index in it, in order: one byte each, so that a
 /// step's lists are cleared and kept in a few lines of the stack.
-struct Lanes<const N: usize> {
-    lane: [u8; N],
+#[derive(Default)]
+struct Lanes {
+    lane: [u8; LOOKUP_STEP],
     len: usize,
 }
 
-impl<const N: usize> Default for Lanes<N> {
-    fn default() -> Self {
-        const { assert!(N <= 256, "a lane's index must fit in a byte") };
-        Lanes {
-            lane: [0; N],
-            len: 0,
-        }
-    }
-}
+const _: () = assert!(LOOKUP_STEP <= 256, "a lane's index must fit in a byte");
 
-impl<const N: usize> Lanes<N> {
+impl Lanes {
     /// Adds `lane` when `yes`, without a branch: a batch's destinations go on or stop in any
     /// mix without mispredicting.
     #[inline(always)]

@@ -74,10 +74,6 @@ pub trait Key: AddrBits + Ord + Send + Sync + 'static {
     /// Bits the direct-pointing array resolves: 18, as in the paper's fastest variant, for
     /// both families (1 MiB; a /48 is then six reads below it, against seven with 16).
     const DIRECT: u8 = 18;
-    /// Whether batched lookups walk steps of twice [`LOOKUP_STEP`](super::LOOKUP_STEP)
-    /// destinations (see `lookup.rs`): measured faster for IPv6 (37 -> 42 M/s at 200k routes),
-    /// slower for IPv4 (118 -> 111 at 1M).
-    const WIDE_STEP: bool;
     /// `width` bits (at most 32) of the address from bit `offset` (0: the most significant),
     /// as an index; bits past the end of the address read as zero.
     fn bits(self, offset: u8, width: u8) -> usize;
@@ -91,7 +87,6 @@ pub trait Key: AddrBits + Ord + Send + Sync + 'static {
 
 impl Key for u32 {
     type Prefix = Ipv4Prefix;
-    const WIDE_STEP: bool = false;
     #[inline(always)]
     fn bits(self, offset: u8, width: u8) -> usize {
         ((u64::from(self) << (32 + u32::from(offset))) >> (64 - u32::from(width))) as usize
@@ -110,7 +105,6 @@ impl Key for u32 {
 
 impl Key for u128 {
     type Prefix = Ipv6Prefix;
-    const WIDE_STEP: bool = true;
     #[inline(always)]
     fn bits(self, offset: u8, width: u8) -> usize {
         // Most fields lie in the high half (a walk's offset is the same for a whole pass, so
