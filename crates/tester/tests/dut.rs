@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use wirespeed_lab::{assert_gone_for_test, interface_counter_for_test, run};
 use wirespeed_tester::bench::placement::{Plan, napi_threads, place_kernel};
-use wirespeed_tester::bench::{ForwardingConfig, Generator, trial};
+use wirespeed_tester::bench::{ForwardingConfig, Generator, TrialRecord, trial};
 use wirespeed_tester::dut::probe::verify;
 use wirespeed_tester::dut::{Dut, DutError, LinuxBridge, LinuxRouter, Wiring, XdpRedirectDut};
 use wirespeed_tester::generator::xdp_tools;
@@ -22,6 +22,19 @@ fn links(wiring: &Wiring, kind: &str) -> String {
         &["-n", &wiring.dut_ns, "-br", "link", "show", "type", kind],
     )
     .unwrap()
+}
+
+/// One trial of `dut` at `config`'s first flow count, as run 0, never stopped early.
+fn one_trial(mut dut: Box<dyn Dut>, wiring: &Wiring, config: &ForwardingConfig) -> TrialRecord {
+    let flows = config.flows.first().copied().expect("a flow count");
+    trial(
+        dut.as_mut(),
+        wiring,
+        config,
+        flows,
+        0,
+        &AtomicBool::new(false),
+    )
 }
 
 #[test]
@@ -125,15 +138,7 @@ fn placement_pins_the_napi_threads_and_a_short_trial_counts_forwarded_frames() {
         seconds: 0.3,
         ..ForwardingConfig::default()
     };
-    let mut bridge: Box<dyn Dut> = Box::new(LinuxBridge::new());
-    let record = trial(
-        bridge.as_mut(),
-        &wiring,
-        &config,
-        4,
-        0,
-        &AtomicBool::new(false),
-    );
+    let record = one_trial(Box::new(LinuxBridge::new()), &wiring, &config);
     let measured = record.outcome.clone().unwrap();
     assert!(measured.sent > 0 && measured.received > 0, "{record:?}");
     assert!(measured.received <= measured.sent + 100, "{record:?}");
@@ -178,15 +183,7 @@ fn an_xdp_live_trial_counts_with_the_sink_what_the_kernel_counts_and_detaches_it
             + interface_counter_for_test(tester, t0, "tx_dropped"),
         interface_counter_for_test(tester, t1, "rx_packets"),
     );
-    let mut router: Box<dyn Dut> = Box::new(LinuxRouter::new());
-    let record = trial(
-        router.as_mut(),
-        &wiring,
-        &config,
-        4,
-        0,
-        &AtomicBool::new(false),
-    );
+    let record = one_trial(Box::new(LinuxRouter::new()), &wiring, &config);
     let measured = record.outcome.clone().unwrap();
     let offered = interface_counter_for_test(tester, t0, "tx_packets")
         + interface_counter_for_test(tester, t0, "tx_dropped")
@@ -228,15 +225,7 @@ fn frames_the_testers_receive_refused_are_counted_once() {
     };
     let (tester, t1) = (&wiring.tester_ns, &wiring.egress.tester_if);
     let before = interface_counter_for_test(tester, t1, "rx_dropped");
-    let mut redirect: Box<dyn Dut> = Box::new(XdpRedirectDut::new());
-    let record = trial(
-        redirect.as_mut(),
-        &wiring,
-        &config,
-        1,
-        0,
-        &AtomicBool::new(false),
-    );
+    let record = one_trial(Box::new(XdpRedirectDut::new()), &wiring, &config);
     let measured = record.outcome.clone().unwrap();
     let t1_refused = interface_counter_for_test(tester, t1, "rx_dropped") - before;
     let lost = measured.sent.saturating_sub(measured.received);
@@ -283,15 +272,7 @@ fn an_xdp_tools_trial_counts_what_t1_received_and_detaches_both_programs() {
         &wiring.egress.tester_if,
     );
     let before = interface_counter_for_test(tester, t1, "rx_packets");
-    let mut bridge: Box<dyn Dut> = Box::new(LinuxBridge::new());
-    let record = trial(
-        bridge.as_mut(),
-        &wiring,
-        &config,
-        16,
-        0,
-        &AtomicBool::new(false),
-    );
+    let record = one_trial(Box::new(LinuxBridge::new()), &wiring, &config);
     let measured = record.outcome.clone().unwrap();
     let arrived = interface_counter_for_test(tester, t1, "rx_packets") - before;
     // The whole seconds are part of the trial: their count is under what t1 received in all.

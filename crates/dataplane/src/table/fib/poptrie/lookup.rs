@@ -13,7 +13,7 @@
 //! each destination's state names): the misses of a whole step
 //! overlap, where a pass's own loads overlapped only as far as the reorder buffer reached.
 
-use wirespeed_packet::cpu::prefetch;
+use wirespeed_packet::cpu::prefetch_address;
 
 use super::node::{Node, STRIDE};
 use super::{INDEX, Key, LEAF, NODE, Poptrie};
@@ -135,7 +135,7 @@ impl<A: Key> Poptrie<A> {
             walking.push_if(lane, *state & NODE != 0);
             // Rarely taken where most lookups end in their root.
             if *state & (NODE | LEAF) != 0 {
-                Self::prefetch_state(nodes, leaves, *state);
+                Self::prefetch_next(nodes, leaves, *state);
             }
         }
         let mut offset = A::DIRECT + STRIDE;
@@ -173,31 +173,20 @@ impl<A: Key> Poptrie<A> {
         }
     }
 
-    /// [`Self::prefetch_state`] without a branch: a walk's next step is a node or a leaf in
-    /// any mix, and a mispredicted branch per step cost more than the prefetch it chose.
+    /// Starts bringing in what a lookup's `state` names, a node or a leaf, without a branch: a
+    /// walk's next step is a node or a leaf in any mix, and a mispredicted branch per step cost
+    /// more than the prefetch it chose. Both lines a node may lie on: nodes are 24 bytes side
+    /// by side, so one in four crosses a 64-byte line, and a prefetch of its start alone left
+    /// the second line to miss when the lookup read it (32-byte nodes would never cross, but
+    /// would take a third more memory).
     #[inline(always)]
     fn prefetch_next(nodes: &[Node], leaves: &[u32], state: u32) {
         let index = (state & INDEX) as usize;
         let node = nodes.as_ptr().wrapping_add(index).cast::<u8>();
         let leaf = leaves.as_ptr().wrapping_add(index).cast::<u8>();
         let at = if state & NODE != 0 { node } else { leaf };
-        wirespeed_packet::cpu::prefetch_address(at);
-        wirespeed_packet::cpu::prefetch_address(at.wrapping_add(size_of::<Node>() - 1));
-    }
-
-    /// Starts bringing in what a lookup's `state` names: a node, or a leaf.
-    #[inline(always)]
-    fn prefetch_state(nodes: &[Node], leaves: &[u32], state: u32) {
-        let index = (state & INDEX) as usize;
-        if state & NODE != 0 {
-            if let Some(node) = nodes.get(index) {
-                node.prefetch();
-            }
-        } else if state & LEAF != 0
-            && let Some(leaf) = leaves.get(index)
-        {
-            prefetch(leaf);
-        }
+        prefetch_address(at);
+        prefetch_address(at.wrapping_add(size_of::<Node>() - 1));
     }
 }
 

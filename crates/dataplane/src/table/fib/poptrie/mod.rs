@@ -34,8 +34,8 @@
 //! prefetch now brings in all a lookup reads; batched lookups are 0.93-0.95x rte_lpm's. rte_lpm
 //! and DIR-24-8 also need one read per lookup, and this VM's cache reads a 12 MiB table only
 //! about 1.6x as fast as their 64 MiB, so DIR-24-8 stays the router's IPv4 table by default;
-//! for IPv6, where Poptrie's batched lookups are about 2x rte_lpm6's and the 16-8-8 trie's
-//! 1.5x (session twenty-three), Poptrie is (`[router] fib = "auto"`, the default).
+//! for IPv6, where Poptrie's batched lookups are 2.0-2.3x rte_lpm6's and about 1.6x the 16-8-8
+//! trie's (session twenty-three), Poptrie is (`[router] fib = "auto"`, the default).
 //!
 //! What a table takes: the direct array (12 MiB) whatever the routes, the nodes below the roots
 //! (17 600 at 1M IPv4 routes, 0.4 MiB) and the leaves that are not inline (four bytes each):

@@ -36,16 +36,6 @@ pub(super) struct Node {
 }
 
 impl Node {
-    /// Starts bringing this node into the cache: both lines it may lie on. Nodes are 24 bytes
-    /// side by side, so one in four crosses a 64-byte line (at offsets 48 and 56 of a line),
-    /// and a prefetch of its start alone left the second line to miss when the lookup read
-    /// it, unoverlapped: 32-byte nodes would never cross, but would take a third more memory.
-    #[inline(always)]
-    pub(super) fn prefetch(&self) {
-        prefetch(self);
-        prefetch(&self.children);
-    }
-
     /// Where slot `slot` (0..64) leads, as a lookup's state: `NODE` and the child's index, or
     /// `LEAF` and the leaf's index. One popcount over the slots up to and including `slot`, and
     /// no branch: a batch of lookups takes children and leaves in any mix without
