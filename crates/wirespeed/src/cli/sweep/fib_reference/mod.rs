@@ -18,7 +18,12 @@
 //! of results written for a 10M-lookup trace pushed the tables out of the cache as no router's
 //! lookups do (batched at 1M IPv4 routes, routed trace: rte_lpm about 10-16 % faster without
 //! them, DIR-24-8 9-14 %, Poptrie 25-31 %; docs/benchmarks/journal.md, session twenty).
+//!
+//! Beside the tables, in the same rounds, the memory's own rate: random line reads in an array
+//! of each table's size ([`ceiling`]), and each table's rate as a share of it, which says
+//! whether a table waits for the memory or for its own work.
 
+mod ceiling;
 pub mod tables;
 
 use std::hint::black_box;
@@ -31,6 +36,7 @@ use wirespeed_dpdk_lpm::Eal;
 use wirespeed_tester::bench::median;
 
 use super::parse_count;
+use ceiling::{LineReads, Spread};
 use tables::{
     Candidate, LpmTable, NextHops, Routes, TraceKind, generated_ipv4, generated_ipv6, ipv4_tables,
     ipv4_trace, ipv6_tables, ipv6_trace, routes_file,
@@ -73,7 +79,7 @@ pub struct ReferenceArgs {
 
 /// One table's figures for one trace.
 struct Measured {
-    name: &'static str,
+    name: String,
     load_seconds: f64,
     memory_bytes: usize,
     heap_bytes: Option<usize>,
@@ -204,9 +210,19 @@ fn build<A, R>(
     Ok(built)
 }
 
+/// What [`measure`] found: the tables', and the memory's ceiling at each table's size.
+struct Figures {
+    tables: Vec<Measured>,
+    /// Random line reads ([`ceiling`]) in arrays of the tables' sizes: per table, the index
+    /// of its ceiling here.
+    ceilings: Vec<Measured>,
+    ceiling_of: Vec<usize>,
+}
+
 /// Checks every table's answers for `trace` against the first one's, then times `rounds`
-/// interleaved rounds of single and batched lookups of it.
-fn measure<A>(built: &[Loaded<A>], trace: &[A], rounds: usize) -> Result<Vec<Measured>> {
+/// interleaved rounds of single and batched lookups of it, and of random line reads in arrays
+/// of the tables' sizes (one per size, to a tenth of a MiB).
+fn measure<A: Spread>(built: &[Loaded<A>], trace: &[A], rounds: usize) -> Result<Figures> {
     let mut expected = vec![0; trace.len()];
     if let Some((_, first, _)) = built.first() {
         first.lookup_each(trace, &mut expected);
@@ -220,28 +236,63 @@ fn measure<A>(built: &[Loaded<A>], trace: &[A], rounds: usize) -> Result<Vec<Mea
             );
         }
     }
-    let mut results: Vec<Measured> = built
-        .iter()
-        .map(|(name, table, load_seconds)| Measured {
-            name,
-            load_seconds: *load_seconds,
-            memory_bytes: table.memory_bytes(),
-            heap_bytes: table.heap_bytes(),
-            single: Vec::new(),
-            bulk: Vec::new(),
-        })
-        .collect();
+    let measured = |name: String, table: &dyn LpmTable<A>, load_seconds| Measured {
+        name,
+        load_seconds,
+        memory_bytes: table.memory_bytes(),
+        heap_bytes: table.heap_bytes(),
+        single: Vec::new(),
+        bulk: Vec::new(),
+    };
+    let mut sizes: Vec<usize> = Vec::new();
+    let mut ceiling_of = Vec::new();
+    for (_, table, _) in built {
+        let tenths = (table.memory_bytes() as f64 / MIB * 10.0).round() as usize;
+        let index = sizes.iter().position(|&s| s == tenths).unwrap_or_else(|| {
+            sizes.push(tenths);
+            sizes.len() - 1
+        });
+        ceiling_of.push(index);
+    }
+    let mut readers = Vec::new();
+    for &tenths in &sizes {
+        let bytes = (tenths as f64 / 10.0 * MIB) as usize;
+        let Some(reads) = LineReads::new(bytes) else {
+            bail!("cannot reserve {bytes} bytes for the memory's ceiling");
+        };
+        readers.push(reads);
+    }
+    let mut figures = Figures {
+        tables: built
+            .iter()
+            .map(|(name, table, load)| measured(name.to_string(), table.as_ref(), *load))
+            .collect(),
+        ceilings: readers
+            .iter()
+            .map(|reads| {
+                let mib = reads.bytes() as f64 / MIB;
+                measured(format!("random line reads, {mib:.1} MiB"), reads, 0.0)
+            })
+            .collect(),
+        ceiling_of,
+    };
+    let timed = |table: &dyn LpmTable<A>, result: &mut Measured| {
+        let start = Instant::now();
+        black_box(folded(trace, |addrs, hops| table.lookup_each(addrs, hops)));
+        result.single.push(start.elapsed().as_secs_f64());
+        let start = Instant::now();
+        black_box(folded(trace, |addrs, hops| table.lookup_bulk(addrs, hops)));
+        result.bulk.push(start.elapsed().as_secs_f64());
+    };
     for _ in 0..rounds {
-        for ((_, table, _), result) in built.iter().zip(&mut results) {
-            let start = Instant::now();
-            black_box(folded(trace, |addrs, hops| table.lookup_each(addrs, hops)));
-            result.single.push(start.elapsed().as_secs_f64());
-            let start = Instant::now();
-            black_box(folded(trace, |addrs, hops| table.lookup_bulk(addrs, hops)));
-            result.bulk.push(start.elapsed().as_secs_f64());
+        for ((_, table, _), result) in built.iter().zip(&mut figures.tables) {
+            timed(table.as_ref(), result);
+        }
+        for (reads, result) in readers.iter().zip(&mut figures.ceilings) {
+            timed(reads, result);
         }
     }
-    Ok(results)
+    Ok(figures)
 }
 
 /// Addresses a timed call looks up into [`folded`]'s buffer (16 KiB of next hops, in L1).
@@ -263,8 +314,15 @@ fn folded<A>(trace: &[A], mut lookup: impl FnMut(&[A], &mut [u32])) -> u32 {
     sum
 }
 
-fn print(title: &str, results: &[Measured], lookups: usize) {
-    const MIB: f64 = (1 << 20) as f64;
+/// Bytes in a MiB, for the printed sizes.
+const MIB: f64 = (1 << 20) as f64;
+
+fn print(title: &str, figures: &Figures, lookups: usize) {
+    let Figures {
+        tables: results,
+        ceilings,
+        ceiling_of,
+    } = figures;
     let rate = |seconds: &[f64]| lookups as f64 / median(seconds) / 1e6;
     println!(
         "\n### {title}, {lookups} lookups, medians over {} rounds\n",
@@ -274,7 +332,7 @@ fn print(title: &str, results: &[Measured], lookups: usize) {
         "| table | load s | lookup arrays MiB | DPDK heap MiB | single M lookups/s | \
          batched M lookups/s |\n| --- | ---: | ---: | ---: | ---: | ---: |"
     );
-    for r in results {
+    for r in results.iter().chain(ceilings) {
         println!(
             "| {} | {:.2} | {:.1} | {} | {:.1} | {:.1} |",
             r.name,
@@ -298,6 +356,17 @@ fn print(title: &str, results: &[Measured], lookups: usize) {
             rate(&r.bulk) / rate(&reference.bulk),
             r.load_seconds / reference.load_seconds,
             r.memory_bytes as f64 / reference.memory_bytes as f64,
+        );
+    }
+    for (r, &c) in results.iter().zip(ceiling_of) {
+        let Some(ceiling) = ceilings.get(c) else {
+            continue;
+        };
+        println!(
+            "{} / one random line read per lookup at its size: single {:.2}x, batched {:.2}x",
+            r.name,
+            rate(&r.single) / rate(&ceiling.single),
+            rate(&r.bulk) / rate(&ceiling.bulk),
         );
     }
 }
