@@ -332,11 +332,19 @@ fn print(title: &str, figures: &Figures, lookups: usize) {
         "| table | load s | lookup arrays MiB | DPDK heap MiB | single M lookups/s | \
          batched M lookups/s |\n| --- | ---: | ---: | ---: | ---: | ---: |"
     );
-    for r in results.iter().chain(ceilings) {
+    for (r, ceiling) in results
+        .iter()
+        .map(|r| (r, false))
+        .chain(ceilings.iter().map(|r| (r, true)))
+    {
         println!(
-            "| {} | {:.2} | {:.1} | {} | {:.1} | {:.1} |",
+            "| {} | {} | {:.1} | {} | {:.1} | {:.1} |",
             r.name,
-            r.load_seconds,
+            if ceiling {
+                "-".into()
+            } else {
+                format!("{:.2}", r.load_seconds)
+            },
             r.memory_bytes as f64 / MIB,
             r.heap_bytes
                 .map_or("-".into(), |b| format!("{:.1}", b as f64 / MIB)),
