@@ -13,9 +13,9 @@ use super::{FibError, Ipv4Fib, Ipv4Prefix, Ipv4Trie, Ipv6Fib, Ipv6Prefix, Ipv6Tr
 /// Which lookup structures a router's FIBs use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum FibKind {
-    /// The fastest measured for each family (docs/benchmarks.md, issue 21): DIR-24-8 for IPv4
-    /// (1.36-1.42x the cross-connect's cost at 1M routes in the router bench, Poptrie
-    /// 1.44-1.49x), Poptrie for IPv6 (1.82-1.92x at 200k routes in 20 MiB, the 16-8-8 trie
+    /// The fastest measured for each family (docs/benchmarks.md, issue 21; session
+    /// twenty-three's alternating runs): DIR-24-8 for IPv4 (1.36-1.42x the cross-connect's cost
+    /// at 1M routes in the router bench, Poptrie 1.44-1.49x), Poptrie for IPv6 (1.82-1.92x at 200k routes in 20 MiB, the 16-8-8 trie
     /// 2.3x in 176 MiB).
     #[default]
     Auto,

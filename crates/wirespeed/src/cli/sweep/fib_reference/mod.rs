@@ -80,7 +80,8 @@ pub struct ReferenceArgs {
 /// One table's figures for one trace.
 struct Measured {
     name: String,
-    load_seconds: f64,
+    /// `None` for a ceiling, which loads nothing.
+    load_seconds: Option<f64>,
     memory_bytes: usize,
     heap_bytes: Option<usize>,
     /// Seconds of every round: single lookups, batched lookups.
@@ -213,9 +214,9 @@ fn build<A, R>(
 /// What [`measure`] found: the tables', and the memory's ceiling at each table's size.
 struct Figures {
     tables: Vec<Measured>,
-    /// Random line reads ([`ceiling`]) in arrays of the tables' sizes: per table, the index
-    /// of its ceiling here.
+    /// Random line reads ([`ceiling`]) in arrays of the tables' sizes, one per size.
     ceilings: Vec<Measured>,
+    /// Per table, the index of its size's ceiling in `ceilings`.
     ceiling_of: Vec<usize>,
 }
 
@@ -244,34 +245,32 @@ fn measure<A: Spread>(built: &[Loaded<A>], trace: &[A], rounds: usize) -> Result
         single: Vec::new(),
         bulk: Vec::new(),
     };
-    let mut sizes: Vec<usize> = Vec::new();
-    let mut ceiling_of = Vec::new();
+    // One array per size, in tenths of a MiB, and per table the index of its size's.
+    let mut readers: Vec<(usize, LineReads)> = Vec::new();
+    let mut ceiling_of = Vec::with_capacity(built.len());
     for (_, table, _) in built {
         let tenths = (table.memory_bytes() as f64 / MIB * 10.0).round() as usize;
-        let index = sizes.iter().position(|&s| s == tenths).unwrap_or_else(|| {
-            sizes.push(tenths);
-            sizes.len() - 1
-        });
-        ceiling_of.push(index);
-    }
-    let mut readers = Vec::new();
-    for &tenths in &sizes {
+        if let Some(index) = readers.iter().position(|&(size, _)| size == tenths) {
+            ceiling_of.push(index);
+            continue;
+        }
         let bytes = (tenths as f64 / 10.0 * MIB) as usize;
         let Some(reads) = LineReads::new(bytes) else {
             bail!("cannot reserve {bytes} bytes for the memory's ceiling");
         };
-        readers.push(reads);
+        ceiling_of.push(readers.len());
+        readers.push((tenths, reads));
     }
     let mut figures = Figures {
         tables: built
             .iter()
-            .map(|(name, table, load)| measured(name.to_string(), table.as_ref(), *load))
+            .map(|(name, table, load)| measured(name.to_string(), table.as_ref(), Some(*load)))
             .collect(),
         ceilings: readers
             .iter()
-            .map(|reads| {
+            .map(|(_, reads)| {
                 let mib = reads.bytes() as f64 / MIB;
-                measured(format!("random line reads, {mib:.1} MiB"), reads, 0.0)
+                measured(format!("random line reads, {mib:.1} MiB"), reads, None)
             })
             .collect(),
         ceiling_of,
@@ -288,7 +287,7 @@ fn measure<A: Spread>(built: &[Loaded<A>], trace: &[A], rounds: usize) -> Result
         for ((_, table, _), result) in built.iter().zip(&mut figures.tables) {
             timed(table.as_ref(), result);
         }
-        for (reads, result) in readers.iter().zip(&mut figures.ceilings) {
+        for ((_, reads), result) in readers.iter().zip(&mut figures.ceilings) {
             timed(reads, result);
         }
     }
@@ -332,19 +331,11 @@ fn print(title: &str, figures: &Figures, lookups: usize) {
         "| table | load s | lookup arrays MiB | DPDK heap MiB | single M lookups/s | \
          batched M lookups/s |\n| --- | ---: | ---: | ---: | ---: | ---: |"
     );
-    for (r, ceiling) in results
-        .iter()
-        .map(|r| (r, false))
-        .chain(ceilings.iter().map(|r| (r, true)))
-    {
+    for r in results.iter().chain(ceilings) {
         println!(
             "| {} | {} | {:.1} | {} | {:.1} | {:.1} |",
             r.name,
-            if ceiling {
-                "-".into()
-            } else {
-                format!("{:.2}", r.load_seconds)
-            },
+            r.load_seconds.map_or("-".into(), |s| format!("{s:.2}")),
             r.memory_bytes as f64 / MIB,
             r.heap_bytes
                 .map_or("-".into(), |b| format!("{:.1}", b as f64 / MIB)),
@@ -356,13 +347,16 @@ fn print(title: &str, figures: &Figures, lookups: usize) {
         return;
     };
     for r in &results[..results.len() - 1] {
+        let load = match (r.load_seconds, reference.load_seconds) {
+            (Some(load), Some(reference)) => format!("{:.4}", load / reference),
+            _ => "-".into(),
+        };
         println!(
-            "{} / {}: single {:.2}x, batched {:.2}x, load time {:.4}x, lookup arrays {:.2}x",
+            "{} / {}: single {:.2}x, batched {:.2}x, load time {load}x, lookup arrays {:.2}x",
             r.name,
             reference.name,
             rate(&r.single) / rate(&reference.single),
             rate(&r.bulk) / rate(&reference.bulk),
-            r.load_seconds / reference.load_seconds,
             r.memory_bytes as f64 / reference.memory_bytes as f64,
         );
     }
